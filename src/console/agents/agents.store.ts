@@ -1,0 +1,118 @@
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+import { keyset, type CursorValue } from '../../http/pagination.ts';
+import type { AgentsTables, Egress } from './agents.tables.ts';
+
+type Q = Kysely<Database> | Transaction<Database>;
+type VersionInsert = Omit<AgentsTables['agent_versions'], 'created_at' | 'tools' | 'skills' | 'mcp_servers' | 'egress' | 'context'> & {
+  tools: string[];
+  skills: string[];
+  mcp_servers: string[];
+  egress: Egress;
+  context: Array<Record<string, unknown>>;
+};
+
+export function getAgent(db: Q, name: string) {
+  return db.selectFrom('agents').selectAll().where('name', '=', name).executeTakeFirst();
+}
+
+/** Locks an agent's row against deletion for the rest of the transaction; false when there is none. */
+export async function lockAgentShared(db: Q, name: string): Promise<boolean> {
+  const row = await db.selectFrom('agents').select('name').where('name', '=', name).forShare().executeTakeFirst();
+  return row !== undefined;
+}
+
+export function listAgents(db: Q, cursor: CursorValue[] | null, limit: number) {
+  return keyset(db.selectFrom('agents').selectAll(), ['name'], 'asc', cursor, limit).execute();
+}
+
+export function insertAgent(db: Q, row: { name: string; display_name: string | null; kind: string | null; description: string; current_version: number; created_by: string }) {
+  return db.insertInto('agents').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+export function getVersion(db: Q, name: string, version: number) {
+  return db.selectFrom('agent_versions').selectAll().where('agent_name', '=', name).where('version', '=', version).executeTakeFirst();
+}
+
+/** The current versions of many agents at once. */
+export function currentVersions(db: Q, names: string[]) {
+  if (names.length === 0) return Promise.resolve([]);
+  return db
+    .selectFrom('agent_versions as v')
+    .innerJoin('agents as a', (j) => j.onRef('a.name', '=', 'v.agent_name').onRef('a.current_version', '=', 'v.version'))
+    .selectAll('v')
+    .where('v.agent_name', 'in', names)
+    .execute();
+}
+
+export function listVersions(db: Q, name: string, cursor: CursorValue[] | null, limit: number) {
+  const q = db.selectFrom('agent_versions').select(['agent_name', 'version', 'note', 'created_by', 'created_at']).where('agent_name', '=', name);
+  return keyset(q, ['version'], 'desc', cursor, limit).execute();
+}
+
+export function insertVersion(db: Q, row: VersionInsert) {
+  return db
+    .insertInto('agent_versions')
+    .values({
+      ...row,
+      tools: JSON.stringify(row.tools),
+      skills: JSON.stringify(row.skills),
+      mcp_servers: JSON.stringify(row.mcp_servers),
+      egress: JSON.stringify(row.egress),
+      context: JSON.stringify(row.context),
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function existingAgents(db: Q, names: string[]): Promise<Set<string>> {
+  const rows = await db.selectFrom('agents').select('name').where('name', 'in', names).execute();
+  return new Set(rows.map((r) => r.name));
+}
+
+/** How many agents' current versions name this environment. */
+export async function countCurrentUsingEnvironment(db: Q, environment: string): Promise<number> {
+  const r = await db
+    .selectFrom('agent_versions as v')
+    .innerJoin('agents as a', (j) => j.onRef('a.name', '=', 'v.agent_name').onRef('a.current_version', '=', 'v.version'))
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('v.environment', '=', environment)
+    .executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
+/** How many agents' current versions list this destination in their egress. */
+/** Current agent versions whose mcp_servers name a platform MCP server. */
+export async function countCurrentUsingMcpServer(db: Q, server: string): Promise<number> {
+  const r = await db
+    .selectFrom('agent_versions as v')
+    .innerJoin('agents as a', (j) => j.onRef('a.name', '=', 'v.agent_name').onRef('a.current_version', '=', 'v.version'))
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where(sql<boolean>`v.mcp_servers @> jsonb_build_array(${server}::text)`)
+    .executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
+export async function countCurrentUsingDestination(db: Q, destination: string): Promise<number> {
+  const r = await db
+    .selectFrom('agent_versions as v')
+    .innerJoin('agents as a', (j) => j.onRef('a.name', '=', 'v.agent_name').onRef('a.current_version', '=', 'v.version'))
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where(sql<boolean>`v.egress -> 'destinations' @> jsonb_build_array(${destination}::text)`)
+    .executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
+export function getAvatar(db: Q, name: string) {
+  return db.selectFrom('agent_avatars').selectAll().where('agent_name', '=', name).executeTakeFirst();
+}
+
+/** Avatar versions (the avatar_url cache-buster) of many agents. */
+export function avatarVersions(db: Q, names: string[]) {
+  if (names.length === 0) return Promise.resolve([]);
+  return db.selectFrom('agent_avatars').select(['agent_name', 'row_version']).where('agent_name', 'in', names).execute();
+}
+
+export function insertAvatar(db: Q, row: { agent_name: string; media_type: string; bytes: Uint8Array; size_bytes: number }) {
+  return db.insertInto('agent_avatars').values(row).returning(['agent_name', 'row_version']).executeTakeFirstOrThrow();
+}

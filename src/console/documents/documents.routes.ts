@@ -1,0 +1,69 @@
+import type { Role } from '../users/users.tables.ts';
+import { actorOf } from '../../http/auth.ts';
+import { optionalIfMatch, requireIfMatch, setEtag } from '../../http/etag.ts';
+import type { App } from '../../http/kernel.ts';
+import { ListQuery, Page, limitOf } from '../../http/pagination.ts';
+import { IfMatchHeader, NoContent } from '../../http/schemas.ts';
+import { DOCUMENT_LIMITS, DOCUMENT_MEDIA_TYPES, DOCUMENT_NAME_PATTERN, DocumentParams, DocumentPut, DocumentSchema, DocumentSummary, OwnerParams } from './documents.schemas.ts';
+import { presentDocument, type DocumentsService } from './documents.service.ts';
+import type { DocumentScope } from './documents.tables.ts';
+
+// JSON-escaped content can be several times its UTF-8 size; the service checks the real limit.
+const PUT_BODY_LIMIT = 2 * 1024 * 1024;
+
+/**
+ * The context-document routes of one owner kind, under `<base>/{name}/documents`: agents
+ * (`/agents`, admin writes) and teams (`/teams`, operator writes) share this one definition.
+ * `label` makes the operationIds (`listAgentDocuments`, `putTeamDocument`, ...).
+ */
+export function documentRoutes(app: App, deps: { documents: DocumentsService; scope: DocumentScope; base: string; label: string; writeRole: Role; tags: string[] }) {
+  const { documents, scope, label, tags } = deps;
+  const path = `${deps.base}/:name/documents`;
+  const rules =
+    `Name ${DOCUMENT_NAME_PATTERN}; media_type one of ${DOCUMENT_MEDIA_TYPES.join(', ')}; description at most ${DOCUMENT_LIMITS.descriptionChars} characters; ` +
+    `content UTF-8 without NUL, 1 byte to 256 KiB; an owner holds at most ${DOCUMENT_LIMITS.perOwner} documents and 384 KiB in total (422 naming the field otherwise).`;
+
+  app.get(path, {
+    config: { auth: { role: 'viewer' } },
+    schema: { operationId: `list${label}Documents`, tags, description: `The ${scope}'s context documents, by name, without content.`, params: OwnerParams, querystring: ListQuery, response: { 200: Page(DocumentSummary) } },
+    handler: (req) => documents.list(scope, req.params.name, { limit: limitOf(req.query), cursor: req.query.cursor }),
+  });
+
+  app.get(`${path}/:doc`, {
+    config: { auth: { role: 'viewer' } },
+    schema: { operationId: `get${label}Document`, tags, params: DocumentParams, response: { 200: DocumentSchema } },
+    handler: async (req, reply) => {
+      const row = await documents.get(scope, req.params.name, req.params.doc);
+      setEtag(reply, row.row_version);
+      return presentDocument(row);
+    },
+  });
+
+  app.put(`${path}/:doc`, {
+    config: { auth: { role: deps.writeRole } },
+    bodyLimit: PUT_BODY_LIMIT,
+    schema: {
+      operationId: `put${label}Document`,
+      tags,
+      description: `Creates (201, no If-Match) or replaces (200, If-Match required) a context document. ${rules}`,
+      params: DocumentParams,
+      headers: IfMatchHeader,
+      body: DocumentPut,
+      response: { 200: DocumentSchema, 201: DocumentSchema },
+    },
+    handler: async (req, reply) => {
+      const { row, created } = await documents.put(actorOf(req), scope, req.params.name, req.params.doc, optionalIfMatch(req), req.body);
+      setEtag(reply, row.row_version);
+      return reply.status(created ? 201 : 200).send(presentDocument(row));
+    },
+  });
+
+  app.delete(`${path}/:doc`, {
+    config: { auth: { role: deps.writeRole } },
+    schema: { operationId: `delete${label}Document`, tags, params: DocumentParams, headers: IfMatchHeader, response: { 204: NoContent } },
+    handler: async (req, reply) => {
+      await documents.remove(actorOf(req), scope, req.params.name, req.params.doc, requireIfMatch(req));
+      return reply.status(204).send(null);
+    },
+  });
+}

@@ -1,0 +1,47 @@
+import { Type, type Static } from 'typebox';
+
+export const DOCUMENT_NAME_PATTERN = '^[a-z0-9][a-z0-9._-]{0,62}$';
+export const DOCUMENT_MEDIA_TYPES = ['text/markdown', 'text/plain', 'text/csv', 'application/json', 'application/yaml'] as const;
+export const DOCUMENT_LIMITS = {
+  contentBytes: 256 * 1024,
+  descriptionChars: 200,
+  perOwner: 20,
+  totalBytes: 384 * 1024,
+};
+
+const Scope = Type.Union([Type.Literal('agent'), Type.Literal('team')]);
+
+export const DocumentSummary = Type.Object({
+  scope: Scope,
+  owner: Type.String({ description: "the agent's or team's name" }),
+  name: Type.String({ description: 'the file name under /workspace/context in the sandbox' }),
+  media_type: Type.String(),
+  description: Type.String(),
+  size_bytes: Type.Integer(),
+  sha256: Type.String(),
+  created_by: Type.String(),
+  created_at: Type.String(),
+  updated_at: Type.String(),
+});
+export type DocumentSummary = Static<typeof DocumentSummary>;
+
+export const DocumentSchema = Type.Object({ ...DocumentSummary.properties, content: Type.String() });
+export type DocumentOut = Static<typeof DocumentSchema>;
+
+// The schema bounds sizes loosely; the service checks the spec's limits and answers 422
+// naming the field and the limit (the byte size of UTF-8 is not a JSON-schema length).
+export const DocumentPut = Type.Object(
+  {
+    media_type: Type.String({ minLength: 1, maxLength: 255, description: DOCUMENT_MEDIA_TYPES.join(', ') }),
+    description: Type.Optional(Type.String({ maxLength: 4000, description: `at most ${DOCUMENT_LIMITS.descriptionChars} characters; shown to the model in an index` })),
+    content: Type.String({ maxLength: 2 * DOCUMENT_LIMITS.contentBytes, description: 'UTF-8 text without NUL, 1 byte to 256 KiB' }),
+  },
+  { additionalProperties: false },
+);
+export type DocumentPut = Static<typeof DocumentPut>;
+
+export const DocumentParams = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 128 }),
+  doc: Type.String({ minLength: 1, maxLength: 128, description: DOCUMENT_NAME_PATTERN }),
+});
+export const OwnerParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 128 }) });
