@@ -1,0 +1,39 @@
+import { decodeCursor, toPage } from '../../http/pagination.ts';
+
+export interface CheckpointUse {
+  checkpoint_id: string;
+  kind: string;
+  name: string;
+}
+
+/**
+ * The checkpoint ids in use. Each module that names checkpoints (environments now, teams
+ * later) adds a source answering its uses; the list is their union by id.
+ */
+export function createCheckpointsService() {
+  const sources: Array<() => Promise<CheckpointUse[]>> = [];
+  return {
+    addSource(source: () => Promise<CheckpointUse[]>) {
+      sources.push(source);
+    },
+    async list(query: { limit: number; cursor?: string }) {
+      const cursor = decodeCursor(query.cursor, 1);
+      const byId = new Map<string, Array<{ kind: string; name: string }>>();
+      for (const source of sources) {
+        for (const use of await source()) {
+          const list = byId.get(use.checkpoint_id) ?? [];
+          list.push({ kind: use.kind, name: use.name });
+          byId.set(use.checkpoint_id, list);
+        }
+      }
+      const items = [...byId.entries()]
+        .filter(([id]) => !cursor || id > String(cursor[0]))
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .slice(0, query.limit + 1)
+        .map(([id, used_by]) => ({ id, used_by }));
+      return toPage(items, query.limit, (c) => [c.id], (c) => c);
+    },
+  };
+}
+
+export type CheckpointsService = ReturnType<typeof createCheckpointsService>;

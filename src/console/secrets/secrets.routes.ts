@@ -1,0 +1,66 @@
+import { actorOf } from '../../http/auth.ts';
+import { optionalIfMatch, requireIfMatch, setEtag } from '../../http/etag.ts';
+import type { App } from '../../http/kernel.ts';
+import { Page, limitOf } from '../../http/pagination.ts';
+import { problems } from '../../http/problems.ts';
+import { IfMatchHeader, NoContent } from '../../http/schemas.ts';
+import type { SecretsService } from '../../secrets/secrets.service.ts';
+import { SecretListQuery, SecretParams, SecretPut, SecretReference } from './secrets.schemas.ts';
+
+/** Secret references: metadata reads, write-once values; no route ever answers a value. */
+export function secretsRoutes(app: App, deps: { secrets: SecretsService }) {
+  const { secrets } = deps;
+  const tags = ['secrets'];
+
+  app.get('/secrets', {
+    config: { auth: { role: 'viewer' } },
+    schema: { operationId: 'listSecrets', tags, description: 'Secret references by name; metadata only, never a value.', querystring: SecretListQuery, response: { 200: Page(SecretReference) } },
+    handler: (req) => secrets.list({ limit: limitOf(req.query), cursor: req.query.cursor, prefix: req.query.prefix }),
+  });
+
+  app.get('/secrets/*', {
+    config: { auth: { role: 'viewer' }, openapiWildcard: 'name' },
+    schema: { operationId: 'getSecret', tags, description: 'One secret reference; never the value. Names may contain `/` (send it as is or as %2F).', params: SecretParams, response: { 200: SecretReference } },
+    handler: async (req, reply) => {
+      const secret = await secrets.get(req.params['*']);
+      if (!secret) throw problems.notFound('secret', req.params['*']);
+      setEtag(reply, secret.row_version);
+      return secret;
+    },
+  });
+
+  app.put('/secrets/*', {
+    config: { auth: { role: 'admin' }, openapiWildcard: 'name' },
+    schema: {
+      operationId: 'putSecret',
+      tags,
+      description: 'Writes a value: 201 when the reference is new; replacing an existing reference needs If-Match and answers 200. The value is encrypted at rest and never returned.',
+      params: SecretParams,
+      headers: IfMatchHeader,
+      body: SecretPut,
+      response: { 200: SecretReference, 201: SecretReference },
+    },
+    handler: async (req, reply) => {
+      const { secret, created } = await secrets.put(actorOf(req), req.params['*'], req.body.value, { expected: optionalIfMatch(req) });
+      setEtag(reply, secret.row_version);
+      return reply.status(created ? 201 : 200).send(secret);
+    },
+  });
+
+  app.delete('/secrets/*', {
+    config: { auth: { role: 'admin' }, openapiWildcard: 'name' },
+    schema: {
+      operationId: 'deleteSecret',
+      tags,
+      description:
+        'Removes the value. A destination (platform) secret\'s reference is removed with it and destinations injecting it stop doing so; an integration secret\'s reference stays, marked unset.',
+      params: SecretParams,
+      headers: IfMatchHeader,
+      response: { 204: NoContent },
+    },
+    handler: async (req, reply) => {
+      await secrets.remove(actorOf(req), req.params['*'], { expected: requireIfMatch(req) });
+      return reply.status(204).send(null);
+    },
+  });
+}
