@@ -1,0 +1,87 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { App } from '../http/kernel.ts';
+import { fieldProblems } from '../http/validation.ts';
+
+/**
+ * An error in the OpenAI wire format (`{error: {message, type, param, code}}`), which is what
+ * OpenAI-compatible clients parse. Every answer of the model proxy that is not a success is
+ * one of these; the status and headers travel on the error.
+ */
+export class ProxyError extends Error {
+  readonly status: number;
+  readonly type: string;
+  readonly code: string | null;
+  readonly param: string | null;
+  readonly headers: Record<string, string>;
+  constructor(status: number, type: string, code: string | null, message: string, opts: { param?: string | null; headers?: Record<string, string> } = {}) {
+    super(message);
+    this.status = status;
+    this.type = type;
+    this.code = code;
+    this.param = opts.param ?? null;
+    this.headers = opts.headers ?? {};
+  }
+  toJSON() {
+    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
+  }
+}
+
+const retry = (seconds: number | null | undefined): Record<string, string> => (seconds ? { 'retry-after': String(seconds) } : {});
+
+export const proxyErrors = {
+  invalidRequest: (message: string, param: string | null = null) => new ProxyError(400, 'invalid_request_error', null, message, { param }),
+  invalidKey: () => new ProxyError(401, 'invalid_request_error', 'invalid_api_key', 'the API key is missing, unknown or revoked; send a virtual key as "Authorization: Bearer <key>"'),
+  adminUnauthorized: () => new ProxyError(401, 'invalid_request_error', 'invalid_api_key', 'the admin API needs the service credential as "Authorization: Bearer <credential>"'),
+  adminDisabled: () => new ProxyError(503, 'service_unavailable', 'admin_not_configured', 'the admin API has no service credential: set SERVICE_SECRET_KEY (or SERVICE_MODEL_PROXY_TOKEN) on the proxy and the console'),
+  modelNotFound: (model: string) => new ProxyError(404, 'invalid_request_error', 'model_not_found', `the model "${model}" does not exist; GET /v1/models lists the aliases`, { param: 'model' }),
+  modelNotAllowed: (model: string) => new ProxyError(403, 'permission_error', 'model_not_allowed', `this key may not use the model "${model}"`, { param: 'model' }),
+  notFound: (what: string) => new ProxyError(404, 'invalid_request_error', 'not_found', what),
+  unprocessable: (message: string, param: string | null = null) => new ProxyError(422, 'invalid_request_error', 'invalid_value', message, { param }),
+  rateLimited: (which: 'rpm' | 'tpm', seconds: number) =>
+    new ProxyError(429, 'rate_limit_exceeded', `${which}_limit_exceeded`, `this key is over its ${which === 'rpm' ? 'requests' : 'tokens'} per minute limit; retry after ${seconds} s`, { headers: retry(seconds) }),
+  keyBudget: (seconds: number | null) =>
+    new ProxyError(429, 'budget_exceeded', 'key_budget_exceeded', `this key has spent its budget${seconds ? `; it resets in ${seconds} s` : ''}`, { headers: retry(seconds) }),
+  teamBudget: (seconds: number | null) =>
+    new ProxyError(429, 'budget_exceeded', 'team_budget_exceeded', `the team has spent its daily budget; it resets at 00:00 UTC${seconds ? ` (in ${seconds} s)` : ''}`, { headers: retry(seconds) }),
+  upstream: (status: number, message: string, code: string | null = 'upstream_error', headers: Record<string, string> = {}) =>
+    new ProxyError(status, status === 429 ? 'rate_limit_exceeded' : status >= 500 ? 'upstream_error' : 'invalid_request_error', code, message, { headers }),
+  unavailable: (message: string, code = 'service_unavailable') => new ProxyError(503, 'service_unavailable', code, message),
+  internal: () => new ProxyError(500, 'server_error', 'internal_error', 'the proxy failed to answer; the error was logged with this request id'),
+};
+
+function sendError(reply: FastifyReply, err: ProxyError) {
+  for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
+  return reply.status(err.status).type('application/json').send(err.toJSON());
+}
+
+/** Maps any error to the OpenAI error format: ours, validation, body parsing, or a 500 without internals. */
+export function toProxyError(err: FastifyError, request: FastifyRequest): ProxyError {
+  if (err instanceof ProxyError) return err;
+  if (err.validation) {
+    const problems = fieldProblems(err.validation as any, err.validationContext);
+    const first = problems[0];
+    return proxyErrors.invalidRequest(`the ${err.validationContext ?? 'request'} is not valid: ${problems.map((p) => `${p.field} ${p.message}`).join('; ')}`, first?.field ?? null);
+  }
+  switch (err.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ProxyError(415, 'invalid_request_error', 'unsupported_media_type', 'send the body as application/json');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ProxyError(413, 'invalid_request_error', 'body_too_large', 'the body is larger than the proxy accepts');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return proxyErrors.invalidRequest('the body is empty; send a JSON document');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return proxyErrors.invalidRequest('the body is not valid JSON');
+  }
+  if (err instanceof SyntaxError && (err as FastifyError).statusCode === 400) return proxyErrors.invalidRequest('the body is not valid JSON');
+  // PostgreSQL data exceptions (a date that does not exist, a number out of range): the caller's input.
+  if (typeof err.code === 'string' && /^22[0-9A-Z]{3}$/.test(err.code)) return proxyErrors.invalidRequest('a value is out of range or malformed');
+  if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) return new ProxyError(err.statusCode, 'invalid_request_error', null, err.message);
+  request.log.error({ err }, 'unhandled error');
+  return proxyErrors.internal();
+}
+
+/** The proxy's error and not-found handlers. */
+export function useProxyErrors(app: App) {
+  app.setErrorHandler((err: FastifyError, request, reply) => sendError(reply, toProxyError(err, request)));
+  app.setNotFoundHandler((request, reply) => sendError(reply, proxyErrors.notFound(`no route ${request.method} ${request.url.split('?')[0].slice(0, 200)}`)));
+}

@@ -1,0 +1,250 @@
+import { PassThrough } from 'node:stream';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { hashToken } from '../auth/credentials.ts';
+import type { Db } from '../db/database.ts';
+import type { App } from '../http/kernel.ts';
+import type { ModelAlias, ModelCatalog } from '../models/catalog.ts';
+import { anthropicAdapter } from './anthropic.ts';
+import { ProxyError, proxyErrors } from './errors.ts';
+import * as store from './modelproxy.store.ts';
+import { estimateTokens, post, readBody, upstreamError, UpstreamNetworkError, openaiAdapter, type Adapter, type ChatRequest, type Usage } from './upstream.ts';
+
+const ChatBody = Type.Object(
+  {
+    model: Type.String({ minLength: 1, maxLength: 200 }),
+    messages: Type.Array(Type.Unknown(), { minItems: 1, maxItems: 100_000 }),
+    stream: Type.Optional(Type.Boolean()),
+    max_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
+    max_completion_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
+    stream_options: Type.Optional(Type.Union([Type.Object({ include_usage: Type.Optional(Type.Boolean()) }), Type.Null()])),
+  },
+  // A proxy of an outside API: the fields it does not read pass through to the upstream.
+  { additionalProperties: true },
+);
+
+/** What the forwarder needs: the database, the aliases, and upstream credentials by secret name. */
+export interface ForwarderDeps {
+  db: Db;
+  catalog: ModelCatalog;
+  credential(secretName: string): Promise<string | null>;
+  /** How long a reservation may stay open before a sweeper releases it. */
+  reservationTtlSeconds: number;
+  upstreamIdleTimeoutMs: number;
+}
+
+/** Settlements gather this long and are written together, after their answers went out. */
+const SETTLE_EVERY_MS = 10;
+
+const ADAPTERS: Record<ModelAlias['api'], Adapter> = { openai: openaiAdapter, anthropic: anthropicAdapter };
+
+/** The bearer key of a request (OpenAI style), or `x-api-key` (Anthropic style). */
+function keyOf(req: FastifyRequest): string | null {
+  const auth = req.headers.authorization;
+  if (typeof auth === 'string' && auth.length < 1000) {
+    const m = /^Bearer\s+(\S+)$/i.exec(auth);
+    if (m) return m[1];
+  }
+  const x = req.headers['x-api-key'];
+  return typeof x === 'string' && x.length > 0 && x.length < 1000 ? x : null;
+}
+
+const dollars = (alias: ModelAlias, tokensIn: number, tokensOut: number) => (tokensIn * alias.input_usd_per_mtok + tokensOut * alias.output_usd_per_mtok) / 1e6;
+
+function sendError(reply: FastifyReply, err: ProxyError) {
+  for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
+  return reply.status(err.status).type('application/json').send(err.toJSON());
+}
+
+function reservationError(r: store.Reservation, model: string): ProxyError {
+  switch (r.outcome) {
+    case 'invalid_key':
+      return proxyErrors.invalidKey();
+    case 'model_not_allowed':
+      return proxyErrors.modelNotAllowed(model);
+    case 'rpm':
+    case 'tpm':
+      return proxyErrors.rateLimited(r.outcome, r.retryAfter ?? 1);
+    case 'key_budget':
+      return proxyErrors.keyBudget(r.retryAfter);
+    case 'team_budget':
+      return proxyErrors.teamBudget(r.retryAfter);
+    default:
+      return proxyErrors.internal();
+  }
+}
+
+/** POST /v1/chat/completions and GET /v1/models: the OpenAI-compatible front, authenticated by virtual keys. */
+export function proxyRoutes(app: App, deps: ForwarderDeps) {
+  const { db, catalog } = deps;
+
+  const reserve = store.createReserver(db);
+  const settler = store.createSettler(db, (err, count) => app.log.error({ err, count }, 'settling model requests failed'), {
+    delayMs: SETTLE_EVERY_MS,
+    yieldTo: reserve.idle,
+  });
+  app.addHook('onClose', async () => settler.drain());
+
+  /** Queues the request log line and the settlement; written after the answer went out, so off the request's path. */
+  function finish(req: FastifyRequest, s: Omit<store.Settlement, 'requestId' | 'latencyMs'>, started: number) {
+    settler.push({ ...s, requestId: req.id, latencyMs: Math.round(performance.now() - started) });
+  }
+
+  app.post('/v1/chat/completions', { schema: { body: ChatBody } }, async (req, reply) => {
+    const started = performance.now();
+    const body = req.body as ChatRequest;
+    const stream = body.stream === true;
+    const base = { stream, reservation: null, keyId: null, team: null, role: null, model: body.model, cost: 0, tokensIn: 0, tokensOut: 0, upstreamRequestId: null, count: false };
+
+    const key = keyOf(req);
+    const alias = catalog.get(body.model);
+    if (!key || !alias) {
+      const err = !key ? proxyErrors.invalidKey() : proxyErrors.modelNotFound(body.model);
+      finish(req, { ...base, model: alias ? body.model : null, status: err.status, error: err.code }, started);
+      return sendError(reply, err);
+    }
+    const adapter = ADAPTERS[alias.api];
+    const maxOut = Math.min(body.max_completion_tokens ?? body.max_tokens ?? alias.max_output_tokens, alias.max_output_tokens);
+    // The credential is added below, after the reservation; the payload does not depend on it.
+    const draft = adapter.request(body, alias, null);
+    const promptTokens = estimateTokens(Buffer.byteLength(draft.payload));
+    const amount = dollars(alias, promptTokens, maxOut);
+
+    const r = await reserve({ keyHash: hashToken(key), model: alias.alias, amount, tokens: promptTokens, ttlSeconds: deps.reservationTtlSeconds });
+    const who = { keyId: r.keyId, team: r.team, role: r.role, model: alias.alias };
+    if (r.outcome !== 'ok') {
+      const err = reservationError(r, alias.alias);
+      finish(req, { ...base, ...who, status: err.status, error: err.code }, started);
+      return sendError(reply, err);
+    }
+    const settleWith = (status: number, usage: Usage | null, upstreamRequestId: string | null, error: string | null) =>
+      finish(
+        req,
+        {
+          ...base,
+          ...who,
+          reservation: r.reservation,
+          status,
+          tokensIn: usage?.tokensIn ?? 0,
+          tokensOut: usage?.tokensOut ?? 0,
+          cost: usage ? dollars(alias, usage.tokensIn, usage.tokensOut) : 0,
+          upstreamRequestId,
+          error,
+          count: true,
+        },
+        started,
+      );
+
+    let credential: string | null = null;
+    if (alias.api_key_secret) {
+      try {
+        credential = await deps.credential(alias.api_key_secret);
+      } catch (err) {
+        req.log.error({ err, alias: alias.alias }, 'reading the upstream credential failed');
+      }
+      if (!credential) {
+        const err = proxyErrors.unavailable(`the upstream credential for "${alias.alias}" is not set: an admin must set the secret ${alias.api_key_secret}`, 'upstream_credential_missing');
+        settleWith(err.status, null, null, err.code);
+        return sendError(reply, err);
+      }
+    }
+
+    const upstreamReq = credential ? { ...draft, headers: adapter.withCredential(draft.headers, credential) } : draft;
+    const abort = new AbortController();
+    const onClientGone = () => {
+      if (!reply.raw.writableFinished) abort.abort();
+    };
+    reply.raw.on('close', onClientGone);
+
+    let res;
+    try {
+      res = await post(upstreamReq.url, upstreamReq.headers, upstreamReq.payload, { signal: abort.signal, idleTimeoutMs: deps.upstreamIdleTimeoutMs });
+    } catch (err) {
+      const e =
+        err instanceof UpstreamNetworkError
+          ? proxyErrors.upstream(err.timedOut ? 504 : 502, err.message, err.timedOut ? 'upstream_timeout' : 'upstream_unreachable')
+          : proxyErrors.upstream(499, 'the client closed the request', 'client_closed');
+      settleWith(e.status, null, null, e.code);
+      return sendError(reply, e);
+    }
+    const upstreamId = (res.headers[adapter.requestIdHeader] as string | undefined)?.slice(0, 200) ?? null;
+    const status = res.statusCode ?? 502;
+
+    if (status < 200 || status >= 300) {
+      const raw = await readBody(res, 1024 * 1024).catch(() => Buffer.alloc(0));
+      const e = upstreamError(status, adapter.errorMessage(raw), alias, credential, res.headers['retry-after'] as string | undefined);
+      settleWith(e.status, null, upstreamId, `upstream ${status}`);
+      return sendError(reply, e);
+    }
+
+    if (!stream) {
+      let raw: Buffer;
+      try {
+        raw = await readBody(res);
+      } catch {
+        const e = proxyErrors.upstream(502, `the upstream for "${alias.alias}" broke off its answer`, 'upstream_error');
+        settleWith(e.status, null, upstreamId, e.code);
+        return sendError(reply, e);
+      }
+      const out = adapter.response(raw, alias);
+      // No usage reported: charge the worst case, so a silent upstream cannot spend past a budget.
+      settleWith(200, out.usage ?? { tokensIn: promptTokens, tokensOut: maxOut, reported: false }, upstreamId, null);
+      if (upstreamId) reply.header('x-upstream-request-id', upstreamId);
+      return reply.status(200).type('application/json').send(out.body);
+    }
+
+    const translator = adapter.stream({ clientWantsUsage: body.stream_options?.include_usage === true, alias, promptTokens });
+    const out = new PassThrough();
+    reply.status(200).header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-cache').header('x-accel-buffering', 'no');
+    if (upstreamId) reply.header('x-upstream-request-id', upstreamId);
+    res.setEncoding('utf8');
+    let failed: string | null = null;
+    res.on('data', (chunk: string) => {
+      const text = translator.push(chunk);
+      if (text) out.write(text);
+    });
+    res.on('error', () => {
+      failed = 'the upstream broke off the stream';
+    });
+    res.on('close', () => {
+      const rest = translator.end();
+      if (rest) out.write(rest);
+      if (!res.complete && !failed) failed = abort.signal.aborted ? 'the client closed the stream' : 'the upstream broke off the stream';
+      if (failed && !abort.signal.aborted) {
+        out.write(`data: ${JSON.stringify(proxyErrors.upstream(502, failed, 'upstream_error').toJSON())}\n\n`);
+      }
+      out.end();
+      const usage = translator.usage();
+      const midStreamError = translator.error();
+      const finalStatus = abort.signal.aborted ? 499 : failed || midStreamError ? 502 : 200;
+      settleWith(finalStatus, usage ?? { tokensIn: promptTokens, tokensOut: 0, reported: false }, upstreamId, failed ?? midStreamError);
+    });
+    return reply.send(out);
+  });
+
+  const ModelParams = Type.Object({ model: Type.String({ maxLength: 200 }) });
+
+  async function allowedModels(req: FastifyRequest): Promise<string[] | null> {
+    const key = keyOf(req);
+    if (!key) return null;
+    const row = await db.selectFrom('mp_keys').select(['models', 'revoked_at']).where('key_hash', '=', hashToken(key)).executeTakeFirst();
+    if (!row || row.revoked_at) return null;
+    return row.models.length ? row.models : catalog.aliases.map((a) => a.alias);
+  }
+  const presentModel = (a: ModelAlias) => ({ id: a.alias, object: 'model', created: 0, owned_by: 'crewhouse', context_window: a.context_window, max_output_tokens: a.max_output_tokens });
+
+  app.get('/v1/models', async (req, reply) => {
+    const allowed = await allowedModels(req);
+    if (!allowed) return sendError(reply, proxyErrors.invalidKey());
+    return { object: 'list', data: catalog.aliases.filter((a) => allowed.includes(a.alias)).map(presentModel) };
+  });
+
+  app.get('/v1/models/:model', { schema: { params: ModelParams } }, async (req, reply) => {
+    const allowed = await allowedModels(req);
+    if (!allowed) return sendError(reply, proxyErrors.invalidKey());
+    const { model } = req.params as { model: string };
+    const a = catalog.get(model);
+    if (!a || !allowed.includes(a.alias)) return sendError(reply, proxyErrors.modelNotFound(model));
+    return presentModel(a);
+  });
+}

@@ -1,0 +1,85 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config.ts';
+import type { Db } from '../db/database.ts';
+import { healthRoutes } from '../http/health.ts';
+import { createServer, type App } from '../http/kernel.ts';
+import { Registry } from '../http/metrics.ts';
+import { loadModelCatalog, type ModelCatalog } from '../models/catalog.ts';
+import { loadCipher } from '../secrets/cipher.ts';
+import { createSecretsService } from '../secrets/secrets.service.ts';
+import { adminRoutes } from './admin.routes.ts';
+import { serviceCredential } from './credential.ts';
+import { useProxyErrors } from './errors.ts';
+import { releaseExpired } from './modelproxy.store.ts';
+import { createModelProxyService } from './modelproxy.service.ts';
+import { proxyRoutes } from './proxy.routes.ts';
+
+/** Upstream keys are read from the secret store at most this often per name; a rotated key is used within this time. */
+const CREDENTIAL_TTL_MS = 30_000;
+const RESERVATION_TTL_SECONDS = 30 * 60;
+const UPSTREAM_IDLE_TIMEOUT_MS = 10 * 60_000;
+const SWEEP_EVERY_MS = 30_000;
+
+export interface ModelProxyDeps {
+  config: Config;
+  db: Db;
+  logger: Logger;
+  metrics?: Registry;
+  catalog?: ModelCatalog;
+  /** Reads an upstream credential by secret name; the secret store by default. */
+  credential?: (secretName: string) => Promise<string | null>;
+}
+
+/** The model proxy's server: the OpenAI-compatible front, the admin API, health. Not listening yet. */
+export async function buildModelProxyApp(deps: ModelProxyDeps): Promise<App> {
+  const { config, db } = deps;
+  const metrics = deps.metrics ?? new Registry();
+  const catalog = deps.catalog ?? loadModelCatalog(config.models);
+  let reveal = deps.credential;
+  if (!reveal) {
+    const secrets = createSecretsService({ db, cipher: loadCipher(config) });
+    const cache = new Map<string, { value: string | null; at: number }>();
+    reveal = async (name) => {
+      const hit = cache.get(name);
+      if (hit && Date.now() - hit.at < CREDENTIAL_TTL_MS) return hit.value;
+      const value = await secrets.reveal(name);
+      cache.set(name, { value, at: Date.now() });
+      return value;
+    };
+  }
+  // After loadCipher, so a key file created on this first start is there to derive from.
+  const credential = serviceCredential(config);
+
+  const app = createServer({ logger: deps.logger, metrics, bodyLimit: Math.max(config.bodyLimit, 32 * 1024 * 1024), trustProxy: config.trustProxy, component: 'modelproxy' });
+  useProxyErrors(app);
+  app.removeContentTypeParser('text/plain');
+  proxyRoutes(app, { db, catalog, credential: reveal, reservationTtlSeconds: RESERVATION_TTL_SECONDS, upstreamIdleTimeoutMs: UPSTREAM_IDLE_TIMEOUT_MS });
+  adminRoutes(app, { service: createModelProxyService({ db, catalog }), credential });
+  healthRoutes(app, { db, metrics });
+
+  // Reservations of a process that died mid-request are released by whichever proxy sweeps first.
+  const sweeper = setInterval(() => {
+    releaseExpired(db).catch((err) => app.log.warn({ err }, 'releasing expired reservations failed'));
+  }, SWEEP_EVERY_MS);
+  sweeper.unref();
+  app.addHook('onClose', async () => clearInterval(sweeper));
+  return app;
+}
+
+export interface RunningModelProxy {
+  app: App;
+  /** Base URL, e.g. http://127.0.0.1:8081 (OpenAI clients use `${url}/v1`). */
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Builds the proxy and listens (port 0 picks a free one). Used by the component, the test harness and the bench. */
+export async function startModelProxy(deps: ModelProxyDeps & { port?: number; host?: string }): Promise<RunningModelProxy> {
+  const app = await buildModelProxyApp(deps);
+  const host = deps.host ?? deps.config.host;
+  await app.listen({ port: deps.port ?? deps.config.modelProxyPort, host });
+  const addr = app.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : deps.config.modelProxyPort;
+  const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  return { app, url: `http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${port}`, stop: () => app.close() };
+}

@@ -1,0 +1,233 @@
+import http from 'node:http';
+import https from 'node:https';
+import type { ModelAlias } from '../models/catalog.ts';
+import { proxyErrors, type ProxyError } from './errors.ts';
+
+/** Token counts reported by the upstream (or estimated when it reported none). */
+export interface Usage {
+  tokensIn: number;
+  tokensOut: number;
+  /** True when the upstream said so; false when estimated from what was streamed. */
+  reported: boolean;
+}
+
+/** An OpenAI chat completions request as the proxy reads it; other fields pass through untouched. */
+export interface ChatRequest {
+  model: string;
+  messages: unknown[];
+  stream?: boolean;
+  max_tokens?: number;
+  max_completion_tokens?: number;
+  stream_options?: { include_usage?: boolean } & Record<string, unknown>;
+  [field: string]: unknown;
+}
+
+/** Turns the upstream's server-sent events into the OpenAI chunks the client gets, watching usage. */
+export interface StreamTranslator {
+  /** Takes raw bytes as they arrive; answers the text to send on now (whole events only). */
+  push(chunk: string): string;
+  /** The stream ended: anything left to send, and the usage seen. */
+  end(): string;
+  usage(): Usage | null;
+  /** An error event the upstream sent inside the stream, if any. */
+  error(): string | null;
+}
+
+export interface Adapter {
+  /** The upstream request: URL, headers (with the credential) and the JSON body. */
+  request(body: ChatRequest, alias: ModelAlias, credential: string | null): { url: string; headers: Record<string, string>; payload: string };
+  /** The headers of a request built without a credential, with the credential added (the payload does not depend on it). */
+  withCredential(headers: Record<string, string>, credential: string): Record<string, string>;
+  /** A successful non-streaming answer, as the OpenAI body the client gets, and its usage. */
+  response(raw: Buffer, alias: ModelAlias): { body: Buffer | string; usage: Usage | null };
+  stream(opts: { clientWantsUsage: boolean; alias: ModelAlias; promptTokens: number }): StreamTranslator;
+  /** The upstream's error message in its own format. */
+  errorMessage(raw: Buffer): string | null;
+  /** The upstream's request id header. */
+  requestIdHeader: string;
+}
+
+const httpAgent = new http.Agent({ keepAlive: true, maxSockets: 1024, keepAliveMsecs: 10_000 });
+const httpsAgent = new https.Agent({ keepAlive: true, maxSockets: 1024, keepAliveMsecs: 10_000 });
+
+export class UpstreamNetworkError extends Error {
+  readonly timedOut: boolean;
+  constructor(message: string, timedOut: boolean) {
+    super(message);
+    this.timedOut = timedOut;
+  }
+}
+
+/** POSTs to the upstream on a kept-alive connection; resolves with the response as soon as its headers arrive. */
+export function post(
+  url: string,
+  headers: Record<string, string>,
+  payload: string,
+  opts: { signal: AbortSignal; idleTimeoutMs: number },
+): Promise<http.IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const u = new URL(url);
+    const lib = u.protocol === 'https:' ? https : http;
+    const req = lib.request(
+      u,
+      {
+        method: 'POST',
+        agent: u.protocol === 'https:' ? httpsAgent : httpAgent,
+        headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)), accept: 'application/json, text/event-stream' },
+        signal: opts.signal,
+      },
+      resolve,
+    );
+    req.setTimeout(opts.idleTimeoutMs, () => req.destroy(new UpstreamNetworkError(`the upstream at ${u.host} did not answer within ${Math.round(opts.idleTimeoutMs / 1000)} s`, true)));
+    req.on('error', (err) => {
+      if (err instanceof UpstreamNetworkError) return reject(err);
+      if ((err as Error).name === 'AbortError') return reject(err);
+      reject(new UpstreamNetworkError(`the upstream at ${u.host} could not be reached (${(err as NodeJS.ErrnoException).code ?? 'network error'})`, false));
+    });
+    req.end(payload);
+  });
+}
+
+/** Reads a body up to a limit. */
+export async function readBody(res: http.IncomingMessage, limit = 64 * 1024 * 1024): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of res) {
+    size += (chunk as Buffer).length;
+    if (size > limit) {
+      res.destroy();
+      throw new UpstreamNetworkError('the upstream answer is too large', false);
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** Splits server-sent events out of a byte stream; answers whole events (without their blank line). */
+export class SseSplitter {
+  #pending = '';
+  push(chunk: string): string[] {
+    this.#pending += chunk;
+    const events: string[] = [];
+    for (;;) {
+      const m = /\r?\n\r?\n/.exec(this.#pending);
+      if (!m) break;
+      events.push(this.#pending.slice(0, m.index));
+      this.#pending = this.#pending.slice(m.index + m[0].length);
+    }
+    return events;
+  }
+  rest(): string {
+    const r = this.#pending;
+    this.#pending = '';
+    return r;
+  }
+}
+
+/** The data of an event (its `data:` lines joined), and its `event:` name. */
+export function eventData(event: string): { name: string | null; data: string | null } {
+  let name: string | null = null;
+  const data: string[] = [];
+  for (const line of event.split(/\r?\n/)) {
+    if (line.startsWith('data:')) data.push(line.slice(line[5] === ' ' ? 6 : 5));
+    else if (line.startsWith('event:')) name = line.slice(6).trim();
+  }
+  return { name, data: data.length ? data.join('\n') : null };
+}
+
+/** Rough token count of text: about 3 bytes a token, rounded up (errs on the high side for reservations). */
+export const estimateTokens = (bytes: number) => Math.ceil(bytes / 3);
+
+function parseJson(text: string): any {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+const joinUrl = (base: string, path: string) => base.replace(/\/+$/, '') + path;
+
+/** Any OpenAI-compatible upstream: the body passes through with the model renamed. */
+export const openaiAdapter: Adapter = {
+  requestIdHeader: 'x-request-id',
+  request(body, alias, credential) {
+    const out: ChatRequest = { ...body, model: alias.model };
+    // Usage is how the request is charged; asked for always, and dropped again below when the client did not ask.
+    if (body.stream) out.stream_options = { ...(body.stream_options ?? {}), include_usage: true };
+    return {
+      url: joinUrl(alias.base_url, '/chat/completions'),
+      headers: credential ? openaiAdapter.withCredential({}, credential) : ({} as Record<string, string>),
+      payload: JSON.stringify(out),
+    };
+  },
+  withCredential: (headers, credential) => ({ ...headers, authorization: `Bearer ${credential}` }),
+  response(raw) {
+    const parsed = parseJson(raw.toString('utf8'));
+    const u = parsed?.usage;
+    const usage = u && typeof u === 'object' ? { tokensIn: Number(u.prompt_tokens) || 0, tokensOut: Number(u.completion_tokens) || 0, reported: true } : null;
+    return { body: raw, usage };
+  },
+  stream({ clientWantsUsage }) {
+    const sse = new SseSplitter();
+    let usage: Usage | null = null;
+    let streamedBytes = 0;
+    let error: string | null = null;
+    const handle = (event: string): string => {
+      const { data } = eventData(event);
+      if (data === null || data === '[DONE]') return event + '\n\n';
+      const chunk = parseJson(data);
+      if (chunk?.error) error = String(chunk.error.message ?? 'the upstream failed mid-stream').slice(0, 500);
+      if (chunk?.usage && typeof chunk.usage === 'object') {
+        usage = { tokensIn: Number(chunk.usage.prompt_tokens) || 0, tokensOut: Number(chunk.usage.completion_tokens) || 0, reported: true };
+        if (!clientWantsUsage) {
+          if (Array.isArray(chunk.choices) && chunk.choices.length === 0) return '';
+          delete chunk.usage;
+          return `data: ${JSON.stringify(chunk)}\n\n`;
+        }
+      } else if (Array.isArray(chunk?.choices)) {
+        for (const c of chunk.choices) {
+          const d = c?.delta;
+          if (typeof d?.content === 'string') streamedBytes += Buffer.byteLength(d.content);
+          if (Array.isArray(d?.tool_calls)) for (const t of d.tool_calls) streamedBytes += Buffer.byteLength(String(t?.function?.arguments ?? ''));
+        }
+      }
+      return event + '\n\n';
+    };
+    return {
+      push: (chunk) => sse.push(chunk).map(handle).join(''),
+      end: () => {
+        const rest = sse.rest();
+        return rest.trim() ? handle(rest) : '';
+      },
+      usage: () => usage ?? (streamedBytes ? { tokensIn: 0, tokensOut: estimateTokens(streamedBytes), reported: false } : null),
+      error: () => error,
+    };
+  },
+  errorMessage(raw) {
+    const parsed = parseJson(raw.toString('utf8'));
+    const m = parsed?.error?.message ?? parsed?.message ?? parsed?.detail;
+    return typeof m === 'string' ? m : null;
+  },
+};
+
+/**
+ * Maps an upstream's failure to a clean error for the client. The upstream's own message is
+ * passed on (bounded, the credential scrubbed) except on 401/403, which are the proxy's
+ * credential problem, not the client's.
+ */
+export function upstreamError(status: number, message: string | null, alias: ModelAlias, credential: string | null, retryAfter: string | undefined): ProxyError {
+  let msg = (message ?? '').slice(0, 500);
+  if (credential) msg = msg.split(credential).join('[redacted]');
+  const said = msg ? `: ${msg}` : '';
+  if (status === 401 || status === 403) return proxyErrors.upstream(502, `the upstream for "${alias.alias}" rejected the proxy's credential; an admin must check the secret ${alias.api_key_secret ?? '(none configured)'}`, 'upstream_auth_failed');
+  if (status === 404) return proxyErrors.upstream(502, `the upstream for "${alias.alias}" answered 404${said}`, 'upstream_not_found');
+  if (status === 429) {
+    const seconds = retryAfter && /^\d+$/.test(retryAfter) ? retryAfter : '1';
+    return proxyErrors.upstream(429, `the upstream for "${alias.alias}" is rate limiting${said}`, 'upstream_rate_limited', { 'retry-after': seconds });
+  }
+  if (status === 408 || status === 504) return proxyErrors.upstream(504, `the upstream for "${alias.alias}" timed out${said}`, 'upstream_timeout');
+  if (status === 529 || status === 503) return proxyErrors.upstream(503, `the upstream for "${alias.alias}" is overloaded${said}`, 'upstream_overloaded');
+  if (status >= 400 && status < 500) return proxyErrors.upstream(status === 413 || status === 422 ? status : 400, `the upstream rejected the request${said}`, 'upstream_invalid_request');
+  return proxyErrors.upstream(502, `the upstream for "${alias.alias}" failed with ${status}${said}`, 'upstream_error');
+}
