@@ -1,0 +1,53 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+import { keyset, type CursorValue } from '../../http/pagination.ts';
+import type { McpAuth, McpStatus } from './mcp-servers.tables.ts';
+
+type Q = Kysely<Database> | Transaction<Database>;
+
+export type McpServerRow = NonNullable<Awaited<ReturnType<typeof getServer>>>;
+
+/** The columns a person or a proposal writes. */
+export interface ServerColumns {
+  url: string;
+  destination: string;
+  auth: McpAuth;
+  auth_header: string | null;
+  secret: string | null;
+  roles: string[];
+}
+
+export function getServer(db: Q, teamKey: string, name: string) {
+  return db.selectFrom('mcp_servers').selectAll().where('team_key', '=', teamKey).where('name', '=', name).executeTakeFirst();
+}
+
+/** Platform servers first (team_key ''), then each team's by team and name: the primary key's order. */
+export function listServers(db: Q, cursor: CursorValue[] | null, limit: number) {
+  return keyset(db.selectFrom('mcp_servers').selectAll(), ['team_key', 'name'], 'asc', cursor, limit).execute();
+}
+
+/** Inserts a server; undefined when the (team, name) is taken. */
+export function insertServer(db: Q, row: ServerColumns & { team_key: string; name: string; status: McpStatus; proposed_by: string | null; actor: string }) {
+  const { actor, roles, ...rest } = row;
+  return db
+    .insertInto('mcp_servers')
+    .values({ ...rest, roles: JSON.stringify(roles), created_by: actor, updated_by: actor })
+    .onConflict((oc) => oc.columns(['team_key', 'name']).doNothing())
+    .returningAll()
+    .executeTakeFirst();
+}
+
+export async function existingPlatformNames(db: Q, names: string[]): Promise<Set<string>> {
+  if (names.length === 0) return new Set();
+  const rows = await db.selectFrom('mcp_servers').select('name').where('team_key', '=', '').where('name', 'in', names).execute();
+  return new Set(rows.map((r) => r.name));
+}
+
+export async function countWhere(db: Q, column: 'secret' | 'destination', value: string): Promise<number> {
+  const r = await db.selectFrom('mcp_servers').select((eb) => eb.fn.countAll<number>().as('n')).where(column, '=', value).executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
+export function deleteTeamServers(db: Transaction<Database>, team: string) {
+  return db.deleteFrom('mcp_servers').where('team_key', '=', team).returning('name').execute();
+}

@@ -1,0 +1,98 @@
+import { recordAudit, type Actor } from '../../audit/audit.ts';
+import type { Db } from '../../db/database.ts';
+import { problems } from '../../http/problems.ts';
+import { presentLink } from './teams.presenter.ts';
+import * as store from './teams.store.ts';
+
+export const LINK_SURFACES = ['chat_a', 'chat_b', 'code_host', 'tracker_a', 'tracker_b'] as const;
+export type LinkSurface = (typeof LINK_SURFACES)[number];
+
+/** Whether the code-host app is installed on `<owner>/<repo>`; answered by the code_host integration. */
+export type CodeHostInstallCheck = (repo: string) => Promise<boolean>;
+
+/**
+ * How a link is verified: a code-host repository only links once the app is installed on it
+ * (verified); a tracker team or project is unverified until the tracker delivers a signed
+ * webhook for it; a chat room needs no verification.
+ */
+function verificationOf(surface: LinkSurface): 'verified' | 'unverified' | 'not_applicable' {
+  if (surface === 'code_host') return 'verified';
+  if (surface === 'tracker_a' || surface === 'tracker_b') return 'unverified';
+  return 'not_applicable';
+}
+
+export function createLinksService(deps: { db: Db; codeHostInstalled: CodeHostInstallCheck | null }) {
+  const { db } = deps;
+
+  async function liveTeam(name: string) {
+    const t = await store.getLiveTeam(db, name);
+    if (!t) throw problems.notFound('team', name);
+    return t;
+  }
+
+  return {
+    async list(name: string) {
+      const t = await liveTeam(name);
+      return (await store.linksOf(db, [t.id])).map(presentLink);
+    },
+
+    /** Links a surface to a team; linking again is a no-op. `created` says which. */
+    async put(actor: Actor, name: string, input: { surface: LinkSurface; external_id: string; label?: string }) {
+      const t = await liveTeam(name);
+      if (input.surface === 'code_host') {
+        if (!/^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/.test(input.external_id)) {
+          throw problems.validation([{ field: 'external_id', message: 'a code_host link is <owner>/<repo>' }]);
+        }
+        const installed = deps.codeHostInstalled ? await deps.codeHostInstalled(input.external_id) : false;
+        if (!installed) {
+          throw problems.validation([
+            {
+              field: 'external_id',
+              message: deps.codeHostInstalled
+                ? `the code-host app is not installed on ${input.external_id}`
+                : `the code-host app is not installed on ${input.external_id}: the code_host integration is not configured`,
+            },
+          ]);
+        }
+      }
+      return db.transaction().execute(async (trx) => {
+        const existing = await trx
+          .selectFrom('team_links')
+          .selectAll()
+          .where('team_id', '=', t.id)
+          .where('surface', '=', input.surface)
+          .where('external_id', '=', input.external_id)
+          .executeTakeFirst();
+        if (existing) return { link: presentLink(existing), created: false };
+        // Work arriving on a surface must find one team: another live team holding it is a conflict.
+        const other = await trx
+          .selectFrom('team_links as l')
+          .innerJoin('teams as x', 'x.id', 'l.team_id')
+          .select('x.name')
+          .where('l.surface', '=', input.surface)
+          .where('l.external_id', '=', input.external_id)
+          .where('x.status', '<>', 'archived')
+          .executeTakeFirst();
+        if (other) throw problems.conflict(`${input.surface} ${input.external_id} is already linked to team "${other.name}"`);
+        const row = await trx
+          .insertInto('team_links')
+          .values({ team_id: t.id, surface: input.surface, external_id: input.external_id, label: input.label ?? input.external_id, verification: verificationOf(input.surface) })
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        await recordAudit(trx, actor, 'team.link', { type: 'team', id: name }, { surface: input.surface, external_id: input.external_id });
+        return { link: presentLink(row), created: true };
+      });
+    },
+
+    async remove(actor: Actor, name: string, surface: string, externalId: string) {
+      const t = await liveTeam(name);
+      await db.transaction().execute(async (trx) => {
+        const gone = await trx.deleteFrom('team_links').where('team_id', '=', t.id).where('surface', '=', surface).where('external_id', '=', externalId).returning('surface').executeTakeFirst();
+        if (!gone) throw problems.notFound(`link of team "${name}"`, `${surface}/${externalId}`);
+        await recordAudit(trx, actor, 'team.unlink', { type: 'team', id: name }, { surface, external_id: externalId });
+      });
+    },
+  };
+}
+
+export type LinksService = ReturnType<typeof createLinksService>;

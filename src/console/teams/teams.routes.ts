@@ -1,0 +1,219 @@
+import { Type } from 'typebox';
+import { actorOf } from '../../http/auth.ts';
+import { requireIfMatch, setEtag } from '../../http/etag.ts';
+import type { App } from '../../http/kernel.ts';
+import { ListQuery, Page, limitOf } from '../../http/pagination.ts';
+import { IfMatchHeader, NoContent } from '../../http/schemas.ts';
+import { documentRoutes } from '../documents/documents.routes.ts';
+import type { DocumentsService } from '../documents/documents.service.ts';
+import type { EgressOverridesService } from './egress-overrides.service.ts';
+import { LINK_SURFACES, type LinksService } from './links.service.ts';
+import { Link, RoleParams, Team, TeamCreate, TeamListQuery, TeamParams, TeamPatch, TeamSummary, TeamUpgrade } from './teams.schemas.ts';
+import type { TeamsService } from './teams.service.ts';
+
+const Egress = Type.Object(
+  {
+    mode: Type.Union([Type.Literal('allow_all'), Type.Literal('allowlist')]),
+    destinations: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 128 }), { maxItems: 200 })),
+    upstream_deny_cidrs: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 200 })),
+  },
+  { additionalProperties: false },
+);
+const EgressOut = Type.Object({ mode: Type.String(), destinations: Type.Array(Type.String()), upstream_deny_cidrs: Type.Array(Type.String()) });
+const EgressOverride = Type.Object({
+  team: Type.String(),
+  role: Type.String(),
+  override: Type.Union([EgressOut, Type.Null()], { description: 'null when the agent definition\'s egress applies' }),
+});
+const LinkPut = Type.Object(
+  {
+    surface: Type.Union(LINK_SURFACES.map((s) => Type.Literal(s))),
+    external_id: Type.String({ minLength: 1, maxLength: 300, description: 'a room or channel id, `<owner>/<repo>` for code_host, a tracker team or project id' }),
+    label: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  },
+  { additionalProperties: false },
+);
+const TeamSkill = Type.Object({ name: Type.String(), version: Type.Integer(), status: Type.Union([Type.Literal('curated'), Type.Literal('proposed')]), source: Type.String(), updated_at: Type.String() });
+
+export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksService; egress: EgressOverridesService; documents: DocumentsService }) {
+  const { teams, links, egress } = deps;
+  const tags = ['teams'];
+
+  app.get('/teams', {
+    config: { auth: { role: 'viewer' } },
+    schema: {
+      operationId: 'listTeams',
+      tags,
+      description: 'Teams by name. `state` filters by the derived state; archived teams are listed only with state=archived. `q` is a substring of the name.',
+      querystring: TeamListQuery,
+      response: { 200: Page(TeamSummary) },
+    },
+    handler: (req) => teams.list({ limit: limitOf(req.query), cursor: req.query.cursor, state: req.query.state, q: req.query.q }),
+  });
+
+  app.post('/teams', {
+    config: { auth: { role: 'operator' } },
+    schema: {
+      operationId: 'createTeam',
+      tags,
+      description:
+        'Creates a team from a template version and answers when it is ready (status active): one model-proxy key per role, the team budget, the creator as first member. 409 when the name is taken; 422 when the template needs a repository and repo_url is absent; 502/503 when the model proxy fails or is missing (nothing is left behind).',
+      body: TeamCreate,
+      response: { 201: Team },
+    },
+    handler: async (req, reply) => {
+      const row = await teams.create(actorOf(req), req.body);
+      setEtag(reply, row.row_version);
+      return reply.status(201).header('location', `/api/v1/teams/${row.name}`).send(await teams.detail(row));
+    },
+  });
+
+  app.get('/teams/:name', {
+    config: { auth: { role: 'viewer' } },
+    schema: { operationId: 'getTeam', tags, description: 'The live team of the name, else the last archived one.', params: TeamParams, response: { 200: Team } },
+    handler: async (req, reply) => {
+      const row = await teams.get(req.params.name);
+      setEtag(reply, row.row_version);
+      return teams.detail(row);
+    },
+  });
+
+  app.patch('/teams/:name', {
+    config: { auth: { role: 'operator' } },
+    schema: { operationId: 'updateTeam', tags, params: TeamParams, headers: IfMatchHeader, body: TeamPatch, response: { 200: Team } },
+    handler: async (req, reply) => {
+      const row = await teams.patch(actorOf(req), req.params.name, requireIfMatch(req), req.body);
+      setEtag(reply, row.row_version);
+      return teams.detail(row);
+    },
+  });
+
+  app.delete('/teams/:name', {
+    config: { auth: { role: 'operator' } },
+    schema: {
+      operationId: 'archiveTeam',
+      tags,
+      description:
+        'Archives the team and answers when done: cancels open runs, destroys its sandboxes, revokes its model-proxy keys, removes roles, links, members and documents, frees the name. Runs, spend history and team memory stay.',
+      params: TeamParams,
+      headers: IfMatchHeader,
+      response: { 204: NoContent },
+    },
+    handler: async (req, reply) => {
+      await teams.archive(actorOf(req), req.params.name, requireIfMatch(req));
+      return reply.status(204).send(null);
+    },
+  });
+
+  app.post('/teams/:name/upgrade', {
+    config: { auth: { role: 'operator' } },
+    schema: {
+      operationId: 'upgradeTeam',
+      tags,
+      description: 'Moves the team to another version of its template (default: the current one). Fields set by hand (PATCH) are kept; new roles get keys, removed roles lose theirs. If-Match is the team\'s ETag.',
+      params: TeamParams,
+      headers: IfMatchHeader,
+      body: TeamUpgrade,
+      response: { 200: Team },
+    },
+    // No body at all means "the current version".
+    preValidation: async (req) => {
+      req.body ??= {};
+    },
+    handler: async (req, reply) => {
+      const row = await teams.upgrade(actorOf(req), req.params.name, requireIfMatch(req), req.body?.version);
+      setEtag(reply, row.row_version);
+      return teams.detail(row);
+    },
+  });
+
+  app.get('/teams/:name/links', {
+    config: { auth: { role: 'viewer' } },
+    schema: { operationId: 'listTeamLinks', tags, params: TeamParams, querystring: ListQuery, response: { 200: Page(Link) } },
+    handler: async (req) => ({ items: await links.list(req.params.name), next_cursor: null }),
+  });
+
+  app.put('/teams/:name/links', {
+    config: { auth: { role: 'operator' } },
+    schema: {
+      operationId: 'putTeamLink',
+      tags,
+      description: 'Links a surface to the team; idempotent (201 when new, 200 when it was there). A code_host link is <owner>/<repo> and is 422 while the code-host app is not installed on it.',
+      params: TeamParams,
+      body: LinkPut,
+      response: { 200: Link, 201: Link },
+    },
+    handler: async (req, reply) => {
+      const { link, created } = await links.put(actorOf(req), req.params.name, req.body);
+      return reply.status(created ? 201 : 200).send(link);
+    },
+  });
+
+  app.delete('/teams/:name/links/:surface/*', {
+    config: { auth: { role: 'operator' }, openapiWildcard: 'external_id' },
+    schema: {
+      operationId: 'deleteTeamLink',
+      tags,
+      description: 'The external id may contain slashes.',
+      params: Type.Object({ name: Type.String({ maxLength: 63 }), surface: Type.String({ maxLength: 32 }), '*': Type.String({ minLength: 1, maxLength: 300 }) }),
+      response: { 204: NoContent },
+    },
+    handler: async (req, reply) => {
+      await links.remove(actorOf(req), req.params.name, req.params.surface, req.params['*']);
+      return reply.status(204).send(null);
+    },
+  });
+
+  app.get('/teams/:name/roles/:role/egress', {
+    config: { auth: { role: 'viewer' } },
+    schema: { operationId: 'getTeamRoleEgress', tags, params: RoleParams, response: { 200: EgressOverride } },
+    handler: async (req, reply) => {
+      const r = await egress.get(req.params.name, req.params.role);
+      setEtag(reply, r.row_version);
+      return { team: req.params.name, role: req.params.role, override: r.override };
+    },
+  });
+
+  app.put('/teams/:name/roles/:role/egress', {
+    config: { auth: { role: 'admin' } },
+    schema: {
+      operationId: 'putTeamRoleEgress',
+      tags,
+      description: 'Replaces the agent definition\'s egress for this role. If-Match is the ETag of GET …/egress.',
+      params: RoleParams,
+      headers: IfMatchHeader,
+      body: Egress,
+      response: { 200: EgressOverride },
+    },
+    handler: async (req, reply) => {
+      const body = { mode: req.body.mode, destinations: [...new Set(req.body.destinations ?? [])], upstream_deny_cidrs: [...new Set(req.body.upstream_deny_cidrs ?? [])] };
+      const r = await egress.put(actorOf(req), req.params.name, req.params.role, requireIfMatch(req), body);
+      setEtag(reply, r.row_version);
+      return { team: req.params.name, role: req.params.role, override: r.override };
+    },
+  });
+
+  app.delete('/teams/:name/roles/:role/egress', {
+    config: { auth: { role: 'admin' } },
+    schema: { operationId: 'deleteTeamRoleEgress', tags, description: 'Removes the override; the agent definition\'s egress applies. If-Match is the ETag of GET …/egress.', params: RoleParams, headers: IfMatchHeader, response: { 204: NoContent } },
+    handler: async (req, reply) => {
+      await egress.remove(actorOf(req), req.params.name, req.params.role, requireIfMatch(req));
+      return reply.status(204).send(null);
+    },
+  });
+
+  app.get('/teams/:name/skills', {
+    config: { auth: { role: 'viewer' } },
+    schema: {
+      operationId: 'listTeamSkills',
+      tags,
+      description: 'The team\'s own stored skills, read-only (managed by chat commands and agent proposals); no bodies.',
+      params: TeamParams,
+      querystring: ListQuery,
+      response: { 200: Page(TeamSkill) },
+    },
+    handler: (req) => teams.listSkills(req.params.name, { limit: limitOf(req.query), cursor: req.query.cursor }),
+  });
+
+  documentRoutes(app, { documents: deps.documents, scope: 'team', base: '/teams', label: 'Team', writeRole: 'operator', tags });
+}

@@ -1,0 +1,507 @@
+import { sql, type Transaction } from 'kysely';
+import { recordAudit, type Actor } from '../../audit/audit.ts';
+import type { Db } from '../../db/database.ts';
+import type { Database } from '../../db/schema.ts';
+import { updateIfVersion } from '../../db/conditional.ts';
+import { decodeCursor, toPage } from '../../http/pagination.ts';
+import { problems, type FieldProblem } from '../../http/problems.ts';
+import type { ModelCatalog } from '../../models/catalog.ts';
+import type { ModelProxyClient } from '../../modelproxy/client.ts';
+import type { Cipher } from '../../secrets/cipher.ts';
+import type { AgentVersion } from '../agents/agents.schemas.ts';
+import type { DocumentsService } from '../documents/documents.service.ts';
+import type { References, RefQuery } from '../references.ts';
+import type { SpendService } from '../spend/spend.service.ts';
+import type { TemplateContent, TemplateRole } from '../templates/templates.schemas.ts';
+import type { TemplatesService } from '../templates/templates.service.ts';
+import { memoryLayer, presentTeam, presentTeamSummary } from './teams.presenter.ts';
+import type { TeamCreate, TeamPatch, TeamState } from './teams.schemas.ts';
+import * as store from './teams.store.ts';
+import type { TeamRow } from './teams.store.ts';
+
+/** Role fields a person may set by hand (PATCH); an upgrade keeps them. */
+const ROLE_MANUAL = ['model', 'max_iterations', 'replicas_max', 'concurrent_runs', 'confirmation_policy', 'memory'] as const;
+/** Team fields a person may set by hand; an upgrade keeps them. */
+const TEAM_MANUAL = ['budget_usd_per_day', 'rework_rounds', 'idle_after_seconds', 'deep_sleep_after_seconds'] as const;
+/** `platform` addresses platform MCP servers (/mcp-servers/platform/{name}); no team may take it. */
+export const RESERVED_TEAM_NAMES = ['platform'];
+const KEY_LIMITS = ['max_budget', 'budget_duration', 'rpm_limit', 'tpm_limit'] as const;
+
+/**
+ * The team as the model proxy knows it: name and id, so a new team that takes an archived
+ * team's name starts with no spend and no budget history of the old one.
+ */
+export const proxyTeamOf = (t: { name: string; id: number }) => `${t.name}.${t.id}`;
+
+const keyAad = (teamId: number, role: string) => `crewhouse-team-key:${teamId}/${role}`;
+
+type RoleValues = Omit<Database['team_roles'], 'row_version'> & {};
+
+/** The role rows a template version gives a team. */
+function rolesFromTemplate(teamId: number, content: TemplateContent) {
+  return Object.entries(content.roles).map(([role, r]: [string, TemplateRole]) => ({
+    team_id: teamId,
+    role,
+    agent: r.agent,
+    model: r.model,
+    vm: r.vm,
+    profile: r.profile,
+    provider: r.provider,
+    checkpoint_id: r.checkpoint_id,
+    replicas_max: r.replicas.max,
+    concurrent_runs: r.concurrent_runs,
+    max_iterations: r.max_iterations,
+    confirmation_policy: (r.confirmation_policy ?? null) as 'never_confirm' | 'confirm_risky' | null,
+    memory: JSON.stringify(memoryLayer(r.memory)),
+    max_budget: r.max_budget,
+    budget_duration: r.budget_duration,
+    rpm_limit: r.rpm_limit,
+    tpm_limit: r.tpm_limit,
+    pipeline_next_role: content.pipeline && Object.hasOwn(content.pipeline, role) ? content.pipeline[role] : null,
+    skills: r.skills,
+    mcp_servers: r.mcp_servers,
+  }));
+}
+
+export function createTeamsService(deps: {
+  db: Db;
+  models: ModelCatalog;
+  references: References;
+  templates: Pick<TemplatesService, 'get' | 'getVersion'>;
+  agentVersion: (agent: string) => Promise<AgentVersion | null>;
+  documents: Pick<DocumentsService, 'deleteAllOf'>;
+  proxy: ModelProxyClient;
+  spend: SpendService;
+  cipher: Cipher;
+}) {
+  const { db, proxy, spend } = deps;
+  // What other modules remove with a team, inside the archive's transaction.
+  const archiveHooks: ArchiveHook[] = [(trx, _actor, name) => deps.documents.deleteAllOf(trx, 'team', name).then(() => {})];
+
+  async function mustGetLive(name: string): Promise<TeamRow> {
+    const t = await store.getLiveTeam(db, name);
+    if (!t) throw problems.notFound('team', name);
+    return t;
+  }
+
+  async function detail(t: TeamRow) {
+    const [roles, links, members, spent] = await Promise.all([
+      store.rolesOf(db, [t.id]),
+      store.linksOf(db, [t.id]),
+      store.membersOf(db, t.id),
+      t.status === 'archived' ? Promise.resolve(null) : spend.spentTodayByTeam(),
+    ]);
+    const agents = new Map<string, AgentVersion | null>();
+    for (const r of roles) if (!agents.has(r.agent)) agents.set(r.agent, await deps.agentVersion(r.agent));
+    return presentTeam(t, roles, links, members, agents, spent ? (spent.get(proxyTeamOf(t)) ?? 0) : null);
+  }
+
+  async function resolveTemplate(name: string, version: number | null | undefined, field: string) {
+    let template;
+    try {
+      template = await deps.templates.get(name);
+    } catch {
+      throw problems.validation([{ field: `${field}.name`, message: `no team template named "${name}"` }]);
+    }
+    const v = version ?? template.current_version;
+    let row;
+    try {
+      row = await deps.templates.getVersion(name, v);
+    } catch {
+      throw problems.validation([{ field: `${field}.version`, message: `team template "${name}" has no version ${v}` }]);
+    }
+    await checkVersionNames(row, field);
+    return row;
+  }
+
+  /** An older template version may name an agent or model alias that is gone since (asked on `q`): 422. */
+  async function checkVersionNames(row: { template_name: string; version: number; content: { roles: Record<string, { agent: string; model: string }> } }, field: string, q?: RefQuery) {
+    const roles = Object.values(row.content.roles);
+    const missingAgents = await deps.references.unknown('agent', roles.map((r) => r.agent), q);
+    const missingModels = roles.map((r) => r.model).filter((m) => !deps.models.get(m));
+    if (missingAgents.length || missingModels.length) {
+      const what = [...missingAgents.map((a) => `agent "${a}"`), ...[...new Set(missingModels)].map((m) => `model alias "${m}"`)].join(', ');
+      throw problems.validation([{ field: `${field}.version`, message: `version ${row.version} of team template "${row.template_name}" names ${what}, which no longer exists` }]);
+    }
+  }
+
+  /**
+   * In the transaction that makes a team use a template version: holds the template and its
+   * agents against deletion until commit, and checks again that they exist.
+   */
+  async function guardTemplateVersion(trx: Transaction<Database>, row: Parameters<typeof checkVersionNames>[0], field: string) {
+    await deps.references.guard(trx, 'template', [row.template_name], 'use');
+    await deps.references.guard(trx, 'agent', Object.values(row.content.roles).map((r) => r.agent), 'use');
+    if ((await deps.references.unknown('template', [row.template_name], trx)).length > 0) {
+      throw problems.validation([{ field: `${field}.name`, message: `no team template named "${row.template_name}"` }]);
+    }
+    await checkVersionNames(row, field, trx);
+  }
+
+  /** Mints one model-proxy key per role; on failure revokes what it minted and rethrows. */
+  async function mintKeys(team: string, teamId: number, roles: ReturnType<typeof rolesFromTemplate>, actor: Actor) {
+    const minted: Array<{ role: string; key_id: string; sealed: string }> = [];
+    try {
+      for (const r of roles) {
+        const key = await proxy.mintKey(
+          { team, role: r.role, agent: r.agent, models: [r.model], max_budget: r.max_budget, budget_duration: r.budget_duration, rpm_limit: r.rpm_limit, tpm_limit: r.tpm_limit },
+          actor.name,
+        );
+        minted.push({ role: r.role, key_id: key.key_id, sealed: JSON.stringify(deps.cipher.seal(key.key, keyAad(teamId, r.role))) });
+      }
+      return minted;
+    } catch (err) {
+      for (const m of minted) await proxy.revokeKey(m.key_id).catch(() => {});
+      throw err;
+    }
+  }
+
+  /** Pushes a team's stored budget and each role's model to the proxy (best effort). */
+  async function syncProxy(teamId: number) {
+    const t = await store.getTeamById(db, teamId);
+    if (!t || t.status === 'archived') return;
+    await proxy.setTeamBudget(proxyTeamOf(t), t.budget_usd_per_day).catch(() => {});
+    for (const r of await store.rolesOf(db, [teamId])) if (r.proxy_key_id) await proxy.updateKey(r.proxy_key_id, { models: [r.model] }).catch(() => {});
+  }
+
+  return {
+    detail,
+    mustGetLive,
+    /** Another module's cleanup for archived teams (its rows of the team go with it). */
+    onArchive(hook: ArchiveHook) {
+      archiveHooks.push(hook);
+    },
+
+    async list(query: { limit: number; cursor?: string; state?: TeamState; q?: string }) {
+      const cursor = decodeCursor(query.cursor, 2);
+      const rows = await store.listTeams(db, { state: query.state, q: query.q }, cursor, query.limit);
+      const page = toPage(rows, query.limit, (r) => [r.name, r.id], (r) => r);
+      const ids = page.items.map((t) => t.id);
+      const [roles, links, spent] = await Promise.all([store.rolesOf(db, ids), store.linksOf(db, ids), spend.spentTodayByTeam()]);
+      return {
+        items: page.items.map((t) =>
+          presentTeamSummary(
+            t as TeamRow,
+            roles.filter((r) => r.team_id === t.id),
+            links.filter((l) => l.team_id === t.id),
+            t.status === 'archived' || !spent ? null : (spent.get(proxyTeamOf(t)) ?? 0),
+          ),
+        ),
+        next_cursor: page.next_cursor,
+      };
+    },
+
+    /** A team for reading: the live one of the name, else the last archived one. */
+    async get(name: string) {
+      const t = await store.getTeamForRead(db, name);
+      if (!t) throw problems.notFound('team', name);
+      return t;
+    },
+
+    /**
+     * Creates a team from a template version: rows first (status provisioning), then one
+     * model-proxy key per role and the team budget, then active. A failure on the way removes
+     * the rows and revokes the keys, so nothing is left behind.
+     */
+    async create(actor: Actor, input: TeamCreate) {
+      if (RESERVED_TEAM_NAMES.includes(input.name)) throw problems.validation([{ field: 'name', message: `"${input.name}" is reserved` }]);
+      const version = await resolveTemplate(input.template.name, input.template.version, 'template');
+      const content = version.content;
+      if (content.requires_repo && !input.repo_url) {
+        throw problems.validation([{ field: 'repo_url', message: `team template "${input.template.name}" requires a repository` }]);
+      }
+      if (await store.getLiveTeam(db, input.name)) throw problems.conflict(`a team named "${input.name}" already exists`, [{ field: 'name', message: 'is taken' }]);
+      const home = input.home ?? null;
+      const budget = input.budget_usd_per_day ?? content.budget_usd_per_day ?? 0;
+      const team = await db.transaction().execute(async (trx) => {
+        await guardTemplateVersion(trx, version, 'template');
+        const t = await trx
+          .insertInto('teams')
+          .values({
+            name: input.name,
+            status: 'provisioning',
+            template_name: input.template.name,
+            template_version: version.version,
+            template_hash: version.content_sha256,
+            lead: content.lead ?? Object.keys(content.roles)[0],
+            home_surface: home ? home.surface : 'console',
+            home_room_id: home?.room_id ?? null,
+            home_room_label: home?.room_label ?? null,
+            repo_url: input.repo_url ?? null,
+            budget_usd_per_day: budget,
+            idle_after_seconds: content.idle_after_seconds,
+            deep_sleep_after_seconds: content.deep_sleep_after_seconds,
+            isolation: content.isolation,
+            rework_rounds: content.rework_rounds ?? 0,
+            memory: JSON.stringify({}),
+            manual_fields: input.budget_usd_per_day != null ? ['budget_usd_per_day'] : [],
+            created_by: actor.name,
+          })
+          .returning(['id'])
+          .executeTakeFirstOrThrow();
+        const roles = rolesFromTemplate(t.id, content);
+        await trx.insertInto('team_roles').values(roles).execute();
+        if (actor.userId !== null) await trx.insertInto('team_members').values({ team_id: t.id, user_id: actor.userId, role: 'owner' }).execute();
+        return { id: t.id, roles };
+      });
+
+      const proxyTeam = proxyTeamOf({ name: input.name, id: team.id });
+      try {
+        const minted = await mintKeys(proxyTeam, team.id, team.roles, actor);
+        await proxy.setTeamBudget(proxyTeam, budget, actor.name);
+        await db.transaction().execute(async (trx) => {
+          for (const m of minted) {
+            await trx.updateTable('team_roles').set({ proxy_key_id: m.key_id, proxy_key: m.sealed }).where('team_id', '=', team.id).where('role', '=', m.role).execute();
+          }
+          await trx.updateTable('teams').set({ status: 'active', updated_at: sql`now()`, row_version: sql`nextval('row_version_seq')` }).where('id', '=', team.id).execute();
+          await recordAudit(trx, actor, 'team.create', { type: 'team', id: input.name }, { template: input.template.name, version: version.version });
+        });
+      } catch (err) {
+        await proxy.revokeTeamKeys(proxyTeam).catch(() => {});
+        await db.deleteFrom('teams').where('id', '=', team.id).execute();
+        throw err;
+      }
+      spend.forget(proxyTeam);
+      return (await store.getTeamById(db, team.id))!;
+    },
+
+    async patch(actor: Actor, name: string, expected: number, body: TeamPatch) {
+      const team = await mustGetLive(name);
+      const roles = await store.rolesOf(db, [team.id]);
+      const errors: FieldProblem[] = [];
+      for (const [role, p] of Object.entries(body.role_settings ?? {})) {
+        const current = roles.find((r) => r.role === role);
+        if (!current) errors.push({ field: `role_settings.${role}`, message: `team "${name}" has no role "${role}"` });
+        for (const k of KEY_LIMITS) if (k in p) errors.push({ field: `role_settings.${role}.${k}`, message: 'the model-proxy key limits of a role cannot be changed here' });
+        if (p.model !== undefined && !deps.models.get(p.model)) errors.push({ field: `role_settings.${role}.model`, message: `no model alias named "${p.model}" (GET /models)` });
+      }
+      const idle = body.idle_after_seconds ?? team.idle_after_seconds;
+      const deep = body.deep_sleep_after_seconds ?? team.deep_sleep_after_seconds;
+      if (deep < idle) errors.push({ field: body.deep_sleep_after_seconds !== undefined ? 'deep_sleep_after_seconds' : 'idle_after_seconds', message: 'deep_sleep_after_seconds must be at least idle_after_seconds' });
+      if (errors.length) throw problems.validation(errors);
+      if (team.row_version !== expected) throw problems.preconditionFailed();
+      if (team.archiving_at) throw problems.conflict(`team "${name}" is being archived`);
+
+      // The proxy learns first; if it cannot, nothing changes here.
+      const budgetChanged = body.budget_usd_per_day !== undefined && body.budget_usd_per_day !== team.budget_usd_per_day;
+      if (budgetChanged) await proxy.setTeamBudget(proxyTeamOf(team), body.budget_usd_per_day!, actor.name);
+      const modelChanges = Object.entries(body.role_settings ?? {}).filter(([role, p]) => p.model !== undefined && p.model !== roles.find((r) => r.role === role)!.model);
+      for (const [role, p] of modelChanges) {
+        const keyId = roles.find((r) => r.role === role)!.proxy_key_id;
+        if (keyId) await proxy.updateKey(keyId, { models: [p.model!] }, actor.name);
+      }
+
+      try {
+        const row = await db.transaction().execute(async (trx) => {
+          const set: Record<string, unknown> = {};
+          const manual = new Set(team.manual_fields);
+          for (const k of TEAM_MANUAL) {
+            if (body[k] !== undefined) {
+              set[k] = body[k];
+              manual.add(k);
+            }
+          }
+          if (body.memory) {
+            set.memory = JSON.stringify({ ...memoryLayer(team.memory), ...memoryLayer(body.memory) });
+            manual.add('memory');
+          }
+          set.manual_fields = [...manual];
+          const updated = await updateIfVersion(trx, { table: 'teams', where: { id: team.id }, expected, set, what: 'team', label: name });
+          for (const [role, p] of Object.entries(body.role_settings ?? {})) {
+            const current = roles.find((r) => r.role === role)!;
+            const rs: Record<string, unknown> = {};
+            const rManual = new Set(current.manual_fields);
+            for (const k of ROLE_MANUAL) {
+              if (k === 'memory') continue;
+              if (p[k] !== undefined) {
+                rs[k] = p[k];
+                rManual.add(k);
+              }
+            }
+            if (p.memory === null) {
+              rs.memory = JSON.stringify({});
+              rManual.delete('memory');
+            } else if (p.memory !== undefined) {
+              rs.memory = JSON.stringify({ ...memoryLayer(current.memory), ...memoryLayer(p.memory) });
+              rManual.add('memory');
+            }
+            if (Object.keys(rs).length === 0) continue;
+            rs.manual_fields = [...rManual];
+            rs.row_version = sql`nextval('row_version_seq')`;
+            await trx.updateTable('team_roles').set(rs).where('team_id', '=', team.id).where('role', '=', role).execute();
+          }
+          await recordAudit(trx, actor, 'team.update', { type: 'team', id: name }, { fields: Object.keys(body), roles: Object.keys(body.role_settings ?? {}) });
+          return updated;
+        });
+        spend.forget(proxyTeamOf(team));
+        // Whoever commits last pushed last before committing; pushing the stored values once
+        // more after commit leaves the proxy agreeing with the row whatever the interleaving.
+        if (budgetChanged || modelChanges.length) await syncProxy(team.id);
+        return (await store.getTeamById(db, row.id))!;
+      } catch (err) {
+        // Lost the race for the row (or failed): the proxy follows what is stored now.
+        if (budgetChanged || modelChanges.length) await syncProxy(team.id);
+        throw err;
+      }
+    },
+
+    /**
+     * Archives a team: revokes its model-proxy keys, cancels open runs, destroys its sandboxes,
+     * removes roles, links, members and documents, and frees the name. Runs, spend history and
+     * team memory stay.
+     */
+    async archive(actor: Actor, name: string, expected: number) {
+      const team = await mustGetLive(name);
+      if (team.row_version !== expected) throw problems.preconditionFailed();
+      if (team.status === 'provisioning') throw problems.conflict(`team "${name}" is still being provisioned`);
+      // Claim the team first: from here on its ETag is stale for everyone and changes are
+      // refused, so a concurrent PATCH cannot leave an active team whose keys were revoked.
+      // An archive that died half-way is finished by the next DELETE.
+      await updateIfVersion(db, { table: 'teams', where: { id: team.id }, expected, set: { archiving_at: sql`coalesce(archiving_at, now())` }, what: 'team', label: name, touch: false });
+      try {
+        await proxy.revokeTeamKeys(proxyTeamOf(team), actor.name);
+      } catch (err) {
+        await db.updateTable('teams').set({ archiving_at: null, row_version: sql`nextval('row_version_seq')` }).where('id', '=', team.id).where('status', '<>', 'archived').execute();
+        throw err;
+      }
+      await db.transaction().execute(async (trx) => {
+        await trx
+          .updateTable('teams')
+          .set({ status: 'archived', archived_at: sql`now()`, updated_at: sql`now()`, row_version: sql`nextval('row_version_seq')` })
+          .where('id', '=', team.id)
+          .executeTakeFirstOrThrow();
+        await archiveRows(trx, team.id);
+        for (const hook of archiveHooks) await hook(trx, actor, name);
+        await recordAudit(trx, actor, 'team.archive', { type: 'team', id: name });
+      });
+      spend.forget(proxyTeamOf(team));
+    },
+
+    /** Moves a team to another version of its template, keeping the fields set by hand. */
+    async upgrade(actor: Actor, name: string, expected: number, toVersion: number | null | undefined) {
+      const team = await mustGetLive(name);
+      if (team.row_version !== expected) throw problems.preconditionFailed();
+      if (team.archiving_at) throw problems.conflict(`team "${name}" is being archived`);
+      const version = await resolveTemplate(team.template_name, toVersion, 'template');
+      const content = version.content;
+      const oldRoles = await store.rolesOf(db, [team.id]);
+      const fresh = rolesFromTemplate(team.id, content);
+      const added = fresh.filter((r) => !oldRoles.some((o) => o.role === r.role));
+      const removed = oldRoles.filter((o) => !fresh.some((r) => r.role === o.role));
+      const minted = await mintKeys(proxyTeamOf(team), team.id, added, actor);
+      const keep = new Map(oldRoles.map((o) => [o.role, o]));
+      try {
+        await db.transaction().execute(async (trx) => {
+          await guardTemplateVersion(trx, version, 'template');
+          const manual = new Set(team.manual_fields);
+          const set: Record<string, unknown> = {
+            template_version: version.version,
+            template_hash: version.content_sha256,
+            lead: content.lead,
+            isolation: content.isolation,
+          };
+          if (!manual.has('rework_rounds')) set.rework_rounds = content.rework_rounds ?? 0;
+          if (!manual.has('idle_after_seconds')) set.idle_after_seconds = content.idle_after_seconds;
+          if (!manual.has('deep_sleep_after_seconds')) set.deep_sleep_after_seconds = content.deep_sleep_after_seconds;
+          if (!manual.has('budget_usd_per_day') && content.budget_usd_per_day != null) set.budget_usd_per_day = content.budget_usd_per_day;
+          await updateIfVersion(trx, { table: 'teams', where: { id: team.id }, expected, set, what: 'team', label: name });
+          for (const r of removed) await trx.deleteFrom('team_roles').where('team_id', '=', team.id).where('role', '=', r.role).execute();
+          for (const r of fresh) {
+            const old = keep.get(r.role);
+            if (!old) {
+              const m = minted.find((x) => x.role === r.role)!;
+              await trx.insertInto('team_roles').values({ ...r, proxy_key_id: m.key_id, proxy_key: m.sealed }).execute();
+              continue;
+            }
+            const values: Record<string, unknown> = { ...r, row_version: sql`nextval('row_version_seq')` };
+            delete values.team_id;
+            delete values.role;
+            for (const k of old.manual_fields) if ((ROLE_MANUAL as readonly string[]).includes(k)) values[k] = k === 'memory' ? JSON.stringify(old.memory) : (old as Record<string, unknown>)[k];
+            // The key's limits are the key's: they were minted with it.
+            for (const k of KEY_LIMITS) values[k] = old[k];
+            await trx.updateTable('team_roles').set(values).where('team_id', '=', team.id).where('role', '=', r.role).execute();
+          }
+          await recordAudit(trx, actor, 'team.upgrade', { type: 'team', id: name }, { from: team.template_version, to: version.version });
+        });
+      } catch (err) {
+        for (const m of minted) await proxy.revokeKey(m.key_id).catch(() => {});
+        throw err;
+      }
+      for (const r of removed) if (r.proxy_key_id) await proxy.revokeKey(r.proxy_key_id, actor.name).catch(() => {});
+      const after = await store.getTeamById(db, team.id);
+      if (after && !new Set(team.manual_fields).has('budget_usd_per_day')) await proxy.setTeamBudget(proxyTeamOf(team), after.budget_usd_per_day, actor.name).catch(() => {});
+      for (const r of fresh) {
+        const old = keep.get(r.role);
+        if (old?.proxy_key_id && !old.manual_fields.includes('model') && old.model !== r.model) await proxy.updateKey(old.proxy_key_id, { models: [r.model] }).catch(() => {});
+      }
+      return after!;
+    },
+
+    /** For the tasks route: has the team spent its budget for today (UTC)? */
+    async isBudgetSpent(name: string): Promise<boolean> {
+      const team = await mustGetLive(name);
+      const s = await spend.team(proxyTeamOf(team), 1);
+      return s.spent_today_usd >= team.budget_usd_per_day;
+    },
+
+    /** The model-proxy key of a team's role, for the worker; never for a route. */
+    async roleModelKey(name: string, role: string): Promise<string | null> {
+      const team = await mustGetLive(name);
+      const r = (await store.rolesOf(db, [team.id])).find((x) => x.role === role);
+      if (!r?.proxy_key) return null;
+      return deps.cipher.open(r.proxy_key, keyAad(team.id, role));
+    },
+
+    /** Each role of a live team with the egress that applies to it: the team's override, else the agent's current version's. */
+    async rolesWithEgress(name: string): Promise<Array<{ role: string; agent: string; egress: { mode: 'allow_all' | 'allowlist'; destinations: string[]; upstream_deny_cidrs: string[] } }>> {
+      const t = await mustGetLive(name);
+      const roles = await store.rolesOf(db, [t.id]);
+      const out = [];
+      for (const r of roles) {
+        const agent = r.egress_override ? null : await deps.agentVersion(r.agent);
+        const egress = r.egress_override ?? agent?.egress ?? { mode: 'allow_all' as const, destinations: [], upstream_deny_cidrs: [] };
+        out.push({ role: r.role, agent: r.agent, egress: { mode: egress.mode, destinations: egress.destinations ?? [], upstream_deny_cidrs: egress.upstream_deny_cidrs ?? [] } });
+      }
+      return out;
+    },
+
+    async listSkills(name: string, query: { limit: number; cursor?: string }) {
+      const t = await mustGetLive(name);
+      const rows = await store.listSkills(db, t.id, decodeCursor(query.cursor, 1), query.limit);
+      return toPage(rows, query.limit, (r) => [r.name], (r) => ({ name: r.name, version: r.version, status: r.status, source: r.source, updated_at: r.updated_at }));
+    },
+
+    /** Checkpoints the live teams' roles use, for GET /checkpoints. */
+    async checkpointUses() {
+      const rows = await store.checkpointUses(db);
+      return rows.map((r) => ({ checkpoint_id: r.checkpoint_id!, kind: 'team', name: `${r.name}/${r.role}` }));
+    },
+
+    /** Active teams and their daily budgets, for the spend overview. */
+    activeBudgets: () => store.activeBudgets(db),
+
+    countActiveByTemplate: (template: string, q: RefQuery = db) => store.countActiveByTemplate(q, template),
+    countTeamsUsingAgent: (agent: string, q: RefQuery = db) => store.countTeamsUsingAgent(q, agent),
+    countOverridesNaming: (destination: string, q: RefQuery = db) => store.countOverridesNaming(q, destination),
+  };
+}
+
+/** Removes what another module keeps for a team, in the archive's transaction. */
+export type ArchiveHook = (trx: Transaction<Database>, actor: Actor, team: string) => Promise<void>;
+
+/** What archiving ends or removes of the team's own rows, in the archive's transaction. */
+async function archiveRows(trx: Transaction<Database>, teamId: number) {
+  await trx
+    .updateTable('runs')
+    .set({ state: 'cancelled', finished_at: sql`now()`, updated_at: sql`now()`, row_version: sql`nextval('row_version_seq')` })
+    .where('team_id', '=', teamId)
+    .where('state', 'in', ['running', 'waiting'])
+    .execute();
+  await trx.updateTable('sandboxes').set({ state: 'destroyed', updated_at: sql`now()` }).where('team_id', '=', teamId).where('state', '<>', 'destroyed').execute();
+  await trx.deleteFrom('team_roles').where('team_id', '=', teamId).execute();
+  await trx.deleteFrom('team_links').where('team_id', '=', teamId).execute();
+  await trx.deleteFrom('team_members').where('team_id', '=', teamId).execute();
+}
+
+export type TeamsService = ReturnType<typeof createTeamsService>;
+export type { RoleValues };

@@ -1,0 +1,97 @@
+import { Type } from 'typebox';
+import { actorOf } from '../../http/auth.ts';
+import { requireIfMatch, setEtag } from '../../http/etag.ts';
+import type { App } from '../../http/kernel.ts';
+import { ListQuery, Page, limitOf } from '../../http/pagination.ts';
+import { IfMatchHeader, NoContent } from '../../http/schemas.ts';
+import { TEMPLATE_NAME, TeamTemplate, TeamTemplateSummary, TeamTemplateVersion, TemplateCreate, TemplatePatch, TemplateVersionInput, VersionMeta } from './templates.schemas.ts';
+import { presentVersion, type TemplatesService } from './templates.service.ts';
+
+const NameParams = Type.Object({ name: Type.String({ pattern: TEMPLATE_NAME, maxLength: 63 }) });
+const VersionParams = Type.Object({ name: Type.String({ pattern: TEMPLATE_NAME, maxLength: 63 }), version: Type.Integer({ minimum: 1, maximum: 2147483647 }) });
+
+export function templatesRoutes(app: App, deps: { templates: TemplatesService }) {
+  const { templates } = deps;
+  const tags = ['team-templates'];
+
+  app.get('/team-templates', {
+    config: { auth: { role: 'viewer' } },
+    schema: { operationId: 'listTeamTemplates', tags, querystring: ListQuery, response: { 200: Page(TeamTemplateSummary) } },
+    handler: (req) => templates.list({ limit: limitOf(req.query), cursor: req.query.cursor }),
+  });
+
+  app.post('/team-templates', {
+    config: { auth: { role: 'admin' } },
+    schema: {
+      operationId: 'createTeamTemplate',
+      tags,
+      description:
+        'Creates a template and its version 1. Each role names an agent, a model alias and an environment (`vm`), whose provider, profile, size and checkpoint are copied into the version.',
+      body: TemplateCreate,
+      response: { 201: TeamTemplate },
+    },
+    handler: async (req, reply) => {
+      const row = await templates.create(actorOf(req), req.body);
+      setEtag(reply, row.row_version);
+      return reply.status(201).header('location', `/api/v1/team-templates/${row.name}`).send(await templates.detail(row));
+    },
+  });
+
+  app.get('/team-templates/:name', {
+    config: { auth: { role: 'viewer' } },
+    schema: { operationId: 'getTeamTemplate', tags, params: NameParams, response: { 200: TeamTemplate } },
+    handler: async (req, reply) => {
+      const row = await templates.get(req.params.name);
+      setEtag(reply, row.row_version);
+      return templates.detail(row);
+    },
+  });
+
+  app.patch('/team-templates/:name', {
+    config: { auth: { role: 'admin' } },
+    schema: { operationId: 'updateTeamTemplate', tags, params: NameParams, headers: IfMatchHeader, body: TemplatePatch, response: { 200: TeamTemplate } },
+    handler: async (req, reply) => {
+      const row = await templates.patch(actorOf(req), req.params.name, requireIfMatch(req), req.body.description);
+      setEtag(reply, row.row_version);
+      return templates.detail(row);
+    },
+  });
+
+  app.delete('/team-templates/:name', {
+    config: { auth: { role: 'admin' } },
+    schema: { operationId: 'deleteTeamTemplate', tags, description: '409 while an active team uses it.', params: NameParams, headers: IfMatchHeader, response: { 204: NoContent } },
+    handler: async (req, reply) => {
+      await templates.remove(actorOf(req), req.params.name, requireIfMatch(req));
+      return reply.status(204).send(null);
+    },
+  });
+
+  app.get('/team-templates/:name/versions', {
+    config: { auth: { role: 'viewer' } },
+    schema: { operationId: 'listTeamTemplateVersions', tags, description: 'Newest first.', params: NameParams, querystring: ListQuery, response: { 200: Page(VersionMeta) } },
+    handler: (req) => templates.listVersions(req.params.name, { limit: limitOf(req.query), cursor: req.query.cursor }),
+  });
+
+  app.post('/team-templates/:name/versions', {
+    config: { auth: { role: 'admin' } },
+    schema: {
+      operationId: 'createTeamTemplateVersion',
+      tags,
+      description: 'Adds a version and makes it current. If-Match is the template\'s ETag.',
+      params: NameParams,
+      headers: IfMatchHeader,
+      body: TemplateVersionInput,
+      response: { 201: TeamTemplateVersion },
+    },
+    handler: async (req, reply) => {
+      const row = await templates.createVersion(actorOf(req), req.params.name, requireIfMatch(req), req.body);
+      return reply.status(201).header('location', `/api/v1/team-templates/${req.params.name}/versions/${row.version}`).send(presentVersion(row));
+    },
+  });
+
+  app.get('/team-templates/:name/versions/:version', {
+    config: { auth: { role: 'viewer' } },
+    schema: { operationId: 'getTeamTemplateVersion', tags, params: VersionParams, response: { 200: TeamTemplateVersion } },
+    handler: async (req) => presentVersion(await templates.getVersion(req.params.name, req.params.version)),
+  });
+}
