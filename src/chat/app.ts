@@ -1,0 +1,86 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config.ts';
+import type { Db } from '../db/database.ts';
+import { createServer, type App } from '../http/kernel.ts';
+import type { Registry } from '../http/metrics.ts';
+import { loadCipher, type Cipher } from '../secrets/cipher.ts';
+import { createChatBotStorageService } from './bot-storage/bot-storage.service.ts';
+import { chatBotStorageRoutes } from './bot-storage/bot-storage.routes.ts';
+import { chatEmojiRoutes } from './emoji/emoji.routes.ts';
+import { createChatEmojiService } from './emoji/emoji.service.ts';
+import { chatErrors } from './http/errors.ts';
+import { RateLimiter } from './http/rate-limit.ts';
+import { chatRouter, pathId, useChatConventions } from './http/server.ts';
+import { chatInvitesRoutes } from './invites/invites.routes.ts';
+import { createChatInvitesService } from './invites/invites.service.ts';
+import { chatPlaygroundsRoutes } from './playgrounds/playgrounds.routes.ts';
+import { createChatPlaygroundsService } from './playgrounds/playgrounds.service.ts';
+import { chatProfileFieldsRoutes } from './profile-fields/profile-fields.routes.ts';
+import { createChatProfileFieldsService } from './profile-fields/profile-fields.service.ts';
+import { chatRealmRoutes } from './realm/realm.routes.ts';
+import { createChatRealmService } from './realm/realm.service.ts';
+import { chatStatusRoutes } from './status/status.routes.ts';
+import { createChatStatusService } from './status/status.service.ts';
+import { chatStreamsRoutes } from './streams/streams.routes.ts';
+import { createChatStreamsService } from './streams/streams.service.ts';
+import { chatUsersRoutes } from './users/users.routes.ts';
+import { createChatUsersService } from './users/users.service.ts';
+
+/** The chat's composition root: every service built once, each given only what it needs. */
+export function createChatServices(deps: { config: Config; db: Db; cipher?: Cipher }) {
+  const { db } = deps;
+  const cipher = deps.cipher ?? loadCipher(deps.config);
+  const users = createChatUsersService({ db, cipher });
+  const realms = createChatRealmService({ db, users });
+  const streams = createChatStreamsService({ db });
+  const emoji = createChatEmojiService({ db });
+  const status = createChatStatusService({ db, emoji, users });
+  const botStorage = createChatBotStorageService({ db });
+  const invites = createChatInvitesService({ db, streams });
+  const playgrounds = createChatPlaygroundsService({ db });
+  const profileFields = createChatProfileFieldsService({ db });
+  return { users, realms, streams, emoji, status, botStorage, invites, playgrounds, profileFields };
+}
+
+export type ChatServices = ReturnType<typeof createChatServices>;
+
+/** The Zulip-compatible chat server: its API under /api/v1 and the uploaded images it serves. */
+export async function buildChatApp(deps: { config: Config; db: Db; logger: Logger; metrics?: Registry; services?: ChatServices }): Promise<App> {
+  const { config } = deps;
+  const services = deps.services ?? createChatServices(deps);
+  const app = createServer({ logger: deps.logger, metrics: deps.metrics, bodyLimit: config.bodyLimit, trustProxy: config.trustProxy, component: 'chat' });
+  useChatConventions(app);
+  const limiter = config.chatRateLimit ? new RateLimiter(config.chatRateLimit) : null;
+
+  await app.register(
+    async (api: App) => {
+      const r = chatRouter(api, { authenticate: (header) => services.users.authenticate(header), limiter });
+      chatRealmRoutes(r, services);
+      chatUsersRoutes(r, services);
+      chatStreamsRoutes(r, services);
+      chatStatusRoutes(r, services);
+      chatEmojiRoutes(r, services);
+      chatBotStorageRoutes(r, services);
+      chatInvitesRoutes(r, services);
+      chatPlaygroundsRoutes(r, services);
+      chatProfileFieldsRoutes(r, services);
+    },
+    { prefix: '/api/v1' },
+  );
+
+  // Uploaded images, at the addresses avatar_url and source_url give (unguessable names, as Zulip's).
+  app.get('/user_avatars/:realm_id/:user_id/:file', { schema: { operationId: 'getAvatarImage', tags: ['chat-files'] } }, async (req, reply) => {
+    const p = req.params as { realm_id: string; user_id: string; file: string };
+    const m = /^([0-9a-f]{40})\.png$/.exec(p.file);
+    const img = m ? await services.users.avatar(pathId(p.realm_id), pathId(p.user_id), m[1]) : undefined;
+    if (!img) throw chatErrors.notFound();
+    return reply.header('content-type', img.content_type).header('cache-control', 'public, max-age=31536000, immutable').send(img.image);
+  });
+  app.get('/user_avatars/:realm_id/emoji/images/:emoji_id', { schema: { operationId: 'getEmojiImage', tags: ['chat-files'] } }, async (req, reply) => {
+    const p = req.params as { realm_id: string; emoji_id: string };
+    const img = await services.emoji.image(pathId(p.realm_id), pathId(p.emoji_id));
+    if (!img) throw chatErrors.notFound();
+    return reply.header('content-type', img.content_type).header('cache-control', 'public, max-age=86400').send(img.image);
+  });
+  return app;
+}

@@ -1,0 +1,92 @@
+/**
+ * The Unicode emoji this server knows by name, with Zulip's names (several names may share a
+ * code point; the first is the canonical one). Codes are dash-separated hex code points.
+ */
+const TABLE: Array<[string, string[]]> = [
+  ['1f600', ['grinning']],
+  ['1f603', ['smiley']],
+  ['1f604', ['big_smile']],
+  ['1f601', ['grinning_face_with_smiling_eyes']],
+  ['1f606', ['laughing', 'lol']],
+  ['1f605', ['sweat_smile']],
+  ['1f602', ['joy', 'tears']],
+  ['1f923', ['rolling_on_the_floor_laughing', 'rofl']],
+  ['1f642', ['smile']],
+  ['1f643', ['upside_down', 'oops']],
+  ['1f609', ['wink']],
+  ['1f60a', ['blush']],
+  ['1f607', ['innocent', 'halo']],
+  ['1f60d', ['heart_eyes', 'in_love']],
+  ['1f914', ['thinking']],
+  ['1f610', ['neutral']],
+  ['1f644', ['rolling_eyes']],
+  ['1f634', ['sleeping']],
+  ['1f622', ['cry']],
+  ['1f62d', ['sob']],
+  ['1f621', ['rage', 'angry']],
+  ['1f912', ['sick', 'flu', 'face_with_thermometer']],
+  ['1f913', ['nerd', 'geek']],
+  ['1f60e', ['cool']],
+  ['1f44d', ['+1', 'thumbs_up', 'like']],
+  ['1f44e', ['-1', 'thumbs_down']],
+  ['1f44b', ['wave', 'hello', 'hi']],
+  ['1f44f', ['clap', 'applause']],
+  ['1f64f', ['pray', 'welcome', 'thank_you']],
+  ['1f4aa', ['muscle']],
+  ['1f440', ['eyes', 'looking']],
+  ['2764', ['heart', 'love']],
+  ['1f525', ['fire', 'lit', 'hot', 'flame']],
+  ['1f389', ['tada']],
+  ['1f680', ['rocket']],
+  ['2b50', ['star']],
+  ['2600', ['sunny']],
+  ['2601', ['cloud', 'overcast']],
+  ['2602', ['umbrella']],
+  ['2744', ['snowflake']],
+  ['1f4a4', ['zzz']],
+  ['1f4c6', ['calendar']],
+  ['1f4bb', ['computer', 'laptop']],
+  ['1f3e0', ['house']],
+  ['1f3e5', ['hospital']],
+  ['2708', ['airplane', 'plane']],
+  ['1f697', ['car']],
+  ['1f68c', ['bus']],
+  ['1f334', ['palm_tree']],
+  ['1f3d6', ['beach_umbrella']],
+  ['1f355', ['pizza']],
+  ['1f370', ['cake']],
+  ['1f36a', ['cookie']],
+  ['1f37a', ['beer']],
+  ['2615', ['coffee']],
+  ['1f375', ['tea']],
+  ['1f4da', ['books']],
+  ['1f4d6', ['book']],
+  ['1f3a7', ['headphones']],
+  ['1f3b5', ['music', 'musical_note']],
+  ['1f415', ['dog']],
+  ['1f408', ['cat']],
+  ['1f419', ['octopus']],
+  ['1f41b', ['bug', 'caterpillar']],
+  ['1f422', ['turtle', 'tortoise', 'slow']],
+  ['1f427', ['penguin']],
+  ['1f6e0', ['working_on_it', 'hammer_and_wrench', 'tools']],
+  ['1f4c5', ['date']],
+  ['1f3e2', ['office']],
+  ['1f4de', ['telephone_receiver', 'phone']],
+  ['1f6b2', ['bike', 'bicycle']],
+  ['2705', ['check', 'all_good', 'approved']],
+  ['274c', ['cross_mark', 'x']],
+  ['1f937', ['shrug']],
+  ['1f3d6-fe0f', ['beach']],
+];
+
+export const nameToCodepoint = new Map<string, string>();
+export const codepointToName = new Map<string, string>();
+for (const [code, names] of TABLE) {
+  codepointToName.set(code, names[0]);
+  for (const n of names) nameToCodepoint.set(n, code);
+}
+
+/** The server's own extra emoji (Zulip's `zulip_extra_emoji`, the spec's `server_extra_emoji`). */
+export const EXTRA_EMOJI = new Set(['zulip']);
+export const EXTRA_EMOJI_TYPES = new Set(['zulip_extra_emoji', 'server_extra_emoji']);

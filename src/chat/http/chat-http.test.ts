@@ -1,0 +1,189 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { systemActor } from '../../audit/audit.ts';
+import { basic, chatTestServer, zulip, type ChatTestServer } from '../chat.testkit.ts';
+
+describe('chat HTTP conventions', () => {
+  let t: ChatTestServer;
+  before(async () => {
+    t = await chatTestServer();
+  });
+  after(() => t.close());
+
+  const unauthorized = (res: { status: number; headers: Headers; body: any }, msg: string) => {
+    assert.equal(res.status, 401);
+    assert.deepEqual(res.body, { result: 'error', msg, code: 'UNAUTHORIZED' });
+    assert.equal(res.headers.get('www-authenticate'), 'Basic realm="zulip"');
+  };
+
+  test('each authentication failure is a 401 UNAUTHORIZED with its own message and a Basic challenge', async () => {
+    unauthorized(await t.raw('GET', '/users'), 'Not logged in: API authentication or user session required');
+    unauthorized(await t.raw('GET', '/users', { auth: 'Basic' }), 'Invalid authorization header for basic auth');
+    unauthorized(await t.raw('GET', '/users', { auth: 'Basic !!!notbase64' }), 'Invalid authorization header for basic auth');
+    unauthorized(await t.raw('GET', '/users', { auth: `Basic ${Buffer.from('no-colon').toString('base64')}` }), 'Invalid authorization header for basic auth');
+    unauthorized(await t.raw('GET', '/users', { auth: basic(t.owner.email, 'short') }), 'Malformed API key');
+    unauthorized(await t.raw('GET', '/users', { auth: basic(t.owner.email, 'A'.repeat(32)) }), 'Invalid API key');
+    const other = await t.account(400);
+    // A right key with someone else's address is refused too.
+    unauthorized(await t.raw('GET', '/users', { auth: basic(other.email, t.owner.apiKey) }), 'Invalid API key');
+    const ok = await t.raw('GET', '/users/me', { auth: basic(t.owner.email.toUpperCase(), t.owner.apiKey) });
+    assert.equal(ok.status, 200);
+
+    const gone = await t.account(400);
+    await t.raw('DELETE', `/users/${gone.id}`, { auth: t.owner });
+    unauthorized(await t.raw('GET', '/users', { auth: gone }), 'Account is deactivated');
+  });
+
+  test('a non-Basic scheme is refused as Zulip does (400)', async () => {
+    const res = await t.raw('GET', '/users', { auth: 'Bearer abc' });
+    assert.equal(res.status, 400);
+    assert.equal(res.body.msg, 'This endpoint requires HTTP basic authentication.');
+  });
+
+  test('a deactivated organization refuses its accounts', async () => {
+    const s = await chatTestServer();
+    try {
+      await s.services.realms.setDeactivated(systemActor('test'), s.realm.id, true);
+      unauthorized(await s.raw('GET', '/users', { auth: s.owner }), 'This organization has been deactivated');
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('typed parameters are JSON, parsed strictly, with Zulip\'s messages', async () => {
+    const get = (query: Record<string, string>) => t.raw('GET', '/users', { auth: t.owner, query });
+    const cases: Array<[Record<string, string>, string]> = [
+      [{ user_ids: 'nope' }, 'user_ids is not valid JSON'],
+      [{ user_ids: '{"a":1}' }, 'user_ids is not a list'],
+      [{ user_ids: '["x"]' }, 'user_ids[0] is not an integer'],
+      [{ user_ids: '[1, 2.5]' }, 'user_ids[1] is not an integer'],
+      [{ client_gravatar: 'yes' }, 'client_gravatar is not valid JSON'],
+      [{ client_gravatar: '1' }, 'client_gravatar is not a boolean'],
+    ];
+    for (const [query, msg] of cases) {
+      const res = await get(query);
+      assert.equal(res.status, 400, msg);
+      assert.deepEqual(res.body, { result: 'error', msg, code: 'BAD_REQUEST' });
+    }
+    const res = await t.raw('PATCH', '/users/me/subscriptions/muted_topics', { auth: t.owner, form: { stream_id: '1.0', topic: 't', op: 'add' } });
+    assert.equal(res.body.msg, 'stream_id is not an integer');
+  });
+
+  test('a missing parameter is REQUEST_VARIABLE_MISSING with var_name; a bad choice is Invalid <name>', async () => {
+    const missing = await t.raw('PATCH', '/users/me/subscriptions/muted_topics', { auth: t.owner, form: { stream_id: '1', topic: 't' } });
+    assert.equal(missing.status, 400);
+    assert.deepEqual(missing.body, { result: 'error', msg: "Missing 'op' argument", code: 'REQUEST_VARIABLE_MISSING', var_name: 'op' });
+    const invalid = await t.raw('PATCH', '/users/me/subscriptions/muted_topics', { auth: t.owner, form: { stream_id: '1', topic: 't', op: 'toggle' } });
+    assert.equal(invalid.body.msg, 'Invalid op');
+    const long = await t.raw('PATCH', '/users/me/subscriptions/muted_topics', { auth: t.owner, form: { stream_id: '1', topic: 'é'.repeat(61), op: 'add' } });
+    assert.equal(long.body.msg, 'topic is too long (limit: 60 characters)');
+    const nul = await t.raw('POST', '/users/me/status', { auth: t.owner, form: { status_text: 'a\u0000b' } });
+    assert.equal(nul.status, 400);
+  });
+
+  test('parameters come from the query string or a form body on every method; the body wins', async () => {
+    const viaQuery = await t.raw('POST', '/users/me/status', { auth: t.owner, query: { status_text: 'from query' } });
+    assert.equal(viaQuery.status, 200);
+    let status = await t.raw('GET', `/users/${t.owner.id}/status`, { auth: t.owner });
+    assert.equal(status.body.status.status_text, 'from query');
+    const both = await fetch(`${t.base}/api/v1/users/me/status?status_text=query`, {
+      method: 'POST',
+      headers: { authorization: basic(t.owner.email, t.owner.apiKey), 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'status_text=body',
+    });
+    assert.equal(both.status, 200);
+    status = await t.raw('GET', `/users/${t.owner.id}/status`, { auth: t.owner });
+    assert.equal(status.body.status.status_text, 'body');
+    // A JSON body is not a parameter source, as in Zulip: nothing was passed.
+    const json = await t.raw('POST', '/users/me/status', { auth: t.owner, headers: { 'content-type': 'application/json' }, body: '{"status_text":"x"}' });
+    assert.equal(json.body.msg, 'Client did not pass any new values.');
+  });
+
+  test('unsupported parameters are reported, sorted, in ignored_parameters_unsupported', async () => {
+    const res = await t.raw('GET', '/users/me', { auth: t.owner, query: { zeta: '1', alpha: '2', client_gravatar: 'true' } });
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.body.ignored_parameters_unsupported, ['alpha', 'client_gravatar', 'zeta']);
+    const clean = await t.raw('GET', '/users', { auth: t.owner, query: { client_gravatar: 'false' } });
+    assert.equal(clean.body.ignored_parameters_unsupported, undefined);
+    assert.equal(clean.body.result, 'success');
+    assert.equal(clean.body.msg, '');
+  });
+
+  test('multipart bodies (what zulip-js sends on POST) are parameters too', async () => {
+    // Built by hand: zulip-js replaces the global FormData with the form-data package's.
+    const b = 'xYzBoundary42';
+    const part = (name: string, value: string) => `--${b}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
+    const res = await fetch(`${t.base}/api/v1/users/me/status`, {
+      method: 'POST',
+      headers: { authorization: basic(t.owner.email, t.owner.apiKey), 'content-type': `multipart/form-data; boundary=${b}` },
+      body: part('status_text', 'multipart ✓') + part('unknown_thing', 'x') + `--${b}--\r\n`,
+    });
+    const body = (await res.json()) as any;
+    assert.equal(res.status, 200);
+    assert.deepEqual(body.ignored_parameters_unsupported, ['unknown_thing']);
+    const status = await t.raw('GET', `/users/${t.owner.id}/status`, { auth: t.owner });
+    assert.equal(status.body.status.status_text, 'multipart ✓');
+    const broken = await fetch(`${t.base}/api/v1/users/me/status`, {
+      method: 'POST',
+      headers: { authorization: basic(t.owner.email, t.owner.apiKey), 'content-type': `multipart/form-data; boundary=${b}` },
+      body: `--${b}\r\nno headers end`,
+    });
+    assert.equal(broken.status, 400);
+  });
+
+  test('unknown endpoints and non-numeric ids are 404 in the envelope', async () => {
+    const res = await t.raw('GET', '/no_such_thing', { auth: t.owner });
+    assert.equal(res.status, 404);
+    assert.equal(res.body.result, 'error');
+    assert.equal((await t.raw('GET', '/users/abc', { auth: t.owner })).status, 404);
+    const huge = await t.raw('GET', '/users/99999999999', { auth: t.owner });
+    assert.equal(huge.body.msg, 'No such user');
+  });
+
+  test('GET /server_settings is public and reports feature level 494 or later', async () => {
+    const client = await zulip({ realm: t.base, username: t.owner.email, apiKey: t.owner.apiKey });
+    const settings = await client.server.settings();
+    assert.equal(settings.result, 'success');
+    assert.ok(settings.zulip_feature_level >= 494);
+    assert.equal(settings.realm_url, t.base);
+    assert.equal(settings.authentication_methods.password, true);
+    const raw = await t.raw('GET', '/server_settings');
+    assert.equal(raw.status, 200);
+  });
+
+  test('no credential reaches the logs', async () => {
+    await t.raw('GET', '/users', { auth: t.owner, query: { api_key: t.owner.apiKey } });
+    const all = t.logs.join('\n');
+    assert.ok(!all.includes(t.owner.apiKey));
+  });
+});
+
+describe('chat rate limiting', () => {
+  let t: ChatTestServer;
+  before(async () => {
+    t = await chatTestServer({ config: { SERVICE_CHAT_RATE_LIMIT: '3/60' } });
+  });
+  after(() => t.close());
+
+  test('each user has a window of calls; past it RATE_LIMIT_HIT with Retry-After and X-RateLimit-* headers', async () => {
+    const seen: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await t.raw('GET', '/users/me', { auth: t.owner });
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('x-ratelimit-limit'), '3');
+      seen.push(Number(res.headers.get('x-ratelimit-remaining')));
+      assert.ok(Number(res.headers.get('x-ratelimit-reset')) >= Math.floor(Date.now() / 1000));
+    }
+    assert.deepEqual(seen, [2, 1, 0]);
+    const limited = await t.raw('GET', '/users/me', { auth: t.owner });
+    assert.equal(limited.status, 429);
+    assert.equal(limited.body.code, 'RATE_LIMIT_HIT');
+    assert.equal(limited.body.msg, 'API usage exceeded rate limit');
+    assert.ok(limited.body['retry-after'] > 0 && limited.body['retry-after'] <= 60);
+    assert.ok(Number(limited.headers.get('retry-after')) > 0);
+    assert.equal(limited.headers.get('x-ratelimit-remaining'), '0');
+    // Another user has a window of their own.
+    const other = await t.account(400);
+    assert.equal((await t.raw('GET', '/users/me', { auth: other })).status, 200);
+  });
+});

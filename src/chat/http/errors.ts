@@ -1,0 +1,43 @@
+/**
+ * The chat's errors, shaped as Zulip's: `{result: "error", msg, code, ...data}` with the
+ * HTTP status on the error. Services throw these; one handler renders them.
+ */
+export class ChatError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly data: Record<string, unknown>;
+  readonly headers: Record<string, string>;
+  constructor(msg: string, opts: { status?: number; code?: string; data?: Record<string, unknown>; headers?: Record<string, string> } = {}) {
+    super(msg);
+    this.status = opts.status ?? 400;
+    this.code = opts.code ?? 'BAD_REQUEST';
+    this.data = opts.data ?? {};
+    this.headers = opts.headers ?? {};
+  }
+  body() {
+    return { result: 'error' as const, msg: this.message, code: this.code, ...this.data };
+  }
+}
+
+const BASIC = { 'WWW-Authenticate': 'Basic realm="zulip"' };
+
+export const chatErrors = {
+  bad: (msg: string) => new ChatError(msg),
+  missing: (name: string) => new ChatError(`Missing '${name}' argument`, { code: 'REQUEST_VARIABLE_MISSING', data: { var_name: name } }),
+  incompatible: (names: string[]) => new ChatError(`Unsupported parameter combination: ${names.join(', ')}`, { data: { parameters: names.join(', ') } }),
+  /** Every authentication failure: 401 UNAUTHORIZED with a Basic challenge, as Zulip's REST decorator answers. */
+  unauthorized: (msg = 'Not logged in: API authentication or user session required') => new ChatError(msg, { status: 401, code: 'UNAUTHORIZED', headers: BASIC }),
+  authenticationFailed: () => new ChatError('Your username or password is incorrect', { status: 401, code: 'AUTHENTICATION_FAILED' }),
+  userDeactivated: () => new ChatError('Account is deactivated', { status: 401, code: 'USER_DEACTIVATED' }),
+  realmDeactivated: () => new ChatError('This organization has been deactivated', { status: 401, code: 'REALM_DEACTIVATED' }),
+  adminRequired: () => new ChatError('Must be an organization administrator', { code: 'UNAUTHORIZED_PRINCIPAL' }),
+  ownerRequired: () => new ChatError('Must be an organization owner', { code: 'UNAUTHORIZED_PRINCIPAL' }),
+  noGuests: () => new ChatError('Not allowed for guest users'),
+  noBots: () => new ChatError('This endpoint does not accept bot requests.'),
+  botsOnly: () => new ChatError('This endpoint is only available to bot users.', { code: 'PERMISSION_DENIED' }),
+  insufficientPermission: () => new ChatError('Insufficient permission'),
+  noSuchUser: () => new ChatError('No such user'),
+  rateLimited: (seconds: number) =>
+    new ChatError('API usage exceeded rate limit', { status: 429, code: 'RATE_LIMIT_HIT', data: { 'retry-after': seconds }, headers: { 'Retry-After': String(seconds) } }),
+  notFound: () => new ChatError('Endpoint does not exist.', { status: 404 }),
+};

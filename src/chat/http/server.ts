@@ -1,0 +1,159 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type, type TSchema } from 'typebox';
+import type { App } from '../../http/kernel.ts';
+import type { Caller } from '../users/users.service.ts';
+import { ChatError, chatErrors } from './errors.ts';
+import { boundaryOf, parseMultipart, type UploadedFile } from './multipart.ts';
+import { Params } from './params.ts';
+import type { RateLimiter } from './rate-limit.ts';
+
+/** A body as received; parsed only after authentication, as Zulip does. */
+interface RawBody {
+  kind: 'form' | 'multipart' | 'other';
+  text: string;
+  buffer: Buffer;
+  contentType: string;
+}
+
+const MAX_PARAMS = 1000;
+
+/**
+ * Makes a Fastify app speak Zulip: form-encoded and multipart bodies on every method (other
+ * bodies are ignored, as Django ignores them), the `{result, msg, code}` error envelope with
+ * the status and headers each error carries, and 404 for unknown endpoints.
+ */
+export function useChatConventions(app: App) {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer' }, (req, body, done) => {
+    done(null, { kind: 'form', text: (body as Buffer).toString('utf8'), buffer: body as Buffer, contentType: String(req.headers['content-type']) } satisfies RawBody);
+  });
+  app.addContentTypeParser('multipart/form-data', { parseAs: 'buffer' }, (req, body, done) => {
+    done(null, { kind: 'multipart', text: '', buffer: body as Buffer, contentType: String(req.headers['content-type']) } satisfies RawBody);
+  });
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (req, body, done) => {
+    done(null, { kind: 'other', text: '', buffer: body as Buffer, contentType: String(req.headers['content-type'] ?? '') } satisfies RawBody);
+  });
+
+  app.setNotFoundHandler((_req, reply) => {
+    const e = chatErrors.notFound();
+    void reply.status(e.status).send(e.body());
+  });
+
+  app.setErrorHandler((err: any, req, reply) => {
+    if (err instanceof ChatError) {
+      for (const [k, v] of Object.entries(err.headers)) void reply.header(k, v);
+      return reply.status(err.status).send(err.body());
+    }
+    const status = typeof err?.statusCode === 'number' ? err.statusCode : 500;
+    if (status === 413) return reply.status(413).send({ result: 'error', msg: 'Request body too large', code: 'BAD_REQUEST' });
+    if (status >= 400 && status < 500) return reply.status(status).send({ result: 'error', msg: String(err.message ?? 'Bad request'), code: 'BAD_REQUEST' });
+    req.log.error({ err }, 'chat request failed');
+    return reply.status(500).send({ result: 'error', msg: 'Internal server error', code: 'BAD_REQUEST' });
+  });
+}
+
+/** Collects the parameters of a request: the body's (form or multipart) over the query string's. */
+export function readParams(req: FastifyRequest): { params: Params; files: UploadedFile[] } {
+  const values = new Map<string, string>();
+  const query = req.url.indexOf('?');
+  if (query >= 0) for (const [k, v] of new URLSearchParams(req.url.slice(query + 1))) values.set(k, v);
+  let files: UploadedFile[] = [];
+  const body = req.body as RawBody | undefined;
+  if (body?.kind === 'form') {
+    for (const [k, v] of new URLSearchParams(body.text)) values.set(k, v);
+  } else if (body?.kind === 'multipart') {
+    const boundary = boundaryOf(body.contentType);
+    if (!boundary) throw chatErrors.bad('Malformed multipart body');
+    const parsed = parseMultipart(body.buffer, boundary);
+    for (const [k, v] of parsed.fields) values.set(k, v);
+    files = parsed.files;
+  }
+  if (values.size > MAX_PARAMS) throw chatErrors.bad('Too many parameters');
+  return { params: new Params(values), files };
+}
+
+export interface ChatContext {
+  req: FastifyRequest;
+  reply: FastifyReply;
+  params: Params;
+  files: UploadedFile[];
+}
+
+export interface AuthedContext extends ChatContext {
+  caller: Caller;
+}
+
+type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+
+interface RouteDef {
+  method: Method;
+  url: string;
+  operationId: string;
+  tags: string[];
+  description?: string;
+  /** Schema of the success body (also the whitelist of what leaves the server). */
+  response?: TSchema;
+}
+
+export interface ChatRouter {
+  /** A route for a signed-in account: Basic auth, then the per-user rate limit, then parameters. */
+  authed(def: RouteDef, handler: (ctx: AuthedContext) => Promise<Record<string, unknown>>): void;
+  /** A route anyone may call. */
+  open(def: RouteDef, handler: (ctx: ChatContext) => Promise<Record<string, unknown>>): void;
+}
+
+/** Wraps handlers in the success envelope, adding `ignored_parameters_unsupported` when something went unread. */
+export function chatRouter(app: App, deps: { authenticate(header: string | undefined): Promise<Caller>; limiter: RateLimiter | null }): ChatRouter {
+  const envelope = (params: Params, data: Record<string, unknown>) => {
+    const ignored = params.ignored();
+    return { result: 'success', msg: '', ...data, ...(ignored.length ? { ignored_parameters_unsupported: ignored } : {}) };
+  };
+  const schemaOf = (def: RouteDef) => ({ operationId: def.operationId, tags: def.tags, description: def.description, ...(def.response ? { response: { 200: def.response } } : {}) });
+
+  return {
+    authed(def, handler) {
+      app.route({
+        method: def.method,
+        url: def.url,
+        schema: schemaOf(def),
+        handler: async (req, reply) => {
+          const caller = await deps.authenticate(req.headers.authorization);
+          if (deps.limiter) {
+            const d = deps.limiter.hit(caller.user.id);
+            void reply.header('X-RateLimit-Limit', String(d.limit));
+            void reply.header('X-RateLimit-Remaining', String(d.remaining));
+            void reply.header('X-RateLimit-Reset', String(Math.floor(Date.now() / 1000 + d.secondsToFreedom)));
+            if (d.limited) throw chatErrors.rateLimited(d.secondsToFreedom);
+          }
+          const { params, files } = readParams(req);
+          return envelope(params, await handler({ req, reply, params, files, caller }));
+        },
+      });
+    },
+    open(def, handler) {
+      app.route({
+        method: def.method,
+        url: def.url,
+        schema: schemaOf(def),
+        handler: async (req, reply) => {
+          const { params, files } = readParams(req);
+          return envelope(params, await handler({ req, reply, params, files }));
+        },
+      });
+    },
+  };
+}
+
+/** A numeric path segment as Zulip's URL patterns take it (`[0-9]+`); anything else is an unknown endpoint. */
+export function pathId(raw: string): number {
+  if (!/^\d{1,12}$/.test(raw)) throw chatErrors.notFound();
+  return Number(raw);
+}
+
+/** The success envelope's schema around an endpoint's own fields. */
+export function Envelope(props: Record<string, TSchema> = {}, opts: { open?: boolean } = {}) {
+  return Type.Object(
+    { result: Type.Literal('success'), msg: Type.String(), ignored_parameters_unsupported: Type.Optional(Type.Array(Type.String())), ...props },
+    { additionalProperties: opts.open ?? false },
+  );
+}

@@ -1,0 +1,94 @@
+import { Type } from 'typebox';
+import { chatErrors } from '../http/errors.ts';
+import { Envelope, type ChatRouter } from '../http/server.ts';
+import { MAX_STREAM_NAME_LENGTH, MAX_TOPIC_NAME_LENGTH, type ChatStreamsService } from './streams.service.ts';
+
+const tags = ['chat-channels'];
+
+const Stream = Type.Object({
+  stream_id: Type.Integer(),
+  name: Type.String(),
+  description: Type.String(),
+  invite_only: Type.Boolean(),
+  is_archived: Type.Boolean(),
+  is_web_public: Type.Boolean(),
+  creator_id: Type.Union([Type.Integer(), Type.Null()]),
+  date_created: Type.Integer(),
+});
+const ByUser = Type.Record(Type.String(), Type.Array(Type.String()));
+
+export function chatStreamsRoutes(r: ChatRouter, deps: { streams: ChatStreamsService }) {
+  const { streams } = deps;
+
+  r.authed(
+    {
+      method: 'PATCH',
+      url: '/users/me/subscriptions/muted_topics',
+      operationId: 'muteTopic',
+      tags,
+      description: 'Deprecated (feature level 170): mutes or unmutes a topic; use POST /user_topics.',
+      response: Envelope(),
+    },
+    async ({ params, caller }) => {
+      const streamId = params.int('stream_id');
+      const stream = params.string('stream', { maxLength: MAX_STREAM_NAME_LENGTH * 4 });
+      const topic = params.string('topic', { required: true, maxLength: MAX_TOPIC_NAME_LENGTH });
+      const op = params.literal('op', ['add', 'remove'] as const, true);
+      await streams.updateMutedTopic(caller, { streamId, stream, topic, op });
+      return {};
+    },
+  );
+
+  r.authed({ method: 'POST', url: '/user_topics', operationId: 'updateUserTopic', tags, response: Envelope() }, async ({ params, caller }) => {
+    const streamId = params.int('stream_id', true);
+    const topic = params.string('topic', { required: true, maxLength: MAX_TOPIC_NAME_LENGTH });
+    const visibilityPolicy = params.int('visibility_policy', true);
+    await streams.updateUserTopic(caller, { streamId, topic, visibilityPolicy });
+    return {};
+  });
+
+  r.authed(
+    {
+      method: 'GET',
+      url: '/user_topics',
+      operationId: 'getUserTopics',
+      tags,
+      response: Envelope({ user_topics: Type.Array(Type.Object({ stream_id: Type.Integer(), topic_name: Type.String(), visibility_policy: Type.Integer(), last_updated: Type.Integer() })) }),
+    },
+    async ({ caller }) => ({ user_topics: await streams.userTopics(caller) }),
+  );
+
+  r.authed(
+    { method: 'POST', url: '/users/me/subscriptions', operationId: 'subscribe', tags, response: Envelope({ subscribed: ByUser, already_subscribed: ByUser }) },
+    async ({ params, caller }) => {
+      const subscriptions = params.objectList('subscriptions', true, (x, label) => {
+        if (typeof x.name !== 'string') throw chatErrors.bad(x.name === undefined ? `${label}["name"] field is missing` : `${label}["name"] is not a string`);
+        if (x.description !== undefined && typeof x.description !== 'string') throw chatErrors.bad(`${label}["description"] is not a string`);
+        if (typeof x.description === 'string' && [...x.description].length > 1024) throw chatErrors.bad(`${label}["description"] is too long (limit: 1024 characters)`);
+        return { name: x.name, description: (x.description as string | undefined) ?? '' };
+      })!;
+      const inviteOnly = params.bool('invite_only') ?? false;
+      return streams.subscribe(caller, { subscriptions, inviteOnly });
+    },
+  );
+
+  r.authed(
+    { method: 'DELETE', url: '/users/me/subscriptions', operationId: 'unsubscribe', tags, response: Envelope({ removed: Type.Array(Type.String()), not_removed: Type.Array(Type.String()) }) },
+    async ({ params, caller }) => {
+      const names = params.stringList('subscriptions', { required: true, maxLength: MAX_STREAM_NAME_LENGTH * 4 })!;
+      return streams.unsubscribe(caller, names);
+    },
+  );
+
+  r.authed({ method: 'GET', url: '/users/me/subscriptions', operationId: 'getSubscriptions', tags, response: Envelope({ subscriptions: Type.Array(Stream) }) }, async ({ caller }) => ({
+    subscriptions: await streams.subscriptions(caller),
+  }));
+
+  r.authed({ method: 'GET', url: '/streams', operationId: 'getStreams', tags, response: Envelope({ streams: Type.Array(Stream) }) }, async ({ caller }) => ({
+    streams: await streams.streams(caller),
+  }));
+
+  r.authed({ method: 'GET', url: '/get_stream_id', operationId: 'getStreamId', tags, response: Envelope({ stream_id: Type.Integer() }) }, async ({ params, caller }) => ({
+    stream_id: await streams.streamId(caller, params.string('stream', { required: true, maxLength: MAX_STREAM_NAME_LENGTH * 4 })),
+  }));
+}

@@ -1,0 +1,158 @@
+import { recordAudit } from '../../audit/audit.ts';
+import type { Db } from '../../db/database.ts';
+import { lockKey } from '../../db/conditional.ts';
+import { ChatError, chatErrors } from '../http/errors.ts';
+import { dbId } from '../http/params.ts';
+import { isGuest } from '../users/users.present.ts';
+import { chatActor, isControl, type Caller } from '../users/users.service.ts';
+import * as store from './streams.store.ts';
+import type { StreamRow } from './streams.store.ts';
+
+export const MAX_TOPIC_NAME_LENGTH = 60;
+export const MAX_STREAM_NAME_LENGTH = 60;
+export const VISIBILITY_POLICY = { inherit: 0, muted: 1, unmuted: 2, followed: 3 } as const;
+
+const unix = (iso: string) => Math.floor(new Date(iso).getTime() / 1000);
+
+/** Zulip's check_stream_name. */
+function checkStreamName(raw: string): string {
+  const name = raw.trim();
+  if (!name) throw chatErrors.bad("Channel name can't be empty.");
+  if ([...name].length > MAX_STREAM_NAME_LENGTH) throw chatErrors.bad(`Channel name too long (limit: ${MAX_STREAM_NAME_LENGTH} characters).`);
+  const bad = [...name].findIndex(isControl);
+  if (bad >= 0) throw chatErrors.bad(`Invalid character in channel name, at position ${bad + 1}.`);
+  return name;
+}
+
+export function presentStream(s: StreamRow) {
+  return {
+    stream_id: s.id,
+    name: s.name,
+    description: s.description,
+    invite_only: s.invite_only,
+    is_archived: s.is_archived,
+    is_web_public: false,
+    creator_id: s.creator_id,
+    date_created: unix(s.date_created),
+  };
+}
+
+export type ChatStreamsService = ReturnType<typeof createChatStreamsService>;
+
+export function createChatStreamsService(deps: { db: Db }) {
+  const { db } = deps;
+
+  /** Whether the caller may act on a channel: subscribed, or public to a non-guest; archived channels are out of reach. */
+  const canAccess = (caller: Caller, s: StreamRow) => !s.is_archived && (s.subscribed || (!s.invite_only && !isGuest(caller.user)));
+
+  async function byId(caller: Caller, id: number) {
+    const s = await store.streamById(db, caller.realm.id, dbId(id), caller.user.id);
+    if (!s || !canAccess(caller, s)) throw chatErrors.bad('Invalid channel ID');
+    return s;
+  }
+
+  async function byName(caller: Caller, name: string) {
+    const s = await store.streamByName(db, caller.realm.id, name, caller.user.id);
+    if (!s || !canAccess(caller, s)) throw chatErrors.bad(`Invalid channel name '${name}'`);
+    return s;
+  }
+
+  async function setPolicy(caller: Caller, stream: StreamRow, topic: string, policy: number) {
+    await db.transaction().execute(async (trx) => {
+      await lockKey(trx, `chat_user_topics:${caller.user.id}:${stream.id}`);
+      await store.setTopicPolicy(trx, caller.user.id, stream.id, topic, policy);
+      await recordAudit(trx, chatActor(caller), 'chat.user_topic.update', { type: 'chat_stream', id: stream.id }, { topic, visibility_policy: policy });
+    });
+  }
+
+  return {
+    byId,
+    byName,
+
+    /**
+     * PATCH /users/me/subscriptions/muted_topics (deprecated): exactly one of stream_id and
+     * stream; muting a muted topic and unmuting an unmuted one succeed (feature level 169).
+     */
+    async updateMutedTopic(caller: Caller, v: { streamId?: number; stream?: string; topic: string; op: 'add' | 'remove' }) {
+      if (v.streamId === undefined && v.stream === undefined) throw new ChatError("Missing 'stream_id' argument");
+      if (v.streamId !== undefined && v.stream !== undefined) throw chatErrors.incompatible(['stream_id', 'stream']);
+      const stream = v.stream !== undefined ? await byName(caller, v.stream) : await byId(caller, v.streamId!);
+      await setPolicy(caller, stream, v.topic, v.op === 'add' ? VISIBILITY_POLICY.muted : VISIBILITY_POLICY.inherit);
+    },
+
+    /** POST /user_topics. */
+    async updateUserTopic(caller: Caller, v: { streamId: number; topic: string; visibilityPolicy: number }) {
+      if (!Object.values(VISIBILITY_POLICY).includes(v.visibilityPolicy as 0)) throw chatErrors.bad('Invalid visibility_policy');
+      const stream = await byId(caller, v.streamId);
+      await setPolicy(caller, stream, v.topic, v.visibilityPolicy);
+    },
+
+    async userTopics(caller: Caller) {
+      return (await store.userTopics(db, caller.user.id)).map((t) => ({ stream_id: t.stream_id, topic_name: t.topic_name, visibility_policy: t.visibility_policy, last_updated: unix(t.last_updated) }));
+    },
+
+    /** POST /users/me/subscriptions: joins channels, creating the missing ones. */
+    async subscribe(caller: Caller, v: { subscriptions: Array<{ name: string; description: string }>; inviteOnly: boolean }) {
+      const names = v.subscriptions.map((s) => ({ name: checkStreamName(s.name), description: s.description }));
+      return db.transaction().execute(async (trx) => {
+        await lockKey(trx, `chat_streams:${caller.realm.id}`);
+        const subscribed: string[] = [];
+        const already: string[] = [];
+        for (const { name, description } of names) {
+          let s = await store.streamByName(trx, caller.realm.id, name, caller.user.id);
+          if (!s) {
+            if (isGuest(caller.user)) throw chatErrors.insufficientPermission();
+            const { id } = await store.insertStream(trx, { realmId: caller.realm.id, name, description, inviteOnly: v.inviteOnly, creatorId: caller.user.id });
+            await recordAudit(trx, chatActor(caller), 'chat.stream.create', { type: 'chat_stream', id }, { name, invite_only: v.inviteOnly });
+            s = (await store.streamById(trx, caller.realm.id, id, caller.user.id))!;
+          } else if (s.is_archived || (!s.subscribed && (s.invite_only || isGuest(caller.user)))) {
+            throw chatErrors.bad(`Unable to access channel (${name}).`);
+          }
+          if (s.subscribed) {
+            already.push(s.name);
+          } else {
+            await store.subscribe(trx, caller.user.id, s.id);
+            await recordAudit(trx, chatActor(caller), 'chat.subscription.create', { type: 'chat_stream', id: s.id });
+            subscribed.push(s.name);
+          }
+        }
+        const key = String(caller.user.id);
+        return { subscribed: subscribed.length ? { [key]: subscribed } : {}, already_subscribed: already.length ? { [key]: already } : {} };
+      });
+    },
+
+    /** DELETE /users/me/subscriptions. */
+    async unsubscribe(caller: Caller, names: string[]) {
+      return db.transaction().execute(async (trx) => {
+        const removed: string[] = [];
+        const notRemoved: string[] = [];
+        for (const name of names) {
+          const s = await store.streamByName(trx, caller.realm.id, name, caller.user.id);
+          if (!s || (!s.subscribed && s.invite_only)) throw chatErrors.bad(`Channel(s) (${name}) do not exist`);
+          if (!s.subscribed) {
+            notRemoved.push(s.name);
+            continue;
+          }
+          await store.unsubscribe(trx, caller.user.id, s.id);
+          await recordAudit(trx, chatActor(caller), 'chat.subscription.delete', { type: 'chat_stream', id: s.id });
+          removed.push(s.name);
+        }
+        return { removed, not_removed: notRemoved };
+      });
+    },
+
+    async subscriptions(caller: Caller) {
+      return (await store.subscribedStreams(db, caller.realm.id, caller.user.id)).map(presentStream);
+    },
+
+    async streams(caller: Caller) {
+      const rows = await store.visibleStreams(db, caller.realm.id, caller.user.id);
+      return rows.filter((s) => s.subscribed || !isGuest(caller.user)).map(presentStream);
+    },
+
+    /** GET /get_stream_id. */
+    async streamId(caller: Caller, name: string) {
+      return (await byName(caller, name)).id;
+    },
+  };
+}

@@ -1,0 +1,87 @@
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+
+type Q = Kysely<Database> | Transaction<Database>;
+export type StreamRow = Awaited<ReturnType<typeof streamById>> & {};
+
+const COLUMNS = ['s.id', 's.realm_id', 's.name', 's.description', 's.invite_only', 's.is_archived', 's.creator_id', 's.date_created'] as const;
+
+/** A channel with whether `userId` is an active subscriber. */
+export function streamById(db: Q, realmId: number, id: number, userId: number) {
+  return withSubscribed(db, userId).where('s.realm_id', '=', realmId).where('s.id', '=', id).executeTakeFirst();
+}
+
+export function streamByName(db: Q, realmId: number, name: string, userId: number) {
+  return withSubscribed(db, userId)
+    .where('s.realm_id', '=', realmId)
+    .where(sql`lower(s.name)`, '=', name.toLowerCase())
+    .executeTakeFirst();
+}
+
+function withSubscribed(db: Q, userId: number) {
+  return db
+    .selectFrom('chat_streams as s')
+    .leftJoin('chat_subscriptions as sub', (j) => j.onRef('sub.stream_id', '=', 's.id').on('sub.user_id', '=', userId).on('sub.active', '=', true))
+    .select([...COLUMNS, sql<boolean>`sub.user_id is not null`.as('subscribed')]);
+}
+
+/** Channels a user may see: public ones and the private ones they are subscribed to. */
+export function visibleStreams(db: Q, realmId: number, userId: number) {
+  return withSubscribed(db, userId)
+    .where('s.realm_id', '=', realmId)
+    .where((eb) => eb.or([eb('s.invite_only', '=', false), eb('sub.user_id', 'is not', null)]))
+    .orderBy('s.id')
+    .execute();
+}
+
+export function subscribedStreams(db: Q, realmId: number, userId: number) {
+  return withSubscribed(db, userId).where('s.realm_id', '=', realmId).where('sub.user_id', 'is not', null).orderBy('s.id').execute();
+}
+
+export function insertStream(db: Q, v: { realmId: number; name: string; description: string; inviteOnly: boolean; creatorId: number }) {
+  return db
+    .insertInto('chat_streams')
+    .values({ realm_id: v.realmId, name: v.name, description: v.description, invite_only: v.inviteOnly, creator_id: v.creatorId, date_created: new Date() })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+}
+
+export function subscribe(db: Q, userId: number, streamId: number) {
+  return db
+    .insertInto('chat_subscriptions')
+    .values({ user_id: userId, stream_id: streamId, active: true })
+    .onConflict((oc) => oc.columns(['user_id', 'stream_id']).doUpdateSet({ active: true }))
+    .execute();
+}
+
+export function unsubscribe(db: Q, userId: number, streamId: number) {
+  return db.updateTable('chat_subscriptions').set({ active: false }).where('user_id', '=', userId).where('stream_id', '=', streamId).execute();
+}
+
+export function topicPolicy(db: Q, userId: number, streamId: number, topic: string) {
+  return db
+    .selectFrom('chat_user_topics')
+    .select(['id', 'topic_name', 'visibility_policy'])
+    .where('user_id', '=', userId)
+    .where('stream_id', '=', streamId)
+    .where(sql`lower(topic_name)`, '=', topic.toLowerCase())
+    .executeTakeFirst();
+}
+
+/** Sets a topic's visibility policy for a user; 0 (inherit) removes the row. Topic names compare without case. */
+export async function setTopicPolicy(db: Q, userId: number, streamId: number, topic: string, policy: number) {
+  const existing = await topicPolicy(db, userId, streamId, topic);
+  if (policy === 0) {
+    if (existing) await db.deleteFrom('chat_user_topics').where('id', '=', existing.id).execute();
+    return;
+  }
+  if (existing) {
+    await db.updateTable('chat_user_topics').set({ visibility_policy: policy, last_updated: new Date() }).where('id', '=', existing.id).execute();
+  } else {
+    await db.insertInto('chat_user_topics').values({ user_id: userId, stream_id: streamId, topic_name: topic, visibility_policy: policy, last_updated: new Date() }).execute();
+  }
+}
+
+export function userTopics(db: Q, userId: number) {
+  return db.selectFrom('chat_user_topics').select(['stream_id', 'topic_name', 'visibility_policy', 'last_updated']).where('user_id', '=', userId).orderBy('id').execute();
+}

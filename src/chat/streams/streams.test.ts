@@ -1,0 +1,78 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { chatTestServer, type ChatTestServer } from '../chat.testkit.ts';
+
+describe('chat channels and topic visibility', () => {
+  let t: ChatTestServer;
+  let general: number;
+  let secret: number;
+  before(async () => {
+    t = await chatTestServer();
+    const res = await t.owner.client.users.me.subscriptions.add({ subscriptions: JSON.stringify([{ name: 'general', description: 'All' }]) });
+    assert.deepEqual(res.subscribed, { [String(t.owner.id)]: ['general'] });
+    await t.owner.client.users.me.subscriptions.add({ subscriptions: JSON.stringify([{ name: 'secret' }]), invite_only: 'true' });
+    general = (await t.owner.client.streams.getStreamId('general')).stream_id;
+    secret = (await t.owner.client.streams.getStreamId('secret')).stream_id;
+  });
+  after(() => t.close());
+
+  const mute = (who: { client: any }, params: Record<string, unknown>) => who.client.callEndpoint('/users/me/subscriptions/muted_topics', 'PATCH', params);
+  const topics = async (who: { client: any }) => (await who.client.callEndpoint('/user_topics', 'GET')).user_topics;
+
+  test('zulip-js creates, joins, lists and leaves channels', async () => {
+    const member = await t.account(400);
+    const joined = await member.client.users.me.subscriptions.add({ subscriptions: JSON.stringify([{ name: 'General' }]) });
+    assert.deepEqual(joined.subscribed, { [String(member.id)]: ['general'] });
+    const again = await member.client.users.me.subscriptions.add({ subscriptions: JSON.stringify([{ name: 'general' }]) });
+    assert.deepEqual(again.already_subscribed, { [String(member.id)]: ['general'] });
+    const denied = await member.client.users.me.subscriptions.add({ subscriptions: JSON.stringify([{ name: 'secret' }]) });
+    assert.equal(denied.msg, 'Unable to access channel (secret).');
+    const mine = await member.client.streams.subscriptions.retrieve();
+    assert.deepEqual(mine.subscriptions.map((s: any) => s.name), ['general']);
+    const visible = await member.client.streams.retrieve();
+    assert.deepEqual(visible.streams.map((s: any) => s.name), ['general']);
+    const left = await member.client.users.me.subscriptions.remove({ subscriptions: JSON.stringify(['general']) });
+    assert.deepEqual(left.removed, ['general']);
+  });
+
+  test('muted_topics: exactly one of stream_id and stream', async () => {
+    const neither = await mute(t.owner, { topic: 'x', op: 'add' });
+    assert.deepEqual(neither, { result: 'error', msg: "Missing 'stream_id' argument", code: 'BAD_REQUEST' });
+    const both = await mute(t.owner, { stream_id: general, stream: 'general', topic: 'x', op: 'add' });
+    assert.equal(both.msg, 'Unsupported parameter combination: stream_id, stream');
+    assert.equal(both.code, 'BAD_REQUEST');
+  });
+
+  test('muting twice and unmuting twice succeed; topics compare without case; by id or by name', async () => {
+    const member = await t.account(400);
+    assert.equal((await mute(member, { stream_id: general, topic: 'Lunch', op: 'add' })).result, 'success');
+    assert.equal((await mute(member, { stream: 'general', topic: 'LUNCH', op: 'add' })).result, 'success');
+    const after1 = await topics(member);
+    assert.equal(after1.length, 1);
+    assert.equal(after1[0].topic_name, 'Lunch');
+    assert.equal(after1[0].visibility_policy, 1);
+    assert.equal((await mute(member, { stream_id: general, topic: 'lunch', op: 'remove' })).result, 'success');
+    assert.deepEqual(await topics(member), []);
+    assert.equal((await mute(member, { stream_id: general, topic: 'lunch', op: 'remove' })).result, 'success');
+  });
+
+  test('an unknown or inaccessible channel is an error', async () => {
+    const member = await t.account(400);
+    assert.equal((await mute(member, { stream_id: secret, topic: 'x', op: 'add' })).msg, 'Invalid channel ID');
+    assert.equal((await mute(member, { stream_id: 999999, topic: 'x', op: 'add' })).msg, 'Invalid channel ID');
+    assert.equal((await mute(member, { stream: 'nope', topic: 'x', op: 'add' })).msg, "Invalid channel name 'nope'");
+    assert.equal((await mute(t.owner, { stream_id: secret, topic: 'x', op: 'add' })).result, 'success');
+  });
+
+  test('POST /user_topics sets any visibility policy; 0 removes it', async () => {
+    const member = await t.account(400);
+    const set = (visibility_policy: number, topic = 'Deploys') => member.client.callEndpoint('/user_topics', 'POST', { stream_id: general, topic, visibility_policy });
+    assert.equal((await set(3)).result, 'success');
+    assert.equal((await topics(member))[0].visibility_policy, 3);
+    assert.equal((await set(2, 'DEPLOYS')).result, 'success');
+    assert.equal((await topics(member))[0].visibility_policy, 2);
+    assert.equal((await set(7)).msg, 'Invalid visibility_policy');
+    assert.equal((await set(0)).result, 'success');
+    assert.deepEqual(await topics(member), []);
+  });
+});

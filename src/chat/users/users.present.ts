@@ -1,0 +1,106 @@
+import crypto from 'node:crypto';
+import { Type } from 'typebox';
+import type { RealmRow, UserRow } from './users.store.ts';
+
+/** Zulip's email address visibility settings. */
+export const VISIBILITY = { everyone: 1, members: 2, admins: 3, nobody: 4, moderators: 5 } as const;
+
+export const isAdmin = (u: Pick<UserRow, 'role'>) => u.role <= 200;
+export const isOwner = (u: Pick<UserRow, 'role'>) => u.role === 100;
+export const isGuest = (u: Pick<UserRow, 'role'>) => u.role === 600;
+
+/** Whether `caller` may see the real address of user `targetId`, whose visibility setting is `visibility`. */
+export function canAccessDeliveryEmail(caller: Pick<UserRow, 'id' | 'role'>, targetId: number, visibility: number): boolean {
+  if (caller.id === targetId) return true;
+  switch (visibility) {
+    case VISIBILITY.everyone:
+      return true;
+    case VISIBILITY.members:
+      return !isGuest(caller);
+    case VISIBILITY.admins:
+      return isAdmin(caller);
+    case VISIBILITY.moderators:
+      return caller.role <= 300;
+    default:
+      return false;
+  }
+}
+
+/** The API email of a user: the real one when everyone may see it, else a fake one on the realm's host. */
+export function apiEmail(realm: Pick<RealmRow, 'url'>, userId: number, deliveryEmail: string, visibility: number, isBot: boolean): string {
+  if (isBot || visibility === VISIBILITY.everyone) return deliveryEmail;
+  return `user${userId}@${new URL(realm.url).hostname}`;
+}
+
+export function avatarUrl(realm: Pick<RealmRow, 'url' | 'id'>, row: Pick<UserRow, 'id' | 'avatar_source' | 'avatar_hash' | 'avatar_version' | 'delivery_email'>): string {
+  if (row.avatar_source === 'U' && row.avatar_hash) return `${realm.url}/user_avatars/${realm.id}/${row.id}/${row.avatar_hash}.png?version=${row.avatar_version}`;
+  const hash = crypto.createHash('md5').update(row.delivery_email.toLowerCase()).digest('hex');
+  return `https://secure.gravatar.com/avatar/${hash}?d=identicon&version=${row.avatar_version}`;
+}
+
+export type ProfileData = Record<string, { value: string; rendered_value?: string }>;
+
+/** Python's datetime.isoformat() of a UTC time, as Zulip writes date_joined. */
+export function isoformat(iso: string): string {
+  return new Date(iso).toISOString().replace(/\.(\d{3})Z$/, '.$1000+00:00');
+}
+
+/**
+ * The user object of the spec, field by field, as `caller` may see it. Bot fields only on
+ * bots, profile_data only on people and only when asked for, is_deleted only when true.
+ */
+export function presentUser(
+  row: UserRow,
+  opts: { caller: Pick<UserRow, 'id' | 'role'>; realm: Pick<RealmRow, 'url' | 'id'>; clientGravatar: boolean; profile?: Map<number, ProfileData> },
+) {
+  const canSee = row.is_bot || canAccessDeliveryEmail(opts.caller, row.id, row.email_address_visibility);
+  const out: Record<string, unknown> = {
+    email: row.email,
+    user_id: row.id,
+    avatar_version: row.avatar_version,
+    is_admin: row.role <= 200,
+    is_owner: row.role === 100,
+    is_guest: row.role === 600,
+    role: row.role,
+    is_bot: row.is_bot,
+    full_name: row.full_name,
+    timezone: row.timezone,
+    is_active: row.is_active,
+    date_joined: isoformat(row.date_joined),
+    delivery_email: canSee ? row.delivery_email : null,
+    is_imported_stub: row.is_imported_stub,
+    avatar_url: opts.clientGravatar && canSee && row.avatar_source === 'G' ? null : avatarUrl(opts.realm, row),
+  };
+  if (row.is_deleted) out.is_deleted = true;
+  if (row.is_bot) {
+    out.bot_type = row.bot_type;
+    out.bot_owner_id = row.bot_owner_id;
+  } else if (opts.profile) {
+    out.profile_data = opts.profile.get(row.id) ?? {};
+  }
+  return out;
+}
+
+const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
+
+export const UserObject = Type.Object({
+  email: Type.String(),
+  user_id: Type.Integer(),
+  avatar_version: Type.Integer(),
+  is_admin: Type.Boolean(),
+  is_owner: Type.Boolean(),
+  is_guest: Type.Boolean(),
+  role: Type.Integer(),
+  is_bot: Type.Boolean(),
+  full_name: Type.String(),
+  timezone: Type.String(),
+  is_active: Type.Boolean(),
+  date_joined: Type.String(),
+  delivery_email: Nullable(Type.String()),
+  is_imported_stub: Type.Boolean(),
+  avatar_url: Nullable(Type.String()),
+  is_deleted: Type.Optional(Type.Boolean()),
+  bot_type: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
+  bot_owner_id: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
+  profile_data: Type.Optional(Type.Record(Type.String(), Type.Object({ value: Type.String(), rendered_value: Type.Optional(Type.String()) }))),
+});
