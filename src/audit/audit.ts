@@ -1,0 +1,50 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { Database } from '../db/schema.ts';
+import type { Role } from '../console/users/users.tables.ts';
+
+/** Who is acting: a user through a session or token, or the system itself (first start, CLI). */
+export interface Actor {
+  userId: number | null;
+  name: string;
+  email: string | null;
+  role: Role;
+  via: 'session' | 'token' | 'system';
+  requestId: string | null;
+}
+
+export const systemActor = (name = 'system'): Actor => ({ userId: null, name, email: null, role: 'admin', via: 'system', requestId: null });
+
+/**
+ * Records one write in the audit log. Call it with the transaction of the write itself, so
+ * the entry and the change commit or roll back together. `details` must never hold a secret.
+ */
+export async function recordAudit(
+  trx: Transaction<Database> | Kysely<Database>,
+  actor: Actor,
+  action: string,
+  target: { type: string; id: string | number },
+  details: Record<string, unknown> = {},
+): Promise<void> {
+  await trx
+    .insertInto('audit_log')
+    .values({
+      actor_user_id: actor.userId,
+      actor: actor.name,
+      via: actor.via,
+      action,
+      target_type: target.type,
+      target: String(target.id),
+      request_id: actor.requestId,
+      details: JSON.stringify(details),
+    })
+    .execute();
+}
+
+/** Reads the audit log newest first, for `crewhouse audit`. */
+export async function readAudit(db: Kysely<Database>, opts: { limit: number; action?: string; targetType?: string; beforeId?: number }) {
+  let q = db.selectFrom('audit_log').selectAll().orderBy('id', 'desc').limit(opts.limit);
+  if (opts.action) q = q.where('action', '=', opts.action);
+  if (opts.targetType) q = q.where('target_type', '=', opts.targetType);
+  if (opts.beforeId) q = q.where('id', '<', opts.beforeId);
+  return q.execute();
+}

@@ -1,0 +1,135 @@
+import path from 'node:path';
+
+/** Every SERVICE_* variable, parsed once at start. Nothing else reads process.env. */
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  databaseUrl: string | null;
+  publicBaseUrl: string;
+  adminToken: string | null;
+  secretKey: string | null;
+  /** Earlier secret keys (base64, comma-separated) that still open values sealed under them until `crewhouse secrets rotate-key`. */
+  secretKeyPrevious: string[];
+  logLevel: string;
+  /** Largest JSON body the console accepts, in bytes. */
+  bodyLimit: number;
+  modelProxyPort: number;
+  modelProxyUrl: string | null;
+  /** The model proxy's admin credential; derived from the secret key when unset. */
+  modelProxyToken: string | null;
+  gatewayPort: number;
+  chatPort: number;
+  /** Requests per user per window on the chat API (Zulip's `api_by_user` rule); null when off. */
+  chatRateLimit: { calls: number; seconds: number } | null;
+  egressDevDestinations: boolean;
+  imagesDir: string;
+  models: string | null;
+  webDir: string;
+  trustProxy: boolean;
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+function int(env: Env, name: string, fallback: number, min = 0, max = 65535): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}`);
+  return value;
+}
+
+function str(env: Env, name: string): string | null {
+  const raw = env[name];
+  return raw === undefined || raw === '' ? null : raw;
+}
+
+function bool(env: Env, name: string): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return false;
+  if (['1', 'true', 'yes', 'on'].includes(raw.toLowerCase())) return true;
+  if (['0', 'false', 'no', 'off'].includes(raw.toLowerCase())) return false;
+  throw new ConfigError(`${name} must be 1 or 0, got "${raw}"`);
+}
+
+/** The variables, their defaults and meanings; the README's table is this list. */
+export const configReference: Array<{ name: string; default: string; meaning: string }> = [
+  { name: 'SERVICE_PORT', default: '8080', meaning: 'port of the console (API, web console, webhooks, health, metrics)' },
+  { name: 'SERVICE_HOST', default: '0.0.0.0', meaning: 'address the servers listen on' },
+  { name: 'SERVICE_DATA_DIR', default: './data', meaning: 'where the embedded database and the key file live' },
+  { name: 'SERVICE_DATABASE_URL', default: '(unset)', meaning: 'PostgreSQL connection string; when set, the embedded database is not used' },
+  { name: 'SERVICE_PUBLIC_BASE_URL', default: 'http://localhost:8080', meaning: 'the address people and external services reach the console at (setup links, webhook URLs)' },
+  { name: 'SERVICE_ADMIN_TOKEN', default: '(unset)', meaning: 'on an empty database, becomes the first admin\'s bearer token' },
+  { name: 'SERVICE_SECRET_KEY', default: '(unset: a key file is created)', meaning: 'base64 of 32 bytes; the key that encrypts secrets at rest' },
+  { name: 'SERVICE_SECRET_KEY_PREVIOUS', default: '(unset)', meaning: 'comma-separated earlier keys that still decrypt secrets until `crewhouse secrets rotate-key` re-encrypts them' },
+  { name: 'SERVICE_LOG_LEVEL', default: 'info', meaning: 'pino log level' },
+  { name: 'SERVICE_BODY_LIMIT', default: '1048576', meaning: 'largest request body in bytes' },
+  { name: 'SERVICE_MODEL_PROXY_PORT', default: '8081', meaning: 'port of the model proxy' },
+  { name: 'SERVICE_MODEL_PROXY_URL', default: '(unset: the local proxy)', meaning: 'where the console reaches the model proxy\'s admin API' },
+  { name: 'SERVICE_MODEL_PROXY_TOKEN', default: '(unset: derived from the secret key)', meaning: 'service credential of the model proxy\'s admin API; set the same value on the console and the proxy' },
+  { name: 'SERVICE_GATEWAY_PORT', default: '8082', meaning: 'port of the credential gateway (reserved: the gateway is not built yet)' },
+  { name: 'SERVICE_CHAT_PORT', default: '8083', meaning: 'port of the chat server' },
+  { name: 'SERVICE_CHAT_RATE_LIMIT', default: '200/60', meaning: 'chat API requests each user may make per window, as <calls>/<seconds>; 0 turns the limit off' },
+  { name: 'SERVICE_EGRESS_DEV_DESTINATIONS', default: '0', meaning: '1 puts dev-only (loopback or private) destinations into egress policies' },
+  { name: 'SERVICE_IMAGES_DIR', default: '<data dir>/images', meaning: 'where agent image build manifests are read from' },
+  { name: 'SERVICE_MODELS', default: '(built-in set)', meaning: 'path of a JSON or YAML file of model aliases, or inline JSON' },
+  { name: 'SERVICE_WEB_DIR', default: './dist/web', meaning: 'the built web console' },
+  { name: 'SERVICE_TRUST_PROXY', default: '0', meaning: '1 trusts X-Forwarded-* headers from a reverse proxy' },
+];
+
+/** SERVICE_ADMIN_TOKEN must be usable as a bearer token, and long enough not to be guessed. */
+function adminToken(env: Env): string | null {
+  const raw = str(env, 'SERVICE_ADMIN_TOKEN');
+  if (raw !== null && !/^[A-Za-z0-9._~+/=-]{16,512}$/.test(raw)) {
+    throw new ConfigError('SERVICE_ADMIN_TOKEN must be 16 to 512 characters of A-Z a-z 0-9 . _ ~ + / = -');
+  }
+  return raw;
+}
+
+/** SERVICE_CHAT_RATE_LIMIT: `<calls>/<seconds>`, or 0 for no limit. */
+function chatRateLimit(env: Env): { calls: number; seconds: number } | null {
+  const raw = str(env, 'SERVICE_CHAT_RATE_LIMIT') ?? '200/60';
+  if (raw === '0') return null;
+  const m = /^(\d{1,6})\/(\d{1,6})$/.exec(raw);
+  if (!m || Number(m[1]) < 1 || Number(m[2]) < 1) throw new ConfigError(`SERVICE_CHAT_RATE_LIMIT must be <calls>/<seconds> (for example 200/60) or 0, got "${raw}"`);
+  return { calls: Number(m[1]), seconds: Number(m[2]) };
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const port = int(env, 'SERVICE_PORT', 8080);
+  const rawDataDir = str(env, 'SERVICE_DATA_DIR') ?? './data';
+  // ':memory:' is the in-memory embedded database (tests), not a folder.
+  const dataDir = rawDataDir === ':memory:' ? rawDataDir : path.resolve(rawDataDir);
+  const publicBaseUrl = (str(env, 'SERVICE_PUBLIC_BASE_URL') ?? `http://localhost:${port}`).replace(/\/+$/, '');
+  try {
+    new URL(publicBaseUrl);
+  } catch {
+    throw new ConfigError(`SERVICE_PUBLIC_BASE_URL is not a URL: "${publicBaseUrl}"`);
+  }
+  return {
+    port,
+    host: str(env, 'SERVICE_HOST') ?? '0.0.0.0',
+    dataDir,
+    databaseUrl: str(env, 'SERVICE_DATABASE_URL'),
+    publicBaseUrl,
+    adminToken: adminToken(env),
+    secretKey: str(env, 'SERVICE_SECRET_KEY'),
+    secretKeyPrevious: (str(env, 'SERVICE_SECRET_KEY_PREVIOUS') ?? '').split(',').map((k) => k.trim()).filter(Boolean),
+    logLevel: str(env, 'SERVICE_LOG_LEVEL') ?? 'info',
+    bodyLimit: int(env, 'SERVICE_BODY_LIMIT', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    modelProxyPort: int(env, 'SERVICE_MODEL_PROXY_PORT', 8081),
+    modelProxyUrl: str(env, 'SERVICE_MODEL_PROXY_URL'),
+    modelProxyToken: str(env, 'SERVICE_MODEL_PROXY_TOKEN'),
+    gatewayPort: int(env, 'SERVICE_GATEWAY_PORT', 8082),
+    chatPort: int(env, 'SERVICE_CHAT_PORT', 8083),
+    chatRateLimit: chatRateLimit(env),
+    egressDevDestinations: bool(env, 'SERVICE_EGRESS_DEV_DESTINATIONS'),
+    imagesDir: path.resolve(str(env, 'SERVICE_IMAGES_DIR') ?? path.join(dataDir, 'images')),
+    models: str(env, 'SERVICE_MODELS'),
+    webDir: path.resolve(str(env, 'SERVICE_WEB_DIR') ?? './dist/web'),
+    trustProxy: bool(env, 'SERVICE_TRUST_PROXY'),
+  };
+}

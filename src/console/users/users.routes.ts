@@ -1,0 +1,78 @@
+import { actorOf } from '../../http/auth.ts';
+import { requireIfMatch, setEtag } from '../../http/etag.ts';
+import type { App } from '../../http/kernel.ts';
+import { ListQuery, Page, limitOf } from '../../http/pagination.ts';
+import { IfMatchHeader } from '../../http/schemas.ts';
+import { User, UserCreate, UserIdParams, UserPatch, UserWithSetup } from './users.schemas.ts';
+import { presentUser, type UsersService } from './users.service.ts';
+
+export function usersRoutes(app: App, deps: { users: UsersService }) {
+  const { users } = deps;
+  const tags = ['users'];
+
+  app.get('/users', {
+    config: { auth: { role: 'admin' } },
+    schema: { operationId: 'listUsers', tags, querystring: ListQuery, response: { 200: Page(User) } },
+    handler: (req) => users.list({ limit: limitOf(req.query), cursor: req.query.cursor }),
+  });
+
+  app.post('/users', {
+    config: { auth: { role: 'admin' } },
+    schema: {
+      operationId: 'createUser',
+      tags,
+      description: 'Creates an account without a password; the answer carries a one-time setup_token and its setup link. There is no mail.',
+      body: UserCreate,
+      response: { 201: UserWithSetup },
+    },
+    handler: async (req, reply) => {
+      const { row, setup } = await users.create(actorOf(req), req.body);
+      setEtag(reply, row.row_version);
+      return reply.status(201).header('location', `/api/v1/users/${row.id}`).send({ ...presentUser(row), ...setup });
+    },
+  });
+
+  app.get('/users/:id', {
+    config: { auth: { role: 'viewer' } },
+    schema: { operationId: 'getUser', tags, description: 'Admins read anyone; a user may read their own record.', params: UserIdParams, response: { 200: User } },
+    handler: async (req, reply) => {
+      const row = await users.get(actorOf(req), req.params.id);
+      setEtag(reply, row.row_version);
+      return presentUser(row);
+    },
+  });
+
+  app.patch('/users/:id', {
+    config: { auth: { role: 'admin' } },
+    schema: {
+      operationId: 'updateUser',
+      tags,
+      description: 'Changes name, email, role or the disabled flag. 409 if it would leave no enabled admin; disabling revokes the user\'s sessions and tokens.',
+      params: UserIdParams,
+      headers: IfMatchHeader,
+      body: UserPatch,
+      response: { 200: User },
+    },
+    handler: async (req, reply) => {
+      const row = await users.patch(actorOf(req), req.params.id, requireIfMatch(req), req.body);
+      setEtag(reply, row.row_version);
+      return presentUser(row);
+    },
+  });
+
+  app.post('/users/:id/setup-token', {
+    config: { auth: { role: 'admin' } },
+    schema: {
+      operationId: 'createUserSetupToken',
+      tags,
+      description: 'Issues a fresh one-time setup token; earlier unused ones stop working.',
+      params: UserIdParams,
+      response: { 201: UserWithSetup },
+    },
+    handler: async (req, reply) => {
+      const { row, setup } = await users.issueSetupToken(actorOf(req), req.params.id);
+      return reply.status(201).send({ ...presentUser(row), ...setup });
+    },
+  });
+}
+

@@ -1,0 +1,26 @@
+import type { Generated, NullableTimestamp, RowVersion, Timestamp } from '../../db/columns.ts';
+
+export type Role = 'viewer' | 'operator' | 'admin';
+
+export interface UsersTables {
+  users: {
+    id: Generated<number>;
+    name: string;
+    email: string | null;
+    role: Role;
+    disabled: Generated<boolean>;
+    password_hash: string | null;
+    last_login_at: NullableTimestamp;
+    created_at: Timestamp;
+    updated_at: Timestamp;
+    row_version: RowVersion;
+  };
+  setup_tokens: {
+    id: Generated<number>;
+    user_id: number;
+    token_hash: string;
+    created_at: Timestamp;
+    expires_at: Timestamp;
+    used_at: NullableTimestamp;
+  };
+}

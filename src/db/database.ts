@@ -1,0 +1,145 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import pg from 'pg';
+import { Kysely, PostgresDialect, sql } from 'kysely';
+import { PGliteDialect } from './pglite-dialect.ts';
+import type { Database } from './schema.ts';
+
+export type Db = Kysely<Database>;
+
+export interface OpenDatabase {
+  db: Db;
+  kind: 'pglite' | 'postgres';
+  close(): Promise<void>;
+}
+
+export class DatabaseLockedError extends Error {}
+
+const INT8 = 20;
+const NUMERIC = 1700;
+const TIMESTAMPTZ = 1184;
+const TIMESTAMP = 1114;
+
+// One set of value parsers for both drivers, so rows look the same on either database:
+// counts and money as numbers, times as ISO 8601 strings in UTC.
+const toNumber = (v: string) => Number(v);
+const toIso = (v: string) => new Date(v.includes('T') || /[+-]\d\d(:?\d\d)?$/.test(v) ? v : `${v}Z`).toISOString();
+const parsers: Record<number, (v: string) => unknown> = {
+  [INT8]: toNumber,
+  [NUMERIC]: toNumber,
+  [TIMESTAMPTZ]: toIso,
+  [TIMESTAMP]: toIso,
+};
+
+/** Opens PostgreSQL when a URL is given, else PGlite under dataDir (or in memory for ':memory:'). */
+export async function openDatabase(opts: {
+  databaseUrl: string | null;
+  dataDir: string;
+  searchPath?: string;
+  poolSize?: number;
+  pgliteData?: Blob | File;
+}): Promise<OpenDatabase> {
+  if (opts.databaseUrl) return openPostgres(opts.databaseUrl, opts.searchPath, opts.poolSize ?? 10);
+  return openPGlite(opts.dataDir, opts.pgliteData);
+}
+
+function openPostgres(url: string, searchPath: string | undefined, poolSize: number): OpenDatabase {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    ...(searchPath ? { options: `-c search_path=${searchPath}` } : {}),
+    types: {
+      getTypeParser: ((oid: number, format?: string) =>
+        parsers[oid] ?? pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+    },
+  });
+  // An idle client's error (the server restarted) must not crash the process.
+  pool.on('error', () => {});
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return { db, kind: 'postgres', close: () => db.destroy() };
+}
+
+async function openPGlite(dataDir: string, loadDataDir?: Blob | File): Promise<OpenDatabase> {
+  const memory = dataDir === ':memory:';
+  let release = () => {};
+  if (!memory) {
+    fs.mkdirSync(dataDir, { recursive: true });
+    release = lockDataDir(dataDir);
+  }
+  try {
+    const pgl = await PGlite.create({
+      ...(memory ? {} : { dataDir: path.join(dataDir, 'pg') }),
+      ...(loadDataDir ? { loadDataDir } : {}),
+      parsers,
+    });
+    const db = new Kysely<Database>({ dialect: new PGliteDialect(pgl) });
+    return {
+      db,
+      kind: 'pglite',
+      close: async () => {
+        await db.destroy();
+        release();
+      },
+    };
+  } catch (err) {
+    release();
+    throw err;
+  }
+}
+
+/**
+ * PGlite belongs to one process. A second process opening the same directory would
+ * corrupt it, so the first holds a lock file naming its pid; a lock whose process is
+ * gone is taken over.
+ */
+export function lockDataDir(dataDir: string): () => void {
+  const lockPath = path.join(dataDir, 'crewhouse.lock');
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = fs.openSync(lockPath, 'wx');
+      fs.writeSync(fd, String(process.pid));
+      fs.closeSync(fd);
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        try {
+          if (fs.readFileSync(lockPath, 'utf8') === String(process.pid)) fs.unlinkSync(lockPath);
+        } catch {
+          // already gone
+        }
+      };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const pid = Number(fs.readFileSync(lockPath, 'utf8').trim());
+      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && isAlive(pid)) {
+        throw new DatabaseLockedError(
+          `the embedded database in ${dataDir} is in use by process ${pid}; ` +
+            'stop it first, or set SERVICE_DATABASE_URL to share a PostgreSQL database between processes',
+        );
+      }
+      fs.rmSync(lockPath, { force: true });
+    }
+  }
+  throw new DatabaseLockedError(`could not lock ${lockPath}`);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** True when the database answers. */
+export async function ping(db: Db): Promise<boolean> {
+  try {
+    await sql`select 1`.execute(db);
+    return true;
+  } catch {
+    return false;
+  }
+}

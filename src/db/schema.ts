@@ -1,0 +1,20 @@
+import type { AuditTables } from '../audit/audit.tables.ts';
+import type { AuthTables } from '../auth/auth.tables.ts';
+import type { AgentsTables } from '../console/agents/agents.tables.ts';
+import type { DocumentsTables } from '../console/documents/documents.tables.ts';
+import type { ChatTables } from '../chat/chat.tables.ts';
+import type { TeamsTables } from '../console/teams/teams.tables.ts';
+import type { TemplatesTables } from '../console/templates/templates.tables.ts';
+import type { UsersTables } from '../console/users/users.tables.ts';
+import type { ModelProxyTables } from '../modelproxy/modelproxy.tables.ts';
+import type { SecretsTables } from '../secrets/secrets.tables.ts';
+import type { DestinationsTables } from '../console/destinations/destinations.tables.ts';
+import type { EnvironmentsTables } from '../console/environments/environments.tables.ts';
+import type { SkillsTables } from '../console/skills/skills.tables.ts';
+import type { McpServersTables } from '../console/mcp-servers/mcp-servers.tables.ts';
+
+/**
+ * The whole database, composed from the tables each module owns. A module adds its
+ * `*.tables.ts` here; only that module's store queries them.
+ */
+export interface Database extends UsersTables, AuthTables, AuditTables, SecretsTables, DestinationsTables, EnvironmentsTables, SkillsTables, ModelProxyTables, ChatTables, AgentsTables, DocumentsTables, TemplatesTables, TeamsTables, McpServersTables {}

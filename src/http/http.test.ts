@@ -1,0 +1,197 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { captureLogger, testApp, type TestApp } from '../../test/harness.ts';
+import { useAuth } from './auth.ts';
+import { createServer } from './kernel.ts';
+import { Registry } from './metrics.ts';
+import { useProblems } from './problem-handler.ts';
+
+const PROBLEM = /^application\/problem\+json/;
+
+function assertProblem(res: { status: number; headers: Record<string, unknown>; body: any }, status: number) {
+  assert.equal(res.status, status);
+  assert.match(String(res.headers['content-type']), PROBLEM);
+  assert.equal(res.body.status, status);
+  assert.equal(typeof res.body.type, 'string');
+  assert.equal(typeof res.body.title, 'string');
+  assert.equal(typeof res.body.detail, 'string');
+  assert.ok(Array.isArray(res.body.errors));
+}
+
+describe('HTTP conventions', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await testApp({ config: { SERVICE_BODY_LIMIT: '4096' } });
+  });
+  after(() => t.close());
+
+  test('an unknown route is a 404 problem, under /api/v1 with or without credentials, and for any method', async () => {
+    for (const [method, url, token] of [
+      ['GET', '/api/v1/nothing-here', t.adminToken],
+      ['GET', '/api/v1/nothing-here', null],
+      ['POST', '/api/v1/users/1/nothing', t.adminToken],
+      ['DELETE', '/api/v1', t.adminToken],
+      ['GET', '/api/v2/users', null],
+    ] as const) {
+      const res = await t.request({ method, url, token });
+      assertProblem(res, 404);
+      assert.match(res.body.detail, /no route/);
+    }
+  });
+
+  test('a body that is not JSON is a 400 problem naming the body', async () => {
+    const res = await t.request({ method: 'POST', url: '/api/v1/users', token: t.adminToken, raw: '{"name": "x",', headers: { 'content-type': 'application/json' } });
+    assertProblem(res, 400);
+    assert.equal(res.body.errors[0].field, '(body)');
+  });
+
+  test('an unsupported content type is a 415 problem; so is none', async () => {
+    for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml']) {
+      const res = await t.request({ method: 'POST', url: '/api/v1/users', token: t.adminToken, raw: 'name=x', headers: { 'content-type': type } });
+      assertProblem(res, 415);
+    }
+    const none = await t.request({ method: 'POST', url: '/api/v1/users', token: t.adminToken, raw: '{"name":"x","role":"viewer"}' });
+    assertProblem(none, 415);
+  });
+
+  test('a body over SERVICE_BODY_LIMIT is a 413 problem, and nothing is created', async () => {
+    const name = 'big-' + 'x'.repeat(10);
+    const res = await t.request({ method: 'POST', url: '/api/v1/users', token: t.adminToken, body: { name, email: null, role: 'viewer', pad: 'y'.repeat(5000) } });
+    assertProblem(res, 413);
+    const found = await t.db.selectFrom('users').select('id').where('name', '=', name).executeTakeFirst();
+    assert.equal(found, undefined);
+  });
+
+  test('field problems name each field: 400 with errors[]', async () => {
+    const res = await t.request({ method: 'POST', url: '/api/v1/users', token: t.adminToken, body: { name: '', role: 'chief', email: 'not-an-email', extra: true } });
+    assertProblem(res, 400);
+    const byField = Object.fromEntries(res.body.errors.map((e: { field: string; message: string }) => [e.field, e.message]));
+    assert.deepEqual(Object.keys(byField).sort(), ['email', 'extra', 'name', 'role']);
+    assert.match(byField.role, /"viewer".*"operator".*"admin"/);
+    assert.match(byField.email, /email/);
+    assert.equal(byField.extra, 'is not a known field');
+  });
+
+  test('a NUL character in a body, query or path is a 400 naming the field, not a database error', async () => {
+    const body = await t.request({ method: 'POST', url: '/api/v1/users', token: t.adminToken, body: { name: 'a\u0000b', role: 'viewer' } });
+    assertProblem(body, 400);
+    assert.equal(body.body.errors[0].field, 'name');
+    const query = await t.request({ method: 'GET', url: '/api/v1/users?cursor=%00', token: t.adminToken });
+    assertProblem(query, 400);
+    assert.equal(query.body.errors[0].field, 'cursor');
+  });
+
+  test('a URL the router cannot decode is a 400 problem', async () => {
+    for (const url of ['/api/v1/users/%zz', '/%E0%A4%A']) {
+      const res = await t.request({ method: 'GET', url, token: t.adminToken });
+      assertProblem(res, 400);
+    }
+  });
+
+  test('the web console never answers for an /api path, and paths with escapes do not fail', async () => {
+    assertProblem(await t.request({ method: 'GET', url: '/api/v1/x/y', token: t.adminToken }), 404);
+    for (const url of ['/', '/%25zz', '/assets/%25', '/some/page']) {
+      const res = await t.request({ method: 'GET', url });
+      assert.equal(res.status, 200, url);
+      assert.match(String(res.headers['content-type']), /text\/html/);
+    }
+  });
+
+  test('request ids: a sane X-Request-Id is echoed, otherwise one is generated', async () => {
+    const given = await t.request({ method: 'GET', url: '/api/v1/me', token: t.adminToken, headers: { 'x-request-id': 'abc-123.def' } });
+    assert.equal(given.headers['x-request-id'], 'abc-123.def');
+    const bad = await t.request({ method: 'GET', url: '/api/v1/me', token: t.adminToken, headers: { 'x-request-id': 'no spaces <script>' } });
+    assert.match(String(bad.headers['x-request-id']), /^[0-9a-f-]{36}$/);
+    const none = await t.request({ method: 'GET', url: '/api/v1/nope' });
+    assert.match(String(none.headers['x-request-id']), /^[0-9a-f-]{36}$/);
+    // The id is in the log line of that request.
+    assert.ok(t.logs.some((l) => JSON.parse(l).reqId === 'abc-123.def'));
+  });
+
+  test('/healthz and /readyz answer without credentials; /metrics is Prometheus text', async () => {
+    const health = await t.request({ method: 'GET', url: '/healthz' });
+    assert.equal(health.status, 200);
+    assert.equal(health.body.status, 'ok');
+    const ready = await t.request({ method: 'GET', url: '/readyz' });
+    assert.equal(ready.status, 200);
+    await t.request({ method: 'GET', url: '/api/v1/me', token: t.adminToken });
+    const metrics = await t.request({ method: 'GET', url: '/metrics' });
+    assert.equal(metrics.status, 200);
+    assert.match(String(metrics.headers['content-type']), /^text\/plain; version=0\.0\.4/);
+    assert.match(metrics.text, /# TYPE console_http_requests_total counter/);
+    assert.match(metrics.text, /console_http_requests_total\{method="GET",route="\/api\/v1\/me",status="200"\} \d+/);
+    assert.match(metrics.text, /console_http_request_duration_seconds_bucket\{method="GET",route="\/api\/v1\/me",le="\+Inf"\} \d+/);
+  });
+
+  test('logs redact credentials: no token, cookie, CSRF token or password ever appears', async () => {
+    const created = await t.request({ method: 'POST', url: '/api/v1/users', token: t.adminToken, body: { name: 'logcheck', role: 'operator' } });
+    const password = 'a password nobody may log';
+    const setup = await t.request({ method: 'POST', url: '/api/v1/session/setup', body: { token: created.body.setup_token, password } });
+    assert.equal(setup.status, 201);
+    const cookie = String(setup.headers['set-cookie']).split(';')[0];
+    const csrf = setup.body.csrf_token;
+    const minted = await t.request({ method: 'POST', url: '/api/v1/session/tokens', headers: { cookie, 'x-console-csrf': csrf }, body: { name: 'logged?' } });
+    assert.equal(minted.status, 201);
+    await t.request({ method: 'GET', url: `/api/v1/me?token=${minted.body.token}`, token: minted.body.token });
+    await t.request({ method: 'GET', url: '/api/v1/me', token: 'chk_definitely-not-a-token' });
+    await t.request({ method: 'POST', url: '/api/v1/session', body: { name: 'logcheck', password: 'wrong ' + password } });
+    const secrets = [t.adminToken, created.body.setup_token, cookie.split('=')[1], csrf, minted.body.token, password, 'chk_definitely-not-a-token'];
+    const all = t.logs.join('\n');
+    assert.ok(t.logs.length > 5);
+    for (const s of secrets) assert.ok(!all.includes(s), `a log line holds ${s.slice(0, 6)}...`);
+    assert.match(all, /token=\[redacted\]/);
+  });
+
+  test('the logger censors credential headers and database query parameters wherever they are logged', () => {
+    const { logger, lines } = captureLogger();
+    const err = Object.assign(new Error('failed'), { params: ['chk_param-secret'], code: '42703' });
+    logger.info({ req: { headers: { authorization: 'Bearer chk_h1', cookie: 'crewhouse_session=chs_h2', 'x-console-csrf': 'csrf-h3' } } }, 'request');
+    logger.error({ err }, 'boom');
+    const all = lines.join('\n');
+    for (const s of ['chk_h1', 'chs_h2', 'csrf-h3', 'chk_param-secret']) assert.ok(!all.includes(s), s);
+    assert.match(all, /\[redacted\]/);
+  });
+});
+
+describe('a 5xx never carries internals; routes deny by default', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await testApp();
+  });
+  after(() => t.close());
+
+  test('an unexpected error answers a bare 500 problem and is logged with its request id', async () => {
+    const db = t.db;
+    const { logger, lines } = captureLogger();
+    const app = createServer({ logger, metrics: new Registry(), component: 'console' });
+    useProblems(app);
+    useAuth(app, db, { prefix: '/api/v1' });
+    app.get('/api/v1/explode', { config: { auth: { public: true } } }, async () => {
+      throw new Error('select * from secrets where password = hunter2');
+    });
+    try {
+      await app.ready();
+      const res = await app.inject({ method: 'GET', url: '/api/v1/explode', headers: { 'x-request-id': 'boom-1' } });
+      assert.equal(res.statusCode, 500);
+      assert.match(String(res.headers['content-type']), PROBLEM);
+      assert.ok(!res.body.includes('hunter2'));
+      assert.ok(!res.body.includes('select'));
+      assert.ok(!/at .*\.ts:\d+/.test(res.body), 'no stack trace');
+      assert.equal(res.json().status, 500);
+      const logged = lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'unhandled error');
+      assert.equal(logged.reqId, 'boom-1');
+    } finally {
+      await app.close();
+    }
+  });
+
+  test('a route under /api/v1 without an auth rule stops the server from starting (deny by default)', async () => {
+    const app = createServer({ logger: captureLogger().logger, component: 'console' });
+    useAuth(app, t.db, { prefix: '/api/v1' });
+    try {
+      assert.throws(() => app.get('/api/v1/open', async () => ({ ok: true })), /does not declare config\.auth/);
+    } finally {
+      await app.close();
+    }
+  });
+});

@@ -1,0 +1,91 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { App } from './kernel.ts';
+import { Problem, problems } from './problems.ts';
+import { fieldProblems, findNul } from './validation.ts';
+
+/** PostgreSQL error codes that are the caller's doing, mapped once. */
+function fromDatabase(err: { code?: string; constraint?: string }): Problem | null {
+  switch (err.code) {
+    case '23505':
+      return problems.conflict('a resource with that name already exists');
+    case '23503':
+      return problems.conflict('the resource is in use or refers to something that does not exist');
+    case '54000':
+      return problems.badRequest('a value is too large to store');
+    case '40001':
+    case '40P01':
+      return problems.conflict('a concurrent write got there first; read again and retry');
+    default:
+      // Class 22 (data exception): a value the database cannot take, e.g. a NUL character, a
+      // number out of range or malformed text for a typed column. The caller's input, never ours.
+      return typeof err.code === 'string' && err.code.startsWith('22') ? problems.badRequest('a value is out of range or malformed') : null;
+  }
+}
+
+/** Maps any error to a problem: ours, validation, body parsing, database, or a 500 without internals. */
+export function toProblem(err: FastifyError & { code?: string }, request: FastifyRequest): Problem {
+  if (err instanceof Problem) return err;
+  if (err.validation) {
+    const errors = fieldProblems(err.validation as any, err.validationContext);
+    const where = err.validationContext === 'body' ? 'the body' : `the ${err.validationContext ?? 'request'}`;
+    return problems.badRequest(`${where} is not valid: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, errors);
+  }
+  switch (err.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return problems.unsupportedMediaType(`content type ${JSON.stringify(request.headers['content-type'] ?? '')} is not accepted here; send application/json`);
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return problems.badRequest('Content-Length does not match the body');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return problems.payloadTooLarge('the body is larger than this route accepts');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return problems.badRequest('the body is empty; send a JSON document', [{ field: '(body)', message: 'is required' }]);
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return problems.badRequest('the body is not valid JSON', [{ field: '(body)', message: 'is not valid JSON' }]);
+    case 'FST_ERR_CTP_INVALID_TYPE':
+      return problems.unsupportedMediaType('the Content-Type header is malformed');
+    case 'FST_ERR_BAD_URL':
+    case 'FST_ERR_ASYNC_CONSTRAINT':
+      return problems.badRequest('the URL is malformed');
+  }
+  if (err instanceof SyntaxError && (err as FastifyError).statusCode === 400) {
+    return problems.badRequest('the body is not valid JSON', [{ field: '(body)', message: 'is not valid JSON' }]);
+  }
+  const fromDb = fromDatabase(err as { code?: string });
+  if (fromDb) return fromDb;
+  if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
+    return new Problem(err.statusCode, 'bad-request', 'Bad request', err.message);
+  }
+  request.log.error({ err }, 'unhandled error');
+  return problems.internal();
+}
+
+export function sendProblem(reply: FastifyReply, p: Problem): FastifyReply {
+  return reply
+    .status(p.status)
+    .headers(p.headers)
+    .type('application/problem+json')
+    .send(JSON.stringify(p.toJSON()));
+}
+
+/**
+ * Installs problem+json answers for every error and unknown route of a console server, and
+ * refuses text the database cannot store (a NUL character) as a 400 naming the field.
+ */
+export function useProblems(app: App): void {
+  app.setErrorHandler((err: FastifyError, request, reply) => sendProblem(reply, toProblem(err, request)));
+  app.addHook('preValidation', async (request) => {
+    for (const part of ['body', 'query', 'params'] as const) {
+      const field = findNul(request[part]);
+      if (field !== null) {
+        const name = field || (part === 'body' ? '(body)' : `(${part})`);
+        throw problems.badRequest(`${name} holds a NUL character, which cannot be stored`, [{ field: name, message: 'must not contain a NUL character' }]);
+      }
+    }
+  });
+  app.setNotFoundHandler((request, reply) => sendProblem(reply, problems.routeNotFound(request.method, request.url.split('?')[0])));
+}
+
+/** For `frameworkErrors` of a server: a URL the router cannot decode is a problem too. */
+export function frameworkProblem(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  sendProblem(reply, toProblem(err, request));
+}

@@ -1,0 +1,66 @@
+/** One field problem inside a problem document. */
+export interface FieldProblem {
+  field: string;
+  message: string;
+}
+
+const TYPE_BASE = 'https://crewhouse.dev/problems/';
+
+/**
+ * An RFC 9457 problem. Every error the API answers is one of these, built by the
+ * factories below; the status travels with the error, and one handler renders it.
+ */
+export class Problem extends Error {
+  readonly status: number;
+  readonly type: string;
+  readonly title: string;
+  readonly detail: string;
+  readonly errors: FieldProblem[];
+  readonly headers: Record<string, string>;
+
+  constructor(
+    status: number,
+    code: string,
+    title: string,
+    detail: string,
+    errors: FieldProblem[] = [],
+    headers: Record<string, string> = {},
+  ) {
+    super(detail);
+    this.status = status;
+    this.type = TYPE_BASE + code;
+    this.title = title;
+    this.detail = detail;
+    this.errors = errors;
+    this.headers = headers;
+  }
+
+  toJSON() {
+    return { type: this.type, title: this.title, status: this.status, detail: this.detail, errors: this.errors };
+  }
+}
+
+export const problems = {
+  badRequest: (detail: string, errors: FieldProblem[] = []) => new Problem(400, 'bad-request', 'Bad request', detail, errors),
+  invalidField: (field: string, message: string, status: 400 | 422 = 422) =>
+    new Problem(status, status === 400 ? 'bad-request' : 'validation', status === 400 ? 'Bad request' : 'Validation failed', `${field}: ${message}`, [{ field, message }]),
+  validation: (errors: FieldProblem[], detail?: string) =>
+    new Problem(422, 'validation', 'Validation failed', detail ?? errors.map((e) => `${e.field}: ${e.message}`).join('; '), errors),
+  unauthorized: (detail: string) =>
+    new Problem(401, 'unauthorized', 'Unauthorized', detail, [], { 'www-authenticate': 'Bearer realm="crewhouse"' }),
+  forbidden: (detail: string) => new Problem(403, 'forbidden', 'Forbidden', detail),
+  notFound: (what: string, name: string | number) => new Problem(404, 'not-found', 'Not found', `no ${what} named "${name}"`),
+  routeNotFound: (method: string, url: string) => new Problem(404, 'not-found', 'Not found', `no route ${method} ${url}`),
+  conflict: (detail: string, errors: FieldProblem[] = []) => new Problem(409, 'conflict', 'Conflict', detail, errors),
+  preconditionFailed: () =>
+    new Problem(412, 'precondition-failed', 'Precondition failed', 'If-Match does not match the current ETag: the resource changed since you read it; read it again and retry once'),
+  preconditionRequired: () =>
+    new Problem(428, 'precondition-required', 'Precondition required', 'this write needs an If-Match header with the ETag from a fresh GET of the resource'),
+  payloadTooLarge: (detail: string) => new Problem(413, 'payload-too-large', 'Payload too large', detail),
+  unsupportedMediaType: (detail: string) => new Problem(415, 'unsupported-media-type', 'Unsupported media type', detail),
+  tooManyRequests: (detail: string, retryAfterSeconds?: number) =>
+    new Problem(429, 'too-many-requests', 'Too many requests', detail, [], retryAfterSeconds ? { 'retry-after': String(retryAfterSeconds) } : {}),
+  badGateway: (detail: string) => new Problem(502, 'bad-gateway', 'Bad gateway', detail),
+  unavailable: (detail: string) => new Problem(503, 'unavailable', 'Service unavailable', detail),
+  internal: () => new Problem(500, 'internal', 'Internal server error', 'the server failed to answer; the error was logged with this request id'),
+};

@@ -1,0 +1,96 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { FastifySchemaCompiler } from 'fastify';
+import type { FieldProblem } from './problems.ts';
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+
+function makeAjv(coerce: boolean): Ajv {
+  const ajv = new Ajv({
+    allErrors: true,
+    removeAdditional: false,
+    useDefaults: true,
+    coerceTypes: coerce ? 'array' : false,
+    strict: false,
+  });
+  addFormats(ajv);
+  return ajv;
+}
+
+// Query strings, paths and headers arrive as text and are coerced to the schema's types;
+// JSON bodies are taken exactly as sent, so `"5"` is not a number and unknown fields fail.
+const textAjv = makeAjv(true);
+const bodyAjv = makeAjv(false);
+const cache = new WeakMap<object, ValidateFunction>();
+
+export const validatorCompiler: FastifySchemaCompiler<any> = ({ schema, httpPart }) => {
+  const ajv = httpPart === 'body' ? bodyAjv : textAjv;
+  let fn = httpPart === 'body' ? cache.get(schema as object) : undefined;
+  if (!fn) {
+    fn = ajv.compile(schema as object);
+    if (httpPart === 'body') cache.set(schema as object, fn);
+  }
+  return fn;
+};
+
+/** Turns Ajv errors into field problems: one per field, naming it by its JSON path. */
+export function fieldProblems(errors: ErrorObject[], part: string | undefined): FieldProblem[] {
+  const out: FieldProblem[] = [];
+  const seen = new Set<string>();
+  for (const e of errors) {
+    if (e.keyword === 'if') continue;
+    let field = e.instancePath.replace(/^\//, '').replace(/\//g, '.').replace(/~1/g, '/').replace(/~0/g, '~');
+    let message = e.message ?? 'is not valid';
+    if (e.keyword === 'required') {
+      const missing = (e.params as { missingProperty: string }).missingProperty;
+      field = field ? `${field}.${missing}` : missing;
+      message = 'is required';
+    } else if (e.keyword === 'additionalProperties') {
+      const extra = (e.params as { additionalProperty: string }).additionalProperty;
+      field = field ? `${field}.${extra}` : extra;
+      message = 'is not a known field';
+    } else if (e.keyword === 'type') {
+      message = `must be ${(e.params as { type: string }).type}`;
+    } else if (e.keyword === 'const') {
+      message = `must be one of ${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)}`;
+    } else if (e.keyword === 'enum') {
+      message = `must be one of ${((e.params as { allowedValues: unknown[] }).allowedValues ?? []).map((v) => JSON.stringify(v)).join(', ')}`;
+    }
+    if (!field) field = part === 'body' ? '(body)' : `(${part ?? 'request'})`;
+    const key = `${field}\u0000${message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push({ field, message });
+  }
+  // A union that failed reports each branch: one message per field, from the branches together
+  // ("must be string or null", "must be one of ..."), else the first specific one.
+  const byField = new Map<string, FieldProblem[]>();
+  for (const p of out) byField.set(p.field, [...(byField.get(p.field) ?? []), p]);
+  return [...byField.entries()].map(([field, list]) => {
+    const specific = list.filter((p) => p.message !== 'must match a schema in anyOf');
+    if (specific.length === 0) return { field, message: 'has the wrong type or value' };
+    if (specific.length === 1 || list.length === specific.length) return specific[0];
+    const allowed = specific.filter((p) => p.message.startsWith('must be one of ')).map((p) => p.message.slice('must be one of '.length));
+    if (allowed.length === specific.length) return { field, message: `must be one of ${allowed.join(', ')}` };
+    const other = specific.find((p) => !/^must be [a-z]+$/.test(p.message));
+    if (other) return other;
+    return { field, message: `must be ${specific.map((p) => p.message.slice('must be '.length)).join(' or ')}` };
+  });
+}
+
+/**
+ * The first string in a parsed request part that holds a NUL character, by its field path.
+ * PostgreSQL cannot store NUL in text or jsonb, so such a value is refused up front (400
+ * naming the field) instead of failing in the database.
+ */
+export function findNul(value: unknown, path = ''): string | null {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : null;
+  if (value === null || typeof value !== 'object' || ArrayBuffer.isView(value)) return null;
+  for (const [k, v] of Object.entries(value)) {
+    const at = path ? `${path}.${k}` : k;
+    if (k.includes('\u0000')) return at;
+    const found = findNul(v, at);
+    if (found !== null) return found;
+  }
+  return null;
+}

@@ -1,0 +1,72 @@
+import assert from 'node:assert/strict';
+import { uniq, type TestApp } from './harness.ts';
+
+/**
+ * Small factories that create what a test needs through the real API, creating missing
+ * parents, so tests never depend on each other.
+ */
+export async function makeEnvironment(t: TestApp, overrides: Record<string, unknown> = {}) {
+  const name = (overrides.name as string) ?? uniq('env');
+  const res = await t.request({
+    method: 'POST',
+    url: '/api/v1/environments',
+    token: t.adminToken,
+    body: { name, provider: 'microvm', profile: 'small', vcpus: 2, memory_mib: 2048, disk_gib: 10, idle_after_seconds: 600, deep_sleep_after_seconds: 3600, ...overrides },
+  });
+  assert.equal(res.status, 201, `makeEnvironment: ${res.text}`);
+  return res.body as { name: string };
+}
+
+export async function makeAgent(t: TestApp, overrides: { name?: string; version?: Record<string, unknown> } = {}) {
+  const name = overrides.name ?? uniq('agent');
+  const res = await t.request({
+    method: 'POST',
+    url: '/api/v1/agents',
+    token: t.adminToken,
+    body: { name, description: 'test agent', version: { system_prompt: 'You write code.', note: 'first', ...(overrides.version ?? {}) } },
+  });
+  assert.equal(res.status, 201, `makeAgent: ${res.text}`);
+  return res.body as { name: string };
+}
+
+/** A template whose roles (default lead + dev) run fresh agents on a fresh environment. */
+export async function makeTemplate(t: TestApp, overrides: Record<string, unknown> = {}, roleNames = ['lead', 'dev']) {
+  const env = await makeEnvironment(t);
+  const roles: Record<string, unknown> = {};
+  for (const r of roleNames) roles[r] = { agent: (await makeAgent(t)).name, model: 'fast', vm: env.name };
+  const res = await t.request({
+    method: 'POST',
+    url: '/api/v1/team-templates',
+    token: t.adminToken,
+    body: {
+      name: uniq('tpl'),
+      description: 'test template',
+      lead: roleNames[0],
+      roles,
+      sleep: {},
+      idle_after_seconds: 600,
+      deep_sleep_after_seconds: 3600,
+      budget_usd_per_day: 10,
+      pipeline: roleNames.length > 1 ? { [roleNames[0]]: roleNames[1] } : {},
+      ...overrides,
+    },
+  });
+  assert.equal(res.status, 201, `makeTemplate: ${res.text}`);
+  return { ...(res.body as { name: string; current: any }), etag: String(res.headers.etag), env: env.name };
+}
+
+/** A team from a template (a fresh one unless named); needs testApp({ modelProxy: true }). */
+export async function makeTeam(
+  t: TestApp,
+  opts: { template?: string; version?: number | null; body?: Record<string, unknown>; token?: string } = {},
+): Promise<Record<string, any> & { name: string; etag: string; template: string }> {
+  const template = opts.template ?? (await makeTemplate(t)).name;
+  const res = await t.request({
+    method: 'POST',
+    url: '/api/v1/teams',
+    token: opts.token ?? t.adminToken,
+    body: { name: uniq('team'), template: { name: template, version: opts.version ?? null }, ...(opts.body ?? {}) },
+  });
+  assert.equal(res.status, 201, `makeTeam: ${res.text}`);
+  return { ...(res.body as Record<string, any>), name: res.body.name as string, etag: String(res.headers.etag), template };
+}

@@ -1,0 +1,191 @@
+import crypto from 'node:crypto';
+import { Writable } from 'node:stream';
+import type { InjectOptions } from 'fastify';
+import { sql } from 'kysely';
+import { systemActor } from '../src/audit/audit.ts';
+import { hashToken, newSecret } from '../src/auth/credentials.ts';
+import { loadConfig, type Config } from '../src/config.ts';
+import { buildConsoleApp, createConsoleServices, type ConsoleServices } from '../src/console/app.ts';
+import type { Role } from '../src/console/users/users.tables.ts';
+import { openDatabase, type Db } from '../src/db/database.ts';
+import { migrateToLatest } from '../src/db/migrate.ts';
+import type { App } from '../src/http/kernel.ts';
+import { Registry } from '../src/http/metrics.ts';
+import { createLogger, type Logger } from '../src/logger.ts';
+import { startModelProxy, type RunningModelProxy } from '../src/modelproxy/server.ts';
+
+/** The PostgreSQL server tests run on when set; otherwise the embedded database. */
+export const TEST_DATABASE_URL = process.env.SERVICE_TEST_DATABASE_URL || null;
+export const dbKind = TEST_DATABASE_URL ? 'postgres' : 'pglite';
+
+let template: Blob | null = null;
+
+export interface TestDb {
+  db: Db;
+  close(): Promise<void>;
+  /** The schema a PostgreSQL test database lives in (null on the embedded one). */
+  schema: string | null;
+  url: string | null;
+}
+
+/**
+ * A fresh, migrated database: an in-memory PGlite restored from a migrated image made once
+ * per process, or a new schema on the test PostgreSQL, dropped on close.
+ */
+export async function testDb(): Promise<TestDb> {
+  if (TEST_DATABASE_URL) {
+    const schema = `t_${crypto.randomBytes(6).toString('hex')}`;
+    // The schema is made through the pool that then uses it, and a migration that fails once
+    // (a rare 'schema does not exist' seen under parallel test files) is retried once.
+    const opened = await openDatabase({ databaseUrl: TEST_DATABASE_URL, dataDir: '', searchPath: schema, poolSize: 5 });
+    for (let attempt = 1; ; attempt++) {
+      await sql`create schema if not exists ${sql.id(schema)}`.execute(opened.db);
+      try {
+        await migrateToLatest(opened.db, schema);
+        break;
+      } catch (err) {
+        if (attempt >= 2) throw err;
+      }
+    }
+    return {
+      db: opened.db,
+      schema,
+      url: TEST_DATABASE_URL,
+      close: async () => {
+        await opened.close();
+        const a = await openDatabase({ databaseUrl: TEST_DATABASE_URL, dataDir: '', poolSize: 1 });
+        await sql`drop schema ${sql.id(schema)} cascade`.execute(a.db).catch(() => {});
+        await a.close();
+      },
+    };
+  }
+  if (!template) {
+    const { PGlite } = await import('@electric-sql/pglite');
+    const pg = await PGlite.create();
+    const { Kysely } = await import('kysely');
+    const { PGliteDialect } = await import('../src/db/pglite-dialect.ts');
+    const k = new Kysely<any>({ dialect: new PGliteDialect(pg) });
+    await migrateToLatest(k);
+    template = (await pg.dumpDataDir('none')) as Blob;
+    await k.destroy();
+  }
+  const opened = await openDatabase({ databaseUrl: null, dataDir: ':memory:', pgliteData: template });
+  return { db: opened.db, close: opened.close, schema: null, url: null };
+}
+
+/** Captures every log line, so tests can assert what was (and was not) logged. */
+export function captureLogger(level = 'info'): { logger: Logger; lines: string[] } {
+  const lines: string[] = [];
+  const destination = new Writable({
+    write(chunk, _enc, cb) {
+      lines.push(String(chunk));
+      cb();
+    },
+  });
+  return { logger: createLogger({ level, destination }), lines };
+}
+
+export function testConfig(overrides: Record<string, string> = {}): Config {
+  return loadConfig({
+    SERVICE_DATA_DIR: ':memory:',
+    SERVICE_PUBLIC_BASE_URL: 'http://crewhouse.test',
+    SERVICE_LOG_LEVEL: 'info',
+    SERVICE_WEB_DIR: '/nonexistent-web',
+    SERVICE_SECRET_KEY: Buffer.alloc(32, 7).toString('base64'),
+    ...overrides,
+  });
+}
+
+export interface Response<T = any> {
+  status: number;
+  headers: Record<string, string | string[] | number | undefined>;
+  body: T;
+  text: string;
+}
+
+export interface TestApp {
+  app: App;
+  db: Db;
+  config: Config;
+  services: ConsoleServices;
+  logs: string[];
+  /** The real model proxy on an ephemeral port, when asked for with `modelProxy: true`. */
+  modelProxy: RunningModelProxy | null;
+  adminToken: string;
+  /** Sends a request as the given token (or none). JSON bodies are sent as JSON. */
+  request<T = any>(opts: { method: string; url: string; token?: string | null; body?: unknown; headers?: Record<string, string>; raw?: Buffer | string }): Promise<Response<T>>;
+  /** A user of a role with a fresh API token. */
+  user(role: Role, name?: string): Promise<{ id: number; name: string; token: string }>;
+  close(): Promise<void>;
+}
+
+let seq = 0;
+/** A unique name for a test resource. */
+export const uniq = (prefix = 'x') => `${prefix}-${process.pid.toString(36)}-${(++seq).toString(36)}-${crypto.randomBytes(2).toString('hex')}`;
+
+/** A console app on a fresh database, with an admin token. */
+export async function testApp(opts: { config?: Record<string, string>; modelProxy?: boolean } = {}): Promise<TestApp> {
+  const { db, close: closeDb } = await testDb();
+  const { logger, lines } = captureLogger();
+  const modelProxy = opts.modelProxy ? await testModelProxy({ db, logger, config: opts.config }) : null;
+  const config = testConfig({ ...(modelProxy ? { SERVICE_MODEL_PROXY_URL: modelProxy.url } : {}), ...opts.config });
+  const metrics = new Registry();
+  const services = createConsoleServices({ config, db, logger });
+  const adminToken = newSecret('chk_');
+  await services.users.ensureFirstAdmin(systemActor('test'), adminToken);
+  const app = await buildConsoleApp({ config, db, logger, metrics, services });
+  await app.ready();
+
+  const request: TestApp['request'] = async ({ method, url, token, body, headers = {}, raw }) => {
+    const h: Record<string, string> = { ...headers };
+    if (token) h.authorization = `Bearer ${token}`;
+    const inject: InjectOptions = { method: method as InjectOptions['method'], url, headers: h };
+    if (raw !== undefined) inject.payload = raw;
+    else if (body !== undefined) {
+      h['content-type'] ??= 'application/json';
+      inject.payload = JSON.stringify(body);
+    }
+    const res = await app.inject(inject);
+    let parsed: unknown = undefined;
+    const type = String(res.headers['content-type'] ?? '');
+    if (type.includes('json')) {
+      try {
+        parsed = res.json();
+      } catch {
+        parsed = undefined;
+      }
+    }
+    return { status: res.statusCode, headers: res.headers, body: parsed as any, text: res.body };
+  };
+
+  return {
+    app,
+    db,
+    config,
+    services,
+    logs: lines,
+    modelProxy,
+    adminToken,
+    request,
+    async user(role, name) {
+      const row = await db.insertInto('users').values({ name: name ?? uniq(role), email: null, role, password_hash: null }).returningAll().executeTakeFirstOrThrow();
+      const token = newSecret('chk_');
+      await db.insertInto('api_tokens').values({ user_id: row.id, name: 'test', kind: 'api', prefix: token.slice(0, 8), token_hash: hashToken(token), expires_at: null }).execute();
+      return { id: row.id, name: row.name, token };
+    },
+    async close() {
+      await app.close();
+      await modelProxy?.stop();
+      await closeDb();
+    },
+  };
+}
+
+/**
+ * The real model proxy alone, on an ephemeral 127.0.0.1 port, on the given database; its
+ * admin credential is derived from the test config's secret key, as the console's client does.
+ */
+export async function testModelProxy(opts: { db: Db; logger?: Logger; config?: Record<string, string>; credential?: (name: string) => Promise<string | null> }): Promise<RunningModelProxy> {
+  const config = testConfig(opts.config);
+  return startModelProxy({ config, db: opts.db, logger: opts.logger ?? captureLogger().logger, port: 0, host: '127.0.0.1', credential: opts.credential });
+}

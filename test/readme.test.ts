@@ -1,0 +1,43 @@
+// The README stays true: it begins with the two commands, its configuration table is the
+// parsed configuration's reference, and its CLI table names every command the program has.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { configReference } from '../src/config.ts';
+
+const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
+const section = (title: string) => readme.split(/^## /m).find((s) => s.startsWith(title)) ?? '';
+
+describe('README', () => {
+  test('begins with the two commands for a fresh machine', () => {
+    const firstBlock = /```sh\n([\s\S]*?)```/.exec(readme)?.[1] ?? '';
+    assert.ok(readme.indexOf('```sh') < readme.indexOf('\n## '), 'the commands come before any section');
+    const lines = firstBlock.trim().split('\n').map((l) => l.split('#')[0].trim());
+    assert.deepEqual(lines, ['npm ci && npm start', 'npm ci && npm test']);
+    const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
+    for (const script of ['start', 'test', 'typecheck', 'lint', 'bench']) assert.ok(pkg.scripts[script], `npm run ${script}`);
+  });
+
+  test('the configuration table lists every SERVICE_* variable with its default, and no other', () => {
+    const rows = new Map<string, string>();
+    for (const m of section('Configuration').matchAll(/^\| `(SERVICE_[A-Z0-9_]+)` \| ([^|]+) \|/gm)) rows.set(m[1], m[2].trim());
+    const norm = (s: string) => s.replace(/[`()]/g, '').trim();
+    for (const v of configReference) {
+      assert.ok(rows.has(v.name), `${v.name} is missing from the README`);
+      assert.equal(norm(rows.get(v.name)!), norm(v.default), `${v.name}: default`);
+    }
+    assert.deepEqual([...rows.keys()].sort(), configReference.map((v) => v.name).sort());
+  });
+
+  test('the CLI table names every command of `crewhouse help`', () => {
+    const help = execFileSync(path.join(root, 'node_modules', '.bin', 'node'), [path.join(root, 'src', 'main.ts'), 'help'], { encoding: 'utf8', env: { PATH: process.env.PATH } });
+    const commands = [...help.matchAll(/^ {2}([a-z]+(?: [a-z-]+)?)(?= |$)/gm)].map((m) => m[1].replace(/ --.*$/, ''));
+    assert.ok(commands.includes('serve') && commands.includes('migrate') && commands.includes('admin token') && commands.includes('audit'), commands.join(', '));
+    const cli = section('The CLI');
+    for (const c of commands) assert.ok(cli.includes(`\`${c}`), `the README's CLI table lacks "${c}"`);
+  });
+});

@@ -1,0 +1,187 @@
+import { useState, type FormEvent } from 'react';
+import { call, get, type Page, type Role, type SessionUser } from '../api.ts';
+import type { Section } from '../sections.ts';
+import { cellText, ConfirmButton, DataTable, OnceBox, ProblemNote, useLoad, useAction } from '../ui.tsx';
+
+interface User {
+  id: number;
+  name: string;
+  email: string | null;
+  role: Role;
+  disabled: boolean;
+  password_set: boolean;
+  last_login_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+interface UserWithSetup extends User {
+  setup_token: string;
+  setup_url: string;
+  setup_expires_at: string;
+}
+
+const ROLES: Role[] = ['viewer', 'operator', 'admin'];
+
+/** Users (admin): list, create (the setup link is shown once), disable and enable, a fresh setup link. */
+export function Users({ section, self }: { section: Section; self: SessionUser }) {
+  const list = useLoad(() => get<Page<User>>('/users'));
+  const [setup, setSetup] = useState<{ user: string; url: string; expires: string } | null>(null);
+  const [actionError, setActionError] = useState<unknown>(null);
+  const [busy, setBusy] = useState<number | null>(null);
+
+  const replace = (u: User) => list.setData((p) => (p ? { ...p, items: p.items.map((x) => (x.id === u.id ? u : x)) } : p));
+
+  const loadMore = async () => {
+    const page = list.data;
+    if (!page?.next_cursor) return;
+    try {
+      const next = await get<Page<User>>(`/users?cursor=${encodeURIComponent(page.next_cursor)}`);
+      list.setData({ items: [...page.items, ...next.items], next_cursor: next.next_cursor });
+    } catch (err) {
+      setActionError(err);
+    }
+  };
+
+  const setDisabled = async (u: User, disabled: boolean) => {
+    setBusy(u.id);
+    setActionError(null);
+    try {
+      // A change needs the current ETag: read the user, then write with If-Match.
+      const current = await call<User>('GET', `/users/${u.id}`);
+      const { body } = await call<User>('PATCH', `/users/${u.id}`, { body: { disabled }, headers: { 'if-match': current.etag ?? '' } });
+      replace(body);
+    } catch (err) {
+      setActionError(err);
+    } finally {
+      setBusy(null);
+    }
+  };
+
+  const newSetupLink = async (u: User) => {
+    setBusy(u.id);
+    setActionError(null);
+    try {
+      const { body } = await call<UserWithSetup>('POST', `/users/${u.id}/setup-token`);
+      setSetup({ user: body.name, url: body.setup_url, expires: body.setup_expires_at });
+    } catch (err) {
+      setActionError(err);
+    } finally {
+      setBusy(null);
+    }
+  };
+
+  const rows = (list.data?.items ?? []).map((u) => ({
+    id: u.id,
+    name: u.name,
+    email: u.email,
+    role: u.role,
+    status: u.disabled ? 'disabled' : u.password_set ? 'active' : 'waiting for setup',
+    last_login_at: u.last_login_at,
+    created_at: u.created_at,
+  }));
+  const byId = new Map((list.data?.items ?? []).map((u) => [u.id, u]));
+
+  return (
+    <section aria-labelledby="section-title">
+      <div className="section-head">
+        <div>
+          <h1 id="section-title">{section.label}</h1>
+          <p className="muted">{section.blurb} New accounts have no password: give the person their one-time setup link.</p>
+        </div>
+      </div>
+      <CreateUser
+        onCreated={(u) => {
+          setSetup({ user: u.name, url: u.setup_url, expires: u.setup_expires_at });
+          void list.reload();
+        }}
+      />
+      {setup && (
+        <OnceBox label={`Setup link for ${setup.user}`} value={setup.url} onClose={() => setSetup(null)}>
+          <p className="muted">Valid until {cellText(setup.expires)}; it works once, and a newer link voids it.</p>
+        </OnceBox>
+      )}
+      <ProblemNote error={actionError} />
+      <ProblemNote error={list.error} />
+      {list.loading && !list.data && <p className="muted">Loading…</p>}
+      {list.data && (
+        <DataTable
+          rows={rows}
+          label="users"
+          columns={['name', 'email', 'role', 'status', 'last_login_at', 'created_at']}
+          actions={(row) => {
+            const u = byId.get(row.id)!;
+            return (
+              <>
+                {!u.disabled && (
+                  <button type="button" className="secondary small" disabled={busy === u.id} onClick={() => void newSetupLink(u)}>
+                    New setup link
+                  </button>
+                )}
+                {u.id === self.id ? null : u.disabled ? (
+                  <button type="button" className="secondary small" disabled={busy === u.id} onClick={() => void setDisabled(u, false)}>
+                    Enable
+                  </button>
+                ) : (
+                  <ConfirmButton label="Disable" confirm={`Disable ${u.name}`} disabled={busy === u.id} onConfirm={() => void setDisabled(u, true)} />
+                )}
+              </>
+            );
+          }}
+        />
+      )}
+      {list.data?.next_cursor && (
+        <button type="button" className="secondary" onClick={() => void loadMore()}>
+          Load more
+        </button>
+      )}
+    </section>
+  );
+}
+
+function CreateUser({ onCreated }: { onCreated: (u: UserWithSetup) => void }) {
+  const [name, setName] = useState('');
+  const [email, setEmail] = useState('');
+  const [role, setRole] = useState<Role>('viewer');
+  const { busy, error, run } = useAction();
+
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    await run(async () => {
+      const { body } = await call<UserWithSetup>('POST', '/users', { body: { name: name.trim(), email: email.trim() || null, role } });
+      setName('');
+      setEmail('');
+      setRole('viewer');
+      onCreated(body);
+    });
+  };
+
+  return (
+    <form className="panel inline-form" onSubmit={(e) => void submit(e)} aria-label="create a user">
+      <h2>New user</h2>
+      <div className="row">
+        <label>
+          Name
+          <input required maxLength={100} value={name} onChange={(e) => setName(e.target.value)} />
+        </label>
+        <label>
+          Email (optional)
+          <input type="email" maxLength={254} value={email} onChange={(e) => setEmail(e.target.value)} />
+        </label>
+        <label>
+          Role
+          <select value={role} onChange={(e) => setRole(e.target.value as Role)}>
+            {ROLES.map((r) => (
+              <option key={r} value={r}>
+                {r}
+              </option>
+            ))}
+          </select>
+        </label>
+        <button type="submit" disabled={busy}>
+          {busy ? 'Creating…' : 'Create user'}
+        </button>
+      </div>
+      <ProblemNote error={error} />
+    </form>
+  );
+}

@@ -1,0 +1,32 @@
+import type { Role } from './api.ts';
+
+export interface Section {
+  /** The hash path: `#/<path>`. */
+  path: string;
+  label: string;
+  /** The API route the section lists (GET, `{items}` or an object); absent for a page of its own. */
+  api?: string;
+  /** The least role that may open it; the navigation hides it from others. */
+  role?: Role;
+  blurb: string;
+}
+
+/** The Console's sections, in navigation order. */
+export const SECTIONS: Section[] = [
+  { path: 'teams', label: 'Teams', api: '/teams', blurb: 'Teams of agents made from a template, with their state, home and budget.' },
+  { path: 'runs', label: 'Runs', api: '/runs', blurb: 'Work the teams are doing and have done, newest first.' },
+  { path: 'agents', label: 'Agents', api: '/agents', blurb: 'Agent definitions and their versions.' },
+  { path: 'team-templates', label: 'Team templates', api: '/team-templates', blurb: 'Templates that teams are created from.' },
+  { path: 'destinations', label: 'Egress destinations', api: '/destinations', blurb: 'Hosts that agents may reach, and the credentials they are given.' },
+  { path: 'environments', label: 'Environments', api: '/environments', blurb: 'Sandbox environments that agents run in.' },
+  { path: 'skills', label: 'Skills', api: '/skills', blurb: 'The platform skill catalogue.' },
+  { path: 'integrations', label: 'Integrations', api: '/integrations', blurb: 'Chat, code host and issue trackers, and their status.' },
+  { path: 'mcp-servers', label: 'MCP servers', api: '/mcp-servers', blurb: 'Platform MCP servers first, then each team\u2019s.' },
+  { path: 'secrets', label: 'Secrets', api: '/secrets', blurb: 'Secret references; values are written once and never shown.' },
+  { path: 'users', label: 'Users', role: 'admin', blurb: 'People who may use the Console.' },
+  { path: 'spend', label: 'Spend', api: '/spend', blurb: 'Model spend of the active teams per UTC day.' },
+  { path: 'account', label: 'Account', blurb: 'Your account, your API tokens and onboarding an agent.' },
+];
+
+const RANK: Record<Role, number> = { viewer: 1, operator: 2, admin: 3 };
+export const mayOpen = (role: Role, s: Section) => !s.role || RANK[role] >= RANK[s.role];
