@@ -16,6 +16,14 @@ export interface OpenDatabase {
 
 export class DatabaseLockedError extends Error {}
 
+const embedded = new WeakSet<Db>();
+/**
+ * Whether a handle is the embedded database. PGlite belongs to one process (the lock file
+ * below sees to it), so code may keep state in memory that on PostgreSQL must live in the
+ * database, where other processes share it.
+ */
+export const isEmbedded = (db: Db): boolean => embedded.has(db);
+
 const INT8 = 20;
 const NUMERIC = 1700;
 const TIMESTAMPTZ = 1184;
@@ -74,6 +82,7 @@ async function openPGlite(dataDir: string, loadDataDir?: Blob | File): Promise<O
       parsers,
     });
     const db = new Kysely<Database>({ dialect: new PGliteDialect(pgl) });
+    embedded.add(db);
     return {
       db,
       kind: 'pglite',
