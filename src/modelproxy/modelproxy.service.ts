@@ -3,21 +3,9 @@ import { recordAudit, type Actor } from '../audit/audit.ts';
 import { hashToken } from '../auth/credentials.ts';
 import type { Db } from '../db/database.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
+import { durationToInterval, utcDay } from './durations.ts';
 import { proxyErrors } from './errors.ts';
 import * as store from './modelproxy.store.ts';
-
-/** `30s`, `30m`, `24h`, `30d`, `1mo` (LiteLLM's budget_duration spelling) to a PostgreSQL interval. */
-export function durationToInterval(duration: string): string | null {
-  const m = /^(\d{1,4})(s|m|h|d|mo)$/.exec(duration);
-  if (!m || Number(m[1]) === 0) return null;
-  const unit = { s: 'seconds', m: 'minutes', h: 'hours', d: 'days', mo: 'months' }[m[2] as 's' | 'm' | 'h' | 'd' | 'mo'];
-  return `${Number(m[1])} ${unit}`;
-}
-
-/** The UTC day `offset` days from today, as YYYY-MM-DD. */
-export function utcDay(offset = 0, now = Date.now()): string {
-  return new Date(now + offset * 86_400_000).toISOString().slice(0, 10);
-}
 
 export interface KeyLimits {
   models?: string[];
@@ -80,8 +68,10 @@ function totals(s: Array<{ spend_usd: number; tokens: number; requests: number }
 }
 
 /** The admin side of the model proxy: keys, team budgets, spend. Every write is audited in its transaction. */
-export function createModelProxyService(deps: { db: Db; catalog: ModelCatalog }) {
+export function createModelProxyService(deps: { db: Db; catalog: ModelCatalog; admission?: Pick<store.Admission, 'limitsChanged'> }) {
   const { db, catalog } = deps;
+  /** After a commit that changed limits: admission that keeps them in memory rereads them before the answer goes out. */
+  const limitsChanged = (target: { keyId?: string; team?: string }) => deps.admission?.limitsChanged(target) ?? Promise.resolve();
 
   function checkLimits(l: KeyLimits): { interval?: string | null } {
     const errors: string[] = [];
@@ -129,6 +119,7 @@ export function createModelProxyService(deps: { db: Db; catalog: ModelCatalog })
         await recordAudit(trx, actor, 'modelproxy.key.create', { type: 'model_key', id: keyId }, { team: input.team, role: input.role, agent: input.agent });
         return created;
       });
+      await limitsChanged({ team: input.team });
       return { ...presentKey(row), key };
     },
 
@@ -163,6 +154,7 @@ export function createModelProxyService(deps: { db: Db; catalog: ModelCatalog })
         await recordAudit(trx, actor, 'modelproxy.key.update', { type: 'model_key', id: keyId }, { fields: Object.keys(set).filter((f) => f !== 'budget_interval') });
         return updated;
       });
+      await limitsChanged({ keyId });
       return presentKey(row);
     },
 
@@ -173,23 +165,28 @@ export function createModelProxyService(deps: { db: Db; catalog: ModelCatalog })
         await recordAudit(trx, actor, 'modelproxy.key.revoke', { type: 'model_key', id: keyId }, { team: revoked.team, role: revoked.role });
         return revoked;
       });
+      await limitsChanged({ keyId });
       return presentKey(row);
     },
 
     async revokeTeamKeys(actor: Actor, team: string) {
-      return db.transaction().execute(async (trx) => {
+      const result = await db.transaction().execute(async (trx) => {
         const ids = await store.revokeTeamKeys(trx, team);
         await recordAudit(trx, actor, 'modelproxy.team.revoke_keys', { type: 'team', id: team }, { keys: ids.length });
         return { team, revoked: ids.length, key_ids: ids };
       });
+      await limitsChanged({ team });
+      return result;
     },
 
     async setTeamBudget(actor: Actor, team: string, usdPerDay: number | null) {
-      return db.transaction().execute(async (trx) => {
+      const result = await db.transaction().execute(async (trx) => {
         const row = await store.setTeamBudget(trx, team, usdPerDay);
         await recordAudit(trx, actor, 'modelproxy.team.budget', { type: 'team', id: team }, { budget_usd_per_day: usdPerDay });
         return { team: row.team, budget_usd_per_day: row.budget_usd_per_day };
       });
+      await limitsChanged({ team });
+      return result;
     },
 
     /** A team's budget, what it spent today (settled) and holds reserved, and its per-UTC-day series. */

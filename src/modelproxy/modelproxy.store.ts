@@ -27,7 +27,39 @@ export async function reserve(db: Db, r: { keyHash: string; model: string; amoun
   return { outcome: o.o_outcome, keyId: o.o_key_id, team: o.o_team, role: o.o_role, agent: o.o_agent, reservation: o.o_reservation, retryAfter: o.o_retry_after };
 }
 
-type ReserveInput = Parameters<typeof reserve>[1];
+export type ReserveInput = Parameters<typeof reserve>[1];
+
+/** Settlements (and, on the embedded database, the ledger's counters) gather this long and are written together, behind the answers. */
+export const WRITE_BEHIND_MS = 10;
+
+/**
+ * How the proxy admits and settles requests: reserve before forwarding (answers at once),
+ * settle when the answer went out (queued; written behind), drain on shutdown, and
+ * `limitsChanged` after an admin changed a key's or a team's limits.
+ */
+export interface Admission {
+  reserve(r: ReserveInput): Promise<Reservation>;
+  settle(s: Settlement): void;
+  drain(): Promise<void>;
+  limitsChanged(target: { keyId?: string; team?: string }): Promise<void>;
+}
+
+/**
+ * Admission in the database, for PostgreSQL shared by several proxies: every reservation is a
+ * write on the request's path (group-committed under load), settlements are written behind,
+ * and limits hold across processes because they live in the rows.
+ */
+export function createDatabaseAdmission(db: Db, onError: (err: unknown, count: number) => void): Admission {
+  const reserver = createReserver(db);
+  const settler = createSettler(db, onError, { delayMs: WRITE_BEHIND_MS, yieldTo: reserver.idle });
+  return {
+    reserve: reserver,
+    settle: (s) => settler.push(s),
+    drain: () => settler.drain(),
+    // Limits are read in mp_reserve on every request; nothing is kept to refresh.
+    limitsChanged: async () => {},
+  };
+}
 
 /** Reserves for many requests in one statement and one commit (mp_reserve_batch); answers in input order. */
 export async function reserveBatch(db: Db, items: ReserveInput[]): Promise<Reservation[]> {

@@ -23,18 +23,16 @@ const ChatBody = Type.Object(
   { additionalProperties: true },
 );
 
-/** What the forwarder needs: the database, the aliases, and upstream credentials by secret name. */
+/** What the forwarder needs: the database, admission, the aliases, and upstream credentials by secret name. */
 export interface ForwarderDeps {
   db: Db;
+  admission: store.Admission;
   catalog: ModelCatalog;
   credential(secretName: string): Promise<string | null>;
   /** How long a reservation may stay open before a sweeper releases it. */
   reservationTtlSeconds: number;
   upstreamIdleTimeoutMs: number;
 }
-
-/** Settlements gather this long and are written together, after their answers went out. */
-const SETTLE_EVERY_MS = 10;
 
 const ADAPTERS: Record<ModelAlias['api'], Adapter> = { openai: openaiAdapter, anthropic: anthropicAdapter };
 
@@ -76,18 +74,12 @@ function reservationError(r: store.Reservation, model: string): ProxyError {
 
 /** POST /v1/chat/completions and GET /v1/models: the OpenAI-compatible front, authenticated by virtual keys. */
 export function proxyRoutes(app: App, deps: ForwarderDeps) {
-  const { db, catalog } = deps;
+  const { db, catalog, admission } = deps;
+  app.addHook('onClose', async () => admission.drain());
 
-  const reserve = store.createReserver(db);
-  const settler = store.createSettler(db, (err, count) => app.log.error({ err, count }, 'settling model requests failed'), {
-    delayMs: SETTLE_EVERY_MS,
-    yieldTo: reserve.idle,
-  });
-  app.addHook('onClose', async () => settler.drain());
-
-  /** Queues the request log line and the settlement; written after the answer went out, so off the request's path. */
+  /** Settles and queues the request log line; written after the answer went out, so off the request's path. */
   function finish(req: FastifyRequest, s: Omit<store.Settlement, 'requestId' | 'latencyMs'>, started: number) {
-    settler.push({ ...s, requestId: req.id, latencyMs: Math.round(performance.now() - started) });
+    admission.settle({ ...s, requestId: req.id, latencyMs: Math.round(performance.now() - started) });
   }
 
   app.post('/v1/chat/completions', { schema: { body: ChatBody } }, async (req, reply) => {
@@ -110,7 +102,7 @@ export function proxyRoutes(app: App, deps: ForwarderDeps) {
     const promptTokens = estimateTokens(Buffer.byteLength(draft.payload));
     const amount = dollars(alias, promptTokens, maxOut);
 
-    const r = await reserve({ keyHash: hashToken(key), model: alias.alias, amount, tokens: promptTokens, ttlSeconds: deps.reservationTtlSeconds });
+    const r = await admission.reserve({ keyHash: hashToken(key), model: alias.alias, amount, tokens: promptTokens, ttlSeconds: deps.reservationTtlSeconds });
     const who = { keyId: r.keyId, team: r.team, role: r.role, model: alias.alias };
     if (r.outcome !== 'ok') {
       const err = reservationError(r, alias.alias);

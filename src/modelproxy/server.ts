@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
-import type { Db } from '../db/database.ts';
+import { isEmbedded, type Db } from '../db/database.ts';
 import { healthRoutes } from '../http/health.ts';
 import { createServer, type App } from '../http/kernel.ts';
 import { Registry } from '../http/metrics.ts';
@@ -10,7 +10,8 @@ import { createSecretsService } from '../secrets/secrets.service.ts';
 import { adminRoutes } from './admin.routes.ts';
 import { serviceCredential } from './credential.ts';
 import { useProxyErrors } from './errors.ts';
-import { releaseExpired } from './modelproxy.store.ts';
+import { embeddedLedger } from './ledger.ts';
+import { createDatabaseAdmission, releaseExpired } from './modelproxy.store.ts';
 import { createModelProxyService } from './modelproxy.service.ts';
 import { proxyRoutes } from './proxy.routes.ts';
 
@@ -53,8 +54,19 @@ export async function buildModelProxyApp(deps: ModelProxyDeps): Promise<App> {
   const app = createServer({ logger: deps.logger, metrics, bodyLimit: Math.max(config.bodyLimit, 32 * 1024 * 1024), trustProxy: config.trustProxy, component: 'modelproxy' });
   useProxyErrors(app);
   app.removeContentTypeParser('text/plain');
-  proxyRoutes(app, { db, catalog, credential: reveal, reservationTtlSeconds: RESERVATION_TTL_SECONDS, upstreamIdleTimeoutMs: UPSTREAM_IDLE_TIMEOUT_MS });
-  adminRoutes(app, { service: createModelProxyService({ db, catalog }), credential });
+  const onWriteError = (err: unknown, count: number) => app.log.error({ err, count }, 'writing model request settlements failed');
+  // The embedded database has one process by construction: admit from memory there. On
+  // PostgreSQL other proxies may share the rows, so admission stays in the database.
+  let admission;
+  if (isEmbedded(db)) {
+    const ledger = embeddedLedger(db, onWriteError);
+    await ledger.ready;
+    admission = ledger;
+  } else {
+    admission = createDatabaseAdmission(db, onWriteError);
+  }
+  proxyRoutes(app, { db, admission, catalog, credential: reveal, reservationTtlSeconds: RESERVATION_TTL_SECONDS, upstreamIdleTimeoutMs: UPSTREAM_IDLE_TIMEOUT_MS });
+  adminRoutes(app, { service: createModelProxyService({ db, catalog, admission }), credential });
   healthRoutes(app, { db, metrics });
 
   // Reservations of a process that died mid-request are released by whichever proxy sweeps first.
