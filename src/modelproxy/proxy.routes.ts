@@ -191,16 +191,24 @@ export function proxyRoutes(app: App, deps: ForwarderDeps) {
     if (upstreamId) reply.header('x-upstream-request-id', upstreamId);
     res.setEncoding('utf8');
     let failed: string | null = null;
+    // Events go on as they arrive; what arrives in one turn of the event loop goes in one write.
+    let pending = '';
+    const flush = () => {
+      if (pending) out.write(pending);
+      pending = '';
+    };
     res.on('data', (chunk: string) => {
       const text = translator.push(chunk);
-      if (text) out.write(text);
+      if (!text) return;
+      if (!pending) setImmediate(flush);
+      pending += text;
     });
     res.on('error', () => {
       failed = 'the upstream broke off the stream';
     });
     res.on('close', () => {
-      const rest = translator.end();
-      if (rest) out.write(rest);
+      pending += translator.end();
+      flush();
       if (!res.complete && !failed) failed = abort.signal.aborted ? 'the client closed the stream' : 'the upstream broke off the stream';
       if (failed && !abort.signal.aborted) {
         out.write(`data: ${JSON.stringify(proxyErrors.upstream(502, failed, 'upstream_error').toJSON())}\n\n`);

@@ -146,6 +146,11 @@ function parseJson(text: string): any {
   }
 }
 
+/** An event that may carry usage (as an object) or an error, and so has to be parsed. */
+const MAY_HOLD_USAGE_OR_ERROR = /"usage"\s*:\s*\{|"error"\s*:/;
+/** The text of a content or tool-arguments delta, as written in the JSON (escapes counted as written: an estimate). */
+const STREAMED_TEXT = /"(?:content|arguments)"\s*:\s*"((?:[^"\\]|\\.)*)"/g;
+
 const joinUrl = (base: string, path: string) => base.replace(/\/+$/, '') + path;
 
 /** Any OpenAI-compatible upstream: the body passes through with the model renamed. */
@@ -176,6 +181,13 @@ export const openaiAdapter: Adapter = {
     const handle = (event: string): string => {
       const { data } = eventData(event);
       if (data === null || data === '[DONE]') return event + '\n\n';
+      // Most events are a token of content: passed on as they are, without parsing them. Only an
+      // event that can hold usage (an object, not the `"usage":null` of every chunk) or an
+      // error is parsed; a key inside a string value is escaped (\") and never matches.
+      if (!MAY_HOLD_USAGE_OR_ERROR.test(data)) {
+        for (const m of data.matchAll(STREAMED_TEXT)) streamedBytes += Buffer.byteLength(m[1]);
+        return event + '\n\n';
+      }
       const chunk = parseJson(data);
       if (chunk?.error) error = String(chunk.error.message ?? 'the upstream failed mid-stream').slice(0, 500);
       if (chunk?.usage && typeof chunk.usage === 'object') {
