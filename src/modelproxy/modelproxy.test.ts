@@ -158,6 +158,25 @@ describe('model proxy', () => {
     }
   });
 
+  test('a stream without usage is charged the prompt estimate and what was streamed', async () => {
+    fake.options.omitUsage = true;
+    try {
+      const k = await mint();
+      const res = await chat(k.key, { ...hello, stream: true });
+      assert.equal(res.status, 200);
+      const text = await res.text();
+      assert.match(text, /"content":" word4"/);
+      const [row] = await settled(k.team, 1);
+      assert.equal(row.status, 200);
+      // 'word0 word1 word2 word3 word4' is 29 bytes: 10 tokens at 3 bytes a token.
+      assert.equal(row.tokens_out, 10);
+      assert.ok(row.tokens_in > 10, `the prompt estimate is charged (${row.tokens_in})`);
+      assert.ok(Math.abs(Number(row.cost_usd) - cost(row.tokens_in, row.tokens_out)) < 1e-9);
+    } finally {
+      fake.options.omitUsage = false;
+    }
+  });
+
   test('rejects missing, unknown and revoked keys, unknown and forbidden models, in the OpenAI error format', async () => {
     let res = await chat(null, hello);
     assert.equal(res.status, 401);

@@ -173,7 +173,7 @@ export const openaiAdapter: Adapter = {
     const usage = u && typeof u === 'object' ? { tokensIn: Number(u.prompt_tokens) || 0, tokensOut: Number(u.completion_tokens) || 0, reported: true } : null;
     return { body: raw, usage };
   },
-  stream({ clientWantsUsage }) {
+  stream({ clientWantsUsage, promptTokens }) {
     const sse = new SseSplitter();
     let usage: Usage | null = null;
     let streamedBytes = 0;
@@ -212,7 +212,8 @@ export const openaiAdapter: Adapter = {
         const rest = sse.rest();
         return rest.trim() ? handle(rest) : '';
       },
-      usage: () => usage ?? (streamedBytes ? { tokensIn: 0, tokensOut: estimateTokens(streamedBytes), reported: false } : null),
+      // No usage reported: the prompt estimate and what was streamed, so a silent upstream still pays for its prompt.
+      usage: () => usage ?? { tokensIn: promptTokens, tokensOut: estimateTokens(streamedBytes), reported: false },
       error: () => error,
     };
   },
