@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 export interface BenchReport {
@@ -21,7 +21,20 @@ export interface LoadResult {
  * (ms). The load generator runs in a child process, as wrk would: sharing the measured
  * server's event loop would charge the generator's own work to the server.
  */
-export async function load(opts: { url: string; method?: string; headers?: Record<string, string>; body?: string; seconds?: number; connections?: number }): Promise<LoadResult> {
+export interface LoadOptions {
+  url: string;
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  seconds?: number;
+  connections?: number;
+  /** autocannon (the default) for throughput; `timed` to time each request to the microsecond. */
+  engine?: 'autocannon' | 'timed';
+  /** `timed` only: spread the connections' starts over this many ms (see load-worker.ts). */
+  spreadMs?: number;
+}
+
+export async function load(opts: LoadOptions): Promise<LoadResult> {
   const worker = fileURLToPath(new URL('./load-worker.ts', import.meta.url));
   const child = spawn(process.execPath, [worker, JSON.stringify(opts)], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
@@ -34,3 +47,26 @@ export async function load(opts: { url: string; method?: string; headers?: Recor
 
 export const fmt = (r: LoadResult) =>
   `${r.rps.toFixed(0)} req/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms${r.errors || r.non2xx ? `, ${r.errors} errors, ${r.non2xx} non-2xx` : ''}`;
+
+/** A process of its own from `file` (relative to bench/) that sends its URL first; `set` sends it options over IPC. */
+export async function serviceProcess<T>(file: string, arg: unknown): Promise<{ url: string; set(options: Partial<T>): Promise<void>; close(): Promise<void> }> {
+  const child = fork(fileURLToPath(new URL(file, import.meta.url)), [JSON.stringify(arg)], { execPath: process.execPath, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const next = () =>
+    new Promise<unknown>((resolve, reject) => {
+      child.once('message', resolve);
+      child.once('exit', (code) => reject(new Error(`${file} exited with ${code}`)));
+    });
+  const url = String(await next());
+  return {
+    url,
+    async set(options) {
+      child.send(options);
+      await next();
+    },
+    async close() {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.disconnect();
+      await exited;
+    },
+  };
+}
