@@ -55,10 +55,11 @@ export function createChatInvitesService(deps: { db: Db; streams: ChatStreamsSer
     return invitedAs as ChatRole;
   };
 
-  const expiry = (minutes: number | null) => {
+  /** An invite's expiry, counted from `now` (the same moment the invite is stamped with). */
+  const expiry = (minutes: number | null, now: Date) => {
     if (minutes === null) return null;
     if (minutes < 1) throw chatErrors.bad('Invalid invite_expires_in_minutes');
-    return new Date(Date.now() + minutes * 60_000);
+    return new Date(now.getTime() + minutes * 60_000);
   };
 
   async function checkStreams(caller: Caller, ids: number[]) {
@@ -90,7 +91,8 @@ export function createChatInvitesService(deps: { db: Db; streams: ChatStreamsSer
       const emails = [...new Set(v.emails.split(/[,\n]/).map((e) => (/<(.*)>/.exec(e)?.[1] ?? e).trim()))].filter(Boolean);
       if (!emails.length) throw chatErrors.bad('You must specify at least one email address.');
       await checkStreams(caller, v.streamIds);
-      const expiryDate = expiry(v.expiresInMinutes);
+      const now = new Date();
+      const expiryDate = expiry(v.expiresInMinutes, now);
 
       const invalid = emails.filter((e) => !validEmail(e));
       if (invalid.length) {
@@ -122,7 +124,7 @@ export function createChatInvitesService(deps: { db: Db; streams: ChatStreamsSer
               invited_as: inviteAs,
               notify_referrer_on_join: v.notifyReferrerOnJoin,
               stream_ids: JSON.stringify(v.streamIds),
-              invited_at: new Date(),
+              invited_at: now,
               expiry_date: expiryDate,
             })
             .returning('id')
@@ -145,12 +147,13 @@ export function createChatInvitesService(deps: { db: Db; streams: ChatStreamsSer
       const inviteAs = checkInviteAs(v.inviteAs);
       checkRole(caller, inviteAs, [100, 200, 300].includes(inviteAs));
       await checkStreams(caller, v.streamIds);
-      const expiryDate = expiry(v.expiresInMinutes);
+      const now = new Date();
+      const expiryDate = expiry(v.expiresInMinutes, now);
       const key = crypto.randomBytes(18).toString('base64url').toLowerCase().replace(/[^a-z0-9]/g, 'x');
       await db.transaction().execute(async (trx) => {
         const row = await trx
           .insertInto('chat_multiuse_invites')
-          .values({ realm_id: caller.realm.id, referred_by: caller.user.id, invited_as: inviteAs, stream_ids: JSON.stringify(v.streamIds), invited_at: new Date(), expiry_date: expiryDate, confirmation_key: key })
+          .values({ realm_id: caller.realm.id, referred_by: caller.user.id, invited_as: inviteAs, stream_ids: JSON.stringify(v.streamIds), invited_at: now, expiry_date: expiryDate, confirmation_key: key })
           .returning('id')
           .executeTakeFirstOrThrow();
         await recordAudit(trx, chatActor(caller), 'chat.invite_link.create', { type: 'chat_multiuse_invite', id: row.id }, { invited_as: inviteAs });
