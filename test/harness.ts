@@ -73,6 +73,19 @@ export async function testDb(): Promise<TestDb> {
   return { db: opened.db, close: opened.close, schema: null, url: null };
 }
 
+/**
+ * Waits, when needed, so that what follows (a few seconds at most) runs inside one clock
+ * minute, where rate-limit windows are, and not across a UTC midnight, where daily budgets
+ * and per-day series turn over.
+ */
+export async function awayFromClockEdges(): Promise<void> {
+  const now = new Date();
+  const intoMinute = now.getUTCSeconds();
+  const toMidnight = 86_400_000 - (now.getTime() % 86_400_000);
+  if (toMidnight < 20_000) await new Promise((r) => setTimeout(r, toMidnight + 1000));
+  else if (intoMinute > 45) await new Promise((r) => setTimeout(r, (61 - intoMinute) * 1000));
+}
+
 /** Captures every log line, so tests can assert what was (and was not) logged. */
 export function captureLogger(level = 'info'): { logger: Logger; lines: string[] } {
   const lines: string[] = [];
@@ -187,5 +200,6 @@ export async function testApp(opts: { config?: Record<string, string>; modelProx
  */
 export async function testModelProxy(opts: { db: Db; logger?: Logger; config?: Record<string, string>; credential?: (name: string) => Promise<string | null> }): Promise<RunningModelProxy> {
   const config = testConfig(opts.config);
-  return startModelProxy({ config, db: opts.db, logger: opts.logger ?? captureLogger().logger, port: 0, host: '127.0.0.1', credential: opts.credential });
+  // No sweeper: a test that leaves a reservation to expire must not race a timer that releases it.
+  return startModelProxy({ config, db: opts.db, logger: opts.logger ?? captureLogger().logger, port: 0, host: '127.0.0.1', credential: opts.credential, sweepEveryMs: 0 });
 }

@@ -89,4 +89,19 @@ describe('model proxy: Anthropic upstream behind the OpenAI front', () => {
     assert.ok(Math.abs(Number(last.cost_usd) - (12 * 3 + 4 * 15) / 1e6) < 1e-12);
     assert.match(last.upstream_request_id!, /^req_ant_/);
   });
+
+  test('an answer that is not JSON is a clean 502, and its reservation is released', async () => {
+    fake.rawNext(200, 'text/html', '<html><body>Bad gateway</body></html>');
+    const res = await chat({ messages: [{ role: 'user', content: 'Hi' }] });
+    assert.equal(res.status, 502);
+    assert.equal((await json(res)).error.code, 'upstream_error');
+    let key: { reserved: number } | undefined;
+    for (let i = 0; i < 100; i++) {
+      const logged = await tdb.db.selectFrom('mp_request_log').select('status').where('team', '=', team).where('status', '=', 502).execute();
+      key = await tdb.db.selectFrom('mp_keys').select('reserved').where('team', '=', team).executeTakeFirstOrThrow();
+      if (logged.length === 1 && Number(key.reserved) === 0) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.equal(Number(key!.reserved), 0);
+  });
 });

@@ -1,5 +1,5 @@
 import type { ModelAlias } from '../models/catalog.ts';
-import { eventData, SseSplitter, type Adapter, type ChatRequest, type Usage } from './upstream.ts';
+import { eventData, SseSplitter, tokenCount, type Adapter, type ChatRequest, type Usage } from './upstream.ts';
 
 /**
  * The Anthropic Messages API behind the OpenAI-compatible front: chat messages, system prompts,
@@ -119,7 +119,7 @@ export const anthropicAdapter: Adapter = {
     const calls = (m.content ?? [])
       .filter((b: Part) => b.type === 'tool_use')
       .map((b: Part) => ({ id: b.id, type: 'function', function: { name: b.name, arguments: JSON.stringify(b.input ?? {}) } }));
-    const usage: Usage | null = m.usage ? { tokensIn: Number(m.usage.input_tokens) || 0, tokensOut: Number(m.usage.output_tokens) || 0, reported: true } : null;
+    const usage: Usage | null = m.usage ? { tokensIn: tokenCount(m.usage.input_tokens), tokensOut: tokenCount(m.usage.output_tokens), reported: true } : null;
     const body = {
       id: m.id,
       object: 'chat.completion',
@@ -154,8 +154,8 @@ export const anthropicAdapter: Adapter = {
       switch (e.type) {
         case 'message_start':
           id = String(e.message?.id ?? id);
-          tokensIn = Number(e.message?.usage?.input_tokens) || 0;
-          tokensOut = Number(e.message?.usage?.output_tokens) || 0;
+          tokensIn = tokenCount(e.message?.usage?.input_tokens);
+          tokensOut = tokenCount(e.message?.usage?.output_tokens);
           reported = true;
           return chunk({ role: 'assistant', content: '' });
         case 'content_block_start':
@@ -170,7 +170,7 @@ export const anthropicAdapter: Adapter = {
           if (e.delta?.type === 'input_json_delta') return chunk({ tool_calls: [{ index: toolIndex.get(Number(e.index)) ?? 0, function: { arguments: String(e.delta.partial_json ?? '') } }] });
           return '';
         case 'message_delta':
-          if (e.usage?.output_tokens !== undefined) tokensOut = Number(e.usage.output_tokens) || 0;
+          if (e.usage?.output_tokens !== undefined) tokensOut = tokenCount(e.usage.output_tokens);
           if (e.usage?.input_tokens) tokensIn = Number(e.usage.input_tokens) || tokensIn;
           finish = FINISH[e.delta?.stop_reason] ?? 'stop';
           return '';

@@ -9,7 +9,7 @@ import { hashToken } from '../auth/credentials.ts';
 import { openDatabase } from '../db/database.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import { loadModelCatalog } from '../models/catalog.ts';
-import { captureLogger, testConfig, testDb, testModelProxy, uniq, type TestDb } from '../../test/harness.ts';
+import { awayFromClockEdges, captureLogger, testConfig, testDb, testModelProxy, uniq, type TestDb } from '../../test/harness.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../../test/fakes/openai-upstream.ts';
 import { createModelProxyClient } from './client.ts';
 import { embeddedLedger } from './ledger.ts';
@@ -22,12 +22,6 @@ const MODELS = JSON.stringify([
   { alias: 'other', model: 'gpt-other', base_url: 'http://127.0.0.1:9/v1' },
 ]);
 const json = (r: Response): Promise<any> => r.json();
-
-/** Keeps a scenario inside one clock minute, where rpm and tpm windows are. */
-async function sameMinute() {
-  const s = new Date().getUTCSeconds();
-  if (s > 45) await new Promise((r) => setTimeout(r, (61 - s) * 1000));
-}
 
 describe('the embedded admission ledger', () => {
   let tdb: TestDb;
@@ -44,7 +38,7 @@ describe('the embedded admission ledger', () => {
     const ledger = embeddedLedger(tdb.db, (err) => errors.push(err));
     await ledger.ready;
     const inDatabase = createDatabaseAdmission(tdb.db, (err) => errors.push(err));
-    await sameMinute();
+    await awayFromClockEdges();
 
     async function scenario(admission: Admission) {
       const service = createModelProxyService({ db: tdb.db, catalog, admission });
@@ -84,6 +78,14 @@ describe('the embedded admission ledger', () => {
       const t1 = await reserve(t.key, 0, 'other', 10);
       await settle(t1, 0, 10, 20); // 30 tokens this minute, over 25
       await reserve(t.key, 0, 'other', 1);
+      // A budget window of one second: spent, refused, and whole again once the window rolls over.
+      const w = await service.mintKey(actor, { team, role: 'window', agent: 'w', max_budget: 0.1, budget_duration: '1s' });
+      const w1 = await reserve(w.key, 0.05);
+      await settle(w1, 0.15, 1, 1);
+      await reserve(w.key, 0.05);
+      await new Promise((r) => setTimeout(r, 1100));
+      const w2 = await reserve(w.key, 0.05);
+      await settle(w2, 0.01, 1, 1);
       await reserve(gone.key, 0.1);
       await reserve(`sk-ch-${uniq('unknown')}`, 0.1);
       await admission.drain();
@@ -110,6 +112,39 @@ describe('the embedded admission ledger', () => {
       ['invalid_key', 'key_budget', 'model_not_allowed', 'ok', 'rpm', 'team_budget', 'tpm'],
     );
     assert.deepEqual(errors, []);
+    await ledger.close();
+  });
+
+  test('a reservation never settled is released when it expires; a line the database refuses is set aside', async () => {
+    const catalog = loadModelCatalog(testConfig({ SERVICE_MODELS: MODELS }).models);
+    const errors: Array<[unknown, number]> = [];
+    const ledger = embeddedLedger(tdb.db, (err, n) => errors.push([err, n]));
+    const service = createModelProxyService({ db: tdb.db, catalog, admission: ledger });
+    const k = await service.mintKey(systemActor('test'), { team: uniq('team'), role: 'dev', agent: 'coder', max_budget: 1 });
+    const ask = (ttlSeconds: number) => ledger.reserve({ keyHash: hashToken(k.key), model: 'fake', amount: 0.6, tokens: 1, ttlSeconds });
+    const lost = await ask(0);
+    assert.equal(lost.outcome, 'ok');
+    const held = await ask(3600);
+    assert.equal(held.outcome, 'ok');
+    assert.equal((await ask(3600)).outcome, 'key_budget', '1.2 is held');
+    assert.equal(await ledger.releaseExpired(), 1);
+    const again = await ask(3600);
+    assert.equal(again.outcome, 'ok', 'the expired 0.6 came back; the one still running keeps its own');
+
+    // A settlement with text no cleaning foresaw (the route cleans; the ledger must still not stall on it).
+    const line = (r: Reservation, error: string | null) =>
+      ledger.settle({ reservation: r.reservation, keyId: r.keyId, team: r.team, role: r.role, model: 'fake', stream: false, cost: 0.1, tokensIn: 1, tokensOut: 1, status: 200, latencyMs: 1, upstreamRequestId: null, requestId: null, error, count: true });
+    line(held, 'bad \u0000 byte');
+    line(again, null);
+    await ledger.drain();
+    const rows = await tdb.db.selectFrom('mp_request_log').select('error').where('key_id', '=', k.key_id).execute();
+    assert.deepEqual(rows, [{ error: null }], 'the good line is written, the bad one set aside');
+    const key = await tdb.db.selectFrom('mp_keys').selectAll().where('key_id', '=', k.key_id).executeTakeFirstOrThrow();
+    assert.equal(Number(key.spend_total).toFixed(9), '0.200000000', 'both are charged');
+    assert.equal(Number(key.reserved), 0);
+    assert.equal(errors.length, 1);
+    assert.equal(errors[0][1], 1);
+    await ledger.close();
   });
 
   test('a new ledger clears the reservations a process that ended left behind', async () => {
@@ -117,7 +152,8 @@ describe('the embedded admission ledger', () => {
     try {
       let opened = await openDatabase({ databaseUrl: null, dataDir: dir });
       await migrateToLatest(opened.db);
-      const service = createModelProxyService({ db: opened.db, catalog: loadModelCatalog(testConfig({ SERVICE_MODELS: MODELS }).models) });
+      // No proxy runs on this database yet: nothing keeps limits in memory to tell.
+      const service = createModelProxyService({ db: opened.db, catalog: loadModelCatalog(testConfig({ SERVICE_MODELS: MODELS }).models), admission: { limitsChanged: async () => {} } });
       const k = await service.mintKey(systemActor('test'), { team: 'left', role: 'dev', agent: 'coder', max_budget: 1 });
       // What a process that died mid-request leaves: a reservation and the amount it holds.
       await opened.db.insertInto('mp_reservations').values({ key_id: k.key_id, team: 'left', amount: 0.9, tokens: 10, rl_minute: new Date().toISOString(), expires_at: new Date(Date.now() + 3_600_000).toISOString() }).execute();
@@ -133,7 +169,7 @@ describe('the embedded admission ledger', () => {
       assert.equal((await opened.db.selectFrom('mp_reservations').selectAll().execute()).length, 0);
       const r = await ledger.reserve({ keyHash: (await opened.db.selectFrom('mp_keys').select('key_hash').where('key_id', '=', k.key_id).executeTakeFirstOrThrow()).key_hash, model: 'fake', amount: 0.5, tokens: 1, ttlSeconds: 60 });
       assert.equal(r.outcome, 'ok', 'the whole budget is there again');
-      await ledger.drain();
+      await ledger.close();
       await opened.close();
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
@@ -171,7 +207,7 @@ describe('limits an admin changes hold at once', () => {
     });
 
   test('rate limits, models, revocation and the team budget', async () => {
-    await sameMinute();
+    await awayFromClockEdges();
     const team = uniq('team');
     const k = await client.mintKey({ team, role: 'dev', agent: 'coder', rpm_limit: 1 });
     assert.equal((await chat(k.key)).status, 200);

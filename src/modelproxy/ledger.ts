@@ -42,6 +42,9 @@ interface KeyEntry {
   rpmLimit: number | null;
   tpmLimit: number | null;
   revoked: boolean;
+  /** An admin changed the limits and rereading them failed: reread before the next admission. */
+  stale: boolean;
+  refreshing: Promise<void> | null;
   // Counters, owned by the ledger.
   windowStart: number;
   windowSpend: number;
@@ -58,6 +61,7 @@ interface TeamEntry {
   /** Whether the team has a budget row; without one, nothing is checked or counted per team. */
   exists: boolean;
   budget: number | null;
+  stale: boolean;
   day: string;
   daySpend: number;
   reserved: number;
@@ -69,6 +73,8 @@ interface Open {
   amount: number;
   tokens: number;
   rlMinute: number;
+  /** A reservation never settled (its request failed in a way nothing caught) is released then. */
+  expiresAt: number;
 }
 
 interface LogLine {
@@ -106,9 +112,17 @@ export interface Ledger extends Admission {
   ready: Promise<void>;
 }
 
+/** PostgreSQL error classes for bad data (22) and broken constraints (23): retrying the same rows cannot help. */
+const isDataError = (err: unknown) => {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
+};
+
 /** Log lines and rollups kept for a retry when writing fails; beyond this they are dropped (and counted in the error). */
 const MAX_PENDING = 100_000;
 const RETRY_AFTER_FAILURE_MS = 1000;
+/** Waits between a shutdown's tries to write what is left. */
+const DRAIN_BACKOFF_MS = [0, 200, 1000];
 const MAX_LOG_LINES_PER_WRITE = 5000;
 /**
  * What changed is written this long after the first change since the last write. A write
@@ -123,19 +137,23 @@ const secondsUntil = (at: number, now: number) => Math.max(1, Math.ceil((at - no
 const nextUtcMidnight = (now: number) => Date.parse(`${utcDay(1, now)}T00:00:00.000Z`);
 const iso = (ms: number) => new Date(ms).toISOString();
 
-const ledgers = new WeakMap<Db, Ledger>();
+const ledgers = new WeakMap<Db, Ledger & { users: number }>();
 
-/** The ledger of an embedded database handle: one per handle, shared by every proxy on it. */
+/**
+ * The ledger of an embedded database handle: one per handle, shared by every proxy on it.
+ * Each caller closes it once (`close`); the last close writes what is left and stops it.
+ */
 export function embeddedLedger(db: Db, onError: (err: unknown, lost: number) => void): Ledger {
   let ledger = ledgers.get(db);
   if (!ledger) {
-    ledger = createLedger(db, onError);
+    ledger = createLedger(db, onError, () => ledgers.delete(db));
     ledgers.set(db, ledger);
   }
+  ledger.users++;
   return ledger;
 }
 
-function createLedger(db: Db, onError: (err: unknown, lost: number) => void): Ledger {
+function createLedger(db: Db, onError: (err: unknown, lost: number) => void, forget: () => void): Ledger & { users: number } {
   const byHash = new Map<string, KeyEntry>();
   const byId = new Map<string, KeyEntry>();
   const teams = new Map<string, TeamEntry>();
@@ -151,6 +169,8 @@ function createLedger(db: Db, onError: (err: unknown, lost: number) => void): Le
   let timer: NodeJS.Timeout | null = null;
   let writing: Promise<void> | null = null;
   let failedAt = 0;
+  let lostLines = 0;
+  let stopped = false;
 
   // Reservations an earlier process held died with it.
   const ready = db.transaction().execute(async (trx) => {
@@ -180,6 +200,7 @@ function createLedger(db: Db, onError: (err: unknown, lost: number) => void): Le
     if (cached) {
       // Counters are the ledger's; only the budget (and whether the row exists) comes from the database.
       cached.budget = row && row.budget_usd_per_day !== null ? nano(Number(row.budget_usd_per_day)) : null;
+      cached.stale = false;
       if (row && !cached.exists) Object.assign(cached, { exists: true, day: row.day, daySpend: nano(Number(row.day_spend)) });
       return cached;
     }
@@ -187,6 +208,7 @@ function createLedger(db: Db, onError: (err: unknown, lost: number) => void): Le
       team,
       exists: !!row,
       budget: row && row.budget_usd_per_day !== null ? nano(Number(row.budget_usd_per_day)) : null,
+      stale: false,
       day: row?.day ?? utcDay(),
       daySpend: nano(Number(row?.day_spend ?? 0)),
       reserved: 0,
@@ -211,6 +233,8 @@ function createLedger(db: Db, onError: (err: unknown, lost: number) => void): Le
       team: row.team,
       role: row.role,
       agent: row.agent,
+      stale: false,
+      refreshing: null,
       windowStart: Date.parse(row.window_started_at),
       windowSpend: nano(Number(row.window_spend)),
       spendTotal: nano(Number(row.spend_total)),
@@ -226,8 +250,33 @@ function createLedger(db: Db, onError: (err: unknown, lost: number) => void): Le
     return entry;
   }
 
+  /** Rereads a key's limits and its team's budget; counters stay the ledger's. */
+  async function reread(entries: KeyEntry[]): Promise<void> {
+    const teamNames = [...new Set(entries.map((e) => e.team))];
+    for (const team of teamNames) if (teams.get(team)?.stale) await loadTeam(team);
+    if (entries.length === 0) return;
+    const rows = await db
+      .selectFrom('mp_keys')
+      .select(limitColumns)
+      .where(
+        'key_id',
+        'in',
+        entries.map((e) => e.keyId),
+      )
+      .execute();
+    for (const row of rows) {
+      const e = byId.get(row.key_id)!;
+      applyLimits(e, row);
+      e.stale = false;
+    }
+  }
+
   function keyFor(keyHash: string): KeyEntry | Promise<KeyEntry | null> {
     const cached = byHash.get(keyHash);
+    if (cached && (cached.stale || teams.get(cached.team)?.stale)) {
+      cached.refreshing ??= reread([cached]).finally(() => (cached.refreshing = null));
+      return cached.refreshing.then(() => cached);
+    }
     if (cached) return cached;
     let pending = loading.get(keyHash);
     if (!pending) {
@@ -280,7 +329,7 @@ function createLedger(db: Db, onError: (err: unknown, lost: number) => void): Le
     }
     Object.assign(k, { windowStart, windowSpend, reserved: k.reserved + amount, rlMinute: minute, rlRequests: requests + 1, rlTokens: tokens + r.tokens, lastUsedAt: now });
     const id = nextReservation++;
-    open.set(id, { keyId: k.keyId, team: k.team, amount, tokens: r.tokens, rlMinute: minute });
+    open.set(id, { keyId: k.keyId, team: k.team, amount, tokens: r.tokens, rlMinute: minute, expiresAt: now + r.ttlSeconds * 1000 });
     markDirty(k, t);
     return { outcome: 'ok', keyId: k.keyId, team: k.team, role: k.role, agent: k.agent, reservation: id, retryAfter: null };
   }
@@ -320,6 +369,11 @@ function createLedger(db: Db, onError: (err: unknown, lost: number) => void): Le
       }
       markDirty(k, t);
     }
+    if (log.length >= MAX_PENDING) {
+      // The database has not taken a line for a long while: keep the newest.
+      log.splice(0, log.length - MAX_PENDING + 1);
+      lostLines++;
+    }
     log.push({
       seq: seq++,
       at: iso(now),
@@ -352,9 +406,10 @@ function createLedger(db: Db, onError: (err: unknown, lost: number) => void): Le
   const pending = () => dirtyKeys.size > 0 || dirtyTeams.size > 0 || log.length > 0 || rollups.size > 0;
 
   function schedule() {
-    if (timer || writing || !pending()) return;
+    if (stopped || timer || writing || !pending()) return;
     const wait = failedAt && Date.now() - failedAt < RETRY_AFTER_FAILURE_MS ? RETRY_AFTER_FAILURE_MS : WRITE_EVERY_MS;
-    timer = setTimeout(kick, wait);
+    // The servers keep the process alive, not this timer; their close writes what is left.
+    timer = setTimeout(kick, wait).unref();
   }
 
   function kick() {
@@ -363,6 +418,26 @@ function createLedger(db: Db, onError: (err: unknown, lost: number) => void): Le
       writing = null;
       schedule();
     });
+  }
+
+  /** Writes what changed since the last write: counters as they stand now, log lines and rollups gathered. */
+  const writePayload = (payload: { keys: unknown[]; teams: unknown[]; log: LogLine[]; rollup: unknown[] }) =>
+    sql`select mp_write_ledger(${JSON.stringify(payload)}::jsonb)`.execute(db);
+
+  /**
+   * Lines the database refuses as data (a line no cleaning foresaw) are found by halving and
+   * set aside, so one bad line never holds up the others; answers how many were set aside.
+   */
+  async function writeLines(lines: LogLine[]): Promise<number> {
+    try {
+      await writePayload({ keys: [], teams: [], log: lines, rollup: [] });
+      return 0;
+    } catch (err) {
+      if (!isDataError(err)) throw err;
+      if (lines.length === 1) return 1;
+      const half = Math.ceil(lines.length / 2);
+      return (await writeLines(lines.slice(0, half))) + (await writeLines(lines.slice(half)));
+    }
   }
 
   /** Writes what changed since the last write: counters as they stand now, log lines and rollups gathered. */
@@ -375,7 +450,7 @@ function createLedger(db: Db, onError: (err: unknown, lost: number) => void): Le
     if (lines === log) log = [];
     const sums = [...rollups.values()];
     rollups = new Map();
-    const payload = {
+    const counters = {
       keys: keys.map((k) => ({
         key_id: k.keyId,
         window_started_at: iso(k.windowStart),
@@ -388,11 +463,22 @@ function createLedger(db: Db, onError: (err: unknown, lost: number) => void): Le
         last_used_at: k.lastUsedAt === null ? null : iso(k.lastUsedAt),
       })),
       teams: teamRows.map((t) => ({ team: t.team, day: t.day, day_spend: usd(t.daySpend), reserved: usd(t.reserved) })),
-      log: lines,
       rollup: sums.map((r) => ({ ...r, spend_usd: usd(r.spend_usd) })),
     };
+    if (lostLines > 0) {
+      onError(new Error('the request log fell behind the database; the oldest lines were dropped'), lostLines);
+      lostLines = 0;
+    }
     try {
-      await sql`select mp_write_ledger(${JSON.stringify(payload)}::jsonb)`.execute(db);
+      try {
+        await writePayload({ ...counters, log: lines });
+      } catch (err) {
+        if (!isDataError(err) || lines.length === 0) throw err;
+        // A line the database will not take: counters and sums first, then the lines that fit.
+        await writePayload({ ...counters, log: [] });
+        const refused = await writeLines(lines);
+        if (refused > 0) onError(err, refused);
+      }
       failedAt = 0;
     } catch (err) {
       failedAt = Date.now();
@@ -410,42 +496,75 @@ function createLedger(db: Db, onError: (err: unknown, lost: number) => void): Le
     }
   }
 
-  return {
+  /** Writes everything that changed now, and waits until it is written; a failing database gets a few tries. */
+  async function drain() {
+    for (const wait of DRAIN_BACKOFF_MS) {
+      if (writing) await writing;
+      if (timer) {
+        clearTimeout(timer);
+        timer = null;
+      }
+      if (!pending()) return;
+      if (wait) await new Promise((r) => setTimeout(r, wait));
+      if (writing) await writing;
+      failedAt = 0;
+      kick();
+      await writing;
+    }
+  }
+
+  const ledger = {
     ready,
+    users: 0,
     reserve(r: ReserveInput): Promise<Reservation> {
       const k = keyFor(r.keyHash);
       return k instanceof Promise ? k.then((entry) => admit(entry, r)) : Promise.resolve(admit(k, r));
     },
     settle,
+    /**
+     * After an admin's commit: the limits of the keys (and the team budget) it touched are
+     * reread before the admin's answer goes out. Should the reread fail, they stay marked and
+     * are reread before their next admission; this never throws (the change is committed).
+     */
     async limitsChanged(target: { keyId?: string; team?: string }) {
-      await Promise.all(loading.values());
-      if (target.team !== undefined) {
-        if (teams.has(target.team)) await loadTeam(target.team);
-      }
-      const entries = [...byId.values()].filter((e) => e.keyId === target.keyId || (target.team !== undefined && e.team === target.team));
-      if (entries.length === 0) return;
-      const rows = await db
-        .selectFrom('mp_keys')
-        .select(limitColumns)
-        .where(
-          'key_id',
-          'in',
-          entries.map((e) => e.keyId),
-        )
-        .execute();
-      for (const row of rows) applyLimits(byId.get(row.key_id)!, row);
+      const affected = () => [...byId.values()].filter((e) => e.keyId === target.keyId || (target.team !== undefined && e.team === target.team));
+      const mark = () => {
+        for (const e of affected()) e.stale = true;
+        const t = target.team !== undefined ? teams.get(target.team) : undefined;
+        if (t) t.stale = true;
+      };
+      mark();
+      // Keys being loaded now may have read the rows before the commit.
+      await Promise.allSettled(loading.values());
+      mark();
+      await reread(affected()).catch(() => {});
     },
-    /** Writes everything that changed now, and waits until it is written (on shutdown). */
-    async drain() {
-      // A database that keeps failing gets three tries; what is still unwritten then is lost with the process.
-      for (let attempt = 0; attempt < 3; attempt++) {
-        if (writing) await writing;
-        if (timer) clearTimeout(timer);
-        if (!pending()) return;
-        failedAt = 0;
-        kick();
-        await writing;
+    /** Releases reservations whose request never settled them (the sweeper calls this). */
+    async releaseExpired() {
+      const now = Date.now();
+      let released = 0;
+      for (const [id, o] of open) {
+        if (o.expiresAt > now) continue;
+        open.delete(id);
+        const k = byId.get(o.keyId);
+        const t = teams.get(o.team);
+        if (k) k.reserved = Math.max(k.reserved - o.amount, 0);
+        if (t?.exists) t.reserved = Math.max(t.reserved - o.amount, 0);
+        if (k) markDirty(k, t);
+        released++;
       }
+      return released;
+    },
+    drain,
+    /** One user is done with the ledger: what is left is written; the last one stops it. */
+    async close() {
+      await drain();
+      if (--ledger.users > 0) return;
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      timer = null;
+      forget();
     },
   };
+  return ledger;
 }

@@ -68,10 +68,11 @@ function totals(s: Array<{ spend_usd: number; tokens: number; requests: number }
 }
 
 /** The admin side of the model proxy: keys, team budgets, spend. Every write is audited in its transaction. */
-export function createModelProxyService(deps: { db: Db; catalog: ModelCatalog; admission?: Pick<store.Admission, 'limitsChanged'> }) {
+/** `admission` is told of every change to limits: admission that keeps them in memory must hear of each (pass it always). */
+export function createModelProxyService(deps: { db: Db; catalog: ModelCatalog; admission: Pick<store.Admission, 'limitsChanged'> }) {
   const { db, catalog } = deps;
   /** After a commit that changed limits: admission that keeps them in memory rereads them before the answer goes out. */
-  const limitsChanged = (target: { keyId?: string; team?: string }) => deps.admission?.limitsChanged(target) ?? Promise.resolve();
+  const limitsChanged = (target: { keyId?: string; team?: string }) => deps.admission.limitsChanged(target);
 
   function checkLimits(l: KeyLimits): { interval?: string | null } {
     const errors: string[] = [];

@@ -41,7 +41,11 @@ export interface Admission {
   reserve(r: ReserveInput): Promise<Reservation>;
   settle(s: Settlement): void;
   drain(): Promise<void>;
+  /** Drains; the caller is done with it. */
+  close(): Promise<void>;
   limitsChanged(target: { keyId?: string; team?: string }): Promise<void>;
+  /** Releases reservations that outlived their time (their request never settled them); answers how many. */
+  releaseExpired(): Promise<number>;
 }
 
 /**
@@ -56,8 +60,11 @@ export function createDatabaseAdmission(db: Db, onError: (err: unknown, count: n
     reserve: reserver,
     settle: (s) => settler.push(s),
     drain: () => settler.drain(),
+    close: () => settler.drain(),
     // Limits are read in mp_reserve on every request; nothing is kept to refresh.
     limitsChanged: async () => {},
+    // Reservations of any process sharing the database, this one's included.
+    releaseExpired: () => releaseExpired(db),
   };
 }
 

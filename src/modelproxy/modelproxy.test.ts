@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { systemActor } from '../audit/audit.ts';
 import { loadCipher } from '../secrets/cipher.ts';
 import { createSecretsService } from '../secrets/secrets.service.ts';
-import { captureLogger, testConfig, testDb, testModelProxy, uniq, type TestDb } from '../../test/harness.ts';
+import { awayFromClockEdges, captureLogger, testConfig, testDb, testModelProxy, uniq, type TestDb } from '../../test/harness.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../../test/fakes/openai-upstream.ts';
 import { createModelProxyClient, ModelProxyFailedError, ModelProxyUnavailableError, type ModelProxyClient } from './client.ts';
 import { serviceCredential } from './credential.ts';
@@ -15,12 +15,12 @@ const UPSTREAM_KEY = 'sk-upstream-secret-0123456789';
 const PRICE_IN = 1000;
 const PRICE_OUT = 2000;
 
-function models(fake: FakeOpenAI, deadPort: number) {
+function models(fake: FakeOpenAI) {
   return JSON.stringify([
     { alias: 'fake', model: 'gpt-fake-1', api: 'openai', base_url: fake.baseUrl, api_key_secret: 'models/fake', input_usd_per_mtok: PRICE_IN, output_usd_per_mtok: PRICE_OUT, max_output_tokens: 50 },
     { alias: 'other', model: 'gpt-fake-2', api: 'openai', base_url: fake.baseUrl, api_key_secret: 'models/fake', input_usd_per_mtok: 0, output_usd_per_mtok: 0 },
     { alias: 'nokey', model: 'gpt-fake-3', api: 'openai', base_url: fake.baseUrl, api_key_secret: 'models/unset' },
-    { alias: 'dead', model: 'gpt-dead', api: 'openai', base_url: `http://127.0.0.1:${deadPort}/v1`, api_key_secret: null },
+    { alias: 'dead', model: 'gpt-dead', api: 'openai', base_url: 'http://127.0.0.1:9/v1', api_key_secret: null },
   ]);
 }
 
@@ -40,11 +40,8 @@ describe('model proxy', () => {
   before(async () => {
     tdb = await testDb();
     fake = await startFakeOpenAI({ apiKey: UPSTREAM_KEY });
-    // A port nothing listens on: a closed server's.
-    const dead = await startFakeOpenAI();
-    const deadPort = Number(new URL(dead.url).port);
-    await dead.close();
-    overrides = { SERVICE_MODELS: models(fake, deadPort) };
+    // 'dead' points at port 9 (discard), where nothing listens: a closed ephemeral port could be taken again.
+    overrides = { SERVICE_MODELS: models(fake) };
     const config = testConfig(overrides);
     const secrets = createSecretsService({ db: tdb.db, cipher: loadCipher(config) });
     await secrets.put(systemActor('test'), 'models/fake', UPSTREAM_KEY);
@@ -80,6 +77,7 @@ describe('model proxy', () => {
   }
 
   test('forwards a completion with the upstream credential, and charges the usage the upstream reports', async () => {
+    await awayFromClockEdges();
     const k = await mint();
     assert.match(k.key, /^sk-ch-/);
     const res = await chat(k.key, hello);
@@ -158,6 +156,26 @@ describe('model proxy', () => {
     }
   });
 
+  test('what an upstream says is stored cleaned: a NUL, a cut emoji and odd token counts hold up no settlement', async () => {
+    const k = await mint();
+    // A mid-stream error of 500 characters whose cut falls inside an emoji, with a NUL in it; the upstream key quoted.
+    fake.failNext({ status: 200, dropAfterChunks: 1, streamError: `bad\u0000 ${UPSTREAM_KEY} ${'x'.repeat(480)}\u{1F600}tail` });
+    let res = await chat(k.key, { ...hello, stream: true });
+    const text = await res.text();
+    assert.ok(!text.includes(UPSTREAM_KEY), 'the upstream key is not passed on');
+    assert.match(text, /\[redacted\]/);
+    fake.failNext({ status: 200, usage: { prompt_tokens: 1.5, completion_tokens: -5, total_tokens: 'many' } });
+    res = await chat(k.key, hello);
+    assert.equal(res.status, 200);
+    await res.text();
+    assert.equal((await chat(k.key, hello)).status, 200);
+    const rows = await settled(k.team, 3);
+    assert.equal(rows[0].status, 502);
+    assert.ok(!rows[0].error!.includes('\u0000') && !rows[0].error!.includes(UPSTREAM_KEY));
+    assert.deepEqual([rows[1].tokens_in, rows[1].tokens_out], [2, 0]);
+    assert.ok(rows[2].tokens_out > 0);
+  });
+
   test('a stream without usage is charged the prompt estimate and what was streamed', async () => {
     fake.options.omitUsage = true;
     try {
@@ -214,6 +232,7 @@ describe('model proxy', () => {
   });
 
   test('rpm and tpm limits answer 429 with Retry-After', async () => {
+    await awayFromClockEdges();
     const k = await mint({ rpm_limit: 2 });
     assert.equal((await chat(k.key, hello)).status, 200);
     assert.equal((await chat(k.key, hello)).status, 200);
@@ -269,6 +288,7 @@ describe('model proxy', () => {
   });
 
   test('the team daily budget caps every key of the team', async () => {
+    await awayFromClockEdges();
     const team = uniq('team');
     await client.setTeamBudget(team, 0.05);
     const a = await mint({}, team);

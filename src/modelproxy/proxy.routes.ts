@@ -8,7 +8,7 @@ import type { ModelAlias, ModelCatalog } from '../models/catalog.ts';
 import { anthropicAdapter } from './anthropic.ts';
 import { ProxyError, proxyErrors } from './errors.ts';
 import * as store from './modelproxy.store.ts';
-import { estimateTokens, post, readBody, upstreamError, UpstreamNetworkError, openaiAdapter, type Adapter, type ChatRequest, type Usage } from './upstream.ts';
+import { estimateTokens, post, readBody, storableText, tokenCount, upstreamError, UpstreamNetworkError, openaiAdapter, type Adapter, type ChatRequest, type Usage } from './upstream.ts';
 
 const ChatBody = Type.Object(
   {
@@ -75,11 +75,23 @@ function reservationError(r: store.Reservation, model: string): ProxyError {
 /** POST /v1/chat/completions and GET /v1/models: the OpenAI-compatible front, authenticated by virtual keys. */
 export function proxyRoutes(app: App, deps: ForwarderDeps) {
   const { db, catalog, admission } = deps;
-  app.addHook('onClose', async () => admission.drain());
+  app.addHook('onClose', async () => admission.close());
 
   /** Settles and queues the request log line; written after the answer went out, so off the request's path. */
   function finish(req: FastifyRequest, s: Omit<store.Settlement, 'requestId' | 'latencyMs'>, started: number) {
-    admission.settle({ ...s, requestId: req.id, latencyMs: Math.round(performance.now() - started) });
+    // What an upstream said is stored only in a shape the database takes: one bad line must not hold up the others.
+    const tokensIn = tokenCount(s.tokensIn);
+    const tokensOut = tokenCount(s.tokensOut);
+    admission.settle({
+      ...s,
+      tokensIn,
+      tokensOut,
+      cost: Number.isFinite(s.cost) && s.cost > 0 ? s.cost : 0,
+      error: s.error === null ? null : storableText(s.error),
+      upstreamRequestId: s.upstreamRequestId === null ? null : storableText(s.upstreamRequestId, 200),
+      requestId: req.id,
+      latencyMs: Math.round(performance.now() - started),
+    });
   }
 
   app.post('/v1/chat/completions', { schema: { body: ChatBody } }, async (req, reply) => {
@@ -109,7 +121,11 @@ export function proxyRoutes(app: App, deps: ForwarderDeps) {
       finish(req, { ...base, ...who, status: err.status, error: err.code }, started);
       return sendError(reply, err);
     }
-    const settleWith = (status: number, usage: Usage | null, upstreamRequestId: string | null, error: string | null) =>
+    let settled = false;
+    /** Settles once: the first outcome of a request is the one charged and logged. */
+    const settleWith = (status: number, usage: Usage | null, upstreamRequestId: string | null, error: string | null) => {
+      if (settled) return;
+      settled = true;
       finish(
         req,
         {
@@ -126,100 +142,116 @@ export function proxyRoutes(app: App, deps: ForwarderDeps) {
         },
         started,
       );
-
-    let credential: string | null = null;
-    if (alias.api_key_secret) {
-      try {
-        credential = await deps.credential(alias.api_key_secret);
-      } catch (err) {
-        req.log.error({ err, alias: alias.alias }, 'reading the upstream credential failed');
-      }
-      if (!credential) {
-        const err = proxyErrors.unavailable(`the upstream credential for "${alias.alias}" is not set: an admin must set the secret ${alias.api_key_secret}`, 'upstream_credential_missing');
-        settleWith(err.status, null, null, err.code);
-        return sendError(reply, err);
-      }
-    }
-
-    const upstreamReq = credential ? { ...draft, headers: adapter.withCredential(draft.headers, credential) } : draft;
-    const abort = new AbortController();
-    const onClientGone = () => {
-      if (!reply.raw.writableFinished) abort.abort();
     };
-    reply.raw.on('close', onClientGone);
 
-    let res;
+    // Whatever fails after the reservation, the reservation is released and the request logged.
     try {
-      res = await post(upstreamReq.url, upstreamReq.headers, upstreamReq.payload, { signal: abort.signal, idleTimeoutMs: deps.upstreamIdleTimeoutMs });
-    } catch (err) {
-      const e =
-        err instanceof UpstreamNetworkError
-          ? proxyErrors.upstream(err.timedOut ? 504 : 502, err.message, err.timedOut ? 'upstream_timeout' : 'upstream_unreachable')
-          : proxyErrors.upstream(499, 'the client closed the request', 'client_closed');
-      settleWith(e.status, null, null, e.code);
-      return sendError(reply, e);
-    }
-    const upstreamId = (res.headers[adapter.requestIdHeader] as string | undefined)?.slice(0, 200) ?? null;
-    const status = res.statusCode ?? 502;
+      let credential: string | null = null;
+      if (alias.api_key_secret) {
+        try {
+          credential = await deps.credential(alias.api_key_secret);
+        } catch (err) {
+          req.log.error({ err, alias: alias.alias }, 'reading the upstream credential failed');
+        }
+        if (!credential) {
+          const err = proxyErrors.unavailable(`the upstream credential for "${alias.alias}" is not set: an admin must set the secret ${alias.api_key_secret}`, 'upstream_credential_missing');
+          settleWith(err.status, null, null, err.code);
+          return sendError(reply, err);
+        }
+      }
 
-    if (status < 200 || status >= 300) {
-      const raw = await readBody(res, 1024 * 1024).catch(() => Buffer.alloc(0));
-      const e = upstreamError(status, adapter.errorMessage(raw), alias, credential, res.headers['retry-after'] as string | undefined);
-      settleWith(e.status, null, upstreamId, `upstream ${status}`);
-      return sendError(reply, e);
-    }
+      const upstreamReq = credential ? { ...draft, headers: adapter.withCredential(draft.headers, credential) } : draft;
+      const abort = new AbortController();
+      const onClientGone = () => {
+        if (!reply.raw.writableFinished) abort.abort();
+      };
+      reply.raw.on('close', onClientGone);
 
-    if (!stream) {
-      let raw: Buffer;
+      let res;
       try {
-        raw = await readBody(res);
-      } catch {
-        const e = proxyErrors.upstream(502, `the upstream for "${alias.alias}" broke off its answer`, 'upstream_error');
-        settleWith(e.status, null, upstreamId, e.code);
+        res = await post(upstreamReq.url, upstreamReq.headers, upstreamReq.payload, { signal: abort.signal, idleTimeoutMs: deps.upstreamIdleTimeoutMs });
+      } catch (err) {
+        const e =
+          err instanceof UpstreamNetworkError
+            ? proxyErrors.upstream(err.timedOut ? 504 : 502, err.message, err.timedOut ? 'upstream_timeout' : 'upstream_unreachable')
+            : proxyErrors.upstream(499, 'the client closed the request', 'client_closed');
+        settleWith(e.status, null, null, e.code);
         return sendError(reply, e);
       }
-      const out = adapter.response(raw, alias);
-      // No usage reported: charge the worst case, so a silent upstream cannot spend past a budget.
-      settleWith(200, out.usage ?? { tokensIn: promptTokens, tokensOut: maxOut, reported: false }, upstreamId, null);
-      if (upstreamId) reply.header('x-upstream-request-id', upstreamId);
-      return reply.status(200).type('application/json').send(out.body);
-    }
+      const upstreamId = (res.headers[adapter.requestIdHeader] as string | undefined)?.slice(0, 200) ?? null;
+      const status = res.statusCode ?? 502;
 
-    const translator = adapter.stream({ clientWantsUsage: body.stream_options?.include_usage === true, alias, promptTokens });
-    const out = new PassThrough();
-    reply.status(200).header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-cache').header('x-accel-buffering', 'no');
-    if (upstreamId) reply.header('x-upstream-request-id', upstreamId);
-    res.setEncoding('utf8');
-    let failed: string | null = null;
-    // Events go on as they arrive; what arrives in one turn of the event loop goes in one write.
-    let pending = '';
-    const flush = () => {
-      if (pending) out.write(pending);
-      pending = '';
-    };
-    res.on('data', (chunk: string) => {
-      const text = translator.push(chunk);
-      if (!text) return;
-      if (!pending) setImmediate(flush);
-      pending += text;
-    });
-    res.on('error', () => {
-      failed = 'the upstream broke off the stream';
-    });
-    res.on('close', () => {
-      pending += translator.end();
-      flush();
-      if (!res.complete && !failed) failed = abort.signal.aborted ? 'the client closed the stream' : 'the upstream broke off the stream';
-      if (failed && !abort.signal.aborted) {
-        out.write(`data: ${JSON.stringify(proxyErrors.upstream(502, failed, 'upstream_error').toJSON())}\n\n`);
+      if (status < 200 || status >= 300) {
+        const raw = await readBody(res, 1024 * 1024).catch(() => Buffer.alloc(0));
+        const e = upstreamError(status, adapter.errorMessage(raw), alias, credential, res.headers['retry-after'] as string | undefined);
+        settleWith(e.status, null, upstreamId, `upstream ${status}`);
+        return sendError(reply, e);
       }
-      out.end();
-      const usage = translator.usage();
-      const midStreamError = translator.error();
-      const finalStatus = abort.signal.aborted ? 499 : failed || midStreamError ? 502 : 200;
-      settleWith(finalStatus, usage ?? { tokensIn: promptTokens, tokensOut: 0, reported: false }, upstreamId, failed ?? midStreamError);
-    });
-    return reply.send(out);
+
+      if (!stream) {
+        let raw: Buffer;
+        try {
+          raw = await readBody(res);
+        } catch {
+          const e = proxyErrors.upstream(502, `the upstream for "${alias.alias}" broke off its answer`, 'upstream_error');
+          settleWith(e.status, null, upstreamId, e.code);
+          return sendError(reply, e);
+        }
+        let out;
+        try {
+          out = adapter.response(raw, alias);
+        } catch {
+          const e = proxyErrors.upstream(502, `the upstream for "${alias.alias}" answered with a body that is not JSON`, 'upstream_error');
+          settleWith(e.status, null, upstreamId, e.code);
+          return sendError(reply, e);
+        }
+        // No usage reported: charge the worst case, so a silent upstream cannot spend past a budget.
+        settleWith(200, out.usage ?? { tokensIn: promptTokens, tokensOut: maxOut, reported: false }, upstreamId, null);
+        if (upstreamId) reply.header('x-upstream-request-id', upstreamId);
+        return reply.status(200).type('application/json').send(out.body);
+      }
+
+      const translator = adapter.stream({ clientWantsUsage: body.stream_options?.include_usage === true, alias, promptTokens });
+      const out = new PassThrough();
+      reply.status(200).header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-cache').header('x-accel-buffering', 'no');
+      if (upstreamId) reply.header('x-upstream-request-id', upstreamId);
+      res.setEncoding('utf8');
+      let failed: string | null = null;
+      // Events go on as they arrive; what arrives in one turn of the event loop goes in one write.
+      let pending = '';
+      const flush = () => {
+        if (pending) out.write(pending);
+        pending = '';
+      };
+      // The upstream's own events may quote the credential (as its error messages do): never pass it on.
+      const scrub = (text: string) => (credential && text.includes(credential) ? text.split(credential).join('[redacted]') : text);
+      res.on('data', (chunk: string) => {
+        const text = scrub(translator.push(chunk));
+        if (!text) return;
+        if (!pending) setImmediate(flush);
+        pending += text;
+      });
+      res.on('error', () => {
+        failed = 'the upstream broke off the stream';
+      });
+      res.on('close', () => {
+        pending += scrub(translator.end());
+        flush();
+        if (!res.complete && !failed) failed = abort.signal.aborted ? 'the client closed the stream' : 'the upstream broke off the stream';
+        if (failed && !abort.signal.aborted) {
+          out.write(`data: ${JSON.stringify(proxyErrors.upstream(502, failed, 'upstream_error').toJSON())}\n\n`);
+        }
+        out.end();
+        const usage = translator.usage();
+        const midStreamError = translator.error();
+        const finalStatus = abort.signal.aborted ? 499 : failed || midStreamError ? 502 : 200;
+        settleWith(finalStatus, usage ?? { tokensIn: promptTokens, tokensOut: 0, reported: false }, upstreamId, failed ?? (midStreamError && scrub(midStreamError)));
+      });
+      return reply.send(out);
+    } catch (err) {
+      settleWith(500, null, null, 'internal_error');
+      throw err;
+    }
   });
 
   const ModelParams = Type.Object({ model: Type.String({ maxLength: 200 }) });

@@ -11,7 +11,7 @@ import { adminRoutes } from './admin.routes.ts';
 import { serviceCredential } from './credential.ts';
 import { useProxyErrors } from './errors.ts';
 import { embeddedLedger } from './ledger.ts';
-import { createDatabaseAdmission, releaseExpired } from './modelproxy.store.ts';
+import { createDatabaseAdmission } from './modelproxy.store.ts';
 import { createModelProxyService } from './modelproxy.service.ts';
 import { proxyRoutes } from './proxy.routes.ts';
 
@@ -29,6 +29,8 @@ export interface ModelProxyDeps {
   catalog?: ModelCatalog;
   /** Reads an upstream credential by secret name; the secret store by default. */
   credential?: (secretName: string) => Promise<string | null>;
+  /** How often expired reservations are released (ms; 0: never). */
+  sweepEveryMs?: number;
 }
 
 /** The model proxy's server: the OpenAI-compatible front, the admin API, health. Not listening yet. */
@@ -70,11 +72,14 @@ export async function buildModelProxyApp(deps: ModelProxyDeps): Promise<App> {
   healthRoutes(app, { db, metrics });
 
   // Reservations of a process that died mid-request are released by whichever proxy sweeps first.
-  const sweeper = setInterval(() => {
-    releaseExpired(db).catch((err) => app.log.warn({ err }, 'releasing expired reservations failed'));
-  }, SWEEP_EVERY_MS);
-  sweeper.unref();
-  app.addHook('onClose', async () => clearInterval(sweeper));
+  const sweepEvery = deps.sweepEveryMs ?? SWEEP_EVERY_MS;
+  if (sweepEvery > 0) {
+    const sweeper = setInterval(() => {
+      admission.releaseExpired().catch((err) => app.log.warn({ err }, 'releasing expired reservations failed'));
+    }, sweepEvery);
+    sweeper.unref();
+    app.addHook('onClose', async () => clearInterval(sweeper));
+  }
   return app;
 }
 

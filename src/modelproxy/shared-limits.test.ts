@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { openDatabase, type OpenDatabase } from '../db/database.ts';
-import { TEST_DATABASE_URL, testConfig, testDb, testModelProxy, uniq, type TestDb } from '../../test/harness.ts';
+import { awayFromClockEdges, TEST_DATABASE_URL, testConfig, testDb, testModelProxy, uniq, type TestDb } from '../../test/harness.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../../test/fakes/openai-upstream.ts';
 import { createModelProxyClient, type ModelProxyClient } from './client.ts';
 import type { RunningModelProxy } from './server.ts';
@@ -47,8 +47,7 @@ describe('two model proxies on one PostgreSQL', { skip: TEST_DATABASE_URL ? fals
 
   test('an rpm limit holds across both proxies', async () => {
     // Stay inside one clock minute, where the limit's window is.
-    const second = new Date().getUTCSeconds();
-    if (second > 50) await new Promise((r) => setTimeout(r, (61 - second) * 1000));
+    await awayFromClockEdges();
     const k = await client.mintKey({ team: uniq('team'), role: 'dev', agent: 'coder', rpm_limit: 6 });
     const results = await Promise.all(Array.from({ length: 20 }, (_, i) => chat(i % 2 ? a : b, k.key)));
     assert.equal(results.filter((r) => r.status === 200).length, 6);
@@ -57,6 +56,7 @@ describe('two model proxies on one PostgreSQL', { skip: TEST_DATABASE_URL ? fals
   });
 
   test('a team budget holds across both proxies under concurrency', async () => {
+    await awayFromClockEdges();
     const team = uniq('team');
     const budget = 0.08;
     await client.setTeamBudget(team, budget);

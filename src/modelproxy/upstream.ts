@@ -135,6 +135,17 @@ export function eventData(event: string): { name: string | null; data: string | 
   return { name, data: data.length ? data.join('\n') : null };
 }
 
+/** A token count an upstream reported, as a whole number in range (anything else counts as 0). */
+export function tokenCount(x: unknown): number {
+  const n = Number(x);
+  return Number.isFinite(n) && n > 0 ? Math.min(Math.round(n), 2_000_000_000) : 0;
+}
+
+/** Text from an upstream made safe to store: no NUL, well-formed UTF-16, at most `max` characters. */
+export function storableText(text: string, max = 500): string {
+  return text.replaceAll('\u0000', '').slice(0, max).toWellFormed();
+}
+
 /** Rough token count of text: about 3 bytes a token, rounded up (errs on the high side for reservations). */
 export const estimateTokens = (bytes: number) => Math.ceil(bytes / 3);
 
@@ -170,7 +181,7 @@ export const openaiAdapter: Adapter = {
   response(raw) {
     const parsed = parseJson(raw.toString('utf8'));
     const u = parsed?.usage;
-    const usage = u && typeof u === 'object' ? { tokensIn: Number(u.prompt_tokens) || 0, tokensOut: Number(u.completion_tokens) || 0, reported: true } : null;
+    const usage = u && typeof u === 'object' ? { tokensIn: tokenCount(u.prompt_tokens), tokensOut: tokenCount(u.completion_tokens), reported: true } : null;
     return { body: raw, usage };
   },
   stream({ clientWantsUsage, promptTokens }) {
@@ -191,7 +202,7 @@ export const openaiAdapter: Adapter = {
       const chunk = parseJson(data);
       if (chunk?.error) error = String(chunk.error.message ?? 'the upstream failed mid-stream').slice(0, 500);
       if (chunk?.usage && typeof chunk.usage === 'object') {
-        usage = { tokensIn: Number(chunk.usage.prompt_tokens) || 0, tokensOut: Number(chunk.usage.completion_tokens) || 0, reported: true };
+        usage = { tokensIn: tokenCount(chunk.usage.prompt_tokens), tokensOut: tokenCount(chunk.usage.completion_tokens), reported: true };
         if (!clientWantsUsage) {
           if (Array.isArray(chunk.choices) && chunk.choices.length === 0) return '';
           delete chunk.usage;

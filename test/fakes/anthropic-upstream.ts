@@ -10,17 +10,25 @@ import type { AddressInfo } from 'node:net';
 export interface FakeAnthropic {
   url: string;
   requests: Array<{ headers: http.IncomingHttpHeaders; body: any }>;
+  /** The next answer is exactly this (as a proxy or gateway in front of the API might send). */
+  rawNext(status: number, contentType: string, body: string): void;
   close(): Promise<void>;
 }
 
 export async function startFakeAnthropic(opts: { apiKey: string }): Promise<FakeAnthropic> {
   const requests: FakeAnthropic['requests'] = [];
   let seq = 0;
+  const raw: Array<{ status: number; contentType: string; body: string }> = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
       res.setHeader('request-id', `req_ant_${++seq}`);
+      const scripted = raw.shift();
+      if (scripted) {
+        res.writeHead(scripted.status, { 'content-type': scripted.contentType });
+        return res.end(scripted.body);
+      }
       const fail = (status: number, type: string, message: string) => {
         res.writeHead(status, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ type: 'error', error: { type, message } }));
@@ -68,6 +76,7 @@ export async function startFakeAnthropic(opts: { apiKey: string }): Promise<Fake
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     requests,
+    rawNext: (status, contentType, body) => raw.push({ status, contentType, body }),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

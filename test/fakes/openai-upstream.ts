@@ -27,6 +27,10 @@ export interface ScriptedFailure {
   headers?: Record<string, string>;
   /** Stream this many chunks and then cut the connection. */
   dropAfterChunks?: number;
+  /** Stream `dropAfterChunks` chunks (0 by default), then an error event with this message (as OpenAI does mid-stream), then end. */
+  streamError?: string;
+  /** Answer normally but report this usage (what a misbehaving OpenAI-compatible server might send). */
+  usage?: Record<string, unknown>;
 }
 
 export interface FakeOpenAI {
@@ -81,7 +85,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       return error(res, 401, `Incorrect API key provided: ${String(req.headers.authorization ?? '').slice(7, 12)}****. You can find your API key at https://platform.openai.com/account/api-keys.`, 'invalid_request_error', 'invalid_api_key');
     }
     const failure = failures.shift();
-    if (failure && failure.dropAfterChunks === undefined) {
+    if (failure && failure.dropAfterChunks === undefined && failure.streamError === undefined && failure.usage === undefined) {
       res.writeHead(failure.status, { 'content-type': 'application/json', ...(failure.headers ?? {}) });
       return res.end(JSON.stringify(failure.body ?? { error: { message: 'The server had an error while processing your request.', type: 'server_error', param: null, code: null } }));
     }
@@ -93,7 +97,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     const words = Math.max(1, Math.min(options.words ?? 5, cap));
     const parts = Array.from({ length: words }, (_, i) => (i === 0 ? 'word0' : ` word${i}`));
     const completionTokens = words;
-    const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+    const usage = failure?.usage ?? { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
     const created = Math.floor(Date.now() / 1000);
     const cid = `chatcmpl-${id}`;
     const finish = words < (options.words ?? 5) ? 'length' : 'stop';
@@ -118,6 +122,10 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       res.write(`data: ${JSON.stringify({ id: cid, object: 'chat.completion.chunk', created, model: body.model, system_fingerprint: 'fp_fake', choices, ...(withUsage ? { usage: null } : {}), ...extra })}\n\n`);
     send([{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }]);
     for (let i = 0; i < parts.length; i++) {
+      if (failure?.streamError !== undefined && i >= (failure.dropAfterChunks ?? 0)) {
+        res.write(`data: ${JSON.stringify({ error: { message: failure.streamError, type: 'server_error', param: null, code: null } })}\n\n`);
+        return res.end();
+      }
       if (failure?.dropAfterChunks !== undefined && i >= failure.dropAfterChunks) {
         // Let what was written reach the client, then cut the connection mid-stream.
         await sleep(20);
