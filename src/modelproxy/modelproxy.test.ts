@@ -176,6 +176,30 @@ describe('model proxy', () => {
     assert.ok(rows[2].tokens_out > 0);
   });
 
+  test('a client that leaves mid-stream ends the upstream request, and what was streamed is charged', async () => {
+    fake.options.chunkDelayMs = 50;
+    try {
+      const k = await mint({ max_budget: 1 });
+      const res = await chat(k.key, { ...hello, stream: true });
+      const reader = res.body!.getReader();
+      await reader.read();
+      await reader.cancel();
+      const [row] = await settled(k.team, 1);
+      assert.equal(row.status, 499);
+      assert.equal(row.error, 'the client closed the stream');
+      assert.ok(row.tokens_in > 0, 'the prompt estimate is charged');
+      assert.ok(Number(row.cost_usd) > 0);
+      let key = await keyRow(k.key_id);
+      for (let i = 0; i < 50 && Number(key.reserved) !== 0; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        key = await keyRow(k.key_id);
+      }
+      assert.equal(Number(key.reserved), 0);
+    } finally {
+      fake.options.chunkDelayMs = 0;
+    }
+  });
+
   test('a stream without usage is charged the prompt estimate and what was streamed', async () => {
     fake.options.omitUsage = true;
     try {

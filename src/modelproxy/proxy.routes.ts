@@ -1,4 +1,3 @@
-import { PassThrough } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { hashToken } from '../auth/credentials.ts';
@@ -212,15 +211,31 @@ export function proxyRoutes(app: App, deps: ForwarderDeps) {
       }
 
       const translator = adapter.stream({ clientWantsUsage: body.stream_options?.include_usage === true, alias, promptTokens });
-      const out = new PassThrough();
-      reply.status(200).header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-cache').header('x-accel-buffering', 'no');
-      if (upstreamId) reply.header('x-upstream-request-id', upstreamId);
+      // The stream is written straight to the socket: events pass on as they arrive, a slow
+      // client holds the upstream back (no buffering without bound), and Fastify's onResponse
+      // hooks (metrics) still run when it ends.
+      reply.hijack();
+      const client = reply.raw;
+      client.writeHead(200, {
+        ...reply.getHeaders(),
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        'x-accel-buffering': 'no',
+        ...(upstreamId ? { 'x-upstream-request-id': upstreamId } : {}),
+      });
+      const send = (text: string) => {
+        if (client.destroyed || client.writableEnded || !text) return;
+        if (!client.write(text)) {
+          res.pause();
+          client.once('drain', () => res.resume());
+        }
+      };
       res.setEncoding('utf8');
       let failed: string | null = null;
       // Events go on as they arrive; what arrives in one turn of the event loop goes in one write.
       let pending = '';
       const flush = () => {
-        if (pending) out.write(pending);
+        send(pending);
         pending = '';
       };
       // The upstream's own events may quote the credential (as its error messages do): never pass it on.
@@ -232,22 +247,20 @@ export function proxyRoutes(app: App, deps: ForwarderDeps) {
         pending += text;
       });
       res.on('error', () => {
-        failed = 'the upstream broke off the stream';
+        failed = abort.signal.aborted ? 'the client closed the stream' : 'the upstream broke off the stream';
       });
       res.on('close', () => {
         pending += scrub(translator.end());
         flush();
         if (!res.complete && !failed) failed = abort.signal.aborted ? 'the client closed the stream' : 'the upstream broke off the stream';
-        if (failed && !abort.signal.aborted) {
-          out.write(`data: ${JSON.stringify(proxyErrors.upstream(502, failed, 'upstream_error').toJSON())}\n\n`);
-        }
-        out.end();
+        if (failed && !abort.signal.aborted) send(`data: ${JSON.stringify(proxyErrors.upstream(502, failed, 'upstream_error').toJSON())}\n\n`);
+        if (!client.destroyed && !client.writableEnded) client.end();
         const usage = translator.usage();
         const midStreamError = translator.error();
         const finalStatus = abort.signal.aborted ? 499 : failed || midStreamError ? 502 : 200;
         settleWith(finalStatus, usage ?? { tokensIn: promptTokens, tokensOut: 0, reported: false }, upstreamId, failed ?? (midStreamError && scrub(midStreamError)));
       });
-      return reply.send(out);
+      return reply;
     } catch (err) {
       settleWith(500, null, null, 'internal_error');
       throw err;
