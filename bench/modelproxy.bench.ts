@@ -12,7 +12,7 @@ import { fmt, load, serviceProcess, type BenchReport, type LoadResult } from './
 
 const UPSTREAM_DELAY_MS = 40;
 const SECONDS = 4;
-const ROUNDS = 3;
+const ROUNDS = 5;
 const CONNECTIONS = 10;
 
 export default async function modelProxyBench(): Promise<BenchReport[]> {
@@ -39,9 +39,10 @@ export default async function modelProxyBench(): Promise<BenchReport[]> {
         engine: 'timed',
         spreadMs: UPSTREAM_DELAY_MS,
       });
-    // Warm both paths (connections, JIT, the database's plans), plain and streaming.
+    // Warm both paths (connections, JIT, the database's plans), plain and streaming: the
+    // first seconds of a fresh process run slower code and would decide a round.
     for (const stream of [false, true]) {
-      await run(`${proxy.url}/v1/chat/completions`, true, stream, 1);
+      await run(`${proxy.url}/v1/chat/completions`, true, stream, 5);
       await run(`${fake.url}/v1/chat/completions`, false, stream, 1);
     }
 
