@@ -195,3 +195,27 @@ describe('a 5xx never carries internals; routes deny by default', () => {
     }
   });
 });
+
+describe('closing a server', () => {
+  test('a connection that never sent a request does not hold the close (it would for the 72 s keep-alive timeout)', async () => {
+    const net = await import('node:net');
+    const app = createServer({ logger: captureLogger().logger, component: 'test' });
+    app.get('/slow', async () => {
+      await new Promise((r) => setTimeout(r, 300));
+      return { done: true };
+    });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const port = (app.server.address() as { port: number }).port;
+    const silent = net.connect(port, '127.0.0.1');
+    await new Promise((resolve) => silent.once('connect', resolve));
+    const silentClosed = new Promise((resolve) => silent.once('close', resolve));
+    // A request in flight when the close begins still gets its answer.
+    const inFlight = fetch(`http://127.0.0.1:${port}/slow`).then((r) => r.json());
+    await new Promise((r) => setTimeout(r, 50));
+    let timer: NodeJS.Timeout | undefined;
+    const stuck = new Promise((resolve) => (timer = setTimeout(() => resolve('stuck'), 20_000)));
+    const outcome = await Promise.race([Promise.all([app.close(), silentClosed, inFlight]).then(([, , body]) => body), stuck]);
+    clearTimeout(timer);
+    assert.deepEqual(outcome, { done: true });
+  });
+});

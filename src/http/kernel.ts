@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from 'pino';
@@ -39,6 +40,27 @@ export function createServer(opts: {
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
   app.setValidatorCompiler(validatorCompiler);
+
+  // On close, requests in flight may finish and idle keep-alive connections are closed
+  // (forceCloseConnections: 'idle'), but only those idle at that moment: a connection whose
+  // request finishes later, or one that has not sent a byte yet (it counts as waiting for its
+  // request; fetch opens such connections ahead of need), would hold the close for the
+  // keep-alive timeout (72 s). So silent ones are closed, and idle ones as they become idle.
+  const sockets = new Set<Socket>();
+  app.server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  let reaper: NodeJS.Timeout | undefined;
+  app.addHook('preClose', (done) => {
+    for (const socket of sockets) if (socket.bytesRead === 0) socket.destroy();
+    reaper = setInterval(() => app.server.closeIdleConnections(), 100).unref();
+    done();
+  });
+  app.addHook('onClose', (_instance, done) => {
+    clearInterval(reaper);
+    done();
+  });
 
   const requests = opts.metrics?.counter(`${opts.component}_http_requests_total`, 'HTTP requests by method, route and status');
   const durations = opts.metrics?.histogram(`${opts.component}_http_request_duration_seconds`, 'HTTP request duration by method and route');
