@@ -196,10 +196,11 @@ function createLedger(db: Db, onError: (err: unknown, lost: number) => void, for
       .select(['budget_usd_per_day', sql<string>`day::text`.as('day'), 'day_spend'])
       .where('team', '=', team)
       .executeTakeFirst();
+    const budget = row && row.budget_usd_per_day !== null ? nano(Number(row.budget_usd_per_day)) : null;
     const cached = teams.get(team);
     if (cached) {
       // Counters are the ledger's; only the budget (and whether the row exists) comes from the database.
-      cached.budget = row && row.budget_usd_per_day !== null ? nano(Number(row.budget_usd_per_day)) : null;
+      cached.budget = budget;
       cached.stale = false;
       if (row && !cached.exists) Object.assign(cached, { exists: true, day: row.day, daySpend: nano(Number(row.day_spend)) });
       return cached;
@@ -207,7 +208,7 @@ function createLedger(db: Db, onError: (err: unknown, lost: number) => void, for
     const entry: TeamEntry = {
       team,
       exists: !!row,
-      budget: row && row.budget_usd_per_day !== null ? nano(Number(row.budget_usd_per_day)) : null,
+      budget,
       stale: false,
       day: row?.day ?? utcDay(),
       daySpend: nano(Number(row?.day_spend ?? 0)),

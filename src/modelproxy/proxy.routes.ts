@@ -86,6 +86,8 @@ export function proxyRoutes(app: App, deps: ForwarderDeps) {
       tokensIn,
       tokensOut,
       cost: Number.isFinite(s.cost) && s.cost > 0 ? s.cost : 0,
+      // A model is logged only when it is an alias; cleaned all the same, as the rest.
+      model: s.model === null ? null : storableText(s.model, 200),
       error: s.error === null ? null : storableText(s.error),
       upstreamRequestId: s.upstreamRequestId === null ? null : storableText(s.upstreamRequestId, 200),
       requestId: req.id,
