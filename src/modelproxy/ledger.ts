@@ -1,6 +1,7 @@
-import { sql } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
 import { addDuration, parseDuration, utcDay, type Duration } from './durations.ts';
+import type { MpSpendDailyTable } from './modelproxy.tables.ts';
 import { type Admission, type Reservation, type ReserveInput, type Settlement } from './modelproxy.store.ts';
 
 /**
@@ -95,17 +96,8 @@ interface LogLine {
   error: string | null;
 }
 
-interface Rollup {
-  team: string;
-  day: string;
-  role: string;
-  key_id: string;
-  /** Nano-dollars until written. */
-  spend_usd: number;
-  tokens_in: number;
-  tokens_out: number;
-  requests: number;
-}
+/** A row of mp_spend_daily to add to; spend_usd in nano-dollars until written. */
+type Rollup = Selectable<MpSpendDailyTable>;
 
 export interface Ledger extends Admission {
   /** Resolves once stale reservations of an earlier process are cleared. */
@@ -393,15 +385,20 @@ function createLedger(db: Db, onError: (err: unknown, lost: number) => void, for
       error: s.error,
     });
     if (s.count && s.keyId && s.team && s.role) {
-      const id = `${s.team}\u0000${today}\u0000${s.role}\u0000${s.keyId}`;
-      const r = rollups.get(id) ?? { team: s.team, day: today, role: s.role, key_id: s.keyId, spend_usd: 0, tokens_in: 0, tokens_out: 0, requests: 0 };
-      r.spend_usd += cost;
-      r.tokens_in += s.tokensIn;
-      r.tokens_out += s.tokensOut;
-      r.requests += 1;
-      rollups.set(id, r);
+      addToRollup({ team: s.team, day: today, role: s.role, key_id: s.keyId, spend_usd: cost, tokens_in: s.tokensIn, tokens_out: s.tokensOut, requests: 1 });
     }
     schedule();
+  }
+
+  /** Adds to the rollup row of the same team, day, role and key (or starts it). */
+  function addToRollup(add: Rollup) {
+    const id = `${add.team}\u0000${add.day}\u0000${add.role}\u0000${add.key_id}`;
+    const r = rollups.get(id);
+    if (!r) return void rollups.set(id, { ...add });
+    r.spend_usd += add.spend_usd;
+    r.tokens_in += add.tokens_in;
+    r.tokens_out += add.tokens_out;
+    r.requests += add.requests;
   }
 
   const pending = () => dirtyKeys.size > 0 || dirtyTeams.size > 0 || log.length > 0 || rollups.size > 0;
@@ -488,11 +485,7 @@ function createLedger(db: Db, onError: (err: unknown, lost: number) => void, for
       for (const t of teamRows) dirtyTeams.add(t);
       const keep = Math.max(0, MAX_PENDING - log.length);
       log = [...lines.slice(0, keep), ...log];
-      for (const r of sums) {
-        const id = `${r.team}\u0000${r.day}\u0000${r.role}\u0000${r.key_id}`;
-        const later = rollups.get(id);
-        rollups.set(id, later ? { ...r, spend_usd: r.spend_usd + later.spend_usd, tokens_in: r.tokens_in + later.tokens_in, tokens_out: r.tokens_out + later.tokens_out, requests: r.requests + later.requests } : r);
-      }
+      for (const r of sums) addToRollup(r);
       onError(err, lines.length - Math.min(lines.length, keep));
     }
   }
