@@ -116,5 +116,8 @@ export interface TeamsTables {
     state: 'starting' | 'running' | 'sleeping' | 'deep_sleep' | 'destroyed';
     created_at: Timestamp;
     updated_at: Timestamp;
+    host_id: ColumnType<string | null, string | null | undefined, string | null>;
+    host_address: ColumnType<string | null, string | null | undefined, string | null>;
+    sandbox_address: ColumnType<string | null, string | null | undefined, string | null>;
   };
 }

@@ -21,6 +21,8 @@ export interface SandboxSpec {
   image: string | null;
   /** Environment variables for every exec (proxy variables, CA paths); never a secret. */
   env: Record<string, string>;
+  /** The link to set up, allocated by the host (unique among its sandboxes). */
+  network: SandboxNetwork;
 }
 
 /**
