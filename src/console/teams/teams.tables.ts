@@ -93,20 +93,6 @@ export interface TeamsTables {
     body: string;
     updated_at: Timestamp;
   };
-  runs: {
-    id: string;
-    team_id: number;
-    team_name: string;
-    surface: ColumnType<string, string | undefined, string>;
-    state: 'running' | 'waiting' | 'succeeded' | 'failed' | 'cancelled';
-    text: string;
-    failure_reason: string | null;
-    created_by: string;
-    created_at: Timestamp;
-    updated_at: Timestamp;
-    finished_at: NullableTimestamp;
-    row_version: RowVersion;
-  };
   sandboxes: {
     id: string;
     team_id: number;

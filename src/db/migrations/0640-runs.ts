@@ -51,6 +51,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('sandbox_id', 'text')
     .addColumn('conversation', 'text', (c) => c.notNull())
     .addColumn('events_seen', 'integer', (c) => c.notNull().defaultTo(0))
+    // The conversation's last event seq when the current turn began: events after it are this turn's.
+    .addColumn('turn_from', 'integer')
     .addColumn('iterations', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('cost_usd', 'double precision', (c) => c.notNull().defaultTo(0))
     .addColumn('outcome', 'jsonb')
