@@ -20,6 +20,10 @@ export interface RunRole {
   agent: string;
   model: string;
   next_role: string | null;
+  /** The team's own setting, or null to follow the agent version. */
+  max_iterations: number | null;
+  confirmation_policy: 'never_confirm' | 'confirm_risky' | null;
+  skills: string[];
   memory: { inject: boolean; max_entries: number; write_outcomes: boolean };
 }
 
@@ -31,6 +35,7 @@ export interface RunTeam {
   surface: string;
   lead: string;
   rework_rounds: number;
+  repo_url: string | null;
   roles: RunRole[];
 }
 
@@ -304,7 +309,7 @@ export function createRunsService(deps: RunsDeps) {
         if (run.surface !== 'console') throw problems.conflict(`run ${id} lives on ${run.surface}: cancel it there`);
         if (FINISHED.includes(run.state)) throw problems.conflict(`run ${id} is already ${run.state}`);
         await trx.updateTable('runs').set({ cancel_requested_at: sql`now()` }).where('id', '=', id).execute();
-        const team = (await deps.team(run.team_name)) ?? { id: run.team_id, name: run.team_name, status: 'archived', surface: 'console', lead: run.lead, rework_rounds: 0, roles: [] };
+        const team = (await deps.team(run.team_name)) ?? { id: run.team_id, name: run.team_name, status: 'archived', surface: 'console', lead: run.lead, rework_rounds: 0, repo_url: null, roles: [] };
         await finish(trx, run, team, 'cancelled', {});
         await store.appendPost(trx, id, { kind: 'canceled', role: null, text: `cancelled by ${actor.name}`, data: { by: actor.name } });
         await recordAudit(trx, actor, 'run.cancel', { type: 'run', id }, {});
@@ -446,7 +451,7 @@ export function createRunsService(deps: RunsDeps) {
       const done = await db.transaction().execute(async (trx) => {
         const run = await store.lockRun(trx, runId);
         if (!run || FINISHED.includes(run.state)) return false;
-        const team = (await deps.team(run.team_name)) ?? { id: run.team_id, name: run.team_name, status: 'archived', surface: 'console', lead: run.lead, rework_rounds: 0, roles: [] };
+        const team = (await deps.team(run.team_name)) ?? { id: run.team_id, name: run.team_name, status: 'archived', surface: 'console', lead: run.lead, rework_rounds: 0, repo_url: null, roles: [] };
         await store.appendPost(trx, runId, { kind: 'failed', role: null, text: reason });
         await finish(trx, run, team, 'failed', { failure_reason: reason, summary: reason });
         return true;
