@@ -320,6 +320,30 @@ export function createRunsService(deps: RunsDeps) {
 
     // ---- For the engine (the worker), not for routes. ----
 
+    /**
+     * Takes (or renews) the lease on driving a run: null while another worker holds an unexpired
+     * one. The generation grows with each new owner, so a stale owner can tell it was replaced.
+     */
+    async claim(runId: string, owner: string, leaseSeconds: number): Promise<number | null> {
+      const row = await db
+        .updateTable('runs')
+        .set({
+          owner,
+          owner_until: sql`now() + make_interval(secs => ${leaseSeconds})`,
+          owner_generation: sql`case when owner is distinct from ${owner} then owner_generation + 1 else owner_generation end`,
+        })
+        .where('id', '=', runId)
+        .where((eb) => eb.or([eb('owner', 'is', null), eb('owner', '=', owner), eb('owner_until', '<', sql<string>`now()`)]))
+        .returning('owner_generation')
+        .executeTakeFirst();
+      return row ? Number(row.owner_generation) : null;
+    },
+
+    /** Gives the lease up (only the owner of that generation can). */
+    async release(runId: string, owner: string, generation: number): Promise<void> {
+      await db.updateTable('runs').set({ owner: null, owner_until: null }).where('id', '=', runId).where('owner', '=', owner).where('owner_generation', '=', generation).execute();
+    },
+
     /** The run and the task the engine works on next, or null when there is nothing to do. */
     async nextWork(runId: string) {
       const run = await store.getRun(db, runId);

@@ -46,6 +46,9 @@ export interface RunsTables {
     rework_used: Defaulted<number>;
     trace_id: Defaulted<string | null>;
     cancel_requested_at: NullableTimestamp;
+    owner: Defaulted<string | null>;
+    owner_until: NullableTimestamp;
+    owner_generation: Defaulted<number>;
   };
   run_posts: {
     run_id: string;

@@ -18,6 +18,10 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('rework_used', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('trace_id', 'text')
     .addColumn('cancel_requested_at', 'timestamptz')
+    // Who drives the run now: one worker at a time, through a lease with a fencing generation.
+    .addColumn('owner', 'text')
+    .addColumn('owner_until', 'timestamptz')
+    .addColumn('owner_generation', 'integer', (c) => c.notNull().defaultTo(0))
     .execute();
   await db.schema.createIndex('runs_state_created').on('runs').columns(['state', 'created_at', 'id']).execute();
 
@@ -79,7 +83,7 @@ export async function down(db: Kysely<any>): Promise<void> {
   await db.schema.dropTable('run_tasks').execute();
   await db.schema.dropTable('run_posts').execute();
   await db.schema.dropIndex('runs_state_created').execute();
-  for (const c of ['work_item_id', 'lead', 'waiting_for', 'open_question_seq', 'delivery', 'agent_versions', 'cost_usd', 'last_seq', 'rework_used', 'trace_id', 'cancel_requested_at']) {
+  for (const c of ['work_item_id', 'lead', 'waiting_for', 'open_question_seq', 'delivery', 'agent_versions', 'cost_usd', 'last_seq', 'rework_used', 'trace_id', 'cancel_requested_at', 'owner', 'owner_until', 'owner_generation']) {
     await db.schema.alterTable('runs').dropColumn(c).execute();
   }
 }

@@ -33,9 +33,16 @@ export interface EngineDeps {
   cancelPollMs?: number;
   /** Times a turn whose runtime died is resumed before the run fails. */
   runtimeRestarts?: number;
+  /** Who this worker is, for the run's lease. */
+  owner: string;
+  /** Seconds a run's lease lasts without renewal (renewed at a third of it). */
+  leaseSeconds?: number;
 }
 
 export class RuntimeStopped extends Error {}
+
+/** Another worker drives the run now; the job is tried again later (the owner picks new work up before it lets go). */
+export class RunBusy extends Error {}
 
 /** Runs the agent runtime with one request; calls `onEvent` for each event line, in order. */
 async function runRuntime(sandbox: RoleSandbox, argv: string[], request: AgentRequest, signal: AbortSignal, onEvent: (e: AgentEvent) => Promise<void>): Promise<{ code: number; stderr: string }> {
@@ -116,40 +123,72 @@ export function createRunEngine(deps: EngineDeps) {
     throw new RuntimeStopped(`the agent runtime of ${task.role} stopped before its turn ended (exit ${result.code})${result.stderr.trim() ? `: ${result.stderr.trim().slice(-500)}` : ''}`);
   }
 
+  /** Drives the run while this worker holds its lease; the lease is renewed, and lost leases stop the work. */
+  async function drive(runId: string, jobSignal: AbortSignal): Promise<void> {
+    const lease = deps.leaseSeconds ?? 30;
+    const generation = await runs.claim(runId, deps.owner, lease);
+    if (generation === null) throw new RunBusy(`run ${runId} is driven by another worker`);
+    const lost = new AbortController();
+    const signal = AbortSignal.any([jobSignal, lost.signal]);
+    const renew = setInterval(() => {
+      void runs.claim(runId, deps.owner, lease).then(
+        (g) => g === generation || lost.abort(),
+        (err) => logger.warn({ err, run: runId }, 'could not renew the run lease'),
+      );
+    }, (lease * 1000) / 3);
+    try {
+      await steps(runId, signal);
+    } finally {
+      clearInterval(renew);
+      await runs.release(runId, deps.owner, generation);
+    }
+  }
+
   return {
-    /** Drives a run until it waits, ends, or is no longer ours (the job's perform). */
+    /**
+     * The job's perform: drives a run until it waits, ends, or is no longer ours. After letting
+     * the lease go it looks once more for work, so a task that arrived while another job found
+     * the run busy is never left waiting.
+     */
     async advance(runId: string, signal: AbortSignal): Promise<void> {
-      let restarts = 0;
-      for (;;) {
-        if (signal.aborted) return;
-        const work = await runs.nextWork(runId);
-        if (!work) return;
-        let outcome: TurnOutcome | null;
-        try {
-          outcome = await turn(work, signal);
-        } catch (err) {
-          if (signal.aborted) return;
-          if (err instanceof RuntimeStopped && restarts < (deps.runtimeRestarts ?? 2)) {
-            restarts++;
-            logger.warn({ err, run: runId, task: work.task.id }, 'agent runtime stopped; resuming the turn');
-            continue;
-          }
-          const reason = err instanceof Error ? err.message : String(err);
-          logger.error({ err, run: runId, task: work.task.id }, 'run failed outside the agents');
-          await runs.failRun(runId, `the ${work.task.role} role could not go on: ${reason}`);
-          return;
-        }
-        if (!outcome) return;
-        if (outcome.kind === 'pull_request') {
-          // Opening pull requests is the code-host integration's; until it is enabled the agent is told so.
-          await runs.requeueTask(work.task.id, { kind: 'tool_result', ok: false, output: 'no code-host integration is enabled, so no pull request can be opened; push the branch and finish naming it' });
-          continue;
-        }
-        await runs.applyOutcome(work.task.id, outcome);
-        restarts = 0;
-      }
+      do {
+        await drive(runId, signal);
+      } while (!signal.aborted && (await runs.nextWork(runId)) !== null);
     },
   };
+
+  /** Runs the run's tasks one turn after another until there is nothing to do. */
+  async function steps(runId: string, signal: AbortSignal): Promise<void> {
+    let restarts = 0;
+    for (;;) {
+      if (signal.aborted) return;
+      const work = await runs.nextWork(runId);
+      if (!work) return;
+      let outcome: TurnOutcome | null;
+      try {
+        outcome = await turn(work, signal);
+      } catch (err) {
+        if (signal.aborted) return;
+        if (err instanceof RuntimeStopped && restarts < (deps.runtimeRestarts ?? 2)) {
+          restarts++;
+          logger.warn({ err, run: runId, task: work.task.id }, 'agent runtime stopped; resuming the turn');
+          continue;
+        }
+        const reason = err instanceof Error ? err.message : String(err);
+        logger.error({ err, run: runId, task: work.task.id }, 'run failed outside the agents');
+        await runs.failRun(runId, `the ${work.task.role} role could not go on: ${reason}`);
+        return;
+      }
+      if (!outcome) return;
+      if (outcome.kind === 'pull_request') {
+        // Opening pull requests is the code-host integration's; until it is enabled the agent is told so.
+        await runs.requeueTask(work.task.id, { kind: 'tool_result', ok: false, output: 'no code-host integration is enabled, so no pull request can be opened; push the branch and finish naming it' });
+        continue;
+      }
+      await runs.applyOutcome(work.task.id, outcome);
+      restarts = 0;
+    }
+  }
 }
 
 export type RunEngine = ReturnType<typeof createRunEngine>;
