@@ -20,8 +20,8 @@ export function documentRoutes(app: App, deps: { documents: DocumentsService; sc
   const { documents, scope, label, tags } = deps;
   const path = `${deps.base}/:name/documents`;
   const rules =
-    `Name ${DOCUMENT_NAME_PATTERN}; media_type one of ${DOCUMENT_MEDIA_TYPES.join(', ')}; description at most ${DOCUMENT_LIMITS.descriptionChars} characters; ` +
-    `content UTF-8 without NUL, 1 byte to 256 KiB; an owner holds at most ${DOCUMENT_LIMITS.perOwner} documents and 384 KiB in total (422 naming the field otherwise).`;
+    `media_type one of ${DOCUMENT_MEDIA_TYPES.join(', ')} and description at most ${DOCUMENT_LIMITS.descriptionChars} characters (400 naming the field otherwise); ` +
+    `name ${DOCUMENT_NAME_PATTERN}; content UTF-8 without NUL, 1 byte to 256 KiB; an owner holds at most ${DOCUMENT_LIMITS.perOwner} documents and 384 KiB in total (422 naming the field otherwise).`;
 
   app.get(path, {
     config: { auth: { role: 'viewer' } },
