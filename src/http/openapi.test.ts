@@ -190,7 +190,7 @@ describe('OpenAPI', () => {
     }
   });
 
-  test('the declared problem answers are real: 403, 404, 409, 412, 413, 415, 422, 428', async () => {
+  test('the declared problem answers are real: 401, 403, 404, 409, 412, 413, 415, 422, 428', async () => {
     const viewer = await t.user('viewer');
     const agent = await makeAgent(t);
     const url = `/api/v1/agents/${agent.name}`;
@@ -199,6 +199,11 @@ describe('OpenAPI', () => {
       assert.match(String(res.headers['content-type']), /^application\/problem\+json/);
       assert.ok(doc.paths[path][method].responses[String(status)], `${method.toUpperCase()} ${path} declares ${status}`);
     };
+    // Even a public route answers 401 to a malformed Authorization header, with the scheme to use.
+    const unauthorized = await t.request({ method: 'POST', url: '/api/v1/session', body: { name: 'x', password: 'y' }, headers: { authorization: 'Basic eDp5' } });
+    await expect(401, '/session', 'post', unauthorized);
+    assert.match(String(unauthorized.headers['www-authenticate']), /^Bearer/);
+    assert.ok(deref(doc, doc.components.responses.Unauthorized).headers['www-authenticate']);
     await expect(403, '/agents', 'post', await t.request({ method: 'POST', url: '/api/v1/agents', token: viewer.token, body: { name: uniq('a'), version: { system_prompt: 'x' } } }));
     await expect(404, '/agents/{name}', 'get', await t.request({ method: 'GET', url: '/api/v1/agents/no-such-agent', token: t.adminToken }));
     await expect(409, '/agents', 'post', await t.request({ method: 'POST', url: '/api/v1/agents', token: t.adminToken, body: { name: agent.name, version: { system_prompt: 'x' } } }));

@@ -81,6 +81,7 @@ export function problemsOf(method: string, rule: AuthRule | undefined, schema: R
 
 const ETAG_HEADER = { type: 'string', description: 'the strong ETag of the resource, for If-Match (and If-None-Match where a route says so)' };
 const LOCATION_HEADER = { type: 'string', description: 'the path of the created resource' };
+const RETRY_AFTER_HEADER = { type: 'integer', minimum: 1, description: 'seconds to wait before trying again' };
 
 /** The success answers of a route with the headers it declares sending. */
 function withSuccessHeaders(response: Record<string, any>, schema: Record<string, any>): Record<string, any> {
@@ -197,6 +198,7 @@ export function finishDocument(doc: any): any {
   };
   const responses: Record<string, any> = { Problem: { description: 'a problem (RFC 9457)', content: PROBLEM_CONTENT } };
   for (const d of Object.values(DERIVED)) responses[d.name] = { description: d.description, content: PROBLEM_CONTENT };
+  responses.Unauthorized.headers = { 'www-authenticate': { description: 'the scheme to authenticate with: Bearer realm="crewhouse"', schema: { type: 'string' } } };
 
   const paths: Record<string, any> = {};
   for (const [path, item] of Object.entries<any>(doc.paths ?? {})) {
@@ -285,7 +287,9 @@ export async function useOpenApi(app: App, opts: { publicBaseUrl: string; versio
       if (s.headers && isIfMatchRequired(s.headers)) s.headers = { ...s.headers, required: [...(s.headers.required ?? []), 'if-match'] };
       if (s.body) s.body = s.body.content ? { ...s.body, content: mapContent(s.body.content, (x) => nameShapes(x, shapes)) } : nameShapes(s.body, shapes);
       const response = withSuccessHeaders(nameAnswers(s.response ?? {}, shapes), s);
-      for (const [status, description] of problems) response[status] = { description, content: PROBLEM_CONTENT };
+      for (const [status, description] of problems) {
+        response[status] = status === 429 ? { description, content: PROBLEM_CONTENT, headers: { 'retry-after': RETRY_AFTER_HEADER } } : { description, content: PROBLEM_CONTENT };
+      }
       response.default = { description: 'any other problem (500, 503)', content: PROBLEM_CONTENT };
       s.response = response;
       for (const key of ['problems', 'etag', 'location']) delete s[key];
