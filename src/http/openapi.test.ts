@@ -5,7 +5,7 @@ import { createConfig, lintFromString } from '@redocly/openapi-core';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { parse as parseYaml } from 'yaml';
-import { makeAgent } from '../../test/factories.ts';
+import { makeAgent, makeTemplate } from '../../test/factories.ts';
 import { testApp, uniq, type TestApp } from '../../test/harness.ts';
 import { consoleShapes } from '../console/shapes.ts';
 
@@ -279,6 +279,20 @@ describe('OpenAPI', () => {
     check('post', '/users', 201, user.body);
     const docUrl = `/api/v1/agents/${agent.name}/documents/style.md`;
     check('put', '/agents/{name}/documents/{doc}', 201, (await t.request({ method: 'PUT', url: docUrl, token: t.adminToken, body: { media_type: 'text/markdown', content: 'x' } })).body);
+    const template = await makeTemplate(t);
+    const answer = async (path: string, url: string) => check('get', path, 200, (await t.request({ method: 'GET', url: `/api/v1${url}`, token: t.adminToken })).body);
+    await answer('/team-templates/{name}', `/team-templates/${template.name}`);
+    await answer('/team-templates/{name}/versions', `/team-templates/${template.name}/versions`);
+    await answer('/environments/{name}', `/environments/${template.env}`);
+    await answer('/environments', '/environments');
+    await answer('/destinations', '/destinations');
+    await answer('/users/{id}', `/users/${user.body.id}`);
+    await answer('/users', '/users');
+    await answer('/me', '/me');
+    await answer('/tools', '/tools');
+    await answer('/models', '/models');
+    await answer('/agents/{name}/versions', `/agents/${agent.name}/versions`);
+    await answer('/agents/{name}/documents', `/agents/${agent.name}/documents`);
     // The document says times are date-times, and a time that is not one would fail the check.
     assert.equal(doc.components.schemas.AgentSummary.properties.updated_at.format, 'date-time');
     const bad = { ...(await t.request({ method: 'GET', url: `/api/v1/agents/${agent.name}`, token: t.adminToken })).body, updated_at: 'yesterday' };

@@ -191,7 +191,9 @@ export function finishDocument(doc: any): any {
     if (typeof s.title !== 'string') return s;
     const key = canonical(s);
     const before = seen.get(s.title);
-    if (before !== undefined && before !== key) throw new Error(`OpenAPI: two different schemas are named ${s.title}`);
+    if (before !== undefined && before !== key) {
+      throw new Error(`OpenAPI: two different schemas are named ${s.title} (two exports of that name, or a shape with *_at times used as a request body too)`);
+    }
     seen.set(s.title, key);
     schemas[s.title] = s;
     return { $ref: `#/components/schemas/${s.title}` };
