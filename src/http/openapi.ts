@@ -53,7 +53,8 @@ const SAFE = new Set(['GET', 'HEAD', 'OPTIONS']);
  * 400 (schema, malformed headers) and 401 (credentials, a malformed one even on public
  * routes); 403 where a role above viewer, a session, or a CSRF token on unsafe methods is
  * required; 404 with path parameters; 413, 415 and (JSON) 422 with a body; 412 and 428 with
- * If-Match (on a create-or-replace route, 428 only when replacing). The route's own `problems` add to or drop from these.
+ * If-Match (on a create-or-replace route, 428 only when replacing). The route's own
+ * `problems` add to these or drop from them.
  */
 export function problemsOf(method: string, rule: AuthRule | undefined, schema: Record<string, any>): Map<number, string> {
   const out = new Map<number, string>();
@@ -102,8 +103,11 @@ const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs']);
 const SCHEMA_LISTS = new Set(['anyOf', 'oneOf', 'allOf', 'prefixItems']);
 const SCHEMA_ONE = new Set(['items', 'additionalProperties', 'not', 'if', 'then', 'else', 'contains', 'propertyNames']);
 
-/** Applies `fn` to a schema's subschemas, bottom up, returning the changed schema. */
-function mapSchema(schema: any, fn: (s: any) => any): any {
+/**
+ * Applies `fn` to a schema and each of its subschemas, bottom up, into a new schema: `fn` gets
+ * the copy with its subschemas already mapped, and the original (whose identity may matter).
+ */
+function mapSchema(schema: any, fn: (mapped: any, original: any) => any): any {
   if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) return schema;
   const out: Record<string, any> = {};
   for (const [k, v] of Object.entries(schema)) {
@@ -112,7 +116,7 @@ function mapSchema(schema: any, fn: (s: any) => any): any {
     else if (SCHEMA_ONE.has(k)) out[k] = mapSchema(v, fn);
     else out[k] = v;
   }
-  return fn(out);
+  return fn(out, schema);
 }
 
 const canonical = (v: unknown): string =>
@@ -154,19 +158,12 @@ export function shapesOf(...modules: Array<Record<string, unknown>>): NamedShape
  * serialization keep the untouched schemas.
  */
 function nameShapes(schema: any, shapes: NamedShapes): any {
-  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) return schema;
-  const name = shapes.get(schema);
-  const out: Record<string, any> = {};
-  for (const [k, v] of Object.entries(schema)) {
-    if (SCHEMA_MAPS.has(k) && v && typeof v === 'object') out[k] = Object.fromEntries(Object.entries(v).map(([n, x]) => [n, nameShapes(x, shapes)]));
-    else if (SCHEMA_LISTS.has(k) && Array.isArray(v)) out[k] = v.map((x) => nameShapes(x, shapes));
-    else if (SCHEMA_ONE.has(k)) out[k] = nameShapes(v, shapes);
-    else out[k] = v;
-  }
-  if (name) out.title = name;
-  const item = schema.properties?.items?.items;
-  if (!name && schema.properties?.next_cursor && item && shapes.has(item)) out.title = `${shapes.get(item)}Page`;
-  return out;
+  return mapSchema(schema, (mapped, original) => {
+    const name = shapes.get(original);
+    if (name) return { ...mapped, title: name };
+    const item = original.properties?.items?.items;
+    return original.properties?.next_cursor && item && shapes.has(item) ? { ...mapped, title: `${shapes.get(item)}Page` } : mapped;
+  });
 }
 
 /** A route's answers with their named shapes titled (see `nameShapes`), in either form an answer takes. */
