@@ -236,6 +236,22 @@ describe('OpenAPI', () => {
     // Lists carry no ETag.
     assert.equal((await t.request({ method: 'GET', url: '/api/v1/agents', token: t.adminToken })).headers.etag, undefined);
     assert.deepEqual(headers('get', '/agents', '200'), []);
+    // Across resources: a GET sends an ETag exactly where the contract says it does.
+    const template = await makeTemplate(t);
+    await t.request({ method: 'PUT', url: `/api/v1/agents/${name}/documents/a.md`, token: t.adminToken, body: { media_type: 'text/markdown', content: 'a' } });
+    const reads: Array<[string, string]> = [
+      ['/team-templates/{name}', `/team-templates/${template.name}`],
+      ['/team-templates/{name}/versions/{version}', `/team-templates/${template.name}/versions/1`],
+      ['/environments/{name}', `/environments/${template.env}`],
+      ['/agents/{name}/documents/{doc}', `/agents/${name}/documents/a.md`],
+      ['/destinations/{name}', '/destinations/llm'],
+      ['/me', '/me'],
+    ];
+    for (const [path, url] of reads) {
+      const res = await t.request({ method: 'GET', url: `/api/v1${url}`, token: t.adminToken });
+      assert.equal(res.status, 200, `${url}: ${res.text.slice(0, 200)}`);
+      assert.equal(res.headers.etag !== undefined, headers('get', path, '200').includes('etag'), `GET ${path}: ETag sent and declared alike`);
+    }
   });
 
   test('shared shapes are named components, referred to and never copied inline', () => {
