@@ -43,6 +43,7 @@ import { createSkillsService } from './skills/skills.service.ts';
 import { sessionRoutes } from './session/session.routes.ts';
 import { createSessionService } from './session/session.service.ts';
 import { usersRoutes } from './users/users.routes.ts';
+import { consoleShapes } from './shapes.ts';
 import { createUsersService } from './users/users.service.ts';
 
 export const VERSION = '0.1.0';
@@ -115,7 +116,7 @@ export async function buildConsoleApp(deps: { config: Config; db: Db; logger: Lo
   // JSON only, unless a route says otherwise (the avatar takes images): anything else is a 415.
   app.removeContentTypeParser('text/plain');
   useAuth(app, db, { prefix: API_PREFIX });
-  await useOpenApi(app, { publicBaseUrl: config.publicBaseUrl, version: VERSION });
+  await useOpenApi(app, { publicBaseUrl: config.publicBaseUrl, version: VERSION, shapes: consoleShapes });
 
   await app.register(
     async (api: App) => {
@@ -134,12 +135,12 @@ export async function buildConsoleApp(deps: { config: Config; db: Db; logger: Lo
 
       api.get('/openapi.json', {
         config: { auth: { role: 'viewer' } },
-        schema: { operationId: 'getOpenApiJson', tags: ['meta'], description: 'This contract, as JSON; routes only, no data.', response: { 200: OpenApiDocument } },
+        schema: { operationId: 'getOpenApiJson', summary: 'Get this contract as JSON', tags: ['meta'], description: 'This contract, as JSON; routes only, no data.', response: { 200: OpenApiDocument } },
         handler: async () => app.swagger() as Static<typeof OpenApiDocument>,
       });
       api.get('/openapi.yaml', {
         config: { auth: { role: 'viewer' } },
-        schema: { operationId: 'getOpenApiYaml', tags: ['meta'], description: 'This contract, as YAML.', response: { 200: OpenApiYaml } },
+        schema: { operationId: 'getOpenApiYaml', summary: 'Get this contract as YAML', tags: ['meta'], description: 'This contract, as YAML.', response: { 200: OpenApiYaml } },
         handler: async (_req, reply) => reply.type('application/yaml').send(toYaml(app.swagger())),
       });
     },

@@ -43,6 +43,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
     config: { auth: { role: 'viewer' } },
     schema: {
       operationId: 'listTeams',
+      summary: 'List teams',
       tags,
       description: 'Teams by name. `state` filters by the derived state; archived teams are listed only with state=archived. `q` is a substring of the name.',
       querystring: TeamListQuery,
@@ -55,6 +56,10 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
     config: { auth: { role: 'operator' } },
     schema: {
       operationId: 'createTeam',
+      summary: 'Create a team',
+      etag: true,
+      location: true,
+      problems: { 409: 'a live team of that name exists', 502: 'the model proxy failed while minting keys or setting the budget', 503: 'the model proxy is not configured or not answering' },
       tags,
       description:
         'Creates a team from a template version and answers when it is ready (status active): one model-proxy key per role, the team budget, the creator as first member. 409 when the name is taken; 422 when the template needs a repository and repo_url is absent; 502/503 when the model proxy fails or is missing (nothing is left behind).',
@@ -70,7 +75,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
 
   app.get('/teams/:name', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getTeam', tags, description: 'The live team of the name, else the last archived one.', params: TeamParams, response: { 200: Team } },
+    schema: { operationId: 'getTeam', summary: 'Get a team', etag: true, tags, description: 'The live team of the name, else the last archived one.', params: TeamParams, response: { 200: Team } },
     handler: async (req, reply) => {
       const row = await teams.get(req.params.name);
       setEtag(reply, row.row_version);
@@ -80,7 +85,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
 
   app.patch('/teams/:name', {
     config: { auth: { role: 'operator' } },
-    schema: { operationId: 'updateTeam', tags, params: TeamParams, headers: IfMatchHeader, body: TeamPatch, response: { 200: Team } },
+    schema: { operationId: 'updateTeam', summary: 'Update a team', etag: true, problems: { 409: 'the team is being archived', 502: 'the model proxy failed to take the new budget or model', 503: 'the model proxy is not configured or not answering' }, tags, params: TeamParams, headers: IfMatchHeader, body: TeamPatch, response: { 200: Team } },
     handler: async (req, reply) => {
       const row = await teams.patch(actorOf(req), req.params.name, requireIfMatch(req), req.body);
       setEtag(reply, row.row_version);
@@ -92,6 +97,8 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
     config: { auth: { role: 'operator' } },
     schema: {
       operationId: 'archiveTeam',
+      summary: 'Archive a team',
+      problems: { 409: 'the team is still being provisioned', 502: 'the model proxy failed to revoke the keys', 503: 'the model proxy is not configured or not answering' },
       tags,
       description:
         'Archives the team and answers when done: cancels open runs, destroys its sandboxes, revokes its model-proxy keys, removes roles, links, members and documents, frees the name. Runs, spend history and team memory stay.',
@@ -109,6 +116,9 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
     config: { auth: { role: 'operator' } },
     schema: {
       operationId: 'upgradeTeam',
+      summary: 'Move a team to another template version',
+      etag: true,
+      problems: { 409: 'the team is being archived', 502: 'the model proxy failed while minting keys', 503: 'the model proxy is not configured or not answering' },
       tags,
       description: 'Moves the team to another version of its template (default: the current one). Fields set by hand (PATCH) are kept; new roles get keys, removed roles lose theirs. If-Match is the team\'s ETag.',
       params: TeamParams,
@@ -129,7 +139,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
 
   app.get('/teams/:name/links', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'listTeamLinks', tags, params: TeamParams, querystring: ListQuery, response: { 200: Page(Link) } },
+    schema: { operationId: 'listTeamLinks', summary: 'List a team\'s links', tags, params: TeamParams, querystring: ListQuery, response: { 200: Page(Link) } },
     handler: async (req) => ({ items: await links.list(req.params.name), next_cursor: null }),
   });
 
@@ -137,6 +147,8 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
     config: { auth: { role: 'operator' } },
     schema: {
       operationId: 'putTeamLink',
+      summary: 'Link a surface to a team',
+      problems: { 409: 'the surface is linked to another team' },
       tags,
       description: 'Links a surface to the team; idempotent (201 when new, 200 when it was there). A code_host link is <owner>/<repo> and is 422 while the code-host app is not installed on it.',
       params: TeamParams,
@@ -153,6 +165,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
     config: { auth: { role: 'operator' }, openapiWildcard: 'external_id' },
     schema: {
       operationId: 'deleteTeamLink',
+      summary: 'Unlink a surface from a team',
       tags,
       description: 'The external id may contain slashes.',
       params: Type.Object({ name: Type.String({ maxLength: 63 }), surface: Type.String({ maxLength: 32 }), '*': Type.String({ minLength: 1, maxLength: 300 }) }),
@@ -166,7 +179,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
 
   app.get('/teams/:name/roles/:role/egress', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getTeamRoleEgress', tags, params: RoleParams, response: { 200: EgressOverride } },
+    schema: { operationId: 'getTeamRoleEgress', summary: 'Get a team role\'s egress', etag: true, tags, params: RoleParams, response: { 200: EgressOverride } },
     handler: async (req, reply) => {
       const r = await egress.get(req.params.name, req.params.role);
       setEtag(reply, r.row_version);
@@ -178,6 +191,8 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
     config: { auth: { role: 'admin' } },
     schema: {
       operationId: 'putTeamRoleEgress',
+      summary: 'Override a team role\'s egress',
+      etag: true,
       tags,
       description: 'Replaces the agent definition\'s egress for this role. If-Match is the ETag of GET …/egress.',
       params: RoleParams,
@@ -195,7 +210,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
 
   app.delete('/teams/:name/roles/:role/egress', {
     config: { auth: { role: 'admin' } },
-    schema: { operationId: 'deleteTeamRoleEgress', tags, description: 'Removes the override; the agent definition\'s egress applies. If-Match is the ETag of GET …/egress.', params: RoleParams, headers: IfMatchHeader, response: { 204: NoContent } },
+    schema: { operationId: 'deleteTeamRoleEgress', summary: 'Remove a team role\'s egress override', tags, description: 'Removes the override; the agent definition\'s egress applies. If-Match is the ETag of GET …/egress.', params: RoleParams, headers: IfMatchHeader, response: { 204: NoContent } },
     handler: async (req, reply) => {
       await egress.remove(actorOf(req), req.params.name, req.params.role, requireIfMatch(req));
       return reply.status(204).send(null);
@@ -206,6 +221,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
     config: { auth: { role: 'viewer' } },
     schema: {
       operationId: 'listTeamSkills',
+      summary: 'List a team\'s own skills',
       tags,
       description: 'The team\'s own stored skills, read-only (managed by chat commands and agent proposals); no bodies.',
       params: TeamParams,
