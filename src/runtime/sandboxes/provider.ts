@@ -23,7 +23,15 @@ export interface SandboxSpec {
   env: Record<string, string>;
   /** The link to set up, allocated by the host (unique among its sandboxes). */
   network: SandboxNetwork;
+  /**
+   * The deployment CA (PEM) the gateway intercepts TLS under, to be trusted at SANDBOX_CA_PATH.
+   * Optional: a microvm image carries it already; the local provider writes it.
+   */
+  caPem?: string | null;
 }
+
+/** Where a sandbox's trust store file is; SSL_CERT_FILE and its kin point at it. */
+export const SANDBOX_CA_PATH = '/etc/ssl/certs/ca-certificates.crt';
 
 /**
  * The network identity of a sandbox, set up by the provider and not spoofable from inside:
