@@ -80,6 +80,10 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     await fs.mkdir(root, { recursive: true });
     // bubblewrap runs as the unprivileged sandbox uid and must reach each sandbox's directory.
     await fs.chmod(root, 0o711);
+    for (let dir = path.dirname(path.resolve(root)); ; dir = path.dirname(dir)) {
+      if (((await fs.stat(dir)).mode & 0o001) === 0) throw new SandboxError('unavailable', `${dir} is closed to the sandbox user: every directory above SERVICE_SANDBOX_DIR (${root}) must be searchable by others (chmod o+x ${dir})`);
+      if (dir === path.dirname(dir)) break;
+    }
     tools = { ...found, cgroups };
   }
   async function ready() {
@@ -181,34 +185,40 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     );
     let stderr = '';
     let info = '';
-    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()).slice(0, 4000));
+    let exited: string | null = null;
+    child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
     const infoStream = child.stdio[3] as NodeJS.ReadableStream;
     infoStream.on('data', (d: Buffer) => (info += d.toString()));
-    const outcome = await new Promise<{ pid: number } | { error: string }>((resolve) => {
-      const pidOf = () => /"child-pid"\s*:\s*(\d+)/.exec(info)?.[1];
-      infoStream.on('end', () => {
-        const pid = pidOf();
-        if (pid) resolve({ pid: Number(pid) });
-      });
-      child.on('exit', (code, signal) => resolve({ error: `bubblewrap exited (${signal ?? code}): ${stderr.trim() || 'no message'}` }));
-      child.on('error', (err) => resolve({ error: err.message }));
-    });
-    child.stderr!.destroy();
-    infoStream.removeAllListeners();
-    child.unref();
-    if ('error' in outcome) throw new SandboxError('failed', `sandbox ${id} did not start: ${outcome.error}`);
+    child.on('exit', (code, signal) => (exited = `bubblewrap exited (${signal ?? code})`));
+    child.on('error', (err) => (exited = err.message));
     // bubblewrap reports its PID 1 before it has finished setting the namespaces up; the init
     // command runs only once they are, so its pid is the one exec joins.
     let initPid = 0;
-    const started = await pollUntil(async () => {
-      const children = await fs.readFile(`/proc/${outcome.pid}/task/${outcome.pid}/children`, 'utf8').catch(() => '');
-      for (const c of children.split(' ').filter(Boolean)) {
-        const cmd = await fs.readFile(`/proc/${c}/cmdline`, 'utf8').catch(() => '');
-        if (cmd.startsWith(`${INIT_COMMAND[0]}\0`)) initPid = Number(c);
+    await pollUntil(async () => {
+      const outer = /"child-pid"\s*:\s*(\d+)/.exec(info)?.[1];
+      if (outer) {
+        const children = await fs.readFile(`/proc/${outer}/task/${outer}/children`, 'utf8').catch(() => '');
+        for (const c of children.split(' ').filter(Boolean)) {
+          const cmd = await fs.readFile(`/proc/${c}/cmdline`, 'utf8').catch(() => '');
+          if (cmd.startsWith(`${INIT_COMMAND[0]}\0`)) initPid = Number(c);
+        }
       }
-      return initPid > 0;
-    }, 400, 10);
-    if (!started) throw new SandboxError('failed', `sandbox ${id} did not start: its init process never ran`);
+      return initPid > 0 || exited !== null;
+    }, 800, 10);
+    child.stderr!.destroy();
+    infoStream.removeAllListeners();
+    (infoStream as unknown as { destroy(): void }).destroy();
+    child.unref();
+    if (!initPid) {
+      if (!exited) {
+        try {
+          process.kill(-child.pid!, 'SIGKILL');
+        } catch {
+          // gone
+        }
+      }
+      throw new SandboxError('failed', `sandbox ${id} did not start: ${exited ?? 'its init process never ran'}${stderr.trim() ? `: ${stderr.trim()}` : ''}`);
+    }
     return initPid;
   }
 
