@@ -15,6 +15,7 @@ import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import type { Histogram, Registry } from '../../http/metrics.ts';
 import type { Logger } from '../../logger.ts';
+import { createKeyedQueue } from './keyed-queue.ts';
 import { canTakeWork, placeSandbox, releaseClaim, type Placement, type PlacementSettings } from './placement.ts';
 import { createLocalProvider } from './providers/local.ts';
 import {
@@ -237,7 +238,9 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
   const setState = (sandboxId: string, state: SandboxState, extra: { created?: boolean; failure?: string | null } = {}) =>
     db.updateTable('sandboxes').set({ state, ...extra, updated_at: sql`now()`, last_active_at: sql`now()` }).where('id', '=', sandboxId).where('state', '<>', 'destroyed').execute();
 
-  const opening = new Map<string, Promise<SandboxStatus>>();
+  // Per sandbox: a make-or-wake, an exec's start, the sweep's sleep and a destroy never interleave,
+  // so the sweep cannot freeze a sandbox between an exec's wake and its start.
+  const serial = createKeyedQueue();
   async function open(sandboxId: string): Promise<SandboxStatus> {
     const row = await ownRow(sandboxId);
     const p = providerOf(row.provider);
@@ -273,14 +276,7 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
     }
   }
 
-  function ensureRunning(sandboxId: string): Promise<SandboxStatus> {
-    // Two callers at once share one make-or-wake.
-    const pending = opening.get(sandboxId);
-    if (pending) return pending;
-    const p = open(sandboxId).finally(() => opening.delete(sandboxId));
-    opening.set(sandboxId, p);
-    return p;
-  }
+  const ensureRunning = (sandboxId: string) => serial(sandboxId, () => open(sandboxId));
 
   async function destroyHere(sandboxId: string, providerName: string) {
     const p = providers.get(providerName as ProviderName);
@@ -294,7 +290,7 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
     // Archived teams' sandboxes (marked in the archive's transaction) are freed by their host.
     const doomed = await db.selectFrom('sandboxes').select(['id', 'provider']).where('host_id', '=', id).where('state', '=', 'destroyed').where('released_at', 'is', null).execute();
     for (const d of doomed) {
-      await destroyHere(d.id, d.provider).catch((err) => log.error({ sandbox: d.id, cause: (err as Error).message }, 'could not free a destroyed sandbox'));
+      await serial(d.id, () => destroyHere(d.id, d.provider)).catch((err) => log.error({ sandbox: d.id, cause: (err as Error).message }, 'could not free a destroyed sandbox'));
     }
     // Idle sandboxes: no claim, nothing running through exec, quiet for the team's sleep times.
     const idle = await db
@@ -309,16 +305,17 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
       .where(sql<boolean>`not exists (select 1 from sandbox_claims c where c.sandbox_id = s.id)`)
       .execute();
     for (const s of idle) {
-      if (inFlight.has(s.id) || opening.has(s.id)) continue;
       const depth = s.deep ? 'deep' : 'sleep';
       if (depth === 'sleep' && s.state === 'sleeping') continue;
-      try {
+      await serial(s.id, async () => {
+        // Work that arrived since the query keeps it awake.
+        if (inFlight.has(s.id)) return;
+        const fresh = await db.selectFrom('sandboxes').select('state').where('id', '=', s.id).executeTakeFirst();
+        if (!fresh || fresh.state === 'destroyed' || (await db.selectFrom('sandbox_claims').select('id').where('sandbox_id', '=', s.id).executeTakeFirst())) return;
         const status = await providerOf(s.provider).sleep(s.id, depth);
         await db.updateTable('sandboxes').set({ state: status.state, updated_at: sql`now()` }).where('id', '=', s.id).where('state', '<>', 'destroyed').execute();
         log.info({ sandbox: s.id, state: status.state }, 'an idle sandbox went to sleep');
-      } catch (err) {
-        log.error({ sandbox: s.id, cause: (err as Error).message }, 'an idle sandbox could not sleep');
-      }
+      }).catch((err) => log.error({ sandbox: s.id, cause: (err as Error).message }, 'an idle sandbox could not sleep'));
     }
     const counts = await db.selectFrom('sandboxes').select(['provider', 'state', sql<number>`count(*)`.as('n')]).where('host_id', '=', id).where('state', '<>', 'destroyed').groupBy(['provider', 'state']).execute();
     gauge.counts = new Map(counts.map((c) => [`${c.provider}/${c.state}`, Number(c.n)]));
@@ -346,9 +343,10 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
     async exec(sandboxId, req) {
       busy(sandboxId, 1);
       try {
-        await ensureRunning(sandboxId);
-        const row = await ownRow(sandboxId);
-        const handle = await providerOf(row.provider).exec(sandboxId, req);
+        const handle = await serial(sandboxId, async () => {
+          await open(sandboxId);
+          return providerOf((await ownRow(sandboxId)).provider).exec(sandboxId, req);
+        });
         void handle.exit
           .catch(() => {})
           .finally(() => {
@@ -365,23 +363,25 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
       busy(sandboxId, 1);
       try {
         await ensureRunning(sandboxId);
+        // copyIn runs its writes through exec; the sweep leaves a busy sandbox awake.
         await providerOf((await ownRow(sandboxId)).provider).copyIn(sandboxId, files);
       } finally {
         busy(sandboxId, -1);
       }
     },
-    async sleep(sandboxId, depth) {
-      const row = await ownRow(sandboxId);
-      const status = await providerOf(row.provider).sleep(sandboxId, depth);
-      await db.updateTable('sandboxes').set({ state: status.state, updated_at: sql`now()` }).where('id', '=', sandboxId).where('state', '<>', 'destroyed').execute();
-      return status;
-    },
+    sleep: (sandboxId, depth) =>
+      serial(sandboxId, async () => {
+        const row = await ownRow(sandboxId);
+        const status = await providerOf(row.provider).sleep(sandboxId, depth);
+        await db.updateTable('sandboxes').set({ state: status.state, updated_at: sql`now()` }).where('id', '=', sandboxId).where('state', '<>', 'destroyed').execute();
+        return status;
+      }),
     async destroy(sandboxId) {
       const row = await db.selectFrom('sandboxes').select(['host_id', 'provider']).where('id', '=', sandboxId).executeTakeFirst();
       if (!row) return;
       if (row.host_id !== id) throw new SandboxError('wrong_state', `sandbox ${sandboxId} is placed on host ${row.host_id ?? '(none)'}, not on this one`);
       await db.deleteFrom('sandbox_claims').where('sandbox_id', '=', sandboxId).execute();
-      await destroyHere(sandboxId, row.provider);
+      await serial(sandboxId, () => destroyHere(sandboxId, row.provider));
     },
     canTakeWork: (teamName) => canTakeWork(db, settings, teamName),
     tick,

@@ -20,6 +20,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../../../logger.ts';
 import { Cgroup, cgroupVersion, type CgroupVersion } from '../cgroups.ts';
+import { createKeyedQueue } from '../keyed-queue.ts';
 import { ensureFirewall, ensureVethNamespace, removeFirewall, removeVethNamespace, resourceTag } from '../network.ts';
 import {
   SANDBOX_CA_PATH,
@@ -112,17 +113,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     await fs.rename(`${file}.tmp`, file);
   }
 
-  /** One operation at a time per sandbox: sleep, wake and destroy never interleave. */
-  const queues = new Map<string, Promise<unknown>>();
-  function serial<T>(id: string, fn: () => Promise<T>): Promise<T> {
-    const prev = queues.get(id) ?? Promise.resolve();
-    const next = prev.catch(() => {}).then(fn);
-    queues.set(id, next);
-    void next.catch(() => {}).finally(() => {
-      if (queues.get(id) === next) queues.delete(id);
-    });
-    return next;
-  }
+  const serial = createKeyedQueue();
 
   async function initAlive(id: string, rec: SandboxRecord): Promise<boolean> {
     if (!rec.pid || !existsSync(`/proc/${rec.pid}`)) return false;
