@@ -172,6 +172,8 @@ describe('sandbox host killed with SIGKILL', { skip: skip ?? false }, () => {
       if (!pg) await migrateToLatest(db);
       // While the host was dead, a team was archived: its sandbox is marked destroyed.
       await db.updateTable('sandboxes').set({ state: 'destroyed' }).where('team_id', '=', ready.archivedTeam).execute();
+      // And a create cut short by the kill left a directory without its record.
+      fs.mkdirSync(path.join(sandboxDir, 'sb_cutshort', 'workspace'), { recursive: true });
 
       const { logger } = captureLogger();
       const config = testConfig({ SERVICE_SANDBOX_DIR: sandboxDir, SERVICE_SANDBOX_SUBNET: subnet });

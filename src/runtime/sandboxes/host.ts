@@ -200,7 +200,14 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
           log.info({ sandbox: sid }, 'removed a sandbox this host no longer owns');
           continue;
         }
-        const status = await p.status(sid);
+        const status = await p.status(sid).catch(() => null);
+        if (!status || status.state === 'starting') {
+          // Killed halfway through making it: remove what there is and make it again on next use.
+          await p.destroy(sid).catch((err) => log.error({ sandbox: sid, cause: (err as Error).message }, 'could not remove a half-made sandbox'));
+          await db.updateTable('sandboxes').set({ state: 'starting', created: false, updated_at: sql`now()` }).where('id', '=', sid).execute();
+          log.warn({ sandbox: sid }, 'removed a half-made sandbox; it will be made again when its work resumes');
+          continue;
+        }
         await db.updateTable('sandboxes').set({ state: status.state, created: true, updated_at: sql`now()` }).where('id', '=', sid).execute();
         log.info({ sandbox: sid, state: status.state }, 'adopted a sandbox after restart');
       }

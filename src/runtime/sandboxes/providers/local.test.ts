@@ -203,8 +203,17 @@ describe('local provider', { skip: skip ?? false }, () => {
       await again.sleep(s.id, 'deep');
       await again.wake(s.id);
       assert.equal((await execText(again, s.id, ['/bin/cat', 'file'])).stdout, 'survived\n');
-      const limit = new Cgroup(cgroupVersion()!, `chs-${resourceTag(s.id)}`);
-      assert.ok(limit.exists());
+      // Its limits: 256 MiB of memory, one CPU's worth of time per period.
+      const v = cgroupVersion()!;
+      const tag = `chs-${resourceTag(s.id)}`;
+      const read = (f: string) => fs.readFileSync(f, 'utf8').trim();
+      if (v === 1) {
+        assert.equal(read(`/sys/fs/cgroup/memory/crewhouse/${tag}/memory.limit_in_bytes`), String(256 * 1024 * 1024));
+        assert.equal(read(`/sys/fs/cgroup/cpu/crewhouse/${tag}/cpu.cfs_quota_us`), '100000');
+      } else {
+        assert.equal(read(`/sys/fs/cgroup/crewhouse/${tag}/memory.max`), String(256 * 1024 * 1024));
+        assert.equal(read(`/sys/fs/cgroup/crewhouse/${tag}/cpu.max`), '100000 100000');
+      }
     } finally {
       await provider.destroy(s.id);
     }

@@ -390,7 +390,8 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
 
     async list() {
       const entries = await fs.readdir(root, { withFileTypes: true }).catch(() => []);
-      return entries.filter((e) => e.isDirectory() && ID.test(e.name) && existsSync(path.join(root, e.name, 'sandbox.json'))).map((e) => e.name);
+      // A directory without its record is a create cut short: listed, so that it is cleaned up.
+      return entries.filter((e) => e.isDirectory() && ID.test(e.name)).map((e) => e.name);
     },
 
     /** Memory the sandbox's processes use now (for metrics and the bench). */
