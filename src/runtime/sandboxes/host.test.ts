@@ -145,6 +145,31 @@ describe('sandbox host running local sandboxes', { skip: skip ?? false }, () => 
   });
 });
 
+describe('sandbox host that looked dead', { skip: skip ?? false }, () => {
+  test('a sandbox moved to another host meanwhile is removed here on the next heartbeat', async () => {
+    const t = await testDb();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chhost-'));
+    const { logger } = captureLogger();
+    const host = await startSandboxHost({ config: testConfig({ SERVICE_SANDBOX_DIR: dir, SERVICE_SANDBOX_SUBNET: randomSubnet() }), db: t.db, logger, tickMs: 3_600_000 });
+    const provider = createLocalProvider({ root: dir, gatewayPort: 1 });
+    try {
+      const team = await makeTeamRows(t.db);
+      const placed = await host.place({ teamId: team.teamId, role: team.role, claimId: 'run-moved' });
+      await host.ensureRunning(placed.sandboxId);
+      assert.deepEqual(await provider.list(), [placed.sandboxId]);
+      await t.db.updateTable('sandboxes').set({ host_id: 'host_elsewhere' }).where('id', '=', placed.sandboxId).execute();
+      await host.tick();
+      assert.deepEqual(await provider.list(), []);
+      assert.equal(fs.existsSync(`/run/netns/chs-${resourceTag(placed.sandboxId)}`), false);
+    } finally {
+      await host.stop();
+      for (const id of await provider.list()) await provider.destroy(id).catch(() => {});
+      fs.rmSync(dir, { recursive: true, force: true });
+      await t.close();
+    }
+  });
+});
+
 describe('sandbox host killed with SIGKILL', { skip: skip ?? false }, () => {
   test('on restart it adopts the sandboxes still running (their processes outlived it) and removes those archived meanwhile', async () => {
     const work = fs.mkdtempSync(path.join(os.tmpdir(), 'chkill-'));

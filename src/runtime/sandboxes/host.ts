@@ -294,6 +294,17 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
   let ticking: Promise<void> | null = null;
   async function sweep() {
     await db.updateTable('sandbox_hosts').set({ heartbeat_at: sql`now()`, stopped_at: null }).where('id', '=', id).execute();
+    // Sandboxes moved to another host while this one looked dead (a long stall) are not ours any more.
+    for (const [name, p] of providers) {
+      const held = await p.list();
+      if (held.length === 0) continue;
+      const owned = new Set((await db.selectFrom('sandboxes').select('id').where('id', 'in', held).where('host_id', '=', id).where('provider', '=', name).execute()).map((r) => r.id));
+      for (const sid of held.filter((h) => !owned.has(h) && !inFlight.has(h))) {
+        await serial(sid, () => p.destroy(sid))
+          .then(() => log.info({ sandbox: sid }, 'removed a sandbox this host no longer owns'))
+          .catch((err) => log.error({ sandbox: sid, cause: (err as Error).message }, 'could not remove a sandbox this host no longer owns'));
+      }
+    }
     // Archived teams' sandboxes (marked in the archive's transaction) are freed by their host.
     const doomed = await db.selectFrom('sandboxes').select(['id', 'provider']).where('host_id', '=', id).where('state', '=', 'destroyed').where('released_at', 'is', null).execute();
     for (const d of doomed) {
