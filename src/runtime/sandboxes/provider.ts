@@ -17,7 +17,7 @@ export interface SandboxSpec {
   vcpus: number;
   memoryMib: number;
   diskGib: number;
-  /** Image name for microvm (a manifest under SERVICE_IMAGES_DIR); ignored by local. */
+  /** Image name for microvm (a manifest under SERVICE_IMAGES_DIR; null: the current image); ignored by local. */
   image: string | null;
   /** Environment variables for every exec (proxy variables, CA paths); never a secret. */
   env: Record<string, string>;
@@ -79,6 +79,7 @@ export interface SandboxProvider {
   copyIn(id: string, files: Array<{ path: string; content: Buffer | string; mode?: number }>): Promise<void>;
   sleep(id: string, depth: 'sleep' | 'deep'): Promise<SandboxStatus>;
   wake(id: string): Promise<SandboxStatus>;
+  /** Frees everything the sandbox holds on the host; a sandbox already gone is not an error (the host calls it again after a crash). */
   destroy(id: string): Promise<void>;
   status(id: string): Promise<SandboxStatus>;
   /** After a host restart: the ids this provider still has resources for (to adopt or clean up). */
