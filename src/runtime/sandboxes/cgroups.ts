@@ -1,5 +1,5 @@
 /**
- * A sandbox's cgroup: CPU and memory limits, freezing for sleep, killing every process in it.
+ * A sandbox's cgroup: CPU, memory and process-count limits, freezing for sleep, killing every process in it.
  * cgroup v2 (one tree with cgroup.freeze and cgroup.kill) where the host has it, else v1
  * (a directory per controller, freezer.state). Everything lives under a `crewhouse` parent.
  */
@@ -11,6 +11,8 @@ import { pollUntil } from './system.ts';
 const ROOT = '/sys/fs/cgroup';
 const PARENT = 'crewhouse';
 const V1_CONTROLLERS = ['cpu', 'memory', 'pids', 'freezer'] as const;
+/** Processes one sandbox may have at once: a fork bomb stops there, not at the host's limit. */
+export const MAX_PROCESSES = 4096;
 
 export type CgroupVersion = 1 | 2;
 
@@ -62,12 +64,14 @@ export class Cgroup {
       await fs.mkdir(dir, { recursive: true });
       await write(path.join(dir, 'memory.max'), memory);
       await write(path.join(dir, 'cpu.max'), `${limits.vcpus * period} ${period}`);
+      await write(path.join(dir, 'pids.max'), String(MAX_PROCESSES));
       return;
     }
     for (const d of this.dirs()) await fs.mkdir(d, { recursive: true });
     await write(path.join(this.dir('memory'), 'memory.limit_in_bytes'), memory);
     await write(path.join(this.dir('cpu'), 'cpu.cfs_period_us'), String(period));
     await write(path.join(this.dir('cpu'), 'cpu.cfs_quota_us'), String(limits.vcpus * period));
+    await write(path.join(this.dir('pids'), 'pids.max'), String(MAX_PROCESSES));
   }
 
   exists(): boolean {

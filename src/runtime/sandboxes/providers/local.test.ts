@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { execText, localSkipReason, randomLink, sandboxId } from '../../../../test/sandboxes.ts';
-import { Cgroup, cgroupVersion } from '../cgroups.ts';
+import { Cgroup, cgroupVersion, MAX_PROCESSES } from '../cgroups.ts';
 import { firewallExists, resourceTag } from '../network.ts';
 import { SandboxError, type SandboxSpec } from '../provider.ts';
 import { pollUntil } from '../system.ts';
@@ -210,9 +210,11 @@ describe('local provider', { skip: skip ?? false }, () => {
       if (v === 1) {
         assert.equal(read(`/sys/fs/cgroup/memory/crewhouse/${tag}/memory.limit_in_bytes`), String(256 * 1024 * 1024));
         assert.equal(read(`/sys/fs/cgroup/cpu/crewhouse/${tag}/cpu.cfs_quota_us`), '100000');
+        assert.equal(read(`/sys/fs/cgroup/pids/crewhouse/${tag}/pids.max`), String(MAX_PROCESSES));
       } else {
         assert.equal(read(`/sys/fs/cgroup/crewhouse/${tag}/memory.max`), String(256 * 1024 * 1024));
         assert.equal(read(`/sys/fs/cgroup/crewhouse/${tag}/cpu.max`), '100000 100000');
+        assert.equal(read(`/sys/fs/cgroup/crewhouse/${tag}/pids.max`), String(MAX_PROCESSES));
       }
     } finally {
       await provider.destroy(s.id);
