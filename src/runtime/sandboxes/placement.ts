@@ -55,8 +55,9 @@ export async function placeSandbox(db: Db, settings: PlacementSettings, req: { t
     try {
       return await db.transaction().execute((trx) => placeIn(trx, settings, req));
     } catch (err) {
-      // Two placers on different hosts picked the same free link; the loser tries again.
-      if ((err as { code?: string }).code === '23505' && attempt < 8) continue;
+      // Two placers picked the same free link, or an archive of the team crossed this placement
+      // (a deadlock PostgreSQL broke): the loser tries again and sees the outcome.
+      if (['23505', '40P01', '40001'].includes((err as { code?: string }).code ?? '') && attempt < 8) continue;
       throw err;
     }
   }

@@ -272,6 +272,8 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     };
     if (req.signal?.aborted) killTree();
     req.signal?.addEventListener('abort', killTree, { once: true });
+    // Resolves once the command has ended and its output is read to the end (a background
+    // process still holding stdout keeps it open; an abort ends the whole process group).
     const exit = new Promise<number>((resolve, reject) => {
       child.on('error', (err) => reject(new SandboxError('failed', `exec in sandbox ${id} failed: ${err.message}`)));
       child.on('close', (code, signal) => {
