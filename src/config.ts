@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 
 /** Every SERVICE_* variable, parsed once at start. Nothing else reads process.env. */
@@ -27,6 +28,18 @@ export interface Config {
   models: string | null;
   webDir: string;
   trustProxy: boolean;
+  /** Where the local provider keeps each sandbox (its /workspace, its state) and the host its id; null on an in-memory data dir. */
+  sandboxDir: string | null;
+  /** The IPv4 range each sandbox's /30 link is taken from. */
+  sandboxSubnet: { base: number; prefix: number; text: string };
+  /** How this host is reached by other processes; registered with the host. */
+  sandboxHostAddress: string;
+  /** Seconds without a heartbeat after which a sandbox host is dead. */
+  sandboxHostDeadAfter: number;
+  /** `local` lets the local provider serve microvm environments when KVM is unusable; `none` refuses them. */
+  sandboxMicrovmFallback: 'none' | 'local';
+  /** Capacity this host offers; 0 means measured (CPUs, memory, free disk under the sandbox dir). */
+  sandboxCapacity: { vcpus: number; memoryMib: number; diskGib: number };
 }
 
 export class ConfigError extends Error {}
@@ -78,7 +91,33 @@ export const configReference: Array<{ name: string; default: string; meaning: st
   { name: 'SERVICE_MODELS', default: '(built-in set)', meaning: 'path of a JSON or YAML file of model aliases, or inline JSON' },
   { name: 'SERVICE_WEB_DIR', default: './dist/web', meaning: 'the built web console' },
   { name: 'SERVICE_TRUST_PROXY', default: '0', meaning: '1 trusts X-Forwarded-* headers from a reverse proxy' },
+  { name: 'SERVICE_SANDBOX_DIR', default: '<data dir>/sandboxes', meaning: 'where the local provider keeps each sandbox (its /workspace and state) and the host its id' },
+  { name: 'SERVICE_SANDBOX_SUBNET', default: '10.213.0.0/16', meaning: 'IPv4 range each sandbox\'s /30 link to its host is taken from' },
+  { name: 'SERVICE_SANDBOX_HOST_ADDRESS', default: '(the machine\'s host name)', meaning: 'how other processes reach this sandbox host; registered with it' },
+  { name: 'SERVICE_SANDBOX_HOST_DEAD_AFTER', default: '30', meaning: 'seconds without a heartbeat after which a sandbox host is dead and its sandboxes are re-placed' },
+  { name: 'SERVICE_SANDBOX_MICROVM_FALLBACK', default: 'none', meaning: '`local` lets the local provider serve microvm environments on a host where KVM is unusable (logged at start); `none` refuses them' },
+  { name: 'SERVICE_SANDBOX_VCPUS', default: '0 (the CPU count)', meaning: 'vCPUs this host offers to sandboxes' },
+  { name: 'SERVICE_SANDBOX_MEMORY_MIB', default: '0 (total memory)', meaning: 'memory in MiB this host offers to sandboxes' },
+  { name: 'SERVICE_SANDBOX_DISK_GIB', default: '0 (free disk under the sandbox dir)', meaning: 'disk in GiB this host offers to sandboxes' },
 ];
+
+/** SERVICE_SANDBOX_SUBNET: an IPv4 CIDR of at least a /30. */
+function sandboxSubnet(env: Env): Config['sandboxSubnet'] {
+  const text = str(env, 'SERVICE_SANDBOX_SUBNET') ?? '10.213.0.0/16';
+  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(text);
+  const octets = m ? m.slice(1, 5).map(Number) : [];
+  const prefix = m ? Number(m[5]) : -1;
+  if (!m || octets.some((o) => o > 255) || prefix < 8 || prefix > 30) throw new ConfigError(`SERVICE_SANDBOX_SUBNET must be an IPv4 range from /8 to /30 (for example 10.213.0.0/16), got "${text}"`);
+  const mask = prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;
+  const base = (((octets[0] << 24) | (octets[1] << 16) | (octets[2] << 8) | octets[3]) >>> 0) & mask;
+  return { base: base >>> 0, prefix, text };
+}
+
+function choice<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = str(env, name) ?? fallback;
+  if (!(allowed as readonly string[]).includes(raw)) throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
+  return raw as T;
+}
 
 /** SERVICE_ADMIN_TOKEN must be usable as a bearer token, and long enough not to be guessed. */
 function adminToken(env: Env): string | null {
@@ -131,5 +170,15 @@ export function loadConfig(env: Env = process.env): Config {
     models: str(env, 'SERVICE_MODELS'),
     webDir: path.resolve(str(env, 'SERVICE_WEB_DIR') ?? './dist/web'),
     trustProxy: bool(env, 'SERVICE_TRUST_PROXY'),
+    sandboxDir: str(env, 'SERVICE_SANDBOX_DIR') ? path.resolve(str(env, 'SERVICE_SANDBOX_DIR')!) : dataDir === ':memory:' ? null : path.join(dataDir, 'sandboxes'),
+    sandboxSubnet: sandboxSubnet(env),
+    sandboxHostAddress: str(env, 'SERVICE_SANDBOX_HOST_ADDRESS') ?? os.hostname(),
+    sandboxHostDeadAfter: int(env, 'SERVICE_SANDBOX_HOST_DEAD_AFTER', 30, 3, 86_400),
+    sandboxMicrovmFallback: choice(env, 'SERVICE_SANDBOX_MICROVM_FALLBACK', ['none', 'local'] as const, 'none'),
+    sandboxCapacity: {
+      vcpus: int(env, 'SERVICE_SANDBOX_VCPUS', 0, 0, 4096),
+      memoryMib: int(env, 'SERVICE_SANDBOX_MEMORY_MIB', 0, 0, 64 * 1024 * 1024),
+      diskGib: int(env, 'SERVICE_SANDBOX_DISK_GIB', 0, 0, 1024 * 1024),
+    },
   };
 }

@@ -26,6 +26,7 @@ function toColumns(input: EnvironmentCreate | EnvironmentPut) {
   const checkpoint = input.checkpoint_id ?? null;
   if (input.provider === 'hosted' && checkpoint === null) errors.push({ field: 'checkpoint_id', message: 'is required for a hosted environment: the golden checkpoint a new computer is restored from' });
   if (input.provider === 'microvm' && checkpoint !== null) errors.push({ field: 'checkpoint_id', message: 'is not accepted for a microvm environment: a microVM boots the current image' });
+  if (input.provider === 'local' && checkpoint !== null) errors.push({ field: 'checkpoint_id', message: 'is not accepted for a local environment: a local sandbox starts from the host\'s own system' });
   const idle = input.idle_after_seconds ?? DEFAULT_IDLE_AFTER_SECONDS;
   const deep = input.deep_sleep_after_seconds ?? Math.max(DEFAULT_DEEP_SLEEP_AFTER_SECONDS, idle);
   if (deep < idle) errors.push({ field: 'deep_sleep_after_seconds', message: `must be at least idle_after_seconds (${idle})` });

@@ -119,5 +119,16 @@ export interface TeamsTables {
     host_id: ColumnType<string | null, string | null | undefined, string | null>;
     host_address: ColumnType<string | null, string | null | undefined, string | null>;
     sandbox_address: ColumnType<string | null, string | null | undefined, string | null>;
+    environment: ColumnType<string | null, string | null | undefined, string | null>;
+    host_interface: ColumnType<string | null, string | null | undefined, string | null>;
+    vcpus: ColumnType<number, number | undefined, number>;
+    memory_mib: ColumnType<number, number | undefined, number>;
+    disk_gib: ColumnType<number, number | undefined, number>;
+    /** True once a provider made it on its host; false while placed but not yet made (or re-placed). */
+    created: ColumnType<boolean, boolean | undefined, boolean>;
+    failure: ColumnType<string | null, string | null | undefined, string | null>;
+    last_active_at: Timestamp;
+    /** When its host freed its resources (null while the host holds them). */
+    released_at: NullableTimestamp;
   };
 }
