@@ -27,6 +27,8 @@ export interface Config {
   models: string | null;
   webDir: string;
   trustProxy: boolean;
+  /** Jobs the worker performs at once. */
+  jobConcurrency: number;
 }
 
 export class ConfigError extends Error {}
@@ -78,6 +80,7 @@ export const configReference: Array<{ name: string; default: string; meaning: st
   { name: 'SERVICE_MODELS', default: '(built-in set)', meaning: 'path of a JSON or YAML file of model aliases, or inline JSON' },
   { name: 'SERVICE_WEB_DIR', default: './dist/web', meaning: 'the built web console' },
   { name: 'SERVICE_TRUST_PROXY', default: '0', meaning: '1 trusts X-Forwarded-* headers from a reverse proxy' },
+  { name: 'SERVICE_JOB_CONCURRENCY', default: '4', meaning: 'jobs (revoking keys, destroying sandboxes, outbound calls) each worker process performs at once' },
 ];
 
 /** SERVICE_ADMIN_TOKEN must be usable as a bearer token, and long enough not to be guessed. */
@@ -131,5 +134,6 @@ export function loadConfig(env: Env = process.env): Config {
     models: str(env, 'SERVICE_MODELS'),
     webDir: path.resolve(str(env, 'SERVICE_WEB_DIR') ?? './dist/web'),
     trustProxy: bool(env, 'SERVICE_TRUST_PROXY'),
+    jobConcurrency: int(env, 'SERVICE_JOB_CONCURRENCY', 4, 1, 256),
   };
 }

@@ -86,6 +86,15 @@ export async function awayFromClockEdges(): Promise<void> {
   else if (intoMinute > 45) await new Promise((r) => setTimeout(r, (61 - intoMinute) * 1000));
 }
 
+/** Polls `check` until it holds (bounded: fails naming `what` after `timeoutMs`). */
+export async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 /** Captures every log line, so tests can assert what was (and was not) logged. */
 export function captureLogger(level = 'info'): { logger: Logger; lines: string[] } {
   const lines: string[] = [];

@@ -1,0 +1,20 @@
+import { Type } from 'typebox';
+import type { ModelProxyClient } from '../../../modelproxy/client.ts';
+import { jobType } from '../../../queue/queue.ts';
+import { isGone, permanentIfRefused } from './proxy-errors.ts';
+
+/** Revokes one model-proxy key (a removed role's, or one minted for a change that failed). */
+export const RevokeKey = jobType(
+  'teams.revoke-key',
+  Type.Object({ key_id: Type.String({ minLength: 1, maxLength: 200 }), actor: Type.String({ maxLength: 200 }) }, { additionalProperties: false }),
+);
+
+export const revokeKeyHandler = (deps: { proxy: Pick<ModelProxyClient, 'revokeKey'> }) =>
+  RevokeKey.handler(async ({ key_id, actor }) => {
+    try {
+      // Revoking a revoked key answers it again; a key the proxy never had is as good as revoked.
+      await deps.proxy.revokeKey(key_id, actor);
+    } catch (err) {
+      if (!isGone(err)) permanentIfRefused(err);
+    }
+  });
