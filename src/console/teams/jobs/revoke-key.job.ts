@@ -1,4 +1,6 @@
+import type { Kysely } from 'kysely';
 import { Type } from 'typebox';
+import type { Database } from '../../../db/schema.ts';
 import type { ModelProxyClient } from '../../../modelproxy/client.ts';
 import { jobType } from '../../../queue/queue.ts';
 import { isGone, permanentIfRefused } from './proxy-errors.ts';
@@ -8,6 +10,9 @@ export const RevokeKey = jobType(
   'teams.revoke-key',
   Type.Object({ key_id: Type.String({ minLength: 1, maxLength: 200 }), actor: Type.String({ maxLength: 200 }) }, { additionalProperties: false }),
 );
+
+/** Queues the revocation of a key on `q` (the transaction that drops it, or the database); once per key. */
+export const revokeKeyLater = (q: Kysely<Database>, keyId: string, actor: string) => RevokeKey.enqueue(q, { key_id: keyId, actor }, { key: `${RevokeKey.kind}:${keyId}` });
 
 export const revokeKeyHandler = (deps: { proxy: Pick<ModelProxyClient, 'revokeKey'> }) =>
   RevokeKey.handler(async ({ key_id, actor }) => {

@@ -1,4 +1,6 @@
+import type { Kysely } from 'kysely';
 import { Type } from 'typebox';
+import type { Database } from '../../../db/schema.ts';
 import type { Db } from '../../../db/database.ts';
 import type { ModelProxyClient } from '../../../modelproxy/client.ts';
 import { jobType } from '../../../queue/queue.ts';
@@ -11,6 +13,9 @@ import { isGone, permanentIfRefused } from './proxy-errors.ts';
  * on the role's key. Enqueued by every change of those, in the change's transaction.
  */
 export const SyncTeamProxy = jobType('teams.sync-proxy', Type.Object({ team_id: Type.Integer({ minimum: 1 }), actor: Type.String({ maxLength: 200 }) }, { additionalProperties: false }));
+
+/** Queues a push of the team's stored budget and models on `q`, the transaction that changes them. */
+export const syncTeamProxyLater = (q: Kysely<Database>, teamId: number, actor: string) => SyncTeamProxy.enqueue(q, { team_id: teamId, actor });
 
 const ROUNDS = 5;
 
