@@ -354,7 +354,7 @@ describe(`job queue (${dbKind})`, () => {
           },
         },
       },
-      { stopTimeoutMs: 200 },
+      { stopTimeoutMs: 120_000 },
     );
     await r.start();
     const finishing = await enqueue(db, { kind, payload: {} });
