@@ -35,6 +35,15 @@ ${CHAT_USAGE}
 
 Configuration comes from SERVICE_* environment variables; see README.md.`;
 
+const SERVE_USAGE = `crewhouse serve [--only NAME,...]
+
+Runs the components of the service in this process: all of them by default, or those named.
+
+  console     Console API, web console, webhooks, health and metrics (SERVICE_PORT)
+  modelproxy  the OpenAI-compatible model proxy (SERVICE_MODEL_PROXY_PORT)
+  chat        the Zulip-compatible chat server (SERVICE_CHAT_PORT)
+  worker      performs queued jobs (see crewhouse jobs); on PostgreSQL several workers share them`;
+
 async function open(config: Config): Promise<OpenDatabase> {
   const opened = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   await migrateToLatest(opened.db);
@@ -87,7 +96,16 @@ async function main(argv: string[]) {
   const config = loadConfig();
   switch (command) {
     case 'serve': {
-      const { values } = parseArgs({ args: rest, options: { only: { type: 'string' } } });
+      let values;
+      try {
+        ({ values } = parseArgs({ args: rest, options: { only: { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
+      } catch (err) {
+        throw new ConfigError(`${(err as Error).message}\n\n${SERVE_USAGE}`);
+      }
+      if (values.help) {
+        process.stdout.write(SERVE_USAGE + '\n');
+        return;
+      }
       return serve(config, values.only);
     }
     case 'migrate': {

@@ -146,6 +146,9 @@ describe('the crewhouse CLI', { concurrency: false }, () => {
     const help = await run(['help'], {});
     assert.equal(help.code, 0);
     assert.match(help.stdout, /serve \[--only/);
+    const serveHelp = await run(['serve', '--help'], {});
+    assert.equal(serveHelp.code, 0, serveHelp.stderr);
+    for (const component of ['console', 'modelproxy', 'chat', 'worker']) assert.match(serveHelp.stdout, new RegExp(`^  ${component} `, 'm'));
     const bad = await run(['frobnicate'], a.env);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /unknown command "frobnicate"/);
