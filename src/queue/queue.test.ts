@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { sql } from 'kysely';
 import { Type } from 'typebox';
 import { captureLogger, dbKind, TEST_DATABASE_URL, testDb, uniq, waitFor, type TestDb } from '../../test/harness.ts';
 import { ConfigError } from '../config.ts';
 import type { Db } from '../db/database.ts';
 import { Registry } from '../http/metrics.ts';
 import { runJobsCommand } from './cli.ts';
-import { enqueue, getJob, JobInputError, jobType, PermanentJobError, type Job, type JobContext, type JobHandler } from './queue.ts';
+import { channelSql, enqueue, getJob, JobInputError, jobType, PermanentJobError, type Job, type JobContext, type JobHandler } from './queue.ts';
 import { backoffMs, createJobRunner, describeError, LeaseLostError, type JobRunnerOptions } from './runner.ts';
 
 describe(`job queue (${dbKind})`, () => {
@@ -419,6 +420,29 @@ describe(`job queue (${dbKind})`, () => {
       }
       await r.drain();
       assert.deepEqual(seen.sort(), [1, 2, 3]);
+    });
+
+    test('a runner whose LISTEN connection is cut connects again and still wakes at once', async () => {
+      const kind = newKind();
+      const seen: number[] = [];
+      const { r } = runner({ [kind]: { perform: async (p: { n: number }) => void seen.push(p.n) } }, { pollMs: 600_000 });
+      const channel = (await sql<{ c: string }>`select ${channelSql} as c`.execute(db)).rows[0].c;
+      const listeners = async () =>
+        (await sql<{ pid: number }>`select pid from pg_stat_activity where query = ${`listen "${channel}"`} and pid <> pg_backend_pid()`.execute(db)).rows.map((x) => x.pid);
+      await r.start();
+      try {
+        await waitFor('the runner to LISTEN', async () => (await listeners()).length === 1);
+        const [first] = await listeners();
+        await sql`select pg_terminate_backend(${first})`.execute(db);
+        await waitFor('the runner to LISTEN again on a new connection', async () => {
+          const now = await listeners();
+          return now.length === 1 && now[0] !== first;
+        });
+        await enqueue(db, { kind, payload: { n: 1 } });
+        await waitFor('the runner to perform the job', () => seen.length === 1);
+      } finally {
+        await r.stop();
+      }
     });
 
     test('two runners share the queue: each job performed once, both take part', async () => {
