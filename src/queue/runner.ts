@@ -56,7 +56,7 @@ export function describeError(err: unknown): string {
   else {
     let shown: string | undefined;
     try {
-      shown = typeof err === 'string' ? JSON.stringify(err) : JSON.stringify(err);
+      shown = JSON.stringify(err);
     } catch {
       shown = undefined;
     }
