@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { makeAgent, makeEnvironment, makeTeam, makeTemplate } from '../../../test/factories.ts';
 import { captureLogger, testApp, uniq, type TestApp } from '../../../test/harness.ts';
 import { createModelProxyClient, type ModelProxyClient } from '../../modelproxy/client.ts';
-import { listJobs } from '../../queue/queue.ts';
+import { getJob, listJobs } from '../../queue/queue.ts';
 import { createJobRunner } from '../../queue/runner.ts';
 import { jobHandlers } from '../../runtime/jobs.ts';
+import { RevokeKey } from './jobs/revoke-key.job.ts';
 import { RevokeTeamKeys } from './jobs/revoke-team-keys.job.ts';
 import { proxyTeamOf } from './teams.service.ts';
 
@@ -363,6 +365,18 @@ describe('teams', () => {
     await worker(t.services.proxy, nowMs + 3_600_000).drain();
     assert.equal((await listJobs(t.db, { kind: RevokeTeamKeys.kind, limit: 1_000 })).find((j) => j.id === queued.id)!.state, 'done');
     assert.ok((await t.services.proxy.listKeys(proxyTeam)).items.every((k) => k.revoked_at), 'revoked once the proxy answers');
+  });
+
+  test('key jobs: a key the proxy never had counts as revoked; a refusal of the proxy fails the job at once, its error kept', async () => {
+    await t.drainJobs();
+    const never = await RevokeKey.enqueue(t.db, { key_id: `mpk_${crypto.randomBytes(8).toString('hex')}`, actor: 'test' });
+    const refused = await RevokeTeamKeys.enqueue(t.db, { team: `-${uniq('bad')}`, actor: 'test' });
+    await t.drainJobs();
+    const [a, b] = await Promise.all([getJob(t.db, never.id), getJob(t.db, refused.id)]);
+    assert.equal(a!.state, 'done', a!.last_error ?? '');
+    assert.equal(b!.state, 'failed');
+    assert.equal(b!.attempts, 1);
+    assert.match(b!.last_error!, /PermanentJobError: the model proxy answered 400/);
   });
 
   test('links: idempotent PUT, code_host needs the app installed, DELETE with slashes', async () => {
