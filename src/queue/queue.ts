@@ -126,23 +126,19 @@ function checkInput(input: EnqueueInput): void {
  */
 export async function enqueue(q: Q, input: EnqueueInput): Promise<Job> {
   checkInput(input);
-  const inserted = await q
-    .insertInto('jobs')
-    .values({
-      kind: input.kind,
-      payload: JSON.stringify(input.payload),
-      key: input.key ?? null,
-      max_attempts: input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
-      ...(input.runAt ? { run_at: input.runAt } : {}),
-    })
-    .onConflict((oc) => oc.column('key').doNothing())
-    .returningAll()
-    .executeTakeFirst();
-  if (inserted) {
-    // Inside a transaction, PostgreSQL delivers this at commit, and drops it on rollback.
-    await sql`select pg_notify(${channelSql}, '')`.execute(q);
-    return inserted as Job;
-  }
+  // One statement: the insert, and the NOTIFY only when it inserted. Inside a transaction,
+  // PostgreSQL delivers the notification at commit and drops it on rollback.
+  const inserted = (
+    await sql<Job>`
+      with added as (
+        insert into jobs (kind, payload, key, max_attempts, run_at)
+        values (${input.kind}, ${JSON.stringify(input.payload)}::jsonb, ${input.key ?? null}, ${input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS}, ${input.runAt ? sql`${input.runAt.toISOString()}::timestamptz` : sql`now()`})
+        on conflict (key) do nothing
+        returning *
+      )
+      select added.* from added cross join lateral (select pg_notify(${channelSql}, '') where added.id is not null) notified`.execute(q)
+  ).rows[0];
+  if (inserted) return inserted;
   const existing = await q.selectFrom('jobs').selectAll().where('key', '=', input.key!).executeTakeFirst();
   if (!existing) throw new Error(`job ${input.kind}: key ${JSON.stringify(input.key)} conflicted, but no job holds it`);
   return existing as Job;
