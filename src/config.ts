@@ -40,6 +40,8 @@ export interface Config {
   sandboxMicrovmFallback: 'none' | 'local';
   /** Capacity this host offers; 0 means measured (CPUs, memory, free disk under the sandbox dir). */
   sandboxCapacity: { vcpus: number; memoryMib: number; diskGib: number };
+  /** Jobs the worker performs at once. */
+  jobConcurrency: number;
 }
 
 export class ConfigError extends Error {}
@@ -99,6 +101,7 @@ export const configReference: Array<{ name: string; default: string; meaning: st
   { name: 'SERVICE_SANDBOX_VCPUS', default: '0 (the CPU count)', meaning: 'vCPUs this host offers to sandboxes' },
   { name: 'SERVICE_SANDBOX_MEMORY_MIB', default: '0 (total memory)', meaning: 'memory in MiB this host offers to sandboxes' },
   { name: 'SERVICE_SANDBOX_DISK_GIB', default: '0 (free disk under the sandbox dir)', meaning: 'disk in GiB this host offers to sandboxes' },
+  { name: 'SERVICE_JOB_CONCURRENCY', default: '4', meaning: 'jobs (revoking keys, destroying sandboxes, outbound calls) each worker process performs at once' },
 ];
 
 /** SERVICE_SANDBOX_SUBNET: an IPv4 CIDR of at least a /30. */
@@ -180,5 +183,6 @@ export function loadConfig(env: Env = process.env): Config {
       memoryMib: int(env, 'SERVICE_SANDBOX_MEMORY_MIB', 0, 0, 64 * 1024 * 1024),
       diskGib: int(env, 'SERVICE_SANDBOX_DISK_GIB', 0, 0, 1024 * 1024),
     },
+    jobConcurrency: int(env, 'SERVICE_JOB_CONCURRENCY', 4, 1, 256),
   };
 }

@@ -15,21 +15,34 @@ import { Registry } from './http/metrics.ts';
 import { createLogger } from './logger.ts';
 import { modelProxyComponent } from './modelproxy/component.ts';
 import { CipherError } from './secrets/cipher.ts';
+import { JOBS_USAGE, runJobsCommand } from './queue/cli.ts';
+import { workerComponent } from './runtime/worker.component.ts';
 import { rotateSecretKey } from './secrets/rotate.ts';
 
 /** Every component `crewhouse serve` can run, in start order. */
-export const COMPONENTS: Component[] = [consoleComponent, modelProxyComponent, chatComponent];
+export const COMPONENTS: Component[] = [consoleComponent, modelProxyComponent, chatComponent, workerComponent];
 
 const USAGE = `crewhouse <command>
 
-  serve [--only console,worker,...]   run the service (all components by default)
+  serve [--only console,...]          run the service: all components by default, or some of
+                                      console, modelproxy, chat, worker (performs queued jobs)
   migrate                             bring the database schema up to date and exit
   admin token --user NAME [--name L]  mint an API token for a user and print it
   audit [--limit N] [--action A]      print the audit log, newest first, as JSON lines
   secrets rotate-key                  re-encrypt every secret under a new key (see README)
+${JOBS_USAGE}
 ${CHAT_USAGE}
 
 Configuration comes from SERVICE_* environment variables; see README.md.`;
+
+const SERVE_USAGE = `crewhouse serve [--only NAME,...]
+
+Runs the components of the service in this process: all of them by default, or those named.
+
+  console     Console API, web console, webhooks, health and metrics (SERVICE_PORT)
+  modelproxy  the OpenAI-compatible model proxy (SERVICE_MODEL_PROXY_PORT)
+  chat        the Zulip-compatible chat server (SERVICE_CHAT_PORT)
+  worker      performs queued jobs (see crewhouse jobs); on PostgreSQL several workers share them`;
 
 async function open(config: Config): Promise<OpenDatabase> {
   const opened = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
@@ -83,7 +96,16 @@ async function main(argv: string[]) {
   const config = loadConfig();
   switch (command) {
     case 'serve': {
-      const { values } = parseArgs({ args: rest, options: { only: { type: 'string' } } });
+      let values;
+      try {
+        ({ values } = parseArgs({ args: rest, options: { only: { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
+      } catch (err) {
+        throw new ConfigError(`${(err as Error).message}\n\n${SERVE_USAGE}`);
+      }
+      if (values.help) {
+        process.stdout.write(SERVE_USAGE + '\n');
+        return;
+      }
       return serve(config, values.only);
     }
     case 'migrate': {
@@ -127,6 +149,15 @@ async function main(argv: string[]) {
       try {
         const rows = await readAudit(db, { limit: Math.min(Number(values.limit) || 100, 10_000), action: values.action, targetType: values.target });
         for (const r of rows) process.stdout.write(JSON.stringify(r) + '\n');
+      } finally {
+        await close();
+      }
+      return;
+    }
+    case 'jobs': {
+      const { db, close } = await open(config);
+      try {
+        process.stdout.write(await runJobsCommand(rest, db));
       } finally {
         await close();
       }

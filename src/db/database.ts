@@ -24,6 +24,24 @@ const embedded = new WeakSet<Db>();
  */
 export const isEmbedded = (db: Db): boolean => embedded.has(db);
 
+/** Stops listening. */
+export type Unlisten = () => Promise<void>;
+type Listen = (channel: string, onNotify: () => void) => Promise<Unlisten>;
+const listeners = new WeakMap<Db, Listen>();
+
+/**
+ * LISTEN on a channel of this database: `onNotify` is called for each notification that
+ * reaches it (NOTIFY inside a transaction arrives at commit, and never after a rollback), and
+ * once more after a lost connection comes back, since notifications may have been missed.
+ * On PostgreSQL this holds a connection of its own; on the embedded database it rides on the
+ * one connection.
+ */
+export function listen(db: Db, channel: string, onNotify: () => void): Promise<Unlisten> {
+  const fn = listeners.get(db);
+  if (!fn) throw new Error('this database handle was not opened by openDatabase');
+  return fn(channel, onNotify);
+}
+
 const INT8 = 20;
 const NUMERIC = 1700;
 const TIMESTAMPTZ = 1184;
@@ -65,8 +83,60 @@ function openPostgres(url: string, searchPath: string | undefined, poolSize: num
   // An idle client's error (the server restarted) must not crash the process.
   pool.on('error', () => {});
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  listeners.set(db, (channel, onNotify) => listenOnPostgres(url, channel, onNotify));
   return { db, kind: 'postgres', close: () => db.destroy() };
 }
+
+/** A client of its own that LISTENs, and connects again (with a growing pause) when it is lost. */
+async function listenOnPostgres(url: string, channel: string, onNotify: () => void): Promise<Unlisten> {
+  let closed = false;
+  let client: pg.Client | null = null;
+  let retry: NodeJS.Timeout | null = null;
+  let pauseMs = 500;
+  const again = () => {
+    if (closed || retry) return;
+    retry = setTimeout(() => {
+      retry = null;
+      connect().then(onNotify, again);
+    }, pauseMs);
+    pauseMs = Math.min(pauseMs * 2, 30_000);
+  };
+  const connect = async (): Promise<void> => {
+    if (closed) return;
+    const c = new pg.Client({ connectionString: url });
+    const lost = () => {
+      if (client !== c) return;
+      client = null;
+      c.end().catch(() => {});
+      again();
+    };
+    c.on('notification', (n) => {
+      if (n.channel === channel) onNotify();
+    });
+    c.on('error', lost);
+    c.on('end', lost);
+    client = c;
+    try {
+      await c.connect();
+      await c.query(`listen ${escapeIdentifier(channel)}`);
+    } catch (err) {
+      if (client === c) client = null;
+      c.end().catch(() => {});
+      throw err;
+    }
+    pauseMs = 500;
+  };
+  await connect();
+  return async () => {
+    closed = true;
+    if (retry) clearTimeout(retry);
+    const c = client;
+    client = null;
+    await c?.end().catch(() => {});
+  };
+}
+
+const escapeIdentifier = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
 async function openPGlite(dataDir: string, loadDataDir?: Blob | File): Promise<OpenDatabase> {
   const memory = dataDir === ':memory:';
@@ -83,6 +153,18 @@ async function openPGlite(dataDir: string, loadDataDir?: Blob | File): Promise<O
     });
     const db = new Kysely<Database>({ dialect: new PGliteDialect(pgl) });
     embedded.add(db);
+    listeners.set(db, async (channel, onNotify) => {
+      const off = pgl.onNotification((ch) => {
+        if (ch === channel) onNotify();
+      });
+      // Through Kysely, so the LISTEN waits for the one connection instead of landing inside
+      // a transaction another caller has open on it.
+      await sql`listen ${sql.id(channel)}`.execute(db);
+      return async () => {
+        off();
+        if (!pgl.closed) await sql`unlisten ${sql.id(channel)}`.execute(db).catch(() => {});
+      };
+    });
     return {
       db,
       kind: 'pglite',

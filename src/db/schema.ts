@@ -13,9 +13,10 @@ import type { EnvironmentsTables } from '../console/environments/environments.ta
 import type { SkillsTables } from '../console/skills/skills.tables.ts';
 import type { McpServersTables } from '../console/mcp-servers/mcp-servers.tables.ts';
 import type { SandboxHostsTables } from '../runtime/sandboxes/hosts.tables.ts';
+import type { QueueTables } from '../queue/queue.tables.ts';
 
 /**
  * The whole database, composed from the tables each module owns. A module adds its
  * `*.tables.ts` here; only that module's store queries them.
  */
-export interface Database extends UsersTables, AuthTables, AuditTables, SecretsTables, DestinationsTables, EnvironmentsTables, SkillsTables, ModelProxyTables, ChatTables, AgentsTables, DocumentsTables, TemplatesTables, TeamsTables, McpServersTables, SandboxHostsTables {}
+export interface Database extends UsersTables, AuthTables, AuditTables, SecretsTables, DestinationsTables, EnvironmentsTables, SkillsTables, ModelProxyTables, ChatTables, AgentsTables, DocumentsTables, TemplatesTables, TeamsTables, McpServersTables, SandboxHostsTables, QueueTables {}

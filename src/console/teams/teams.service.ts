@@ -1,4 +1,4 @@
-import { sql, type Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
@@ -16,6 +16,9 @@ import type { TemplateContent, TemplateRole } from '../templates/templates.schem
 import type { TemplatesService } from '../templates/templates.service.ts';
 import { memoryLayer, presentTeam, presentTeamSummary } from './teams.presenter.ts';
 import type { TeamCreate, TeamPatch, TeamState } from './teams.schemas.ts';
+import { revokeKeyLater } from './jobs/revoke-key.job.ts';
+import { revokeTeamKeysLater } from './jobs/revoke-team-keys.job.ts';
+import { syncTeamProxyLater } from './jobs/sync-proxy.job.ts';
 import * as store from './teams.store.ts';
 import type { TeamRow } from './teams.store.ts';
 
@@ -138,7 +141,7 @@ export function createTeamsService(deps: {
     await checkVersionNames(row, field, trx);
   }
 
-  /** Mints one model-proxy key per role; on failure revokes what it minted and rethrows. */
+  /** Mints one model-proxy key per role; on failure queues the revocation of what it minted and rethrows. */
   async function mintKeys(team: string, teamId: number, roles: ReturnType<typeof rolesFromTemplate>, actor: Actor) {
     const minted: Array<{ role: string; key_id: string; sealed: string }> = [];
     try {
@@ -151,17 +154,14 @@ export function createTeamsService(deps: {
       }
       return minted;
     } catch (err) {
-      for (const m of minted) await proxy.revokeKey(m.key_id).catch(() => {});
+      await revokeKeysLater(db, minted.map((m) => m.key_id), actor);
       throw err;
     }
   }
 
-  /** Pushes a team's stored budget and each role's model to the proxy (best effort). */
-  async function syncProxy(teamId: number) {
-    const t = await store.getTeamById(db, teamId);
-    if (!t || t.status === 'archived') return;
-    await proxy.setTeamBudget(proxyTeamOf(t), t.budget_usd_per_day).catch(() => {});
-    for (const r of await store.rolesOf(db, [teamId])) if (r.proxy_key_id) await proxy.updateKey(r.proxy_key_id, { models: [r.model] }).catch(() => {});
+  /** Queues the revocation of keys on `q`: the transaction that drops them, or the database after a failure. */
+  async function revokeKeysLater(q: Kysely<Database>, keyIds: string[], actor: Actor) {
+    for (const keyId of keyIds) await revokeKeyLater(q, keyId, actor.name);
   }
 
   return {
@@ -257,8 +257,10 @@ export function createTeamsService(deps: {
           await recordAudit(trx, actor, 'team.create', { type: 'team', id: input.name }, { template: input.template.name, version: version.version });
         });
       } catch (err) {
-        await proxy.revokeTeamKeys(proxyTeam).catch(() => {});
-        await db.deleteFrom('teams').where('id', '=', team.id).execute();
+        await db.transaction().execute(async (trx) => {
+          await trx.deleteFrom('teams').where('id', '=', team.id).execute();
+          await revokeTeamKeysLater(trx, proxyTeam, actor.name);
+        });
         throw err;
       }
       spend.forget(proxyTeam);
@@ -331,48 +333,37 @@ export function createTeamsService(deps: {
             await trx.updateTable('team_roles').set(rs).where('team_id', '=', team.id).where('role', '=', role).execute();
           }
           await recordAudit(trx, actor, 'team.update', { type: 'team', id: name }, { fields: Object.keys(body), roles: Object.keys(body.role_settings ?? {}) });
+          // Whoever commits last pushed last before committing; pushing the stored values once
+          // more after commit leaves the proxy agreeing with the row whatever the interleaving.
+          if (budgetChanged || modelChanges.length) await syncTeamProxyLater(trx, team.id, actor.name);
           return updated;
         });
         spend.forget(proxyTeamOf(team));
-        // Whoever commits last pushed last before committing; pushing the stored values once
-        // more after commit leaves the proxy agreeing with the row whatever the interleaving.
-        if (budgetChanged || modelChanges.length) await syncProxy(team.id);
         return (await store.getTeamById(db, row.id))!;
       } catch (err) {
         // Lost the race for the row (or failed): the proxy follows what is stored now.
-        if (budgetChanged || modelChanges.length) await syncProxy(team.id);
+        if (budgetChanged || modelChanges.length) await syncTeamProxyLater(db, team.id, actor.name);
         throw err;
       }
     },
 
     /**
-     * Archives a team: revokes its model-proxy keys, cancels open runs, destroys its sandboxes,
-     * removes roles, links, members and documents, and frees the name. Runs, spend history and
-     * team memory stay.
+     * Archives a team: cancels open runs, marks its sandboxes destroyed, removes roles, links,
+     * members and documents, frees the name, and queues the revocation of its model-proxy keys,
+     * all in one transaction. Runs, spend history and team memory stay.
      */
     async archive(actor: Actor, name: string, expected: number) {
       const team = await mustGetLive(name);
       if (team.row_version !== expected) throw problems.preconditionFailed();
       if (team.status === 'provisioning') throw problems.conflict(`team "${name}" is still being provisioned`);
-      // Claim the team first: from here on its ETag is stale for everyone and changes are
-      // refused, so a concurrent PATCH cannot leave an active team whose keys were revoked.
-      // An archive that died half-way is finished by the next DELETE.
-      await updateIfVersion(db, { table: 'teams', where: { id: team.id }, expected, set: { archiving_at: sql`coalesce(archiving_at, now())` }, what: 'team', label: name, touch: false });
-      try {
-        await proxy.revokeTeamKeys(proxyTeamOf(team), actor.name);
-      } catch (err) {
-        await db.updateTable('teams').set({ archiving_at: null, row_version: sql`nextval('row_version_seq')` }).where('id', '=', team.id).where('status', '<>', 'archived').execute();
-        throw err;
-      }
       await db.transaction().execute(async (trx) => {
-        await trx
-          .updateTable('teams')
-          .set({ status: 'archived', archived_at: sql`now()`, updated_at: sql`now()`, row_version: sql`nextval('row_version_seq')` })
-          .where('id', '=', team.id)
-          .executeTakeFirstOrThrow();
+        // The ETag check and the archive are one statement: a concurrent change with the same
+        // ETag loses, so no active team is left whose keys are being revoked.
+        await updateIfVersion(trx, { table: 'teams', where: { id: team.id }, expected, set: { status: 'archived', archived_at: sql`now()` }, what: 'team', label: name });
         await archiveRows(trx, team.id);
         for (const hook of archiveHooks) await hook(trx, actor, name);
         await recordAudit(trx, actor, 'team.archive', { type: 'team', id: name });
+        await revokeTeamKeysLater(trx, proxyTeamOf(team), actor.name);
       });
       spend.forget(proxyTeamOf(team));
     },
@@ -422,19 +413,15 @@ export function createTeamsService(deps: {
             await trx.updateTable('team_roles').set(values).where('team_id', '=', team.id).where('role', '=', r.role).execute();
           }
           await recordAudit(trx, actor, 'team.upgrade', { type: 'team', id: name }, { from: team.template_version, to: version.version });
+          // After commit: the removed roles' keys go, and the proxy takes the stored budget and models.
+          await revokeKeysLater(trx, removed.flatMap((r) => (r.proxy_key_id ? [r.proxy_key_id] : [])), actor);
+          await syncTeamProxyLater(trx, team.id, actor.name);
         });
       } catch (err) {
-        for (const m of minted) await proxy.revokeKey(m.key_id).catch(() => {});
+        await revokeKeysLater(db, minted.map((m) => m.key_id), actor);
         throw err;
       }
-      for (const r of removed) if (r.proxy_key_id) await proxy.revokeKey(r.proxy_key_id, actor.name).catch(() => {});
-      const after = await store.getTeamById(db, team.id);
-      if (after && !new Set(team.manual_fields).has('budget_usd_per_day')) await proxy.setTeamBudget(proxyTeamOf(team), after.budget_usd_per_day, actor.name).catch(() => {});
-      for (const r of fresh) {
-        const old = keep.get(r.role);
-        if (old?.proxy_key_id && !old.manual_fields.includes('model') && old.model !== r.model) await proxy.updateKey(old.proxy_key_id, { models: [r.model] }).catch(() => {});
-      }
-      return after!;
+      return (await store.getTeamById(db, team.id))!;
     },
 
     /** For the tasks route: has the team spent its budget for today (UTC)? */
