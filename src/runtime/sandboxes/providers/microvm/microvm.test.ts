@@ -12,6 +12,7 @@ import { createLogger } from '../../../../logger.ts';
 import { microvmSkipReason, randomLink, testImagesDir } from '../../../../../test/microvm-image.ts';
 import { SandboxError, type SandboxProvider, type SandboxSpec } from '../../provider.ts';
 import { createMicrovmProvider } from './index.ts';
+import { accelerator, kvmUsable } from './kvm.ts';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../../..');
 const logger = createLogger({ level: 'silent' });
@@ -49,6 +50,24 @@ describe('microvm provider: refusals that need no VM', () => {
   test('a missing QEMU names the Debian package to install', async () => {
     const p = createMicrovmProvider({ dir: os.tmpdir(), imagesDir: os.tmpdir(), logger, snapshotBudgetBytes: 1, qemu: '/nonexistent/qemu-system-x86_64' });
     await assert.rejects(p.check(), (e: SandboxError) => e.code === 'unavailable' && /qemu-system-x86\b/.test(e.message));
+  });
+
+  test('KVM is probed by running a guest, and a fallback to TCG is logged once', async () => {
+    assert.equal(await kvmUsable('/nonexistent/qemu-system-x86_64'), false);
+    if (!fs.existsSync('/usr/bin/qemu-system-x86_64')) return;
+    const lines: string[] = [];
+    const captured = createLogger({ level: 'info', destination: { write: (l: string) => void lines.push(l) } });
+    // A path of its own, so the decision is not one another test already cached.
+    const qemu = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'mvm-q-')), 'qemu-system-x86_64');
+    fs.symlinkSync('/usr/bin/qemu-system-x86_64', qemu);
+    const usable = await kvmUsable(qemu);
+    const first = await accelerator(qemu, captured);
+    const second = await accelerator(qemu, captured);
+    assert.equal(first, usable ? 'kvm' : 'tcg');
+    assert.equal(second, first);
+    assert.equal(lines.filter((l) => l.includes('using TCG')).length, usable ? 0 : 1);
+    assert.equal(await accelerator(qemu, captured, 'tcg'), 'tcg');
+    fs.rmSync(path.dirname(qemu), { recursive: true, force: true });
   });
 
   test('a sandbox that does not exist is not_found, whatever the verb', async () => {
