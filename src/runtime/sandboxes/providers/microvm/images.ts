@@ -59,10 +59,10 @@ export async function sha256File(file: string): Promise<string> {
   return h.digest('hex');
 }
 
-/** Runs `make` unless `marker` exists; the marker is written only after `make` finished. */
-async function step(workDir: string, marker: string, label: string, progress: (m: string) => void, make: () => Promise<void>) {
+/** Runs `make` unless `marker` (and `output`) exist; the marker is written only after `make` finished. */
+async function step(workDir: string, marker: string, label: string, progress: (m: string) => void, make: () => Promise<void>, output?: string) {
   const done = path.join(workDir, `${marker}.done`);
-  if (fs.existsSync(done)) {
+  if (fs.existsSync(done) && (!output || fs.existsSync(output))) {
     progress(`${label}: done earlier, reused`);
     return;
   }
@@ -237,9 +237,10 @@ export async function buildImage(opts: BuildOptions): Promise<ImageManifest> {
   await fsp.mkdir(opts.imagesDir, { recursive: true });
 
   await step(workDir, 'kernel', 'kernel (Debian linux-image-cloud-amd64)', progress, () => fetchKernel(workDir, opts.signal));
-  await step(workDir, 'initrd', 'initramfs', progress, () => buildInitramfs(workDir, busybox, path.join(workDir, 'initrd.img')));
+  await step(workDir, 'initrd', 'initramfs', progress, () => buildInitramfs(workDir, busybox, path.join(workDir, 'initrd.img')), path.join(workDir, 'initrd.img'));
   const root = path.join(workDir, 'root');
   await step(workDir, 'root', `root file system (${opts.variant})`, progress, async () => {
+    for (const later of ['guest', 'ext4']) await fsp.rm(path.join(workDir, `${later}.done`), { force: true });
     await fsp.rm(root, { recursive: true, force: true });
     if (opts.variant === 'debian') await debianRoot(root, { caPem: opts.caPem, progress, signal: opts.signal });
     else {
@@ -253,7 +254,7 @@ export async function buildImage(opts: BuildOptions): Promise<ImageManifest> {
     await fsp.rm(out, { force: true });
     const mib = opts.rootfsMib ?? Math.ceil((await dirMib(root)) * 1.3) + (opts.variant === 'debian' ? 2048 : 256);
     await run('mke2fs', ['-q', '-F', '-t', 'ext4', '-L', 'crewhouse-root', '-d', root, out, `${mib}M`], { signal: opts.signal });
-  });
+  }, path.join(workDir, 'rootfs.ext4'));
 
   const version = opts.version ?? new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
   progress('checksums...');
@@ -281,9 +282,8 @@ export async function buildImage(opts: BuildOptions): Promise<ImageManifest> {
     else await fsp.rename(f.from, to);
   }
   // The next build makes a fresh root file system; the kernel and initramfs are reused.
-  await fsp.rm(path.join(workDir, 'ext4.done'), { force: true });
-  await fsp.rm(path.join(workDir, 'guest.done'), { force: true });
-  await fsp.rm(path.join(workDir, 'root.done'), { force: true });
+  for (const m of ['ext4', 'guest', 'root']) await fsp.rm(path.join(workDir, `${m}.done`), { force: true });
+  await fsp.rm(root, { recursive: true, force: true });
   await fsp.copyFile(path.join(opts.imagesDir, files.initrd.file), path.join(workDir, 'initrd.img'));
   const manifestFile = path.join(opts.imagesDir, `${opts.name}-${version}.json`);
   const tmp = `${manifestFile}.${crypto.randomBytes(4).toString('hex')}.tmp`;
