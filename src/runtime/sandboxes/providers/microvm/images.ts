@@ -139,6 +139,8 @@ $B mount -t tmpfs tmpfs /dev/shm
 $B mount -t tmpfs tmpfs /tmp
 $B mount -t tmpfs tmpfs /run
 $B hostname sandbox
+# The disk may be larger than the image's file system (the environment's disk size): grow into it.
+if command -v resize2fs >/dev/null 2>&1; then resize2fs /dev/vda >/dev/null 2>&1; fi
 `;
 
 const INITTAB = `::sysinit:/opt/crewhouse/rcS
