@@ -19,6 +19,8 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
+import type { Config } from '../../../../config.ts';
+import type { Registry } from '../../../../http/metrics.ts';
 import {
   SandboxError,
   type ExecHandle,
@@ -626,4 +628,20 @@ export function createMicrovmProvider(opts: MicrovmOptions): SandboxProvider {
 
 function shellQuote(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+/** The provider as the composition root makes it: settings from the configuration, wake timings into the metrics. */
+export function microvmProviderFromConfig(
+  config: Pick<Config, 'microvmDir' | 'imagesDir' | 'microvmSnapshotBudgetBytes' | 'microvmAccel'>,
+  deps: { logger: Logger; metrics?: Registry },
+): SandboxProvider {
+  const wakes = deps.metrics?.histogram('crewhouse_sandbox_wake_seconds', 'Time to wake a sandbox until its guest answers, by provider and kind (restore or cold_boot)', [0.5, 1, 2, 5, 10, 20, 30, 60, 120]);
+  return createMicrovmProvider({
+    dir: config.microvmDir,
+    imagesDir: config.imagesDir,
+    logger: deps.logger,
+    snapshotBudgetBytes: config.microvmSnapshotBudgetBytes,
+    accel: config.microvmAccel,
+    onWake: wakes ? (seconds, kind) => wakes.observe({ provider: 'microvm', kind }, seconds) : undefined,
+  });
 }
