@@ -398,6 +398,8 @@ export function createMicrovmProvider(opts: MicrovmOptions): SandboxProvider {
   /** Wakes a sandbox: from its snapshot when usable, otherwise a cold boot from its disk. */
   async function wakeUp(s: StateFile): Promise<SandboxStatus> {
     const accel = await accelerator(qemu, log, opts.accel);
+    // A restore cut short by a host crash may have left its QEMU behind: never two on one disk.
+    await stopQemu(s.id);
     const started = performance.now();
     let cold = true;
     if (s.state === 'sleeping') {
@@ -471,7 +473,8 @@ export function createMicrovmProvider(opts: MicrovmOptions): SandboxProvider {
 
     create(spec) {
       return locked(spec.id, async () => {
-        if (!IFNAME.test(spec.network.hostInterface)) throw new SandboxError('failed', `bad host interface name ${spec.network.hostInterface}`);
+        const bad = specProblem(spec);
+        if (bad) throw new SandboxError('failed', `sandbox ${spec.id}: ${bad}`);
         if (fs.existsSync(file(spec.id, 'state.json'))) throw new SandboxError('wrong_state', `sandbox ${spec.id} exists already`);
         await provider.check();
         const image = await resolveImage(spec.image);
@@ -624,6 +627,18 @@ export function createMicrovmProvider(opts: MicrovmOptions): SandboxProvider {
     },
   };
   return provider;
+}
+
+const IPV4 = /^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}$/;
+
+/** What is wrong with a spec, or null: its values reach QEMU's and ip's command lines. */
+function specProblem(spec: SandboxSpec): string | null {
+  if (!IFNAME.test(spec.network?.hostInterface ?? '')) return `bad host interface name ${String(spec.network?.hostInterface).slice(0, 40)}`;
+  for (const k of ['hostAddress', 'sandboxAddress'] as const) if (!IPV4.test(spec.network[k] ?? '')) return `network.${k} must be an IPv4 address`;
+  if (!Number.isInteger(spec.vcpus) || spec.vcpus < 1 || spec.vcpus > 64) return 'vcpus must be 1 to 64';
+  if (!Number.isInteger(spec.memoryMib) || spec.memoryMib < 128 || spec.memoryMib > 1024 * 1024) return 'memoryMib must be at least 128';
+  if (!Number.isInteger(spec.diskGib) || spec.diskGib < 1 || spec.diskGib > 16 * 1024) return 'diskGib must be at least 1';
+  return null;
 }
 
 function shellQuote(s: string): string {

@@ -70,6 +70,25 @@ describe('microvm provider: refusals that need no VM', () => {
     fs.rmSync(path.dirname(qemu), { recursive: true, force: true });
   });
 
+  test('a spec whose values would reach a command line unchecked is refused before anything is made', async () => {
+    const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'mvm-'));
+    try {
+      const p = createMicrovmProvider({ dir, imagesDir: dir, logger, snapshotBudgetBytes: 1 });
+      const good = specFor('sbx-spec');
+      for (const [bad, why] of [
+        [{ ...good, network: { ...good.network, sandboxAddress: '10.0.0.2/30 init=/bin/sh' } }, /sandboxAddress/],
+        [{ ...good, network: { ...good.network, hostInterface: 'eth0; reboot' } }, /interface/],
+        [{ ...good, memoryMib: 0 }, /memoryMib/],
+        [{ ...good, vcpus: 1.5 }, /vcpus/],
+      ] as const) {
+        await assert.rejects(p.create(bad as SandboxSpec), (e: SandboxError) => e.code === 'failed' && why.test(e.message));
+      }
+      assert.deepEqual(await p.list(), []);
+    } finally {
+      await fsp.rm(dir, { recursive: true, force: true });
+    }
+  });
+
   test('a sandbox that does not exist is not_found, whatever the verb', async () => {
     const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'mvm-'));
     try {
