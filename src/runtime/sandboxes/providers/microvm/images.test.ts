@@ -5,6 +5,8 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { ConfigError, loadConfig } from '../../../../config.ts';
 import { createLogger } from '../../../../logger.ts';
 import { createImagesService } from '../../../../console/environments/images.service.ts';
 import { microvmSkipReason, randomLink } from '../../../../../test/microvm-image.ts';
@@ -20,6 +22,28 @@ describe('microVM images', () => {
   const dirs: string[] = [];
   after(async () => {
     for (const d of dirs) await fsp.rm(d, { recursive: true, force: true });
+  });
+
+  test('crewhouse images with a wrong verb or variant exits 2 with its usage; the settings are checked', () => {
+    const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../../..');
+    for (const args of [['images', 'frob'], ['images', 'build', '--variant', 'alpine'], ['images', 'build', '--name', '../x']]) {
+      let status = 0;
+      let stderr = '';
+      try {
+        execFileSync(path.join(root, 'node_modules/.bin/node'), [path.join(root, 'src/main.ts'), ...args], { encoding: 'utf8', stdio: 'pipe', env: { PATH: process.env.PATH, SERVICE_DATA_DIR: os.tmpdir() } });
+      } catch (err) {
+        status = (err as { status: number }).status;
+        stderr = (err as { stderr: string }).stderr;
+      }
+      assert.equal(status, 2, args.join(' '));
+      assert.match(stderr, /images build|--name/);
+    }
+    assert.throws(() => loadConfig({ SERVICE_MICROVM_ACCEL: 'hvf' }), (e: Error) => e instanceof ConfigError && /SERVICE_MICROVM_ACCEL/.test(e.message));
+    assert.throws(() => loadConfig({ SERVICE_MICROVM_SNAPSHOT_BUDGET_MIB: '-1' }), (e: Error) => e instanceof ConfigError && /SNAPSHOT_BUDGET/.test(e.message));
+    const c = loadConfig({ SERVICE_DATA_DIR: '/srv/ch', SERVICE_MICROVM_SNAPSHOT_BUDGET_MIB: '10' });
+    assert.equal(c.microvmDir, '/srv/ch/sandboxes/microvm');
+    assert.equal(c.microvmSnapshotBudgetBytes, 10 * 1024 * 1024);
+    assert.equal(c.microvmAccel, 'auto');
   });
 
   test('the initramfs is a newc archive the kernel (and cpio) can read', async (t) => {
