@@ -259,7 +259,8 @@ export function createMicrovmProvider(opts: MicrovmOptions): SandboxProvider {
     const d = dirOf(s.id);
     return [
       '-M', 'microvm,x-option-roms=off,isa-serial=on,rtc=on',
-      '-accel', accel,
+      // TCG's translation cache defaults to 1 GiB of host memory per VM; 128 MiB holds a guest's hot code.
+      '-accel', accel === 'tcg' ? 'tcg,tb-size=128' : 'kvm',
       '-cpu', accel === 'kvm' ? 'host' : 'max',
       '-m', String(s.spec.memoryMib),
       '-smp', String(s.spec.vcpus),
