@@ -110,10 +110,16 @@ export class Channel {
     }
   }
 
-  /** One request answered by done or error (write a file, set the clock, sync). */
-  request(h: Record<string, unknown> & { t: string }, body?: Buffer): Promise<void> {
+  /** One request answered by done or error (write a file, set the clock, sync); a guest that never answers fails it after `timeoutMs`. */
+  request(h: Record<string, unknown> & { t: string }, body?: Buffer, timeoutMs = 60_000): Promise<void> {
     const id = crypto.randomBytes(8).toString('hex');
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<void>((res, rej) => {
+      const timer = setTimeout(() => {
+        this.requests.delete(id);
+        rej(new SandboxError('failed', `the guest agent did not answer ${h.t} within ${Math.round(timeoutMs / 1000)} s`));
+      }, timeoutMs);
+      const resolve = () => (clearTimeout(timer), res());
+      const reject = (e: Error) => (clearTimeout(timer), rej(e));
       this.requests.set(id, { resolve, reject });
       try {
         this.send({ ...h, id }, body);
