@@ -25,6 +25,12 @@ export interface Config {
   chatRateLimit: { calls: number; seconds: number } | null;
   egressDevDestinations: boolean;
   imagesDir: string;
+  /** Where microVM sandboxes keep their disks, sockets and snapshots. */
+  microvmDir: string;
+  /** Bytes the microVM memory snapshots on this host may take together. */
+  microvmSnapshotBudgetBytes: number;
+  /** auto probes KVM and falls back to TCG; kvm or tcg skip the probe. */
+  microvmAccel: 'auto' | 'kvm' | 'tcg';
   models: string | null;
   webDir: string;
   trustProxy: boolean;
@@ -89,7 +95,10 @@ export const configReference: Array<{ name: string; default: string; meaning: st
   { name: 'SERVICE_CHAT_PORT', default: '8083', meaning: 'port of the chat server' },
   { name: 'SERVICE_CHAT_RATE_LIMIT', default: '200/60', meaning: 'chat API requests each user may make per window, as <calls>/<seconds>; 0 turns the limit off' },
   { name: 'SERVICE_EGRESS_DEV_DESTINATIONS', default: '0', meaning: '1 puts dev-only (loopback or private) destinations into egress policies' },
-  { name: 'SERVICE_IMAGES_DIR', default: '<data dir>/images', meaning: 'where agent image build manifests are read from' },
+  { name: 'SERVICE_IMAGES_DIR', default: '<data dir>/images', meaning: 'where `crewhouse images build` writes agent images and their manifests, and where microVMs boot them from' },
+  { name: 'SERVICE_MICROVM_DIR', default: '<data dir>/sandboxes/microvm', meaning: 'where microVM sandboxes keep their disks, control sockets and sleep snapshots' },
+  { name: 'SERVICE_MICROVM_SNAPSHOT_BUDGET_MIB', default: '20480', meaning: 'disk (MiB) all microVM memory snapshots on this host may take; a sleep past it becomes a deep sleep' },
+  { name: 'SERVICE_MICROVM_ACCEL', default: 'auto', meaning: 'auto uses KVM when a probe guest actually runs under it, otherwise TCG (logged once); kvm or tcg skip the probe' },
   { name: 'SERVICE_MODELS', default: '(built-in set)', meaning: 'path of a JSON or YAML file of model aliases, or inline JSON' },
   { name: 'SERVICE_WEB_DIR', default: './dist/web', meaning: 'the built web console' },
   { name: 'SERVICE_TRUST_PROXY', default: '0', meaning: '1 trusts X-Forwarded-* headers from a reverse proxy' },
@@ -140,6 +149,12 @@ function chatRateLimit(env: Env): { calls: number; seconds: number } | null {
   return { calls: Number(m[1]), seconds: Number(m[2]) };
 }
 
+function microvmAccel(env: Env): 'auto' | 'kvm' | 'tcg' {
+  const raw = str(env, 'SERVICE_MICROVM_ACCEL') ?? 'auto';
+  if (raw !== 'auto' && raw !== 'kvm' && raw !== 'tcg') throw new ConfigError(`SERVICE_MICROVM_ACCEL must be auto, kvm or tcg, got "${raw}"`);
+  return raw;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const port = int(env, 'SERVICE_PORT', 8080);
   const rawDataDir = str(env, 'SERVICE_DATA_DIR') ?? './data';
@@ -170,6 +185,9 @@ export function loadConfig(env: Env = process.env): Config {
     chatRateLimit: chatRateLimit(env),
     egressDevDestinations: bool(env, 'SERVICE_EGRESS_DEV_DESTINATIONS'),
     imagesDir: path.resolve(str(env, 'SERVICE_IMAGES_DIR') ?? path.join(dataDir, 'images')),
+    microvmDir: path.resolve(str(env, 'SERVICE_MICROVM_DIR') ?? path.join(dataDir, 'sandboxes', 'microvm')),
+    microvmSnapshotBudgetBytes: int(env, 'SERVICE_MICROVM_SNAPSHOT_BUDGET_MIB', 20480, 0, 64 * 1024 * 1024) * 1024 * 1024,
+    microvmAccel: microvmAccel(env),
     models: str(env, 'SERVICE_MODELS'),
     webDir: path.resolve(str(env, 'SERVICE_WEB_DIR') ?? './dist/web'),
     trustProxy: bool(env, 'SERVICE_TRUST_PROXY'),

@@ -17,6 +17,8 @@ import { modelProxyComponent } from './modelproxy/component.ts';
 import { CipherError } from './secrets/cipher.ts';
 import { JOBS_USAGE, runJobsCommand } from './queue/cli.ts';
 import { workerComponent } from './runtime/worker.component.ts';
+import { SandboxError } from './runtime/sandboxes/provider.ts';
+import { buildImage } from './runtime/sandboxes/providers/microvm/images.ts';
 import { rotateSecretKey } from './secrets/rotate.ts';
 
 /** Every component `crewhouse serve` can run, in start order. */
@@ -31,6 +33,7 @@ const USAGE = `crewhouse <command>
   audit [--limit N] [--action A]      print the audit log, newest first, as JSON lines
   secrets rotate-key                  re-encrypt every secret under a new key (see README)
 ${JOBS_USAGE}
+  images build [--name N] [--ca FILE] build a microVM image into SERVICE_IMAGES_DIR (see README)
 ${CHAT_USAGE}
 
 Configuration comes from SERVICE_* environment variables; see README.md.`;
@@ -171,6 +174,25 @@ async function main(argv: string[]) {
         process.stdout.write(`re-encrypted ${r.resealed} of ${r.total} secret values; current key id ${r.keyId} (${r.source}); restart running consoles\n`);
       } finally {
         await close();
+      }
+      return;
+    }
+    case 'images': {
+      const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { name: { type: 'string', default: 'crewhouse-agent' }, ca: { type: 'string' }, variant: { type: 'string', default: 'debian' } } });
+      if (positionals[0] !== 'build' || (values.variant !== 'debian' && values.variant !== 'minimal')) throw new ConfigError('usage: crewhouse images build [--name N] [--ca CA.pem] [--variant debian|minimal]');
+      if (!/^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$/.test(values.name)) throw new ConfigError('--name must be a short name (letters, digits, . _ + -)');
+      // Ctrl-C stops the step under way; what finished is kept and a re-run goes on from there.
+      const ac = new AbortController();
+      process.once('SIGINT', () => ac.abort());
+      process.once('SIGTERM', () => ac.abort());
+      const started = Date.now();
+      try {
+        const m = await buildImage({ imagesDir: config.imagesDir, name: values.name, variant: values.variant, caPem: values.ca ?? null, signal: ac.signal, progress: (line) => process.stdout.write(`${line}\n`) });
+        process.stdout.write(`built ${m.name} ${m.version} in ${Math.round((Date.now() - started) / 1000)} s\n`);
+      } catch (err) {
+        if (ac.signal.aborted) throw new ConfigError('interrupted; run the same command again to go on from the last finished step');
+        if (err instanceof SandboxError) throw new ConfigError(`image build failed: ${err.message}`);
+        throw err;
       }
       return;
     }
