@@ -8,7 +8,6 @@ import { chatComponent } from './chat/component.ts';
 import type { Component, RunningComponent } from './components.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { consoleComponent } from './console/component.ts';
-import { createUsersService } from './console/users/users.service.ts';
 import { DatabaseLockedError, openDatabase, type OpenDatabase } from './db/database.ts';
 import { migrateToLatest, MigrationError } from './db/migrate.ts';
 import { Registry } from './http/metrics.ts';
@@ -16,6 +15,7 @@ import { createLogger } from './logger.ts';
 import { modelProxyComponent } from './modelproxy/component.ts';
 import { CipherError } from './secrets/cipher.ts';
 import { rotateSecretKey } from './secrets/rotate.ts';
+import { createServices, loadShared } from './services.ts';
 
 /** Every component `crewhouse serve` can run, in start order. */
 export const COMPONENTS: Component[] = [consoleComponent, modelProxyComponent, chatComponent];
@@ -46,8 +46,10 @@ async function serve(config: Config, only: string | undefined) {
     logger.warn('running some components alone on the embedded database: other processes cannot share it; set SERVICE_DATABASE_URL');
   }
   const { db, close } = await open(config);
-  const users = createUsersService({ db, publicBaseUrl: config.publicBaseUrl });
-  const first = await users.ensureFirstAdmin(systemActor('first-start'), config.adminToken);
+  // Loaded once (the key file is created here on a first start) and handed to every component.
+  const shared = loadShared(config);
+  const services = createServices({ config, db, logger, ...shared });
+  const first = await services.users.ensureFirstAdmin(systemActor('first-start'), config.adminToken);
   if (first.created && first.setupUrl) {
     // Printed once, on the first start only: the way in for the first admin.
     process.stdout.write(`\nCrewhouse is ready. Set the admin password at:\n  ${first.setupUrl}\n\n`);
@@ -58,7 +60,7 @@ async function serve(config: Config, only: string | undefined) {
   const metrics = new Registry();
   const running: Array<{ name: string; r: RunningComponent }> = [];
   for (const c of COMPONENTS.filter((c) => names.includes(c.name))) {
-    const r = await c.start({ config, db, logger, metrics });
+    const r = await c.start({ config, db, logger, metrics, ...shared, services });
     running.push({ name: c.name, r });
     logger.info({ component: c.name, address: r.address }, 'component started');
   }
