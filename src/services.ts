@@ -16,10 +16,10 @@ import { createSpendService } from './console/spend/spend.service.ts';
 import { createEgressOverridesService } from './console/teams/egress-overrides.service.ts';
 import { createLinksService } from './console/teams/links.service.ts';
 import { createTeamsService } from './console/teams/teams.service.ts';
-import { lockLiveTeamShared } from './console/teams/teams.store.ts';
 import { createTemplatesService, type EnvironmentSnapshot } from './console/templates/templates.service.ts';
 import { createUsersService } from './console/users/users.service.ts';
 import type { Db } from './db/database.ts';
+import { createHooks } from './hooks.ts';
 import { loadModelCatalog, type ModelCatalog } from './models/catalog.ts';
 import { createModelProxyClient } from './modelproxy/client.ts';
 import { loadCipher, type Cipher } from './secrets/cipher.ts';
@@ -43,26 +43,20 @@ export function loadShared(config: Config): Shared {
  */
 export function createServices(deps: { config: Config; db: Db; logger: Logger } & Shared) {
   const { config, db, cipher, models } = deps;
-  // Name checks and usage counts between resource modules go through `references`.
-  const references = createReferences();
-  const secrets = createSecretsService({ db, cipher, references });
-  references.provide('secret', (names, q) => secrets.unknown(names, q));
-  const destinations = createDestinationsService({ db, references, secrets, devDestinations: config.egressDevDestinations });
-  references.provide('destination', (names, q) => destinations.unknown(names, q));
-  references.countUsesOf('secret', (name, q) => destinations.countInjecting(name, q));
-  references.countUsesOf('mcp_server', (name, q) => destinations.countInjectingMcp(name, q));
+  const hooks = createHooks();
+  // Name checks and usage counts between resource modules go through `references`, over the hooks.
+  const references = createReferences(hooks);
+  const secrets = createSecretsService({ db, cipher, references, hooks });
+  const destinations = createDestinationsService({ db, references, devDestinations: config.egressDevDestinations });
   const images = createImagesService({ dir: config.imagesDir, logger: deps.logger });
-  const checkpoints = createCheckpointsService();
-  const environments = createEnvironmentsService({ db, references, images, checkpoints });
-  references.provide('environment', (names, q) => environments.unknown(names, q));
+  const checkpoints = createCheckpointsService({ hooks });
+  const environments = createEnvironmentsService({ db, references, images });
   const skills = createSkillsService({ db });
-  references.provide('skill', (names, q) => skills.unknown(names, q));
   const users = createUsersService({ db, publicBaseUrl: config.publicBaseUrl });
   const sessions = createSessionService({ db });
-  const documents = createDocumentsService({ db });
+  const documents = createDocumentsService({ db, hooks });
   const agents = createAgentsService({ db, references, models, documents, publicBaseUrl: config.publicBaseUrl });
   const catalog = createCatalogService({ models });
-
   const environmentOf = (name: string): Promise<EnvironmentSnapshot | null> => environments.snapshot(name);
   const templates = createTemplatesService({ db, references, models, environmentOf });
   const proxy = createModelProxyClient(config);
@@ -73,26 +67,47 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger } 
     references,
     templates,
     agentVersion: (agent) => agents.versionForRun(agent).catch(() => null),
-    documents,
+    hooks,
     proxy,
     spend,
     cipher,
   });
   const links = createLinksService({ db, codeHostInstalled: null });
   const egressOverrides = createEgressOverridesService({ db, references });
-  const mcpServers = createMcpServersService({ db, references, secrets, teams, lockLiveTeam: lockLiveTeamShared });
-  checkpoints.addSource(() => teams.checkpointUses());
-  teams.onArchive(async (trx, actor, name) => {
-    await mcpServers.removeAllOf(trx, actor, name);
-  });
-  documents.registerOwner('team', lockLiveTeamShared);
-  references.provide('template', (names, q) => templates.unknown(names, q));
-  references.countUsesOf('agent', (name, q) => templates.countCurrentUses('agent', name, q));
-  references.countUsesOf('agent', (name, q) => teams.countTeamsUsingAgent(name, q));
-  references.countUsesOf('environment', (name, q) => templates.countCurrentUses('environment', name, q));
-  references.countUsesOf('mcp_server', (name, q) => templates.countCurrentUses('mcp_servers', name, q));
-  references.countUsesOf('template', (name, q) => teams.countActiveByTemplate(name, q));
-  references.countUsesOf('destination', (name, q) => teams.countOverridesNaming(name, q));
+  const mcpServers = createMcpServersService({ db, references, secrets, teams, hooks });
+
+  // Which names exist: each kind's owner answers.
+  hooks.on('unknown:secret', (names, q) => secrets.unknown(names, q));
+  hooks.on('unknown:destination', (names, q) => destinations.unknown(names, q));
+  hooks.on('unknown:environment', (names, q) => environments.unknown(names, q));
+  hooks.on('unknown:skill', (names, q) => skills.unknown(names, q));
+  hooks.on('unknown:agent', (names, q) => agents.unknown(names, q));
+  hooks.on('unknown:tool', (names) => agents.unknownTools(names));
+  hooks.on('unknown:mcp_server', (names, q) => mcpServers.unknown(names, q));
+  hooks.on('unknown:template', (names, q) => templates.unknown(names, q));
+  // Who uses a name: every module that names things of the kind counts (a delete answers 409 while any does).
+  hooks.on('uses:secret', (name, q) => destinations.countInjecting(name, q));
+  hooks.on('uses:secret', (name, q) => mcpServers.usesOf('secret', name, q));
+  hooks.on('uses:destination', (name, q) => agents.usesOf('destination', name, q));
+  hooks.on('uses:destination', (name, q) => mcpServers.usesOf('destination', name, q));
+  hooks.on('uses:destination', (name, q) => teams.countOverridesNaming(name, q));
+  hooks.on('uses:environment', (name, q) => agents.usesOf('environment', name, q));
+  hooks.on('uses:environment', (name, q) => templates.countCurrentUses('environment', name, q));
+  hooks.on('uses:mcp_server', (name, q) => destinations.countInjectingMcp(name, q));
+  hooks.on('uses:mcp_server', (name, q) => agents.usesOf('mcp_server', name, q));
+  hooks.on('uses:mcp_server', (name, q) => templates.countCurrentUses('mcp_servers', name, q));
+  hooks.on('uses:agent', (name, q) => templates.countCurrentUses('agent', name, q));
+  hooks.on('uses:agent', (name, q) => teams.countTeamsUsingAgent(name, q));
+  hooks.on('uses:template', (name, q) => teams.countActiveByTemplate(name, q));
+  // Owners of other modules' rows (documents, team MCP servers), locked while those are written.
+  hooks.on('lock:agent', (q, name) => agents.lockShared(q, name));
+  hooks.on('lock:team', (q, name) => teams.lockLiveShared(q, name));
+  hooks.on('checkpointUses', () => environments.checkpointUses());
+  hooks.on('checkpointUses', () => teams.checkpointUses());
+  // Reactions, inside the transaction of the change.
+  hooks.on('teamArchived', (trx, _actor, team) => documents.deleteAllOf(trx, 'team', team));
+  hooks.on('teamArchived', (trx, actor, team) => mcpServers.removeAllOf(trx, actor, team));
+  hooks.on('secretRemoved', (trx, actor, secret) => destinations.stopInjecting(trx, actor, secret));
 
   const chat = createChatServices({ db, cipher });
   return { references, models, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, egressOverrides, mcpServers, chat };

@@ -104,22 +104,13 @@ function resolveContent(input: AgentVersionInput, base: VersionRow | null, prefi
 }
 
 /**
- * Services the agents module uses from elsewhere. Creating the service registers the kinds
- * it owns with `references` ('agent', 'tool'), the usage counters of environments and
- * destinations, and the 'agent' owner of context documents.
+ * Agent definitions and their versions. The composition root wires what this module answers
+ * others: the 'agent' and 'tool' names (`unknown`, `unknownTools`), its uses of environments,
+ * destinations and MCP servers (`usesOf`), and the 'agent' owner of context documents
+ * (`lockShared`).
  */
-export function createAgentsService(deps: { db: Db; references: References; models: ModelCatalog; documents: DocumentsService; publicBaseUrl: string }) {
+export function createAgentsService(deps: { db: Db; references: References; models: ModelCatalog; documents: Pick<DocumentsService, 'deleteAllOf'>; publicBaseUrl: string }) {
   const { db, references, models, documents } = deps;
-
-  references.provide('agent', async (names, q) => {
-    const found = await store.existingAgents(q ?? db, names);
-    return names.filter((n) => !found.has(n));
-  });
-  references.provide('tool', async (names) => unknownTools(names));
-  references.countUsesOf('environment', (name, q) => store.countCurrentUsingEnvironment(q ?? db, name));
-  references.countUsesOf('destination', (name, q) => store.countCurrentUsingDestination(q ?? db, name));
-  references.countUsesOf('mcp_server', (name, q) => store.countCurrentUsingMcpServer(q ?? db, name));
-  documents.registerOwner('agent', store.lockAgentShared);
 
   const avatarUrl = (name: string, version: number) => `${deps.publicBaseUrl}${API_PREFIX}/agents/${encodeURIComponent(name)}/avatar?v=${version}`;
 
@@ -217,6 +208,20 @@ export function createAgentsService(deps: { db: Db; references: References; mode
   }
 
   return {
+    /** Which of the names are no agent's (asked on `q`). */
+    async unknown(names: string[], q?: RefQuery): Promise<string[]> {
+      const found = await store.existingAgents(q ?? db, names);
+      return names.filter((n) => !found.has(n));
+    },
+    unknownTools: async (names: string[]) => unknownTools(names),
+    /** How many agents' current versions name an environment, a destination or an MCP server. */
+    usesOf(kind: 'environment' | 'destination' | 'mcp_server', name: string, q?: RefQuery): Promise<number> {
+      const count = { environment: store.countCurrentUsingEnvironment, destination: store.countCurrentUsingDestination, mcp_server: store.countCurrentUsingMcpServer }[kind];
+      return count(q ?? db, name);
+    },
+    /** Locks an agent against deletion for the rest of the transaction; false when there is none. */
+    lockShared: (q: Kysely<Database> | Transaction<Database>, name: string) => store.lockAgentShared(q, name),
+
     present,
 
     async list(query: { limit: number; cursor?: string }) {

@@ -9,7 +9,6 @@ import { parseHost } from '../../egress/hosts.ts';
 import { effectiveEgressPolicy, type EgressSetting, type PolicyDestination } from '../../egress/policy.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { problems, type FieldProblem } from '../../http/problems.ts';
-import type { SecretsService } from '../../secrets/secrets.service.ts';
 import type { References, RefQuery } from '../references.ts';
 import type { Destination, DestinationCreate, DestinationPut } from './destinations.schemas.ts';
 import * as store from './destinations.store.ts';
@@ -38,7 +37,7 @@ const presentBuiltin = (d: PolicyDestination): Destination => ({ ...d, methods: 
 
 const builtinConflict = (name: string) => problems.conflict(`"${name}" is a built-in destination: it is part of every agent's egress and cannot be replaced or deleted`);
 
-export function createDestinationsService(deps: { db: Db; references: References; secrets: Pick<SecretsService, 'onRemoved'>; devDestinations: boolean }) {
+export function createDestinationsService(deps: { db: Db; references: References; devDestinations: boolean }) {
   const { db, references } = deps;
 
   /** An injected `mcp:`/`secret:` reference must exist (asked on `q`): the field problem, or null. */
@@ -100,13 +99,13 @@ export function createDestinationsService(deps: { db: Db; references: References
     return [...BUILTIN_DESTINATIONS.map(presentBuiltin), ...rows.map(presentDestination)].map(({ updated_at: _u, ...d }) => d);
   }
 
-  // A destination secret goes, and so does every destination's injection of it.
-  deps.secrets.onRemoved(async (trx, actor, name) => {
-    const changed = await store.clearInjectSecret(trx, `secret:${name}`);
-    for (const d of changed) await recordAudit(trx, actor, 'destination.update', { type: 'destination', id: d }, { fields: ['inject_secret'], reason: 'secret removed' });
-  });
-
   return {
+    /** A destination secret went (in its transaction): every destination stops injecting it. */
+    async stopInjecting(trx: Transaction<Database>, actor: Actor, secret: string) {
+      const changed = await store.clearInjectSecret(trx, `secret:${secret}`);
+      for (const d of changed) await recordAudit(trx, actor, 'destination.update', { type: 'destination', id: d }, { fields: ['inject_secret'], reason: 'secret removed' });
+    },
+
     async list(query: { limit: number; cursor?: string }) {
       const cursor = decodeCursor(query.cursor, 1);
       const after = cursor ? String(cursor[0]) : null;

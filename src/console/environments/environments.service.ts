@@ -4,7 +4,7 @@ import { deleteIfVersion, updateIfVersion } from '../../db/conditional.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { problems, type FieldProblem } from '../../http/problems.ts';
 import type { References, RefQuery } from '../references.ts';
-import type { CheckpointsService } from './checkpoints.service.ts';
+import type { CheckpointUse } from './checkpoints.service.ts';
 import {
   DEFAULT_DEEP_SLEEP_AFTER_SECONDS,
   DEFAULT_IDLE_AFTER_SECONDS,
@@ -42,13 +42,8 @@ function toColumns(input: EnvironmentCreate | EnvironmentPut) {
   };
 }
 
-export function createEnvironmentsService(deps: { db: Db; references: References; images: Pick<ImagesService, 'current'>; checkpoints: Pick<CheckpointsService, 'addSource'> }) {
+export function createEnvironmentsService(deps: { db: Db; references: References; images: Pick<ImagesService, 'current'> }) {
   const { db, references } = deps;
-
-  deps.checkpoints.addSource(async () => {
-    const rows = await db.selectFrom('environments').select(['name', 'checkpoint_id']).where('checkpoint_id', 'is not', null).execute();
-    return rows.map((r) => ({ checkpoint_id: r.checkpoint_id!, kind: 'environment', name: r.name }));
-  });
 
   /** The whitelist of what leaves the server about an environment. */
   async function present(rows: Row[]): Promise<Environment[]> {
@@ -74,6 +69,12 @@ export function createEnvironmentsService(deps: { db: Db; references: References
   const presentOne = async (row: Row) => ({ environment: (await present([row]))[0], version: row.row_version });
 
   return {
+    /** The checkpoints environments name, for GET /checkpoints. */
+    async checkpointUses(): Promise<CheckpointUse[]> {
+      const rows = await db.selectFrom('environments').select(['name', 'checkpoint_id']).where('checkpoint_id', 'is not', null).execute();
+      return rows.map((r) => ({ checkpoint_id: r.checkpoint_id!, kind: 'environment', name: r.name }));
+    },
+
     async list(query: { limit: number; cursor?: string }) {
       const cursor = decodeCursor(query.cursor, 1);
       let q = db.selectFrom('environments').selectAll().orderBy('name').limit(query.limit + 1);

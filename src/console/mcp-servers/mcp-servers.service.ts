@@ -7,7 +7,8 @@ import { isBuiltinDestination } from '../../egress/builtins.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { problems, type FieldProblem } from '../../http/problems.ts';
 import type { SecretsService } from '../../secrets/secrets.service.ts';
-import type { References } from '../references.ts';
+import type { HookCaller } from '../../hooks.ts';
+import type { References, RefQuery } from '../references.ts';
 import type { TeamsService } from '../teams/teams.service.ts';
 import { PLATFORM_SEGMENT, type McpServer, type McpServerCreate, type McpServerProposal, type McpServerPut } from './mcp-servers.schemas.ts';
 import * as store from './mcp-servers.store.ts';
@@ -61,17 +62,11 @@ export function createMcpServersService(deps: {
   references: References;
   secrets: Pick<SecretsService, 'get'>;
   teams: Pick<TeamsService, 'mustGetLive' | 'rolesWithEgress'>;
-  /** Locks a live team against archiving for the rest of the transaction; false when there is none. */
-  lockLiveTeam: (trx: Transaction<Database>, team: string) => Promise<boolean>;
+  hooks: HookCaller;
 }) {
   const { db, references, teams } = deps;
-
-  references.provide('mcp_server', async (names, q) => {
-    const found = await store.existingPlatformNames(q ?? db, names);
-    return names.filter((n) => !found.has(n));
-  });
-  references.countUsesOf('secret', (name, q) => store.countWhere(q ?? db, 'secret', `${SECRET_PREFIX}${name}`));
-  references.countUsesOf('destination', (name, q) => store.countWhere(q ?? db, 'destination', name));
+  /** Locks a live team against archiving for the rest of the transaction; false when there is none. */
+  const lockLiveTeam = async (trx: Transaction<Database>, team: string) => (await deps.hooks.ask('lock:team', trx, team)).some(Boolean);
 
   const unknownDestination = (name: string): FieldProblem => ({ field: 'destination', message: `no destination named "${name}" (GET /destinations)` });
   const unknownSecret = (name: string): FieldProblem => ({ field: 'secret', message: `no secret named "${name}"; an admin writes it first with PUT /secrets/<name>` });
@@ -187,7 +182,7 @@ export function createMcpServersService(deps: {
 
   /** In a write's transaction: a team server's team must still be live, and stays so until commit. */
   async function lockTeam(trx: Transaction<Database>, team: string | null) {
-    if (team !== null && !(await deps.lockLiveTeam(trx, team))) throw problems.notFound('team', team);
+    if (team !== null && !(await lockLiveTeam(trx, team))) throw problems.notFound('team', team);
   }
 
   async function mustGet(a: McpAddress): Promise<McpServerRow> {
@@ -197,6 +192,15 @@ export function createMcpServersService(deps: {
   }
 
   return {
+    /** Which of the names are no platform MCP server's (asked on `q`). */
+    async unknown(names: string[], q?: RefQuery): Promise<string[]> {
+      const found = await store.existingPlatformNames(q ?? db, names);
+      return names.filter((n) => !found.has(n));
+    },
+    /** How many MCP servers name a secret or a destination. */
+    usesOf: (kind: 'secret' | 'destination', name: string, q?: RefQuery): Promise<number> =>
+      store.countWhere(q ?? db, kind, kind === 'secret' ? `${SECRET_PREFIX}${name}` : name),
+
     present,
     presentAll,
 
@@ -227,7 +231,7 @@ export function createMcpServersService(deps: {
       const a = { team, name: input.name };
       const columns = await columnsOf(team, roles, input);
       return db.transaction().execute(async (trx) => {
-        if (team !== null && !(await deps.lockLiveTeam(trx, team))) throw problems.invalidField('team', `no live team named "${team}"`);
+        if (team !== null && !(await lockLiveTeam(trx, team))) throw problems.invalidField('team', `no live team named "${team}"`);
         await guardNames(trx, columns);
         const row = await store.insertServer(trx, { team_key: keyOf(team), name: input.name, ...columns, status: 'curated', proposed_by: null, actor: actor.name });
         if (!row) throw problems.conflict(`a ${label(a)} named "${input.name}" already exists`, [{ field: 'name', message: 'is taken' }]);

@@ -1,7 +1,8 @@
-import { sql, type Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
+import type { HookCaller } from '../../hooks.ts';
 import { updateIfVersion } from '../../db/conditional.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { problems, type FieldProblem } from '../../http/problems.ts';
@@ -9,7 +10,6 @@ import type { ModelCatalog } from '../../models/catalog.ts';
 import type { ModelProxyClient } from '../../modelproxy/client.ts';
 import type { Cipher } from '../../secrets/cipher.ts';
 import type { AgentVersion } from '../agents/agents.schemas.ts';
-import type { DocumentsService } from '../documents/documents.service.ts';
 import type { References, RefQuery } from '../references.ts';
 import type { SpendService } from '../spend/spend.service.ts';
 import type { TemplateContent, TemplateRole } from '../templates/templates.schemas.ts';
@@ -69,14 +69,12 @@ export function createTeamsService(deps: {
   references: References;
   templates: Pick<TemplatesService, 'get' | 'getVersion'>;
   agentVersion: (agent: string) => Promise<AgentVersion | null>;
-  documents: Pick<DocumentsService, 'deleteAllOf'>;
+  hooks: HookCaller;
   proxy: ModelProxyClient;
   spend: SpendService;
   cipher: Cipher;
 }) {
   const { db, proxy, spend } = deps;
-  // What other modules remove with a team, inside the archive's transaction.
-  const archiveHooks: ArchiveHook[] = [(trx, _actor, name) => deps.documents.deleteAllOf(trx, 'team', name).then(() => {})];
 
   async function mustGetLive(name: string): Promise<TeamRow> {
     const t = await store.getLiveTeam(db, name);
@@ -167,10 +165,8 @@ export function createTeamsService(deps: {
   return {
     detail,
     mustGetLive,
-    /** Another module's cleanup for archived teams (its rows of the team go with it). */
-    onArchive(hook: ArchiveHook) {
-      archiveHooks.push(hook);
-    },
+    /** Locks the live team of a name against archiving for the rest of the transaction; false when there is none. */
+    lockLiveShared: (q: Kysely<Database> | Transaction<Database>, name: string) => store.lockLiveTeamShared(q, name),
 
     async list(query: { limit: number; cursor?: string; state?: TeamState; q?: string }) {
       const cursor = decodeCursor(query.cursor, 2);
@@ -371,7 +367,8 @@ export function createTeamsService(deps: {
           .where('id', '=', team.id)
           .executeTakeFirstOrThrow();
         await archiveRows(trx, team.id);
-        for (const hook of archiveHooks) await hook(trx, actor, name);
+        // Other modules' rows of the team (documents, MCP servers) go with it.
+        await deps.hooks.react('teamArchived', trx, actor, name);
         await recordAudit(trx, actor, 'team.archive', { type: 'team', id: name });
       });
       spend.forget(proxyTeamOf(team));
@@ -485,9 +482,6 @@ export function createTeamsService(deps: {
     countOverridesNaming: (destination: string, q: RefQuery = db) => store.countOverridesNaming(q, destination),
   };
 }
-
-/** Removes what another module keeps for a team, in the archive's transaction. */
-export type ArchiveHook = (trx: Transaction<Database>, actor: Actor, team: string) => Promise<void>;
 
 /** What archiving ends or removes of the team's own rows, in the archive's transaction. */
 async function archiveRows(trx: Transaction<Database>, teamId: number) {
