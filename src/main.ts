@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
 import { readAudit, recordAudit, systemActor } from './audit/audit.ts';
-import { insertToken } from './auth/auth.store.ts';
+import { insertToken } from './auth/auth.service.ts';
 import { hashToken, newSecret } from './auth/credentials.ts';
 import { CHAT_USAGE, runChatCommand } from './chat/cli.ts';
 import { chatComponent } from './chat/component.ts';

@@ -53,7 +53,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger } 
   const environments = createEnvironmentsService({ db, references, images });
   const skills = createSkillsService({ db });
   const users = createUsersService({ db, publicBaseUrl: config.publicBaseUrl });
-  const sessions = createSessionService({ db });
+  const sessions = createSessionService({ db, users });
   const documents = createDocumentsService({ db, hooks });
   const agents = createAgentsService({ db, references, models, documents, publicBaseUrl: config.publicBaseUrl });
   const catalog = createCatalogService({ models });

@@ -6,7 +6,7 @@ import { systemActor } from '../src/audit/audit.ts';
 import { hashToken, newSecret } from '../src/auth/credentials.ts';
 import { loadConfig, type Config } from '../src/config.ts';
 import { buildConsoleApp, createConsoleServices, type ConsoleServices } from '../src/console/app.ts';
-import type { Role } from '../src/console/users/users.tables.ts';
+import type { Role } from '../src/auth/roles.ts';
 import { openDatabase, type Db } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import type { App } from '../src/http/kernel.ts';

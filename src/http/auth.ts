@@ -1,8 +1,8 @@
 import type { FastifyRequest } from 'fastify';
 import type { Actor } from '../audit/audit.ts';
-import { findSession, findToken, touchToken } from '../auth/auth.store.ts';
+import { findSession, findToken, touchToken } from '../auth/auth.service.ts';
 import { hashToken, safeEqual } from '../auth/credentials.ts';
-import type { Role } from '../console/users/users.tables.ts';
+import type { Role } from '../auth/roles.ts';
 import type { Db } from '../db/database.ts';
 import type { App } from './kernel.ts';
 import { problems } from './problems.ts';
