@@ -34,8 +34,8 @@ export type HookSignatures = {
   [K in OwnerKind as `lock:${K}`]: (q: Kysely<Database> | Transaction<Database>, name: string) => Promise<boolean>;
 } & {
   checkpointUses: () => Promise<CheckpointUse[]>;
-  /** A team was archived: its rows in other modules go with it (the name is free for a new team). */
-  teamArchived: Reaction<string>;
+  /** A team was archived: its rows in other modules go or end with it (the name is free for a new team). */
+  teamArchived: Reaction<{ id: number; name: string }>;
   /** A secret's reference was removed: nothing may go on injecting it. */
   secretRemoved: Reaction<string>;
 };

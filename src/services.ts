@@ -10,6 +10,7 @@ import { createEnvironmentsService } from './console/environments/environments.s
 import { createImagesService } from './console/environments/images.service.ts';
 import { createMcpServersService } from './console/mcp-servers/mcp-servers.service.ts';
 import { createReferences } from './console/references.ts';
+import { createRunsService } from './console/runs/runs.service.ts';
 import { createSessionService } from './console/session/session.service.ts';
 import { createSkillsService } from './console/skills/skills.service.ts';
 import { createSpendService } from './console/spend/spend.service.ts';
@@ -22,6 +23,7 @@ import type { Db } from './db/database.ts';
 import { createHooks } from './hooks.ts';
 import { loadModelCatalog, type ModelCatalog } from './models/catalog.ts';
 import { createModelProxyClient } from './modelproxy/client.ts';
+import { createSandboxesService } from './runtime/sandboxes/sandboxes.service.ts';
 import { loadCipher, type Cipher } from './secrets/cipher.ts';
 import { createSecretsService } from './secrets/secrets.service.ts';
 
@@ -61,8 +63,12 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger } 
   const templates = createTemplatesService({ db, references, models, environmentOf });
   const proxy = createModelProxyClient(config);
   const spend = createSpendService({ proxy });
+  const runs = createRunsService({ db });
+  const sandboxes = createSandboxesService({ db });
   const teams = createTeamsService({
     db,
+    runs,
+    sandboxes,
     models,
     references,
     templates,
@@ -105,12 +111,14 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger } 
   hooks.on('checkpointUses', () => environments.checkpointUses());
   hooks.on('checkpointUses', () => teams.checkpointUses());
   // Reactions, inside the transaction of the change.
-  hooks.on('teamArchived', (trx, _actor, team) => documents.deleteAllOf(trx, 'team', team));
-  hooks.on('teamArchived', (trx, actor, team) => mcpServers.removeAllOf(trx, actor, team));
+  hooks.on('teamArchived', (trx, _actor, team) => runs.cancelOpenRuns(trx, team.id));
+  hooks.on('teamArchived', (trx, _actor, team) => sandboxes.destroyAllOf(trx, team.id));
+  hooks.on('teamArchived', (trx, _actor, team) => documents.deleteAllOf(trx, 'team', team.name));
+  hooks.on('teamArchived', (trx, actor, team) => mcpServers.removeAllOf(trx, actor, team.name));
   hooks.on('secretRemoved', (trx, actor, secret) => destinations.stopInjecting(trx, actor, secret));
 
   const chat = createChatServices({ db, cipher });
-  return { references, models, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, egressOverrides, mcpServers, chat };
+  return { hooks, references, models, runs, sandboxes, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, egressOverrides, mcpServers, chat };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -2,6 +2,7 @@ import type { Selectable } from 'kysely';
 import type { AgentVersion } from '../agents/agents.schemas.ts';
 import { budgetStateOf } from '../spend/spend.service.ts';
 import type { MemoryInput } from '../templates/templates.schemas.ts';
+import type { TeamState } from './teams.schemas.ts';
 import type { TeamRow } from './teams.store.ts';
 import type { TeamsTables } from './teams.tables.ts';
 
@@ -32,7 +33,10 @@ export function presentLink(l: LinkRow) {
   return { surface: l.surface, external_id: l.external_id, label: l.label, verified: l.verification === 'verified', verification: l.verification };
 }
 
-export function presentTeamSummary(t: TeamRow, roles: RoleRow[], links: LinkRow[], spentToday: number | null) {
+/** A team with what its runs and sandboxes say of it, as lists and details show it. */
+export type TeamView = TeamRow & { state: TeamState; active_runs: number; last_run_at: string | null };
+
+export function presentTeamSummary(t: TeamView, roles: RoleRow[], links: LinkRow[], spentToday: number | null) {
   return {
     name: t.name,
     template: { name: t.template_name, version: t.template_version, hash: t.template_hash },
@@ -43,18 +47,18 @@ export function presentTeamSummary(t: TeamRow, roles: RoleRow[], links: LinkRow[
     links: links.map(presentLink),
     state: t.state,
     status: t.status,
-    active_runs: Number(t.active_runs),
+    active_runs: t.active_runs,
     spent_usd: spentToday,
     budget_usd_per_day: t.budget_usd_per_day,
     budget_state: budgetStateOf(spentToday, t.budget_usd_per_day),
-    last_run_at: t.last_run_at ? new Date(t.last_run_at).toISOString() : null,
+    last_run_at: t.last_run_at,
     created_by: t.created_by,
     created_at: t.created_at,
   };
 }
 
 export function presentTeam(
-  t: TeamRow,
+  t: TeamView,
   roles: RoleRow[],
   links: LinkRow[],
   members: Member[],

@@ -4,20 +4,33 @@ import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import type { HookCaller } from '../../hooks.ts';
 import { updateIfVersion } from '../../db/conditional.ts';
-import { decodeCursor, toPage } from '../../http/pagination.ts';
+import { decodeCursor, toPage, type CursorValue } from '../../http/pagination.ts';
 import { problems, type FieldProblem } from '../../http/problems.ts';
 import type { ModelCatalog } from '../../models/catalog.ts';
 import type { ModelProxyClient } from '../../modelproxy/client.ts';
 import type { Cipher } from '../../secrets/cipher.ts';
 import type { AgentVersion } from '../agents/agents.schemas.ts';
+import type { SandboxesService, TeamSandboxes } from '../../runtime/sandboxes/sandboxes.service.ts';
 import type { References, RefQuery } from '../references.ts';
+import type { RunActivity, RunsService } from '../runs/runs.service.ts';
 import type { SpendService } from '../spend/spend.service.ts';
 import type { TemplateContent, TemplateRole } from '../templates/templates.schemas.ts';
 import type { TemplatesService } from '../templates/templates.service.ts';
-import { memoryLayer, presentTeam, presentTeamSummary } from './teams.presenter.ts';
+import { memoryLayer, presentTeam, presentTeamSummary, type TeamView } from './teams.presenter.ts';
 import type { TeamCreate, TeamPatch, TeamState } from './teams.schemas.ts';
 import * as store from './teams.store.ts';
 import type { TeamRow } from './teams.store.ts';
+
+/** How many live teams a list filtered by state reads at a time. */
+const LIST_BATCH = 200;
+
+/** The derived team state: archived; running while a run is in progress; waiting while one waits for a person; sleeping when every placed sandbox is asleep; idle otherwise. */
+function teamStateOf(t: Pick<TeamRow, 'status'>, runs: RunActivity, sandboxes: TeamSandboxes): TeamState {
+  if (t.status === 'archived') return 'archived';
+  if (runs.running > 0) return 'running';
+  if (runs.waiting > 0) return 'waiting';
+  return sandboxes === 'asleep' ? 'sleeping' : 'idle';
+}
 
 /** Role fields a person may set by hand (PATCH); an upgrade keeps them. */
 const ROLE_MANUAL = ['model', 'max_iterations', 'replicas_max', 'concurrent_runs', 'confirmation_policy', 'memory'] as const;
@@ -70,6 +83,8 @@ export function createTeamsService(deps: {
   templates: Pick<TemplatesService, 'get' | 'getVersion'>;
   agentVersion: (agent: string) => Promise<AgentVersion | null>;
   hooks: HookCaller;
+  runs: Pick<RunsService, 'activityOf'>;
+  sandboxes: Pick<SandboxesService, 'stateOf'>;
   proxy: ModelProxyClient;
   spend: SpendService;
   cipher: Cipher;
@@ -82,16 +97,52 @@ export function createTeamsService(deps: {
     return t;
   }
 
-  async function detail(t: TeamRow) {
-    const [roles, links, members, spent] = await Promise.all([
-      store.rolesOf(db, [t.id]),
-      store.linksOf(db, [t.id]),
-      store.membersOf(db, t.id),
-      t.status === 'archived' ? Promise.resolve(null) : spend.spentTodayByTeam(),
+  /** The teams with what their runs and sandboxes say of them: state, runs in progress, last run. */
+  async function withActivity(rows: TeamRow[]): Promise<TeamView[]> {
+    const ids = rows.map((t) => t.id);
+    const [runs, sandboxes] = await Promise.all([deps.runs.activityOf(ids), deps.sandboxes.stateOf(ids)]);
+    return rows.map((t) => {
+      const r = runs.get(t.id)!;
+      return { ...t, state: teamStateOf(t, r, sandboxes.get(t.id)!), active_runs: r.running + r.waiting, last_run_at: r.last_run_at };
+    });
+  }
+
+  async function detail(row: TeamRow) {
+    const [[t], roles, links, members, spent] = await Promise.all([
+      withActivity([row]),
+      store.rolesOf(db, [row.id]),
+      store.linksOf(db, [row.id]),
+      store.membersOf(db, row.id),
+      row.status === 'archived' ? Promise.resolve(null) : spend.spentTodayByTeam(),
     ]);
     const agents = new Map<string, AgentVersion | null>();
     for (const r of roles) if (!agents.has(r.agent)) agents.set(r.agent, await deps.agentVersion(r.agent));
     return presentTeam(t, roles, links, members, agents, spent ? (spent.get(proxyTeamOf(t)) ?? 0) : null);
+  }
+
+  /**
+   * One page of teams in a state. The state comes from runs and sandboxes, so live teams are
+   * read in keyset order a batch at a time and kept while in the state, until the page is full.
+   */
+  async function pageInState(filter: { state?: TeamState; q?: string }, cursor: CursorValue[] | null, limit: number): Promise<TeamView[]> {
+    const archived = filter.state === 'archived';
+    if (!filter.state || archived) return withActivity(await store.listTeams(db, { archived, q: filter.q }, cursor, limit));
+    const batch = Math.max(limit, LIST_BATCH);
+    const kept: TeamView[] = [];
+    let after = cursor;
+    for (;;) {
+      const rows = await store.listTeams(db, { archived: false, q: filter.q }, after, batch);
+      const more = rows.length > batch;
+      const read = more ? rows.slice(0, batch) : rows;
+      for (const t of await withActivity(read)) {
+        if (t.state === filter.state) kept.push(t);
+        // One past the page tells toPage there is a next one.
+        if (kept.length > limit) return kept;
+      }
+      if (!more) return kept;
+      const last = read[read.length - 1];
+      after = [last.name, last.id];
+    }
   }
 
   async function resolveTemplate(name: string, version: number | null | undefined, field: string) {
@@ -170,14 +221,14 @@ export function createTeamsService(deps: {
 
     async list(query: { limit: number; cursor?: string; state?: TeamState; q?: string }) {
       const cursor = decodeCursor(query.cursor, 2);
-      const rows = await store.listTeams(db, { state: query.state, q: query.q }, cursor, query.limit);
+      const rows = await pageInState({ state: query.state, q: query.q }, cursor, query.limit);
       const page = toPage(rows, query.limit, (r) => [r.name, r.id], (r) => r);
       const ids = page.items.map((t) => t.id);
       const [roles, links, spent] = await Promise.all([store.rolesOf(db, ids), store.linksOf(db, ids), spend.spentTodayByTeam()]);
       return {
         items: page.items.map((t) =>
           presentTeamSummary(
-            t as TeamRow,
+            t,
             roles.filter((r) => r.team_id === t.id),
             links.filter((l) => l.team_id === t.id),
             t.status === 'archived' || !spent ? null : (spent.get(proxyTeamOf(t)) ?? 0),
@@ -368,7 +419,7 @@ export function createTeamsService(deps: {
           .executeTakeFirstOrThrow();
         await archiveRows(trx, team.id);
         // Other modules' rows of the team (documents, MCP servers) go with it.
-        await deps.hooks.react('teamArchived', trx, actor, name);
+        await deps.hooks.react('teamArchived', trx, actor, { id: team.id, name });
         await recordAudit(trx, actor, 'team.archive', { type: 'team', id: name });
       });
       spend.forget(proxyTeamOf(team));
@@ -485,13 +536,6 @@ export function createTeamsService(deps: {
 
 /** What archiving ends or removes of the team's own rows, in the archive's transaction. */
 async function archiveRows(trx: Transaction<Database>, teamId: number) {
-  await trx
-    .updateTable('runs')
-    .set({ state: 'cancelled', finished_at: sql`now()`, updated_at: sql`now()`, row_version: sql`nextval('row_version_seq')` })
-    .where('team_id', '=', teamId)
-    .where('state', 'in', ['running', 'waiting'])
-    .execute();
-  await trx.updateTable('sandboxes').set({ state: 'destroyed', updated_at: sql`now()` }).where('team_id', '=', teamId).where('state', '<>', 'destroyed').execute();
   await trx.deleteFrom('team_roles').where('team_id', '=', teamId).execute();
   await trx.deleteFrom('team_links').where('team_id', '=', teamId).execute();
   await trx.deleteFrom('team_members').where('team_id', '=', teamId).execute();

@@ -93,31 +93,4 @@ export interface TeamsTables {
     body: string;
     updated_at: Timestamp;
   };
-  runs: {
-    id: string;
-    team_id: number;
-    team_name: string;
-    surface: ColumnType<string, string | undefined, string>;
-    state: 'running' | 'waiting' | 'succeeded' | 'failed' | 'cancelled';
-    text: string;
-    failure_reason: string | null;
-    created_by: string;
-    created_at: Timestamp;
-    updated_at: Timestamp;
-    finished_at: NullableTimestamp;
-    row_version: RowVersion;
-  };
-  sandboxes: {
-    id: string;
-    team_id: number;
-    role: string;
-    replica: number;
-    provider: string;
-    state: 'starting' | 'running' | 'sleeping' | 'deep_sleep' | 'destroyed';
-    created_at: Timestamp;
-    updated_at: Timestamp;
-    host_id: ColumnType<string | null, string | null | undefined, string | null>;
-    host_address: ColumnType<string | null, string | null | undefined, string | null>;
-    sandbox_address: ColumnType<string | null, string | null | undefined, string | null>;
-  };
 }
