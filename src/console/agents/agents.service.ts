@@ -1,4 +1,3 @@
-import net from 'node:net';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
@@ -6,13 +5,13 @@ import { deleteIfVersion, touchVersion, updateIfVersion } from '../../db/conditi
 import type { Database } from '../../db/schema.ts';
 import { decodeCursor, toPage, type CursorValue } from '../../http/pagination.ts';
 import { problems, type FieldProblem } from '../../http/problems.ts';
+import { checkEgress, normalizeEgress } from '../../egress/setting.ts';
 import type { ModelCatalog } from '../../models/catalog.ts';
 import { unknownTools } from '../../runtime/tools/catalog.ts';
 import type { DocumentsService } from '../documents/documents.service.ts';
 import type { References, RefQuery } from '../references.ts';
 import { API_PREFIX } from '../../http/openapi.ts';
 import { AVATAR_MAX_BYTES, CONTEXT_MAX_BYTES, type Agent, type AgentCreate, type AgentPatch, type AgentSummary, type AgentVersion, type AgentVersionInput } from './agents.schemas.ts';
-import type { Egress } from './agents.tables.ts';
 import { sniffImage } from './avatar.ts';
 import * as store from './agents.store.ts';
 
@@ -21,8 +20,6 @@ type AgentRow = NonNullable<Awaited<ReturnType<typeof store.getAgent>>>;
 type VersionRow = NonNullable<Awaited<ReturnType<typeof store.getVersion>>>;
 type VersionMetaRow = Pick<VersionRow, 'version' | 'note' | 'created_by' | 'created_at'>;
 type Content = Omit<AgentVersion, 'version' | 'note' | 'created_by' | 'created_at'>;
-
-const ALLOW_ALL: Egress = { mode: 'allow_all', destinations: [], upstream_deny_cidrs: [] };
 
 export function presentVersion(row: VersionRow): AgentVersion {
   return {
@@ -37,7 +34,7 @@ export function presentVersion(row: VersionRow): AgentVersion {
     works_on_branch: row.works_on_branch,
     skills: row.skills,
     mcp_servers: row.mcp_servers,
-    egress: { mode: row.egress.mode, destinations: row.egress.destinations ?? [], upstream_deny_cidrs: row.egress.upstream_deny_cidrs ?? [] },
+    egress: normalizeEgress(row.egress),
     context: row.context,
     model: row.model,
     environment: row.environment,
@@ -69,13 +66,6 @@ export function cursorOf(cursor: CursorValue[] | null, type: 'string' | 'number'
   return cursor;
 }
 
-function isCidr(value: string): boolean {
-  const [addr, bits, extra] = value.split('/');
-  if (extra !== undefined || bits === undefined || !/^\d{1,3}$/.test(bits)) return false;
-  const family = net.isIP(addr);
-  return family !== 0 && Number(bits) <= (family === 4 ? 32 : 128);
-}
-
 /**
  * Rules 1 to 4 of a version input: the base is the stored `from_version` or nothing. null
  * means "not given" except for works_on_branch, model and environment, where it is a value;
@@ -87,7 +77,7 @@ function resolveContent(input: AgentVersionInput, base: VersionRow | null, prefi
   const kept = <T>(given: T | null | undefined, based: T | null | undefined): T | null => (given !== undefined ? given : (based ?? null));
   const systemPrompt = input.system_prompt ?? b?.system_prompt;
   if (systemPrompt === undefined) throw problems.invalidField(`${prefix}system_prompt`, 'is required when from_version is not given');
-  const egress = input.egress ? { mode: input.egress.mode, destinations: input.egress.destinations ?? [], upstream_deny_cidrs: input.egress.upstream_deny_cidrs ?? [] } : (b?.egress ?? ALLOW_ALL);
+  const egress = input.egress ? normalizeEgress(input.egress) : (b?.egress ?? normalizeEgress(null));
   return {
     system_prompt: systemPrompt,
     tools: input.tools ?? b?.tools ?? [],
@@ -138,9 +128,7 @@ export function createAgentsService(deps: { db: Db; references: References; mode
     if (content.model !== null && !models.get(content.model)) {
       errors.push({ field: `${prefix}model`, message: `no model alias "${content.model}" (see GET /models)` });
     }
-    content.egress.upstream_deny_cidrs.forEach((c, i) => {
-      if (!isCidr(c)) errors.push({ field: `${prefix}egress.upstream_deny_cidrs.${i}`, message: `"${c}" is not an IPv4 or IPv6 CIDR` });
-    });
+    errors.push(...checkEgress(content.egress, `${prefix}egress`));
     const contextBytes = Buffer.byteLength(JSON.stringify(content.context));
     if (contextBytes > CONTEXT_MAX_BYTES) errors.push({ field: `${prefix}context`, message: `must be at most ${CONTEXT_MAX_BYTES / 1024} KiB as JSON (it is ${contextBytes} bytes)` });
     if (errors.length) throw problems.validation(errors);

@@ -2,6 +2,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
+import { normalizeEgress, type Egress } from '../../egress/setting.ts';
 import type { HookCaller } from '../../hooks.ts';
 import { updateIfVersion } from '../../db/conditional.ts';
 import { decodeCursor, toPage, type CursorValue } from '../../http/pagination.ts';
@@ -20,6 +21,13 @@ import { memoryLayer, presentTeam, presentTeamSummary, type TeamView } from './t
 import type { TeamCreate, TeamPatch, TeamState } from './teams.schemas.ts';
 import * as store from './teams.store.ts';
 import type { TeamRow } from './teams.store.ts';
+
+/** The team that holds a name now: 404 when there is none (or it is archived). */
+export async function mustGetLiveTeam(db: Db, name: string): Promise<TeamRow> {
+  const t = await store.getLiveTeam(db, name);
+  if (!t) throw problems.notFound('team', name);
+  return t;
+}
 
 /** How many live teams a list filtered by state reads at a time. */
 const LIST_BATCH = 200;
@@ -91,11 +99,7 @@ export function createTeamsService(deps: {
 }) {
   const { db, proxy, spend } = deps;
 
-  async function mustGetLive(name: string): Promise<TeamRow> {
-    const t = await store.getLiveTeam(db, name);
-    if (!t) throw problems.notFound('team', name);
-    return t;
-  }
+  const mustGetLive = (name: string) => mustGetLiveTeam(db, name);
 
   /** The teams with what their runs and sandboxes say of them: state, runs in progress, last run. */
   async function withActivity(rows: TeamRow[]): Promise<TeamView[]> {
@@ -501,14 +505,13 @@ export function createTeamsService(deps: {
     },
 
     /** Each role of a live team with the egress that applies to it: the team's override, else the agent's current version's. */
-    async rolesWithEgress(name: string): Promise<Array<{ role: string; agent: string; egress: { mode: 'allow_all' | 'allowlist'; destinations: string[]; upstream_deny_cidrs: string[] } }>> {
+    async rolesWithEgress(name: string): Promise<Array<{ role: string; agent: string; egress: Egress }>> {
       const t = await mustGetLive(name);
       const roles = await store.rolesOf(db, [t.id]);
       const out = [];
       for (const r of roles) {
         const agent = r.egress_override ? null : await deps.agentVersion(r.agent);
-        const egress = r.egress_override ?? agent?.egress ?? { mode: 'allow_all' as const, destinations: [], upstream_deny_cidrs: [] };
-        out.push({ role: r.role, agent: r.agent, egress: { mode: egress.mode, destinations: egress.destinations ?? [], upstream_deny_cidrs: egress.upstream_deny_cidrs ?? [] } });
+        out.push({ role: r.role, agent: r.agent, egress: normalizeEgress(r.egress_override ?? agent?.egress) });
       }
       return out;
     },
