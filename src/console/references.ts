@@ -1,5 +1,6 @@
-import { sql, type Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
+import type { Problem } from '../http/problems.ts';
 import type { HookCaller, RefKind, RefQuery } from '../hooks.ts';
 
 export type { RefKind, RefQuery };
@@ -16,7 +17,7 @@ export type { RefKind, RefQuery };
  * take an advisory lock on the name in their transaction, then check again on it.
  */
 export function createReferences(hooks: HookCaller) {
-  return {
+  const references = {
     /** The names of `kind` that do not exist: those no answerer knows. */
     async unknown(kind: RefKind, names: string[], q?: RefQuery): Promise<string[]> {
       const distinct = [...new Set(names)];
@@ -39,7 +40,25 @@ export function createReferences(hooks: HookCaller) {
       const fn = mode === 'use' ? sql.raw('pg_advisory_xact_lock_shared') : sql.raw('pg_advisory_xact_lock');
       for (const name of [...new Set(names)].sort()) await sql`select ${fn}(hashtext(${`ref:${kind}:${name}`}))`.execute(trx);
     },
+
+    /**
+     * Deletes a thing of `kind` only while nothing uses it; `inUse(count)` (a 409) otherwise.
+     * Asked once before the transaction (a refusal costs none), then again under the name's
+     * exclusive lock inside the transaction that runs `remove`, so a write naming the thing
+     * either committed first and is counted, or waits and then finds it gone.
+     */
+    async deleteUnlessUsed<T>(db: Kysely<Database>, kind: RefKind, name: string, inUse: (uses: number) => Problem, remove: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
+      const uses = await references.uses(kind, name);
+      if (uses > 0) throw inUse(uses);
+      return db.transaction().execute(async (trx) => {
+        await references.guard(trx, kind, [name], 'delete');
+        const usesNow = await references.uses(kind, name, trx);
+        if (usesNow > 0) throw inUse(usesNow);
+        return remove(trx);
+      });
+    },
   };
+  return references;
 }
 
 export type References = ReturnType<typeof createReferences>;

@@ -260,12 +260,7 @@ export function createAgentsService(deps: { db: Db; references: References; mode
     async remove(actor: Actor, name: string, expected: number) {
       await mustGet(db, name);
       const inUse = (used: number) => problems.conflict(`agent "${name}" is used by ${used} template version(s) or team(s); remove those uses first`);
-      const used = await references.uses('agent', name);
-      if (used > 0) throw inUse(used);
-      await db.transaction().execute(async (trx) => {
-        await references.guard(trx, 'agent', [name], 'delete');
-        const usedNow = await references.uses('agent', name, trx);
-        if (usedNow > 0) throw inUse(usedNow);
+      await references.deleteUnlessUsed(db, 'agent', name, inUse, async (trx) => {
         await deleteIfVersion(trx, { table: 'agents', where: { name }, expected, what: 'agent', label: name });
         const removed = await documents.deleteAllOf(trx, 'agent', name);
         await recordAudit(trx, actor, 'agent.delete', { type: 'agent', id: name }, { documents_removed: removed });

@@ -157,12 +157,7 @@ export function createDestinationsService(deps: { db: Db; references: References
     async remove(actor: Actor, name: string, expected: number) {
       if (isBuiltinDestination(name)) throw builtinConflict(name);
       const inUse = (uses: number) => problems.conflict(`destination "${name}" is named by ${uses} current agent version(s) or team role override(s); remove it from their egress first`);
-      const uses = await references.uses('destination', name);
-      if (uses > 0) throw inUse(uses);
-      await db.transaction().execute(async (trx) => {
-        await references.guard(trx, 'destination', [name], 'delete');
-        const usesNow = await references.uses('destination', name, trx);
-        if (usesNow > 0) throw inUse(usesNow);
+      await references.deleteUnlessUsed(db, 'destination', name, inUse, async (trx) => {
         await deleteIfVersion(trx, { table: 'destinations', where: { name }, expected, what: 'destination', label: name });
         await recordAudit(trx, actor, 'destination.delete', { type: 'destination', id: name });
       });

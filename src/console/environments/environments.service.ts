@@ -113,12 +113,7 @@ export function createEnvironmentsService(deps: { db: Db; references: References
 
     async remove(actor: Actor, name: string, expected: number) {
       const inUse = (uses: number) => problems.conflict(`environment "${name}" is named by ${uses} current agent or template version(s); point them elsewhere first`);
-      const uses = await references.uses('environment', name);
-      if (uses > 0) throw inUse(uses);
-      await db.transaction().execute(async (trx) => {
-        await references.guard(trx, 'environment', [name], 'delete');
-        const usesNow = await references.uses('environment', name, trx);
-        if (usesNow > 0) throw inUse(usesNow);
+      await references.deleteUnlessUsed(db, 'environment', name, inUse, async (trx) => {
         await deleteIfVersion(trx, { table: 'environments', where: { name }, expected, what: 'environment', label: name });
         await recordAudit(trx, actor, 'environment.delete', { type: 'environment', id: name });
       });

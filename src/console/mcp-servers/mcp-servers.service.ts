@@ -286,21 +286,17 @@ export function createMcpServersService(deps: {
     async remove(actor: Actor, a: McpAddress, expected: number) {
       assertMayWrite(actor, a.team);
       const inUse = (uses: number) => problems.conflict(`platform MCP server "${a.name}" is named by ${uses} current agent or template version(s); remove it from them first`);
-      if (a.team === null) {
-        const uses = await references.uses('mcp_server', a.name);
-        if (uses > 0) throw inUse(uses);
-      } else {
-        await teams.mustGetLive(a.team);
-      }
-      await db.transaction().execute(async (trx) => {
-        await lockTeam(trx, a.team);
-        if (a.team === null) {
-          await references.guard(trx, 'mcp_server', [a.name], 'delete');
-          const usesNow = await references.uses('mcp_server', a.name, trx);
-          if (usesNow > 0) throw inUse(usesNow);
-        }
+      const removeRow = async (trx: Transaction<Database>) => {
         await deleteIfVersion(trx, { table: 'mcp_servers', where: { team_key: keyOf(a.team), name: a.name }, expected, what: label(a), label: a.name });
         await recordAudit(trx, actor, 'mcp_server.delete', { type: 'mcp_server', id: idOf(a) });
+      };
+      // Only platform servers are named by agents and templates; a team's own goes with its team.
+      if (a.team === null) return references.deleteUnlessUsed(db, 'mcp_server', a.name, inUse, removeRow);
+      const team = a.team;
+      await teams.mustGetLive(team);
+      await db.transaction().execute(async (trx) => {
+        await lockTeam(trx, team);
+        await removeRow(trx);
       });
     },
 
