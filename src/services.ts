@@ -72,7 +72,12 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger } 
     models,
     references,
     templates,
-    agentVersion: (agent) => agents.versionForRun(agent).catch(() => null),
+    // A role whose agent version cannot be read shows without the agent's settings, and says why in the log.
+    agentVersion: (agent) =>
+      agents.versionForRun(agent).catch((err) => {
+        deps.logger.warn({ err, agent }, 'reading the agent version of a team role failed');
+        return null;
+      }),
     hooks,
     proxy,
     spend,
@@ -80,7 +85,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger } 
   });
   const links = createLinksService({ db, codeHostInstalled: null });
   const egressOverrides = createEgressOverridesService({ db, references });
-  const mcpServers = createMcpServersService({ db, references, secrets, teams, hooks });
+  const mcpServers = createMcpServersService({ db, references, secrets, teams, hooks, logger: deps.logger });
 
   // Which names exist: each kind's owner answers.
   hooks.on('unknown:secret', (names, q) => secrets.unknown(names, q));

@@ -7,6 +7,7 @@ import { isBuiltinDestination } from '../../egress/builtins.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { problems, type FieldProblem } from '../../http/problems.ts';
 import type { SecretsService } from '../../secrets/secrets.service.ts';
+import type { Logger } from 'pino';
 import type { HookCaller } from '../../hooks.ts';
 import type { References, RefQuery } from '../references.ts';
 import type { TeamsService } from '../teams/teams.service.ts';
@@ -63,6 +64,7 @@ export function createMcpServersService(deps: {
   secrets: Pick<SecretsService, 'get'>;
   teams: Pick<TeamsService, 'mustGetLive' | 'rolesWithEgress'>;
   hooks: HookCaller;
+  logger: Pick<Logger, 'info'>;
 }) {
   const { db, references, teams } = deps;
   /** Locks a live team against archiving for the rest of the transaction; false when there is none. */
@@ -101,7 +103,14 @@ export function createMcpServersService(deps: {
         const team = row.team_key === '' ? null : row.team_key;
         let warnings: string[] = [];
         if (team !== null) {
-          if (!rolesByTeam.has(team)) rolesByTeam.set(team, teams.rolesWithEgress(team).catch(() => null));
+          if (!rolesByTeam.has(team)) {
+            const roles = teams.rolesWithEgress(team).catch((err) => {
+              // An archived team has no roles to warn about; the server is shown without warnings.
+              deps.logger.info({ err, team }, 'the roles of a team server\'s team are unavailable');
+              return null;
+            });
+            rolesByTeam.set(team, roles);
+          }
           const roles = await rolesByTeam.get(team)!;
           if (roles) warnings = lackingRoles(row, roles);
         }
