@@ -54,6 +54,24 @@ type MetaRow = {
   row_version: number;
 };
 
+const kindOf = (name: string): SecretMeta['kind'] => (name.startsWith(INTEGRATION_PREFIX) ? 'integration' : 'platform');
+
+/** The whitelist of what leaves the service about a secret (never the value), with its row version for the ETag. */
+export function presentSecret(row: MetaRow, usedBy: number): SecretMeta & { row_version: number } {
+  return {
+    name: row.name,
+    kind: kindOf(row.name),
+    set: row.key_id !== null,
+    used_by: usedBy,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    created_by: row.created_by,
+    updated_by: row.updated_by,
+    value_set_at: row.value_set_at,
+    row_version: row.row_version,
+  };
+}
+
 /**
  * The secret store: values are sealed with the cipher before they reach the database and are
  * opened only by `reveal`, which no route calls (the model proxy and the gateway do). Every
@@ -64,22 +82,8 @@ export function createSecretsService(deps: { db: Db; cipher: Cipher; references?
   const { db, cipher } = deps;
   const aad = secretAad;
 
-  const kindOf = (name: string): SecretMeta['kind'] => (name.startsWith(INTEGRATION_PREFIX) ? 'integration' : 'platform');
 
-  async function present(row: MetaRow): Promise<SecretMeta & { row_version: number }> {
-    return {
-      name: row.name,
-      kind: kindOf(row.name),
-      set: row.key_id !== null,
-      used_by: deps.references ? await deps.references.uses('secret', row.name) : 0,
-      created_at: row.created_at,
-      updated_at: row.updated_at,
-      created_by: row.created_by,
-      updated_by: row.updated_by,
-      value_set_at: row.value_set_at,
-      row_version: row.row_version,
-    };
-  }
+  const present = async (row: MetaRow) => presentSecret(row, deps.references ? await deps.references.uses('secret', row.name) : 0);
 
   function checkName(name: string) {
     if (!isSecretName(name)) throw problems.invalidField('name', `must match ${SECRET_NAME_PATTERN} and be at most ${SECRET_NAME_MAX} characters`);

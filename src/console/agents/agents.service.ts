@@ -93,6 +93,26 @@ function resolveContent(input: AgentVersionInput, base: VersionRow | null, prefi
   };
 }
 
+/** The whitelist of what leaves the server about an agent, with its current version. */
+export function presentAgent(row: AgentRow, extra: { current: AgentVersion | null; avatarUrl: string | null; usedBy: number }): AgentSummary & { current: AgentVersion | null } {
+  const { current } = extra;
+  return {
+    name: row.name,
+    display_name: row.display_name,
+    kind: row.kind,
+    description: row.description,
+    avatar_url: extra.avatarUrl,
+    model: current?.model ?? null,
+    environment: current?.environment ?? null,
+    tool_count: current?.tools.length ?? 0,
+    mcp: current?.mcp_servers ?? [],
+    current_version: row.current_version,
+    used_by: extra.usedBy,
+    updated_at: row.updated_at,
+    current,
+  };
+}
+
 /**
  * Agent definitions and their versions. The composition root wires what this module answers
  * others: the 'agent' and 'tool' names (`unknown`, `unknownTools`), its uses of environments,
@@ -164,23 +184,8 @@ export function createAgentsService(deps: { db: Db; references: References; mode
     const versionOf = new Map(versions.map((v) => [v.agent_name, presentVersion(v)]));
     const avatarOf = new Map(avatars.map((a) => [a.agent_name, a.row_version]));
     return rows.map((row, i) => {
-      const current = versionOf.get(row.name) ?? null;
       const avatar = avatarOf.get(row.name);
-      return {
-        name: row.name,
-        display_name: row.display_name,
-        kind: row.kind,
-        description: row.description,
-        avatar_url: avatar === undefined ? null : avatarUrl(row.name, avatar),
-        model: current?.model ?? null,
-        environment: current?.environment ?? null,
-        tool_count: current?.tools.length ?? 0,
-        mcp: current?.mcp_servers ?? [],
-        current_version: row.current_version,
-        used_by: usedBy[i],
-        updated_at: row.updated_at,
-        current,
-      };
+      return presentAgent(row, { current: versionOf.get(row.name) ?? null, avatarUrl: avatar === undefined ? null : avatarUrl(row.name, avatar), usedBy: usedBy[i] });
     });
   }
 

@@ -11,6 +11,7 @@ import {
   type Environment,
   type EnvironmentCreate,
   type EnvironmentPut,
+  type Image,
 } from './environments.schemas.ts';
 import type { ImagesService } from './images.service.ts';
 
@@ -42,29 +43,32 @@ function toColumns(input: EnvironmentCreate | EnvironmentPut) {
   };
 }
 
+/** The whitelist of what leaves the server about an environment. */
+export function presentEnvironment(row: Row, extra: { image: Pick<Image, 'name' | 'version' | 'built_at'> | null; usedBy: number }): Environment {
+  return {
+    name: row.name,
+    provider: row.provider,
+    profile: row.profile,
+    vcpus: row.vcpus,
+    memory_mib: row.memory_mib,
+    disk_gib: row.disk_gib,
+    checkpoint_id: row.checkpoint_id,
+    idle_after_seconds: row.idle_after_seconds,
+    deep_sleep_after_seconds: row.deep_sleep_after_seconds,
+    image: row.provider === 'microvm' && extra.image ? { name: extra.image.name, version: extra.image.version, built_at: extra.image.built_at } : null,
+    used_by: extra.usedBy,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
 export function createEnvironmentsService(deps: { db: Db; references: References; images: Pick<ImagesService, 'current'> }) {
   const { db, references } = deps;
 
-  /** The whitelist of what leaves the server about an environment. */
+  /** Presents rows with what they need from elsewhere: the current image (microvm) and their uses. */
   async function present(rows: Row[]): Promise<Environment[]> {
     const current = rows.some((r) => r.provider === 'microvm') ? await deps.images.current() : null;
-    return Promise.all(
-      rows.map(async (row) => ({
-        name: row.name,
-        provider: row.provider,
-        profile: row.profile,
-        vcpus: row.vcpus,
-        memory_mib: row.memory_mib,
-        disk_gib: row.disk_gib,
-        checkpoint_id: row.checkpoint_id,
-        idle_after_seconds: row.idle_after_seconds,
-        deep_sleep_after_seconds: row.deep_sleep_after_seconds,
-        image: row.provider === 'microvm' && current ? { name: current.name, version: current.version, built_at: current.built_at } : null,
-        used_by: await references.uses('environment', row.name),
-        created_at: row.created_at,
-        updated_at: row.updated_at,
-      })),
-    );
+    return Promise.all(rows.map(async (row) => presentEnvironment(row, { image: current, usedBy: await references.uses('environment', row.name) })));
   }
   const presentOne = async (row: Row) => ({ environment: (await present([row]))[0], version: row.row_version });
 

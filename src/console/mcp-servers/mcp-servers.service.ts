@@ -54,6 +54,29 @@ export function lackingRoles(server: { destination: string; roles: string[] }, t
     .sort();
 }
 
+/** The whitelist of what leaves the server about an MCP server: the secret's reference and state, never its value. */
+export function presentMcpServer(row: McpServerRow, extra: { secretStatus: SecretStatus; warnings: string[] }): McpServer {
+  const team = row.team_key === '' ? null : row.team_key;
+  return {
+    id: idOf({ team, name: row.name }),
+    scope: team === null ? 'platform' : 'team',
+    team,
+    name: row.name,
+    url: row.url,
+    destination: row.destination,
+    auth: row.auth,
+    header: row.auth_header,
+    roles: row.roles,
+    secret: { ref: row.secret, status: extra.secretStatus },
+    status: row.status,
+    proposed_by: row.proposed_by,
+    warnings: extra.warnings,
+    created_by: row.created_by,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
 /**
  * MCP servers: platform servers (admins) that agents and templates name, and each team's own
  * servers (operators), some of them proposed by the team's agents and curated by a person.
@@ -116,24 +139,7 @@ export function createMcpServersService(deps: {
         }
         const key = row.secret ?? '';
         if (!statusBySecret.has(key)) statusBySecret.set(key, secretStatus(row.secret));
-        return {
-          id: idOf({ team, name: row.name }),
-          scope: team === null ? ('platform' as const) : ('team' as const),
-          team,
-          name: row.name,
-          url: row.url,
-          destination: row.destination,
-          auth: row.auth,
-          header: row.auth_header,
-          roles: row.roles,
-          secret: { ref: row.secret, status: await statusBySecret.get(key)! },
-          status: row.status,
-          proposed_by: row.proposed_by,
-          warnings,
-          created_by: row.created_by,
-          created_at: row.created_at,
-          updated_at: row.updated_at,
-        };
+        return presentMcpServer(row, { secretStatus: await statusBySecret.get(key)!, warnings });
       }),
     );
   }

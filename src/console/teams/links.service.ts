@@ -1,8 +1,7 @@
 import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import { problems } from '../../http/problems.ts';
-import { presentLink } from './teams.presenter.ts';
-import { mustGetLiveTeam } from './teams.service.ts';
+import { mustGetLiveTeam, presentLink } from './teams.service.ts';
 import * as store from './teams.store.ts';
 
 export const LINK_SURFACES = ['chat_a', 'chat_b', 'code_host', 'tracker_a', 'tracker_b'] as const;
