@@ -1,5 +1,4 @@
 import { parseArgs } from 'node:util';
-import { sql } from 'kysely';
 import { readAudit, recordAudit, systemActor } from './audit/audit.ts';
 import { insertToken } from './auth/auth.service.ts';
 import { hashToken, newSecret } from './auth/credentials.ts';
@@ -14,6 +13,7 @@ import { Registry } from './http/metrics.ts';
 import { createLogger } from './logger.ts';
 import { modelProxyComponent } from './modelproxy/component.ts';
 import { CipherError } from './secrets/cipher.ts';
+import { createUsersService } from './console/users/users.service.ts';
 import { rotateSecretKey } from './secrets/rotate.ts';
 import { createServices, loadShared } from './services.ts';
 
@@ -99,8 +99,9 @@ async function main(argv: string[]) {
       if (positionals[0] !== 'token' || !values.user) throw new ConfigError('usage: crewhouse admin token --user NAME [--name LABEL]');
       const { db, close } = await open(config);
       try {
-        // Names are unique regardless of case, as at log-in.
-        const user = await db.selectFrom('users').select(['id', 'name', 'disabled']).where(sql`lower(name)`, '=', values.user.toLowerCase()).executeTakeFirst();
+        // Names are unique regardless of case, as at log-in; an e-mail address is not a name here.
+        const found = await createUsersService({ db, publicBaseUrl: config.publicBaseUrl }).byLogin(values.user);
+        const user = found && found.name.toLowerCase() === values.user.toLowerCase() ? found : undefined;
         if (!user) throw new ConfigError(`no user named "${values.user}"`);
         if (user.disabled) throw new ConfigError(`user "${values.user}" is disabled`);
         const token = newSecret('chk_');

@@ -69,6 +69,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger } 
     db,
     runs,
     sandboxes,
+    users,
     models,
     references,
     templates,

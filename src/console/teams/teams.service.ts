@@ -17,6 +17,7 @@ import type { RunActivity, RunsService } from '../runs/runs.service.ts';
 import { budgetStateOf, type SpendService } from '../spend/spend.service.ts';
 import type { MemoryInput, TemplateContent, TemplateRole } from '../templates/templates.schemas.ts';
 import type { TemplatesService } from '../templates/templates.service.ts';
+import type { UsersService } from '../users/users.service.ts';
 import type { TeamCreate, TeamPatch, TeamState } from './teams.schemas.ts';
 import * as store from './teams.store.ts';
 import type { TeamRow } from './teams.store.ts';
@@ -188,6 +189,7 @@ export function createTeamsService(deps: {
   agentVersion: (agent: string) => Promise<AgentVersion | null>;
   hooks: HookCaller;
   runs: Pick<RunsService, 'activityOf'>;
+  users: Pick<UsersService, 'namesOf'>;
   sandboxes: Pick<SandboxesService, 'stateOf'>;
   proxy: ModelProxyClient;
   spend: SpendService;
@@ -212,7 +214,14 @@ export function createTeamsService(deps: {
       withActivity([row]),
       store.rolesOf(db, [row.id]),
       store.linksOf(db, [row.id]),
-      store.membersOf(db, row.id),
+      store.membersOf(db, row.id).then(async (rows) => {
+        const names = await deps.users.namesOf(rows.map((m) => m.user_id));
+        // A member whose account went between the two reads (its membership cascades) is left out.
+        return rows.flatMap((m) => {
+          const u = names.get(m.user_id);
+          return u ? [{ user_id: m.user_id, name: u.name, email: u.email, role: m.role }] : [];
+        });
+      }),
       row.status === 'archived' ? Promise.resolve(null) : spend.spentTodayByTeam(),
     ]);
     const agents = new Map<string, AgentVersion | null>();

@@ -39,15 +39,9 @@ export function rolesOf(db: Q, teamIds: number[]) {
   return db.selectFrom('team_roles').selectAll().where('team_id', 'in', teamIds).orderBy('team_id').orderBy('role').execute();
 }
 
+/** A team's members (user ids and their role in the team), oldest first. */
 export function membersOf(db: Q, teamId: number) {
-  return db
-    .selectFrom('team_members as m')
-    .innerJoin('users as u', 'u.id', 'm.user_id')
-    .select(['m.user_id', 'u.name', 'u.email', 'm.role'])
-    .where('m.team_id', '=', teamId)
-    .orderBy('m.created_at')
-    .orderBy('m.user_id')
-    .execute();
+  return db.selectFrom('team_members').select(['user_id', 'role']).where('team_id', '=', teamId).orderBy('created_at').orderBy('user_id').execute();
 }
 
 export function linksOf(db: Q, teamIds: number[]) {
