@@ -3,7 +3,7 @@
 // its user) and GET /api/v1/users (a page of users). Goal: at least half the bare throughput.
 import Fastify from 'fastify';
 import { systemActor } from '../src/audit/audit.ts';
-import { findToken } from '../src/auth/auth.store.ts';
+import { findToken } from '../src/auth/auth.service.ts';
 import { hashToken, newSecret } from '../src/auth/credentials.ts';
 import { loadConfig } from '../src/config.ts';
 import { buildConsoleApp, createConsoleServices } from '../src/console/app.ts';

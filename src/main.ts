@@ -1,25 +1,25 @@
 import { parseArgs } from 'node:util';
-import { sql } from 'kysely';
 import { readAudit, recordAudit, systemActor } from './audit/audit.ts';
-import { insertToken } from './auth/auth.store.ts';
+import { insertToken } from './auth/auth.service.ts';
 import { hashToken, newSecret } from './auth/credentials.ts';
 import { CHAT_USAGE, runChatCommand } from './chat/cli.ts';
 import { chatComponent } from './chat/component.ts';
 import type { Component, RunningComponent } from './components.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { consoleComponent } from './console/component.ts';
-import { createUsersService } from './console/users/users.service.ts';
 import { DatabaseLockedError, openDatabase, type OpenDatabase } from './db/database.ts';
 import { migrateToLatest, MigrationError } from './db/migrate.ts';
 import { Registry } from './http/metrics.ts';
 import { createLogger } from './logger.ts';
 import { modelProxyComponent } from './modelproxy/component.ts';
 import { CipherError } from './secrets/cipher.ts';
+import { createUsersService } from './console/users/users.service.ts';
 import { JOBS_USAGE, runJobsCommand } from './queue/cli.ts';
 import { workerComponent } from './runtime/worker.component.ts';
 import { SandboxError } from './runtime/sandboxes/provider.ts';
 import { buildImage } from './runtime/sandboxes/providers/microvm/images.ts';
 import { rotateSecretKey } from './secrets/rotate.ts';
+import { createServices, loadShared } from './services.ts';
 
 /** Every component `crewhouse serve` can run, in start order. */
 export const COMPONENTS: Component[] = [consoleComponent, modelProxyComponent, chatComponent, workerComponent];
@@ -62,8 +62,10 @@ async function serve(config: Config, only: string | undefined) {
     logger.warn('running some components alone on the embedded database: other processes cannot share it; set SERVICE_DATABASE_URL');
   }
   const { db, close } = await open(config);
-  const users = createUsersService({ db, publicBaseUrl: config.publicBaseUrl });
-  const first = await users.ensureFirstAdmin(systemActor('first-start'), config.adminToken);
+  // Loaded once (the key file is created here on a first start) and handed to every component.
+  const shared = loadShared(config);
+  const services = createServices({ config, db, logger, ...shared });
+  const first = await services.users.ensureFirstAdmin(systemActor('first-start'), config.adminToken);
   if (first.created && first.setupUrl) {
     // Printed once, on the first start only: the way in for the first admin.
     process.stdout.write(`\nCrewhouse is ready. Set the admin password at:\n  ${first.setupUrl}\n\n`);
@@ -74,7 +76,7 @@ async function serve(config: Config, only: string | undefined) {
   const metrics = new Registry();
   const running: Array<{ name: string; r: RunningComponent }> = [];
   for (const c of COMPONENTS.filter((c) => names.includes(c.name))) {
-    const r = await c.start({ config, db, logger, metrics });
+    const r = await c.start({ config, db, logger, metrics, ...shared, services });
     running.push({ name: c.name, r });
     logger.info({ component: c.name, address: r.address }, 'component started');
   }
@@ -122,8 +124,9 @@ async function main(argv: string[]) {
       if (positionals[0] !== 'token' || !values.user) throw new ConfigError('usage: crewhouse admin token --user NAME [--name LABEL]');
       const { db, close } = await open(config);
       try {
-        // Names are unique regardless of case, as at log-in.
-        const user = await db.selectFrom('users').select(['id', 'name', 'disabled']).where(sql`lower(name)`, '=', values.user.toLowerCase()).executeTakeFirst();
+        // Names are unique regardless of case, as at log-in; an e-mail address is not a name here.
+        const found = await createUsersService({ db, publicBaseUrl: config.publicBaseUrl }).byLogin(values.user);
+        const user = found && found.name.toLowerCase() === values.user.toLowerCase() ? found : undefined;
         if (!user) throw new ConfigError(`no user named "${values.user}"`);
         if (user.disabled) throw new ConfigError(`user "${values.user}" is disabled`);
         const token = newSecret('chk_');

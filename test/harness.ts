@@ -6,15 +6,17 @@ import { systemActor } from '../src/audit/audit.ts';
 import { hashToken, newSecret } from '../src/auth/credentials.ts';
 import { loadConfig, type Config } from '../src/config.ts';
 import { buildConsoleApp, createConsoleServices, type ConsoleServices } from '../src/console/app.ts';
-import type { Role } from '../src/console/users/users.tables.ts';
+import type { Role } from '../src/auth/roles.ts';
 import { openDatabase, type Db } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import type { App } from '../src/http/kernel.ts';
 import { Registry } from '../src/http/metrics.ts';
 import { createLogger, type Logger } from '../src/logger.ts';
-import { startModelProxy, type RunningModelProxy } from '../src/modelproxy/server.ts';
 import { createJobRunner } from '../src/queue/runner.ts';
 import { jobHandlers } from '../src/runtime/jobs.ts';
+import { cachedReveal, startModelProxy, type RunningModelProxy } from '../src/modelproxy/server.ts';
+import { createSecretsService } from '../src/secrets/secrets.service.ts';
+import { loadShared } from '../src/services.ts';
 
 /** The PostgreSQL server tests run on when set; otherwise the embedded database. */
 export const TEST_DATABASE_URL = process.env.SERVICE_TEST_DATABASE_URL || null;
@@ -220,5 +222,7 @@ export async function testApp(opts: { config?: Record<string, string>; modelProx
 export async function testModelProxy(opts: { db: Db; logger?: Logger; config?: Record<string, string>; credential?: (name: string) => Promise<string | null> }): Promise<RunningModelProxy> {
   const config = testConfig(opts.config);
   // No sweeper: a test that leaves a reservation to expire must not race a timer that releases it.
-  return startModelProxy({ config, db: opts.db, logger: opts.logger ?? captureLogger().logger, port: 0, host: '127.0.0.1', credential: opts.credential, sweepEveryMs: 0 });
+  const { cipher, models } = loadShared(config);
+  const credential = opts.credential ?? cachedReveal(createSecretsService({ db: opts.db, cipher }));
+  return startModelProxy({ config, db: opts.db, logger: opts.logger ?? captureLogger().logger, port: 0, host: '127.0.0.1', catalog: models, credential, sweepEveryMs: 0 });
 }

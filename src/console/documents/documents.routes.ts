@@ -1,4 +1,4 @@
-import type { Role } from '../users/users.tables.ts';
+import type { Role } from '../../auth/roles.ts';
 import { actorOf } from '../../http/auth.ts';
 import { optionalIfMatch, requireIfMatch, setEtag } from '../../http/etag.ts';
 import type { App } from '../../http/kernel.ts';

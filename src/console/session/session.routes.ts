@@ -5,7 +5,7 @@ import type { App } from '../../http/kernel.ts';
 import { ListQuery, Page, limitOf } from '../../http/pagination.ts';
 import { problems } from '../../http/problems.ts';
 import { NoContent } from '../../http/schemas.ts';
-import type { Role } from '../users/users.tables.ts';
+import type { Role } from '../../auth/roles.ts';
 import { onboardingFor } from './onboarding.ts';
 import { LoginBody, Me, NewToken, Onboarding, OnboardingToken, SessionInfo, SetupBody, TokenCreate, TokenSchema } from './session.schemas.ts';
 import { ONBOARDING_TOKEN_TTL_MS, presentToken, SESSION_TTL_MS, type SessionService } from './session.service.ts';

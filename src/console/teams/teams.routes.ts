@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { Egress, EgressInput } from '../../egress/setting.ts';
 import { actorOf } from '../../http/auth.ts';
 import { requireIfMatch, setEtag } from '../../http/etag.ts';
 import type { App } from '../../http/kernel.ts';
@@ -11,19 +12,10 @@ import { LINK_SURFACES, type LinksService } from './links.service.ts';
 import { Link, RoleParams, Team, TeamCreate, TeamListQuery, TeamParams, TeamPatch, TeamSummary, TeamUpgrade } from './teams.schemas.ts';
 import type { TeamsService } from './teams.service.ts';
 
-const Egress = Type.Object(
-  {
-    mode: Type.Union([Type.Literal('allow_all'), Type.Literal('allowlist')]),
-    destinations: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 128 }), { maxItems: 200 })),
-    upstream_deny_cidrs: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 200 })),
-  },
-  { additionalProperties: false },
-);
-const EgressOut = Type.Object({ mode: Type.String(), destinations: Type.Array(Type.String()), upstream_deny_cidrs: Type.Array(Type.String()) });
 const EgressOverride = Type.Object({
   team: Type.String(),
   role: Type.String(),
-  override: Type.Union([EgressOut, Type.Null()], { description: 'null when the agent definition\'s egress applies' }),
+  override: Type.Union([Egress, Type.Null()], { description: 'null when the agent definition\'s egress applies' }),
 });
 const LinkPut = Type.Object(
   {
@@ -197,12 +189,11 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
       description: 'Replaces the agent definition\'s egress for this role. If-Match is the ETag of GET …/egress.',
       params: RoleParams,
       headers: IfMatchHeader,
-      body: Egress,
+      body: EgressInput,
       response: { 200: EgressOverride },
     },
     handler: async (req, reply) => {
-      const body = { mode: req.body.mode, destinations: [...new Set(req.body.destinations ?? [])], upstream_deny_cidrs: [...new Set(req.body.upstream_deny_cidrs ?? [])] };
-      const r = await egress.put(actorOf(req), req.params.name, req.params.role, requireIfMatch(req), body);
+      const r = await egress.put(actorOf(req), req.params.name, req.params.role, requireIfMatch(req), req.body);
       setEtag(reply, r.row_version);
       return { team: req.params.name, role: req.params.role, override: r.override };
     },
