@@ -68,6 +68,16 @@ function openPostgres(url: string, searchPath: string | undefined, poolSize: num
   return { db, kind: 'postgres', close: () => db.destroy() };
 }
 
+/**
+ * PostgreSQL settings of the embedded database, sized for a small machine. PGlite's engine
+ * lives in one WebAssembly heap that never shrinks, and PostgreSQL touches all of its shared
+ * buffers at start: the 160 MB initdb chooses were 160 MB of resident memory before the first
+ * query. The files sit in the operating system's page cache anyway, so a miss in these buffers
+ * is a read from memory, not from disk. Maintenance memory bounds what an index build in a
+ * migration adds to the heap for good. Durability settings are left as PGlite has them.
+ */
+const EMBEDDED_SETTINGS = ['shared_buffers=16MB', 'temp_buffers=2MB', 'wal_buffers=1MB', 'maintenance_work_mem=16MB'];
+
 async function openPGlite(dataDir: string, loadDataDir?: Blob | File): Promise<OpenDatabase> {
   const memory = dataDir === ':memory:';
   let release = () => {};
@@ -80,6 +90,7 @@ async function openPGlite(dataDir: string, loadDataDir?: Blob | File): Promise<O
       ...(memory ? {} : { dataDir: path.join(dataDir, 'pg') }),
       ...(loadDataDir ? { loadDataDir } : {}),
       parsers,
+      startParams: [...PGlite.defaultStartParams, ...EMBEDDED_SETTINGS.flatMap((s) => ['-c', s])],
     });
     const db = new Kysely<Database>({ dialect: new PGliteDialect(pgl) });
     embedded.add(db);
