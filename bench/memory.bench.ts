@@ -1,7 +1,7 @@
 // Memory of `crewhouse serve` on the embedded database: the service runs as a child process on
 // a fresh data directory, then again on the same directory (a restart), and its resident set
 // is read from /proc/<pid>/status (VmRSS, and VmHWM for the peak) while it starts and once it
-// has been idle for a while. The baseline, measured in the same run, is PGlite alone with its
+// has been idle for a while, started as bin/crewhouse.js starts it. The baseline, measured in the same run, is PGlite alone with its
 // default settings after `select 1` on a fresh directory. Goal: at most 250 MB idle.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -14,6 +14,8 @@ import type { BenchReport } from './lib.ts';
 const IDLE_GOAL_MB = 250;
 const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 10);
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+// The flags bin/crewhouse.js starts the service with.
+const NODE_FLAGS = JSON.parse(fs.readFileSync(path.join(root, 'bin', 'node-flags.json'), 'utf8')) as string[];
 
 interface Sample {
   idleMb: number;
@@ -61,7 +63,7 @@ async function stop(child: ChildProcess): Promise<void> {
 async function serve(dataDir: string): Promise<Sample> {
   const [port, proxy, chat, gateway] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const started = performance.now();
-  const child = spawn(process.execPath, [path.join(root, 'src', 'main.ts'), 'serve'], {
+  const child = spawn(process.execPath, [...NODE_FLAGS, path.join(root, 'src', 'main.ts'), 'serve'], {
     env: {
       PATH: process.env.PATH,
       SERVICE_DATA_DIR: dataDir,
