@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, sql } from 'kysely';
+import { toIso } from './database.ts';
 import { PGliteDialect } from './pglite-dialect.ts';
 
 // The driver speaks the protocol to PGlite itself; what it answers must be what PGlite's own
@@ -115,5 +116,24 @@ describe('the embedded database driver', () => {
 
   test('a statement with several commands is refused, as through query()', async () => {
     await assert.rejects(sql`select 1; select 2`.execute(db), (e: any) => e.code === '42601');
+  });
+});
+
+describe('times as text', () => {
+  // The text rewrite of a UTC time must give what a Date round trip gives, for every fraction length.
+  test('a UTC time reads as Date would read it', () => {
+    const viaDate = (v: string) => new Date(v.includes('T') || /[+-]\d\d(:?\d\d)?$/.test(v) ? v : `${v}Z`).toISOString();
+    let seed = 7;
+    const next = (n: number) => (seed = (seed * 1103515245 + 12345) % 2147483648) % n;
+    for (let i = 0; i < 2000; i++) {
+      const at = new Date(Date.UTC(1000 + next(9000), next(12), 1 + next(28), next(24), next(60), next(60)));
+      const digits = next(7);
+      const fraction = digits === 0 ? '' : '.' + String(next(10 ** digits)).padStart(digits, '0');
+      const text = `${at.toISOString().slice(0, 10)} ${at.toISOString().slice(11, 19)}${fraction}`;
+      for (const v of [text, `${text}+00`]) assert.equal(toIso(v), viaDate(v), v);
+    }
+    // Other zones, and what the rewrite does not take, still go through Date.
+    assert.equal(toIso('2026-11-22 18:30:07.123456+05:30'), '2026-11-22T13:00:07.123Z');
+    assert.equal(toIso('2026-11-22T18:30:07Z'), '2026-11-22T18:30:07.000Z');
   });
 });
