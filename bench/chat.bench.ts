@@ -9,6 +9,7 @@ import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { createLogger } from '../src/logger.ts';
+import { loadCipher } from '../src/secrets/cipher.ts';
 import { fmt, load, type BenchReport, type LoadResult } from './lib.ts';
 
 const USERS = 10_000;
@@ -30,8 +31,8 @@ export default async function chatBench(): Promise<BenchReport[]> {
   const { db, close } = await openDatabase({ databaseUrl: null, dataDir: ':memory:' });
   await migrateToLatest(db);
   const logger = createLogger({ level: 'warn' });
-  const services = createChatServices({ config, db });
-  const chat = await buildChatApp({ config, db, logger, services });
+  const services = createChatServices({ db, cipher: loadCipher(config) });
+  const chat = await buildChatApp({ config, logger, services });
   await chat.listen({ host: '127.0.0.1', port: 0 });
   const chatBase = `http://127.0.0.1:${(chat.server.address() as AddressInfo).port}`;
   const { realm, owner, apiKey } = await services.realms.createRealm(systemActor('bench'), {

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 
 /** Every SERVICE_* variable, parsed once at start. Nothing else reads process.env. */
@@ -23,10 +24,32 @@ export interface Config {
   /** Requests per user per window on the chat API (Zulip's `api_by_user` rule); null when off. */
   chatRateLimit: { calls: number; seconds: number } | null;
   egressDevDestinations: boolean;
+  /** Jaeger query API a run's trace is read from (`GET /runs/{id}/trace`, `jaeger_url`); null when none. */
+  jaegerUrl: string | null;
   imagesDir: string;
+  /** Where microVM sandboxes keep their disks, sockets and snapshots. */
+  microvmDir: string;
+  /** Bytes the microVM memory snapshots on this host may take together. */
+  microvmSnapshotBudgetBytes: number;
+  /** auto probes KVM and falls back to TCG; kvm or tcg skip the probe. */
+  microvmAccel: 'auto' | 'kvm' | 'tcg';
   models: string | null;
   webDir: string;
   trustProxy: boolean;
+  /** Where the local provider keeps each sandbox (its /workspace, its state) and the host its id; null on an in-memory data dir. */
+  sandboxDir: string | null;
+  /** The IPv4 range each sandbox's /30 link is taken from. */
+  sandboxSubnet: { base: number; prefix: number; text: string };
+  /** How this host is reached by other processes; registered with the host. */
+  sandboxHostAddress: string;
+  /** Seconds without a heartbeat after which a sandbox host is dead. */
+  sandboxHostDeadAfter: number;
+  /** `local` lets the local provider serve microvm environments when KVM is unusable; `none` refuses them. */
+  sandboxMicrovmFallback: 'none' | 'local';
+  /** Capacity this host offers; 0 means measured (CPUs, memory, free disk under the sandbox dir). */
+  sandboxCapacity: { vcpus: number; memoryMib: number; diskGib: number };
+  /** Jobs the worker performs at once. */
+  jobConcurrency: number;
 }
 
 export class ConfigError extends Error {}
@@ -40,6 +63,20 @@ function int(env: Env, name: string, fallback: number, min = 0, max = 65535): nu
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}`);
   return value;
+}
+
+/** An http(s) URL setting without its trailing slashes, or null when unset. */
+function httpUrl(env: Env, name: string): string | null {
+  const raw = str(env, name);
+  if (raw === null) return null;
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} is not a URL: "${raw}"`);
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ConfigError(`${name} must be an http or https URL, got "${raw}"`);
+  return raw.replace(/\/+$/, '');
 }
 
 function str(env: Env, name: string): string | null {
@@ -73,12 +110,43 @@ export const configReference: Array<{ name: string; default: string; meaning: st
   { name: 'SERVICE_GATEWAY_PORT', default: '8082', meaning: 'port of the credential gateway (reserved: the gateway is not built yet)' },
   { name: 'SERVICE_CHAT_PORT', default: '8083', meaning: 'port of the chat server' },
   { name: 'SERVICE_CHAT_RATE_LIMIT', default: '200/60', meaning: 'chat API requests each user may make per window, as <calls>/<seconds>; 0 turns the limit off' },
+  { name: 'SERVICE_JAEGER_URL', default: 'unset', meaning: 'base URL of a Jaeger query service: `GET /runs/{id}/trace` reads spans from it and runs link to it (`jaeger_url`)' },
   { name: 'SERVICE_EGRESS_DEV_DESTINATIONS', default: '0', meaning: '1 puts dev-only (loopback or private) destinations into egress policies' },
-  { name: 'SERVICE_IMAGES_DIR', default: '<data dir>/images', meaning: 'where agent image build manifests are read from' },
+  { name: 'SERVICE_IMAGES_DIR', default: '<data dir>/images', meaning: 'where `crewhouse images build` writes agent images and their manifests, and where microVMs boot them from' },
+  { name: 'SERVICE_MICROVM_DIR', default: '<data dir>/sandboxes/microvm', meaning: 'where microVM sandboxes keep their disks, control sockets and sleep snapshots' },
+  { name: 'SERVICE_MICROVM_SNAPSHOT_BUDGET_MIB', default: '20480', meaning: 'disk (MiB) all microVM memory snapshots on this host may take; a sleep past it becomes a deep sleep' },
+  { name: 'SERVICE_MICROVM_ACCEL', default: 'auto', meaning: 'auto uses KVM when a probe guest actually runs under it, otherwise TCG (logged once); kvm or tcg skip the probe' },
   { name: 'SERVICE_MODELS', default: '(built-in set)', meaning: 'path of a JSON or YAML file of model aliases, or inline JSON' },
   { name: 'SERVICE_WEB_DIR', default: './dist/web', meaning: 'the built web console' },
   { name: 'SERVICE_TRUST_PROXY', default: '0', meaning: '1 trusts X-Forwarded-* headers from a reverse proxy' },
+  { name: 'SERVICE_SANDBOX_DIR', default: '<data dir>/sandboxes', meaning: 'where the local provider keeps each sandbox (its /workspace and state) and the host its id' },
+  { name: 'SERVICE_SANDBOX_SUBNET', default: '10.213.0.0/16', meaning: 'IPv4 range each sandbox\'s /30 link to its host is taken from' },
+  { name: 'SERVICE_SANDBOX_HOST_ADDRESS', default: '(the machine\'s host name)', meaning: 'how other processes reach this sandbox host; registered with it' },
+  { name: 'SERVICE_SANDBOX_HOST_DEAD_AFTER', default: '30', meaning: 'seconds without a heartbeat after which a sandbox host is dead and its sandboxes are re-placed' },
+  { name: 'SERVICE_SANDBOX_MICROVM_FALLBACK', default: 'none', meaning: '`local` lets the local provider serve microvm environments on a host where KVM is unusable (logged at start); `none` refuses them' },
+  { name: 'SERVICE_SANDBOX_VCPUS', default: '0 (the CPU count)', meaning: 'vCPUs this host offers to sandboxes' },
+  { name: 'SERVICE_SANDBOX_MEMORY_MIB', default: '0 (total memory)', meaning: 'memory in MiB this host offers to sandboxes' },
+  { name: 'SERVICE_SANDBOX_DISK_GIB', default: '0 (free disk under the sandbox dir)', meaning: 'disk in GiB this host offers to sandboxes' },
+  { name: 'SERVICE_JOB_CONCURRENCY', default: '4', meaning: 'jobs (revoking keys, destroying sandboxes, outbound calls) each worker process performs at once' },
 ];
+
+/** SERVICE_SANDBOX_SUBNET: an IPv4 CIDR of at least a /30. */
+function sandboxSubnet(env: Env): Config['sandboxSubnet'] {
+  const text = str(env, 'SERVICE_SANDBOX_SUBNET') ?? '10.213.0.0/16';
+  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(text);
+  const octets = m ? m.slice(1, 5).map(Number) : [];
+  const prefix = m ? Number(m[5]) : -1;
+  if (!m || octets.some((o) => o > 255) || prefix < 8 || prefix > 30) throw new ConfigError(`SERVICE_SANDBOX_SUBNET must be an IPv4 range from /8 to /30 (for example 10.213.0.0/16), got "${text}"`);
+  const mask = prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;
+  const base = (((octets[0] << 24) | (octets[1] << 16) | (octets[2] << 8) | octets[3]) >>> 0) & mask;
+  return { base: base >>> 0, prefix, text };
+}
+
+function choice<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = str(env, name) ?? fallback;
+  if (!(allowed as readonly string[]).includes(raw)) throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
+  return raw as T;
+}
 
 /** SERVICE_ADMIN_TOKEN must be usable as a bearer token, and long enough not to be guessed. */
 function adminToken(env: Env): string | null {
@@ -96,6 +164,12 @@ function chatRateLimit(env: Env): { calls: number; seconds: number } | null {
   const m = /^(\d{1,6})\/(\d{1,6})$/.exec(raw);
   if (!m || Number(m[1]) < 1 || Number(m[2]) < 1) throw new ConfigError(`SERVICE_CHAT_RATE_LIMIT must be <calls>/<seconds> (for example 200/60) or 0, got "${raw}"`);
   return { calls: Number(m[1]), seconds: Number(m[2]) };
+}
+
+function microvmAccel(env: Env): 'auto' | 'kvm' | 'tcg' {
+  const raw = str(env, 'SERVICE_MICROVM_ACCEL') ?? 'auto';
+  if (raw !== 'auto' && raw !== 'kvm' && raw !== 'tcg') throw new ConfigError(`SERVICE_MICROVM_ACCEL must be auto, kvm or tcg, got "${raw}"`);
+  return raw;
 }
 
 export function loadConfig(env: Env = process.env): Config {
@@ -127,9 +201,24 @@ export function loadConfig(env: Env = process.env): Config {
     chatPort: int(env, 'SERVICE_CHAT_PORT', 8083),
     chatRateLimit: chatRateLimit(env),
     egressDevDestinations: bool(env, 'SERVICE_EGRESS_DEV_DESTINATIONS'),
+    jaegerUrl: httpUrl(env, 'SERVICE_JAEGER_URL'),
     imagesDir: path.resolve(str(env, 'SERVICE_IMAGES_DIR') ?? path.join(dataDir, 'images')),
+    microvmDir: path.resolve(str(env, 'SERVICE_MICROVM_DIR') ?? path.join(dataDir, 'sandboxes', 'microvm')),
+    microvmSnapshotBudgetBytes: int(env, 'SERVICE_MICROVM_SNAPSHOT_BUDGET_MIB', 20480, 0, 64 * 1024 * 1024) * 1024 * 1024,
+    microvmAccel: microvmAccel(env),
     models: str(env, 'SERVICE_MODELS'),
     webDir: path.resolve(str(env, 'SERVICE_WEB_DIR') ?? './dist/web'),
     trustProxy: bool(env, 'SERVICE_TRUST_PROXY'),
+    sandboxDir: str(env, 'SERVICE_SANDBOX_DIR') ? path.resolve(str(env, 'SERVICE_SANDBOX_DIR')!) : dataDir === ':memory:' ? null : path.join(dataDir, 'sandboxes'),
+    sandboxSubnet: sandboxSubnet(env),
+    sandboxHostAddress: str(env, 'SERVICE_SANDBOX_HOST_ADDRESS') ?? os.hostname(),
+    sandboxHostDeadAfter: int(env, 'SERVICE_SANDBOX_HOST_DEAD_AFTER', 30, 3, 86_400),
+    sandboxMicrovmFallback: choice(env, 'SERVICE_SANDBOX_MICROVM_FALLBACK', ['none', 'local'] as const, 'none'),
+    sandboxCapacity: {
+      vcpus: int(env, 'SERVICE_SANDBOX_VCPUS', 0, 0, 4096),
+      memoryMib: int(env, 'SERVICE_SANDBOX_MEMORY_MIB', 0, 0, 64 * 1024 * 1024),
+      diskGib: int(env, 'SERVICE_SANDBOX_DISK_GIB', 0, 0, 1024 * 1024),
+    },
+    jobConcurrency: int(env, 'SERVICE_JOB_CONCURRENCY', 4, 1, 256),
   };
 }

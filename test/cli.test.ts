@@ -146,6 +146,9 @@ describe('the crewhouse CLI', { concurrency: false }, () => {
     const help = await run(['help'], {});
     assert.equal(help.code, 0);
     assert.match(help.stdout, /serve \[--only/);
+    const serveHelp = await run(['serve', '--help'], {});
+    assert.equal(serveHelp.code, 0, serveHelp.stderr);
+    for (const component of ['console', 'modelproxy', 'chat', 'worker']) assert.match(serveHelp.stdout, new RegExp(`^  ${component} `, 'm'));
     const bad = await run(['frobnicate'], a.env);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /unknown command "frobnicate"/);
@@ -160,6 +163,18 @@ describe('the crewhouse CLI', { concurrency: false }, () => {
     const token = await run(['admin', 'token', '--user', 'admin'], a.env);
     assert.equal(token.code, 2);
     assert.match(token.stderr, /no user named "admin"/);
+  });
+
+  test('`crewhouse jobs` lists jobs (none yet); a bad argument or an unknown job exits 2 saying why', async () => {
+    const empty = await run(['jobs', '--state', 'failed'], a.env);
+    assert.equal(empty.code, 0, empty.stderr);
+    assert.equal(empty.stdout, '');
+    const bad = await run(['jobs', '--state', 'stuck'], a.env);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--state must be one of queued, running, done, failed/);
+    const missing = await run(['jobs', 'retry', '12345'], a.env);
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /no job 12345/);
   });
 
   test('first start without SERVICE_ADMIN_TOKEN: an admin account and a setup link printed once', async () => {

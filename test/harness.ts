@@ -6,13 +6,17 @@ import { systemActor } from '../src/audit/audit.ts';
 import { hashToken, newSecret } from '../src/auth/credentials.ts';
 import { loadConfig, type Config } from '../src/config.ts';
 import { buildConsoleApp, createConsoleServices, type ConsoleServices } from '../src/console/app.ts';
-import type { Role } from '../src/console/users/users.tables.ts';
+import type { Role } from '../src/auth/roles.ts';
 import { openDatabase, type Db } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import type { App } from '../src/http/kernel.ts';
 import { Registry } from '../src/http/metrics.ts';
 import { createLogger, type Logger } from '../src/logger.ts';
-import { startModelProxy, type RunningModelProxy } from '../src/modelproxy/server.ts';
+import { createJobRunner } from '../src/queue/runner.ts';
+import { jobHandlers } from '../src/runtime/jobs.ts';
+import { cachedReveal, startModelProxy, type RunningModelProxy } from '../src/modelproxy/server.ts';
+import { createSecretsService } from '../src/secrets/secrets.service.ts';
+import { loadShared } from '../src/services.ts';
 
 /** The PostgreSQL server tests run on when set; otherwise the embedded database. */
 export const TEST_DATABASE_URL = process.env.SERVICE_TEST_DATABASE_URL || null;
@@ -86,6 +90,15 @@ export async function awayFromClockEdges(): Promise<void> {
   else if (intoMinute > 45) await new Promise((r) => setTimeout(r, (61 - intoMinute) * 1000));
 }
 
+/** Polls `check` until it holds (bounded: fails naming `what` after `timeoutMs`). */
+export async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 /** Captures every log line, so tests can assert what was (and was not) logged. */
 export function captureLogger(level = 'info'): { logger: Logger; lines: string[] } {
   const lines: string[] = [];
@@ -127,6 +140,11 @@ export interface TestApp {
   adminToken: string;
   /** Sends a request as the given token (or none). JSON bodies are sent as JSON. */
   request<T = any>(opts: { method: string; url: string; token?: string | null; body?: unknown; headers?: Record<string, string>; raw?: Buffer | string }): Promise<Response<T>>;
+  /**
+   * Performs, with the worker's real job runner and handlers, every job that is due (the
+   * side effects the console queued after commit), and returns when none is due or running.
+   */
+  drainJobs(): Promise<void>;
   /** A user of a role with a fresh API token. */
   user(role: Role, name?: string): Promise<{ id: number; name: string; token: string }>;
   close(): Promise<void>;
@@ -148,6 +166,7 @@ export async function testApp(opts: { config?: Record<string, string>; modelProx
   await services.users.ensureFirstAdmin(systemActor('test'), adminToken);
   const app = await buildConsoleApp({ config, db, logger, metrics, services });
   await app.ready();
+  const jobs = createJobRunner({ db, logger, handlers: jobHandlers({ db, proxy: services.proxy }) });
 
   const request: TestApp['request'] = async ({ method, url, token, body, headers = {}, raw }) => {
     const h: Record<string, string> = { ...headers };
@@ -180,6 +199,7 @@ export async function testApp(opts: { config?: Record<string, string>; modelProx
     modelProxy,
     adminToken,
     request,
+    drainJobs: () => jobs.drain(),
     async user(role, name) {
       const row = await db.insertInto('users').values({ name: name ?? uniq(role), email: null, role, password_hash: null }).returningAll().executeTakeFirstOrThrow();
       const token = newSecret('chk_');
@@ -187,6 +207,7 @@ export async function testApp(opts: { config?: Record<string, string>; modelProx
       return { id: row.id, name: row.name, token };
     },
     async close() {
+      await jobs.stop();
       await app.close();
       await modelProxy?.stop();
       await closeDb();
@@ -201,5 +222,7 @@ export async function testApp(opts: { config?: Record<string, string>; modelProx
 export async function testModelProxy(opts: { db: Db; logger?: Logger; config?: Record<string, string>; credential?: (name: string) => Promise<string | null> }): Promise<RunningModelProxy> {
   const config = testConfig(opts.config);
   // No sweeper: a test that leaves a reservation to expire must not race a timer that releases it.
-  return startModelProxy({ config, db: opts.db, logger: opts.logger ?? captureLogger().logger, port: 0, host: '127.0.0.1', credential: opts.credential, sweepEveryMs: 0 });
+  const { cipher, models } = loadShared(config);
+  const credential = opts.credential ?? cachedReveal(createSecretsService({ db: opts.db, cipher }));
+  return startModelProxy({ config, db: opts.db, logger: opts.logger ?? captureLogger().logger, port: 0, host: '127.0.0.1', catalog: models, credential, sweepEveryMs: 0 });
 }

@@ -1,6 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
-import type { Role } from '../console/users/users.tables.ts';
+import type { Role } from '../auth/roles.ts';
 
 /** Who is acting: a user through a session or token, or the system itself (first start, CLI). */
 export interface Actor {

@@ -3,7 +3,7 @@ import type { Config } from '../config.ts';
 import type { Db } from '../db/database.ts';
 import { createServer, type App } from '../http/kernel.ts';
 import type { Registry } from '../http/metrics.ts';
-import { loadCipher, type Cipher } from '../secrets/cipher.ts';
+import type { Cipher } from '../secrets/cipher.ts';
 import { createChatBotStorageService } from './bot-storage/bot-storage.service.ts';
 import { chatBotStorageRoutes } from './bot-storage/bot-storage.routes.ts';
 import { chatEmojiRoutes } from './emoji/emoji.routes.ts';
@@ -27,9 +27,8 @@ import { chatUsersRoutes } from './users/users.routes.ts';
 import { createChatUsersService } from './users/users.service.ts';
 
 /** The chat's composition root: every service built once, each given only what it needs. */
-export function createChatServices(deps: { config: Config; db: Db; cipher?: Cipher }) {
-  const { db } = deps;
-  const cipher = deps.cipher ?? loadCipher(deps.config);
+export function createChatServices(deps: { db: Db; cipher: Cipher }) {
+  const { db, cipher } = deps;
   const users = createChatUsersService({ db, cipher });
   const realms = createChatRealmService({ db, users });
   const streams = createChatStreamsService({ db });
@@ -45,9 +44,8 @@ export function createChatServices(deps: { config: Config; db: Db; cipher?: Ciph
 export type ChatServices = ReturnType<typeof createChatServices>;
 
 /** The Zulip-compatible chat server: its API under /api/v1 and the uploaded images it serves. */
-export async function buildChatApp(deps: { config: Config; db: Db; logger: Logger; metrics?: Registry; services?: ChatServices }): Promise<App> {
-  const { config } = deps;
-  const services = deps.services ?? createChatServices(deps);
+export async function buildChatApp(deps: { config: Config; logger: Logger; metrics?: Registry; services: ChatServices }): Promise<App> {
+  const { config, services } = deps;
   const app = createServer({ logger: deps.logger, metrics: deps.metrics, bodyLimit: config.bodyLimit, trustProxy: config.trustProxy, component: 'chat' });
   useChatConventions(app);
   const limiter = config.chatRateLimit ? new RateLimiter(config.chatRateLimit) : null;

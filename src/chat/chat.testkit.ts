@@ -7,6 +7,7 @@ import { systemActor } from '../audit/audit.ts';
 import { captureLogger, testConfig, testDb, uniq } from '../../test/harness.ts';
 import type { Db } from '../db/database.ts';
 import type { App } from '../http/kernel.ts';
+import { loadCipher } from '../secrets/cipher.ts';
 import { buildChatApp, createChatServices, type ChatServices } from './app.ts';
 import type { ChatRole } from './chat.tables.ts';
 import type { RealmRow, UserRow } from './users/users.store.ts';
@@ -62,8 +63,8 @@ export async function chatTestServer(opts: { config?: Record<string, string> } =
   const { db, close: closeDb } = await testDb();
   const config = testConfig({ SERVICE_CHAT_RATE_LIMIT: '0', ...opts.config });
   const { logger, lines } = captureLogger();
-  const services = createChatServices({ config, db });
-  const app = await buildChatApp({ config, db, logger, services });
+  const services = createChatServices({ db, cipher: loadCipher(config) });
+  const app = await buildChatApp({ config, logger, services });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   const created = await services.realms.createRealm(systemActor('test'), {

@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { systemActor } from '../audit/audit.ts';
 import { ConfigError, type Config } from '../config.ts';
 import type { Db } from '../db/database.ts';
+import { loadCipher } from '../secrets/cipher.ts';
 import { createChatServices } from './app.ts';
 import { loadDemoOrganization } from './demo.ts';
 import { ChatError } from './http/errors.ts';
@@ -19,7 +20,7 @@ async function readStdinLine(): Promise<string> {
 /** `crewhouse chat …`: returns what to print. */
 export async function runChatCommand(args: string[], config: Config, db: Db): Promise<string> {
   const [sub, ...rest] = args;
-  const services = createChatServices({ config, db });
+  const services = createChatServices({ db, cipher: loadCipher(config) });
   const defaultUrl = `http://localhost:${config.chatPort}`;
   try {
     if (sub === 'init') {

@@ -5,7 +5,7 @@ import { buildChatApp } from './app.ts';
 export const chatComponent: Component = {
   name: 'chat',
   async start(ctx) {
-    const app = await buildChatApp(ctx);
+    const app = await buildChatApp({ config: ctx.config, logger: ctx.logger, metrics: ctx.metrics, services: ctx.services.chat });
     const address = await app.listen({ port: ctx.config.chatPort, host: ctx.config.host });
     return { address, stop: () => app.close() };
   },

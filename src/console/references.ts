@@ -1,46 +1,34 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
+import type { Problem } from '../http/problems.ts';
+import type { HookCaller, RefKind, RefQuery } from '../hooks.ts';
+
+export type { RefKind, RefQuery };
 
 /**
  * How one resource module asks about names another module owns, without importing its
- * internals. Owners register, in the composition root, a function that answers which of some
- * names do not exist (`exists`) and counters of how often a name is used (`usage`). A kind
- * nobody registered has no members: every name of it is unknown, and nothing uses anything.
+ * internals: over the `unknown:<kind>` and `uses:<kind>` hooks, which the composition root
+ * wires. A kind nobody answers has no members: every name of it is unknown, and nothing uses
+ * anything.
  *
- * Both take the query runner to ask on (`q`): undefined means the owner's own database; inside
+ * Each takes the query runner to ask on (`q`): undefined means the owner's own database; inside
  * a transaction it must be the transaction (the embedded database has a single connection).
  * `guard` closes the race between a delete's "in use" check and a write naming the thing: both
  * take an advisory lock on the name in their transaction, then check again on it.
  */
-export type RefKind = 'agent' | 'destination' | 'environment' | 'skill' | 'mcp_server' | 'secret' | 'tool' | 'model' | 'template';
-
-/** The query runner a provider or counter asks on; undefined is the owner's own database. */
-export type RefQuery = Kysely<Database> | Transaction<Database> | undefined;
-
-export function createReferences() {
-  const unknownFns = new Map<RefKind, (names: string[], q: RefQuery) => Promise<string[]>>();
-  const counters = new Map<RefKind, Array<(name: string, q: RefQuery) => Promise<number>>>();
-  return {
-    /** The owner of a kind answers which names are unknown. */
-    provide(kind: RefKind, unknown: (names: string[], q: RefQuery) => Promise<string[]>) {
-      unknownFns.set(kind, unknown);
-    },
-    /** A module that names things of `kind` says how often it uses one. */
-    countUsesOf(kind: RefKind, count: (name: string, q: RefQuery) => Promise<number>) {
-      const list = counters.get(kind) ?? [];
-      list.push(count);
-      counters.set(kind, list);
-    },
+export function createReferences(hooks: HookCaller) {
+  const references = {
+    /** The names of `kind` that do not exist: those no answerer knows. */
     async unknown(kind: RefKind, names: string[], q?: RefQuery): Promise<string[]> {
       const distinct = [...new Set(names)];
       if (distinct.length === 0) return [];
-      const fn = unknownFns.get(kind);
-      return fn ? fn(distinct, q) : distinct;
+      const answers = await hooks.ask(`unknown:${kind}`, distinct, q);
+      return distinct.filter((n) => answers.every((unknown) => unknown.includes(n)));
     },
+    /** How often a name of `kind` is used, over every module that names such things. */
     async uses(kind: RefKind, name: string, q?: RefQuery): Promise<number> {
-      let total = 0;
-      for (const count of counters.get(kind) ?? []) total += await count(name, q);
-      return total;
+      const counts = await hooks.ask(`uses:${kind}`, name, q);
+      return counts.reduce((a, b) => a + b, 0);
     },
     /**
      * Locks names of `kind` until the transaction ends: 'use' (shared) by a write that names
@@ -52,7 +40,25 @@ export function createReferences() {
       const fn = mode === 'use' ? sql.raw('pg_advisory_xact_lock_shared') : sql.raw('pg_advisory_xact_lock');
       for (const name of [...new Set(names)].sort()) await sql`select ${fn}(hashtext(${`ref:${kind}:${name}`}))`.execute(trx);
     },
+
+    /**
+     * Deletes a thing of `kind` only while nothing uses it; `inUse(count)` (a 409) otherwise.
+     * Asked once before the transaction (a refusal costs none), then again under the name's
+     * exclusive lock inside the transaction that runs `remove`, so a write naming the thing
+     * either committed first and is counted, or waits and then finds it gone.
+     */
+    async deleteUnlessUsed<T>(db: Kysely<Database>, kind: RefKind, name: string, inUse: (uses: number) => Problem, remove: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
+      const uses = await references.uses(kind, name);
+      if (uses > 0) throw inUse(uses);
+      return db.transaction().execute(async (trx) => {
+        await references.guard(trx, kind, [name], 'delete');
+        const usesNow = await references.uses(kind, name, trx);
+        if (usesNow > 0) throw inUse(usesNow);
+        return remove(trx);
+      });
+    },
   };
+  return references;
 }
 
 export type References = ReturnType<typeof createReferences>;

@@ -13,9 +13,12 @@ import type { EnvironmentsTables } from '../console/environments/environments.ta
 import type { SkillsTables } from '../console/skills/skills.tables.ts';
 import type { RunsTables } from '../console/runs/runs.tables.ts';
 import type { McpServersTables } from '../console/mcp-servers/mcp-servers.tables.ts';
+import type { SandboxHostsTables } from '../runtime/sandboxes/hosts.tables.ts';
+import type { QueueTables } from '../queue/queue.tables.ts';
+import type { SandboxesTables } from '../runtime/sandboxes/sandboxes.tables.ts';
 
 /**
  * The whole database, composed from the tables each module owns. A module adds its
  * `*.tables.ts` here; only that module's store queries them.
  */
-export interface Database extends UsersTables, AuthTables, AuditTables, SecretsTables, DestinationsTables, EnvironmentsTables, SkillsTables, ModelProxyTables, ChatTables, AgentsTables, DocumentsTables, TemplatesTables, TeamsTables, McpServersTables, RunsTables {}
+export interface Database extends UsersTables, AuthTables, AuditTables, SecretsTables, DestinationsTables, EnvironmentsTables, SkillsTables, ModelProxyTables, ChatTables, AgentsTables, DocumentsTables, TemplatesTables, TeamsTables, McpServersTables, SandboxHostsTables, QueueTables, RunsTables, SandboxesTables {}

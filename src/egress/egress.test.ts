@@ -3,7 +3,8 @@ import { describe, test } from 'node:test';
 import { BUILTIN_DESTINATIONS } from './builtins.ts';
 import { GATEWAY_KEYS, isGatewayKey, parseInjectSecret } from './gateway-keys.ts';
 import { cidrContains, classifyAddress, parseCidr, parseHost } from './hosts.ts';
-import { checkEgressCidrs, effectiveEgressPolicy, type PolicyDestination } from './policy.ts';
+import { effectiveEgressPolicy, type PolicyDestination } from './policy.ts';
+import { checkEgress, normalizeEgress } from './setting.ts';
 
 describe('host classification', () => {
   const kindOf = (h: string) => {
@@ -159,7 +160,17 @@ describe('effective egress policy', () => {
     for (const c of ['127.0.0.0/8', '10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '169.254.0.0/16', '100.64.0.0/10', '::1/128', 'fe80::/10', 'fc00::/7']) {
       assert.ok(p.internal_deny_cidrs.includes(c), c);
     }
-    assert.deepEqual(checkEgressCidrs(['10.0.0.0/8', 'junk']), [{ field: 'egress.upstream_deny_cidrs.1', message: '"junk" is not an IPv4 or IPv6 CIDR' }]);
+    assert.deepEqual(checkEgress({ upstream_deny_cidrs: ['10.0.0.0/8', 'junk'] }), [{ field: 'egress.upstream_deny_cidrs.1', message: '"junk" is not an IPv4 or IPv6 CIDR' }]);
+  });
+
+  test('one normal form and one check of an egress setting, for every module that stores one', () => {
+    assert.deepEqual(normalizeEgress(null), { mode: 'allow_all', destinations: [], upstream_deny_cidrs: [] });
+    assert.deepEqual(normalizeEgress({ mode: 'allowlist', destinations: ['npm', 'github', 'npm'] }), { mode: 'allowlist', destinations: ['npm', 'github'], upstream_deny_cidrs: [] });
+    const n = normalizeEgress({ mode: 'allow_all', upstream_deny_cidrs: ['10.1.2.3/8', '10.0.0.0/8', 'FD00::1/8', '10.0.0.0/33', '10.0.0.1'] });
+    assert.deepEqual(n.upstream_deny_cidrs, ['10.0.0.0/8', 'fd00::/8', '10.0.0.0/33', '10.0.0.1']);
+    // A range needs its prefix length; a bad prefix or a bare address is named by its place in the normal form.
+    assert.deepEqual(checkEgress(n, '').map((p) => p.field), ['upstream_deny_cidrs.2', 'upstream_deny_cidrs.3']);
+    assert.deepEqual(checkEgress(normalizeEgress({ mode: 'allow_all', upstream_deny_cidrs: ['::/0', '0.0.0.0/0'] })), []);
   });
 
   test('the policy does not share arrays with the built-in definitions', () => {

@@ -1,13 +1,9 @@
-import type { FieldProblem } from '../http/problems.ts';
 import { BUILTIN_DESTINATIONS, isBuiltinDestination } from './builtins.ts';
-import { INTERNAL_CIDRS, parseCidr } from './hosts.ts';
+import { INTERNAL_CIDRS } from './hosts.ts';
+import { denyCidr, normalizeEgress } from './setting.ts';
 
-/** An agent role's egress setting: the agent version's, or a team's role override. */
-export interface EgressSetting {
-  mode: 'allow_all' | 'allowlist';
-  destinations?: string[] | null;
-  upstream_deny_cidrs?: string[] | null;
-}
+/** An agent role's egress setting as any caller has it (lists may be missing): normalized here. */
+export type EgressSetting = Parameters<typeof normalizeEgress>[0];
 
 export type GithubScope = 'api' | 'git' | 'repo_metadata' | 'mcp';
 
@@ -45,9 +41,6 @@ export interface EffectivePolicy {
   dropped: Array<{ name: string; reason: 'dev_only' | 'unknown' }>;
 }
 
-/** The default egress of a version that names none: allow-all. */
-export const DEFAULT_EGRESS: EgressSetting = { mode: 'allow_all', destinations: [], upstream_deny_cidrs: [] };
-
 /**
  * The effective egress policy of an agent role: the built-in destinations, then the named
  * ones of `egress` (the agent version's, or the team's role override, which the caller
@@ -55,12 +48,12 @@ export const DEFAULT_EGRESS: EgressSetting = { mode: 'allow_all', destinations: 
  * (SERVICE_EGRESS_DEV_DESTINATIONS=1). `destinations` are the stored destination rows.
  */
 export function effectiveEgressPolicy(input: { egress: EgressSetting | null; destinations: readonly PolicyDestination[]; devDestinations: boolean }): EffectivePolicy {
-  const egress = input.egress ?? DEFAULT_EGRESS;
+  const egress = normalizeEgress(input.egress);
   const byName = new Map(input.destinations.filter((d) => !isBuiltinDestination(d.name)).map((d) => [d.name, d]));
   const chosen: PolicyDestination[] = BUILTIN_DESTINATIONS.map((d) => ({ ...d, methods: [...d.methods] }));
   const dropped: EffectivePolicy['dropped'] = [];
   const seen = new Set<string>(chosen.map((d) => d.name));
-  for (const name of egress.destinations ?? []) {
+  for (const name of egress.destinations) {
     if (seen.has(name)) continue;
     seen.add(name);
     const d = byName.get(name);
@@ -68,19 +61,7 @@ export function effectiveEgressPolicy(input: { egress: EgressSetting | null; des
     else if (d.dev_only && !input.devDestinations) dropped.push({ name, reason: 'dev_only' });
     else chosen.push({ ...d, builtin: false });
   }
-  const deny: string[] = [];
-  for (const raw of egress.upstream_deny_cidrs ?? []) {
-    const c = parseCidr(raw);
-    if (c && !deny.includes(c.cidr)) deny.push(c.cidr);
-  }
-  return { mode: egress.mode === 'allowlist' ? 'allowlist' : 'allow_all', destinations: chosen, upstream_deny_cidrs: deny, internal_deny_cidrs: [...INTERNAL_CIDRS], dropped };
-}
-
-/** Problems of an egress input that need no database: malformed CIDRs. `field` prefixes the field names (e.g. `egress`). */
-export function checkEgressCidrs(cidrs: readonly string[] | null | undefined, field = 'egress'): FieldProblem[] {
-  const out: FieldProblem[] = [];
-  (cidrs ?? []).forEach((c, i) => {
-    if (!parseCidr(c)) out.push({ field: `${field}.upstream_deny_cidrs.${i}`, message: `"${c}" is not an IPv4 or IPv6 CIDR` });
-  });
-  return out;
+  // A malformed range cannot be stored (checkEgress refuses it); one that got in never reaches the gateway.
+  const deny = egress.upstream_deny_cidrs.filter((c) => denyCidr(c) !== null);
+  return { mode: egress.mode, destinations: chosen, upstream_deny_cidrs: deny, internal_deny_cidrs: [...INTERNAL_CIDRS], dropped };
 }

@@ -1,8 +1,8 @@
 import type { FastifyRequest } from 'fastify';
 import type { Actor } from '../audit/audit.ts';
-import { findSession, findToken, touchToken } from '../auth/auth.store.ts';
+import { findSession, findToken, touchToken } from '../auth/auth.service.ts';
 import { hashToken, safeEqual } from '../auth/credentials.ts';
-import type { Role } from '../console/users/users.tables.ts';
+import type { Role } from '../auth/roles.ts';
 import type { Db } from '../db/database.ts';
 import type { App } from './kernel.ts';
 import { problems } from './problems.ts';
@@ -55,7 +55,8 @@ async function authenticate(db: Db, request: FastifyRequest, rule: AuthRule): Pr
     if (!row) throw problems.unauthorized('the token is unknown, revoked or expired');
     if (row.disabled) throw problems.unauthorized('the account is disabled');
     if (!row.last_used_at || Date.now() - Date.parse(row.last_used_at) > 60_000) {
-      touchToken(db, row.token_id).catch(() => {});
+      // Best effort: a missed update only makes last_used_at older.
+      touchToken(db, row.token_id).catch((err) => request.log.warn({ err, token_id: row.token_id }, 'recording when a token was last used failed'));
     }
     request.actor = { userId: row.user_id, name: row.name, email: row.email, role: row.role, via: 'token', requestId: request.id };
   } else if (cookie) {

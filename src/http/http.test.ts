@@ -200,8 +200,13 @@ describe('closing a server', () => {
   test('a connection that never sent a request does not hold the close (it would for the 72 s keep-alive timeout)', async () => {
     const net = await import('node:net');
     const app = createServer({ logger: captureLogger().logger, component: 'test' });
+    let started!: () => void;
+    const handlerStarted = new Promise<void>((r) => (started = r));
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
     app.get('/slow', async () => {
-      await new Promise((r) => setTimeout(r, 300));
+      started();
+      await released;
       return { done: true };
     });
     await app.listen({ port: 0, host: '127.0.0.1' });
@@ -211,10 +216,13 @@ describe('closing a server', () => {
     const silentClosed = new Promise((resolve) => silent.once('close', resolve));
     // A request in flight when the close begins still gets its answer.
     const inFlight = fetch(`http://127.0.0.1:${port}/slow`).then((r) => r.json());
-    await new Promise((r) => setTimeout(r, 50));
+    // The close begins only once the request is being handled, and the handler ends after it began.
+    await handlerStarted;
+    const closing = app.close();
+    release();
     let timer: NodeJS.Timeout | undefined;
     const stuck = new Promise((resolve) => (timer = setTimeout(() => resolve('stuck'), 20_000)));
-    const outcome = await Promise.race([Promise.all([app.close(), silentClosed, inFlight]).then(([, , body]) => body), stuck]);
+    const outcome = await Promise.race([Promise.all([closing, silentClosed, inFlight]).then(([, , body]) => body), stuck]);
     clearTimeout(timer);
     assert.deepEqual(outcome, { done: true });
   });

@@ -57,8 +57,27 @@ export class Histogram {
   }
 }
 
+/** A gauge with labels whose whole set of values is replaced at once (a snapshot read elsewhere). */
+export class LabelledGauge {
+  values = new Map<string, number>();
+  readonly name: string;
+  readonly help: string;
+  constructor(name: string, help: string) {
+    this.name = name;
+    this.help = help;
+  }
+  replace(entries: Array<[Labels, number]>) {
+    this.values = new Map(entries.map(([labels, v]) => [key(labels), v]));
+  }
+  render(): string {
+    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} gauge`];
+    for (const [k, v] of this.values) lines.push(`${this.name}${k ? `{${k}}` : ''} ${v}`);
+    return lines.join('\n');
+  }
+}
+
 export class Registry {
-  readonly metrics: Array<Counter | Histogram | { render(): string }> = [];
+  readonly metrics: Array<Counter | Histogram | LabelledGauge | { render(): string }> = [];
   counter(name: string, help: string) {
     const c = new Counter(name, help);
     this.metrics.push(c);
@@ -68,6 +87,11 @@ export class Registry {
     const h = new Histogram(name, help, buckets);
     this.metrics.push(h);
     return h;
+  }
+  labelledGauge(name: string, help: string) {
+    const g = new LabelledGauge(name, help);
+    this.metrics.push(g);
+    return g;
   }
   /** A value read when scraped. */
   gauge(name: string, help: string, read: () => number) {

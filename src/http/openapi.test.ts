@@ -1,13 +1,26 @@
 import assert from 'node:assert/strict';
 import diagnostics from 'node:diagnostics_channel';
 import { after, before, describe, test } from 'node:test';
+import { createConfig, lintFromString } from '@redocly/openapi-core';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
 import { parse as parseYaml } from 'yaml';
+import { makeAgent, makeTemplate } from '../../test/factories.ts';
 import { testApp, uniq, type TestApp } from '../../test/harness.ts';
+import { consoleShapes } from '../console/shapes.ts';
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 
 const METHODS = ['get', 'put', 'post', 'patch', 'delete'];
 
 /** An OpenAPI path for a Fastify route URL: `/users/:id` -> `/users/{id}`, a trailing `*` -> its documented name. */
 const openApiPath = (url: string, wildcard = 'path') => url.slice('/api/v1'.length).replace(/:([A-Za-z0-9_]+)/g, '{$1}').replace(/\*$/, `{${wildcard}}`) || '/';
+
+/** A JSON pointer's target in the document: `#/components/schemas/Agent`. */
+const at = (doc: any, ref: string) => ref.slice(2).split('/').reduce((x, k) => x?.[k.replace(/~1/g, '/').replace(/~0/g, '~')], doc);
+/** A schema or response with its `$ref` followed, when it has one. */
+const deref = (doc: any, x: any): any => (x && typeof x.$ref === 'string' ? deref(doc, at(doc, x.$ref)) : x);
+const problemSchemaRef = (doc: any, response: any) => deref(doc, response)?.content?.['application/problem+json']?.schema?.$ref;
 
 describe('OpenAPI', () => {
   let t: TestApp;
@@ -102,16 +115,20 @@ describe('OpenAPI', () => {
           const content = op.responses[c].content;
           assert.ok(content && Object.values<any>(content).every((m) => m.schema), `${where}: ${c} has a schema`);
         }
-        assert.equal(op.responses.default?.content?.['application/problem+json']?.schema?.$ref, '#/components/schemas/Problem', `${where}: problem answer`);
+        assert.equal(op.responses.default?.$ref, '#/components/responses/Problem', `${where}: problem answer`);
+        // Every problem answer is the Problem document; every route can answer 400 and 401.
+        for (const c of codes.filter((x) => /^[45]\d\d$/.test(x))) assert.equal(problemSchemaRef(doc, op.responses[c]), '#/components/schemas/Problem', `${where}: ${c} is a problem`);
+        for (const c of ['400', '401']) assert.ok(op.responses[c], `${where}: declares ${c}`);
+        assert.ok(typeof op.summary === 'string' && op.summary.length > 0 && op.summary.length <= 60, `${where}: a short summary`);
         if (op.requestBody) {
           assert.ok(Object.values<any>(op.requestBody.content).every((m) => m.schema), `${where}: request body schema`);
         }
         if (['put', 'post', 'patch'].includes(method) && op.requestBody?.content?.['application/json']) {
-          const schema = op.requestBody.content['application/json'].schema;
+          const schema = deref(doc, op.requestBody.content['application/json'].schema);
           if (schema.type === 'object') assert.equal(schema.additionalProperties, false, `${where}: body refuses unknown fields`);
         }
         // Lists take limit and cursor.
-        const ok = op.responses['200']?.content?.['application/json']?.schema;
+        const ok = deref(doc, op.responses['200']?.content?.['application/json']?.schema);
         if (method === 'get' && ok?.properties?.items && ok?.properties?.next_cursor) {
           for (const q of ['limit', 'cursor']) assert.ok(params.some((x: any) => x.in === 'query' && x.name === q), `${where}: list takes ${q}`);
         }
@@ -131,5 +148,170 @@ describe('OpenAPI', () => {
     const text = (await t.request({ method: 'GET', url: '/api/v1/openapi.json', token: t.adminToken })).text;
     for (const s of [name, created.body.setup_token, t.adminToken]) assert.ok(!text.includes(s));
     assert.doesNotMatch(text, /ch[ksu]_[A-Za-z0-9_-]{20,}/);
+  });
+
+  test("Redocly's recommended rules find no error and no warning in the served document", async () => {
+    // The recommended set as it is, no rule turned off: the contract must pass a standard linter.
+    const config = await createConfig({ extends: ['recommended'] });
+    const found = await lintFromString({ source: JSON.stringify(doc), absoluteRef: 'openapi.json', config });
+    const lines = found.map((p) => `${p.severity} ${p.ruleId}: ${p.message} at ${p.location[0]?.pointer ?? '?'}`);
+    assert.deepEqual(lines, []);
+  });
+
+  test('problem answers follow each route: role, path parameters, body, If-Match and the route\'s own', () => {
+    const op = (method: string, path: string) => doc.paths[path][method];
+    const codes = (method: string, path: string) => Object.keys(op(method, path).responses).filter((c) => /^[45]/.test(c)).sort();
+    // A viewer read without parameters: only the request and the credentials can be wrong.
+    assert.deepEqual(codes('get', '/agents'), ['400', '401']);
+    assert.deepEqual(codes('get', '/agents/{name}'), ['400', '401', '404']);
+    // An admin create with a JSON body and its own 409.
+    assert.deepEqual(codes('post', '/agents'), ['400', '401', '403', '409', '413', '415', '422']);
+    assert.match(op('post', '/agents').responses['409'].description, /name/);
+    // A write of an existing resource: If-Match required, 412 and 428.
+    assert.deepEqual(codes('patch', '/team-templates/{name}'), ['400', '401', '403', '404', '412', '413', '415', '428']);
+    const ifMatch = (method: string, path: string) => op(method, path).parameters.find((p: any) => p.in === 'header' && p.name === 'if-match');
+    assert.equal(ifMatch('patch', '/agents/{name}').required, true);
+    assert.equal(ifMatch('delete', '/agents/{name}').required, true);
+    // Create-or-replace: If-Match optional (it creates without), 428 only when replacing.
+    assert.equal(ifMatch('put', '/agents/{name}/documents/{doc}').required, false);
+    assert.match(op('put', '/agents/{name}/documents/{doc}').responses['428'].description, /replacing/);
+    // A route's own answers, and one it drops: a log-in refuses with 401 or 429, never 422.
+    assert.deepEqual(codes('post', '/session'), ['400', '401', '413', '415', '429']);
+    assert.ok(op('post', '/teams').responses['503'] && op('post', '/teams').responses['502']);
+    // The session-only routes answer 403 to a token, even for reads.
+    assert.ok(op('get', '/session/tokens').responses['403']);
+    // Every 412 comes with an If-Match parameter, and a required one with 428.
+    for (const [path, ops] of Object.entries<any>(doc.paths)) {
+      for (const [method, o] of Object.entries<any>(ops)) {
+        const header = o.parameters?.find((p: any) => p.in === 'header' && p.name === 'if-match');
+        assert.equal(Boolean(o.responses['412']), Boolean(header), `${method} ${path}: 412 with If-Match`);
+        if (header?.required) assert.ok(o.responses['428'], `${method} ${path}: 428`);
+      }
+    }
+  });
+
+  test('the declared problem answers are real: 401, 403, 404, 409, 412, 413, 415, 422, 428', async () => {
+    const viewer = await t.user('viewer');
+    const agent = await makeAgent(t);
+    const url = `/api/v1/agents/${agent.name}`;
+    const expect = async (status: number, path: string, method: string, res: { status: number; headers: Record<string, unknown>; text: string }) => {
+      assert.equal(res.status, status, `${method.toUpperCase()} ${path}: ${res.text.slice(0, 300)}`);
+      assert.match(String(res.headers['content-type']), /^application\/problem\+json/);
+      assert.ok(doc.paths[path][method].responses[String(status)], `${method.toUpperCase()} ${path} declares ${status}`);
+    };
+    // Even a public route answers 401 to a malformed Authorization header, with the scheme to use.
+    const unauthorized = await t.request({ method: 'POST', url: '/api/v1/session', body: { name: 'x', password: 'y' }, headers: { authorization: 'Basic eDp5' } });
+    await expect(401, '/session', 'post', unauthorized);
+    assert.match(String(unauthorized.headers['www-authenticate']), /^Bearer/);
+    assert.ok(deref(doc, doc.components.responses.Unauthorized).headers['www-authenticate']);
+    await expect(403, '/agents', 'post', await t.request({ method: 'POST', url: '/api/v1/agents', token: viewer.token, body: { name: uniq('a'), version: { system_prompt: 'x' } } }));
+    await expect(404, '/agents/{name}', 'get', await t.request({ method: 'GET', url: '/api/v1/agents/no-such-agent', token: t.adminToken }));
+    await expect(409, '/agents', 'post', await t.request({ method: 'POST', url: '/api/v1/agents', token: t.adminToken, body: { name: agent.name, version: { system_prompt: 'x' } } }));
+    await expect(428, '/agents/{name}', 'patch', await t.request({ method: 'PATCH', url, token: t.adminToken, body: { description: 'd' } }));
+    await expect(412, '/agents/{name}', 'patch', await t.request({ method: 'PATCH', url, token: t.adminToken, body: { description: 'd' }, headers: { 'if-match': '"999999"' } }));
+    await expect(415, '/agents', 'post', await t.request({ method: 'POST', url: '/api/v1/agents', token: t.adminToken, raw: 'name=x', headers: { 'content-type': 'text/plain' } }));
+    await expect(413, '/agents', 'post', await t.request({ method: 'POST', url: '/api/v1/agents', token: t.adminToken, raw: JSON.stringify({ name: 'x'.repeat(t.config.bodyLimit) }), headers: { 'content-type': 'application/json' } }));
+    await expect(422, '/agents', 'post', await t.request({ method: 'POST', url: '/api/v1/agents', token: t.adminToken, body: { name: uniq('a'), version: { system_prompt: 'x', tools: ['no-such-tool'] } } }));
+    // Replacing a document without If-Match is the 428 the create-or-replace route declares.
+    const doc1 = `/api/v1/agents/${agent.name}/documents/notes.md`;
+    assert.equal((await t.request({ method: 'PUT', url: doc1, token: t.adminToken, body: { media_type: 'text/markdown', content: 'one' } })).status, 201);
+    await expect(428, '/agents/{name}/documents/{doc}', 'put', await t.request({ method: 'PUT', url: doc1, token: t.adminToken, body: { media_type: 'text/markdown', content: 'two' } }));
+  });
+
+  test('ETag and Location are declared where they are sent, and not where they are not', async () => {
+    const headers = (method: string, path: string, code: string) => Object.keys(deref(doc, doc.paths[path][method].responses[code]).headers ?? {}).sort();
+    const name = uniq('agent');
+    const created = await t.request({ method: 'POST', url: '/api/v1/agents', token: t.adminToken, body: { name, version: { system_prompt: 'x' } } });
+    assert.equal(created.status, 201);
+    assert.deepEqual(headers('post', '/agents', '201'), ['etag', 'location']);
+    assert.ok(created.headers.etag && created.headers.location);
+    const got = await t.request({ method: 'GET', url: `/api/v1/agents/${name}`, token: t.adminToken });
+    assert.deepEqual(headers('get', '/agents/{name}', '200'), ['etag']);
+    assert.match(String(got.headers.etag), /^"\d+"$/);
+    // A version is immutable and answers without an ETag; the contract says none.
+    const version = await t.request({ method: 'GET', url: `/api/v1/agents/${name}/versions/1`, token: t.adminToken });
+    assert.equal(version.status, 200);
+    assert.equal(version.headers.etag, undefined);
+    assert.deepEqual(headers('get', '/agents/{name}/versions/{version}', '200'), []);
+    // Lists carry no ETag.
+    assert.equal((await t.request({ method: 'GET', url: '/api/v1/agents', token: t.adminToken })).headers.etag, undefined);
+    assert.deepEqual(headers('get', '/agents', '200'), []);
+    // Across resources: a GET sends an ETag exactly where the contract says it does.
+    const template = await makeTemplate(t);
+    await t.request({ method: 'PUT', url: `/api/v1/agents/${name}/documents/a.md`, token: t.adminToken, body: { media_type: 'text/markdown', content: 'a' } });
+    const reads: Array<[string, string]> = [
+      ['/team-templates/{name}', `/team-templates/${template.name}`],
+      ['/team-templates/{name}/versions/{version}', `/team-templates/${template.name}/versions/1`],
+      ['/environments/{name}', `/environments/${template.env}`],
+      ['/agents/{name}/documents/{doc}', `/agents/${name}/documents/a.md`],
+      ['/destinations/{name}', '/destinations/llm'],
+      ['/me', '/me'],
+    ];
+    for (const [path, url] of reads) {
+      const res = await t.request({ method: 'GET', url: `/api/v1${url}`, token: t.adminToken });
+      assert.equal(res.status, 200, `${url}: ${res.text.slice(0, 200)}`);
+      assert.equal(res.headers.etag !== undefined, headers('get', path, '200').includes('etag'), `GET ${path}: ETag sent and declared alike`);
+    }
+  });
+
+  test('shared shapes are named components, referred to and never copied inline', () => {
+    const components = doc.components.schemas;
+    for (const name of ['Agent', 'AgentSummary', 'AgentSummaryPage', 'AgentVersion', 'Document', 'Team', 'TeamTemplate', 'User', 'Problem']) assert.ok(components[name], name);
+    assert.equal(doc.paths['/agents/{name}'].get.responses['200'].content['application/json'].schema.$ref, '#/components/schemas/Agent');
+    const canonical = (v: unknown): string =>
+      JSON.stringify(v, (_k, x) => (x && typeof x === 'object' && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => a.localeCompare(b))) : x));
+    const named = new Map(Object.entries<any>(components).map(([n, c]) => [canonical(c), n]));
+    const inline = new Map<string, number>();
+    const walk = (x: any, where: string) => {
+      if (!x || typeof x !== 'object') return;
+      if (x.type === 'object' && x.properties) {
+        assert.equal(named.get(canonical(x)), undefined, `${where} copies ${named.get(canonical(x))} inline`);
+        if (Object.keys(x.properties).length >= 5) inline.set(canonical(x), (inline.get(canonical(x)) ?? 0) + 1);
+      }
+      for (const [k, v] of Object.entries(x)) walk(v, `${where}/${k}`);
+    };
+    walk(doc.paths, '#/paths');
+    for (const [shape, n] of inline) assert.equal(n, 1, `an object of five or more fields is copied ${n} times: ${shape.slice(0, 200)}`);
+    // Each resource module's shapes are named by their exports.
+    assert.equal(consoleShapes.size > 40, true);
+    for (const name of ['Agent', 'Document', 'Team']) assert.ok([...consoleShapes.values()].includes(name), name);
+  });
+
+  test('real answers match the documented schemas, times included (format date-time)', async () => {
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    addFormats(ajv);
+    ajv.addFormat('binary', true);
+    ajv.addSchema({ ...doc, $id: 'https://crewhouse.test/openapi.json' });
+    const check = (method: string, path: string, code: number, body: unknown) => {
+      const pointer = ['paths', path, method, 'responses', String(code), 'content', 'application/json', 'schema'].map((k) => k.replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
+      const validate = ajv.compile({ $ref: `https://crewhouse.test/openapi.json#/${pointer}` });
+      assert.ok(validate(body), `${method.toUpperCase()} ${path} ${code}: ${JSON.stringify(validate.errors)}`);
+    };
+    const agent = await makeAgent(t);
+    check('get', '/agents/{name}', 200, (await t.request({ method: 'GET', url: `/api/v1/agents/${agent.name}`, token: t.adminToken })).body);
+    check('get', '/agents', 200, (await t.request({ method: 'GET', url: '/api/v1/agents?limit=2', token: t.adminToken })).body);
+    const name = uniq('dt-person');
+    const user = await t.request({ method: 'POST', url: '/api/v1/users', token: t.adminToken, body: { name, email: `${name}@example.com`, role: 'viewer' } });
+    check('post', '/users', 201, user.body);
+    const docUrl = `/api/v1/agents/${agent.name}/documents/style.md`;
+    check('put', '/agents/{name}/documents/{doc}', 201, (await t.request({ method: 'PUT', url: docUrl, token: t.adminToken, body: { media_type: 'text/markdown', content: 'x' } })).body);
+    const template = await makeTemplate(t);
+    const answer = async (path: string, url: string) => check('get', path, 200, (await t.request({ method: 'GET', url: `/api/v1${url}`, token: t.adminToken })).body);
+    await answer('/team-templates/{name}', `/team-templates/${template.name}`);
+    await answer('/team-templates/{name}/versions', `/team-templates/${template.name}/versions`);
+    await answer('/environments/{name}', `/environments/${template.env}`);
+    await answer('/environments', '/environments');
+    await answer('/destinations', '/destinations');
+    await answer('/users/{id}', `/users/${user.body.id}`);
+    await answer('/users', '/users');
+    await answer('/me', '/me');
+    await answer('/tools', '/tools');
+    await answer('/models', '/models');
+    await answer('/agents/{name}/versions', `/agents/${agent.name}/versions`);
+    await answer('/agents/{name}/documents', `/agents/${agent.name}/documents`);
+    // The document says times are date-times, and a time that is not one would fail the check.
+    assert.equal(doc.components.schemas.AgentSummary.properties.updated_at.format, 'date-time');
+    const bad = { ...(await t.request({ method: 'GET', url: `/api/v1/agents/${agent.name}`, token: t.adminToken })).body, updated_at: 'yesterday' };
+    assert.throws(() => check('get', '/agents/{name}', 200, bad), /date-time/);
   });
 });

@@ -11,10 +11,20 @@ export const ProblemSchema = Type.Object(
   { $id: 'Problem', description: 'RFC 9457 problem; errors[] names each bad field' },
 );
 
-/** Headers a write of an existing resource takes. */
+// Both If-Match headers validate as optional: a missing one must reach the handler, which
+// answers 428 (or creates). The contract lists the first as required.
+/** Headers of a write of an existing resource: If-Match is required (428 when missing, 412 when stale). */
 export const IfMatchHeader = Type.Object({
   'if-match': Type.Optional(Type.String({ description: 'the ETag from a fresh GET; 428 when missing, 412 when stale' })),
 });
+
+/** Headers of a create-or-replace write: without If-Match it creates; replacing needs it (412 when stale). */
+export const IfMatchToReplace = Type.Object({
+  'if-match': Type.Optional(Type.String({ description: 'to replace: the ETag from a fresh GET (412 when stale); omit to create' })),
+});
+
+/** Whether a route's headers schema requires If-Match (the contract marks it required). */
+export const isIfMatchRequired = (headers: { properties?: Record<string, unknown> }): boolean => headers.properties?.['if-match'] === IfMatchHeader.properties['if-match'];
 
 export const NoContent = Type.Null({ description: 'no content' });
 

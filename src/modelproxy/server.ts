@@ -4,9 +4,8 @@ import { isEmbedded, type Db } from '../db/database.ts';
 import { healthRoutes } from '../http/health.ts';
 import { createServer, type App } from '../http/kernel.ts';
 import { Registry } from '../http/metrics.ts';
-import { loadModelCatalog, type ModelCatalog } from '../models/catalog.ts';
-import { loadCipher } from '../secrets/cipher.ts';
-import { createSecretsService } from '../secrets/secrets.service.ts';
+import type { ModelCatalog } from '../models/catalog.ts';
+import type { SecretsService } from '../secrets/secrets.service.ts';
 import { adminRoutes } from './admin.routes.ts';
 import { serviceCredential } from './credential.ts';
 import { useProxyErrors } from './errors.ts';
@@ -26,31 +25,31 @@ export interface ModelProxyDeps {
   db: Db;
   logger: Logger;
   metrics?: Registry;
-  catalog?: ModelCatalog;
-  /** Reads an upstream credential by secret name; the secret store by default. */
-  credential?: (secretName: string) => Promise<string | null>;
+  catalog: ModelCatalog;
+  /** Reads an upstream credential by secret name (`cachedReveal` of the secret store, or a test's own). */
+  credential: (secretName: string) => Promise<string | null>;
   /** How often expired reservations are released (ms; 0: never). */
   sweepEveryMs?: number;
+}
+
+/** Reads upstream keys from the secret store at most every CREDENTIAL_TTL_MS per name. */
+export function cachedReveal(secrets: Pick<SecretsService, 'reveal'>): (secretName: string) => Promise<string | null> {
+  const cache = new Map<string, { value: string | null; at: number }>();
+  return async (name) => {
+    const hit = cache.get(name);
+    if (hit && Date.now() - hit.at < CREDENTIAL_TTL_MS) return hit.value;
+    const value = await secrets.reveal(name);
+    cache.set(name, { value, at: Date.now() });
+    return value;
+  };
 }
 
 /** The model proxy's server: the OpenAI-compatible front, the admin API, health. Not listening yet. */
 export async function buildModelProxyApp(deps: ModelProxyDeps): Promise<App> {
   const { config, db } = deps;
   const metrics = deps.metrics ?? new Registry();
-  const catalog = deps.catalog ?? loadModelCatalog(config.models);
-  let reveal = deps.credential;
-  if (!reveal) {
-    const secrets = createSecretsService({ db, cipher: loadCipher(config) });
-    const cache = new Map<string, { value: string | null; at: number }>();
-    reveal = async (name) => {
-      const hit = cache.get(name);
-      if (hit && Date.now() - hit.at < CREDENTIAL_TTL_MS) return hit.value;
-      const value = await secrets.reveal(name);
-      cache.set(name, { value, at: Date.now() });
-      return value;
-    };
-  }
-  // After loadCipher, so a key file created on this first start is there to derive from.
+  const { catalog, credential: reveal } = deps;
+  // The cipher was loaded before (src/services.ts), so a key file created on this first start is there to derive from.
   const credential = serviceCredential(config);
 
   const app = createServer({ logger: deps.logger, metrics, bodyLimit: Math.max(config.bodyLimit, 32 * 1024 * 1024), trustProxy: config.trustProxy, component: 'modelproxy' });

@@ -6,6 +6,7 @@ import type { Database } from '../db/schema.ts';
 import { decodeCursor, toPage } from '../http/pagination.ts';
 import { problems } from '../http/problems.ts';
 import type { References } from '../console/references.ts';
+import type { HookCaller } from '../hooks.ts';
 import type { Cipher } from './cipher.ts';
 
 /**
@@ -53,35 +54,36 @@ type MetaRow = {
   row_version: number;
 };
 
-/** Runs inside the transaction that removes a secret's reference (not an integration's, which stays unset). */
-export type OnSecretRemoved = (trx: Transaction<Database>, actor: Actor, name: string) => Promise<void>;
+const kindOf = (name: string): SecretMeta['kind'] => (name.startsWith(INTEGRATION_PREFIX) ? 'integration' : 'platform');
+
+/** The whitelist of what leaves the service about a secret (never the value), with its row version for the ETag. */
+export function presentSecret(row: MetaRow, usedBy: number): SecretMeta & { row_version: number } {
+  return {
+    name: row.name,
+    kind: kindOf(row.name),
+    set: row.key_id !== null,
+    used_by: usedBy,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    created_by: row.created_by,
+    updated_by: row.updated_by,
+    value_set_at: row.value_set_at,
+    row_version: row.row_version,
+  };
+}
 
 /**
  * The secret store: values are sealed with the cipher before they reach the database and are
  * opened only by `reveal`, which no route calls (the model proxy and the gateway do). Every
- * write is audited without the value.
+ * write is audited without the value. Without `references` and `hooks` (a model proxy that
+ * only reads values) nothing counts uses and nothing reacts to a removal.
  */
-export function createSecretsService(deps: { db: Db; cipher: Cipher; references?: References }) {
+export function createSecretsService(deps: { db: Db; cipher: Cipher; references?: References; hooks?: HookCaller }) {
   const { db, cipher } = deps;
-  const removedHooks: OnSecretRemoved[] = [];
   const aad = secretAad;
 
-  const kindOf = (name: string): SecretMeta['kind'] => (name.startsWith(INTEGRATION_PREFIX) ? 'integration' : 'platform');
 
-  async function present(row: MetaRow): Promise<SecretMeta & { row_version: number }> {
-    return {
-      name: row.name,
-      kind: kindOf(row.name),
-      set: row.key_id !== null,
-      used_by: deps.references ? await deps.references.uses('secret', row.name) : 0,
-      created_at: row.created_at,
-      updated_at: row.updated_at,
-      created_by: row.created_by,
-      updated_by: row.updated_by,
-      value_set_at: row.value_set_at,
-      row_version: row.row_version,
-    };
-  }
+  const present = async (row: MetaRow) => presentSecret(row, deps.references ? await deps.references.uses('secret', row.name) : 0);
 
   function checkName(name: string) {
     if (!isSecretName(name)) throw problems.invalidField('name', `must match ${SECRET_NAME_PATTERN} and be at most ${SECRET_NAME_MAX} characters`);
@@ -96,11 +98,6 @@ export function createSecretsService(deps: { db: Db; cipher: Cipher; references?
 
   return {
     isSecretName,
-
-    /** Registers what else goes when a secret's reference is removed (e.g. destinations stop injecting it). */
-    onRemoved(hook: OnSecretRemoved) {
-      removedHooks.push(hook);
-    },
 
     /**
      * Writes a value (create or replace). `expected`: undefined writes unconditionally (internal
@@ -165,7 +162,7 @@ export function createSecretsService(deps: { db: Db; cipher: Cipher; references?
 
     /**
      * Removes the value. An integration secret's reference stays, marked unset; any other
-     * reference goes with it, and the `onRemoved` hooks run in the same transaction.
+     * reference goes with it, and the `secretRemoved` reactions run in the same transaction.
      * `expected` as in `put` (undefined: unconditional).
      */
     async remove(actor: Actor, name: string, opts: { expected?: number } = {}) {
@@ -188,7 +185,7 @@ export function createSecretsService(deps: { db: Db; cipher: Cipher; references?
           return { reference: 'unset' as const };
         }
         await deleteIfVersion(trx, { table: 'secrets', where: { name }, expected, what: 'secret', label: name });
-        for (const hook of removedHooks) await hook(trx, actor, name);
+        await deps.hooks?.react('secretRemoved', trx, actor, name);
         await recordAudit(trx, actor, 'secret.delete', { type: 'secret', id: name }, { reference: 'removed' });
         return { reference: 'removed' as const };
       });

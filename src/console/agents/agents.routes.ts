@@ -2,7 +2,7 @@ import { actorOf } from '../../http/auth.ts';
 import { optionalIfMatch, requireIfMatch, setEtag, etagOf } from '../../http/etag.ts';
 import type { App } from '../../http/kernel.ts';
 import { ListQuery, Page, limitOf } from '../../http/pagination.ts';
-import { IfMatchHeader, NoContent } from '../../http/schemas.ts';
+import { IfMatchHeader, IfMatchToReplace, NoContent } from '../../http/schemas.ts';
 import { documentRoutes } from '../documents/documents.routes.ts';
 import type { DocumentsService } from '../documents/documents.service.ts';
 import { Agent, AgentCreate, AgentParams, AgentPatch, AgentSummary, AgentVersion, AgentVersionInput, AgentVersionParams, AVATAR_MAX_BYTES, VersionMeta } from './agents.schemas.ts';
@@ -17,7 +17,7 @@ export function agentsRoutes(app: App, deps: { agents: AgentsService; documents:
 
   app.get('/agents', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'listAgents', tags, querystring: ListQuery, response: { 200: Page(AgentSummary) } },
+    schema: { operationId: 'listAgents', summary: 'List agents', tags, querystring: ListQuery, response: { 200: Page(AgentSummary) } },
     handler: (req) => agents.list({ limit: limitOf(req.query), cursor: req.query.cursor }),
   });
 
@@ -25,6 +25,10 @@ export function agentsRoutes(app: App, deps: { agents: AgentsService; documents:
     config: { auth: { role: 'admin' } },
     schema: {
       operationId: 'createAgent',
+      summary: 'Create an agent',
+      etag: true,
+      location: true,
+      problems: { 409: 'an agent of that name exists' },
       tags,
       description: 'Creates an agent with its first version (version 1, current). Names the version refers to must exist (422 naming the field).',
       body: AgentCreate,
@@ -39,7 +43,7 @@ export function agentsRoutes(app: App, deps: { agents: AgentsService; documents:
 
   app.get('/agents/:name', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getAgent', tags, params: AgentParams, response: { 200: Agent } },
+    schema: { operationId: 'getAgent', summary: 'Get an agent', etag: true, tags, params: AgentParams, response: { 200: Agent } },
     handler: async (req, reply) => {
       const row = await agents.get(req.params.name);
       setEtag(reply, row.row_version);
@@ -49,7 +53,7 @@ export function agentsRoutes(app: App, deps: { agents: AgentsService; documents:
 
   app.patch('/agents/:name', {
     config: { auth: { role: 'admin' } },
-    schema: { operationId: 'updateAgent', tags, params: AgentParams, headers: IfMatchHeader, body: AgentPatch, response: { 200: Agent } },
+    schema: { operationId: 'updateAgent', summary: 'Update an agent\'s name, kind or description', etag: true, problems: { 422: false }, tags, params: AgentParams, headers: IfMatchHeader, body: AgentPatch, response: { 200: Agent } },
     handler: async (req, reply) => {
       const row = await agents.patch(actorOf(req), req.params.name, requireIfMatch(req), req.body);
       setEtag(reply, row.row_version);
@@ -61,6 +65,8 @@ export function agentsRoutes(app: App, deps: { agents: AgentsService; documents:
     config: { auth: { role: 'admin' } },
     schema: {
       operationId: 'deleteAgent',
+      summary: 'Delete an agent',
+      problems: { 409: 'a template or team uses the agent' },
       tags,
       description: 'Deletes the agent with its versions, avatar and context documents; 409 while a template or team uses it.',
       params: AgentParams,
@@ -75,7 +81,7 @@ export function agentsRoutes(app: App, deps: { agents: AgentsService; documents:
 
   app.get('/agents/:name/versions', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'listAgentVersions', tags, description: 'Newest first.', params: AgentParams, querystring: ListQuery, response: { 200: Page(VersionMeta) } },
+    schema: { operationId: 'listAgentVersions', summary: 'List an agent\'s versions', tags, description: 'Newest first.', params: AgentParams, querystring: ListQuery, response: { 200: Page(VersionMeta) } },
     handler: (req) => agents.listVersions(req.params.name, { limit: limitOf(req.query), cursor: req.query.cursor }),
   });
 
@@ -83,6 +89,9 @@ export function agentsRoutes(app: App, deps: { agents: AgentsService; documents:
     config: { auth: { role: 'admin' } },
     schema: {
       operationId: 'createAgentVersion',
+      summary: 'Add an agent version',
+      etag: true,
+      location: true,
       tags,
       description: "Adds a version and makes it current (If-Match: the agent's ETag). from_version naming an older version makes that content current again; an unknown one is 422. Runs already going keep their version.",
       params: AgentParams,
@@ -99,7 +108,7 @@ export function agentsRoutes(app: App, deps: { agents: AgentsService; documents:
 
   app.get('/agents/:name/versions/:version', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getAgentVersion', tags, params: AgentVersionParams, response: { 200: AgentVersion } },
+    schema: { operationId: 'getAgentVersion', summary: 'Get an agent version', tags, params: AgentVersionParams, response: { 200: AgentVersion } },
     handler: (req) => agents.getVersion(req.params.name, req.params.version),
   });
 
@@ -107,6 +116,8 @@ export function agentsRoutes(app: App, deps: { agents: AgentsService; documents:
     config: { auth: { role: 'viewer' } },
     schema: {
       operationId: 'getAgentAvatar',
+      summary: 'Get an agent\'s avatar',
+      etag: true,
       tags,
       description: 'The avatar image bytes with their content type and ETag (If-None-Match answers 304).',
       params: AgentParams,
@@ -134,12 +145,14 @@ export function agentsRoutes(app: App, deps: { agents: AgentsService; documents:
       bodyLimit: AVATAR_MAX_BYTES,
       schema: {
         operationId: 'putAgentAvatar',
+        summary: 'Set an agent\'s avatar',
+        etag: true,
         tags,
         description:
           "Sets the avatar: an image/* body of at most 512 KiB (413 beyond). The type is read from the bytes: PNG, JPEG, GIF or WebP, 415 for anything else. " +
           "Replacing an avatar needs If-Match with the avatar's ETag (from GET .../avatar); setting the first one needs none. Changes the agent's ETag.",
         params: AgentParams,
-        headers: IfMatchHeader,
+        headers: IfMatchToReplace,
         // Documents the body only: no content type is literally "image/*", so nothing is validated against it.
         body: { content: { 'image/*': { schema: { ...AvatarBytes, description: 'PNG, JPEG, GIF or WebP bytes, at most 512 KiB' } } } },
         response: { 204: NoContent },

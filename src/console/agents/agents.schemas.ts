@@ -1,4 +1,5 @@
 import { Type, type Static, type TSchema } from 'typebox';
+import { Egress, EgressInput } from '../../egress/setting.ts';
 
 export const AGENT_NAME_PATTERN = '^[a-z0-9][a-z0-9._-]{0,62}$';
 export const AVATAR_MAX_BYTES = 512 * 1024;
@@ -9,23 +10,7 @@ const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 const RefName = Type.String({ minLength: 1, maxLength: 128 });
 const Names = (maxItems: number, description: string) => Type.Array(RefName, { maxItems, uniqueItems: true, description });
 const Policy = Type.Union([Type.Literal('never_confirm'), Type.Literal('confirm_risky')]);
-const Mode = Type.Union([Type.Literal('allow_all'), Type.Literal('allowlist')]);
-
-export const Egress = Type.Object({
-  mode: Mode,
-  destinations: Type.Array(Type.String(), { description: 'destination names (allowlist); llm, mcp and otel are always part of every egress' }),
-  upstream_deny_cidrs: Type.Array(Type.String()),
-});
-
-export const EgressInput = Type.Object(
-  {
-    mode: Mode,
-    destinations: Type.Optional(Names(100, 'destination names')),
-    upstream_deny_cidrs: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64, description: 'an IPv4 or IPv6 CIDR' }), { maxItems: 100, uniqueItems: true })),
-  },
-  { additionalProperties: false },
-);
-export type EgressInput = Static<typeof EgressInput>;
+export { Egress, EgressInput } from '../../egress/setting.ts';
 
 export const AgentVersionInput = Type.Object(
   {

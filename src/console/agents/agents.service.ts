@@ -1,4 +1,3 @@
-import net from 'node:net';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
@@ -6,13 +5,13 @@ import { deleteIfVersion, touchVersion, updateIfVersion } from '../../db/conditi
 import type { Database } from '../../db/schema.ts';
 import { decodeCursor, toPage, type CursorValue } from '../../http/pagination.ts';
 import { problems, type FieldProblem } from '../../http/problems.ts';
+import { checkEgress, normalizeEgress } from '../../egress/setting.ts';
 import type { ModelCatalog } from '../../models/catalog.ts';
 import { unknownTools } from '../../runtime/tools/catalog.ts';
 import type { DocumentsService } from '../documents/documents.service.ts';
 import type { References, RefQuery } from '../references.ts';
 import { API_PREFIX } from '../../http/openapi.ts';
 import { AVATAR_MAX_BYTES, CONTEXT_MAX_BYTES, type Agent, type AgentCreate, type AgentPatch, type AgentSummary, type AgentVersion, type AgentVersionInput } from './agents.schemas.ts';
-import type { Egress } from './agents.tables.ts';
 import { sniffImage } from './avatar.ts';
 import * as store from './agents.store.ts';
 
@@ -21,8 +20,6 @@ type AgentRow = NonNullable<Awaited<ReturnType<typeof store.getAgent>>>;
 type VersionRow = NonNullable<Awaited<ReturnType<typeof store.getVersion>>>;
 type VersionMetaRow = Pick<VersionRow, 'version' | 'note' | 'created_by' | 'created_at'>;
 type Content = Omit<AgentVersion, 'version' | 'note' | 'created_by' | 'created_at'>;
-
-const ALLOW_ALL: Egress = { mode: 'allow_all', destinations: [], upstream_deny_cidrs: [] };
 
 export function presentVersion(row: VersionRow): AgentVersion {
   return {
@@ -37,7 +34,7 @@ export function presentVersion(row: VersionRow): AgentVersion {
     works_on_branch: row.works_on_branch,
     skills: row.skills,
     mcp_servers: row.mcp_servers,
-    egress: { mode: row.egress.mode, destinations: row.egress.destinations ?? [], upstream_deny_cidrs: row.egress.upstream_deny_cidrs ?? [] },
+    egress: normalizeEgress(row.egress),
     context: row.context,
     model: row.model,
     environment: row.environment,
@@ -69,13 +66,6 @@ export function cursorOf(cursor: CursorValue[] | null, type: 'string' | 'number'
   return cursor;
 }
 
-function isCidr(value: string): boolean {
-  const [addr, bits, extra] = value.split('/');
-  if (extra !== undefined || bits === undefined || !/^\d{1,3}$/.test(bits)) return false;
-  const family = net.isIP(addr);
-  return family !== 0 && Number(bits) <= (family === 4 ? 32 : 128);
-}
-
 /**
  * Rules 1 to 4 of a version input: the base is the stored `from_version` or nothing. null
  * means "not given" except for works_on_branch, model and environment, where it is a value;
@@ -87,7 +77,7 @@ function resolveContent(input: AgentVersionInput, base: VersionRow | null, prefi
   const kept = <T>(given: T | null | undefined, based: T | null | undefined): T | null => (given !== undefined ? given : (based ?? null));
   const systemPrompt = input.system_prompt ?? b?.system_prompt;
   if (systemPrompt === undefined) throw problems.invalidField(`${prefix}system_prompt`, 'is required when from_version is not given');
-  const egress = input.egress ? { mode: input.egress.mode, destinations: input.egress.destinations ?? [], upstream_deny_cidrs: input.egress.upstream_deny_cidrs ?? [] } : (b?.egress ?? ALLOW_ALL);
+  const egress = input.egress ? normalizeEgress(input.egress) : (b?.egress ?? normalizeEgress(null));
   return {
     system_prompt: systemPrompt,
     tools: input.tools ?? b?.tools ?? [],
@@ -103,23 +93,34 @@ function resolveContent(input: AgentVersionInput, base: VersionRow | null, prefi
   };
 }
 
-/**
- * Services the agents module uses from elsewhere. Creating the service registers the kinds
- * it owns with `references` ('agent', 'tool'), the usage counters of environments and
- * destinations, and the 'agent' owner of context documents.
- */
-export function createAgentsService(deps: { db: Db; references: References; models: ModelCatalog; documents: DocumentsService; publicBaseUrl: string }) {
-  const { db, references, models, documents } = deps;
+/** The whitelist of what leaves the server about an agent, with its current version. */
+export function presentAgent(row: AgentRow, extra: { current: AgentVersion | null; avatarUrl: string | null; usedBy: number }): AgentSummary & { current: AgentVersion | null } {
+  const { current } = extra;
+  return {
+    name: row.name,
+    display_name: row.display_name,
+    kind: row.kind,
+    description: row.description,
+    avatar_url: extra.avatarUrl,
+    model: current?.model ?? null,
+    environment: current?.environment ?? null,
+    tool_count: current?.tools.length ?? 0,
+    mcp: current?.mcp_servers ?? [],
+    current_version: row.current_version,
+    used_by: extra.usedBy,
+    updated_at: row.updated_at,
+    current,
+  };
+}
 
-  references.provide('agent', async (names, q) => {
-    const found = await store.existingAgents(q ?? db, names);
-    return names.filter((n) => !found.has(n));
-  });
-  references.provide('tool', async (names) => unknownTools(names));
-  references.countUsesOf('environment', (name, q) => store.countCurrentUsingEnvironment(q ?? db, name));
-  references.countUsesOf('destination', (name, q) => store.countCurrentUsingDestination(q ?? db, name));
-  references.countUsesOf('mcp_server', (name, q) => store.countCurrentUsingMcpServer(q ?? db, name));
-  documents.registerOwner('agent', store.lockAgentShared);
+/**
+ * Agent definitions and their versions. The composition root wires what this module answers
+ * others: the 'agent' and 'tool' names (`unknown`, `unknownTools`), its uses of environments,
+ * destinations and MCP servers (`usesOf`), and the 'agent' owner of context documents
+ * (`lockShared`).
+ */
+export function createAgentsService(deps: { db: Db; references: References; models: ModelCatalog; documents: Pick<DocumentsService, 'deleteAllOf'>; publicBaseUrl: string }) {
+  const { db, references, models, documents } = deps;
 
   const avatarUrl = (name: string, version: number) => `${deps.publicBaseUrl}${API_PREFIX}/agents/${encodeURIComponent(name)}/avatar?v=${version}`;
 
@@ -147,9 +148,7 @@ export function createAgentsService(deps: { db: Db; references: References; mode
     if (content.model !== null && !models.get(content.model)) {
       errors.push({ field: `${prefix}model`, message: `no model alias "${content.model}" (see GET /models)` });
     }
-    content.egress.upstream_deny_cidrs.forEach((c, i) => {
-      if (!isCidr(c)) errors.push({ field: `${prefix}egress.upstream_deny_cidrs.${i}`, message: `"${c}" is not an IPv4 or IPv6 CIDR` });
-    });
+    errors.push(...checkEgress(content.egress, `${prefix}egress`));
     const contextBytes = Buffer.byteLength(JSON.stringify(content.context));
     if (contextBytes > CONTEXT_MAX_BYTES) errors.push({ field: `${prefix}context`, message: `must be at most ${CONTEXT_MAX_BYTES / 1024} KiB as JSON (it is ${contextBytes} bytes)` });
     if (errors.length) throw problems.validation(errors);
@@ -185,23 +184,8 @@ export function createAgentsService(deps: { db: Db; references: References; mode
     const versionOf = new Map(versions.map((v) => [v.agent_name, presentVersion(v)]));
     const avatarOf = new Map(avatars.map((a) => [a.agent_name, a.row_version]));
     return rows.map((row, i) => {
-      const current = versionOf.get(row.name) ?? null;
       const avatar = avatarOf.get(row.name);
-      return {
-        name: row.name,
-        display_name: row.display_name,
-        kind: row.kind,
-        description: row.description,
-        avatar_url: avatar === undefined ? null : avatarUrl(row.name, avatar),
-        model: current?.model ?? null,
-        environment: current?.environment ?? null,
-        tool_count: current?.tools.length ?? 0,
-        mcp: current?.mcp_servers ?? [],
-        current_version: row.current_version,
-        used_by: usedBy[i],
-        updated_at: row.updated_at,
-        current,
-      };
+      return presentAgent(row, { current: versionOf.get(row.name) ?? null, avatarUrl: avatar === undefined ? null : avatarUrl(row.name, avatar), usedBy: usedBy[i] });
     });
   }
 
@@ -217,6 +201,20 @@ export function createAgentsService(deps: { db: Db; references: References; mode
   }
 
   return {
+    /** Which of the names are no agent's (asked on `q`). */
+    async unknown(names: string[], q?: RefQuery): Promise<string[]> {
+      const found = await store.existingAgents(q ?? db, names);
+      return names.filter((n) => !found.has(n));
+    },
+    unknownTools: async (names: string[]) => unknownTools(names),
+    /** How many agents' current versions name an environment, a destination or an MCP server. */
+    usesOf(kind: 'environment' | 'destination' | 'mcp_server', name: string, q?: RefQuery): Promise<number> {
+      const count = { environment: store.countCurrentUsingEnvironment, destination: store.countCurrentUsingDestination, mcp_server: store.countCurrentUsingMcpServer }[kind];
+      return count(q ?? db, name);
+    },
+    /** Locks an agent against deletion for the rest of the transaction; false when there is none. */
+    lockShared: (q: Kysely<Database> | Transaction<Database>, name: string) => store.lockAgentShared(q, name),
+
     present,
 
     async list(query: { limit: number; cursor?: string }) {
@@ -267,12 +265,7 @@ export function createAgentsService(deps: { db: Db; references: References; mode
     async remove(actor: Actor, name: string, expected: number) {
       await mustGet(db, name);
       const inUse = (used: number) => problems.conflict(`agent "${name}" is used by ${used} template version(s) or team(s); remove those uses first`);
-      const used = await references.uses('agent', name);
-      if (used > 0) throw inUse(used);
-      await db.transaction().execute(async (trx) => {
-        await references.guard(trx, 'agent', [name], 'delete');
-        const usedNow = await references.uses('agent', name, trx);
-        if (usedNow > 0) throw inUse(usedNow);
+      await references.deleteUnlessUsed(db, 'agent', name, inUse, async (trx) => {
         await deleteIfVersion(trx, { table: 'agents', where: { name }, expected, what: 'agent', label: name });
         const removed = await documents.deleteAllOf(trx, 'agent', name);
         await recordAudit(trx, actor, 'agent.delete', { type: 'agent', id: name }, { documents_removed: removed });

@@ -1,12 +1,9 @@
 import type { Json, RowVersion, Timestamp } from '../../db/columns.ts';
+import type { Egress } from '../../egress/setting.ts';
 
 export type ConfirmationPolicy = 'never_confirm' | 'confirm_risky';
 
-export interface Egress {
-  mode: 'allow_all' | 'allowlist';
-  destinations: string[];
-  upstream_deny_cidrs: string[];
-}
+export type { Egress };
 
 export interface AgentsTables {
   agents: {

@@ -10,6 +10,7 @@ export function catalogRoutes(app: App, deps: { catalog: CatalogService }) {
     config: { auth: { role: 'viewer' } },
     schema: {
       operationId: 'listTools',
+      summary: 'List the built-in tools',
       tags: ['tools'],
       description: 'The built-in tool catalogue the agent runtime offers; agent versions name tools from it.',
       querystring: ListQuery,
@@ -22,6 +23,7 @@ export function catalogRoutes(app: App, deps: { catalog: CatalogService }) {
     config: { auth: { role: 'viewer' } },
     schema: {
       operationId: 'listModels',
+      summary: 'List the model aliases',
       tags: ['tools'],
       description: 'The model aliases of this deployment (SERVICE_MODELS, or the default set) and the model each points at.',
       querystring: ListQuery,

@@ -12,7 +12,7 @@ export function destinationsRoutes(app: App, deps: { destinations: DestinationsS
 
   app.get('/destinations', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'listDestinations', tags, description: 'Every destination by name, the built-ins llm, mcp and otel included.', querystring: ListQuery, response: { 200: Page(Destination) } },
+    schema: { operationId: 'listDestinations', summary: 'List egress destinations', tags, description: 'Every destination by name, the built-ins llm, mcp and otel included.', querystring: ListQuery, response: { 200: Page(Destination) } },
     handler: (req) => destinations.list({ limit: limitOf(req.query), cursor: req.query.cursor }),
   });
 
@@ -20,6 +20,10 @@ export function destinationsRoutes(app: App, deps: { destinations: DestinationsS
     config: { auth: { role: 'admin' } },
     schema: {
       operationId: 'createDestination',
+      summary: 'Create an egress destination',
+      etag: true,
+      location: true,
+      problems: { 409: 'a destination of that name exists, or the name is a built-in' },
       tags,
       description:
         'Creates a destination. A loopback or private host (any spelling: 127.1, 0x7f.0.0.1, [::ffff:127.0.0.1], localhost names, link-local, CGNAT, unique-local) needs dev_only (422). inject_secret must be a gateway key, mcp:<name> or secret:<name> of an existing reference (422). 409 for a taken or built-in name.',
@@ -35,7 +39,7 @@ export function destinationsRoutes(app: App, deps: { destinations: DestinationsS
 
   app.get('/destinations/:name', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getDestination', tags, params: DestinationParams, response: { 200: Destination } },
+    schema: { operationId: 'getDestination', summary: 'Get an egress destination', etag: true, tags, params: DestinationParams, response: { 200: Destination } },
     handler: async (req, reply) => {
       const { destination, version } = await destinations.get(req.params.name);
       setEtag(reply, version);
@@ -47,6 +51,9 @@ export function destinationsRoutes(app: App, deps: { destinations: DestinationsS
     config: { auth: { role: 'admin' } },
     schema: {
       operationId: 'replaceDestination',
+      summary: 'Replace an egress destination',
+      etag: true,
+      problems: { 409: 'the destination is a built-in' },
       tags,
       description: 'Replaces every field of a destination (fields left out take their defaults); needs If-Match. Built-in destinations answer 409.',
       params: DestinationParams,
@@ -65,6 +72,8 @@ export function destinationsRoutes(app: App, deps: { destinations: DestinationsS
     config: { auth: { role: 'admin' } },
     schema: {
       operationId: 'deleteDestination',
+      summary: 'Delete an egress destination',
+      problems: { 409: 'the destination is a built-in, or an agent version or a team role override names it' },
       tags,
       description: 'Deletes a destination; 409 while a current agent version or a team role override names it, and for the built-ins.',
       params: DestinationParams,

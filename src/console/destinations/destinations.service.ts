@@ -9,7 +9,6 @@ import { parseHost } from '../../egress/hosts.ts';
 import { effectiveEgressPolicy, type EgressSetting, type PolicyDestination } from '../../egress/policy.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { problems, type FieldProblem } from '../../http/problems.ts';
-import type { SecretsService } from '../../secrets/secrets.service.ts';
 import type { References, RefQuery } from '../references.ts';
 import type { Destination, DestinationCreate, DestinationPut } from './destinations.schemas.ts';
 import * as store from './destinations.store.ts';
@@ -38,7 +37,7 @@ const presentBuiltin = (d: PolicyDestination): Destination => ({ ...d, methods: 
 
 const builtinConflict = (name: string) => problems.conflict(`"${name}" is a built-in destination: it is part of every agent's egress and cannot be replaced or deleted`);
 
-export function createDestinationsService(deps: { db: Db; references: References; secrets: Pick<SecretsService, 'onRemoved'>; devDestinations: boolean }) {
+export function createDestinationsService(deps: { db: Db; references: References; devDestinations: boolean }) {
   const { db, references } = deps;
 
   /** An injected `mcp:`/`secret:` reference must exist (asked on `q`): the field problem, or null. */
@@ -100,13 +99,13 @@ export function createDestinationsService(deps: { db: Db; references: References
     return [...BUILTIN_DESTINATIONS.map(presentBuiltin), ...rows.map(presentDestination)].map(({ updated_at: _u, ...d }) => d);
   }
 
-  // A destination secret goes, and so does every destination's injection of it.
-  deps.secrets.onRemoved(async (trx, actor, name) => {
-    const changed = await store.clearInjectSecret(trx, `secret:${name}`);
-    for (const d of changed) await recordAudit(trx, actor, 'destination.update', { type: 'destination', id: d }, { fields: ['inject_secret'], reason: 'secret removed' });
-  });
-
   return {
+    /** A destination secret went (in its transaction): every destination stops injecting it. */
+    async stopInjecting(trx: Transaction<Database>, actor: Actor, secret: string) {
+      const changed = await store.clearInjectSecret(trx, `secret:${secret}`);
+      for (const d of changed) await recordAudit(trx, actor, 'destination.update', { type: 'destination', id: d }, { fields: ['inject_secret'], reason: 'secret removed' });
+    },
+
     async list(query: { limit: number; cursor?: string }) {
       const cursor = decodeCursor(query.cursor, 1);
       const after = cursor ? String(cursor[0]) : null;
@@ -158,12 +157,7 @@ export function createDestinationsService(deps: { db: Db; references: References
     async remove(actor: Actor, name: string, expected: number) {
       if (isBuiltinDestination(name)) throw builtinConflict(name);
       const inUse = (uses: number) => problems.conflict(`destination "${name}" is named by ${uses} current agent version(s) or team role override(s); remove it from their egress first`);
-      const uses = await references.uses('destination', name);
-      if (uses > 0) throw inUse(uses);
-      await db.transaction().execute(async (trx) => {
-        await references.guard(trx, 'destination', [name], 'delete');
-        const usesNow = await references.uses('destination', name, trx);
-        if (usesNow > 0) throw inUse(usesNow);
+      await references.deleteUnlessUsed(db, 'destination', name, inUse, async (trx) => {
         await deleteIfVersion(trx, { table: 'destinations', where: { name }, expected, what: 'destination', label: name });
         await recordAudit(trx, actor, 'destination.delete', { type: 'destination', id: name });
       });

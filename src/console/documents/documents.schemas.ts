@@ -10,6 +10,8 @@ export const DOCUMENT_LIMITS = {
 };
 
 const Scope = Type.Union([Type.Literal('agent'), Type.Literal('team')]);
+/** The text types a context document may have; binary files are not context. */
+export const DocumentMediaType = Type.Enum(DOCUMENT_MEDIA_TYPES);
 
 export const DocumentSummary = Type.Object({
   scope: Scope,
@@ -28,12 +30,13 @@ export type DocumentSummary = Static<typeof DocumentSummary>;
 export const DocumentSchema = Type.Object({ ...DocumentSummary.properties, content: Type.String() });
 export type DocumentOut = Static<typeof DocumentSchema>;
 
-// The schema bounds sizes loosely; the service checks the spec's limits and answers 422
-// naming the field and the limit (the byte size of UTF-8 is not a JSON-schema length).
+// The media type and the description length are the schema's (400 naming the field); the
+// content's limits are the service's (422 naming the field and the limit), since the byte size
+// of UTF-8 is not a JSON-schema length, so the schema bounds it loosely.
 export const DocumentPut = Type.Object(
   {
-    media_type: Type.String({ minLength: 1, maxLength: 255, description: DOCUMENT_MEDIA_TYPES.join(', ') }),
-    description: Type.Optional(Type.String({ maxLength: 4000, description: `at most ${DOCUMENT_LIMITS.descriptionChars} characters; shown to the model in an index` })),
+    media_type: DocumentMediaType,
+    description: Type.Optional(Type.String({ maxLength: DOCUMENT_LIMITS.descriptionChars, description: 'shown to the model in an index' })),
     content: Type.String({ maxLength: 2 * DOCUMENT_LIMITS.contentBytes, description: 'UTF-8 text without NUL, 1 byte to 256 KiB' }),
   },
   { additionalProperties: false },

@@ -4,6 +4,7 @@ import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import { deleteIfVersion, lockKey, updateIfVersion } from '../../db/conditional.ts';
 import type { Database } from '../../db/schema.ts';
+import type { HookCaller } from '../../hooks.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { problems, type FieldProblem } from '../../http/problems.ts';
 import { DOCUMENT_LIMITS, DOCUMENT_MEDIA_TYPES, DOCUMENT_NAME_PATTERN, type DocumentOut, type DocumentPut, type DocumentSummary } from './documents.schemas.ts';
@@ -13,12 +14,6 @@ import * as store from './documents.store.ts';
 type Q = Kysely<Database> | Transaction<Database>;
 type DocumentRow = NonNullable<Awaited<ReturnType<typeof store.getDocument>>>;
 type SummaryRow = Omit<DocumentRow, 'content'>;
-
-/**
- * Answers whether an owner exists. Called inside the document write's transaction, where it
- * should lock the owner's row (FOR SHARE) so the owner cannot be deleted beside the write.
- */
-export type OwnerCheck = (q: Q, owner: string) => Promise<boolean>;
 
 /** A document as the worker places it for a role: read-only at `path` in the sandbox. */
 export interface RoleDocument {
@@ -76,24 +71,19 @@ function checkDocument(name: string, input: DocumentPut): { size: number } {
 
 /**
  * Context documents of any owner kind: agents own scope 'agent', teams scope 'team'. The
- * owning module registers how to check that an owner exists and removes an owner's
- * documents (`deleteAllOf`) in the transaction that deletes or archives the owner.
+ * owner is looked up (and, in a write's transaction, locked FOR SHARE so it cannot go beside
+ * the write) through the owning module's `lock:<scope>` hook; the composition root has an
+ * owner's documents removed (`deleteAllOf`) in the transaction that deletes or archives it.
  */
-export function createDocumentsService(deps: { db: Db }) {
+export function createDocumentsService(deps: { db: Db; hooks: HookCaller }) {
   const { db } = deps;
-  const owners = new Map<DocumentScope, OwnerCheck>();
 
   async function assertOwner(q: Q, scope: DocumentScope, owner: string) {
-    const check = owners.get(scope);
-    if (!check || !(await check(q, owner))) throw problems.notFound(scope, owner);
+    const found = await deps.hooks.ask(`lock:${scope}`, q, owner);
+    if (!found.some(Boolean)) throw problems.notFound(scope, owner);
   }
 
   return {
-    /** The module owning a scope says how to check (and lock) an owner. */
-    registerOwner(scope: DocumentScope, check: OwnerCheck) {
-      owners.set(scope, check);
-    },
-
     async list(scope: DocumentScope, owner: string, query: { limit: number; cursor?: string }) {
       const cursor = decodeCursor(query.cursor, 1);
       if (cursor && typeof cursor[0] !== 'string') throw problems.badRequest('cursor is not a cursor this list gave out', [{ field: 'cursor', message: 'not a valid cursor' }]);

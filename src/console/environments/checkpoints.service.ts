@@ -1,3 +1,4 @@
+import type { HookCaller } from '../../hooks.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
 
 export interface CheckpointUse {
@@ -7,20 +8,16 @@ export interface CheckpointUse {
 }
 
 /**
- * The checkpoint ids in use. Each module that names checkpoints (environments now, teams
- * later) adds a source answering its uses; the list is their union by id.
+ * The checkpoint ids in use. Each module that names checkpoints (environments, teams) answers
+ * the `checkpointUses` hook with its uses; the list is their union by id.
  */
-export function createCheckpointsService() {
-  const sources: Array<() => Promise<CheckpointUse[]>> = [];
+export function createCheckpointsService(deps: { hooks: HookCaller }) {
   return {
-    addSource(source: () => Promise<CheckpointUse[]>) {
-      sources.push(source);
-    },
     async list(query: { limit: number; cursor?: string }) {
       const cursor = decodeCursor(query.cursor, 1);
       const byId = new Map<string, Array<{ kind: string; name: string }>>();
-      for (const source of sources) {
-        for (const use of await source()) {
+      for (const uses of await deps.hooks.ask('checkpointUses')) {
+        for (const use of uses) {
           const list = byId.get(use.checkpoint_id) ?? [];
           list.push({ kind: use.kind, name: use.name });
           byId.set(use.checkpoint_id, list);

@@ -14,7 +14,7 @@ export function environmentsRoutes(app: App, deps: { environments: EnvironmentsS
 
   app.get('/environments', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'listEnvironments', tags, querystring: ListQuery, response: { 200: Page(Environment) } },
+    schema: { operationId: 'listEnvironments', summary: 'List environments', tags, querystring: ListQuery, response: { 200: Page(Environment) } },
     handler: (req) => environments.list({ limit: limitOf(req.query), cursor: req.query.cursor }),
   });
 
@@ -22,6 +22,10 @@ export function environmentsRoutes(app: App, deps: { environments: EnvironmentsS
     config: { auth: { role: 'admin' } },
     schema: {
       operationId: 'createEnvironment',
+      summary: 'Create an environment',
+      etag: true,
+      location: true,
+      problems: { 409: 'an environment of that name exists' },
       tags,
       description: 'Creates a sandbox profile. checkpoint_id is required for hosted and refused for microvm (422); deep_sleep_after_seconds must be at least idle_after_seconds (422). image is read-only.',
       body: EnvironmentCreate,
@@ -36,7 +40,7 @@ export function environmentsRoutes(app: App, deps: { environments: EnvironmentsS
 
   app.get('/environments/:name', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getEnvironment', tags, params: EnvironmentParams, response: { 200: Environment } },
+    schema: { operationId: 'getEnvironment', summary: 'Get an environment', etag: true, tags, params: EnvironmentParams, response: { 200: Environment } },
     handler: async (req, reply) => {
       const { environment, version } = await environments.get(req.params.name);
       setEtag(reply, version);
@@ -48,6 +52,8 @@ export function environmentsRoutes(app: App, deps: { environments: EnvironmentsS
     config: { auth: { role: 'admin' } },
     schema: {
       operationId: 'replaceEnvironment',
+      summary: 'Replace an environment',
+      etag: true,
       tags,
       description: 'Replaces an environment (fields left out take their defaults); needs If-Match.',
       params: EnvironmentParams,
@@ -66,6 +72,8 @@ export function environmentsRoutes(app: App, deps: { environments: EnvironmentsS
     config: { auth: { role: 'admin' } },
     schema: {
       operationId: 'deleteEnvironment',
+      summary: 'Delete an environment',
+      problems: { 409: 'an agent or template version names the environment' },
       tags,
       description: 'Deletes an environment; 409 while a current agent version or template version names it.',
       params: EnvironmentParams,
@@ -82,6 +90,7 @@ export function environmentsRoutes(app: App, deps: { environments: EnvironmentsS
     config: { auth: { role: 'viewer' } },
     schema: {
       operationId: 'listImages',
+      summary: 'List agent image builds',
       tags,
       description: 'Agent image builds from the manifests in SERVICE_IMAGES_DIR, newest first; the newest is current (what a microVM boots).',
       querystring: ListQuery,
@@ -92,7 +101,7 @@ export function environmentsRoutes(app: App, deps: { environments: EnvironmentsS
 
   app.get('/checkpoints', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'listCheckpoints', tags, description: 'The checkpoint ids in use, by id, with what uses each.', querystring: ListQuery, response: { 200: Page(Checkpoint) } },
+    schema: { operationId: 'listCheckpoints', summary: 'List the checkpoints in use', tags, description: 'The checkpoint ids in use, by id, with what uses each.', querystring: ListQuery, response: { 200: Page(Checkpoint) } },
     handler: (req) => deps.checkpoints.list({ limit: limitOf(req.query), cursor: req.query.cursor }),
   });
 }

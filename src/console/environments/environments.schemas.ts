@@ -2,7 +2,10 @@ import { Type, type Static } from 'typebox';
 
 export const ENVIRONMENT_NAME_PATTERN = '^[a-z0-9][a-z0-9_-]{0,62}$';
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
-const Provider = Type.Union([Type.Literal('microvm'), Type.Literal('hosted')], { description: '`microvm` (microVMs on a host) or `hosted` (a hosted-computer service)' });
+const Provider = Type.Union([Type.Literal('microvm'), Type.Literal('hosted'), Type.Literal('local')], {
+  description:
+    '`microvm` (microVMs on a host) or `hosted` (a hosted-computer service). Extension: `local`, a process tree in its own namespaces on a sandbox host (bubblewrap), for development and for hosts without KVM; it needs no image and takes no checkpoint.',
+});
 
 export const ImageFile = Type.Object({ file: Type.String(), sha256: Type.String() });
 

@@ -4,13 +4,14 @@ import { deleteIfVersion, updateIfVersion } from '../../db/conditional.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { problems, type FieldProblem } from '../../http/problems.ts';
 import type { References, RefQuery } from '../references.ts';
-import type { CheckpointsService } from './checkpoints.service.ts';
+import type { CheckpointUse } from './checkpoints.service.ts';
 import {
   DEFAULT_DEEP_SLEEP_AFTER_SECONDS,
   DEFAULT_IDLE_AFTER_SECONDS,
   type Environment,
   type EnvironmentCreate,
   type EnvironmentPut,
+  type Image,
 } from './environments.schemas.ts';
 import type { ImagesService } from './images.service.ts';
 
@@ -26,6 +27,7 @@ function toColumns(input: EnvironmentCreate | EnvironmentPut) {
   const checkpoint = input.checkpoint_id ?? null;
   if (input.provider === 'hosted' && checkpoint === null) errors.push({ field: 'checkpoint_id', message: 'is required for a hosted environment: the golden checkpoint a new computer is restored from' });
   if (input.provider === 'microvm' && checkpoint !== null) errors.push({ field: 'checkpoint_id', message: 'is not accepted for a microvm environment: a microVM boots the current image' });
+  if (input.provider === 'local' && checkpoint !== null) errors.push({ field: 'checkpoint_id', message: 'is not accepted for a local environment: a local sandbox starts from the host\'s own system' });
   const idle = input.idle_after_seconds ?? DEFAULT_IDLE_AFTER_SECONDS;
   const deep = input.deep_sleep_after_seconds ?? Math.max(DEFAULT_DEEP_SLEEP_AFTER_SECONDS, idle);
   if (deep < idle) errors.push({ field: 'deep_sleep_after_seconds', message: `must be at least idle_after_seconds (${idle})` });
@@ -42,38 +44,42 @@ function toColumns(input: EnvironmentCreate | EnvironmentPut) {
   };
 }
 
-export function createEnvironmentsService(deps: { db: Db; references: References; images: Pick<ImagesService, 'current'>; checkpoints: Pick<CheckpointsService, 'addSource'> }) {
+/** The whitelist of what leaves the server about an environment. */
+export function presentEnvironment(row: Row, extra: { image: Pick<Image, 'name' | 'version' | 'built_at'> | null; usedBy: number }): Environment {
+  return {
+    name: row.name,
+    provider: row.provider,
+    profile: row.profile,
+    vcpus: row.vcpus,
+    memory_mib: row.memory_mib,
+    disk_gib: row.disk_gib,
+    checkpoint_id: row.checkpoint_id,
+    idle_after_seconds: row.idle_after_seconds,
+    deep_sleep_after_seconds: row.deep_sleep_after_seconds,
+    image: row.provider === 'microvm' && extra.image ? { name: extra.image.name, version: extra.image.version, built_at: extra.image.built_at } : null,
+    used_by: extra.usedBy,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+export function createEnvironmentsService(deps: { db: Db; references: References; images: Pick<ImagesService, 'current'> }) {
   const { db, references } = deps;
 
-  deps.checkpoints.addSource(async () => {
-    const rows = await db.selectFrom('environments').select(['name', 'checkpoint_id']).where('checkpoint_id', 'is not', null).execute();
-    return rows.map((r) => ({ checkpoint_id: r.checkpoint_id!, kind: 'environment', name: r.name }));
-  });
-
-  /** The whitelist of what leaves the server about an environment. */
+  /** Presents rows with what they need from elsewhere: the current image (microvm) and their uses. */
   async function present(rows: Row[]): Promise<Environment[]> {
     const current = rows.some((r) => r.provider === 'microvm') ? await deps.images.current() : null;
-    return Promise.all(
-      rows.map(async (row) => ({
-        name: row.name,
-        provider: row.provider,
-        profile: row.profile,
-        vcpus: row.vcpus,
-        memory_mib: row.memory_mib,
-        disk_gib: row.disk_gib,
-        checkpoint_id: row.checkpoint_id,
-        idle_after_seconds: row.idle_after_seconds,
-        deep_sleep_after_seconds: row.deep_sleep_after_seconds,
-        image: row.provider === 'microvm' && current ? { name: current.name, version: current.version, built_at: current.built_at } : null,
-        used_by: await references.uses('environment', row.name),
-        created_at: row.created_at,
-        updated_at: row.updated_at,
-      })),
-    );
+    return Promise.all(rows.map(async (row) => presentEnvironment(row, { image: current, usedBy: await references.uses('environment', row.name) })));
   }
   const presentOne = async (row: Row) => ({ environment: (await present([row]))[0], version: row.row_version });
 
   return {
+    /** The checkpoints environments name, for GET /checkpoints. */
+    async checkpointUses(): Promise<CheckpointUse[]> {
+      const rows = await db.selectFrom('environments').select(['name', 'checkpoint_id']).where('checkpoint_id', 'is not', null).execute();
+      return rows.map((r) => ({ checkpoint_id: r.checkpoint_id!, kind: 'environment', name: r.name }));
+    },
+
     async list(query: { limit: number; cursor?: string }) {
       const cursor = decodeCursor(query.cursor, 1);
       let q = db.selectFrom('environments').selectAll().orderBy('name').limit(query.limit + 1);
@@ -112,12 +118,7 @@ export function createEnvironmentsService(deps: { db: Db; references: References
 
     async remove(actor: Actor, name: string, expected: number) {
       const inUse = (uses: number) => problems.conflict(`environment "${name}" is named by ${uses} current agent or template version(s); point them elsewhere first`);
-      const uses = await references.uses('environment', name);
-      if (uses > 0) throw inUse(uses);
-      await db.transaction().execute(async (trx) => {
-        await references.guard(trx, 'environment', [name], 'delete');
-        const usesNow = await references.uses('environment', name, trx);
-        if (usesNow > 0) throw inUse(usesNow);
+      await references.deleteUnlessUsed(db, 'environment', name, inUse, async (trx) => {
         await deleteIfVersion(trx, { table: 'environments', where: { name }, expected, what: 'environment', label: name });
         await recordAudit(trx, actor, 'environment.delete', { type: 'environment', id: name });
       });

@@ -3,7 +3,7 @@ import type { RowVersion, Timestamp } from '../../db/columns.ts';
 export interface EnvironmentsTables {
   environments: {
     name: string;
-    provider: 'microvm' | 'hosted';
+    provider: 'microvm' | 'hosted' | 'local';
     profile: string | null;
     vcpus: number | null;
     memory_mib: number | null;

@@ -93,6 +93,17 @@ describe('environments, images and checkpoints', () => {
     assert.equal(big.body.deep_sleep_after_seconds, 100_000);
   });
 
+  test('local is a provider of ours: no image, no checkpoint; other providers are 400', async () => {
+    const local = await create({ name: uniq('l'), provider: 'local', vcpus: 1, memory_mib: 512, disk_gib: 2 });
+    assert.equal(local.status, 201, local.text);
+    assert.equal(local.body.provider, 'local');
+    assert.equal(local.body.image, null);
+    const withCheckpoint = await create({ name: uniq('l'), provider: 'local', checkpoint_id: 'ckpt-1' });
+    assert.equal(withCheckpoint.status, 422);
+    assert.match(withCheckpoint.body.errors[0].message, /local/);
+    assert.equal((await create({ name: uniq('x'), provider: 'docker' })).status, 400);
+  });
+
   test('GET /checkpoints lists the ids environments use', async () => {
     const a = uniq('ha');
     const b = uniq('hb');

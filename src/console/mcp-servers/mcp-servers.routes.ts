@@ -3,7 +3,7 @@ import { optionalIfMatch, requireIfMatch, setEtag } from '../../http/etag.ts';
 import type { App } from '../../http/kernel.ts';
 import { ListQuery, Page, limitOf } from '../../http/pagination.ts';
 import { problems } from '../../http/problems.ts';
-import { IfMatchHeader, NoContent } from '../../http/schemas.ts';
+import { IfMatchHeader, IfMatchToReplace, NoContent } from '../../http/schemas.ts';
 import { McpServer, McpServerCreate, McpServerIdParams, McpServerParams, McpServerPut } from './mcp-servers.schemas.ts';
 import { addressOf, parseMcpId, type McpServersService } from './mcp-servers.service.ts';
 
@@ -20,6 +20,7 @@ export function mcpServersRoutes(app: App, deps: { mcpServers: McpServersService
     config: { auth: { role: 'viewer' } },
     schema: {
       operationId: 'listMcpServers',
+      summary: 'List MCP servers',
       tags,
       description:
         'Platform servers first (scope platform, team null) by name, then each team\'s servers by team and name; keyset pagination over (team, name). Proposed servers are listed with status proposed.',
@@ -33,6 +34,10 @@ export function mcpServersRoutes(app: App, deps: { mcpServers: McpServersService
     config: { auth: { role: 'operator' } },
     schema: {
       operationId: 'createMcpServer',
+      summary: 'Create an MCP server',
+      etag: true,
+      location: true,
+      problems: { 409: 'a server of that name exists (platform, or in the team)' },
       tags,
       description:
         '`team` null or absent creates a platform server (admin; an operator gets 403), a live team\'s name a team server (operator). The server is curated. 422 for: an unknown or archived team, an unknown destination, a url that does not parse or carries credentials, bearer or header auth without an existing `secret:<name>` (or a secret with auth none), header auth without `header`, roles the team does not have, or roles on a platform server. 409 when the team (or the platform) already has a server of the name. The answer\'s `warnings` lists the roles whose egress lacks the destination.',
@@ -51,6 +56,8 @@ export function mcpServersRoutes(app: App, deps: { mcpServers: McpServersService
     config: { auth: { role: 'viewer' } },
     schema: {
       operationId: 'getMcpServer',
+      summary: 'Get an MCP server by id',
+      etag: true,
       tags,
       description: '`{id}` is `platform:<name>`, or `<team>/<name>` (sent as two segments, or with the slash as %2F). 404 for an unknown server, team or id form.',
       params: McpServerIdParams,
@@ -69,6 +76,8 @@ export function mcpServersRoutes(app: App, deps: { mcpServers: McpServersService
     config: { auth: { role: 'viewer' } },
     schema: {
       operationId: 'getTeamMcpServer',
+      summary: 'Get a team\'s MCP server',
+      etag: true,
       tags,
       description: `The server with id \`<team>/<name>\` (the two-segment form of GET /mcp-servers/{id}). ${ADDRESSING}`,
       params: McpServerParams,
@@ -85,10 +94,14 @@ export function mcpServersRoutes(app: App, deps: { mcpServers: McpServersService
     config: { auth: { role: 'operator' } },
     schema: {
       operationId: 'replaceMcpServer',
+      summary: 'Create or replace a team\'s MCP server',
+      etag: true,
+      location: true,
+      problems: { 409: 'the team has a curated server of that name, which a person changes' },
       tags,
       description: `Replaces every field of a server (If-Match; 428 without it, 412 when stale); a proposed server becomes curated. Without If-Match it creates the server (201). \`team\` and \`name\` in the body, when sent, must match the path (servers are not moved or renamed). The 422 rules of POST apply. ${ADDRESSING}`,
       params: McpServerParams,
-      headers: IfMatchHeader,
+      headers: IfMatchToReplace,
       body: McpServerPut,
       response: { 200: McpServer, 201: McpServer },
     },
@@ -105,6 +118,8 @@ export function mcpServersRoutes(app: App, deps: { mcpServers: McpServersService
     config: { auth: { role: 'operator' } },
     schema: {
       operationId: 'deleteMcpServer',
+      summary: 'Delete an MCP server',
+      problems: { 409: 'an agent or template version names the platform server' },
       tags,
       description: `Removes a team server (If-Match). A platform server can be removed too (admin), except while a current agent or template version names it (409). ${ADDRESSING}`,
       params: McpServerParams,
@@ -121,6 +136,8 @@ export function mcpServersRoutes(app: App, deps: { mcpServers: McpServersService
     config: { auth: { role: 'operator' } },
     schema: {
       operationId: 'acceptMcpServer',
+      summary: 'Accept a proposed MCP server',
+      etag: true,
       tags,
       description: `Promotes a proposed server to curated, as it was when read: needs If-Match (428, 412 when the proposal changed since). Idempotent: a server that is already curated is answered unchanged (200). ${ADDRESSING}`,
       params: McpServerParams,

@@ -7,7 +7,9 @@ import { isBuiltinDestination } from '../../egress/builtins.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { problems, type FieldProblem } from '../../http/problems.ts';
 import type { SecretsService } from '../../secrets/secrets.service.ts';
-import type { References } from '../references.ts';
+import type { Logger } from 'pino';
+import type { HookCaller } from '../../hooks.ts';
+import type { References, RefQuery } from '../references.ts';
 import type { TeamsService } from '../teams/teams.service.ts';
 import { PLATFORM_SEGMENT, type McpServer, type McpServerCreate, type McpServerProposal, type McpServerPut } from './mcp-servers.schemas.ts';
 import * as store from './mcp-servers.store.ts';
@@ -52,6 +54,29 @@ export function lackingRoles(server: { destination: string; roles: string[] }, t
     .sort();
 }
 
+/** The whitelist of what leaves the server about an MCP server: the secret's reference and state, never its value. */
+export function presentMcpServer(row: McpServerRow, extra: { secretStatus: SecretStatus; warnings: string[] }): McpServer {
+  const team = row.team_key === '' ? null : row.team_key;
+  return {
+    id: idOf({ team, name: row.name }),
+    scope: team === null ? 'platform' : 'team',
+    team,
+    name: row.name,
+    url: row.url,
+    destination: row.destination,
+    auth: row.auth,
+    header: row.auth_header,
+    roles: row.roles,
+    secret: { ref: row.secret, status: extra.secretStatus },
+    status: row.status,
+    proposed_by: row.proposed_by,
+    warnings: extra.warnings,
+    created_by: row.created_by,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
 /**
  * MCP servers: platform servers (admins) that agents and templates name, and each team's own
  * servers (operators), some of them proposed by the team's agents and curated by a person.
@@ -61,17 +86,12 @@ export function createMcpServersService(deps: {
   references: References;
   secrets: Pick<SecretsService, 'get'>;
   teams: Pick<TeamsService, 'mustGetLive' | 'rolesWithEgress'>;
-  /** Locks a live team against archiving for the rest of the transaction; false when there is none. */
-  lockLiveTeam: (trx: Transaction<Database>, team: string) => Promise<boolean>;
+  hooks: HookCaller;
+  logger: Pick<Logger, 'info'>;
 }) {
   const { db, references, teams } = deps;
-
-  references.provide('mcp_server', async (names, q) => {
-    const found = await store.existingPlatformNames(q ?? db, names);
-    return names.filter((n) => !found.has(n));
-  });
-  references.countUsesOf('secret', (name, q) => store.countWhere(q ?? db, 'secret', `${SECRET_PREFIX}${name}`));
-  references.countUsesOf('destination', (name, q) => store.countWhere(q ?? db, 'destination', name));
+  /** Locks a live team against archiving for the rest of the transaction; false when there is none. */
+  const lockLiveTeam = async (trx: Transaction<Database>, team: string) => (await deps.hooks.ask('lock:team', trx, team)).some(Boolean);
 
   const unknownDestination = (name: string): FieldProblem => ({ field: 'destination', message: `no destination named "${name}" (GET /destinations)` });
   const unknownSecret = (name: string): FieldProblem => ({ field: 'secret', message: `no secret named "${name}"; an admin writes it first with PUT /secrets/<name>` });
@@ -106,30 +126,20 @@ export function createMcpServersService(deps: {
         const team = row.team_key === '' ? null : row.team_key;
         let warnings: string[] = [];
         if (team !== null) {
-          if (!rolesByTeam.has(team)) rolesByTeam.set(team, teams.rolesWithEgress(team).catch(() => null));
+          if (!rolesByTeam.has(team)) {
+            const roles = teams.rolesWithEgress(team).catch((err) => {
+              // An archived team has no roles to warn about; the server is shown without warnings.
+              deps.logger.info({ err, team }, 'the roles of a team server\'s team are unavailable');
+              return null;
+            });
+            rolesByTeam.set(team, roles);
+          }
           const roles = await rolesByTeam.get(team)!;
           if (roles) warnings = lackingRoles(row, roles);
         }
         const key = row.secret ?? '';
         if (!statusBySecret.has(key)) statusBySecret.set(key, secretStatus(row.secret));
-        return {
-          id: idOf({ team, name: row.name }),
-          scope: team === null ? ('platform' as const) : ('team' as const),
-          team,
-          name: row.name,
-          url: row.url,
-          destination: row.destination,
-          auth: row.auth,
-          header: row.auth_header,
-          roles: row.roles,
-          secret: { ref: row.secret, status: await statusBySecret.get(key)! },
-          status: row.status,
-          proposed_by: row.proposed_by,
-          warnings,
-          created_by: row.created_by,
-          created_at: row.created_at,
-          updated_at: row.updated_at,
-        };
+        return presentMcpServer(row, { secretStatus: await statusBySecret.get(key)!, warnings });
       }),
     );
   }
@@ -187,7 +197,7 @@ export function createMcpServersService(deps: {
 
   /** In a write's transaction: a team server's team must still be live, and stays so until commit. */
   async function lockTeam(trx: Transaction<Database>, team: string | null) {
-    if (team !== null && !(await deps.lockLiveTeam(trx, team))) throw problems.notFound('team', team);
+    if (team !== null && !(await lockLiveTeam(trx, team))) throw problems.notFound('team', team);
   }
 
   async function mustGet(a: McpAddress): Promise<McpServerRow> {
@@ -197,6 +207,15 @@ export function createMcpServersService(deps: {
   }
 
   return {
+    /** Which of the names are no platform MCP server's (asked on `q`). */
+    async unknown(names: string[], q?: RefQuery): Promise<string[]> {
+      const found = await store.existingPlatformNames(q ?? db, names);
+      return names.filter((n) => !found.has(n));
+    },
+    /** How many MCP servers name a secret or a destination. */
+    usesOf: (kind: 'secret' | 'destination', name: string, q?: RefQuery): Promise<number> =>
+      store.countWhere(q ?? db, kind, kind === 'secret' ? `${SECRET_PREFIX}${name}` : name),
+
     present,
     presentAll,
 
@@ -227,7 +246,7 @@ export function createMcpServersService(deps: {
       const a = { team, name: input.name };
       const columns = await columnsOf(team, roles, input);
       return db.transaction().execute(async (trx) => {
-        if (team !== null && !(await deps.lockLiveTeam(trx, team))) throw problems.invalidField('team', `no live team named "${team}"`);
+        if (team !== null && !(await lockLiveTeam(trx, team))) throw problems.invalidField('team', `no live team named "${team}"`);
         await guardNames(trx, columns);
         const row = await store.insertServer(trx, { team_key: keyOf(team), name: input.name, ...columns, status: 'curated', proposed_by: null, actor: actor.name });
         if (!row) throw problems.conflict(`a ${label(a)} named "${input.name}" already exists`, [{ field: 'name', message: 'is taken' }]);
@@ -282,21 +301,17 @@ export function createMcpServersService(deps: {
     async remove(actor: Actor, a: McpAddress, expected: number) {
       assertMayWrite(actor, a.team);
       const inUse = (uses: number) => problems.conflict(`platform MCP server "${a.name}" is named by ${uses} current agent or template version(s); remove it from them first`);
-      if (a.team === null) {
-        const uses = await references.uses('mcp_server', a.name);
-        if (uses > 0) throw inUse(uses);
-      } else {
-        await teams.mustGetLive(a.team);
-      }
-      await db.transaction().execute(async (trx) => {
-        await lockTeam(trx, a.team);
-        if (a.team === null) {
-          await references.guard(trx, 'mcp_server', [a.name], 'delete');
-          const usesNow = await references.uses('mcp_server', a.name, trx);
-          if (usesNow > 0) throw inUse(usesNow);
-        }
+      const removeRow = async (trx: Transaction<Database>) => {
         await deleteIfVersion(trx, { table: 'mcp_servers', where: { team_key: keyOf(a.team), name: a.name }, expected, what: label(a), label: a.name });
         await recordAudit(trx, actor, 'mcp_server.delete', { type: 'mcp_server', id: idOf(a) });
+      };
+      // Only platform servers are named by agents and templates; a team's own goes with its team.
+      if (a.team === null) return references.deleteUnlessUsed(db, 'mcp_server', a.name, inUse, removeRow);
+      const team = a.team;
+      await teams.mustGetLive(team);
+      await db.transaction().execute(async (trx) => {
+        await lockTeam(trx, team);
+        await removeRow(trx);
       });
     },
 

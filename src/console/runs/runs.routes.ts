@@ -19,6 +19,8 @@ export function runsRoutes(app: App, deps: { runs: RunsService; traces: TraceRea
     schema: {
       operationId: 'createTeamTask',
       summary: 'Give a team a task',
+      location: true,
+      problems: { 409: 'the team is archived, not yet active, or lives on a chat surface', 429: "the team's daily budget is spent", 503: 'no live sandbox host (and its gateway) can take the work' },
       tags,
       description: `Starts a run: the team's lead role gets the text (1 to ${MAX_TASK_CHARS} characters). 202 with the run's id and a Location; 404 unknown team; 409 when the team is archived, not yet active, or lives on a chat surface; 429 when its daily budget is spent; 503 when no live sandbox host (and its gateway) can take the team's work.`,
       params: TeamParams,
@@ -55,6 +57,7 @@ export function runsRoutes(app: App, deps: { runs: RunsService; traces: TraceRea
     schema: {
       operationId: 'getRun',
       summary: 'Get a run',
+      etag: true,
       tags,
       description: 'State, each role\'s tasks, cost, `waiting_for` and `open_question` while it waits, `failure_reason`, `delivery` (branch, commit, pull request), trace link, and the agent version each role runs.',
       params: RunParams,
@@ -131,6 +134,7 @@ export function runsRoutes(app: App, deps: { runs: RunsService; traces: TraceRea
     schema: {
       operationId: 'replyToRun',
       summary: 'Answer a run or give it a follow-up',
+      problems: { 409: 'the question is no longer open, the run waits for an answer, was cancelled, or lives on a chat surface' },
       tags,
       description: `With \`in_reply_to\` = the open question's seq, the text answers it (a confirmation takes "approve"/"refuse", or \`approve\`) and the run goes on: 409 when that question is no longer open, 422 when the seq is not a question. Without it, the text (1 to ${MAX_REPLY_CHARS} characters) is a follow-up task for the lead in the same run; a succeeded or failed run reopens; 409 while the run waits for an answer or after a cancel. 409 for a run on a chat surface. 202.`,
       params: RunParams,
@@ -145,6 +149,8 @@ export function runsRoutes(app: App, deps: { runs: RunsService; traces: TraceRea
     schema: {
       operationId: 'cancelRun',
       summary: 'Cancel a run',
+      etag: true,
+      problems: { 409: 'the run has already ended, or lives on a chat surface' },
       tags,
       description: 'Cancels the run at once: its running tools and agent loop are stopped. 409 for a run that has already ended, and for a run on a chat surface (cancel it there).',
       params: RunParams,

@@ -57,6 +57,15 @@ export interface RunsDeps {
 
 const FINISHED: RunState[] = ['succeeded', 'failed', 'cancelled'];
 
+/** What a team's list entry and detail show of its runs. */
+export interface RunActivity {
+  running: number;
+  waiting: number;
+  last_run_at: string | null;
+}
+
+const NO_RUNS: RunActivity = { running: 0, waiting: 0, last_run_at: null };
+
 function iso(v: string | Date | null | undefined): string | null {
   return v ? new Date(v).toISOString() : null;
 }
@@ -192,6 +201,29 @@ export function createRunsService(deps: RunsDeps) {
   }
 
   return {
+    /** Each team's runs in progress and waiting, and when its last run started; one query for all. */
+    async activityOf(teamIds: number[]): Promise<Map<number, RunActivity>> {
+      const out = new Map<number, RunActivity>(teamIds.map((id) => [id, NO_RUNS]));
+      if (teamIds.length === 0) return out;
+      for (const r of await store.activityOf(db, teamIds)) {
+        out.set(r.team_id, { running: Number(r.running), waiting: Number(r.waiting), last_run_at: iso(r.last_run_at) });
+      }
+      return out;
+    },
+
+    /** Cancels a team's open runs inside the caller's transaction (the team is being archived): their tasks end, each says why. */
+    async cancelOpenRuns(trx: Trx, teamId: number): Promise<number> {
+      const ids = await store.openRunsOf(trx, teamId);
+      for (const id of ids) {
+        const run = await store.lockRun(trx, id);
+        if (!run || FINISHED.includes(run.state)) continue;
+        await trx.updateTable('runs').set({ cancel_requested_at: sql`now()` }).where('id', '=', id).execute();
+        await finish(trx, run, { id: run.team_id, name: run.team_name, status: 'archived', surface: run.surface, lead: run.lead, rework_rounds: 0, repo_url: null, roles: [] }, 'cancelled', {});
+        await store.appendPost(trx, id, { kind: 'canceled', role: null, text: 'cancelled: the team was archived', data: { archived: true } });
+      }
+      return ids.length;
+    },
+
     /** In-process signal that a run has new posts (the SSE stream also polls, for other processes). */
     onPosts(runId: string, listener: () => void): () => void {
       posted.on(runId, listener);

@@ -123,3 +123,22 @@ export async function writeMemory(trx: Transaction<Database>, team: string, runI
     .onConflict((oc) => oc.column('run_id').doUpdateSet({ text, created_at: sql`now()` }))
     .execute();
 }
+
+/** Per team: runs in progress, runs waiting, the newest run's start. */
+export function activityOf(db: Q, teamIds: number[]) {
+  return db
+    .selectFrom('runs')
+    .select([
+      'team_id',
+      sql<number>`count(*) filter (where state = 'running')`.as('running'),
+      sql<number>`count(*) filter (where state = 'waiting')`.as('waiting'),
+      sql<string | null>`max(created_at)`.as('last_run_at'),
+    ])
+    .where('team_id', 'in', teamIds)
+    .groupBy('team_id')
+    .execute();
+}
+
+export async function openRunsOf(db: Q, teamId: number): Promise<string[]> {
+  return (await db.selectFrom('runs').select('id').where('team_id', '=', teamId).where('state', 'in', ['running', 'waiting']).execute()).map((r) => r.id);
+}

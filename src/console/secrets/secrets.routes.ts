@@ -3,7 +3,7 @@ import { optionalIfMatch, requireIfMatch, setEtag } from '../../http/etag.ts';
 import type { App } from '../../http/kernel.ts';
 import { Page, limitOf } from '../../http/pagination.ts';
 import { problems } from '../../http/problems.ts';
-import { IfMatchHeader, NoContent } from '../../http/schemas.ts';
+import { IfMatchHeader, IfMatchToReplace, NoContent } from '../../http/schemas.ts';
 import type { SecretsService } from '../../secrets/secrets.service.ts';
 import { SecretListQuery, SecretParams, SecretPut, SecretReference } from './secrets.schemas.ts';
 
@@ -14,13 +14,13 @@ export function secretsRoutes(app: App, deps: { secrets: SecretsService }) {
 
   app.get('/secrets', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'listSecrets', tags, description: 'Secret references by name; metadata only, never a value.', querystring: SecretListQuery, response: { 200: Page(SecretReference) } },
+    schema: { operationId: 'listSecrets', summary: 'List secret references', tags, description: 'Secret references by name; metadata only, never a value.', querystring: SecretListQuery, response: { 200: Page(SecretReference) } },
     handler: (req) => secrets.list({ limit: limitOf(req.query), cursor: req.query.cursor, prefix: req.query.prefix }),
   });
 
   app.get('/secrets/*', {
     config: { auth: { role: 'viewer' }, openapiWildcard: 'name' },
-    schema: { operationId: 'getSecret', tags, description: 'One secret reference; never the value. Names may contain `/` (send it as is or as %2F).', params: SecretParams, response: { 200: SecretReference } },
+    schema: { operationId: 'getSecret', summary: 'Get a secret reference', etag: true, tags, description: 'One secret reference; never the value. Names may contain `/` (send it as is or as %2F).', params: SecretParams, response: { 200: SecretReference } },
     handler: async (req, reply) => {
       const secret = await secrets.get(req.params['*']);
       if (!secret) throw problems.notFound('secret', req.params['*']);
@@ -33,10 +33,12 @@ export function secretsRoutes(app: App, deps: { secrets: SecretsService }) {
     config: { auth: { role: 'admin' }, openapiWildcard: 'name' },
     schema: {
       operationId: 'putSecret',
+      summary: 'Create or replace a secret',
+      etag: true,
       tags,
       description: 'Writes a value: 201 when the reference is new; replacing an existing reference needs If-Match and answers 200. The value is encrypted at rest and never returned.',
       params: SecretParams,
-      headers: IfMatchHeader,
+      headers: IfMatchToReplace,
       body: SecretPut,
       response: { 200: SecretReference, 201: SecretReference },
     },
@@ -51,6 +53,7 @@ export function secretsRoutes(app: App, deps: { secrets: SecretsService }) {
     config: { auth: { role: 'admin' }, openapiWildcard: 'name' },
     schema: {
       operationId: 'deleteSecret',
+      summary: 'Delete a secret',
       tags,
       description:
         'Removes the value. A destination (platform) secret\'s reference is removed with it and destinations injecting it stop doing so; an integration secret\'s reference stays, marked unset.',

@@ -1,4 +1,4 @@
-import type { Role } from '../users/users.tables.ts';
+import type { Role } from '../../auth/roles.ts';
 
 const MAY: Record<Role, string> = {
   viewer: 'You may only read: every write answers 403, so do not retry one.',

@@ -5,7 +5,7 @@ import type { App } from '../../http/kernel.ts';
 import { ListQuery, Page, limitOf } from '../../http/pagination.ts';
 import { problems } from '../../http/problems.ts';
 import { NoContent } from '../../http/schemas.ts';
-import type { Role } from '../users/users.tables.ts';
+import type { Role } from '../../auth/roles.ts';
 import { onboardingFor } from './onboarding.ts';
 import { LoginBody, Me, NewToken, Onboarding, OnboardingToken, SessionInfo, SetupBody, TokenCreate, TokenSchema } from './session.schemas.ts';
 import { ONBOARDING_TOKEN_TTL_MS, presentToken, SESSION_TTL_MS, type SessionService } from './session.service.ts';
@@ -31,7 +31,7 @@ export function sessionRoutes(app: App, deps: { sessions: SessionService; public
 
   app.get('/me', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getMe', tags, description: 'Who the credentials are, and how they were presented.', response: { 200: Me } },
+    schema: { operationId: 'getMe', summary: 'Who am I', tags, description: 'Who the credentials are, and how they were presented.', response: { 200: Me } },
     handler: async (req) => {
       const a = actorOf(req);
       return { id: a.userId!, name: a.name, email: a.email, role: a.role, via: a.via as 'session' | 'token' };
@@ -40,7 +40,7 @@ export function sessionRoutes(app: App, deps: { sessions: SessionService; public
 
   app.get('/session', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getSession', tags, description: 'The logged-in user and the CSRF token of the browser session (null with a token).', response: { 200: SessionInfo } },
+    schema: { operationId: 'getSession', summary: 'Get the browser session', tags, description: 'The logged-in user and the CSRF token of the browser session (null with a token).', response: { 200: SessionInfo } },
     handler: async (req) => {
       const a = actorOf(req);
       return {
@@ -56,6 +56,8 @@ export function sessionRoutes(app: App, deps: { sessions: SessionService; public
     config: { auth: { public: true } },
     schema: {
       operationId: 'logIn',
+      summary: 'Log in (browser session)',
+      problems: { 422: false, 429: 'too many failed log-ins for this account; wait Retry-After seconds' },
       tags,
       description: 'Browser log-in with name (or email) and password; sets an HttpOnly session cookie. Refuses a token.',
       body: LoginBody,
@@ -73,6 +75,7 @@ export function sessionRoutes(app: App, deps: { sessions: SessionService; public
     config: { auth: { public: true } },
     schema: {
       operationId: 'completeSetup',
+      summary: 'Choose a password with a setup token',
       tags,
       description: 'Chooses a password with a one-time setup token and opens a browser session.',
       body: SetupBody,
@@ -88,7 +91,7 @@ export function sessionRoutes(app: App, deps: { sessions: SessionService; public
 
   app.delete('/session', {
     config: { auth: sessionOnly },
-    schema: { operationId: 'logOut', tags, description: 'Ends the browser session.', response: { 204: NoContent } },
+    schema: { operationId: 'logOut', summary: 'Log out', tags, description: 'Ends the browser session.', response: { 204: NoContent } },
     handler: async (req, reply) => {
       await sessions.logout(actorOf(req), req.sessionInfo!.id);
       setCookie(reply, '', 0);
@@ -100,6 +103,7 @@ export function sessionRoutes(app: App, deps: { sessions: SessionService; public
     config: { auth: sessionOnly },
     schema: {
       operationId: 'listOwnTokens',
+      summary: 'List your API tokens',
       tags,
       description: 'The account\'s own live API tokens (never their values).',
       querystring: ListQuery,
@@ -112,6 +116,8 @@ export function sessionRoutes(app: App, deps: { sessions: SessionService; public
     config: { auth: sessionOnly },
     schema: {
       operationId: 'createOwnToken',
+      summary: 'Create an API token',
+      problems: { 422: false },
       tags,
       description: 'Mints an API token with the account\'s role; the value is shown once.',
       body: TokenCreate,
@@ -128,6 +134,7 @@ export function sessionRoutes(app: App, deps: { sessions: SessionService; public
     config: { auth: sessionOnly },
     schema: {
       operationId: 'revokeOwnToken',
+      summary: 'Revoke one of your API tokens',
       tags,
       params: Type.Object({ id: Type.Integer({ minimum: 1, maximum: 2147483647 }) }),
       response: { 204: NoContent },
@@ -142,6 +149,7 @@ export function sessionRoutes(app: App, deps: { sessions: SessionService; public
     config: { auth: sessionOnly },
     schema: {
       operationId: 'createOnboardingToken',
+      summary: 'Create an onboarding token for an agent',
       tags,
       description: `Mints a token for an agent, valid ${ONBOARDING_TOKEN_TTL_MS / 3600_000} hours, with the onboarding prompt filled in.`,
       response: { 201: OnboardingToken },
@@ -158,6 +166,7 @@ export function sessionRoutes(app: App, deps: { sessions: SessionService; public
     config: { auth: { role: 'viewer' } },
     schema: {
       operationId: 'getOnboarding',
+      summary: 'Get the onboarding prompt',
       tags: ['meta'],
       description: 'The two-sentence onboarding prompt and an agent-instructions snippet for the caller\'s role and this deployment; never a token.',
       response: { 200: Onboarding },

@@ -1,10 +1,12 @@
+import type { Transaction } from 'kysely';
 import { recordAudit, type Actor } from '../../audit/audit.ts';
-import * as auth from '../../auth/auth.store.ts';
+import * as auth from '../../auth/auth.service.ts';
 import { hashPassword, hashToken, newSecret, verifyPassword } from '../../auth/credentials.ts';
 import type { Db } from '../../db/database.ts';
+import type { Database } from '../../db/schema.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { problems } from '../../http/problems.ts';
-import * as users from '../users/users.store.ts';
+import type { UsersService } from '../users/users.service.ts';
 
 export const SESSION_TTL_MS = 7 * 24 * 3600 * 1000;
 export const ONBOARDING_TOKEN_TTL_MS = 24 * 3600 * 1000;
@@ -25,8 +27,8 @@ export function presentToken(row: TokenRow) {
   };
 }
 
-export function createSessionService(deps: { db: Db }) {
-  const { db } = deps;
+export function createSessionService(deps: { db: Db; users: Pick<UsersService, 'byLogin' | 'byId' | 'consumeSetupToken' | 'setPassword' | 'markLogin'> }) {
+  const { db, users } = deps;
   // Failed log-ins per name, in memory: enough to slow a password guesser on one process.
   const failures = new Map<string, { count: number; since: number }>();
 
@@ -55,7 +57,7 @@ export function createSessionService(deps: { db: Db }) {
     }
   }
 
-  async function open(trx: Parameters<typeof auth.insertSession>[0], userId: number) {
+  async function open(trx: Transaction<Database>, userId: number) {
     const token = newSecret('chs_', 32);
     const csrf = newSecret('', 24);
     const expires = new Date(Date.now() + SESSION_TTL_MS);
@@ -67,7 +69,7 @@ export function createSessionService(deps: { db: Db }) {
   return {
     async login(name: string, password: string, requestId: string) {
       attempt(name);
-      const user = await users.getUserByLogin(db, name);
+      const user = await users.byLogin(name);
       const ok = await verifyPassword(password, user?.password_hash ?? null);
       if (!user || !ok || user.disabled) {
         throw problems.unauthorized('the name or password is wrong, or the account is disabled');
@@ -86,7 +88,7 @@ export function createSessionService(deps: { db: Db }) {
       return db.transaction().execute(async (trx) => {
         const userId = await users.consumeSetupToken(trx, hashToken(token));
         if (userId === null) throw problems.invalidField('token', 'is unknown, used or expired', 422);
-        const user = await users.getUser(trx, userId);
+        const user = await users.byId(trx, userId);
         if (!user || user.disabled) throw problems.invalidField('token', 'belongs to a disabled account', 422);
         await users.setPassword(trx, userId, passwordHash);
         const s = await open(trx, userId);

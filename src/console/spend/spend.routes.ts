@@ -34,7 +34,7 @@ export function spendRoutes(app: App, deps: { spend: SpendService; teams: TeamsS
 
   app.get('/spend', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getSpend', tags: ['teams'], description: `Spend of active teams per UTC day. ${cacheNote}`, querystring: Days, response: { 200: Spend } },
+    schema: { operationId: 'getSpend', summary: 'Get the spend of active teams', problems: { 502: 'the model proxy failed', 503: 'the model proxy is not configured or not answering' }, tags: ['teams'], description: `Spend of active teams per UTC day. ${cacheNote}`, querystring: Days, response: { 200: Spend } },
     handler: async (req) => {
       const days = req.query.days ?? 7;
       const [all, active] = await Promise.all([spend.all(days), teams.activeBudgets()]);
@@ -69,6 +69,8 @@ export function spendRoutes(app: App, deps: { spend: SpendService; teams: TeamsS
     config: { auth: { role: 'viewer' } },
     schema: {
       operationId: 'getTeamBudget',
+      summary: 'Get a team\'s budget and spend',
+      problems: { 502: 'the model proxy failed', 503: 'the model proxy is not configured or not answering' },
       tags: ['teams'],
       description: `The team's budget and spend per UTC day. 404 for an unknown team. ${cacheNote}`,
       params: Type.Object({ name: Type.String({ maxLength: 63 }) }),

@@ -1,7 +1,7 @@
 import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import { problems } from '../../http/problems.ts';
-import { presentLink } from './teams.presenter.ts';
+import { mustGetLiveTeam, presentLink } from './teams.service.ts';
 import * as store from './teams.store.ts';
 
 export const LINK_SURFACES = ['chat_a', 'chat_b', 'code_host', 'tracker_a', 'tracker_b'] as const;
@@ -24,11 +24,7 @@ function verificationOf(surface: LinkSurface): 'verified' | 'unverified' | 'not_
 export function createLinksService(deps: { db: Db; codeHostInstalled: CodeHostInstallCheck | null }) {
   const { db } = deps;
 
-  async function liveTeam(name: string) {
-    const t = await store.getLiveTeam(db, name);
-    if (!t) throw problems.notFound('team', name);
-    return t;
-  }
+  const liveTeam = (name: string) => mustGetLiveTeam(db, name);
 
   return {
     async list(name: string) {

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { Egress, EgressInput } from '../../egress/setting.ts';
 import { actorOf } from '../../http/auth.ts';
 import { requireIfMatch, setEtag } from '../../http/etag.ts';
 import type { App } from '../../http/kernel.ts';
@@ -11,19 +12,10 @@ import { LINK_SURFACES, type LinksService } from './links.service.ts';
 import { Link, RoleParams, Team, TeamCreate, TeamListQuery, TeamParams, TeamPatch, TeamSummary, TeamUpgrade } from './teams.schemas.ts';
 import type { TeamsService } from './teams.service.ts';
 
-const Egress = Type.Object(
-  {
-    mode: Type.Union([Type.Literal('allow_all'), Type.Literal('allowlist')]),
-    destinations: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 128 }), { maxItems: 200 })),
-    upstream_deny_cidrs: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 200 })),
-  },
-  { additionalProperties: false },
-);
-const EgressOut = Type.Object({ mode: Type.String(), destinations: Type.Array(Type.String()), upstream_deny_cidrs: Type.Array(Type.String()) });
 const EgressOverride = Type.Object({
   team: Type.String(),
   role: Type.String(),
-  override: Type.Union([EgressOut, Type.Null()], { description: 'null when the agent definition\'s egress applies' }),
+  override: Type.Union([Egress, Type.Null()], { description: 'null when the agent definition\'s egress applies' }),
 });
 const LinkPut = Type.Object(
   {
@@ -43,6 +35,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
     config: { auth: { role: 'viewer' } },
     schema: {
       operationId: 'listTeams',
+      summary: 'List teams',
       tags,
       description: 'Teams by name. `state` filters by the derived state; archived teams are listed only with state=archived. `q` is a substring of the name.',
       querystring: TeamListQuery,
@@ -55,6 +48,10 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
     config: { auth: { role: 'operator' } },
     schema: {
       operationId: 'createTeam',
+      summary: 'Create a team',
+      etag: true,
+      location: true,
+      problems: { 409: 'a live team of that name exists', 502: 'the model proxy failed while minting keys or setting the budget', 503: 'the model proxy is not configured or not answering' },
       tags,
       description:
         'Creates a team from a template version and answers when it is ready (status active): one model-proxy key per role, the team budget, the creator as first member. 409 when the name is taken; 422 when the template needs a repository and repo_url is absent; 502/503 when the model proxy fails or is missing (nothing is left behind).',
@@ -70,7 +67,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
 
   app.get('/teams/:name', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getTeam', tags, description: 'The live team of the name, else the last archived one.', params: TeamParams, response: { 200: Team } },
+    schema: { operationId: 'getTeam', summary: 'Get a team', etag: true, tags, description: 'The live team of the name, else the last archived one.', params: TeamParams, response: { 200: Team } },
     handler: async (req, reply) => {
       const row = await teams.get(req.params.name);
       setEtag(reply, row.row_version);
@@ -80,7 +77,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
 
   app.patch('/teams/:name', {
     config: { auth: { role: 'operator' } },
-    schema: { operationId: 'updateTeam', tags, params: TeamParams, headers: IfMatchHeader, body: TeamPatch, response: { 200: Team } },
+    schema: { operationId: 'updateTeam', summary: 'Update a team', etag: true, problems: { 409: 'the team is being archived', 502: 'the model proxy failed to take the new budget or model', 503: 'the model proxy is not configured or not answering' }, tags, params: TeamParams, headers: IfMatchHeader, body: TeamPatch, response: { 200: Team } },
     handler: async (req, reply) => {
       const row = await teams.patch(actorOf(req), req.params.name, requireIfMatch(req), req.body);
       setEtag(reply, row.row_version);
@@ -92,6 +89,8 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
     config: { auth: { role: 'operator' } },
     schema: {
       operationId: 'archiveTeam',
+      summary: 'Archive a team',
+      problems: { 409: 'the team is still being provisioned', 502: 'the model proxy failed to revoke the keys', 503: 'the model proxy is not configured or not answering' },
       tags,
       description:
         'Archives the team and answers when done: cancels open runs, destroys its sandboxes, revokes its model-proxy keys, removes roles, links, members and documents, frees the name. Runs, spend history and team memory stay.',
@@ -109,6 +108,9 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
     config: { auth: { role: 'operator' } },
     schema: {
       operationId: 'upgradeTeam',
+      summary: 'Move a team to another template version',
+      etag: true,
+      problems: { 409: 'the team is being archived', 502: 'the model proxy failed while minting keys', 503: 'the model proxy is not configured or not answering' },
       tags,
       description: 'Moves the team to another version of its template (default: the current one). Fields set by hand (PATCH) are kept; new roles get keys, removed roles lose theirs. If-Match is the team\'s ETag.',
       params: TeamParams,
@@ -129,7 +131,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
 
   app.get('/teams/:name/links', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'listTeamLinks', tags, params: TeamParams, querystring: ListQuery, response: { 200: Page(Link) } },
+    schema: { operationId: 'listTeamLinks', summary: 'List a team\'s links', tags, params: TeamParams, querystring: ListQuery, response: { 200: Page(Link) } },
     handler: async (req) => ({ items: await links.list(req.params.name), next_cursor: null }),
   });
 
@@ -137,6 +139,8 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
     config: { auth: { role: 'operator' } },
     schema: {
       operationId: 'putTeamLink',
+      summary: 'Link a surface to a team',
+      problems: { 409: 'the surface is linked to another team' },
       tags,
       description: 'Links a surface to the team; idempotent (201 when new, 200 when it was there). A code_host link is <owner>/<repo> and is 422 while the code-host app is not installed on it.',
       params: TeamParams,
@@ -153,6 +157,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
     config: { auth: { role: 'operator' }, openapiWildcard: 'external_id' },
     schema: {
       operationId: 'deleteTeamLink',
+      summary: 'Unlink a surface from a team',
       tags,
       description: 'The external id may contain slashes.',
       params: Type.Object({ name: Type.String({ maxLength: 63 }), surface: Type.String({ maxLength: 32 }), '*': Type.String({ minLength: 1, maxLength: 300 }) }),
@@ -166,7 +171,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
 
   app.get('/teams/:name/roles/:role/egress', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getTeamRoleEgress', tags, params: RoleParams, response: { 200: EgressOverride } },
+    schema: { operationId: 'getTeamRoleEgress', summary: 'Get a team role\'s egress', etag: true, tags, params: RoleParams, response: { 200: EgressOverride } },
     handler: async (req, reply) => {
       const r = await egress.get(req.params.name, req.params.role);
       setEtag(reply, r.row_version);
@@ -178,16 +183,17 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
     config: { auth: { role: 'admin' } },
     schema: {
       operationId: 'putTeamRoleEgress',
+      summary: 'Override a team role\'s egress',
+      etag: true,
       tags,
       description: 'Replaces the agent definition\'s egress for this role. If-Match is the ETag of GET …/egress.',
       params: RoleParams,
       headers: IfMatchHeader,
-      body: Egress,
+      body: EgressInput,
       response: { 200: EgressOverride },
     },
     handler: async (req, reply) => {
-      const body = { mode: req.body.mode, destinations: [...new Set(req.body.destinations ?? [])], upstream_deny_cidrs: [...new Set(req.body.upstream_deny_cidrs ?? [])] };
-      const r = await egress.put(actorOf(req), req.params.name, req.params.role, requireIfMatch(req), body);
+      const r = await egress.put(actorOf(req), req.params.name, req.params.role, requireIfMatch(req), req.body);
       setEtag(reply, r.row_version);
       return { team: req.params.name, role: req.params.role, override: r.override };
     },
@@ -195,7 +201,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
 
   app.delete('/teams/:name/roles/:role/egress', {
     config: { auth: { role: 'admin' } },
-    schema: { operationId: 'deleteTeamRoleEgress', tags, description: 'Removes the override; the agent definition\'s egress applies. If-Match is the ETag of GET …/egress.', params: RoleParams, headers: IfMatchHeader, response: { 204: NoContent } },
+    schema: { operationId: 'deleteTeamRoleEgress', summary: 'Remove a team role\'s egress override', tags, description: 'Removes the override; the agent definition\'s egress applies. If-Match is the ETag of GET …/egress.', params: RoleParams, headers: IfMatchHeader, response: { 204: NoContent } },
     handler: async (req, reply) => {
       await egress.remove(actorOf(req), req.params.name, req.params.role, requireIfMatch(req));
       return reply.status(204).send(null);
@@ -206,6 +212,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
     config: { auth: { role: 'viewer' } },
     schema: {
       operationId: 'listTeamSkills',
+      summary: 'List a team\'s own skills',
       tags,
       description: 'The team\'s own stored skills, read-only (managed by chat commands and agent proposals); no bodies.',
       params: TeamParams,

@@ -1,23 +1,144 @@
-import { sql, type Transaction } from 'kysely';
+import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
+import { normalizeEgress, type Egress } from '../../egress/setting.ts';
+import type { HookCaller } from '../../hooks.ts';
 import { updateIfVersion } from '../../db/conditional.ts';
-import { decodeCursor, toPage } from '../../http/pagination.ts';
+import { decodeCursor, toPage, type CursorValue } from '../../http/pagination.ts';
 import { problems, type FieldProblem } from '../../http/problems.ts';
 import type { ModelCatalog } from '../../models/catalog.ts';
 import type { ModelProxyClient } from '../../modelproxy/client.ts';
 import type { Cipher } from '../../secrets/cipher.ts';
 import type { AgentVersion } from '../agents/agents.schemas.ts';
-import type { DocumentsService } from '../documents/documents.service.ts';
+import type { SandboxesService, TeamSandboxes } from '../../runtime/sandboxes/sandboxes.service.ts';
 import type { References, RefQuery } from '../references.ts';
-import type { SpendService } from '../spend/spend.service.ts';
-import type { TemplateContent, TemplateRole } from '../templates/templates.schemas.ts';
+import type { RunActivity, RunsService } from '../runs/runs.service.ts';
+import { budgetStateOf, type SpendService } from '../spend/spend.service.ts';
+import type { MemoryInput, TemplateContent, TemplateRole } from '../templates/templates.schemas.ts';
 import type { TemplatesService } from '../templates/templates.service.ts';
-import { memoryLayer, presentTeam, presentTeamSummary } from './teams.presenter.ts';
+import type { UsersService } from '../users/users.service.ts';
 import type { TeamCreate, TeamPatch, TeamState } from './teams.schemas.ts';
+import { revokeKeyLater } from './jobs/revoke-key.job.ts';
+import { revokeTeamKeysLater } from './jobs/revoke-team-keys.job.ts';
+import { syncTeamProxyLater } from './jobs/sync-proxy.job.ts';
 import * as store from './teams.store.ts';
 import type { TeamRow } from './teams.store.ts';
+import type { TeamsTables } from './teams.tables.ts';
+
+type RoleRow = Selectable<TeamsTables['team_roles']>;
+type LinkRow = Omit<Selectable<TeamsTables['team_links']>, 'created_at'>;
+type Member = { user_id: number; name: string; email: string | null; role: string };
+
+export const MEMORY_DEFAULTS = { inject: true, max_entries: 10, write_outcomes: true } as const;
+const MEMORY_KEYS = ['inject', 'max_entries', 'write_outcomes'] as const;
+
+/** Only the memory keys that are set: a layer of the defaults < team < role stack. */
+export function memoryLayer(m: MemoryInput | null | undefined): MemoryInput {
+  const out: MemoryInput = {};
+  for (const k of MEMORY_KEYS) if (m && m[k] !== undefined && m[k] !== null) (out as Record<string, unknown>)[k] = m[k];
+  return out;
+}
+
+export function effectiveTeamMemory(team: MemoryInput) {
+  return { ...MEMORY_DEFAULTS, ...memoryLayer(team) };
+}
+
+export function effectiveRoleMemory(team: MemoryInput, role: MemoryInput) {
+  const own = memoryLayer(role);
+  return { ...effectiveTeamMemory(team), ...own, own: MEMORY_KEYS.filter((k) => k in own) };
+}
+
+export function presentLink(l: LinkRow) {
+  return { surface: l.surface, external_id: l.external_id, label: l.label, verified: l.verification === 'verified', verification: l.verification };
+}
+
+/** A team with what its runs and sandboxes say of it, as lists and details show it. */
+export type TeamView = TeamRow & { state: TeamState; active_runs: number; last_run_at: string | null };
+
+export function presentTeamSummary(t: TeamView, roles: RoleRow[], links: LinkRow[], spentToday: number | null) {
+  return {
+    name: t.name,
+    template: { name: t.template_name, version: t.template_version, hash: t.template_hash },
+    lead: t.lead,
+    roles: roles.map((r) => r.role),
+    home: { surface: t.home_surface, room_id: t.home_room_id, room_label: t.home_room_label },
+    repo_url: t.repo_url,
+    links: links.map(presentLink),
+    state: t.state,
+    status: t.status,
+    active_runs: t.active_runs,
+    spent_usd: spentToday,
+    budget_usd_per_day: t.budget_usd_per_day,
+    budget_state: budgetStateOf(spentToday, t.budget_usd_per_day),
+    last_run_at: t.last_run_at,
+    created_by: t.created_by,
+    created_at: t.created_at,
+  };
+}
+
+export function presentTeam(
+  t: TeamView,
+  roles: RoleRow[],
+  links: LinkRow[],
+  members: Member[],
+  agents: Map<string, AgentVersion | null>,
+  spentToday: number | null,
+) {
+  const union = (a: string[], b: string[] | undefined) => [...new Set([...a, ...(b ?? [])])];
+  return {
+    ...presentTeamSummary(t, roles, links, spentToday),
+    role_settings: roles.map((r) => {
+      const agent = agents.get(r.agent) ?? null;
+      return {
+        role: r.role,
+        agent: r.agent,
+        model: r.model,
+        profile: r.profile,
+        provider: r.provider,
+        checkpoint_id: r.checkpoint_id,
+        replicas_max: r.replicas_max,
+        concurrent_runs: r.concurrent_runs,
+        max_iterations: r.max_iterations,
+        memory: effectiveRoleMemory(t.memory, r.memory),
+        confirmation_policy: r.confirmation_policy ?? agent?.confirmation_policy ?? 'never_confirm',
+        max_budget: r.max_budget,
+        budget_duration: r.budget_duration,
+        rpm_limit: r.rpm_limit,
+        tpm_limit: r.tpm_limit,
+        pipeline_next_role: r.pipeline_next_role,
+        skills: union(r.skills, agent?.skills),
+        mcp_servers: union(r.mcp_servers, agent?.mcp_servers),
+      };
+    }),
+    members: members.map((m) => ({ user_id: m.user_id, name: m.name, email: m.email, role: m.role })),
+    settings: {
+      idle_after_seconds: t.idle_after_seconds,
+      deep_sleep_after_seconds: t.deep_sleep_after_seconds,
+      isolation: t.isolation,
+      rework_rounds: t.rework_rounds,
+      memory: effectiveTeamMemory(t.memory),
+    },
+  };
+}
+
+/** The team that holds a name now: 404 when there is none (or it is archived). */
+export async function mustGetLiveTeam(db: Db, name: string): Promise<TeamRow> {
+  const t = await store.getLiveTeam(db, name);
+  if (!t) throw problems.notFound('team', name);
+  return t;
+}
+
+/** How many live teams a list filtered by state reads at a time. */
+const LIST_BATCH = 200;
+
+/** The derived team state: archived; running while a run is in progress; waiting while one waits for a person; sleeping when every placed sandbox is asleep; idle otherwise. */
+function teamStateOf(t: Pick<TeamRow, 'status'>, runs: RunActivity, sandboxes: TeamSandboxes): TeamState {
+  if (t.status === 'archived') return 'archived';
+  if (runs.running > 0) return 'running';
+  if (runs.waiting > 0) return 'waiting';
+  return sandboxes === 'asleep' ? 'sleeping' : 'idle';
+}
 
 /** Role fields a person may set by hand (PATCH); an upgrade keeps them. */
 const ROLE_MANUAL = ['model', 'max_iterations', 'replicas_max', 'concurrent_runs', 'confirmation_policy', 'memory'] as const;
@@ -69,31 +190,71 @@ export function createTeamsService(deps: {
   references: References;
   templates: Pick<TemplatesService, 'get' | 'getVersion'>;
   agentVersion: (agent: string) => Promise<AgentVersion | null>;
-  documents: Pick<DocumentsService, 'deleteAllOf'>;
+  hooks: HookCaller;
+  runs: Pick<RunsService, 'activityOf'>;
+  users: Pick<UsersService, 'namesOf'>;
+  sandboxes: Pick<SandboxesService, 'stateOf'>;
   proxy: ModelProxyClient;
   spend: SpendService;
   cipher: Cipher;
 }) {
   const { db, proxy, spend } = deps;
-  // What other modules remove with a team, inside the archive's transaction.
-  const archiveHooks: ArchiveHook[] = [(trx, _actor, name) => deps.documents.deleteAllOf(trx, 'team', name).then(() => {})];
 
-  async function mustGetLive(name: string): Promise<TeamRow> {
-    const t = await store.getLiveTeam(db, name);
-    if (!t) throw problems.notFound('team', name);
-    return t;
+  const mustGetLive = (name: string) => mustGetLiveTeam(db, name);
+
+  /** The teams with what their runs and sandboxes say of them: state, runs in progress, last run. */
+  async function withActivity(rows: TeamRow[]): Promise<TeamView[]> {
+    const ids = rows.map((t) => t.id);
+    const [runs, sandboxes] = await Promise.all([deps.runs.activityOf(ids), deps.sandboxes.stateOf(ids)]);
+    return rows.map((t) => {
+      const r = runs.get(t.id)!;
+      return { ...t, state: teamStateOf(t, r, sandboxes.get(t.id)!), active_runs: r.running + r.waiting, last_run_at: r.last_run_at };
+    });
   }
 
-  async function detail(t: TeamRow) {
-    const [roles, links, members, spent] = await Promise.all([
-      store.rolesOf(db, [t.id]),
-      store.linksOf(db, [t.id]),
-      store.membersOf(db, t.id),
-      t.status === 'archived' ? Promise.resolve(null) : spend.spentTodayByTeam(),
+  async function detail(row: TeamRow) {
+    const [[t], roles, links, members, spent] = await Promise.all([
+      withActivity([row]),
+      store.rolesOf(db, [row.id]),
+      store.linksOf(db, [row.id]),
+      store.membersOf(db, row.id).then(async (rows) => {
+        const names = await deps.users.namesOf(rows.map((m) => m.user_id));
+        // A member whose account went between the two reads (its membership cascades) is left out.
+        return rows.flatMap((m) => {
+          const u = names.get(m.user_id);
+          return u ? [{ user_id: m.user_id, name: u.name, email: u.email, role: m.role }] : [];
+        });
+      }),
+      row.status === 'archived' ? Promise.resolve(null) : spend.spentTodayByTeam(),
     ]);
     const agents = new Map<string, AgentVersion | null>();
     for (const r of roles) if (!agents.has(r.agent)) agents.set(r.agent, await deps.agentVersion(r.agent));
     return presentTeam(t, roles, links, members, agents, spent ? (spent.get(proxyTeamOf(t)) ?? 0) : null);
+  }
+
+  /**
+   * One page of teams in a state. The state comes from runs and sandboxes, so live teams are
+   * read in keyset order a batch at a time and kept while in the state, until the page is full.
+   */
+  async function pageInState(filter: { state?: TeamState; q?: string }, cursor: CursorValue[] | null, limit: number): Promise<TeamView[]> {
+    const archived = filter.state === 'archived';
+    if (!filter.state || archived) return withActivity(await store.listTeams(db, { archived, q: filter.q }, cursor, limit));
+    const batch = Math.max(limit, LIST_BATCH);
+    const kept: TeamView[] = [];
+    let after = cursor;
+    for (;;) {
+      const rows = await store.listTeams(db, { archived: false, q: filter.q }, after, batch);
+      const more = rows.length > batch;
+      const read = more ? rows.slice(0, batch) : rows;
+      for (const t of await withActivity(read)) {
+        if (t.state === filter.state) kept.push(t);
+        // One past the page tells toPage there is a next one.
+        if (kept.length > limit) return kept;
+      }
+      if (!more) return kept;
+      const last = read[read.length - 1];
+      after = [last.name, last.id];
+    }
   }
 
   async function resolveTemplate(name: string, version: number | null | undefined, field: string) {
@@ -138,7 +299,7 @@ export function createTeamsService(deps: {
     await checkVersionNames(row, field, trx);
   }
 
-  /** Mints one model-proxy key per role; on failure revokes what it minted and rethrows. */
+  /** Mints one model-proxy key per role; on failure queues the revocation of what it minted and rethrows. */
   async function mintKeys(team: string, teamId: number, roles: ReturnType<typeof rolesFromTemplate>, actor: Actor) {
     const minted: Array<{ role: string; key_id: string; sealed: string }> = [];
     try {
@@ -151,43 +312,64 @@ export function createTeamsService(deps: {
       }
       return minted;
     } catch (err) {
-      for (const m of minted) await proxy.revokeKey(m.key_id).catch(() => {});
+      await revokeKeysLater(db, minted.map((m) => m.key_id), actor);
       throw err;
     }
   }
 
-  /** Pushes a team's stored budget and each role's model to the proxy (best effort). */
-  async function syncProxy(teamId: number) {
-    const t = await store.getTeamById(db, teamId);
-    if (!t || t.status === 'archived') return;
-    await proxy.setTeamBudget(proxyTeamOf(t), t.budget_usd_per_day).catch(() => {});
-    for (const r of await store.rolesOf(db, [teamId])) if (r.proxy_key_id) await proxy.updateKey(r.proxy_key_id, { models: [r.model] }).catch(() => {});
+  /** Queues the revocation of keys on `q`: the transaction that drops them, or the database after a failure. */
+  async function revokeKeysLater(q: Kysely<Database>, keyIds: string[], actor: Actor) {
+    for (const keyId of keyIds) await revokeKeyLater(q, keyId, actor.name);
   }
 
   return {
     detail,
     mustGetLive,
-    /** Another module's cleanup for archived teams (its rows of the team go with it). */
-    onArchive(hook: ArchiveHook) {
-      archiveHooks.push(hook);
-    },
+    /** Locks the live team of a name against archiving for the rest of the transaction; false when there is none. */
+    lockLiveShared: (q: Kysely<Database> | Transaction<Database>, name: string) => store.lockLiveTeamShared(q, name),
 
     async list(query: { limit: number; cursor?: string; state?: TeamState; q?: string }) {
       const cursor = decodeCursor(query.cursor, 2);
-      const rows = await store.listTeams(db, { state: query.state, q: query.q }, cursor, query.limit);
+      const rows = await pageInState({ state: query.state, q: query.q }, cursor, query.limit);
       const page = toPage(rows, query.limit, (r) => [r.name, r.id], (r) => r);
       const ids = page.items.map((t) => t.id);
       const [roles, links, spent] = await Promise.all([store.rolesOf(db, ids), store.linksOf(db, ids), spend.spentTodayByTeam()]);
       return {
         items: page.items.map((t) =>
           presentTeamSummary(
-            t as TeamRow,
+            t,
             roles.filter((r) => r.team_id === t.id),
             links.filter((l) => l.team_id === t.id),
             t.status === 'archived' || !spent ? null : (spent.get(proxyTeamOf(t)) ?? 0),
           ),
         ),
         next_cursor: page.next_cursor,
+      };
+    },
+
+    /** What a run needs of a team (the live one of the name, else the last archived one): its roles as they are now; null when there is none. */
+    async forRun(name: string) {
+      const t = await store.getTeamForRead(db, name);
+      if (!t) return null;
+      const roles = await store.rolesOf(db, [t.id]);
+      return {
+        id: t.id,
+        name: t.name,
+        status: t.status,
+        surface: t.home_surface,
+        lead: t.lead,
+        rework_rounds: t.rework_rounds,
+        repo_url: t.repo_url,
+        roles: roles.map((r) => ({
+          role: r.role,
+          agent: r.agent,
+          model: r.model,
+          next_role: r.pipeline_next_role,
+          max_iterations: r.max_iterations,
+          confirmation_policy: r.confirmation_policy,
+          skills: r.skills,
+          memory: effectiveRoleMemory(t.memory, r.memory),
+        })),
       };
     },
 
@@ -257,8 +439,10 @@ export function createTeamsService(deps: {
           await recordAudit(trx, actor, 'team.create', { type: 'team', id: input.name }, { template: input.template.name, version: version.version });
         });
       } catch (err) {
-        await proxy.revokeTeamKeys(proxyTeam).catch(() => {});
-        await db.deleteFrom('teams').where('id', '=', team.id).execute();
+        await db.transaction().execute(async (trx) => {
+          await trx.deleteFrom('teams').where('id', '=', team.id).execute();
+          await revokeTeamKeysLater(trx, proxyTeam, actor.name);
+        });
         throw err;
       }
       spend.forget(proxyTeam);
@@ -331,48 +515,38 @@ export function createTeamsService(deps: {
             await trx.updateTable('team_roles').set(rs).where('team_id', '=', team.id).where('role', '=', role).execute();
           }
           await recordAudit(trx, actor, 'team.update', { type: 'team', id: name }, { fields: Object.keys(body), roles: Object.keys(body.role_settings ?? {}) });
+          // Whoever commits last pushed last before committing; pushing the stored values once
+          // more after commit leaves the proxy agreeing with the row whatever the interleaving.
+          if (budgetChanged || modelChanges.length) await syncTeamProxyLater(trx, team.id, actor.name);
           return updated;
         });
         spend.forget(proxyTeamOf(team));
-        // Whoever commits last pushed last before committing; pushing the stored values once
-        // more after commit leaves the proxy agreeing with the row whatever the interleaving.
-        if (budgetChanged || modelChanges.length) await syncProxy(team.id);
         return (await store.getTeamById(db, row.id))!;
       } catch (err) {
         // Lost the race for the row (or failed): the proxy follows what is stored now.
-        if (budgetChanged || modelChanges.length) await syncProxy(team.id);
+        if (budgetChanged || modelChanges.length) await syncTeamProxyLater(db, team.id, actor.name);
         throw err;
       }
     },
 
     /**
-     * Archives a team: revokes its model-proxy keys, cancels open runs, destroys its sandboxes,
-     * removes roles, links, members and documents, and frees the name. Runs, spend history and
-     * team memory stay.
+     * Archives a team: cancels open runs, marks its sandboxes destroyed, removes roles, links,
+     * members and documents, frees the name, and queues the revocation of its model-proxy keys,
+     * all in one transaction. Runs, spend history and team memory stay.
      */
     async archive(actor: Actor, name: string, expected: number) {
       const team = await mustGetLive(name);
       if (team.row_version !== expected) throw problems.preconditionFailed();
       if (team.status === 'provisioning') throw problems.conflict(`team "${name}" is still being provisioned`);
-      // Claim the team first: from here on its ETag is stale for everyone and changes are
-      // refused, so a concurrent PATCH cannot leave an active team whose keys were revoked.
-      // An archive that died half-way is finished by the next DELETE.
-      await updateIfVersion(db, { table: 'teams', where: { id: team.id }, expected, set: { archiving_at: sql`coalesce(archiving_at, now())` }, what: 'team', label: name, touch: false });
-      try {
-        await proxy.revokeTeamKeys(proxyTeamOf(team), actor.name);
-      } catch (err) {
-        await db.updateTable('teams').set({ archiving_at: null, row_version: sql`nextval('row_version_seq')` }).where('id', '=', team.id).where('status', '<>', 'archived').execute();
-        throw err;
-      }
       await db.transaction().execute(async (trx) => {
-        await trx
-          .updateTable('teams')
-          .set({ status: 'archived', archived_at: sql`now()`, updated_at: sql`now()`, row_version: sql`nextval('row_version_seq')` })
-          .where('id', '=', team.id)
-          .executeTakeFirstOrThrow();
+        // The ETag check and the archive are one statement: a concurrent change with the same
+        // ETag loses, so no active team is left whose keys are being revoked.
+        await updateIfVersion(trx, { table: 'teams', where: { id: team.id }, expected, set: { status: 'archived', archived_at: sql`now()` }, what: 'team', label: name });
         await archiveRows(trx, team.id);
-        for (const hook of archiveHooks) await hook(trx, actor, name);
+        // Other modules' rows of the team (documents, MCP servers) go with it.
+        await deps.hooks.react('teamArchived', trx, actor, { id: team.id, name });
         await recordAudit(trx, actor, 'team.archive', { type: 'team', id: name });
+        await revokeTeamKeysLater(trx, proxyTeamOf(team), actor.name);
       });
       spend.forget(proxyTeamOf(team));
     },
@@ -422,19 +596,15 @@ export function createTeamsService(deps: {
             await trx.updateTable('team_roles').set(values).where('team_id', '=', team.id).where('role', '=', r.role).execute();
           }
           await recordAudit(trx, actor, 'team.upgrade', { type: 'team', id: name }, { from: team.template_version, to: version.version });
+          // After commit: the removed roles' keys go, and the proxy takes the stored budget and models.
+          await revokeKeysLater(trx, removed.flatMap((r) => (r.proxy_key_id ? [r.proxy_key_id] : [])), actor);
+          await syncTeamProxyLater(trx, team.id, actor.name);
         });
       } catch (err) {
-        for (const m of minted) await proxy.revokeKey(m.key_id).catch(() => {});
+        await revokeKeysLater(db, minted.map((m) => m.key_id), actor);
         throw err;
       }
-      for (const r of removed) if (r.proxy_key_id) await proxy.revokeKey(r.proxy_key_id, actor.name).catch(() => {});
-      const after = await store.getTeamById(db, team.id);
-      if (after && !new Set(team.manual_fields).has('budget_usd_per_day')) await proxy.setTeamBudget(proxyTeamOf(team), after.budget_usd_per_day, actor.name).catch(() => {});
-      for (const r of fresh) {
-        const old = keep.get(r.role);
-        if (old?.proxy_key_id && !old.manual_fields.includes('model') && old.model !== r.model) await proxy.updateKey(old.proxy_key_id, { models: [r.model] }).catch(() => {});
-      }
-      return after!;
+      return (await store.getTeamById(db, team.id))!;
     },
 
     /** For the tasks route: has the team spent its budget for today (UTC)? */
@@ -453,14 +623,13 @@ export function createTeamsService(deps: {
     },
 
     /** Each role of a live team with the egress that applies to it: the team's override, else the agent's current version's. */
-    async rolesWithEgress(name: string): Promise<Array<{ role: string; agent: string; egress: { mode: 'allow_all' | 'allowlist'; destinations: string[]; upstream_deny_cidrs: string[] } }>> {
+    async rolesWithEgress(name: string): Promise<Array<{ role: string; agent: string; egress: Egress }>> {
       const t = await mustGetLive(name);
       const roles = await store.rolesOf(db, [t.id]);
       const out = [];
       for (const r of roles) {
         const agent = r.egress_override ? null : await deps.agentVersion(r.agent);
-        const egress = r.egress_override ?? agent?.egress ?? { mode: 'allow_all' as const, destinations: [], upstream_deny_cidrs: [] };
-        out.push({ role: r.role, agent: r.agent, egress: { mode: egress.mode, destinations: egress.destinations ?? [], upstream_deny_cidrs: egress.upstream_deny_cidrs ?? [] } });
+        out.push({ role: r.role, agent: r.agent, egress: normalizeEgress(r.egress_override ?? agent?.egress) });
       }
       return out;
     },
@@ -486,18 +655,8 @@ export function createTeamsService(deps: {
   };
 }
 
-/** Removes what another module keeps for a team, in the archive's transaction. */
-export type ArchiveHook = (trx: Transaction<Database>, actor: Actor, team: string) => Promise<void>;
-
 /** What archiving ends or removes of the team's own rows, in the archive's transaction. */
 async function archiveRows(trx: Transaction<Database>, teamId: number) {
-  await trx
-    .updateTable('runs')
-    .set({ state: 'cancelled', finished_at: sql`now()`, updated_at: sql`now()`, row_version: sql`nextval('row_version_seq')` })
-    .where('team_id', '=', teamId)
-    .where('state', 'in', ['running', 'waiting'])
-    .execute();
-  await trx.updateTable('sandboxes').set({ state: 'destroyed', updated_at: sql`now()` }).where('team_id', '=', teamId).where('state', '<>', 'destroyed').execute();
   await trx.deleteFrom('team_roles').where('team_id', '=', teamId).execute();
   await trx.deleteFrom('team_links').where('team_id', '=', teamId).execute();
   await trx.deleteFrom('team_members').where('team_id', '=', teamId).execute();

@@ -1,44 +1,21 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { keyset, type CursorValue } from '../../http/pagination.ts';
-import type { TeamState } from './teams.schemas.ts';
 
 type Q = Kysely<Database> | Transaction<Database>;
 
-/**
- * The derived team state, in SQL so that lists filter and paginate on it: archived; running
- * while a work item is in progress; waiting while one waits for a person; sleeping when every
- * placed sandbox is asleep; idle otherwise.
- */
-const stateSql = sql<TeamState>`case
-  when t.status = 'archived' then 'archived'
-  when exists (select 1 from runs r where r.team_id = t.id and r.state = 'running') then 'running'
-  when exists (select 1 from runs r where r.team_id = t.id and r.state = 'waiting') then 'waiting'
-  when exists (select 1 from sandboxes s where s.team_id = t.id and s.state <> 'destroyed')
-   and not exists (select 1 from sandboxes s where s.team_id = t.id and s.state in ('starting', 'running')) then 'sleeping'
-  else 'idle' end`;
-
-function withDerived(db: Q) {
-  return db
-    .selectFrom('teams as t')
-    .selectAll('t')
-    .select([
-      stateSql.as('state'),
-      sql<number>`(select count(*) from runs r where r.team_id = t.id and r.state in ('running', 'waiting'))`.as('active_runs'),
-      sql<string | null>`(select max(r.created_at) from runs r where r.team_id = t.id)`.as('last_run_at'),
-    ]);
-}
-
-export type TeamRow = NonNullable<Awaited<ReturnType<typeof getLiveTeam>>>;
+export type TeamRow = Selectable<Database['teams']>;
 
 /** The team that holds a name now (not archived). */
 export function getLiveTeam(db: Q, name: string) {
-  return withDerived(db).where('t.name', '=', name).where('t.status', '<>', 'archived').executeTakeFirst();
+  return db.selectFrom('teams as t').selectAll('t').where('t.name', '=', name).where('t.status', '<>', 'archived').executeTakeFirst();
 }
 
 /** For reads: the live team of a name, else the last archived one. */
 export function getTeamForRead(db: Q, name: string) {
-  return withDerived(db)
+  return db
+    .selectFrom('teams as t')
+    .selectAll('t')
     .where('t.name', '=', name)
     .orderBy(sql`t.status = 'archived'`)
     .orderBy('t.id', 'desc')
@@ -47,17 +24,14 @@ export function getTeamForRead(db: Q, name: string) {
 }
 
 export function getTeamById(db: Q, id: number) {
-  return withDerived(db).where('t.id', '=', id).executeTakeFirst();
+  return db.selectFrom('teams').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-/** Teams by name then id; archived ones only when asked for by state. */
-export function listTeams(db: Q, filter: { state?: TeamState; q?: string }, cursor: CursorValue[] | null, limit: number) {
-  let inner = withDerived(db);
-  if (filter.state !== 'archived') inner = inner.where('t.status', '<>', 'archived');
-  if (filter.q) inner = inner.where('t.name', 'like', `%${filter.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
-  let q = db.selectFrom(inner.as('x')).selectAll();
-  if (filter.state) q = q.where('x.state', '=', filter.state);
-  return keyset(q, ['x.name', 'x.id'], 'asc', cursor, limit).execute();
+/** Teams by name then id: the archived ones only (`archived`), else the live ones. */
+export function listTeams(db: Q, filter: { archived: boolean; q?: string }, cursor: CursorValue[] | null, limit: number) {
+  let q = db.selectFrom('teams as t').selectAll('t').where('t.status', filter.archived ? '=' : '<>', 'archived');
+  if (filter.q) q = q.where('t.name', 'like', `%${filter.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+  return keyset(q, ['t.name', 't.id'], 'asc', cursor, limit).execute();
 }
 
 export function rolesOf(db: Q, teamIds: number[]) {
@@ -65,15 +39,9 @@ export function rolesOf(db: Q, teamIds: number[]) {
   return db.selectFrom('team_roles').selectAll().where('team_id', 'in', teamIds).orderBy('team_id').orderBy('role').execute();
 }
 
+/** A team's members (user ids and their role in the team), oldest first. */
 export function membersOf(db: Q, teamId: number) {
-  return db
-    .selectFrom('team_members as m')
-    .innerJoin('users as u', 'u.id', 'm.user_id')
-    .select(['m.user_id', 'u.name', 'u.email', 'm.role'])
-    .where('m.team_id', '=', teamId)
-    .orderBy('m.created_at')
-    .orderBy('m.user_id')
-    .execute();
+  return db.selectFrom('team_members').select(['user_id', 'role']).where('team_id', '=', teamId).orderBy('created_at').orderBy('user_id').execute();
 }
 
 export function linksOf(db: Q, teamIds: number[]) {

@@ -1,5 +1,6 @@
 import type { ColumnType } from 'kysely';
 import type { Generated, NullableTimestamp, RowVersion, Timestamp } from '../../db/columns.ts';
+import type { Egress } from '../../egress/setting.ts';
 import type { Sealed } from '../../secrets/cipher.ts';
 import type { MemoryInput } from '../templates/templates.schemas.ts';
 
@@ -10,11 +11,6 @@ type TextArray = ColumnType<string[], string[] | undefined, string[]>;
 
 export type TeamStatus = 'provisioning' | 'active' | 'archived';
 export type HomeSurface = 'chat_a' | 'chat_b' | 'console' | 'none';
-export interface EgressValue {
-  mode: 'allow_all' | 'allowlist';
-  destinations: string[];
-  upstream_deny_cidrs: string[];
-}
 
 export interface TeamsTables {
   teams: {
@@ -65,7 +61,7 @@ export interface TeamsTables {
     skills: TextArray;
     mcp_servers: TextArray;
     manual_fields: TextArray;
-    egress_override: JsonDefault<EgressValue | null>;
+    egress_override: JsonDefault<Egress | null>;
     proxy_key_id: ColumnType<string | null, string | null | undefined, string | null>;
     proxy_key: JsonDefault<Sealed | null>;
     row_version: RowVersion;
@@ -92,18 +88,5 @@ export interface TeamsTables {
     source: string;
     body: string;
     updated_at: Timestamp;
-  };
-  sandboxes: {
-    id: string;
-    team_id: number;
-    role: string;
-    replica: number;
-    provider: string;
-    state: 'starting' | 'running' | 'sleeping' | 'deep_sleep' | 'destroyed';
-    created_at: Timestamp;
-    updated_at: Timestamp;
-    host_id: ColumnType<string | null, string | null | undefined, string | null>;
-    host_address: ColumnType<string | null, string | null | undefined, string | null>;
-    sandbox_address: ColumnType<string | null, string | null | undefined, string | null>;
   };
 }

@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { makeAgent, makeEnvironment, makeTeam, makeTemplate } from '../../../test/factories.ts';
-import { testApp, uniq, type TestApp } from '../../../test/harness.ts';
+import { captureLogger, testApp, uniq, type TestApp } from '../../../test/harness.ts';
+import { createModelProxyClient, type ModelProxyClient } from '../../modelproxy/client.ts';
+import { getJob, listJobs } from '../../queue/queue.ts';
+import { createJobRunner } from '../../queue/runner.ts';
+import { jobHandlers } from '../../runtime/jobs.ts';
+import { RevokeKey } from './jobs/revoke-key.job.ts';
+import { RevokeTeamKeys } from './jobs/revoke-team-keys.job.ts';
 import { proxyTeamOf } from './teams.service.ts';
 
 describe('teams', () => {
@@ -174,6 +181,7 @@ describe('teams', () => {
     const team = await makeTeam(t);
     const results = await Promise.all([20, 30].map((b) => t.request({ method: 'PATCH', url: `/api/v1/teams/${team.name}`, token: t.adminToken, headers: { 'if-match': team.etag }, body: { budget_usd_per_day: b } })));
     assert.deepEqual(results.map((r) => r.status).sort(), [200, 412]);
+    await t.drainJobs();
     const stored = (await get(team.name)).body.budget_usd_per_day;
     const proxied = await t.services.proxy.teamSpend(proxyTeamOf(await t.services.teams.mustGetLive(team.name)), 1);
     assert.equal(proxied.budget_usd_per_day, stored);
@@ -189,6 +197,7 @@ describe('teams', () => {
     // PATCH looks), or the PATCH wins and the archive's ETag goes stale.
     const outcome = `${del.status}/${patch.status}`;
     assert.ok(['204/412', '204/404', '412/200'].includes(outcome), outcome);
+    await t.drainJobs();
     const keys = await t.services.proxy.listKeys(proxyTeamOf(row));
     const live = await t.services.teams.mustGetLive(other.name).catch(() => null);
     if (live) assert.ok(keys.items.every((k) => !k.revoked_at), 'an active team keeps its keys');
@@ -252,6 +261,7 @@ describe('teams', () => {
     assert.deepEqual(archived.body.links, []);
     const run = await t.db.selectFrom('runs').select('state').where('id', '=', runId).executeTakeFirstOrThrow();
     assert.equal(run.state, 'cancelled');
+    await t.drainJobs();
     const keys = await t.services.proxy.listKeys(proxyTeamOf(row));
     assert.ok(keys.items.every((k) => k.revoked_at));
     assert.equal((await t.request({ method: 'GET', url: `/api/v1/teams?state=archived&q=${team.name}`, token: t.adminToken })).body.items.length, 1);
@@ -313,8 +323,60 @@ describe('teams', () => {
     assert.ok(by.review);
     assert.equal(up.body.settings.idle_after_seconds, 1200);
     assert.equal(up.body.budget_usd_per_day, 20);
-    const keys = await t.services.proxy.listKeys(proxyTeamOf(await t.services.teams.mustGetLive(team.name)));
+    const proxyTeam = proxyTeamOf(await t.services.teams.mustGetLive(team.name));
+    const keys = await t.services.proxy.listKeys(proxyTeam);
     assert.equal(keys.items.filter((k) => !k.revoked_at).length, 3);
+    // After commit, the proxy takes the stored models and budget.
+    await t.drainJobs();
+    const models = Object.fromEntries((await t.services.proxy.listKeys(proxyTeam)).items.map((k) => [k.role, k.models]));
+    assert.deepEqual(models, { lead: ['local'], dev: ['smart'], review: ['fast'] });
+    assert.equal((await t.services.proxy.teamSpend(proxyTeam, 1)).budget_usd_per_day, 20);
+    // A role the template drops loses its key.
+    const v3 = await t.request({
+      method: 'POST',
+      url: `/api/v1/team-templates/${tpl.name}/versions`,
+      token: t.adminToken,
+      headers: { 'if-match': String((await t.request({ method: 'GET', url: `/api/v1/team-templates/${tpl.name}`, token: t.adminToken })).headers.etag) },
+      body: { lead: 'lead', roles: { lead: roles.lead, dev: roles.dev }, sleep: {}, idle_after_seconds: 1200, deep_sleep_after_seconds: 7200, budget_usd_per_day: 20, pipeline: { lead: 'dev' } },
+    });
+    assert.equal(v3.status, 201, v3.text);
+    const down = await t.request({ method: 'POST', url: `/api/v1/teams/${team.name}/upgrade`, token: t.adminToken, headers: { 'if-match': String(up.headers.etag) }, body: { version: 3 } });
+    assert.equal(down.status, 200, down.text);
+    await t.drainJobs();
+    const after = await t.services.proxy.listKeys(proxyTeam);
+    assert.deepEqual(after.items.filter((k) => !k.revoked_at).map((k) => k.role).sort(), ['dev', 'lead']);
+  });
+
+  test('archive queues the revocation of the keys: a proxy that is down delays it (retried, the error kept) but does not stop the archive', async () => {
+    await t.drainJobs();
+    const team = await makeTeam(t);
+    const proxyTeam = proxyTeamOf(await t.services.teams.mustGetLive(team.name));
+    const del = await t.request({ method: 'DELETE', url: `/api/v1/teams/${team.name}`, token: t.adminToken, headers: { 'if-match': team.etag } });
+    assert.equal(del.status, 204, del.text);
+    const nowMs = Date.now() + 5_000;
+    const worker = (proxy: ModelProxyClient, at: number) => createJobRunner({ db: t.db, logger: captureLogger().logger, handlers: jobHandlers({ db: t.db, proxy }), now: () => new Date(at) });
+    // Nothing listens on port 1 of the loopback.
+    await worker(createModelProxyClient(t.config, { baseUrl: 'http://127.0.0.1:1', timeoutMs: 5_000 }), nowMs).drain();
+    const queued = (await listJobs(t.db, { kind: RevokeTeamKeys.kind, limit: 1_000 })).find((j) => (j.payload as { team: string }).team === proxyTeam)!;
+    assert.equal(queued.state, 'queued');
+    assert.equal(queued.attempts, 1);
+    assert.match(queued.last_error!, /is not answering/);
+    assert.ok((await t.services.proxy.listKeys(proxyTeam)).items.some((k) => !k.revoked_at), 'not revoked yet');
+    await worker(t.services.proxy, nowMs + 3_600_000).drain();
+    assert.equal((await listJobs(t.db, { kind: RevokeTeamKeys.kind, limit: 1_000 })).find((j) => j.id === queued.id)!.state, 'done');
+    assert.ok((await t.services.proxy.listKeys(proxyTeam)).items.every((k) => k.revoked_at), 'revoked once the proxy answers');
+  });
+
+  test('key jobs: a key the proxy never had counts as revoked; a refusal of the proxy fails the job at once, its error kept', async () => {
+    await t.drainJobs();
+    const never = await RevokeKey.enqueue(t.db, { key_id: `mpk_${crypto.randomBytes(8).toString('hex')}`, actor: 'test' });
+    const refused = await RevokeTeamKeys.enqueue(t.db, { team: `-${uniq('bad')}`, actor: 'test' });
+    await t.drainJobs();
+    const [a, b] = await Promise.all([getJob(t.db, never.id), getJob(t.db, refused.id)]);
+    assert.equal(a!.state, 'done', a!.last_error ?? '');
+    assert.equal(b!.state, 'failed');
+    assert.equal(b!.attempts, 1);
+    assert.match(b!.last_error!, /PermanentJobError: the model proxy answered 400/);
   });
 
   test('links: idempotent PUT, code_host needs the app installed, DELETE with slashes', async () => {

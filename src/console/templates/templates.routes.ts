@@ -16,7 +16,7 @@ export function templatesRoutes(app: App, deps: { templates: TemplatesService })
 
   app.get('/team-templates', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'listTeamTemplates', tags, querystring: ListQuery, response: { 200: Page(TeamTemplateSummary) } },
+    schema: { operationId: 'listTeamTemplates', summary: 'List team templates', tags, querystring: ListQuery, response: { 200: Page(TeamTemplateSummary) } },
     handler: (req) => templates.list({ limit: limitOf(req.query), cursor: req.query.cursor }),
   });
 
@@ -24,6 +24,10 @@ export function templatesRoutes(app: App, deps: { templates: TemplatesService })
     config: { auth: { role: 'admin' } },
     schema: {
       operationId: 'createTeamTemplate',
+      summary: 'Create a team template',
+      etag: true,
+      location: true,
+      problems: { 409: 'a team template of that name exists' },
       tags,
       description:
         'Creates a template and its version 1. Each role names an agent, a model alias and an environment (`vm`), whose provider, profile, size and checkpoint are copied into the version.',
@@ -39,7 +43,7 @@ export function templatesRoutes(app: App, deps: { templates: TemplatesService })
 
   app.get('/team-templates/:name', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getTeamTemplate', tags, params: NameParams, response: { 200: TeamTemplate } },
+    schema: { operationId: 'getTeamTemplate', summary: 'Get a team template', etag: true, tags, params: NameParams, response: { 200: TeamTemplate } },
     handler: async (req, reply) => {
       const row = await templates.get(req.params.name);
       setEtag(reply, row.row_version);
@@ -49,7 +53,7 @@ export function templatesRoutes(app: App, deps: { templates: TemplatesService })
 
   app.patch('/team-templates/:name', {
     config: { auth: { role: 'admin' } },
-    schema: { operationId: 'updateTeamTemplate', tags, params: NameParams, headers: IfMatchHeader, body: TemplatePatch, response: { 200: TeamTemplate } },
+    schema: { operationId: 'updateTeamTemplate', summary: 'Update a team template\'s description', etag: true, problems: { 422: false }, tags, params: NameParams, headers: IfMatchHeader, body: TemplatePatch, response: { 200: TeamTemplate } },
     handler: async (req, reply) => {
       const row = await templates.patch(actorOf(req), req.params.name, requireIfMatch(req), req.body.description);
       setEtag(reply, row.row_version);
@@ -59,7 +63,7 @@ export function templatesRoutes(app: App, deps: { templates: TemplatesService })
 
   app.delete('/team-templates/:name', {
     config: { auth: { role: 'admin' } },
-    schema: { operationId: 'deleteTeamTemplate', tags, description: '409 while an active team uses it.', params: NameParams, headers: IfMatchHeader, response: { 204: NoContent } },
+    schema: { operationId: 'deleteTeamTemplate', summary: 'Delete a team template', problems: { 409: 'an active team uses the template' }, tags, description: '409 while an active team uses it.', params: NameParams, headers: IfMatchHeader, response: { 204: NoContent } },
     handler: async (req, reply) => {
       await templates.remove(actorOf(req), req.params.name, requireIfMatch(req));
       return reply.status(204).send(null);
@@ -68,7 +72,7 @@ export function templatesRoutes(app: App, deps: { templates: TemplatesService })
 
   app.get('/team-templates/:name/versions', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'listTeamTemplateVersions', tags, description: 'Newest first.', params: NameParams, querystring: ListQuery, response: { 200: Page(VersionMeta) } },
+    schema: { operationId: 'listTeamTemplateVersions', summary: 'List a team template\'s versions', tags, description: 'Newest first.', params: NameParams, querystring: ListQuery, response: { 200: Page(VersionMeta) } },
     handler: (req) => templates.listVersions(req.params.name, { limit: limitOf(req.query), cursor: req.query.cursor }),
   });
 
@@ -76,6 +80,8 @@ export function templatesRoutes(app: App, deps: { templates: TemplatesService })
     config: { auth: { role: 'admin' } },
     schema: {
       operationId: 'createTeamTemplateVersion',
+      summary: 'Add a team template version',
+      location: true,
       tags,
       description: 'Adds a version and makes it current. If-Match is the template\'s ETag.',
       params: NameParams,
@@ -91,7 +97,7 @@ export function templatesRoutes(app: App, deps: { templates: TemplatesService })
 
   app.get('/team-templates/:name/versions/:version', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getTeamTemplateVersion', tags, params: VersionParams, response: { 200: TeamTemplateVersion } },
+    schema: { operationId: 'getTeamTemplateVersion', summary: 'Get a team template version', tags, params: VersionParams, response: { 200: TeamTemplateVersion } },
     handler: async (req) => presentVersion(await templates.getVersion(req.params.name, req.params.version)),
   });
 }

@@ -213,12 +213,7 @@ export function createTemplatesService(deps: {
     async remove(actor: Actor, name: string, expected: number) {
       await this.get(name);
       const inUse = (teams: number) => problems.conflict(`team template "${name}" is used by ${teams} active team(s); archive them first`);
-      const teams = await references.uses('template', name);
-      if (teams > 0) throw inUse(teams);
-      await db.transaction().execute(async (trx) => {
-        await references.guard(trx, 'template', [name], 'delete');
-        const teamsNow = await references.uses('template', name, trx);
-        if (teamsNow > 0) throw inUse(teamsNow);
+      await references.deleteUnlessUsed(db, 'template', name, inUse, async (trx) => {
         await deleteIfVersion(trx, { table: 'team_templates', where: { name }, expected, what: 'team template', label: name });
         await recordAudit(trx, actor, 'team_template.delete', { type: 'team_template', id: name });
       });

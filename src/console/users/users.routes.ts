@@ -12,7 +12,7 @@ export function usersRoutes(app: App, deps: { users: UsersService }) {
 
   app.get('/users', {
     config: { auth: { role: 'admin' } },
-    schema: { operationId: 'listUsers', tags, querystring: ListQuery, response: { 200: Page(User) } },
+    schema: { operationId: 'listUsers', summary: 'List users', tags, querystring: ListQuery, response: { 200: Page(User) } },
     handler: (req) => users.list({ limit: limitOf(req.query), cursor: req.query.cursor }),
   });
 
@@ -20,6 +20,10 @@ export function usersRoutes(app: App, deps: { users: UsersService }) {
     config: { auth: { role: 'admin' } },
     schema: {
       operationId: 'createUser',
+      summary: 'Create a user',
+      etag: true,
+      location: true,
+      problems: { 409: 'a user with that name or email exists', 422: false },
       tags,
       description: 'Creates an account without a password; the answer carries a one-time setup_token and its setup link. There is no mail.',
       body: UserCreate,
@@ -34,7 +38,7 @@ export function usersRoutes(app: App, deps: { users: UsersService }) {
 
   app.get('/users/:id', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getUser', tags, description: 'Admins read anyone; a user may read their own record.', params: UserIdParams, response: { 200: User } },
+    schema: { operationId: 'getUser', summary: 'Get a user', etag: true, problems: { 403: 'only an admin may read another user' }, tags, description: 'Admins read anyone; a user may read their own record.', params: UserIdParams, response: { 200: User } },
     handler: async (req, reply) => {
       const row = await users.get(actorOf(req), req.params.id);
       setEtag(reply, row.row_version);
@@ -46,6 +50,9 @@ export function usersRoutes(app: App, deps: { users: UsersService }) {
     config: { auth: { role: 'admin' } },
     schema: {
       operationId: 'updateUser',
+      summary: 'Update a user',
+      etag: true,
+      problems: { 409: 'the name or email is taken, or the change would leave no enabled admin', 422: false },
       tags,
       description: 'Changes name, email, role or the disabled flag. 409 if it would leave no enabled admin; disabling revokes the user\'s sessions and tokens.',
       params: UserIdParams,
@@ -64,6 +71,7 @@ export function usersRoutes(app: App, deps: { users: UsersService }) {
     config: { auth: { role: 'admin' } },
     schema: {
       operationId: 'createUserSetupToken',
+      summary: 'Issue a new setup token for a user',
       tags,
       description: 'Issues a fresh one-time setup token; earlier unused ones stop working.',
       params: UserIdParams,

@@ -1,12 +1,16 @@
+import type { Kysely, Transaction } from 'kysely';
 import { recordAudit, type Actor } from '../../audit/audit.ts';
-import { revokeAllOf } from '../../auth/auth.store.ts';
+import { insertToken, revokeAllOf } from '../../auth/auth.service.ts';
 import { hashToken, newSecret } from '../../auth/credentials.ts';
 import type { Db } from '../../db/database.ts';
+import type { Database } from '../../db/schema.ts';
 import { lockKey, updateIfVersion } from '../../db/conditional.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { problems } from '../../http/problems.ts';
 import type { User, UserCreate, UserPatch } from './users.schemas.ts';
 import * as store from './users.store.ts';
+
+type Q = Kysely<Database> | Transaction<Database>;
 
 type UserRow = NonNullable<Awaited<ReturnType<typeof store.getUser>>>;
 
@@ -48,6 +52,19 @@ export function createUsersService(deps: { db: Db; publicBaseUrl: string }) {
 
   return {
     setupUrl,
+
+    // What the session module (log-in, setup links) needs of a user; inside its transaction where one is taken.
+    /** A user by name or e-mail, case-insensitively, for log-in. */
+    byLogin: (login: string) => store.getUserByLogin(db, login),
+    byId: (q: Q, id: number) => store.getUser(q, id),
+    /** Names and e-mail addresses of some users, by id (for lists of members). */
+    async namesOf(ids: number[]): Promise<Map<number, { name: string; email: string | null }>> {
+      return new Map((await store.getUsers(db, ids)).map((u) => [u.id, { name: u.name, email: u.email }]));
+    },
+    /** Uses a one-time setup token: its user's id, or null when unknown, used or expired. */
+    consumeSetupToken: (trx: Transaction<Database>, tokenHash: string) => store.consumeSetupToken(trx, tokenHash),
+    setPassword: (trx: Transaction<Database>, userId: number, passwordHash: string) => store.setPassword(trx, userId, passwordHash),
+    markLogin: (trx: Transaction<Database>, userId: number) => store.markLogin(trx, userId),
 
     async list(query: { limit: number; cursor?: string }) {
       const cursor = decodeCursor(query.cursor, ['number']);
@@ -112,10 +129,7 @@ export function createUsersService(deps: { db: Db; publicBaseUrl: string }) {
         const row = await store.insertUser(trx, { name: 'admin', email: null, role: 'admin' });
         await recordAudit(trx, actor, 'user.create', { type: 'user', id: row.id }, { name: 'admin', role: 'admin', first_start: true });
         if (adminToken) {
-          await trx
-            .insertInto('api_tokens')
-            .values({ user_id: row.id, name: 'SERVICE_ADMIN_TOKEN', kind: 'api', prefix: adminToken.slice(0, 8), token_hash: hashToken(adminToken), expires_at: null })
-            .execute();
+          await insertToken(trx, { user_id: row.id, name: 'SERVICE_ADMIN_TOKEN', kind: 'api', prefix: adminToken.slice(0, 8), token_hash: hashToken(adminToken), expires_at: null });
           return { created: true, setupUrl: null };
         }
         const setup = await issue(trx, row.id);

@@ -9,6 +9,12 @@ export function getUser(db: Q, id: number) {
   return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
+/** The users of some ids (those that exist). */
+export function getUsers(db: Q, ids: number[]) {
+  if (ids.length === 0) return Promise.resolve([]);
+  return db.selectFrom('users').selectAll().where('id', 'in', ids).execute();
+}
+
 export function getUserByLogin(db: Q, login: string) {
   return db
     .selectFrom('users')

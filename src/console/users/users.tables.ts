@@ -1,6 +1,8 @@
 import type { Generated, NullableTimestamp, RowVersion, Timestamp } from '../../db/columns.ts';
 
-export type Role = 'viewer' | 'operator' | 'admin';
+import type { Role } from '../../auth/roles.ts';
+
+export type { Role };
 
 export interface UsersTables {
   users: {

@@ -17,13 +17,21 @@ export interface SandboxSpec {
   vcpus: number;
   memoryMib: number;
   diskGib: number;
-  /** Image name for microvm (a manifest under SERVICE_IMAGES_DIR); ignored by local. */
+  /** Image name for microvm (a manifest under SERVICE_IMAGES_DIR; null: the current image); ignored by local. */
   image: string | null;
   /** Environment variables for every exec (proxy variables, CA paths); never a secret. */
   env: Record<string, string>;
   /** The link to set up, allocated by the host (unique among its sandboxes). */
   network: SandboxNetwork;
+  /**
+   * The deployment CA (PEM) the gateway intercepts TLS under, to be trusted at SANDBOX_CA_PATH.
+   * Optional: a microvm image carries it already; the local provider writes it.
+   */
+  caPem?: string | null;
 }
+
+/** Where a sandbox's trust store file is; SSL_CERT_FILE and its kin point at it. */
+export const SANDBOX_CA_PATH = '/etc/ssl/certs/ca-certificates.crt';
 
 /**
  * The network identity of a sandbox, set up by the provider and not spoofable from inside:
@@ -71,6 +79,7 @@ export interface SandboxProvider {
   copyIn(id: string, files: Array<{ path: string; content: Buffer | string; mode?: number }>): Promise<void>;
   sleep(id: string, depth: 'sleep' | 'deep'): Promise<SandboxStatus>;
   wake(id: string): Promise<SandboxStatus>;
+  /** Frees everything the sandbox holds on the host; a sandbox already gone is not an error (the host calls it again after a crash). */
   destroy(id: string): Promise<void>;
   status(id: string): Promise<SandboxStatus>;
   /** After a host restart: the ids this provider still has resources for (to adopt or clean up). */

@@ -1,3 +1,8 @@
+/**
+ * The auth module's public face: API tokens and browser sessions, over its own tables. It holds
+ * no rules beyond these queries (the console's session and users modules hold them), so its
+ * service is these functions, each taking the database or the caller's transaction.
+ */
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { keyset, type CursorValue } from '../http/pagination.ts';

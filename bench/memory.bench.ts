@@ -1,0 +1,153 @@
+// Memory of `crewhouse serve` on the embedded database: the service runs as a child process on
+// a fresh data directory, then again on the same directory (a restart), and its resident set
+// is read from /proc/<pid>/status (VmRSS, and VmHWM for the peak) while it starts and once it
+// has been idle for a while, started as bin/crewhouse.js starts it. The baseline, measured in the same run, is PGlite alone with its
+// default settings after `select 1` on a fresh directory. Goal: at most 250 MB idle.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { BenchReport } from './lib.ts';
+
+const IDLE_GOAL_MB = 250;
+const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 10);
+const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+// The flags bin/crewhouse.js starts the service with.
+const NODE_FLAGS = JSON.parse(fs.readFileSync(path.join(root, 'bin', 'node-flags.json'), 'utf8')) as string[];
+
+interface Sample {
+  idleMb: number;
+  peakMb: number;
+  startMs: number;
+}
+
+const mb = (kb: number) => Math.round(kb / 1024);
+
+function status(pid: number): { rss: number; hwm: number } | null {
+  try {
+    const text = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? 0);
+    return { rss: field('VmRSS'), hwm: field('VmHWM') };
+  } catch {
+    return null;
+  }
+}
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+async function until(what: string, seconds: number, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + seconds * 1000;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+/** Starts `crewhouse serve` on dataDir, waits until it answers, lets it idle, and reads its memory. */
+async function serve(dataDir: string): Promise<Sample> {
+  const [port, proxy, chat, gateway] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const started = performance.now();
+  const child = spawn(process.execPath, [...NODE_FLAGS, path.join(root, 'src', 'main.ts'), 'serve'], {
+    env: {
+      PATH: process.env.PATH,
+      SERVICE_DATA_DIR: dataDir,
+      SERVICE_HOST: '127.0.0.1',
+      SERVICE_PORT: String(port),
+      SERVICE_MODEL_PROXY_PORT: String(proxy),
+      SERVICE_CHAT_PORT: String(chat),
+      SERVICE_GATEWAY_PORT: String(gateway),
+      SERVICE_WEB_DIR: path.join(dataDir, 'no-web'),
+      SERVICE_ADMIN_TOKEN: 'bench-admin-token-0123456789',
+      SERVICE_LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  try {
+    await until('the service to answer', 300, async () => {
+      if (child.exitCode !== null) throw new Error(`crewhouse serve exited with ${child.exitCode}`);
+      try {
+        return (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200;
+      } catch {
+        return false;
+      }
+    });
+    const startMs = performance.now() - started;
+    await new Promise((r) => setTimeout(r, IDLE_SECONDS * 1000));
+    const s = status(child.pid!);
+    if (!s) throw new Error('the service is gone');
+    return { idleMb: mb(s.rss), peakMb: mb(s.hwm), startMs };
+  } finally {
+    await stop(child);
+  }
+}
+
+/** PGlite alone, default settings, `select 1` on a fresh directory, in a process of its own. */
+async function pgliteAlone(dataDir: string): Promise<Sample> {
+  const script = `
+    import { PGlite } from '@electric-sql/pglite';
+    const pg = await PGlite.create({ dataDir: ${JSON.stringify(dataDir)} });
+    await pg.query('select 1');
+    process.stdout.write('ready');
+    setInterval(() => {}, 1000);
+  `;
+  const started = performance.now();
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    let out = '';
+    child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+    await until('PGlite to start', 300, async () => {
+      if (child.exitCode !== null) throw new Error(`PGlite exited with ${child.exitCode}`);
+      return out.includes('ready');
+    });
+    const startMs = performance.now() - started;
+    await new Promise((r) => setTimeout(r, IDLE_SECONDS * 1000));
+    const s = status(child.pid!)!;
+    return { idleMb: mb(s.rss), peakMb: mb(s.hwm), startMs };
+  } finally {
+    await stop(child);
+  }
+}
+
+export default async function memoryBench(): Promise<BenchReport[]> {
+  if (!fs.existsSync('/proc/self/status')) {
+    return [{ name: 'memory of crewhouse serve (embedded database)', lines: ['skipped: needs /proc (Linux)'], goal: `at most ${IDLE_GOAL_MB} MB idle`, met: false }];
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crewhouse-memory-'));
+  try {
+    const baseline = await pgliteAlone(path.join(dir, 'alone'));
+    const fresh = await serve(path.join(dir, 'data'));
+    const restart = await serve(path.join(dir, 'data'));
+    const line = (label: string, s: Sample) => `${label} idle ${s.idleMb} MB, peak ${s.peakMb} MB, ready in ${(s.startMs / 1000).toFixed(1)} s`;
+    return [
+      {
+        name: 'memory of crewhouse serve on the embedded database (RSS after idling, peak while starting)',
+        lines: [
+          line('fresh data dir: ', fresh),
+          line('restart:        ', restart),
+          line('PGlite alone:   ', baseline),
+          `ratio idle (fresh) to PGlite alone: ${(fresh.idleMb / baseline.idleMb).toFixed(2)}`,
+        ],
+        goal: `at most ${IDLE_GOAL_MB} MB idle, fresh and restarted`,
+        met: fresh.idleMb <= IDLE_GOAL_MB && restart.idleMb <= IDLE_GOAL_MB,
+      },
+    ];
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,2 @@
+/** A person's role in the console: viewer < operator < admin (routes require one at least). */
+export type Role = 'viewer' | 'operator' | 'admin';

@@ -1,0 +1,72 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { Actor } from './audit/audit.ts';
+import type { CheckpointUse } from './console/environments/checkpoints.service.ts';
+import type { Database } from './db/schema.ts';
+
+/** The kinds of names one module's resources give another's (an agent names destinations, a template agents...). */
+export type RefKind = 'agent' | 'destination' | 'environment' | 'skill' | 'mcp_server' | 'secret' | 'tool' | 'model' | 'template';
+
+/** The query runner a hook asks on; undefined is the answering module's own database. Inside a transaction it must be the transaction (the embedded database has one connection). */
+export type RefQuery = Kysely<Database> | Transaction<Database> | undefined;
+
+/** What is locked and looked up as the owner of another module's rows (documents, team MCP servers). */
+export type OwnerKind = 'agent' | 'team';
+
+type Reaction<T> = (trx: Transaction<Database>, actor: Actor, subject: T) => Promise<unknown>;
+
+/**
+ * Every way one module asks about or reacts to another, by name and signature. Modules call
+ * them (`ask`, `react`); only the composition root (src/services.ts) says who answers (`on`),
+ * so no module knows which others listen. Two kinds:
+ *
+ * - questions, whose answers are gathered: `unknown:<kind>` (the owner of a kind says which
+ *   names do not exist), `uses:<kind>` (each module naming things of a kind counts its uses of
+ *   one), `lock:<owner>` (the owner module locks the owner's row FOR SHARE for the rest of the
+ *   transaction and says whether it exists), `checkpointUses`;
+ * - reactions, run one after the other inside the caller's transaction, so what they remove
+ *   goes or stays with the change: `teamArchived`, `secretRemoved`.
+ */
+export type HookSignatures = {
+  [K in RefKind as `unknown:${K}`]: (names: string[], q: RefQuery) => Promise<string[]>;
+} & {
+  [K in RefKind as `uses:${K}`]: (name: string, q: RefQuery) => Promise<number>;
+} & {
+  [K in OwnerKind as `lock:${K}`]: (q: Kysely<Database> | Transaction<Database>, name: string) => Promise<boolean>;
+} & {
+  checkpointUses: () => Promise<CheckpointUse[]>;
+  /** A team was archived: its rows in other modules go or end with it (the name is free for a new team). */
+  teamArchived: Reaction<{ id: number; name: string }>;
+  /** A secret's reference was removed: nothing may go on injecting it. */
+  secretRemoved: Reaction<string>;
+};
+
+export type HookName = keyof HookSignatures;
+type Args<N extends HookName> = Parameters<HookSignatures[N]>;
+type Answer<N extends HookName> = Awaited<ReturnType<HookSignatures[N]>>;
+
+export function createHooks() {
+  const table = new Map<HookName, Array<(...args: unknown[]) => Promise<unknown>>>();
+  const handlers = <N extends HookName>(name: N) => (table.get(name) ?? []) as unknown as Array<(...args: Args<N>) => Promise<Answer<N>>>;
+  return {
+    /** Who answers or reacts: called in the composition root only. */
+    on<N extends HookName>(name: N, fn: HookSignatures[N]): void {
+      const list = table.get(name) ?? [];
+      list.push(fn as (...args: unknown[]) => Promise<unknown>);
+      table.set(name, list);
+    },
+    /** Every answer to a question, in the order they were registered; one at a time (a transaction has one connection). */
+    async ask<N extends HookName>(name: N, ...args: Args<N>): Promise<Array<Answer<N>>> {
+      const answers: Array<Answer<N>> = [];
+      for (const fn of handlers(name)) answers.push(await fn(...args));
+      return answers;
+    },
+    /** Runs every reaction, in order; the first failure fails the caller (and so its transaction). */
+    async react<N extends 'teamArchived' | 'secretRemoved'>(name: N, ...args: Args<N>): Promise<void> {
+      for (const fn of handlers(name)) await fn(...args);
+    },
+  };
+}
+
+export type Hooks = ReturnType<typeof createHooks>;
+/** What a module gets: it may ask and react, never register. */
+export type HookCaller = Pick<Hooks, 'ask' | 'react'>;

@@ -1,0 +1,26 @@
+import type { ColumnType } from 'kysely';
+import type { NullableTimestamp, Timestamp } from '../../db/columns.ts';
+
+export interface SandboxHostsTables {
+  sandbox_hosts: {
+    id: string;
+    /** Where the worker and gateway of this host are reached (SERVICE_SANDBOX_HOST_ADDRESS). */
+    address: string;
+    /** Environment providers it can serve (`microvm` also when `microvm_via_local`). */
+    providers: string[];
+    /** True when the operator let `local` serve microvm environments because KVM is unusable. */
+    microvm_via_local: ColumnType<boolean, boolean | undefined, boolean>;
+    vcpus: number;
+    memory_mib: number;
+    disk_gib: number;
+    started_at: Timestamp;
+    heartbeat_at: Timestamp;
+    stopped_at: NullableTimestamp;
+  };
+  sandbox_claims: {
+    /** Chosen by the caller (a run id): placing twice with the same claim answers the same sandbox. */
+    id: string;
+    sandbox_id: string;
+    created_at: Timestamp;
+  };
+}

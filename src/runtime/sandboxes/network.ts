@@ -1,0 +1,104 @@
+/**
+ * The host side of a sandbox's network, shared by the providers: /30 links carved from
+ * SERVICE_SANDBOX_SUBNET, a network namespace joined to the host by a veth pair, and the
+ * firewall that lets a sandbox reach its gateway listener and nothing else on the host.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import { run } from './system.ts';
+import type { SandboxNetwork } from './provider.ts';
+
+const ipText = (n: number) => [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
+const ipNumber = (text: string) => text.split('.').reduce((acc, o) => ((acc << 8) | Number(o)) >>> 0, 0);
+
+/** A short, stable name part for host resources (interface names are at most 15 bytes). */
+export function resourceTag(sandboxId: string): string {
+  return crypto.createHash('sha256').update(sandboxId).digest('hex').slice(0, 10);
+}
+
+/** The host interface name a sandbox's link gets. */
+export const hostInterfaceName = (sandboxId: string) => `chv${resourceTag(sandboxId)}`;
+
+/** The /30 links of a subnet: link i has host end base+4i+1 and sandbox end base+4i+2. */
+export function subnetLinks(subnet: { base: number; prefix: number }) {
+  const count = 2 ** (32 - subnet.prefix) / 4;
+  return {
+    count,
+    link(i: number, sandboxId: string): SandboxNetwork {
+      const at = subnet.base + i * 4;
+      return { hostAddress: ipText(at + 1), sandboxAddress: ipText(at + 2), hostInterface: hostInterfaceName(sandboxId) };
+    },
+    /** Which link a sandbox address belongs to, or null when it is outside the subnet. */
+    indexOf(sandboxAddress: string): number | null {
+      const off = ipNumber(sandboxAddress) - subnet.base;
+      return off >= 0 && off < count * 4 ? Math.floor(off / 4) : null;
+    },
+  };
+}
+
+const linkExists = (name: string) => fs.existsSync(`/sys/class/net/${name}`);
+const netnsExists = (name: string) => fs.existsSync(`/run/netns/${name}`) || fs.existsSync(`/var/run/netns/${name}`);
+
+/**
+ * Makes (or completes) a namespace whose one interface, eth0, is the sandbox end of a veth
+ * pair: loopback up, no default route, IPv6 off on both ends. Safe to call again.
+ */
+export async function ensureVethNamespace(ip: string, netns: string, peer: string, net: SandboxNetwork): Promise<void> {
+  if (!netnsExists(netns)) await run(ip, ['netns', 'add', netns]);
+  if (!linkExists(net.hostInterface)) {
+    await run(ip, ['link', 'add', net.hostInterface, 'type', 'veth', 'peer', 'name', peer, 'netns', netns]);
+    fs.writeFileSync(`/proc/sys/net/ipv6/conf/${net.hostInterface}/disable_ipv6`, '1');
+    await run(ip, ['addr', 'add', `${net.hostAddress}/30`, 'dev', net.hostInterface]);
+    await run(ip, ['link', 'set', net.hostInterface, 'up']);
+    await run(ip, ['-n', netns, 'link', 'set', peer, 'name', 'eth0']);
+    await run(ip, ['netns', 'exec', netns, 'sh', '-c', 'echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6; echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6']);
+    await run(ip, ['-n', netns, 'addr', 'add', `${net.sandboxAddress}/30`, 'dev', 'eth0']);
+    await run(ip, ['-n', netns, 'link', 'set', 'eth0', 'up']);
+    await run(ip, ['-n', netns, 'link', 'set', 'lo', 'up']);
+  }
+}
+
+/** Removes the namespace (its veth pair goes with it) and a host end left behind. */
+export async function removeVethNamespace(ip: string, netns: string, hostInterface: string): Promise<void> {
+  if (netnsExists(netns)) await run(ip, ['netns', 'del', netns], { allowFail: true });
+  if (linkExists(hostInterface)) await run(ip, ['link', 'del', hostInterface], { allowFail: true });
+}
+
+const tableName = (hostInterface: string) => `crewhouse_${hostInterface}`;
+
+/**
+ * One nftables table per sandbox link: what arrives on its host interface may reach only
+ * the gateway port on the link's host address (everything else is refused at once), and
+ * nothing is forwarded to or from it. Replaces an earlier table of the same link.
+ */
+export async function ensureFirewall(nft: string, net: SandboxNetwork, gatewayPort: number): Promise<void> {
+  const t = tableName(net.hostInterface);
+  const i = net.hostInterface;
+  const rules = `table inet ${t} {}
+delete table inet ${t}
+table inet ${t} {
+  chain input {
+    type filter hook input priority -10; policy accept;
+    iifname "${i}" ct state established,related accept
+    iifname "${i}" ip daddr ${net.hostAddress} tcp dport ${gatewayPort} accept
+    iifname "${i}" meta l4proto tcp reject with tcp reset
+    iifname "${i}" reject
+  }
+  chain forward {
+    type filter hook forward priority -10; policy accept;
+    iifname "${i}" drop
+    oifname "${i}" drop
+  }
+}
+`;
+  await run(nft, ['-f', '-'], { input: rules });
+}
+
+export async function removeFirewall(nft: string, hostInterface: string): Promise<void> {
+  await run(nft, ['delete', 'table', 'inet', tableName(hostInterface)], { allowFail: true });
+}
+
+/** Whether a link's firewall table is in place. */
+export async function firewallExists(nft: string, hostInterface: string): Promise<boolean> {
+  return (await run(nft, ['list', 'table', 'inet', tableName(hostInterface)], { allowFail: true })).code === 0;
+}

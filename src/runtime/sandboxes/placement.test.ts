@@ -1,0 +1,149 @@
+// Placement on the database (both kinds): a role's replicas.max and concurrent_runs, host
+// capacity, the same claim answering the same sandbox, placements racing, hosted refused
+// with the environment's name, microvm served by local only on a host allowed to, and a dead
+// host's sandboxes re-placed when their work resumes.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { sql } from 'kysely';
+import { loadConfig } from '../../config.ts';
+import { testDb, type TestDb } from '../../../test/harness.ts';
+import { makeHostRow, makeTeamRows, randomSubnet } from '../../../test/sandboxes.ts';
+import { createDestroyTeamSandboxes } from './jobs/destroy-team-sandboxes.ts';
+import { canTakeWork, placeSandbox, PlacementError, releaseClaim, type PlacementSettings } from './placement.ts';
+
+describe('sandbox placement', () => {
+  let t: TestDb;
+  let settings: PlacementSettings;
+  const claim = () => `run-${Math.random().toString(36).slice(2)}`;
+
+  before(async () => {
+    t = await testDb();
+    settings = { deadAfterSeconds: 30, subnet: loadConfig({ SERVICE_SANDBOX_SUBNET: randomSubnet() }).sandboxSubnet };
+    // Every test here starts from no live host but its own.
+    await t.db.deleteFrom('sandbox_hosts').execute();
+  });
+  after(() => t.close());
+
+  const expectPlacementError = (code: string, pattern?: RegExp) => (err: unknown) => err instanceof PlacementError && err.code === code && (!pattern || pattern.test(err.message));
+
+  test('replicas.max and concurrent_runs bound a role; the same claim answers the same sandbox; a released claim frees room', async () => {
+    await makeHostRow(t.db);
+    const team = await makeTeamRows(t.db, { replicasMax: 2, concurrentRuns: 2 });
+    const claims = [claim(), claim(), claim(), claim()];
+    const placed = [];
+    for (const c of claims) placed.push(await placeSandbox(t.db, settings, { teamId: team.teamId, role: team.role, claimId: c }));
+    const bySandbox = new Map<string, number>();
+    for (const p of placed) bySandbox.set(p.sandboxId, (bySandbox.get(p.sandboxId) ?? 0) + 1);
+    assert.deepEqual([...bySandbox.values()], [2, 2], 'two replicas with two runs each');
+    assert.deepEqual(placed.map((p) => p.replica).sort(), [0, 0, 1, 1]);
+    assert.notEqual(placed[0].network.sandboxAddress, placed[2].network.sandboxAddress);
+
+    const again = await placeSandbox(t.db, settings, { teamId: team.teamId, role: team.role, claimId: claims[0] });
+    assert.equal(again.sandboxId, placed[0].sandboxId);
+
+    const fifth = claim();
+    await assert.rejects(placeSandbox(t.db, settings, { teamId: team.teamId, role: team.role, claimId: fifth }), expectPlacementError('full', /2 replica\(s\) with 2 concurrent run\(s\)/));
+    await releaseClaim(t.db, claims[1]);
+    const freed = await placeSandbox(t.db, settings, { teamId: team.teamId, role: team.role, claimId: fifth });
+    assert.equal(freed.sandboxId, placed[1].sandboxId);
+    await createDestroyTeamSandboxes({ db: t.db, deadAfterSeconds: 30 }).destroyTeamSandboxes(team.teamId);
+  });
+
+  test('capacity: a host takes sandboxes while it has room; another host takes the rest; none is a clear error', async () => {
+    await t.db.updateTable('sandbox_hosts').set({ stopped_at: sql`now()` }).execute();
+    const small = await makeHostRow(t.db, { vcpus: 4, memoryMib: 4096, diskGib: 50 });
+    const team = await makeTeamRows(t.db, { replicasMax: 5, concurrentRuns: 1, vcpus: 2, memoryMib: 1024, diskGib: 10 });
+    const a = await placeSandbox(t.db, settings, { teamId: team.teamId, role: team.role, claimId: claim() });
+    const b = await placeSandbox(t.db, settings, { teamId: team.teamId, role: team.role, claimId: claim() });
+    assert.equal(a.hostId, small);
+    assert.equal(b.hostId, small);
+    await assert.rejects(placeSandbox(t.db, settings, { teamId: team.teamId, role: team.role, claimId: claim() }), expectPlacementError('capacity', new RegExp(`"${team.environment}" \\(2 vCPU, 1024 MiB, 10 GiB\\)`)));
+    const big = await makeHostRow(t.db, { vcpus: 2, memoryMib: 2048, diskGib: 50 });
+    assert.equal((await placeSandbox(t.db, settings, { teamId: team.teamId, role: team.role, claimId: claim() })).hostId, big);
+    // Destroyed sandboxes free their room.
+    await createDestroyTeamSandboxes({ db: t.db, deadAfterSeconds: 30 }).destroyTeamSandboxes(team.teamId);
+    const other = await makeTeamRows(t.db, { replicasMax: 1, vcpus: 4, memoryMib: 4096, diskGib: 50 });
+    assert.equal((await placeSandbox(t.db, settings, { teamId: other.teamId, role: other.role, claimId: claim() })).hostId, small);
+    await createDestroyTeamSandboxes({ db: t.db, deadAfterSeconds: 30 }).destroyTeamSandboxes(other.teamId);
+  });
+
+  test('placements that race never overshoot a role or a host, and never share a link', async () => {
+    await t.db.updateTable('sandbox_hosts').set({ stopped_at: sql`now()` }).execute();
+    await makeHostRow(t.db, { vcpus: 6, memoryMib: 65536, diskGib: 1000 });
+    const team = await makeTeamRows(t.db, { replicasMax: 4, concurrentRuns: 2, vcpus: 1 });
+    const other = await makeTeamRows(t.db, { replicasMax: 10, concurrentRuns: 1, vcpus: 1 });
+    const attempts = [
+      ...Array.from({ length: 12 }, () => placeSandbox(t.db, settings, { teamId: team.teamId, role: team.role, claimId: claim() })),
+      ...Array.from({ length: 6 }, () => placeSandbox(t.db, settings, { teamId: other.teamId, role: other.role, claimId: claim() })),
+    ];
+    const results = await Promise.allSettled(attempts);
+    const ok = results.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<Awaited<(typeof attempts)[number]>>).value);
+    const failed = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason);
+    for (const f of failed) assert.ok(f instanceof PlacementError && ['full', 'capacity'].includes(f.code), String(f));
+    const rows = await t.db.selectFrom('sandboxes').select(['id', 'team_id', 'sandbox_address', 'vcpus']).where('state', '<>', 'destroyed').where('team_id', 'in', [team.teamId, other.teamId]).execute();
+    assert.ok(rows.reduce((n, r) => n + r.vcpus, 0) <= 6, 'the host holds at most its vCPUs');
+    assert.ok(rows.filter((r) => r.team_id === team.teamId).length <= 4);
+    assert.equal(new Set(rows.map((r) => r.sandbox_address)).size, rows.length, 'every sandbox has its own link');
+    const perSandbox = new Map<string, number>();
+    for (const p of ok) perSandbox.set(p.sandboxId, (perSandbox.get(p.sandboxId) ?? 0) + 1);
+    for (const [id, n] of perSandbox) assert.ok(n <= (rows.find((r) => r.id === id)!.team_id === team.teamId ? 2 : 1), `claims on ${id}`);
+    // Demand (ten sandboxes) exceeds the host (six vCPUs): whatever the order, it ends full.
+    assert.equal(rows.length, 6);
+    const claims = await t.db.selectFrom('sandbox_claims').select('sandbox_id').where('sandbox_id', 'in', rows.map((r) => r.id)).execute();
+    assert.equal(claims.length, ok.length, 'every answered placement holds exactly one claim');
+    for (const tm of [team, other]) await createDestroyTeamSandboxes({ db: t.db, deadAfterSeconds: 30 }).destroyTeamSandboxes(tm.teamId);
+  });
+
+  test('hosted fails with the environment named; microvm needs a host that runs it, or one allowed to serve it locally', async () => {
+    await t.db.updateTable('sandbox_hosts').set({ stopped_at: sql`now()` }).execute();
+    await makeHostRow(t.db, { providers: ['local'] });
+    const hosted = await makeTeamRows(t.db, { provider: 'hosted', vcpus: null, memoryMib: null, diskGib: null });
+    await assert.rejects(placeSandbox(t.db, settings, { teamId: hosted.teamId, role: hosted.role, claimId: claim() }), expectPlacementError('hosted', new RegExp(`environment "${hosted.environment}", whose provider is hosted`)));
+    assert.deepEqual(await canTakeWork(t.db, settings, hosted.team), { ok: true, reason: null });
+
+    const vm = await makeTeamRows(t.db, { provider: 'microvm' });
+    await assert.rejects(placeSandbox(t.db, settings, { teamId: vm.teamId, role: vm.role, claimId: claim() }), expectPlacementError('no_host', /no live sandbox host runs microvm/));
+    assert.equal((await canTakeWork(t.db, settings, vm.team)).ok, false);
+    const fallback = await makeHostRow(t.db, { providers: ['local', 'microvm'], microvmViaLocal: true });
+    const p = await placeSandbox(t.db, settings, { teamId: vm.teamId, role: vm.role, claimId: claim() });
+    assert.equal(p.hostId, fallback);
+    assert.equal(p.provider, 'local', 'the sandbox says which provider really runs it');
+    assert.equal((await canTakeWork(t.db, settings, vm.team)).ok, true);
+    assert.equal((await canTakeWork(t.db, settings, 'no-such-team')).ok, true, 'an unknown team is the route\'s 404, not a 503');
+    for (const tm of [hosted, vm]) await createDestroyTeamSandboxes({ db: t.db, deadAfterSeconds: 30 }).destroyTeamSandboxes(tm.teamId);
+  });
+
+  test('a dead host: its sandboxes move to a live host when their work resumes; with no live host the team cannot take work', async () => {
+    await t.db.updateTable('sandbox_hosts').set({ stopped_at: sql`now()` }).execute();
+    const first = await makeHostRow(t.db);
+    const team = await makeTeamRows(t.db, { replicasMax: 1, concurrentRuns: 1 });
+    const run = claim();
+    const before = await placeSandbox(t.db, settings, { teamId: team.teamId, role: team.role, claimId: run });
+    assert.equal(before.hostId, first);
+    await t.db.updateTable('sandboxes').set({ created: true, state: 'running' }).where('id', '=', before.sandboxId).execute();
+
+    await t.db.updateTable('sandbox_hosts').set({ heartbeat_at: sql`now() - interval '31 seconds'` }).where('id', '=', first).execute();
+    assert.deepEqual(await canTakeWork(t.db, settings, team.team), { ok: false, reason: `no live sandbox host runs local environments (environment "${team.environment}" of the lead role)` });
+    await assert.rejects(placeSandbox(t.db, settings, { teamId: team.teamId, role: team.role, claimId: run }), expectPlacementError('no_host'));
+
+    const second = await makeHostRow(t.db);
+    assert.equal((await canTakeWork(t.db, settings, team.team)).ok, true);
+    const after = await placeSandbox(t.db, settings, { teamId: team.teamId, role: team.role, claimId: run });
+    assert.equal(after.sandboxId, before.sandboxId, 'the same sandbox, re-placed');
+    assert.equal(after.hostId, second);
+    assert.equal(after.replaced, true);
+    assert.equal(after.created, false, 'the new host makes it again');
+    const row = await t.db.selectFrom('sandboxes').select(['state', 'host_id']).where('id', '=', after.sandboxId).executeTakeFirstOrThrow();
+    assert.deepEqual(row, { state: 'starting', host_id: second });
+
+    // Archiving while a host is dead: rows are released here; the dead host cleans up if it returns.
+    const job = createDestroyTeamSandboxes({ db: t.db, deadAfterSeconds: 30 });
+    await t.db.updateTable('sandbox_hosts').set({ heartbeat_at: sql`now() - interval '31 seconds'` }).where('id', '=', second).execute();
+    await job.perform({ team_id: team.teamId });
+    await job.perform({ team_id: team.teamId });
+    const gone = await t.db.selectFrom('sandboxes').select(['state', 'released_at']).where('team_id', '=', team.teamId).execute();
+    assert.ok(gone.every((g) => g.state === 'destroyed' && g.released_at !== null));
+    assert.equal((await t.db.selectFrom('sandbox_claims').select('id').where('id', '=', run).execute()).length, 0);
+    await assert.rejects(job.perform({ team_id: 'x' }), /team_id/);
+  });
+});

@@ -1,0 +1,251 @@
+// The local provider on this machine: isolation seen from inside (only the gateway answers,
+// nothing else on the host or beyond, no host process visible), exec streams and exit codes,
+// sleep and wake, /workspace across restarts, and nothing left behind by destroy or a failed
+// create. Needs root; skips with the reason elsewhere.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { execText, localSkipReason, randomLink, sandboxId } from '../../../../test/sandboxes.ts';
+import { Cgroup, cgroupVersion, MAX_PROCESSES } from '../cgroups.ts';
+import { firewallExists, resourceTag } from '../network.ts';
+import { SandboxError, type SandboxSpec } from '../provider.ts';
+import { pollUntil } from '../system.ts';
+import { createLocalProvider } from './local.ts';
+
+const skip = localSkipReason();
+
+test('a missing bubblewrap names the Debian package to install', async () => {
+  const p = createLocalProvider({ root: path.join(os.tmpdir(), 'unused'), gatewayPort: 1, bwrap: '/nonexistent/bin/bwrap' });
+  await assert.rejects(p.check(), (err: SandboxError) => err instanceof SandboxError && err.code === 'unavailable' && /apt-get install bubblewrap/.test(err.message));
+});
+
+describe('local provider', { skip: skip ?? false }, () => {
+  let root: string;
+  let gateway: net.Server;
+  let gatewayPort: number;
+  let other: net.Server;
+  let loopback: net.Server;
+  const seenBy = new Set<string>();
+  let provider: ReturnType<typeof createLocalProvider>;
+
+  const spec = (over: Partial<SandboxSpec> = {}): SandboxSpec => {
+    const id = over.id ?? sandboxId('lp');
+    return { id, vcpus: 1, memoryMib: 256, diskGib: 1, image: null, env: { CREWHOUSE_TEST: 'yes' }, network: randomLink(id), caPem: '-----BEGIN CERTIFICATE-----\ntest\n-----END CERTIFICATE-----\n', ...over };
+  };
+  const listen = async (host: string, onConn: (s: net.Socket) => void) => {
+    const server = net.createServer(onConn);
+    await new Promise<void>((r) => server.listen(0, host, r));
+    return server;
+  };
+
+  before(async () => {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'chsb-'));
+    // The test's gateway: answers a line with "pong" and remembers who asked.
+    gateway = await listen('0.0.0.0', (s) => {
+      seenBy.add(`${s.localAddress}>${s.remoteAddress}`);
+      s.once('data', () => s.end('pong\n'));
+    });
+    gatewayPort = (gateway.address() as net.AddressInfo).port;
+    other = await listen('0.0.0.0', (s) => s.end('other\n'));
+    loopback = await listen('127.0.0.1', (s) => s.end('loopback\n'));
+    provider = createLocalProvider({ root, gatewayPort });
+    await provider.check();
+  });
+
+  after(async () => {
+    for (const id of await provider.list()) await provider.destroy(id).catch(() => {});
+    fs.rmSync(root, { recursive: true, force: true });
+    for (const s of [gateway, other, loopback]) s.close();
+  });
+
+  /** Connects from inside to address:port, sends a line, prints the answer; exit 0 only when one came. */
+  const tcp = (id: string, address: string, port: number) =>
+    execText(provider, id, ['/usr/bin/timeout', '10', '/bin/bash', '-c', `exec 3<>/dev/tcp/${address}/${port} && echo ping >&3 && read -r line <&3 && echo "$line"`]);
+
+  test('from inside, only the gateway answers: nothing else on the host, no internet, no DNS, no host process', async () => {
+    const marker = spawn('/usr/bin/sleep', ['31337.5'], { stdio: 'ignore' });
+    const s = spec();
+    try {
+      await provider.create(s);
+      const { hostAddress, sandboxAddress } = s.network;
+
+      const gw = await tcp(s.id, hostAddress, gatewayPort);
+      assert.equal(gw.code, 0, gw.stderr);
+      assert.equal(gw.stdout.trim(), 'pong');
+      assert.ok(seenBy.has(`${hostAddress}>${sandboxAddress}`), 'the gateway sees the sandbox by its link addresses');
+
+      const otherPort = (other.address() as net.AddressInfo).port;
+      const onHost = await tcp(s.id, hostAddress, otherPort);
+      assert.notEqual(onHost.code, 0, 'a host listener on 0.0.0.0 is not reachable');
+      assert.doesNotMatch(onHost.stdout, /other/);
+      const lo = await tcp(s.id, '127.0.0.1', (loopback.address() as net.AddressInfo).port);
+      assert.notEqual(lo.code, 0, 'the host loopback is not the sandbox loopback');
+      assert.doesNotMatch(lo.stdout, /loopback/);
+      const internet = await tcp(s.id, '1.1.1.1', 80);
+      assert.notEqual(internet.code, 0);
+      assert.match(internet.stderr, /unreachable/i);
+
+      const routes = await execText(provider, s.id, ['/bin/cat', '/proc/net/route', '/etc/resolv.conf']);
+      assert.equal(routes.code, 0);
+      assert.doesNotMatch(routes.stdout, /^eth0\s+00000000/m, 'no default route');
+      assert.equal((await execText(provider, s.id, ['/usr/bin/getent', 'hosts', 'example.com'])).code === 0, false, 'no name resolution');
+
+      const ps = await execText(provider, s.id, ['/bin/ps', '-eo', 'pid,args']);
+      assert.equal(ps.code, 0, ps.stderr);
+      assert.doesNotMatch(ps.stdout, /31337/, 'a host process is not visible');
+      assert.doesNotMatch(ps.stdout, /node/, 'the host service is not visible');
+      const me = await execText(provider, s.id, ['/usr/bin/id', '-u']);
+      assert.equal(me.stdout.trim(), '1000');
+      const ro = await execText(provider, s.id, ['/bin/sh', '-c', 'touch /usr/x || touch /etc/x']);
+      assert.notEqual(ro.code, 0, 'the system is read-only');
+      const ca = await execText(provider, s.id, ['/bin/cat', '/etc/ssl/certs/ca-certificates.crt']);
+      assert.match(ca.stdout, /BEGIN CERTIFICATE/);
+    } finally {
+      marker.kill();
+      await provider.destroy(s.id);
+    }
+  });
+
+  test('exec streams stdin to stdout as it goes, keeps stderr apart, and reports exit codes and kills', async () => {
+    const s = spec();
+    await provider.create(s);
+    try {
+      const h = await provider.exec(s.id, { argv: ['/bin/sh', '-c', 'while read -r l; do echo "got $l"; echo "e $l" >&2; done; exit 7'], env: { EXTRA: '1' } });
+      const lines: string[] = [];
+      let errText = '';
+      h.stdout.on('data', (d: Buffer) => lines.push(...d.toString().split('\n').filter(Boolean)));
+      h.stderr.on('data', (d: Buffer) => (errText += d.toString()));
+      h.stdin.write('one\n');
+      assert.ok(await pollUntil(() => lines.includes('got one'), 400, 25), 'the first line comes back before stdin ends');
+      h.stdin.write('two\n');
+      assert.ok(await pollUntil(() => lines.includes('got two'), 400, 25));
+      h.stdin.end();
+      assert.equal(await h.exit, 7);
+      assert.match(errText, /e one\ne two/);
+
+      const env = await execText(provider, s.id, ['/bin/sh', '-c', 'echo "$CREWHOUSE_TEST $HOME $(pwd)"']);
+      assert.equal(env.stdout.trim(), 'yes /workspace /workspace');
+
+      const ac = new AbortController();
+      const long = await provider.exec(s.id, { argv: ['/bin/sh', '-c', 'sleep 300 & sleep 300; wait'], signal: ac.signal });
+      long.stdout.resume();
+      long.stderr.resume();
+      ac.abort();
+      assert.equal(await long.exit, 137);
+      const left = await execText(provider, s.id, ['/bin/ps', '-eo', 'args']);
+      assert.doesNotMatch(left.stdout, /sleep 300/, 'the aborted command and its children are gone');
+
+      await provider.copyIn(s.id, [{ path: 'context/notes.md', content: 'read me', mode: 0o444 }]);
+      const copied = await execText(provider, s.id, ['/bin/sh', '-c', 'cat context/notes.md; stat -c %a context/notes.md']);
+      assert.equal(copied.stdout, 'read me444\n');
+      await assert.rejects(provider.copyIn(s.id, [{ path: '../escape', content: 'x' }]), /relative to \/workspace/);
+      // A link made inside cannot turn a copy into a write on the host.
+      await execText(provider, s.id, ['/bin/ln', '-s', '/etc', 'hostetc']);
+      await assert.rejects(provider.copyIn(s.id, [{ path: 'hostetc/evil', content: 'x' }]));
+      assert.equal(fs.existsSync('/etc/evil'), false);
+      await assert.rejects(provider.exec(s.id, { argv: [] }), SandboxError);
+    } finally {
+      await provider.destroy(s.id);
+    }
+  });
+
+  test('sleep freezes and wake thaws: a process started before sleep still runs after wake; deep sleep keeps only the disk', async () => {
+    const s = spec();
+    await provider.create(s);
+    try {
+      const bg = await execText(provider, s.id, ['/bin/sh', '-c', '(while :; do date +%s%N > /workspace/tick; sleep 0.05; done) > /dev/null 2>&1 & echo $!']);
+      const pid = bg.stdout.trim();
+      assert.match(pid, /^\d+$/);
+      const tick = path.join(root, s.id, 'workspace', 'tick');
+      assert.ok(await pollUntil(() => fs.existsSync(tick)));
+
+      assert.equal((await provider.sleep(s.id, 'sleep')).state, 'sleeping');
+      assert.equal((await provider.status(s.id)).state, 'sleeping');
+      await assert.rejects(provider.exec(s.id, { argv: ['/bin/true'] }), (e: SandboxError) => e.code === 'wrong_state');
+      await assert.rejects(provider.sleep(s.id, 'sleep'), (e: SandboxError) => e.code === 'wrong_state');
+      const cg = new Cgroup(cgroupVersion()!, `chs-${resourceTag(s.id)}`);
+      assert.equal(await cg.frozen(), true, 'the kernel holds every process of the sandbox frozen');
+      const frozenAt = fs.readFileSync(tick, 'utf8');
+
+      const woke = await provider.wake(s.id);
+      assert.equal(woke.state, 'running');
+      assert.equal(woke.coldBooted, false);
+      assert.ok(await pollUntil(() => fs.readFileSync(tick, 'utf8') !== frozenAt), 'the loop runs again after wake');
+      assert.equal((await execText(provider, s.id, ['/bin/kill', '-0', pid])).code, 0, 'the same process');
+      await assert.rejects(provider.wake(s.id), (e: SandboxError) => e.code === 'wrong_state');
+
+      await execText(provider, s.id, ['/bin/sh', '-c', 'echo kept > /workspace/kept']);
+      assert.equal((await provider.sleep(s.id, 'deep')).state, 'deep_sleep');
+      assert.deepEqual(await cg.pids(), [], 'no process is left in deep sleep');
+      const cold = await provider.wake(s.id);
+      assert.equal(cold.coldBooted, true);
+      assert.equal((await execText(provider, s.id, ['/bin/cat', '/workspace/kept'])).stdout, 'kept\n');
+      assert.doesNotMatch((await execText(provider, s.id, ['/bin/ps', '-eo', 'args'])).stdout, /date \+%s/, 'processes did not survive deep sleep');
+    } finally {
+      await provider.destroy(s.id);
+    }
+  });
+
+  test('a restarted host finds its sandboxes; /workspace persists across a restart of the sandbox', async () => {
+    const s = spec();
+    await provider.create(s);
+    try {
+      await execText(provider, s.id, ['/bin/sh', '-c', 'echo survived > /workspace/file']);
+      const again = createLocalProvider({ root, gatewayPort });
+      await again.check();
+      assert.ok((await again.list()).includes(s.id));
+      assert.equal((await again.status(s.id)).state, 'running');
+      assert.equal((await execText(again, s.id, ['/bin/cat', 'file'])).stdout, 'survived\n');
+      await again.sleep(s.id, 'deep');
+      await again.wake(s.id);
+      assert.equal((await execText(again, s.id, ['/bin/cat', 'file'])).stdout, 'survived\n');
+      // Its limits: 256 MiB of memory, one CPU's worth of time per period.
+      const v = cgroupVersion()!;
+      const tag = `chs-${resourceTag(s.id)}`;
+      const read = (f: string) => fs.readFileSync(f, 'utf8').trim();
+      if (v === 1) {
+        assert.equal(read(`/sys/fs/cgroup/memory/crewhouse/${tag}/memory.limit_in_bytes`), String(256 * 1024 * 1024));
+        assert.equal(read(`/sys/fs/cgroup/cpu/crewhouse/${tag}/cpu.cfs_quota_us`), '100000');
+        assert.equal(read(`/sys/fs/cgroup/pids/crewhouse/${tag}/pids.max`), String(MAX_PROCESSES));
+      } else {
+        assert.equal(read(`/sys/fs/cgroup/crewhouse/${tag}/memory.max`), String(256 * 1024 * 1024));
+        assert.equal(read(`/sys/fs/cgroup/crewhouse/${tag}/cpu.max`), '100000 100000');
+        assert.equal(read(`/sys/fs/cgroup/crewhouse/${tag}/pids.max`), String(MAX_PROCESSES));
+      }
+    } finally {
+      await provider.destroy(s.id);
+    }
+  });
+
+  test('destroy and a failed create leave nothing behind: no namespace, link, firewall, cgroup, process or files', async () => {
+    const leftovers = async (id: string, hostInterface: string) => {
+      const tag = resourceTag(id);
+      return {
+        dir: fs.existsSync(path.join(root, id)),
+        netns: fs.existsSync(`/run/netns/chs-${tag}`),
+        link: fs.existsSync(`/sys/class/net/${hostInterface}`),
+        firewall: await firewallExists('nft', hostInterface),
+        cgroup: new Cgroup(cgroupVersion()!, `chs-${tag}`).exists(),
+      };
+    };
+    const none = { dir: false, netns: false, link: false, firewall: false, cgroup: false };
+    const s = spec();
+    await provider.create(s);
+    assert.equal((await leftovers(s.id, s.network.hostInterface)).netns, true);
+    await provider.destroy(s.id);
+    assert.deepEqual(await leftovers(s.id, s.network.hostInterface), none);
+    await provider.destroy(s.id); // again: nothing to do, no error
+    await assert.rejects(provider.status(s.id), (e: SandboxError) => e.code === 'not_found');
+
+    // The link cannot be made (its address is not an address): create fails and cleans up.
+    const bad = spec();
+    bad.network = { ...bad.network, hostAddress: '10.999.0.1' };
+    await assert.rejects(provider.create(bad), (e: SandboxError) => e.code === 'failed' && /could not be made/.test(e.message));
+    assert.deepEqual(await leftovers(bad.id, bad.network.hostInterface), none);
+    assert.equal((await provider.list()).includes(bad.id), false);
+  });
+});

@@ -1,0 +1,404 @@
+/**
+ * The `local` provider: a sandbox is a process tree on this host in its own user, mount, PID,
+ * IPC, UTS and cgroup namespaces (bubblewrap), inside a network namespace whose one interface
+ * is a veth pair to the host, with CPU and memory limits from its cgroup.
+ *
+ * What it mounts: the host's /usr read-only (with /bin, /lib, /lib64, /sbin as links or
+ * read-only binds), an /etc of its own (passwd and group naming the sandbox user, hosts, an
+ * empty resolv.conf, the deployment CA as the trust store) with a few host files bound
+ * read-only (alternatives, ld.so cache, localtime, openssl.cnf), its own /proc and /dev, a tmpfs
+ * /tmp and a private /workspace on disk under SERVICE_SANDBOX_DIR that survives restarts. It needs
+ * no image. Processes run as uid/gid 1000 inside, an unprivileged host uid outside.
+ *
+ * States: running (an init process holds the namespaces; exec joins them with nsenter);
+ * sleeping (the cgroup is frozen: memory stays, nothing runs); deep_sleep (every process is
+ * gone, /workspace and the link stay); wake thaws, or starts a new init after a deep sleep.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, lstatSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { Logger } from '../../../logger.ts';
+import { Cgroup, cgroupVersion, type CgroupVersion } from '../cgroups.ts';
+import { createKeyedQueue } from '../keyed-queue.ts';
+import { ensureFirewall, ensureVethNamespace, removeFirewall, removeVethNamespace, resourceTag } from '../network.ts';
+import {
+  SANDBOX_CA_PATH,
+  SandboxError,
+  type ExecHandle,
+  type ExecRequest,
+  type SandboxProvider,
+  type SandboxSpec,
+  type SandboxState,
+  type SandboxStatus,
+} from '../provider.ts';
+import { pollUntil, requireProgram } from '../system.ts';
+
+export interface LocalProviderOptions {
+  /** Where each sandbox's directory lives (SERVICE_SANDBOX_DIR). */
+  root: string;
+  /** The gateway's port: the only one a sandbox may reach, on its link's host address. */
+  gatewayPort: number;
+  /** The bubblewrap program (a name on PATH or a path). */
+  bwrap?: string;
+  /** The host uid and gid sandbox processes run as (mapped to 1000 inside). */
+  hostUid?: number;
+  logger?: Logger;
+}
+
+/** What a sandbox's directory records about it, so a restarted host finds it again. */
+interface SandboxRecord {
+  spec: Omit<SandboxSpec, 'caPem'>;
+  state: SandboxState;
+  /** Host pid of the init process (PID 1 of the sandbox). */
+  pid: number | null;
+}
+
+const ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+const INSIDE_UID = 1000;
+/** What holds a running sandbox's namespaces open. */
+const INIT_COMMAND = ['/usr/bin/sleep', 'infinity'];
+const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin';
+/** Enters the cgroup before anything else runs, so no child is ever outside it. */
+const ENTER_CGROUP = 'for f in $CH_CGROUP_PROCS; do echo $$ > "$f" || exit 125; done; exec "$@"';
+/** Host files bound read-only into the sandbox's own /etc when they exist. */
+const HOST_ETC = ['alternatives', 'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'localtime', 'ssl/openssl.cnf', 'nsswitch.conf', 'mime.types', 'gitconfig'];
+
+const signalNumbers: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGABRT: 6, SIGKILL: 9, SIGSEGV: 11, SIGPIPE: 13, SIGALRM: 14, SIGTERM: 15 };
+
+export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider & { memoryBytes(id: string): Promise<number> } {
+  const root = opts.root;
+  const hostUid = opts.hostUid ?? 2_000_000;
+  const bwrapName = opts.bwrap ?? 'bwrap';
+  let tools: { bwrap: string; ip: string; nft: string; nsenter: string; setpriv: string; cgroups: CgroupVersion } | null = null;
+
+  async function check() {
+    const bwrap = requireProgram(bwrapName, 'bwrap');
+    const found = { bwrap, ip: requireProgram('ip'), nft: requireProgram('nft'), nsenter: requireProgram('nsenter'), setpriv: requireProgram('setpriv') };
+    if (process.getuid?.() !== 0) throw new SandboxError('unavailable', 'the local provider must run as root: it makes network namespaces, veth pairs and cgroups');
+    const cgroups = cgroupVersion();
+    if (!cgroups) throw new SandboxError('unavailable', 'no usable cgroup hierarchy under /sys/fs/cgroup (need v2, or v1 with the memory and freezer controllers)');
+    await fs.mkdir(root, { recursive: true });
+    // bubblewrap runs as the unprivileged sandbox uid and must reach each sandbox's directory.
+    await fs.chmod(root, 0o711);
+    for (let dir = path.dirname(path.resolve(root)); ; dir = path.dirname(dir)) {
+      if (((await fs.stat(dir)).mode & 0o001) === 0) throw new SandboxError('unavailable', `${dir} is closed to the sandbox user: every directory above SERVICE_SANDBOX_DIR (${root}) must be searchable by others (chmod o+x ${dir})`);
+      if (dir === path.dirname(dir)) break;
+    }
+    tools = { ...found, cgroups };
+  }
+  async function ready() {
+    if (!tools) await check();
+    return tools!;
+  }
+
+  const dirOf = (id: string) => {
+    if (!ID.test(id)) throw new SandboxError('not_found', `"${id}" is not a sandbox id`);
+    return path.join(root, id);
+  };
+  const names = (id: string) => {
+    const tag = resourceTag(id);
+    return { netns: `chs-${tag}`, peer: `chp${tag}`, cgroup: `chs-${tag}` };
+  };
+  const cgroupOf = async (id: string) => new Cgroup((await ready()).cgroups, names(id).cgroup);
+
+  async function readRecord(id: string): Promise<SandboxRecord> {
+    const text = await fs.readFile(path.join(dirOf(id), 'sandbox.json'), 'utf8').catch(() => null);
+    if (text === null) throw new SandboxError('not_found', `no sandbox ${id} on this host`);
+    return JSON.parse(text) as SandboxRecord;
+  }
+  async function writeRecord(id: string, rec: SandboxRecord) {
+    const file = path.join(dirOf(id), 'sandbox.json');
+    await fs.writeFile(`${file}.tmp`, JSON.stringify(rec));
+    await fs.rename(`${file}.tmp`, file);
+  }
+
+  const serial = createKeyedQueue();
+
+  async function initAlive(id: string, rec: SandboxRecord): Promise<boolean> {
+    if (!rec.pid || !existsSync(`/proc/${rec.pid}`)) return false;
+    return (await cgroupOf(id)).holds(rec.pid);
+  }
+
+  async function statusOf(id: string, rec: SandboxRecord): Promise<SandboxStatus> {
+    let state = rec.state;
+    // Processes gone behind our back (a reboot, an OOM kill of init) leave a deep sleep: disk only.
+    if ((state === 'running' || state === 'sleeping') && !(await initAlive(id, rec))) state = 'deep_sleep';
+    return { state, network: rec.spec.network };
+  }
+
+  /** The sandbox's own /etc: what its user, name lookups and TLS see. */
+  async function writeEtc(dir: string, caPem: string | null | undefined) {
+    const etc = path.join(dir, 'etc');
+    await fs.mkdir(path.join(etc, 'ssl', 'certs'), { recursive: true });
+    await fs.writeFile(path.join(etc, 'passwd'), `root:x:0:0:root:/root:/usr/sbin/nologin\nagent:x:${INSIDE_UID}:${INSIDE_UID}:agent:/workspace:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`);
+    await fs.writeFile(path.join(etc, 'group'), `root:x:0:\nagent:x:${INSIDE_UID}:\nnogroup:x:65534:\n`);
+    await fs.writeFile(path.join(etc, 'hostname'), 'sandbox\n');
+    await fs.writeFile(path.join(etc, 'hosts'), '127.0.0.1 localhost sandbox\n');
+    // No DNS: the gateway resolves names; the sandbox only speaks to it as a proxy.
+    await fs.writeFile(path.join(etc, 'resolv.conf'), '');
+    await fs.writeFile(path.join(etc, SANDBOX_CA_PATH.replace(/^\/etc\//, '')), caPem ?? '');
+    for (const f of HOST_ETC) {
+      const host = path.join('/etc', f);
+      if (!existsSync(host)) continue;
+      const target = path.join(etc, f);
+      await fs.mkdir(path.dirname(target), { recursive: true });
+      if (lstatSync(host).isDirectory()) await fs.mkdir(target, { recursive: true });
+      else await fs.writeFile(target, '', { flag: 'a' });
+    }
+  }
+
+  function bwrapArgs(dir: string): string[] {
+    const args = ['--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--uid', String(INSIDE_UID), '--gid', String(INSIDE_UID), '--hostname', 'sandbox', '--cap-drop', 'ALL'];
+    args.push('--ro-bind', '/usr', '/usr');
+    for (const d of ['bin', 'lib', 'lib64', 'sbin', 'lib32', 'libx32']) {
+      const host = `/${d}`;
+      if (!existsSync(host)) continue;
+      if (lstatSync(host).isSymbolicLink()) args.push('--symlink', `usr/${d}`, host);
+      else args.push('--ro-bind', host, host);
+    }
+    args.push('--ro-bind', path.join(dir, 'etc'), '/etc');
+    for (const f of HOST_ETC) if (existsSync(path.join('/etc', f))) args.push('--ro-bind', path.join('/etc', f), path.join('/etc', f));
+    args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--tmpfs', '/run', '--bind', path.join(dir, 'workspace'), '/workspace', '--chdir', '/workspace');
+    return args;
+  }
+
+  /** Starts the init process under bubblewrap inside the namespace and cgroup; resolves with its host pid. */
+  async function startInit(id: string): Promise<number> {
+    const t = await ready();
+    const n = names(id);
+    const cg = await cgroupOf(id);
+    const child = spawn(
+      '/bin/sh',
+      ['-c', ENTER_CGROUP, 'sh', t.ip, 'netns', 'exec', n.netns, t.setpriv, `--reuid=${hostUid}`, `--regid=${hostUid}`, '--clear-groups', t.bwrap, ...bwrapArgs(dirOf(id)), '--info-fd', '3', '--', ...INIT_COMMAND],
+      // Detached with no stdio of ours: the sandbox outlives a host process that is killed.
+      { detached: true, stdio: ['ignore', 'ignore', 'pipe', 'pipe'], env: { PATH: DEFAULT_PATH, CH_CGROUP_PROCS: cg.procsFiles().join(' ') } },
+    );
+    let stderr = '';
+    let info = '';
+    let exited: string | null = null;
+    child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
+    const infoStream = child.stdio[3] as NodeJS.ReadableStream;
+    infoStream.on('data', (d: Buffer) => (info += d.toString()));
+    child.on('exit', (code, signal) => (exited = `bubblewrap exited (${signal ?? code})`));
+    child.on('error', (err) => (exited = err.message));
+    // bubblewrap reports its PID 1 before it has finished setting the namespaces up; the init
+    // command runs only once they are, so its pid is the one exec joins.
+    let initPid = 0;
+    await pollUntil(async () => {
+      const outer = /"child-pid"\s*:\s*(\d+)/.exec(info)?.[1];
+      if (outer) {
+        const children = await fs.readFile(`/proc/${outer}/task/${outer}/children`, 'utf8').catch(() => '');
+        for (const c of children.split(' ').filter(Boolean)) {
+          const cmd = await fs.readFile(`/proc/${c}/cmdline`, 'utf8').catch(() => '');
+          if (cmd.startsWith(`${INIT_COMMAND[0]}\0`)) initPid = Number(c);
+        }
+      }
+      return initPid > 0 || exited !== null;
+    }, 800, 10);
+    child.stderr!.destroy();
+    infoStream.removeAllListeners();
+    (infoStream as unknown as { destroy(): void }).destroy();
+    child.unref();
+    if (!initPid) {
+      if (!exited) {
+        try {
+          process.kill(-child.pid!, 'SIGKILL');
+        } catch {
+          // gone
+        }
+      }
+      throw new SandboxError('failed', `sandbox ${id} did not start: ${exited ?? 'its init process never ran'}${stderr.trim() ? `: ${stderr.trim()}` : ''}`);
+    }
+    return initPid;
+  }
+
+  /** Everything a sandbox holds on the host besides its directory, made (again) where missing. */
+  async function ensureHostSide(id: string, spec: SandboxRecord['spec']) {
+    const t = await ready();
+    const n = names(id);
+    await ensureVethNamespace(t.ip, n.netns, n.peer, spec.network);
+    await ensureFirewall(t.nft, spec.network, opts.gatewayPort);
+    await (await cgroupOf(id)).ensure({ vcpus: spec.vcpus, memoryMib: spec.memoryMib });
+  }
+
+  /** Frees every host resource of a sandbox; each step runs even when an earlier one failed. */
+  async function teardown(id: string, network: SandboxRecord['spec']['network'] | null, keepDir: boolean) {
+    const t = await ready();
+    const n = names(id);
+    const failures: string[] = [];
+    const step = async (what: string, fn: () => Promise<unknown>) => {
+      try {
+        await fn();
+      } catch (err) {
+        failures.push(`${what}: ${(err as Error).message}`);
+      }
+    };
+    await step('processes', async () => (await cgroupOf(id)).remove());
+    await step('network', () => removeVethNamespace(t.ip, n.netns, network?.hostInterface ?? `chv${resourceTag(id)}`));
+    if (network) await step('firewall', () => removeFirewall(t.nft, network.hostInterface));
+    if (!keepDir) await step('files', () => fs.rm(dirOf(id), { recursive: true, force: true }));
+    if (failures.length) throw new SandboxError('failed', `sandbox ${id} was not fully removed: ${failures.join('; ')}`);
+  }
+
+  async function requireRunning(id: string): Promise<SandboxRecord> {
+    const rec = await readRecord(id);
+    const status = await statusOf(id, rec);
+    if (status.state !== 'running') throw new SandboxError('wrong_state', `sandbox ${id} is ${status.state}, not running; wake it first`);
+    return rec;
+  }
+
+  async function exec(id: string, req: ExecRequest): Promise<ExecHandle> {
+    if (!Array.isArray(req.argv) || req.argv.length === 0 || req.argv.some((a) => typeof a !== 'string' || a.includes('\0'))) throw new SandboxError('failed', 'exec needs a command: argv is empty or holds a non-string');
+    // env(1) would read a first word with "=" as a variable, not as the command.
+    if (req.argv[0].includes('=')) throw new SandboxError('failed', `exec: "${req.argv[0].slice(0, 100)}" is not a command name`);
+    const rec = await requireRunning(id);
+    const t = await ready();
+    const cg = await cgroupOf(id);
+    const env: Record<string, string> = { PATH: DEFAULT_PATH, HOME: '/workspace', USER: 'agent', LANG: 'C.UTF-8', ...rec.spec.env, ...req.env };
+    const assignments = Object.entries(env).filter(([k]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(k)).map(([k, v]) => `${k}=${v}`);
+    const cwd = req.cwd ?? '/workspace';
+    const child = spawn(
+      '/bin/sh',
+      ['-c', ENTER_CGROUP, 'sh', t.nsenter, '-t', String(rec.pid), '-U', '-m', '-p', '-i', '-n', '-u', '-C', '-r', '-w', '-S', String(INSIDE_UID), '-G', String(INSIDE_UID), '--', '/usr/bin/env', '-i', '-C', cwd, ...assignments, ...req.argv],
+      { detached: true, stdio: ['pipe', 'pipe', 'pipe'], env: { PATH: DEFAULT_PATH, CH_CGROUP_PROCS: cg.procsFiles().join(' ') } },
+    );
+    const killTree = () => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // already ended
+      }
+    };
+    if (req.signal?.aborted) killTree();
+    req.signal?.addEventListener('abort', killTree, { once: true });
+    // Resolves once the command has ended and its output is read to the end (a background
+    // process still holding stdout keeps it open; an abort ends the whole process group).
+    const exit = new Promise<number>((resolve, reject) => {
+      child.on('error', (err) => reject(new SandboxError('failed', `exec in sandbox ${id} failed: ${err.message}`)));
+      child.on('close', (code, signal) => {
+        req.signal?.removeEventListener('abort', killTree);
+        resolve(code ?? 128 + (signal ? (signalNumbers[signal] ?? 1) : 1));
+      });
+    });
+    // A command that stops reading its stdin must not crash the host with EPIPE.
+    child.stdin!.on('error', () => {});
+    return { stdin: child.stdin!, stdout: child.stdout!, stderr: child.stderr!, exit };
+  }
+
+  /** Runs a command to its end with `input` on stdin; resolves with its exit code and stderr. */
+  async function execCollect(id: string, argv: string[], input: Buffer | string): Promise<{ code: number; stderr: string }> {
+    const h = await exec(id, { argv });
+    let stderr = '';
+    h.stdout.resume();
+    h.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    h.stdin.end(input);
+    return { code: await h.exit, stderr };
+  }
+
+  return {
+    name: 'local',
+    check,
+
+    create: (spec) =>
+      serial(spec.id, async () => {
+        await ready();
+        const dir = dirOf(spec.id);
+        if (existsSync(path.join(dir, 'sandbox.json'))) throw new SandboxError('wrong_state', `sandbox ${spec.id} already exists on this host`);
+        const { caPem, ...kept } = spec;
+        const rec: SandboxRecord = { spec: kept, state: 'starting', pid: null };
+        try {
+          await fs.mkdir(path.join(dir, 'workspace'), { recursive: true });
+          await fs.chmod(dir, 0o711);
+          await fs.chown(path.join(dir, 'workspace'), hostUid, hostUid);
+          await writeEtc(dir, caPem);
+          await writeRecord(spec.id, rec);
+          await ensureHostSide(spec.id, kept);
+          rec.pid = await startInit(spec.id);
+          rec.state = 'running';
+          await writeRecord(spec.id, rec);
+        } catch (err) {
+          // Nothing stays running or mounted after a failed create.
+          await teardown(spec.id, spec.network, false).catch((e) => opts.logger?.error({ err: e, sandbox: spec.id }, 'cleanup after a failed create was incomplete'));
+          if (err instanceof SandboxError) throw err;
+          throw new SandboxError('failed', `sandbox ${spec.id} could not be made: ${(err as Error).message}`, { cause: err });
+        }
+        return statusOf(spec.id, rec);
+      }),
+
+    exec,
+
+    async copyIn(id, files) {
+      for (const f of files) {
+        const rel = f.path;
+        if (typeof rel !== 'string' || rel === '' || rel.length > 4096 || rel.startsWith('/') || rel.includes('\0') || rel.split('/').some((p) => p === '..' || p === '')) {
+          throw new SandboxError('failed', `cannot copy "${String(rel).slice(0, 200)}": a path must be relative to /workspace, without empty or .. parts`);
+        }
+        const mode = (f.mode ?? 0o644) & 0o7777;
+        // Written from inside, as the sandbox user: a link the sandbox made cannot point the write outside it.
+        const r = await execCollect(id, ['/bin/sh', '-c', 'umask 022; d=$(dirname -- "$1"); mkdir -p -- "$d" && rm -f -- "$1" && cat > "$1" && chmod "$2" -- "$1"', 'sh', `/workspace/${rel}`, mode.toString(8)], f.content);
+        if (r.code !== 0) throw new SandboxError('failed', `cannot copy ${rel} into sandbox ${id}: ${r.stderr.trim() || `exit ${r.code}`}`);
+      }
+    },
+
+    sleep: (id, depth) =>
+      serial(id, async () => {
+        const rec = await readRecord(id);
+        const now = (await statusOf(id, rec)).state;
+        const cg = await cgroupOf(id);
+        if (depth === 'sleep') {
+          if (now !== 'running') throw new SandboxError('wrong_state', `sandbox ${id} is ${now}; only a running sandbox sleeps`);
+          await cg.freeze();
+          rec.state = 'sleeping';
+        } else {
+          if (now !== 'running' && now !== 'sleeping' && now !== 'deep_sleep') throw new SandboxError('wrong_state', `sandbox ${id} is ${now}; it cannot go into deep sleep`);
+          await cg.killAll();
+          rec.state = 'deep_sleep';
+          rec.pid = null;
+        }
+        await writeRecord(id, rec);
+        return statusOf(id, rec);
+      }),
+
+    wake: (id) =>
+      serial(id, async () => {
+        const rec = await readRecord(id);
+        const now = (await statusOf(id, rec)).state;
+        if (now === 'sleeping') {
+          await (await cgroupOf(id)).thaw();
+        } else if (now === 'deep_sleep') {
+          await ensureHostSide(id, rec.spec);
+          rec.pid = await startInit(id);
+        } else {
+          throw new SandboxError('wrong_state', `sandbox ${id} is ${now}; only a sleeping sandbox wakes`);
+        }
+        rec.state = 'running';
+        await writeRecord(id, rec);
+        return { ...(await statusOf(id, rec)), coldBooted: now === 'deep_sleep' };
+      }),
+
+    destroy: (id) =>
+      serial(id, async () => {
+        const rec = await readRecord(id).catch((err) => {
+          if (err instanceof SandboxError && err.code === 'not_found') return null;
+          throw err;
+        });
+        await teardown(id, rec?.spec.network ?? null, false);
+      }),
+
+    async status(id) {
+      return statusOf(id, await readRecord(id));
+    },
+
+    async list() {
+      const entries = await fs.readdir(root, { withFileTypes: true }).catch(() => []);
+      // A directory without its record is a create cut short: listed, so that it is cleaned up.
+      return entries.filter((e) => e.isDirectory() && ID.test(e.name)).map((e) => e.name);
+    },
+
+    /** Memory the sandbox's processes use now (for metrics and the bench). */
+    async memoryBytes(id) {
+      return (await cgroupOf(id)).memoryBytes();
+    },
+  };
+}

@@ -1,0 +1,201 @@
+/**
+ * The host end of a microVM's control channel: a connection to QEMU's unix socket behind the
+ * guest's virtio-serial port, speaking guest/frames.ts to the guest agent.
+ */
+import crypto from 'node:crypto';
+import net from 'node:net';
+import { PassThrough, Writable } from 'node:stream';
+import type { ExecHandle, ExecRequest } from '../../provider.ts';
+import { SandboxError } from '../../provider.ts';
+import { encodeFrame, FrameDecoder, type Frame } from './guest/frames.ts';
+
+interface Running {
+  stdout: PassThrough;
+  stderr: PassThrough;
+  resolve: (code: number) => void;
+  reject: (e: Error) => void;
+}
+
+export class Channel {
+  private readonly sock: net.Socket;
+  private readonly decoder = new FrameDecoder();
+  private readonly execs = new Map<string, Running>();
+  private readonly requests = new Map<string, { resolve: () => void; reject: (e: Error) => void }>();
+  private hello: { nonce: string; resolve: (boot: string) => void } | null = null;
+  private closedWith: Error | null = null;
+
+  private constructor(sock: net.Socket) {
+    this.sock = sock;
+    sock.on('data', (b: Buffer) => {
+      let frames: Frame[];
+      try {
+        frames = this.decoder.push(b);
+      } catch (err) {
+        this.close(new SandboxError('failed', `the guest agent sent a bad frame: ${(err as Error).message}`));
+        return;
+      }
+      for (const f of frames) this.onFrame(f);
+    });
+    sock.on('error', () => {});
+    sock.on('close', () => this.close(new SandboxError('failed', 'the control channel to the guest closed')));
+  }
+
+  /**
+   * Connects and waits for the guest agent to answer a hello (it may still be booting: the
+   * hello is repeated until `deadline`). Answers the channel and the guest's boot id.
+   */
+  static async open(socketPath: string, deadline: number, alive: () => boolean): Promise<{ channel: Channel; boot: string }> {
+    const sock = await new Promise<net.Socket>((resolve, reject) => {
+      const s = net.connect(socketPath);
+      s.once('connect', () => resolve(s));
+      s.once('error', (e) => reject(new SandboxError('failed', `cannot reach the guest's control socket: ${e.message}`)));
+    });
+    const ch = new Channel(sock);
+    const nonce = crypto.randomBytes(8).toString('hex');
+    const answered = new Promise<string>((resolve) => (ch.hello = { nonce, resolve }));
+    let boot: string | null = null;
+    void answered.then((b) => (boot = b));
+    while (boot === null) {
+      if (ch.closedWith) throw ch.closedWith;
+      if (!alive()) {
+        ch.close();
+        throw new SandboxError('failed', 'QEMU exited before the guest agent answered');
+      }
+      if (Date.now() > deadline) {
+        ch.close();
+        throw new SandboxError('failed', 'the guest agent did not answer in time');
+      }
+      ch.send({ t: 'hello', nonce });
+      await Promise.race([answered, new Promise((r) => setTimeout(r, 500))]);
+    }
+    return { channel: ch, boot };
+  }
+
+  private send(h: Frame['h'], body?: Buffer) {
+    if (this.closedWith) throw this.closedWith;
+    this.sock.write(encodeFrame(h, body));
+  }
+
+  private onFrame(f: Frame) {
+    const id = String(f.h.id ?? '');
+    switch (f.h.t) {
+      case 'hello':
+        if (this.hello && f.h.nonce === this.hello.nonce) this.hello.resolve(String(f.h.boot));
+        return;
+      case 'out':
+        this.execs.get(id)?.stdout.write(f.body);
+        return;
+      case 'err':
+        this.execs.get(id)?.stderr.write(f.body);
+        return;
+      case 'exit': {
+        const r = this.execs.get(id);
+        if (!r) return;
+        this.execs.delete(id);
+        if (typeof f.h.error === 'string') r.stderr.write(`${f.h.error}\n`);
+        r.stdout.end();
+        r.stderr.end();
+        r.resolve(Number(f.h.code));
+        return;
+      }
+      case 'done':
+      case 'error': {
+        const r = this.requests.get(id);
+        if (!r) return;
+        this.requests.delete(id);
+        if (f.h.t === 'done') r.resolve();
+        else r.reject(new SandboxError('failed', `the guest refused: ${String(f.h.message)}`));
+        return;
+      }
+    }
+  }
+
+  /** One request answered by done or error (write a file, set the clock, sync); a guest that never answers fails it after `timeoutMs`. */
+  request(h: Record<string, unknown> & { t: string }, body?: Buffer, timeoutMs = 60_000): Promise<void> {
+    const id = crypto.randomBytes(8).toString('hex');
+    return new Promise<void>((res, rej) => {
+      const timer = setTimeout(() => {
+        this.requests.delete(id);
+        rej(new SandboxError('failed', `the guest agent did not answer ${h.t} within ${Math.round(timeoutMs / 1000)} s`));
+      }, timeoutMs);
+      const resolve = () => (clearTimeout(timer), res());
+      const reject = (e: Error) => (clearTimeout(timer), rej(e));
+      this.requests.set(id, { resolve, reject });
+      try {
+        this.send({ ...h, id }, body);
+      } catch (err) {
+        this.requests.delete(id);
+        reject(err as Error);
+      }
+    });
+  }
+
+  exec(req: ExecRequest, env: Record<string, string>): ExecHandle {
+    const id = crypto.randomBytes(8).toString('hex');
+    const stdout = new PassThrough();
+    const stderr = new PassThrough();
+    let resolve!: (code: number) => void;
+    let reject!: (e: Error) => void;
+    const exit = new Promise<number>((res, rej) => ((resolve = res), (reject = rej)));
+    // The caller may never await exit; a channel that closes must not crash the host.
+    exit.catch(() => {});
+    this.execs.set(id, { stdout, stderr, resolve, reject });
+    const stdin = new Writable({
+      write: (chunk: Buffer, _enc, cb) => {
+        try {
+          this.send({ t: 'stdin', id }, chunk);
+          cb();
+        } catch (err) {
+          cb(err as Error);
+        }
+      },
+      final: (cb) => {
+        try {
+          this.send({ t: 'stdin_end', id });
+        } catch {
+          // the command is gone with the channel; nothing to end
+        }
+        cb();
+      },
+    });
+    stdin.on('error', () => {});
+    const onAbort = () => {
+      try {
+        this.send({ t: 'kill', id, signal: 'SIGKILL' });
+      } catch {
+        // channel closed: the exec already failed
+      }
+    };
+    if (req.signal) {
+      if (req.signal.aborted) queueMicrotask(onAbort);
+      else req.signal.addEventListener('abort', onAbort, { once: true });
+      void exit.finally(() => req.signal!.removeEventListener('abort', onAbort)).catch(() => {});
+    }
+    try {
+      this.send({ t: 'exec', id, argv: req.argv, cwd: req.cwd, env });
+    } catch (err) {
+      this.execs.delete(id);
+      reject(err as Error);
+    }
+    return { stdin, stdout, stderr, exit };
+  }
+
+  get closed(): boolean {
+    return this.closedWith !== null;
+  }
+
+  /** Ends the connection; running commands and requests fail with `why`. */
+  close(why: Error = new SandboxError('wrong_state', 'the sandbox stopped')) {
+    if (this.closedWith) return;
+    this.closedWith = why;
+    this.sock.destroy();
+    for (const r of this.execs.values()) {
+      r.stdout.end();
+      r.stderr.end();
+      r.reject(why);
+    }
+    this.execs.clear();
+    for (const r of this.requests.values()) r.reject(why);
+    this.requests.clear();
+  }
+}

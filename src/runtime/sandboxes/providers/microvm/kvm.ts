@@ -1,0 +1,59 @@
+/**
+ * Whether KVM can actually run a guest here. /dev/kvm's presence proves nothing: under nested
+ * virtualization without VMX the device opens, and then QEMU aborts the moment it sets up a
+ * `-cpu host` vCPU (MSR 0x10a). So the probe starts a paused microvm under KVM and asks it to
+ * run; only a guest that reports `running` counts.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import type { Logger } from 'pino';
+import { Qmp } from './qmp.ts';
+
+export async function kvmUsable(qemu = 'qemu-system-x86_64'): Promise<boolean> {
+  try {
+    fs.accessSync('/dev/kvm', fs.constants.R_OK | fs.constants.W_OK);
+  } catch {
+    return false;
+  }
+  const child = spawn(qemu, ['-M', 'microvm', '-accel', 'kvm', '-cpu', 'host', '-m', '16', '-nodefaults', '-no-user-config', '-display', 'none', '-S', '-qmp', 'stdio'], {
+    stdio: ['pipe', 'pipe', 'ignore'],
+  });
+  const exited = new Promise<boolean>((resolve) => {
+    child.on('error', () => resolve(false));
+    child.on('close', () => resolve(false));
+  });
+  const probe = (async () => {
+    const q = await Qmp.over(child.stdout, child.stdin, () => child.kill('SIGKILL'));
+    await q.execute('cont');
+    const s = await q.execute<{ status: string }>('query-status');
+    // A second round trip: a vCPU that cannot run has aborted QEMU by now.
+    const again = await q.execute<{ status: string }>('query-status');
+    return s.status === 'running' && again.status === 'running';
+  })().catch(() => false);
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  try {
+    return await Promise.race([probe, exited]);
+  } finally {
+    clearTimeout(timer);
+    child.kill('SIGKILL');
+  }
+}
+
+const decided = new Map<string, Promise<'kvm' | 'tcg'>>();
+
+/**
+ * The accelerator the provider uses: KVM when the probe passes, otherwise TCG, said once in
+ * the log. `forced` (from configuration) skips the probe.
+ */
+export function accelerator(qemu: string, logger: Logger, forced: 'auto' | 'kvm' | 'tcg' = 'auto'): Promise<'kvm' | 'tcg'> {
+  if (forced !== 'auto') return Promise.resolve(forced);
+  let p = decided.get(qemu);
+  if (!p) {
+    p = kvmUsable(qemu).then((ok) => {
+      if (!ok) logger.warn('microvm: KVM cannot run a guest on this host; using TCG (software emulation: slower boots and wakes)');
+      return ok ? 'kvm' : 'tcg';
+    });
+    decided.set(qemu, p);
+  }
+  return p;
+}

@@ -1,0 +1,148 @@
+import type { Logger } from 'pino';
+import { createChatServices } from './chat/app.ts';
+import type { Config } from './config.ts';
+import { createAgentsService } from './console/agents/agents.service.ts';
+import { createCatalogService } from './console/catalog/catalog.service.ts';
+import { createDestinationsService } from './console/destinations/destinations.service.ts';
+import { createDocumentsService } from './console/documents/documents.service.ts';
+import { createCheckpointsService } from './console/environments/checkpoints.service.ts';
+import { createEnvironmentsService } from './console/environments/environments.service.ts';
+import { createImagesService } from './console/environments/images.service.ts';
+import { createMcpServersService } from './console/mcp-servers/mcp-servers.service.ts';
+import { createReferences } from './console/references.ts';
+import { createRunsService } from './console/runs/runs.service.ts';
+import { createSessionService } from './console/session/session.service.ts';
+import { createSkillsService } from './console/skills/skills.service.ts';
+import { createSpendService } from './console/spend/spend.service.ts';
+import { createEgressOverridesService } from './console/teams/egress-overrides.service.ts';
+import { createLinksService } from './console/teams/links.service.ts';
+import { createTeamsService } from './console/teams/teams.service.ts';
+import { createTemplatesService, type EnvironmentSnapshot } from './console/templates/templates.service.ts';
+import { createUsersService } from './console/users/users.service.ts';
+import type { Db } from './db/database.ts';
+import { createHooks } from './hooks.ts';
+import { loadModelCatalog, type ModelCatalog } from './models/catalog.ts';
+import { createModelProxyClient } from './modelproxy/client.ts';
+import { runAdvance } from './runtime/engine/run-job.ts';
+import { canTakeWork } from './runtime/sandboxes/placement.ts';
+import { createSandboxesService } from './runtime/sandboxes/sandboxes.service.ts';
+import { loadCipher, type Cipher } from './secrets/cipher.ts';
+import { createSecretsService } from './secrets/secrets.service.ts';
+
+/** What is loaded once per process and handed to every component: the secrets cipher and the model catalogue. */
+export interface Shared {
+  cipher: Cipher;
+  models: ModelCatalog;
+}
+
+/** Loads the cipher (creating the key file on a first start) and the model catalogue; `crewhouse serve` does it once. */
+export function loadShared(config: Config): Shared {
+  return { cipher: loadCipher(config), models: loadModelCatalog(config.models) };
+}
+
+/**
+ * The composition root of every component (console, model proxy, chat, and the worker and
+ * gateway to come): builds each domain service once, hands each the narrow pieces it needs,
+ * and is the only place where one module is told how to react to another.
+ */
+export function createServices(deps: { config: Config; db: Db; logger: Logger } & Shared) {
+  const { config, db, cipher, models } = deps;
+  const hooks = createHooks();
+  // Name checks and usage counts between resource modules go through `references`, over the hooks.
+  const references = createReferences(hooks);
+  const secrets = createSecretsService({ db, cipher, references, hooks });
+  const destinations = createDestinationsService({ db, references, devDestinations: config.egressDevDestinations });
+  const images = createImagesService({ dir: config.imagesDir, logger: deps.logger });
+  const checkpoints = createCheckpointsService({ hooks });
+  const environments = createEnvironmentsService({ db, references, images });
+  const skills = createSkillsService({ db });
+  const users = createUsersService({ db, publicBaseUrl: config.publicBaseUrl });
+  const sessions = createSessionService({ db, users });
+  const documents = createDocumentsService({ db, hooks });
+  const agents = createAgentsService({ db, references, models, documents, publicBaseUrl: config.publicBaseUrl });
+  const catalog = createCatalogService({ models });
+  const environmentOf = (name: string): Promise<EnvironmentSnapshot | null> => environments.snapshot(name);
+  const templates = createTemplatesService({ db, references, models, environmentOf });
+  const proxy = createModelProxyClient(config);
+  const spend = createSpendService({ proxy });
+  const runs = createRunsService({
+    db,
+    // Late-bound: the teams service is built after runs (it reads their activity).
+    team: (name) => teams.forRun(name),
+    agentVersion: async (agent) => (await agents.versionForRun(agent)).version,
+    isBudgetSpent: (team) => teams.isBudgetSpent(team),
+    hostProblem: async (team) => {
+      const answer = await canTakeWork(db, { deadAfterSeconds: config.sandboxHostDeadAfter }, team);
+      return answer.ok ? null : (answer.reason ?? 'no live sandbox host (and its gateway) can take the team\'s work');
+    },
+    advance: async (trx, runId) => void (await runAdvance.enqueue(trx, { run_id: runId })),
+    price: (model) => {
+      const alias = models.get(model);
+      return { input: alias?.input_usd_per_mtok ?? 0, output: alias?.output_usd_per_mtok ?? 0 };
+    },
+    jaegerUrl: config.jaegerUrl,
+  });
+  const sandboxes = createSandboxesService({ db });
+  const teams = createTeamsService({
+    db,
+    runs,
+    sandboxes,
+    users,
+    models,
+    references,
+    templates,
+    // A role whose agent version cannot be read shows without the agent's settings, and says why in the log.
+    agentVersion: (agent) =>
+      agents.versionForRun(agent).catch((err) => {
+        deps.logger.warn({ err, agent }, 'reading the agent version of a team role failed');
+        return null;
+      }),
+    hooks,
+    proxy,
+    spend,
+    cipher,
+  });
+  const links = createLinksService({ db, codeHostInstalled: null });
+  const egressOverrides = createEgressOverridesService({ db, references });
+  const mcpServers = createMcpServersService({ db, references, secrets, teams, hooks, logger: deps.logger });
+
+  // Which names exist: each kind's owner answers.
+  hooks.on('unknown:secret', (names, q) => secrets.unknown(names, q));
+  hooks.on('unknown:destination', (names, q) => destinations.unknown(names, q));
+  hooks.on('unknown:environment', (names, q) => environments.unknown(names, q));
+  hooks.on('unknown:skill', (names, q) => skills.unknown(names, q));
+  hooks.on('unknown:agent', (names, q) => agents.unknown(names, q));
+  hooks.on('unknown:tool', (names) => agents.unknownTools(names));
+  hooks.on('unknown:mcp_server', (names, q) => mcpServers.unknown(names, q));
+  hooks.on('unknown:template', (names, q) => templates.unknown(names, q));
+  // Who uses a name: every module that names things of the kind counts (a delete answers 409 while any does).
+  hooks.on('uses:secret', (name, q) => destinations.countInjecting(name, q));
+  hooks.on('uses:secret', (name, q) => mcpServers.usesOf('secret', name, q));
+  hooks.on('uses:destination', (name, q) => agents.usesOf('destination', name, q));
+  hooks.on('uses:destination', (name, q) => mcpServers.usesOf('destination', name, q));
+  hooks.on('uses:destination', (name, q) => teams.countOverridesNaming(name, q));
+  hooks.on('uses:environment', (name, q) => agents.usesOf('environment', name, q));
+  hooks.on('uses:environment', (name, q) => templates.countCurrentUses('environment', name, q));
+  hooks.on('uses:mcp_server', (name, q) => destinations.countInjectingMcp(name, q));
+  hooks.on('uses:mcp_server', (name, q) => agents.usesOf('mcp_server', name, q));
+  hooks.on('uses:mcp_server', (name, q) => templates.countCurrentUses('mcp_servers', name, q));
+  hooks.on('uses:agent', (name, q) => templates.countCurrentUses('agent', name, q));
+  hooks.on('uses:agent', (name, q) => teams.countTeamsUsingAgent(name, q));
+  hooks.on('uses:template', (name, q) => teams.countActiveByTemplate(name, q));
+  // Owners of other modules' rows (documents, team MCP servers), locked while those are written.
+  hooks.on('lock:agent', (q, name) => agents.lockShared(q, name));
+  hooks.on('lock:team', (q, name) => teams.lockLiveShared(q, name));
+  hooks.on('checkpointUses', () => environments.checkpointUses());
+  hooks.on('checkpointUses', () => teams.checkpointUses());
+  // Reactions, inside the transaction of the change.
+  hooks.on('teamArchived', (trx, _actor, team) => runs.cancelOpenRuns(trx, team.id));
+  hooks.on('teamArchived', (trx, _actor, team) => sandboxes.destroyAllOf(trx, team.id));
+  hooks.on('teamArchived', (trx, _actor, team) => documents.deleteAllOf(trx, 'team', team.name));
+  hooks.on('teamArchived', (trx, actor, team) => mcpServers.removeAllOf(trx, actor, team.name));
+  hooks.on('secretRemoved', (trx, actor, secret) => destinations.stopInjecting(trx, actor, secret));
+
+  const chat = createChatServices({ db, cipher });
+  return { hooks, references, models, runs, sandboxes, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, egressOverrides, mcpServers, chat };
+}
+
+export type Services = ReturnType<typeof createServices>;
