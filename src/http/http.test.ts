@@ -219,3 +219,25 @@ describe('closing a server', () => {
     assert.deepEqual(outcome, { done: true });
   });
 });
+
+describe('deeply nested JSON', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await testApp();
+  });
+  after(() => t.close());
+
+  test('JSON nested 10,000 levels deep (arrays or objects) is a 400 problem, not a stack overflow', async () => {
+    const arrays = '['.repeat(10_000) + ']'.repeat(10_000);
+    const objects = '{"a":'.repeat(10_000) + '1' + '}'.repeat(10_000);
+    for (const raw of [arrays, objects, `{"name":"deep","role":"viewer","x":${arrays}}`]) {
+      const res = await t.request({ method: 'POST', url: '/api/v1/users', token: t.adminToken, raw, headers: { 'content-type': 'application/json' } });
+      assertProblem(res, 400);
+      assert.match(res.body.detail, /nests deeper than 100 levels/);
+    }
+    // Nesting up to the bound is not refused for its depth.
+    const shallow = await t.request({ method: 'POST', url: '/api/v1/users', token: t.adminToken, raw: '['.repeat(100) + ']'.repeat(100), headers: { 'content-type': 'application/json' } });
+    assertProblem(shallow, 400);
+    assert.doesNotMatch(shallow.body.detail, /nests deeper/);
+  });
+});

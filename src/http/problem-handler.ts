@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { App } from './kernel.ts';
 import { Problem, problems } from './problems.ts';
-import { fieldProblems, findNul } from './validation.ts';
+import { fieldProblems, inspectJson, MAX_JSON_DEPTH } from './validation.ts';
 
 /** PostgreSQL error codes that are the caller's doing, mapped once. */
 function fromDatabase(err: { code?: string; constraint?: string }): Problem | null {
@@ -75,11 +75,14 @@ export function useProblems(app: App): void {
   app.setErrorHandler((err: FastifyError, request, reply) => sendProblem(reply, toProblem(err, request)));
   app.addHook('preValidation', async (request) => {
     for (const part of ['body', 'query', 'params'] as const) {
-      const field = findNul(request[part]);
-      if (field !== null) {
-        const name = field || (part === 'body' ? '(body)' : `(${part})`);
-        throw problems.badRequest(`${name} holds a NUL character, which cannot be stored`, [{ field: name, message: 'must not contain a NUL character' }]);
+      const found = inspectJson(request[part]);
+      if (found === null) continue;
+      const field = 'nul' in found ? found.nul : found.tooDeep;
+      const name = field || (part === 'body' ? '(body)' : `(${part})`);
+      if ('tooDeep' in found) {
+        throw problems.badRequest(`the ${part} nests deeper than ${MAX_JSON_DEPTH} levels`, [{ field: name, message: `nests deeper than ${MAX_JSON_DEPTH} levels` }]);
       }
+      throw problems.badRequest(`${name} holds a NUL character, which cannot be stored`, [{ field: name, message: 'must not contain a NUL character' }]);
     }
   });
   app.setNotFoundHandler((request, reply) => sendProblem(reply, problems.routeNotFound(request.method, request.url.split('?')[0])));

@@ -78,19 +78,33 @@ export function fieldProblems(errors: ErrorObject[], part: string | undefined): 
   });
 }
 
+/** JSON nested deeper than this is refused: nothing we store nests so deep, and recursive code downstream must not overflow. */
+export const MAX_JSON_DEPTH = 100;
+
 /**
- * The first string in a parsed request part that holds a NUL character, by its field path.
- * PostgreSQL cannot store NUL in text or jsonb, so such a value is refused up front (400
- * naming the field) instead of failing in the database.
+ * What is wrong with a parsed request part, if anything: it nests deeper than MAX_JSON_DEPTH
+ * (`tooDeep`), or a string or key in it holds a NUL character (`nul`: the field path, '' for
+ * the part itself), which PostgreSQL cannot store in text or jsonb. Walks iteratively, so no
+ * input can overflow the stack; the first problem in document order is named.
  */
-export function findNul(value: unknown, path = ''): string | null {
-  if (typeof value === 'string') return value.includes('\u0000') ? path : null;
-  if (value === null || typeof value !== 'object' || ArrayBuffer.isView(value)) return null;
-  for (const [k, v] of Object.entries(value)) {
-    const at = path ? `${path}.${k}` : k;
-    if (k.includes('\u0000')) return at;
-    const found = findNul(v, at);
-    if (found !== null) return found;
+export function inspectJson(value: unknown, maxDepth = MAX_JSON_DEPTH): { nul: string } | { tooDeep: string } | null {
+  const stack: Array<{ value: unknown; path: string; depth: number }> = [{ value, path: '', depth: 0 }];
+  while (stack.length > 0) {
+    const { value: v, path, depth } = stack.pop()!;
+    if (typeof v === 'string') {
+      if (v.includes('\u0000')) return { nul: path };
+      continue;
+    }
+    if (v === null || typeof v !== 'object' || ArrayBuffer.isView(v)) continue;
+    if (depth >= maxDepth) return { tooDeep: path };
+    const entries = Object.entries(v);
+    // Pushed last to first, so they come off the stack in document order.
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const [k, child] = entries[i];
+      const at = path ? `${path}.${k}` : k;
+      if (k.includes('\u0000')) return { nul: at };
+      stack.push({ value: child, path: at, depth: depth + 1 });
+    }
   }
   return null;
 }
