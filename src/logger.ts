@@ -36,9 +36,35 @@ export function createLogger(opts: { level: string; destination?: pino.Destinati
   );
 }
 
-/** A URL for logs with credential-like query parameters censored. */
+/**
+ * Query parameter names that carry credentials: any name holding one of these words (so
+ * `access_token`, `refresh_token`, `x-api-key`, `client_secret`, `sig`, `code`, ...).
+ */
+const CREDENTIAL_NAME = /token|key|secret|passw|pwd|auth|credential|sig|session|cookie|csrf|jwt|bearer|^code$|ticket|otp|nonce/i;
+
+function decodedName(raw: string): string {
+  try {
+    return decodeURIComponent(raw.replace(/\+/g, ' '));
+  } catch {
+    return raw;
+  }
+}
+
+/** A URL for logs with the value of every credential-like query parameter censored. */
 export function redactUrl(url: string): string {
-  return url.replace(/([?&](?:token|key|api_key|secret|password|code)=)[^&#]*/gi, '$1[redacted]');
+  const q = url.indexOf('?');
+  if (q < 0) return url;
+  const hash = url.indexOf('#', q);
+  const query = url.slice(q + 1, hash < 0 ? undefined : hash);
+  const censored = query
+    .split('&')
+    .map((pair) => {
+      const eq = pair.indexOf('=');
+      if (eq < 0) return pair;
+      return CREDENTIAL_NAME.test(decodedName(pair.slice(0, eq))) ? `${pair.slice(0, eq)}=[redacted]` : pair;
+    })
+    .join('&');
+  return url.slice(0, q + 1) + censored + (hash < 0 ? '' : url.slice(hash));
 }
 
 export type { Logger };

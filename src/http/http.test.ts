@@ -133,13 +133,18 @@ describe('HTTP conventions', () => {
     const minted = await t.request({ method: 'POST', url: '/api/v1/session/tokens', headers: { cookie, 'x-console-csrf': csrf }, body: { name: 'logged?' } });
     assert.equal(minted.status, 201);
     await t.request({ method: 'GET', url: `/api/v1/me?token=${minted.body.token}`, token: minted.body.token });
+    // RFC 6750's name, and other credential-like names, plain or percent-encoded: refused, and censored in the log.
+    const aside = ['chk_aside-access', 'chk_aside-refresh', 'aside-client-secret', 'aside-sig', 'aside-encoded'];
+    await t.request({ method: 'GET', url: `/api/v1/me?access_token=${aside[0]}&view=plain&refresh_token=${aside[1]}&client_secret=${aside[2]}&X-Amz-Signature=${aside[3]}&access%5Ftoken=${aside[4]}` });
     await t.request({ method: 'GET', url: '/api/v1/me', token: 'chk_definitely-not-a-token' });
     await t.request({ method: 'POST', url: '/api/v1/session', body: { name: 'logcheck', password: 'wrong ' + password } });
-    const secrets = [t.adminToken, created.body.setup_token, cookie.split('=')[1], csrf, minted.body.token, password, 'chk_definitely-not-a-token'];
+    const secrets = [t.adminToken, created.body.setup_token, cookie.split('=')[1], csrf, minted.body.token, password, 'chk_definitely-not-a-token', ...aside];
     const all = t.logs.join('\n');
     assert.ok(t.logs.length > 5);
     for (const s of secrets) assert.ok(!all.includes(s), `a log line holds ${s.slice(0, 6)}...`);
     assert.match(all, /token=\[redacted\]/);
+    // Only credentials are censored: the rest of the URL stays readable.
+    assert.match(all, /\?access_token=\[redacted\]&view=plain&refresh_token=\[redacted\]/);
   });
 
   test('the logger censors credential headers and database query parameters wherever they are logged', () => {
