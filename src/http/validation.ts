@@ -83,16 +83,18 @@ export const MAX_JSON_DEPTH = 100;
 
 /**
  * What is wrong with a parsed request part, if anything: it nests deeper than MAX_JSON_DEPTH
- * (`tooDeep`), or a string or key in it holds a NUL character (`nul`: the field path, '' for
- * the part itself), which PostgreSQL cannot store in text or jsonb. Walks iteratively, so no
+ * (`tooDeep`), or (unless `nul: false`) a string or key in it holds a NUL character (`nul`: the
+ * field path, '' for the part itself), which PostgreSQL cannot store in text or jsonb. Walks iteratively, so no
  * input can overflow the stack; the first problem in document order is named.
  */
-export function inspectJson(value: unknown, maxDepth = MAX_JSON_DEPTH): { nul: string } | { tooDeep: string } | null {
+export function inspectJson(value: unknown, opts: { maxDepth?: number; nul?: boolean } = {}): { nul: string } | { tooDeep: string } | null {
+  const maxDepth = opts.maxDepth ?? MAX_JSON_DEPTH;
+  const nul = opts.nul ?? true;
   const stack: Array<{ value: unknown; path: string; depth: number }> = [{ value, path: '', depth: 0 }];
   while (stack.length > 0) {
     const { value: v, path, depth } = stack.pop()!;
     if (typeof v === 'string') {
-      if (v.includes('\u0000')) return { nul: path };
+      if (nul && v.includes('\u0000')) return { nul: path };
       continue;
     }
     if (v === null || typeof v !== 'object' || ArrayBuffer.isView(v)) continue;
@@ -102,7 +104,7 @@ export function inspectJson(value: unknown, maxDepth = MAX_JSON_DEPTH): { nul: s
     for (let i = entries.length - 1; i >= 0; i--) {
       const [k, child] = entries[i];
       const at = path ? `${path}.${k}` : k;
-      if (k.includes('\u0000')) return { nul: at };
+      if (nul && k.includes('\u0000')) return { nul: at };
       stack.push({ value: child, path: at, depth: depth + 1 });
     }
   }

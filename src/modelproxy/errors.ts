@@ -49,7 +49,8 @@ export const proxyErrors = {
   internal: () => new ProxyError(500, 'server_error', 'internal_error', 'the proxy failed to answer; the error was logged with this request id'),
 };
 
-function sendError(reply: FastifyReply, err: ProxyError) {
+/** Answers with the error in OpenAI's format, with its status and headers. */
+export function sendProxyError(reply: FastifyReply, err: ProxyError) {
   for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
   return reply.status(err.status).type('application/json').send(err.toJSON());
 }
@@ -82,6 +83,6 @@ export function toProxyError(err: FastifyError, request: FastifyRequest): ProxyE
 
 /** The proxy's error and not-found handlers. */
 export function useProxyErrors(app: App) {
-  app.setErrorHandler((err: FastifyError, request, reply) => sendError(reply, toProxyError(err, request)));
-  app.setNotFoundHandler((request, reply) => sendError(reply, proxyErrors.notFound(`no route ${request.method} ${request.url.split('?')[0].slice(0, 200)}`)));
+  app.setErrorHandler((err: FastifyError, request, reply) => sendProxyError(reply, toProxyError(err, request)));
+  app.setNotFoundHandler((request, reply) => sendProxyError(reply, proxyErrors.notFound(`no route ${request.method} ${request.url.split('?')[0].slice(0, 200)}`)));
 }

@@ -510,6 +510,10 @@ function createLedger(db: Db, onError: (err: unknown, lost: number) => void, for
   const ledger = {
     ready,
     users: 0,
+    async authenticate(keyHash: string): Promise<boolean> {
+      const k = await keyFor(keyHash);
+      return k !== null && !k.revoked;
+    },
     reserve(r: ReserveInput): Promise<Reservation> {
       const k = keyFor(r.keyHash);
       return k instanceof Promise ? k.then((entry) => admit(entry, r)) : Promise.resolve(admit(k, r));

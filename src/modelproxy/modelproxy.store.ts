@@ -38,6 +38,8 @@ export const WRITE_BEHIND_MS = 10;
  * `limitsChanged` after an admin changed a key's or a team's limits.
  */
 export interface Admission {
+  /** Whether a key exists and is not revoked; for refused requests only (a reservation authenticates too). */
+  authenticate(keyHash: string): Promise<boolean>;
   reserve(r: ReserveInput): Promise<Reservation>;
   settle(s: Settlement): void;
   drain(): Promise<void>;
@@ -57,6 +59,10 @@ export function createDatabaseAdmission(db: Db, onError: (err: unknown, count: n
   const reserver = createReserver(db);
   const settler = createSettler(db, onError, { delayMs: WRITE_BEHIND_MS, yieldTo: reserver.idle });
   return {
+    authenticate: async (keyHash) => {
+      const row = await db.selectFrom('mp_keys').select('revoked_at').where('key_hash', '=', keyHash).executeTakeFirst();
+      return row !== undefined && row.revoked_at === null;
+    },
     reserve: reserver,
     settle: (s) => settler.push(s),
     drain: () => settler.drain(),
