@@ -1,5 +1,6 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
+import { fromDatabase } from '../errors/errors.ts';
 import { addDuration, parseDuration, utcDay, type Duration } from './durations.ts';
 import type { MpSpendDailyTable } from './modelproxy.tables.ts';
 import { type Admission, type Reservation, type ReserveInput, type Settlement } from './modelproxy.store.ts';
@@ -104,10 +105,10 @@ export interface Ledger extends Admission {
   ready: Promise<void>;
 }
 
-/** PostgreSQL error classes for bad data (22) and broken constraints (23): retrying the same rows cannot help. */
+/** Bad data or a broken constraint: retrying the same rows cannot help (a timeout or a lost connection can). */
 const isDataError = (err: unknown) => {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
+  const code = fromDatabase(err)?.code;
+  return code === 'invalid_value' || code === 'conflict' || code === 'rule_broken' || code === 'too_large';
 };
 
 /** Log lines and rollups kept for a retry when writing fails; beyond this they are dropped (and counted in the error). */
