@@ -23,6 +23,58 @@ export const REDACT_PATHS = [
   'err.queryOptions',
 ];
 
+/** Log lines held for a destination that does not take them; beyond this, new lines are dropped. */
+const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
+/** A write the destination has not taken for this long means the destination is stuck. */
+const STUCK_AFTER_MS = 1000;
+
+/**
+ * Standard output, written behind the callers (off the event loop), so that a log reader that
+ * stopped reading cannot hold the process: lines wait in memory up to a bound, then are
+ * dropped. At exit, pino writes what is left synchronously, which on a stuck destination would
+ * wait forever (in the kernel, or in a retry loop on EAGAIN): when a write has been pending for
+ * STUCK_AFTER_MS, what is left is dropped instead, and the process ends.
+ */
+export function stdoutDestination(): pino.DestinationStream {
+  // Node opens its stdout on first use, and a pipe or socket it opens is made non-blocking: a
+  // write to a reader that stopped reading then fails at once (EAGAIN), where otherwise it would
+  // block a thread in the kernel for good, and the process could never exit (it joins its
+  // threads at exit).
+  const fd = process.stdout.fd;
+  let atExit = false;
+  let exitStarted = 0;
+  const stream = pino.destination({
+    dest: fd,
+    sync: false,
+    maxLength: MAX_BUFFERED_BYTES,
+    // A full non-blocking pipe (EAGAIN) is retried later while running; at exit, only for a while.
+    retryEAGAIN: () => !atExit || Date.now() - exitStarted < STUCK_AFTER_MS,
+  }) as ReturnType<typeof pino.destination> & { _writing: boolean };
+  // When the pending write started or last made progress.
+  let progressAt = Date.now();
+  stream.on('write', () => (progressAt = Date.now()));
+  const write = stream.write.bind(stream);
+  stream.write = (line: string) => {
+    if (!stream._writing) progressAt = Date.now();
+    return write(line);
+  };
+  const flushSync = stream.flushSync.bind(stream);
+  stream.flushSync = () => {
+    // Nothing is said about lines dropped here: the log is where it would be said, and it is what is stuck.
+    if (stream._writing && Date.now() - progressAt > STUCK_AFTER_MS) return;
+    atExit = true;
+    exitStarted = Date.now();
+    try {
+      flushSync();
+    } catch {
+      // EAGAIN for STUCK_AFTER_MS: the destination stopped taking lines; see above.
+    } finally {
+      atExit = false;
+    }
+  };
+  return stream;
+}
+
 export function createLogger(opts: { level: string; destination?: pino.DestinationStream; name?: string }): Logger {
   return pino(
     {
@@ -32,7 +84,7 @@ export function createLogger(opts: { level: string; destination?: pino.Destinati
       base: { pid: process.pid },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
-    opts.destination,
+    opts.destination ?? stdoutDestination(),
   );
 }
 
