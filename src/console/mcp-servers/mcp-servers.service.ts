@@ -59,7 +59,7 @@ export function lackingRoles(server: { destination: string; roles: string[] }, t
 export function createMcpServersService(deps: {
   db: Db;
   references: References;
-  secrets: Pick<SecretsService, 'get'>;
+  secrets: Pick<SecretsService, 'get' | 'declare'>;
   teams: Pick<TeamsService, 'mustGetLive' | 'rolesWithEgress'>;
   /** Locks a live team against archiving for the rest of the transaction; false when there is none. */
   lockLiveTeam: (trx: Transaction<Database>, team: string) => Promise<boolean>;
@@ -97,6 +97,12 @@ export function createMcpServersService(deps: {
     return meta === null ? 'missing' : meta.set ? 'set' : 'unset';
   }
 
+  const presentSecret = async (ref: string | null, status: SecretStatus) =>
+    status === 'unset' || status === 'missing' ? { ref, status, set_with: `PUT /api/v1/secrets/${ref!.slice(SECRET_PREFIX.length)}` } : { ref, status };
+
+  /** The reference a server gets when it needs a secret and none is named: its own, in its team's namespace. */
+  const ownSecret = (a: McpAddress) => (a.team === null ? `mcp/${a.name}` : `teams/${a.team}/mcp/${a.name}`);
+
   /** Presents rows, asking each team's roles and each secret's state once. */
   async function presentAll(rows: McpServerRow[]): Promise<McpServer[]> {
     const rolesByTeam = new Map<string, Promise<TeamRoles | null>>();
@@ -122,7 +128,7 @@ export function createMcpServersService(deps: {
           auth: row.auth,
           header: row.auth_header,
           roles: row.roles,
-          secret: { ref: row.secret, status: await statusBySecret.get(key)! },
+          secret: await presentSecret(row.secret, await statusBySecret.get(key)!),
           status: row.status,
           proposed_by: row.proposed_by,
           warnings,
@@ -142,7 +148,8 @@ export function createMcpServersService(deps: {
   }
 
   /** Checks a body against the rules beyond its schema and gives the columns to store (422 naming each field). */
-  async function columnsOf(team: string | null, teamRoles: string[] | null, input: Omit<McpServerPut, 'team' | 'name'>): Promise<ServerColumns> {
+  async function columnsOf(actor: Actor, a: McpAddress, teamRoles: string[] | null, input: Omit<McpServerPut, 'team' | 'name'>): Promise<ServerColumns> {
+    const team = a.team;
     const errors: FieldProblem[] = [];
     const url = input.url.trim();
     let parsed: URL | null = null;
@@ -157,12 +164,14 @@ export function createMcpServersService(deps: {
       else if (!parsed.hostname) errors.push({ field: 'url', message: 'needs a host' });
     }
     if ((await references.unknown('destination', [input.destination])).length > 0) errors.push(unknownDestination(input.destination));
-    const secret = input.secret ?? null;
+    // A server that needs a secret and names none gets its own reference, unset until an admin gives it a value.
+    const own = input.auth !== 'none' && (input.secret ?? null) === null ? ownSecret(a) : null;
+    const secret = own !== null ? `${SECRET_PREFIX}${own}` : (input.secret ?? null);
     const header = input.header ?? null;
     if (input.auth === 'none') {
       if (secret !== null) errors.push({ field: 'secret', message: 'auth none takes no secret' });
-    } else if (secret === null) {
-      errors.push({ field: 'secret', message: `auth ${input.auth} needs a secret: secret:<name>` });
+    } else if (own !== null) {
+      // Declared below, once everything else is known to be right.
     } else if (team !== null && !secret.slice(SECRET_PREFIX.length).startsWith(`teams/${team}/`)) {
       // Operators manage team servers; they must not be able to send a platform credential
       // (model keys, integration keys) to a URL of their choosing.
@@ -180,6 +189,7 @@ export function createMcpServersService(deps: {
       });
     }
     if (errors.length) throw problems.validation(errors);
+    if (own !== null) await deps.secrets.declare(actor, own);
     return { url, destination: input.destination, auth: input.auth, auth_header: header, secret, roles: [...input.roles] };
   }
 
@@ -225,7 +235,7 @@ export function createMcpServersService(deps: {
         });
       }
       const a = { team, name: input.name };
-      const columns = await columnsOf(team, roles, input);
+      const columns = await columnsOf(actor, a, roles, input);
       return db.transaction().execute(async (trx) => {
         if (team !== null && !(await deps.lockLiveTeam(trx, team))) throw problems.invalidField('team', `no live team named "${team}"`);
         await guardNames(trx, columns);
@@ -247,7 +257,7 @@ export function createMcpServersService(deps: {
       if (input.team !== undefined && (input.team ?? null) !== a.team) errors.push({ field: 'team', message: a.team === null ? 'must be null or left out for a platform server' : `must be "${a.team}", the team in the path` });
       if (errors.length) throw problems.validation(errors);
       const roles = a.team === null ? null : await roleNamesOf(a.team);
-      const columns = await columnsOf(a.team, roles, input);
+      const columns = await columnsOf(actor, a, roles, input);
       return db.transaction().execute(async (trx) => {
         await lockTeam(trx, a.team);
         await guardNames(trx, columns);
@@ -333,7 +343,7 @@ export function createMcpServersService(deps: {
     async propose(actor: Actor, team: string, input: McpServerProposal) {
       const roles = await roleNamesOf(team);
       const a = { team, name: input.name };
-      const columns = await columnsOf(team, roles, input);
+      const columns = await columnsOf(actor, a, roles, input);
       return db.transaction().execute(async (trx) => {
         await lockTeam(trx, team);
         await guardNames(trx, columns);
