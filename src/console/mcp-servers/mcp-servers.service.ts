@@ -170,8 +170,8 @@ export function createMcpServersService(deps: {
     const header = input.header ?? null;
     if (input.auth === 'none') {
       if (secret !== null) errors.push({ field: 'secret', message: 'auth none takes no secret' });
-    } else if (own !== null) {
-      // Declared below, once everything else is known to be right.
+    } else if (own !== null || secret === null) {
+      // Its own reference: declared below, once everything else is known to be right.
     } else if (team !== null && !secret.slice(SECRET_PREFIX.length).startsWith(`teams/${team}/`)) {
       // Operators manage team servers; they must not be able to send a platform credential
       // (model keys, integration keys) to a URL of their choosing.
