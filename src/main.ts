@@ -20,9 +20,11 @@ import { rotateSecretKey } from './secrets/rotate.ts';
 /** Every component `crewhouse serve` can run, in start order. */
 export const COMPONENTS: Component[] = [consoleComponent, modelProxyComponent, chatComponent];
 
+// The components are listed from COMPONENTS, so the help names the ones that exist.
 const USAGE = `crewhouse <command>
 
-  serve [--only console,worker,...]   run the service (all components by default)
+  serve [--only ${COMPONENTS.map((c) => c.name).join(',')}]
+                                      run the service (all components by default; --only a subset of them)
   migrate                             bring the database schema up to date and exit
   admin token --user NAME [--name L]  mint an API token for a user and print it
   audit [--limit N] [--action A]      print the audit log, newest first, as JSON lines
