@@ -4,7 +4,7 @@ import { hashToken } from '../auth/credentials.ts';
 import type { ModelAlias, ModelCatalog } from '../models/catalog.ts';
 import { anthropicAdapter } from './anthropic.ts';
 import { ProxyError, proxyErrors, sendProxyError } from './errors.ts';
-import type * as store from './modelproxy.store.ts';
+import type * as store from './admission/admission.ts';
 import { estimateTokens, post, readBody, storableText, tokenCount, upstreamError, UpstreamNetworkError, openaiAdapter, type Adapter, type ChatRequest, type Usage } from './upstream.ts';
 
 /** What the forwarder needs: admission, the aliases, and upstream credentials by secret name. */

@@ -7,7 +7,7 @@ import { awayFromClockEdges, captureLogger, testConfig, testDb, testModelProxy, 
 import { startFakeOpenAI, type FakeOpenAI } from '../../test/fakes/openai-upstream.ts';
 import { createModelProxyClient, ModelProxyFailedError, ModelProxyUnavailableError, type ModelProxyClient } from './client.ts';
 import { serviceCredential } from './credential.ts';
-import * as store from './modelproxy.store.ts';
+import * as store from './admission/database.ts';
 import type { RunningModelProxy } from './server.ts';
 
 const UPSTREAM_KEY = 'sk-upstream-secret-0123456789';

@@ -10,8 +10,8 @@ import { createSecretsService } from '../secrets/secrets.service.ts';
 import { adminRoutes } from './admin.routes.ts';
 import { serviceCredential } from './credential.ts';
 import { useProxyErrors } from './errors.ts';
-import { embeddedLedger } from './ledger.ts';
-import { createDatabaseAdmission } from './modelproxy.store.ts';
+import { createDatabaseAdmission } from './admission/database.ts';
+import { embeddedLedger } from './admission/ledger.ts';
 import { createModelProxyService } from './modelproxy.service.ts';
 import { proxyRoutes } from './proxy.routes.ts';
 
