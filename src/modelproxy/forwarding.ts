@@ -154,7 +154,11 @@ export function createForwarder(deps: ForwarderDeps) {
       const status = res.statusCode ?? 502;
 
       if (status < 200 || status >= 300) {
-        const raw = await readBody(res, 1024 * 1024).catch(() => Buffer.alloc(0));
+        // The error's body only words the message: without it the status still says what happened.
+        const raw = await readBody(res, 1024 * 1024).catch((err) => {
+          req.log.warn({ err, alias: alias.alias, status }, 'reading an upstream error body failed');
+          return Buffer.alloc(0);
+        });
         return fail(upstreamError(status, adapter.errorMessage(raw), alias, credential, res.headers['retry-after'] as string | undefined), upstreamId, `upstream ${status}`);
       }
 
@@ -162,7 +166,8 @@ export function createForwarder(deps: ForwarderDeps) {
         let raw: Buffer;
         try {
           raw = await readBody(res);
-        } catch {
+        } catch (err) {
+          req.log.warn({ err, alias: alias.alias }, 'the upstream broke off its answer');
           return fail(proxyErrors.upstream(502, `the upstream for "${alias.alias}" broke off its answer`, 'upstream_error'), upstreamId);
         }
         let out;

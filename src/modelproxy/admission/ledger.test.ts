@@ -249,8 +249,8 @@ describe('limits an admin changes hold at once', () => {
         const u = (await json(res)).usage;
         charged += (u.prompt_tokens * 1000 + u.completion_tokens * 2000) / 1e6;
       }
-      for (let i = 0; i < 100 && !lines.join('').includes('writing model request settlements failed'); i++) await new Promise((r) => setTimeout(r, 20));
-      assert.match(lines.join(''), /writing model request settlements failed/);
+      for (let i = 0; i < 100 && !lines.join('').includes('admission could not write settlements or reread limits'); i++) await new Promise((r) => setTimeout(r, 20));
+      assert.match(lines.join(''), /admission could not write settlements or reread limits/);
       assert.equal((await tdb.db.selectFrom('mp_request_log').selectAll().where('key_id', '=', k.key_id).execute()).length, 0);
       // The ledger still counts what it could not write yet.
       assert.equal((await chat(k.key)).status, 200);

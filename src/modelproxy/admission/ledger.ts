@@ -469,7 +469,8 @@ function createLedger(db: Db, onError: (err: unknown, lost: number) => void, for
       // Keys being loaded now may have read the rows before the commit.
       await Promise.allSettled(loading.values());
       mark();
-      await reread(affected()).catch(() => {});
+      // Marked stale, they are reread before their next admission; said, so a failing database is seen.
+      await reread(affected()).catch((err) => onError(err, 0));
     },
     /** Releases reservations whose request never settled them (the sweeper calls this). */
     async releaseExpired() {
