@@ -90,22 +90,43 @@ export const MAX_JSON_DEPTH = 100;
 export function inspectJson(value: unknown, opts: { maxDepth?: number; nul?: boolean } = {}): { nul: string } | { tooDeep: string } | null {
   const maxDepth = opts.maxDepth ?? MAX_JSON_DEPTH;
   const nul = opts.nul ?? true;
-  const stack: Array<{ value: unknown; path: string; depth: number }> = [{ value, path: '', depth: 0 }];
+  // Paths are built only for the value that is named: each entry keeps its key and its parent.
+  interface Entry {
+    value: unknown;
+    key: string;
+    parent: Entry | null;
+    depth: number;
+  }
+  const pathOf = (e: Entry | null): string => {
+    const keys: string[] = [];
+    for (let at = e; at !== null && at.parent !== null; at = at.parent) keys.push(at.key);
+    return keys.reverse().join('.');
+  };
+  const stack: Entry[] = [{ value, key: '', parent: null, depth: 0 }];
   while (stack.length > 0) {
-    const { value: v, path, depth } = stack.pop()!;
+    const e = stack.pop()!;
+    const v = e.value;
     if (typeof v === 'string') {
-      if (nul && v.includes('\u0000')) return { nul: path };
+      if (nul && v.includes('\u0000')) return { nul: pathOf(e) };
       continue;
     }
     if (v === null || typeof v !== 'object' || ArrayBuffer.isView(v)) continue;
-    if (depth >= maxDepth) return { tooDeep: path };
-    const entries = Object.entries(v);
+    if (e.depth >= maxDepth) return { tooDeep: pathOf(e) };
+    const depth = e.depth + 1;
     // Pushed last to first, so they come off the stack in document order.
-    for (let i = entries.length - 1; i >= 0; i--) {
-      const [k, child] = entries[i];
-      const at = path ? `${path}.${k}` : k;
-      if (nul && k.includes('\u0000')) return { nul: at };
-      stack.push({ value: child, path: at, depth: depth + 1 });
+    if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) {
+        const child = v[i];
+        if (child !== null && (typeof child === 'object' || (nul && typeof child === 'string'))) stack.push({ value: child, key: String(i), parent: e, depth });
+      }
+      continue;
+    }
+    const keys = Object.keys(v);
+    for (let i = keys.length - 1; i >= 0; i--) {
+      const k = keys[i];
+      if (nul && k.includes('\u0000')) return { nul: pathOf({ value: null, key: k, parent: e, depth }) };
+      const child = (v as Record<string, unknown>)[k];
+      if (child !== null && (typeof child === 'object' || (nul && typeof child === 'string'))) stack.push({ value: child, key: k, parent: e, depth });
     }
   }
   return null;
