@@ -77,7 +77,7 @@ describe('one classification of database errors', () => {
   });
 
   test('the console answers problem+json with the mapped status, never a 500', async () => {
-    const { app } = await serverWith('console', useProblems);
+    const { app, lines } = await serverWith('console', useProblems);
     for (const c of CASES) {
       const res = await app.inject({ method: 'GET', url: `/raise/${c.state}` });
       assert.equal(res.statusCode, c.status, c.what);
@@ -88,6 +88,8 @@ describe('one classification of database errors', () => {
     }
     const timeout = await app.inject({ method: 'GET', url: '/raise/query_canceled' });
     assert.equal(timeout.headers['retry-after'], '5');
+    // The caller is told to retry; the log keeps the cause.
+    assert.ok(lines.some((l) => l.includes('raised in a test') && l.includes('answered 503')));
   });
 
   test('the chat server answers Zulip\'s envelope with the mapped status, never a 500', async () => {

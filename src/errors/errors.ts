@@ -97,7 +97,13 @@ export function fromDatabase(err: unknown): DomainError | null {
   return null;
 }
 
-/** A domain error as it is, a database error classified, anything else null. */
-export function toDomainError(err: unknown): DomainError | null {
-  return err instanceof DomainError ? err : fromDatabase(err);
+/**
+ * A domain error as it is, a database error classified, anything else null. One that is the
+ * moment's fault (a timeout, the database away) is logged with its cause: the caller is told
+ * only to retry.
+ */
+export function toDomainError(err: unknown, log?: { warn(obj: object, msg: string): void }): DomainError | null {
+  const domain = err instanceof DomainError ? err : fromDatabase(err);
+  if (domain && domain.status >= 500) log?.warn({ err }, `answered ${domain.status}: ${domain.message}`);
+  return domain;
 }

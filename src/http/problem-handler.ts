@@ -32,7 +32,7 @@ export function toProblem(err: FastifyError & { code?: string }, request: Fastif
   if (err instanceof SyntaxError && (err as FastifyError).statusCode === 400) {
     return problems.badRequest('the body is not valid JSON', [{ field: '(body)', message: 'is not valid JSON' }]);
   }
-  const domain = toDomainError(err);
+  const domain = toDomainError(err, request.log);
   if (domain) return problems.fromDomain(domain);
   if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
     return new Problem(err.statusCode, 'bad-request', 'Bad request', err.message);

@@ -78,7 +78,7 @@ export function toProxyError(err: FastifyError, request: FastifyRequest): ProxyE
       return proxyErrors.invalidRequest('the body is not valid JSON');
   }
   if (err instanceof SyntaxError && (err as FastifyError).statusCode === 400) return proxyErrors.invalidRequest('the body is not valid JSON');
-  const domain = toDomainError(err);
+  const domain = toDomainError(err, request.log);
   if (domain) return proxyErrors.fromDomain(domain);
   if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) return new ProxyError(err.statusCode, 'invalid_request_error', null, err.message);
   request.log.error({ err }, 'unhandled error');

@@ -52,7 +52,7 @@ export const chatErrors = {
 /** Maps any error to the chat's envelope: ours, a domain or database error, a framework 4xx, or a 500 without internals. */
 export function toChatError(err: any, req: FastifyRequest): ChatError {
   if (err instanceof ChatError) return err;
-  const domain = toDomainError(err);
+  const domain = toDomainError(err, req.log);
   if (domain) return chatErrors.fromDomain(domain);
   const status = typeof err?.statusCode === 'number' ? err.statusCode : 500;
   if (status === 413) return new ChatError('Request body too large', { status: 413 });
