@@ -24,10 +24,11 @@ import { createServices, loadShared } from './services.ts';
 /** Every component `crewhouse serve` can run, in start order. */
 export const COMPONENTS: Component[] = [consoleComponent, modelProxyComponent, chatComponent, workerComponent];
 
+// The components are listed from COMPONENTS, so the help names the ones that exist.
 const USAGE = `crewhouse <command>
 
-  serve [--only console,...]          run the service: all components by default, or some of
-                                      console, modelproxy, chat, worker (performs queued jobs)
+  serve [--only ${COMPONENTS.map((c) => c.name).join(',')}]
+                                      run the service (all components by default; --only a subset of them)
   migrate                             bring the database schema up to date and exit
   admin token --user NAME [--name L]  mint an API token for a user and print it
   audit [--limit N] [--action A]      print the audit log, newest first, as JSON lines
