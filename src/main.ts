@@ -13,12 +13,13 @@ import { DatabaseLockedError, openDatabase, type OpenDatabase } from './db/datab
 import { migrateToLatest, MigrationError } from './db/migrate.ts';
 import { Registry } from './http/metrics.ts';
 import { createLogger } from './logger.ts';
+import { gatewayComponent } from './gateway/gateway.component.ts';
 import { modelProxyComponent } from './modelproxy/component.ts';
 import { CipherError } from './secrets/cipher.ts';
 import { rotateSecretKey } from './secrets/rotate.ts';
 
 /** Every component `crewhouse serve` can run, in start order. */
-export const COMPONENTS: Component[] = [consoleComponent, modelProxyComponent, chatComponent];
+export const COMPONENTS: Component[] = [consoleComponent, modelProxyComponent, chatComponent, gatewayComponent];
 
 const USAGE = `crewhouse <command>
 

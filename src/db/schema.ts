@@ -12,9 +12,10 @@ import type { DestinationsTables } from '../console/destinations/destinations.ta
 import type { EnvironmentsTables } from '../console/environments/environments.tables.ts';
 import type { SkillsTables } from '../console/skills/skills.tables.ts';
 import type { McpServersTables } from '../console/mcp-servers/mcp-servers.tables.ts';
+import type { GatewayTables } from '../gateway/gateway.tables.ts';
 
 /**
  * The whole database, composed from the tables each module owns. A module adds its
  * `*.tables.ts` here; only that module's store queries them.
  */
-export interface Database extends UsersTables, AuthTables, AuditTables, SecretsTables, DestinationsTables, EnvironmentsTables, SkillsTables, ModelProxyTables, ChatTables, AgentsTables, DocumentsTables, TemplatesTables, TeamsTables, McpServersTables {}
+export interface Database extends UsersTables, AuthTables, AuditTables, SecretsTables, DestinationsTables, EnvironmentsTables, SkillsTables, ModelProxyTables, ChatTables, AgentsTables, DocumentsTables, TemplatesTables, TeamsTables, McpServersTables, GatewayTables {}
