@@ -60,8 +60,9 @@ export function readPushHead(buf: Buffer): PushHead {
     if (buf.length < at + len) return tooLong(at + len);
     let line = buf.toString('utf8', at + 4, at + len);
     at += len;
-    if (phase === 'options') continue;
+    if (phase === 'options' || line.startsWith('shallow ')) continue;
     if (first) {
+      // The first line after any shallow lines carries the capabilities after a NUL.
       first = false;
       const nul = line.indexOf('\0');
       if (nul >= 0) {
@@ -82,7 +83,6 @@ export function readPushHead(buf: Buffer): PushHead {
       else if (certPart === 'commands') certPart = 'signature';
       continue;
     }
-    if (line.startsWith('shallow ')) continue;
     const c = command(line);
     if (!c) return { state: 'bad', reason: `unreadable push command "${line.slice(0, 80)}"` };
     commands.push(c);
