@@ -176,7 +176,7 @@ describe('git push commands', () => {
     const commands = [{ old: A, new: B, ref: 'refs/heads/main', kind: 'update' as const }];
     const body = refusePushBody(commands, ['report-status', 'side-band-64k'], { ref: 'refs/heads/main', reason: 'no' }).toString('latin1');
     assert.ok(body.includes('\x02gateway: no\n'), 'the reason in band 2');
-    assert.ok(body.includes('\x010022unpack refused by the gateway\n001bng refs/heads/main no\n0000'), 'the report in band 1');
+    assert.ok(body.includes('\x010022unpack refused by the gateway\n001ang refs/heads/main no\n0000'), 'the report in band 1');
     assert.ok(body.endsWith('0000'));
     assert.match(refusePushBody(commands, ['report-status'], { ref: 'refs/heads/main', reason: 'no' }).toString(), /^[0-9a-f]{4}unpack refused/);
   });
