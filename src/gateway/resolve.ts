@@ -9,6 +9,27 @@ export type Resolve = (host: string) => Promise<string[]>;
  * `servers` (SERVICE_GATEWAY_DNS), those DNS servers asked directly for A and AAAA records.
  */
 export function createResolver(servers: string[]): Resolve {
+  return remembered(lookupWith(servers));
+}
+
+/**
+ * Answers are kept for a second: what is kept is what was resolved, and every use checks and
+ * dials exactly it, so a name that changes its answer cannot slip another address in between.
+ */
+function remembered(resolve: Resolve, ttlMs = 1000, max = 10_000): Resolve {
+  const cache = new Map<string, { at: number; addresses: Promise<string[]> }>();
+  return (host) => {
+    const hit = cache.get(host);
+    if (hit && Date.now() - hit.at < ttlMs) return hit.addresses;
+    if (cache.size >= max) cache.clear();
+    const addresses = resolve(host);
+    cache.set(host, { at: Date.now(), addresses });
+    addresses.catch(() => cache.delete(host));
+    return addresses;
+  };
+}
+
+function lookupWith(servers: string[]): Resolve {
   if (servers.length === 0) {
     return async (host) => {
       if (net.isIP(host)) return [host];
