@@ -51,6 +51,11 @@ async function hold(o: Omit<ProxyLoadOptions, 'connections' | 'seconds'>): Promi
   };
 }
 
+/** CPU seconds (user + system) a process has used, from /proc. */
+const cpuOf = (pid: number) => {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+};
 const rssOf = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 const mid = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const squidPath = ['/usr/sbin/squid', '/usr/bin/squid'].find((p) => fs.existsSync(p)) ?? null;
@@ -137,10 +142,22 @@ export default async function gatewayBench(): Promise<BenchReport[]> {
 
     const plainRounds: Array<{ direct: Result; gateway: Result }> = [];
     const tlsRounds: Array<{ direct: Result; gateway: Result; squid: Result | null }> = [];
+    // CPU time per request, besides wall-clock figures: on a machine shared with other work,
+    // what each proxy spends on a request is the steadier comparison.
+    const cpu = { plain: 0, plainN: 0, tls: 0, tlsN: 0, squid: 0, squidN: 0 };
+    const measured = async (kind: 'plain' | 'tls' | 'squid', run: () => Promise<Result>) => {
+      const pid = kind === 'squid' ? squid!.proc.pid! : process.pid;
+      const before = cpuOf(pid);
+      const r = await run();
+      cpu[kind] += cpuOf(pid) - before;
+      cpu[`${kind}N`] += r.rps * SECONDS;
+      return r;
+    };
     for (let i = 0; i < ROUNDS; i++) {
-      plainRounds.push({ direct: await paths.plainDirect(), gateway: await paths.plainGateway() });
-      tlsRounds.push({ direct: await paths.direct(), gateway: await paths.gateway(), squid: squid ? await paths.squid() : null });
+      plainRounds.push({ direct: await paths.plainDirect(), gateway: await measured('plain', paths.plainGateway) });
+      tlsRounds.push({ direct: await paths.direct(), gateway: await measured('tls', paths.gateway), squid: squid ? await measured('squid', paths.squid) : null });
     }
+    const usPer = (k: 'plain' | 'tls' | 'squid') => (cpu[`${k}N`] ? (cpu[k] / cpu[`${k}N`]) * 1e6 : NaN);
     const clean = (rs: Result[]) => rs.every((r) => r.errors === 0 && r.non2xx === 0);
 
     const pAdded50 = mid(plainRounds.map((r) => r.gateway.p50 - r.direct.p50));
@@ -151,6 +168,7 @@ export default async function gatewayBench(): Promise<BenchReport[]> {
         `${CONNECTIONS} keep-alive connections, ${SECONDS} s each, ${ROUNDS} rounds; 1 KiB answers`,
         ...plainRounds.map((r, i) => `round ${i + 1}: direct ${fmt(r.direct)} | gateway ${fmt(r.gateway)}`),
         `median added: p50 ${pAdded50.toFixed(3)} ms, p90 ${pAdded90.toFixed(3)} ms; throughput ratio ${mid(plainRounds.map((r) => r.gateway.rps / r.direct.rps)).toFixed(3)}`,
+        `gateway CPU per request: ${usPer('plain').toFixed(0)} µs`,
       ],
       goal: 'at most 1 ms added at p90 (median of the rounds), no errors',
       met: pAdded90 <= 1 && clean(plainRounds.map((r) => r.gateway)),
@@ -166,6 +184,7 @@ export default async function gatewayBench(): Promise<BenchReport[]> {
         ...tlsRounds.map((r, i) => `round ${i + 1}: direct ${fmt(r.direct)} | gateway ${fmt(r.gateway)}${r.squid ? ` | squid ${fmt(r.squid)}` : ''}`),
         `median added against direct: p50 ${tAdded50.toFixed(3)} ms, p90 ${tAdded90.toFixed(3)} ms`,
         squid ? `median throughput ratio gateway/squid: ${vsSquid.toFixed(3)}` : 'squid is not installed (apt-get install squid): no peer measured',
+        `CPU per request: gateway ${usPer('tls').toFixed(0)} µs (TLS both ways)${squid ? `, squid ${usPer('squid').toFixed(0)} µs (bytes through a tunnel)` : ''}`,
       ],
       goal: "throughput at least squid's (median ratio >= 1), no errors",
       met: squid !== null && vsSquid >= 1 && clean(tlsRounds.map((r) => r.gateway)),

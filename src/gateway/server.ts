@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
-import { pipeline, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import tls from 'node:tls';
 import zlib from 'node:zlib';
 import type { Logger } from 'pino';
@@ -276,11 +276,15 @@ export function createGatewayServer(opts: GatewayOptions) {
       }
       if (secrets.length) delete out['content-length'];
       res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, out);
-      const done = (err?: Error | null) => {
-        if (err) res.destroy();
-      };
-      if (secrets.length) pipeline(upRes, redactStream(secrets), res, done);
-      else pipeline(upRes, res, done);
+      // pipe(), not pipeline(): pipeline makes an AbortController (and a DOMException) per request.
+      upRes.on('error', () => res.destroy());
+      if (secrets.length) {
+        const redact = redactStream(secrets);
+        redact.on('error', () => res.destroy());
+        upRes.pipe(redact).pipe(res);
+      } else {
+        upRes.pipe(res);
+      }
     });
     upReq.on('error', (err) => {
       if (res.headersSent) return res.destroy();
@@ -291,7 +295,8 @@ export function createGatewayServer(opts: GatewayOptions) {
     res.on('close', () => {
       if (!res.writableFinished) upReq.destroy();
     });
-    pipeline(body, upReq, () => {});
+    body.on('error', () => upReq.destroy());
+    body.pipe(upReq);
   }
 
   /** Reads a receive-pack body up to the end of its commands; `rest` replays what was read, then streams the remainder (the pack). */
