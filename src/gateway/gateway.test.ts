@@ -99,6 +99,7 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
       'plain.crewhouse.test': loop,
       'git.crewhouse.test': loop,
       'ch.crewhouse.test': loop,
+      'wrong.crewhouse.test': loop,
       'other.crewhouse.test': loop,
       'loop.crewhouse.test': loop,
       'rebind.crewhouse.test': (n) => (n === 1 ? loop : ['93.184.216.34']),
@@ -115,9 +116,10 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
     await dest({ name: 'echo-plain', host: `plain.crewhouse.test:${plain.port}` });
     await dest({ name: 'git', host: `git.crewhouse.test:${git.port}`, header_allowlist: ['git-protocol', 'accept', 'user-agent'], git_push_ref_globs: ['agent/*', 'refs/tags/v*', 'delete:agent/*'] });
     await dest({ name: 'codehost', host: `ch.crewhouse.test:${plain.port}`, inject_secret: 'code_host_installation_token' });
+    await dest({ name: 'wrong-cert', host: `wrong.crewhouse.test:${echo.port}` });
     team = await makeTeam(t);
     for (const [role, egress] of [
-      ['lead', { mode: 'allowlist', destinations: ['echo', 'echo-plain', 'git', 'codehost'] }],
+      ['lead', { mode: 'allowlist', destinations: ['echo', 'echo-plain', 'git', 'codehost', 'wrong-cert'] }],
       ['dev', { mode: 'allow_all', destinations: ['echo-plain'] }],
     ] as const) {
       const url = `/teams/${team.name}/roles/${role}/egress`;
@@ -222,10 +224,27 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
     assert.ok(key);
     const r = await curl(`http://${BUILTIN_HOSTS.llm}/v1/models`);
     assert.equal(r.status, 200, r.body);
+    const tls = await curl(`https://${BUILTIN_HOSTS.llm}/v1/models`);
+    assert.equal(tls.status, 200, tls.body + tls.stderr);
     const bad = await t.modelProxy!.app.inject({ method: 'GET', url: '/v1/models' });
     assert.equal(bad.statusCode, 401, 'the proxy needs a key: the 200 above carried the role key');
     received.push(JSON.stringify(env));
     for (const text of received) assert.ok(!text.includes(key!), 'the model key reached the sandbox');
+  });
+
+  test('upstream certificates are verified: a certificate for another name is a 502 naming the failure', async () => {
+    await setRole('lead');
+    const r = await curl(`https://wrong.crewhouse.test:${echo.port}/`);
+    assert.equal(r.status, 502, r.body);
+    assert.match(r.body, /ERR_TLS_CERT_ALTNAME_INVALID/);
+    assert.equal(echo.seen.filter((s) => s.headers.host?.startsWith('wrong.')).length, 0);
+  });
+
+  test('what is not HTTP gets a 400, and an origin-form request is told to use the proxy', async () => {
+    const garbage = await inside(['sh', '-c', `printf 'NOT HTTP\\r\\n\\r\\n' | curl -sS --max-time 5 telnet://${ns.hostAddress}:${gw.port}`]);
+    assert.match(garbage.stdout, /400 Bad Request/);
+    const origin = await inside(['curl', '-sS', '--noproxy', '*', '-w', '\n%{http_code}', `http://${ns.hostAddress}:${gw.port}/some/path`]);
+    assert.match(origin.stdout, /send absolute URLs[\s\S]*400$/);
   });
 
   test('a destination needing the code-host token is refused, saying why', async () => {

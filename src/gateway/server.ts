@@ -194,7 +194,13 @@ export function createGatewayServer(opts: GatewayOptions) {
       answerRefusal(res, view, d);
     };
     if (!who) return refuse(deny('unknown_sandbox', `no sandbox owns the link ${req.socket.remoteAddress} -> ${req.socket.localAddress}`));
-    const ctx = await contextFor(who);
+    let ctx: DecisionContext;
+    try {
+      ctx = await contextFor(who);
+    } catch (err) {
+      // The team was archived or the role removed while the sandbox still runs: it reaches nothing.
+      return refuse(deny('unknown_sandbox', `sandbox ${who.sandboxId} has no egress policy: ${(err as Error).message}`));
+    }
     const decision = decide(target, ctx);
     if (!decision.allow) return refuse(decision);
 
@@ -354,7 +360,13 @@ export function createGatewayServer(opts: GatewayOptions) {
       else res.destroy();
     });
   });
-  inner.on('clientError', (_err, socket) => socket.destroy());
+  // Requests that do not parse get a 400 saying so, never a dropped connection without a word.
+  const badRequest = (_err: Error, socket: net.Socket | import('node:stream').Duplex) => {
+    const body = 'Crewhouse gateway: the request is not valid HTTP/1.1 [rule: bad_request]\n';
+    if (socket.writable) socket.end(`HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
+    else socket.destroy();
+  };
+  inner.on('clientError', badRequest);
 
   const outer = http.createServer({ keepAlive: true }, (req, res) => {
     if (req.url === '/healthz' && req.method === 'GET') {
@@ -363,7 +375,7 @@ export function createGatewayServer(opts: GatewayOptions) {
     }
     inner.emit('request', req, res);
   });
-  outer.on('clientError', (_err, socket) => socket.destroy());
+  outer.on('clientError', badRequest);
 
   outer.on('connect', (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
     socket.on('error', () => socket.destroy());
@@ -388,7 +400,13 @@ export function createGatewayServer(opts: GatewayOptions) {
     };
     if (!who) return refuseTunnel(deny('unknown_sandbox', `no sandbox owns the link ${socket.remoteAddress} -> ${socket.localAddress}`));
     if (!parsed.ok || parsed.port === null || parsed.wildcard) return refuseTunnel(deny('bad_request', `CONNECT needs host:port, got "${target.slice(0, 100)}"`));
-    const d = decideConnect(parsed.host, parsed.port, await contextFor(who));
+    let ctx: DecisionContext;
+    try {
+      ctx = await contextFor(who);
+    } catch (err) {
+      return refuseTunnel(deny('unknown_sandbox', `sandbox ${who.sandboxId} has no egress policy: ${(err as Error).message}`));
+    }
+    const d = decideConnect(parsed.host, parsed.port, ctx);
     if (!d.allow) return refuseTunnel(d);
     const tunnelHost = parsed.host;
     socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
