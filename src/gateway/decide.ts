@@ -1,4 +1,4 @@
-import { classifyAddress, cidrContains, parseHost } from '../egress/hosts.ts';
+import { classifyAddress, cidrContains, parseHost, type ParsedHost } from '../egress/hosts.ts';
 import type { EffectivePolicy, PolicyDestination } from '../egress/policy.ts';
 
 /**
@@ -56,12 +56,24 @@ export const deny = (rule: Rule, reason: string, destination: string | null = nu
 
 const DEFAULT_PORTS = [80, 443];
 
+// Destination hosts are few and parsed on every request: keep their parsed form.
+const parsedHosts = new Map<string, ParsedHost>();
+function parsedHost(host: string): ParsedHost {
+  let p = parsedHosts.get(host);
+  if (!p) {
+    p = parseHost(host);
+    if (parsedHosts.size >= 10_000) parsedHosts.clear();
+    parsedHosts.set(host, p);
+  }
+  return p;
+}
+
 /** Whether a destination's host (exact, `*.` wildcard, optional port) covers the request's host and port. */
 function hostMatches(d: PolicyDestination, req: EgressRequest, builtinHosts: DecisionContext['builtinHosts']): boolean {
   const builtin = builtinHosts[d.name];
   if (d.builtin) return builtin !== undefined && builtin === req.host && DEFAULT_PORTS.includes(req.port);
   if (!d.host) return false;
-  const parsed = parseHost(d.host);
+  const parsed = parsedHost(d.host);
   if (!parsed.ok) return false;
   if (parsed.port !== null ? parsed.port !== req.port : !DEFAULT_PORTS.includes(req.port)) return false;
   if (parsed.wildcard) return req.host.endsWith(parsed.host.slice(1)) && req.host.length > parsed.host.length - 1;
@@ -159,6 +171,21 @@ export function decideConnect(host: string, port: number, ctx: DecisionContext):
  * and IPv6 forms carrying them) only for a dev-only destination; the role's own denied ranges never.
  */
 export function checkAddress(ip: string, host: string, policy: EffectivePolicy, destination: PolicyDestination | null): Refusal | null {
+  // The answer depends only on these and the policy object (replaced whenever the policy is re-read).
+  let memo = addressMemo.get(policy);
+  if (!memo) addressMemo.set(policy, (memo = new Map()));
+  const key = `${ip}\n${host}\n${destination?.name ?? ''}`;
+  let found = memo.get(key);
+  if (found === undefined) {
+    found = checkAddressOnce(ip, host, policy, destination);
+    if (memo.size < 10_000) memo.set(key, found);
+  }
+  return found;
+}
+
+const addressMemo = new WeakMap<EffectivePolicy, Map<string, Refusal | null>>();
+
+function checkAddressOnce(ip: string, host: string, policy: EffectivePolicy, destination: PolicyDestination | null): Refusal | null {
   const kind = classifyAddress(ip);
   if (kind === null) return deny('dns', `${host} resolved to "${ip}", which is not an IP address`, destination?.name ?? null);
   const own = policy.upstream_deny_cidrs.find((c) => cidrContains(c, ip));

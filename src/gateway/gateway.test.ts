@@ -216,6 +216,10 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
     const p = await curl(`http://plain.crewhouse.test:${plain.port}/anything`);
     assert.equal(p.status, 200, p.body);
     assert.equal(plain.seen.at(-1)!.url, '/anything');
+    // Plain HTTP inside a CONNECT tunnel is decided per request too.
+    const tunnelled = await curl(`http://plain.crewhouse.test:${plain.port}/tunnelled`, ['--proxytunnel']);
+    assert.equal(tunnelled.status, 200, tunnelled.stderr + tunnelled.body);
+    assert.equal(plain.seen.at(-1)!.url, '/tunnelled');
   });
 
   test("the model proxy with the role's key, which the sandbox never holds", async () => {

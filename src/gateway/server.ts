@@ -133,8 +133,9 @@ export function createGatewayServer(opts: GatewayOptions) {
       if (!rawUrl.startsWith('/')) return bad('bad_request', 'inside a tunnel a request names a path, not a URL');
       ({ scheme, host, port } = conn.tunnel);
       pathAndQuery = rawUrl;
-      const h = parseHost(hostHeader);
-      if (!h.ok || h.host !== host || (h.port !== null && h.port !== port)) return bad('host_mismatch', `the Host header "${hostHeader.slice(0, 100)}" differs from the CONNECT target ${host}:${port}`, host);
+      const same = hostHeader === host || hostHeader === `${host}:${port}`;
+      const h = same ? null : parseHost(hostHeader);
+      if (h && (!h.ok || h.host !== host || (h.port !== null && h.port !== port))) return bad('host_mismatch', `the Host header "${hostHeader.slice(0, 100)}" differs from the CONNECT target ${host}:${port}`, host);
     } else {
       let url: URL;
       try {
@@ -151,7 +152,7 @@ export function createGatewayServer(opts: GatewayOptions) {
       port = h.port ?? 80;
       pathAndQuery = `${url.pathname}${url.search}`;
       const hh = parseHost(hostHeader);
-      if (hostHeader && (!hh.ok || hh.host !== host || (hh.port ?? 80) !== port)) return bad('host_mismatch', `the Host header "${hostHeader.slice(0, 100)}" differs from the URL's host ${host}`, host, url.pathname);
+      if (hostHeader && hostHeader !== url.host && (!hh.ok || hh.host !== host || (hh.port ?? 80) !== port)) return bad('host_mismatch', `the Host header "${hostHeader.slice(0, 100)}" differs from the URL's host ${host}`, host, url.pathname);
     }
     const q = pathAndQuery.indexOf('?');
     const path = q < 0 ? pathAndQuery : pathAndQuery.slice(0, q);
@@ -257,8 +258,10 @@ export function createGatewayServer(opts: GatewayOptions) {
         return;
       }
       body = push.rest;
-      delete headers['content-length'];
-      delete headers['content-encoding'];
+      if (push.decompressed) {
+        delete headers['content-length'];
+        delete headers['content-encoding'];
+      }
     }
 
     logger.info({ sandbox: who.sandboxId, team: who.teamName, role: who.role, method: target.method, host: view.host, path: target.path, decision: 'allow', rule: decision.rule, destination: decision.destination?.name ?? null }, 'egress');
@@ -306,8 +309,9 @@ export function createGatewayServer(opts: GatewayOptions) {
   }
 
   /** Reads a receive-pack body up to the end of its commands; `rest` replays what was read, then streams the remainder (the pack). */
-  async function readPush(req: http.IncomingMessage): Promise<{ state: 'bad'; reason: string } | { state: 'done'; commands: PushCommand[]; capabilities: string[]; rest: Readable }> {
-    const source: Readable = String(req.headers['content-encoding'] ?? '').toLowerCase() === 'gzip' ? req.pipe(zlib.createGunzip()) : req;
+  async function readPush(req: http.IncomingMessage): Promise<{ state: 'bad'; reason: string } | { state: 'done'; commands: PushCommand[]; capabilities: string[]; rest: Readable; decompressed: boolean }> {
+    const decompressed = String(req.headers['content-encoding'] ?? '').toLowerCase() === 'gzip';
+    const source: Readable = decompressed ? req.pipe(zlib.createGunzip()) : req;
     const chunks: Buffer[] = [];
     for (;;) {
       const chunk: Buffer | null = source.read();
@@ -334,13 +338,13 @@ export function createGatewayServer(opts: GatewayOptions) {
       if (head.state === 'bad') return head;
       if (head.state === 'done') {
         source.unshift(Buffer.concat(chunks));
-        return { state: 'done', commands: head.commands, capabilities: head.capabilities, rest: source };
+        return { state: 'done', commands: head.commands, capabilities: head.capabilities, rest: source, decompressed };
       }
     }
     const head = readPushHead(Buffer.concat(chunks));
     if (head.state === 'done') {
       source.unshift(Buffer.concat(chunks));
-      return { state: 'done', commands: head.commands, capabilities: head.capabilities, rest: source };
+      return { state: 'done', commands: head.commands, capabilities: head.capabilities, rest: source, decompressed };
     }
     return { state: 'bad', reason: head.state === 'bad' ? head.reason : 'the push ended before its commands did' };
   }
