@@ -380,8 +380,11 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
   test('a connection from an address no sandbox owns is refused', async () => {
     await t.db.updateTable('sandboxes').set({ state: 'destroyed' }).where('id', '=', sandboxId).execute();
     try {
-      const r = await ns.exec(['curl', '-sS', '-w', '\n%{http_code}', `http://plain.crewhouse.test:${plain.port}/`], { env });
-      assert.match(r.stdout, /unknown_sandbox/);
+      // The gateway looks the link up again at most every second: wait (bounded) for it to see the change.
+      const r = await eventually(async () => {
+        const out = await ns.exec(['curl', '-sS', '-w', '\n%{http_code}', `http://plain.crewhouse.test:${plain.port}/`], { env });
+        return /unknown_sandbox/.test(out.stdout) && out;
+      }, 'the destroyed sandbox to be refused');
       assert.match(r.stdout, /403$/);
     } finally {
       await t.db.updateTable('sandboxes').set({ state: 'running' }).where('id', '=', sandboxId).execute();

@@ -37,13 +37,16 @@ export interface GatewayOptions {
   modelProxyUrl: string;
 }
 
-/** What the gateway knows about a connection: who sent it and, inside a CONNECT tunnel, where it was going. */
+/** What the gateway knows about a connection: the addresses of the link it came in on and, inside a CONNECT tunnel, where it was going. */
 interface ConnMeta {
-  who: SandboxIdentity | null;
+  link: { local: string; remote: string };
   tunnel: { host: string; port: number; scheme: 'http' | 'https' } | null;
 }
 
 const POLICY_TTL_MS = 1000;
+const IDENTITY_TTL_MS = 1000;
+// A sandbox that keeps knocking on closed doors is recorded this many times a minute; the metric counts all.
+const EVENTS_PER_MINUTE = 120;
 const CREDENTIAL_TTL_MS = 10_000;
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host'];
 // What a request needs to be a request at all; every other header only through the destination's header_allowlist.
@@ -87,12 +90,21 @@ export function createGatewayServer(opts: GatewayOptions) {
       return { policy, repository, builtinHosts: BUILTIN_HOSTS };
     });
 
-  async function identify(socket: net.Socket): Promise<SandboxIdentity | null> {
-    const known = meta.get(socket);
-    if (known) return known.who;
-    const who = socket.localAddress && socket.remoteAddress ? await sources.identify(socket.localAddress, socket.remoteAddress) : null;
-    meta.set(socket, { who, tunnel: null });
-    return who;
+  const identityOf = ttlCache<SandboxIdentity | null>(IDENTITY_TTL_MS);
+  const linkOf = (socket: net.Socket) => meta.get(socket)?.link ?? { local: socket.localAddress ?? '', remote: socket.remoteAddress ?? '' };
+  /** The sandbox at the other end of the link, looked up again (at most every second) for each request, so a destroyed sandbox's open connections stop too. */
+  const identify = (link: ConnMeta['link']) => (link.local && link.remote ? identityOf(`${link.local}\n${link.remote}`, () => sources.identify(link.local, link.remote)) : Promise.resolve(null));
+
+  const recorded = new Map<string, { minute: number; count: number }>();
+  function mayRecord(sandboxId: string): boolean {
+    const minute = Math.floor(Date.now() / 60_000);
+    const r = recorded.get(sandboxId);
+    if (!r || r.minute !== minute) {
+      if (recorded.size >= 10_000) recorded.clear();
+      recorded.set(sandboxId, { minute, count: 1 });
+      return true;
+    }
+    return ++r.count <= EVENTS_PER_MINUTE;
   }
 
   /** Counts, logs and records one refusal; the caller writes the wire answer. */
@@ -100,7 +112,7 @@ export function createGatewayServer(opts: GatewayOptions) {
     requests.inc({ decision: 'deny' });
     refusals.inc({ rule: d.rule });
     logger.info({ sandbox: who?.sandboxId, team: who?.teamName, role: who?.role, method: req.method, host: req.host, path: req.path, decision: 'deny', rule: d.rule, destination: d.destination, reason: d.reason }, 'egress refused');
-    if (who && d.rule !== 'upstream' && d.rule !== 'dns') {
+    if (who && d.rule !== 'upstream' && d.rule !== 'dns' && mayRecord(who.sandboxId)) {
       recordEgressEvent(opts.db, who, { ...req, destination: d.destination, rule: d.rule, reason: d.reason }).catch((err) => logger.error({ err }, 'could not record an egress refusal'));
     }
   }
@@ -180,8 +192,8 @@ export function createGatewayServer(opts: GatewayOptions) {
   }
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse) {
-    const conn = meta.get(req.socket) ?? { who: await identify(req.socket), tunnel: null };
-    const who = conn.who;
+    const conn: ConnMeta = meta.get(req.socket) ?? { link: linkOf(req.socket), tunnel: null };
+    const who = await identify(conn.link);
     const t = targetOf(req, conn);
     if (!t.ok) {
       const view = { method: req.method ?? '?', host: t.host, path: t.path };
@@ -394,7 +406,8 @@ export function createGatewayServer(opts: GatewayOptions) {
   }
 
   async function connect(req: http.IncomingMessage, socket: net.Socket, head: Buffer) {
-    const who = await identify(socket);
+    const link = linkOf(socket);
+    const who = await identify(link);
     const target = String(req.url ?? '');
     const parsed = parseHost(target);
     const view = { method: 'CONNECT', host: target.slice(0, 300), path: '' };
@@ -421,7 +434,7 @@ export function createGatewayServer(opts: GatewayOptions) {
       socket.unshift(first);
       if (first[0] !== 0x16) {
         // Plain HTTP inside the tunnel: each request is still decided, against the tunnel's target.
-        meta.set(socket, { who, tunnel: { host: tunnelHost, port: parsed.port!, scheme: 'http' } });
+        meta.set(socket, { link, tunnel: { host: tunnelHost, port: parsed.port!, scheme: 'http' } });
         inner.emit('connection', socket);
         return;
       }
@@ -441,7 +454,7 @@ export function createGatewayServer(opts: GatewayOptions) {
         },
       });
       secure.on('error', () => secure.destroy());
-      meta.set(secure, { who, tunnel: { host: tunnelHost, port: parsed.port!, scheme: 'https' } });
+      meta.set(secure, { link, tunnel: { host: tunnelHost, port: parsed.port!, scheme: 'https' } });
       inner.emit('connection', secure);
     });
   }
