@@ -117,16 +117,16 @@ export function createGatewayServer(opts: GatewayOptions) {
     }
   }
 
-  const refusalText = (req: { method: string; host: string; path: string }, d: Refusal) =>
-    `Crewhouse gateway refused ${req.method} ${req.host}${req.path}: ${d.reason} [rule: ${d.rule}]\n`;
+  const refusalText = (req: { method: string; host: string; path: string }, d: Refusal, who: SandboxIdentity | null) =>
+    `Crewhouse gateway refused ${req.method} ${req.host}${req.path}${who ? ` (role ${who.role})` : ''}: ${d.reason} [rule: ${d.rule}]\n`;
   const statusOf = (d: Refusal) => (d.rule === 'upstream' || d.rule === 'dns' ? 502 : d.rule === 'bad_request' ? 400 : 403);
 
-  function answerRefusal(res: http.ServerResponse, req: { method: string; host: string; path: string }, d: Refusal) {
+  function answerRefusal(res: http.ServerResponse, req: { method: string; host: string; path: string }, d: Refusal, who: SandboxIdentity | null) {
     if (res.headersSent) {
       res.destroy();
       return;
     }
-    const body = refusalText(req, d);
+    const body = refusalText(req, d, who);
     res.writeHead(statusOf(d), { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-crewhouse-gateway-rule': d.rule });
     res.end(body);
   }
@@ -198,13 +198,13 @@ export function createGatewayServer(opts: GatewayOptions) {
     if (!t.ok) {
       const view = { method: req.method ?? '?', host: t.host, path: t.path };
       refused(who, view, t.decision);
-      return answerRefusal(res, view, t.decision);
+      return answerRefusal(res, view, t.decision, who);
     }
     const { target } = t;
     const view = { method: target.method, host: target.port === (target.scheme === 'https' ? 443 : 80) ? target.host : `${target.host}:${target.port}`, path: target.path };
     const refuse = (d: Refusal) => {
       refused(who, view, d);
-      answerRefusal(res, view, d);
+      answerRefusal(res, view, d, who);
     };
     if (!who) return refuse(deny('unknown_sandbox', `no sandbox owns the link ${req.socket.remoteAddress} -> ${req.socket.localAddress}`));
     let ctx: DecisionContext;
@@ -311,7 +311,7 @@ export function createGatewayServer(opts: GatewayOptions) {
       if (res.headersSent) return res.destroy();
       const d = deny('upstream', `the upstream ${view.host} failed: ${(err as NodeJS.ErrnoException).code ?? err.message}`, decision.destination?.name ?? null);
       refused(who, view, d);
-      answerRefusal(res, view, d);
+      answerRefusal(res, view, d, who);
     });
     res.on('close', () => {
       if (!res.writableFinished) upReq.destroy();
@@ -413,7 +413,7 @@ export function createGatewayServer(opts: GatewayOptions) {
     const view = { method: 'CONNECT', host: target.slice(0, 300), path: '' };
     const refuseTunnel = (d: Refusal) => {
       refused(who, view, d);
-      endRaw(socket, d.rule === 'bad_request' ? '400 Bad Request' : '403 Forbidden', refusalText(view, d), d.rule);
+      endRaw(socket, d.rule === 'bad_request' ? '400 Bad Request' : '403 Forbidden', refusalText(view, d, who), d.rule);
     };
     if (!who) return refuseTunnel(deny('unknown_sandbox', `no sandbox owns the link ${socket.remoteAddress} -> ${socket.localAddress}`));
     if (!parsed.ok || parsed.port === null || parsed.wildcard) return refuseTunnel(deny('bad_request', `CONNECT needs host:port, got "${target.slice(0, 100)}"`));
