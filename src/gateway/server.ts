@@ -45,6 +45,7 @@ interface ConnMeta {
 
 const POLICY_TTL_MS = 1000;
 const IDENTITY_TTL_MS = 1000;
+const UPSTREAM_IDLE_MS = 300_000;
 // A sandbox that keeps knocking on closed doors is recorded this many times a minute; the metric counts all.
 const EVENTS_PER_MINUTE = 120;
 const CREDENTIAL_TTL_MS = 10_000;
@@ -288,6 +289,8 @@ export function createGatewayServer(opts: GatewayOptions) {
     };
     if (upstream.scheme === 'https' && upstream.servername) options.servername = upstream.servername;
     const upReq = (upstream.scheme === 'https' ? https : http).request(options);
+    // An upstream that answers nothing for this long (a model may think for minutes) is given up on.
+    upReq.setTimeout(UPSTREAM_IDLE_MS, () => upReq.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
     upReq.on('response', (upRes) => {
       const out: http.OutgoingHttpHeaders = {};
       const named = new Set(String(upRes.headers.connection ?? '').toLowerCase().split(',').map((s) => s.trim()));
