@@ -20,6 +20,10 @@ export interface Config {
   /** The model proxy's admin credential; derived from the secret key when unset. */
   modelProxyToken: string | null;
   gatewayPort: number;
+  /** PEM file of extra trust anchors for the gateway's upstream TLS (besides the system store). */
+  gatewayUpstreamCaFile: string | null;
+  /** DNS servers the gateway resolves names through (`ip` or `ip:port`); empty: the system resolver. */
+  gatewayDns: string[];
   chatPort: number;
   /** Requests per user per window on the chat API (Zulip's `api_by_user` rule); null when off. */
   chatRateLimit: { calls: number; seconds: number } | null;
@@ -107,7 +111,9 @@ export const configReference: Array<{ name: string; default: string; meaning: st
   { name: 'SERVICE_MODEL_PROXY_PORT', default: '8081', meaning: 'port of the model proxy' },
   { name: 'SERVICE_MODEL_PROXY_URL', default: '(unset: the local proxy)', meaning: 'where the console reaches the model proxy\'s admin API' },
   { name: 'SERVICE_MODEL_PROXY_TOKEN', default: '(unset: derived from the secret key)', meaning: 'service credential of the model proxy\'s admin API; set the same value on the console and the proxy' },
-  { name: 'SERVICE_GATEWAY_PORT', default: '8082', meaning: 'port of the credential gateway (reserved: the gateway is not built yet)' },
+  { name: 'SERVICE_GATEWAY_PORT', default: '8082', meaning: 'port of the credential gateway (the sandboxes\' HTTP proxy)' },
+  { name: 'SERVICE_GATEWAY_UPSTREAM_CA_FILE', default: '(unset)', meaning: 'PEM file of extra certificate authorities the gateway trusts for upstreams, besides the system store (a private git server)' },
+  { name: 'SERVICE_GATEWAY_DNS', default: '(unset: the system resolver)', meaning: 'comma-separated DNS servers (ip or ip:port) the gateway resolves names through' },
   { name: 'SERVICE_CHAT_PORT', default: '8083', meaning: 'port of the chat server' },
   { name: 'SERVICE_CHAT_RATE_LIMIT', default: '200/60', meaning: 'chat API requests each user may make per window, as <calls>/<seconds>; 0 turns the limit off' },
   { name: 'SERVICE_JAEGER_URL', default: 'unset', meaning: 'base URL of a Jaeger query service: `GET /runs/{id}/trace` reads spans from it and runs link to it (`jaeger_url`)' },
@@ -157,6 +163,18 @@ function adminToken(env: Env): string | null {
   return raw;
 }
 
+/** SERVICE_GATEWAY_DNS: comma-separated IP addresses, each with an optional port. */
+function dnsServers(env: Env): string[] {
+  const raw = str(env, 'SERVICE_GATEWAY_DNS');
+  if (raw === null) return [];
+  const out = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const server of out) {
+    const m = /^(?:\[([0-9a-f:.]+)\]|(\d{1,3}(?:\.\d{1,3}){3}))(?::(\d{1,5}))?$/i.exec(server) ?? /^([0-9a-f:]+)$/i.exec(server);
+    if (!m || (m[3] !== undefined && (Number(m[3]) < 1 || Number(m[3]) > 65535))) throw new ConfigError(`SERVICE_GATEWAY_DNS must be IP addresses with optional ports (1.1.1.1, 10.0.0.2:53, [::1]:53), got "${server}"`);
+  }
+  return out;
+}
+
 /** SERVICE_CHAT_RATE_LIMIT: `<calls>/<seconds>`, or 0 for no limit. */
 function chatRateLimit(env: Env): { calls: number; seconds: number } | null {
   const raw = str(env, 'SERVICE_CHAT_RATE_LIMIT') ?? '200/60';
@@ -198,6 +216,8 @@ export function loadConfig(env: Env = process.env): Config {
     modelProxyUrl: str(env, 'SERVICE_MODEL_PROXY_URL'),
     modelProxyToken: str(env, 'SERVICE_MODEL_PROXY_TOKEN'),
     gatewayPort: int(env, 'SERVICE_GATEWAY_PORT', 8082),
+    gatewayUpstreamCaFile: str(env, 'SERVICE_GATEWAY_UPSTREAM_CA_FILE') === null ? null : path.resolve(str(env, 'SERVICE_GATEWAY_UPSTREAM_CA_FILE')!),
+    gatewayDns: dnsServers(env),
     chatPort: int(env, 'SERVICE_CHAT_PORT', 8083),
     chatRateLimit: chatRateLimit(env),
     egressDevDestinations: bool(env, 'SERVICE_EGRESS_DEV_DESTINATIONS'),

@@ -23,6 +23,58 @@ export const REDACT_PATHS = [
   'err.queryOptions',
 ];
 
+/** Log lines held for a destination that does not take them; beyond this, new lines are dropped. */
+const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
+/** A write the destination has not taken for this long means the destination is stuck. */
+const STUCK_AFTER_MS = 1000;
+
+/**
+ * Standard output, written behind the callers (off the event loop), so that a log reader that
+ * stopped reading cannot hold the process: lines wait in memory up to a bound, then are
+ * dropped. At exit, pino writes what is left synchronously, which on a stuck destination would
+ * wait forever (in the kernel, or in a retry loop on EAGAIN): when a write has been pending for
+ * STUCK_AFTER_MS, what is left is dropped instead, and the process ends.
+ */
+export function stdoutDestination(): pino.DestinationStream {
+  // Node opens its stdout on first use, and a pipe or socket it opens is made non-blocking: a
+  // write to a reader that stopped reading then fails at once (EAGAIN), where otherwise it would
+  // block a thread in the kernel for good, and the process could never exit (it joins its
+  // threads at exit).
+  const fd = process.stdout.fd;
+  let atExit = false;
+  let exitStarted = 0;
+  const stream = pino.destination({
+    dest: fd,
+    sync: false,
+    maxLength: MAX_BUFFERED_BYTES,
+    // A full non-blocking pipe (EAGAIN) is retried later while running; at exit, only for a while.
+    retryEAGAIN: () => !atExit || Date.now() - exitStarted < STUCK_AFTER_MS,
+  }) as ReturnType<typeof pino.destination> & { _writing: boolean };
+  // When the pending write started or last made progress.
+  let progressAt = Date.now();
+  stream.on('write', () => (progressAt = Date.now()));
+  const write = stream.write.bind(stream);
+  stream.write = (line: string) => {
+    if (!stream._writing) progressAt = Date.now();
+    return write(line);
+  };
+  const flushSync = stream.flushSync.bind(stream);
+  stream.flushSync = () => {
+    // Nothing is said about lines dropped here: the log is where it would be said, and it is what is stuck.
+    if (stream._writing && Date.now() - progressAt > STUCK_AFTER_MS) return;
+    atExit = true;
+    exitStarted = Date.now();
+    try {
+      flushSync();
+    } catch {
+      // EAGAIN for STUCK_AFTER_MS: the destination stopped taking lines; see above.
+    } finally {
+      atExit = false;
+    }
+  };
+  return stream;
+}
+
 export function createLogger(opts: { level: string; destination?: pino.DestinationStream; name?: string }): Logger {
   return pino(
     {
@@ -32,13 +84,39 @@ export function createLogger(opts: { level: string; destination?: pino.Destinati
       base: { pid: process.pid },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
-    opts.destination,
+    opts.destination ?? stdoutDestination(),
   );
 }
 
-/** A URL for logs with credential-like query parameters censored. */
+/**
+ * Query parameter names that carry credentials: any name holding one of these words (so
+ * `access_token`, `refresh_token`, `x-api-key`, `client_secret`, `sig`, `code`, ...).
+ */
+const CREDENTIAL_NAME = /token|key|secret|passw|pwd|auth|credential|sig|session|cookie|csrf|jwt|bearer|^code$|ticket|otp|nonce/i;
+
+function decodedName(raw: string): string {
+  try {
+    return decodeURIComponent(raw.replace(/\+/g, ' '));
+  } catch {
+    return raw;
+  }
+}
+
+/** A URL for logs with the value of every credential-like query parameter censored. */
 export function redactUrl(url: string): string {
-  return url.replace(/([?&](?:token|key|api_key|secret|password|code)=)[^&#]*/gi, '$1[redacted]');
+  const q = url.indexOf('?');
+  if (q < 0) return url;
+  const hash = url.indexOf('#', q);
+  const query = url.slice(q + 1, hash < 0 ? undefined : hash);
+  const censored = query
+    .split('&')
+    .map((pair) => {
+      const eq = pair.indexOf('=');
+      if (eq < 0) return pair;
+      return CREDENTIAL_NAME.test(decodedName(pair.slice(0, eq))) ? `${pair.slice(0, eq)}=[redacted]` : pair;
+    })
+    .join('&');
+  return url.slice(0, q + 1) + censored + (hash < 0 ? '' : url.slice(hash));
 }
 
 export type { Logger };

@@ -11,6 +11,7 @@ import { DatabaseLockedError, openDatabase, type OpenDatabase } from './db/datab
 import { migrateToLatest, MigrationError } from './db/migrate.ts';
 import { Registry } from './http/metrics.ts';
 import { createLogger } from './logger.ts';
+import { gatewayComponent } from './gateway/gateway.component.ts';
 import { modelProxyComponent } from './modelproxy/component.ts';
 import { CipherError } from './secrets/cipher.ts';
 import { createUsersService } from './console/users/users.service.ts';
@@ -22,12 +23,13 @@ import { rotateSecretKey } from './secrets/rotate.ts';
 import { createServices, loadShared } from './services.ts';
 
 /** Every component `crewhouse serve` can run, in start order. */
-export const COMPONENTS: Component[] = [consoleComponent, modelProxyComponent, chatComponent, workerComponent];
+export const COMPONENTS: Component[] = [consoleComponent, modelProxyComponent, chatComponent, gatewayComponent, workerComponent];
 
+// The components are listed from COMPONENTS, so the help names the ones that exist.
 const USAGE = `crewhouse <command>
 
-  serve [--only console,...]          run the service: all components by default, or some of
-                                      console, modelproxy, chat, worker (performs queued jobs)
+  serve [--only ${COMPONENTS.map((c) => c.name).join(',')}]
+                                      run the service (all components by default; --only a subset of them)
   migrate                             bring the database schema up to date and exit
   admin token --user NAME [--name L]  mint an API token for a user and print it
   audit [--limit N] [--action A]      print the audit log, newest first, as JSON lines

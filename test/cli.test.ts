@@ -154,6 +154,32 @@ describe('the crewhouse CLI', { concurrency: false }, () => {
     assert.match(bad.stderr, /unknown command "frobnicate"/);
   });
 
+  test('the help names exactly the components `serve --only` knows', async () => {
+    const help = await run(['help'], {});
+    const listed = /serve \[--only ([a-z,]+)\]/.exec(help.stdout)?.[1].split(',');
+    assert.ok(listed, help.stdout);
+    const bogus = await run(['serve', '--only', 'no-such-component'], a.env);
+    assert.equal(bogus.code, 2);
+    const known = /known: ([a-z, ]+)/.exec(bogus.stderr)?.[1].split(', ');
+    assert.deepEqual(listed, known);
+  });
+
+  test('`crewhouse chat init` twice without --subdomain says the default one is taken, and how to make another', async () => {
+    const fresh = await place();
+    try {
+      const first = await run(['chat', 'init', '--email', 'owner@example.com', '--name', 'Owner'], fresh.env);
+      assert.equal(first.code, 0, first.stderr);
+      const again = await run(['chat', 'init', '--email', 'owner2@example.com', '--name', 'Owner'], fresh.env);
+      assert.equal(again.code, 2);
+      assert.match(again.stderr, /already exists on the default subdomain 'chat'.*--subdomain/);
+      const named = await run(['chat', 'init', '--email', 'owner2@example.com', '--name', 'Owner', '--subdomain', 'chat'], fresh.env);
+      assert.equal(named.code, 2);
+      assert.match(named.stderr, /Subdomain 'chat' is already in use/);
+    } finally {
+      await fresh.drop();
+    }
+  });
+
   test('`crewhouse migrate` brings an empty database up to date and creates no account', async () => {
     const res = await run(['migrate'], a.env);
     assert.equal(res.code, 0, res.stderr);

@@ -16,7 +16,7 @@ import { createJobRunner } from '../src/queue/runner.ts';
 import { jobHandlers } from '../src/runtime/jobs.ts';
 import { cachedReveal, startModelProxy, type RunningModelProxy } from '../src/modelproxy/server.ts';
 import { createSecretsService } from '../src/secrets/secrets.service.ts';
-import { loadShared } from '../src/services.ts';
+import { createServices, loadShared } from '../src/services.ts';
 
 /** The PostgreSQL server tests run on when set; otherwise the embedded database. */
 export const TEST_DATABASE_URL = process.env.SERVICE_TEST_DATABASE_URL || null;
@@ -225,4 +225,10 @@ export async function testModelProxy(opts: { db: Db; logger?: Logger; config?: R
   const { cipher, models } = loadShared(config);
   const credential = opts.credential ?? cachedReveal(createSecretsService({ db: opts.db, cipher }));
   return startModelProxy({ config, db: opts.db, logger: opts.logger ?? captureLogger().logger, port: 0, host: '127.0.0.1', catalog: models, credential, sweepEveryMs: 0 });
+}
+
+/** What `crewhouse serve` hands every component besides config, db, logger and metrics: the shared cipher, model catalogue and services. */
+export function sharedServices(config: Config, db: Db) {
+  const shared = loadShared(config);
+  return { ...shared, services: createServices({ config, db, logger: captureLogger().logger, ...shared }) };
 }

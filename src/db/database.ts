@@ -169,10 +169,11 @@ async function openPGlite(dataDir: string, loadDataDir?: Blob | File): Promise<O
       parsers,
       startParams: [...PGlite.defaultStartParams, ...EMBEDDED_SETTINGS.flatMap((s) => ['-c', s])],
     });
-    const db = new Kysely<Database>({ dialect: new PGliteDialect(pgl) });
+    const dialect = new PGliteDialect(pgl);
+    const db = new Kysely<Database>({ dialect });
     embedded.add(db);
     listeners.set(db, async (channel, onNotify) => {
-      const off = pgl.onNotification((ch) => {
+      const off = dialect.onNotification((ch) => {
         if (ch === channel) onNotify();
       });
       // Through Kysely, so the LISTEN waits for the one connection instead of landing inside

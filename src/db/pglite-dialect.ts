@@ -16,18 +16,33 @@ import {
  * user at a time: a transaction holds it until commit or rollback, and other
  * queries queue behind it instead of interleaving into the open transaction.
  */
+/** Hears NOTIFYs the engine sends back on the one connection (channel, payload). */
+export type NotificationListener = (channel: string, payload: string) => void;
+
 export class PGliteDialect implements Dialect {
   readonly #pg: PGlite;
   readonly #statementCache: number;
+  readonly #listeners = new Set<NotificationListener>();
   constructor(pg: PGlite, opts: { statementCache?: number } = {}) {
     this.#pg = pg;
     this.#statementCache = opts.statementCache ?? STATEMENT_CACHE;
+  }
+
+  /**
+   * Listens for NOTIFYs (after a LISTEN on the channel). This driver reads the engine's wire
+   * answers itself, so PGlite's own `onNotification` never hears them: they come through here.
+   */
+  onNotification(listener: NotificationListener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
   }
   createAdapter() {
     return new PostgresAdapter();
   }
   createDriver(): Driver {
-    return new PGliteDriver(this.#pg, this.#statementCache);
+    return new PGliteDriver(this.#pg, this.#statementCache, (channel, payload) => {
+      for (const l of this.#listeners) l(channel, payload);
+    });
   }
   createIntrospector(db: Kysely<any>) {
     return new PostgresIntrospector(db);
@@ -43,9 +58,9 @@ class PGliteDriver implements Driver {
   #queue: Array<() => void> = [];
   #busy = false;
 
-  constructor(pg: PGlite, statementCache: number) {
+  constructor(pg: PGlite, statementCache: number, notify: NotificationListener) {
     this.#pg = pg;
-    this.#connection = new PGliteConnection(pg, statementCache);
+    this.#connection = new PGliteConnection(pg, statementCache, notify);
   }
   async init() {}
   async acquireConnection(): Promise<DatabaseConnection> {
@@ -124,8 +139,10 @@ class PGliteConnection implements DatabaseConnection {
   /** The transaction status of the last reply: I idle, T in a transaction, E in a failed one. */
   #status = 'I';
 
-  constructor(pg: PGlite, limit: number) {
+  readonly #notify: NotificationListener;
+  constructor(pg: PGlite, limit: number, notify: NotificationListener) {
     this.#pg = pg;
+    this.#notify = notify;
     this.#limit = limit;
   }
 
@@ -214,6 +231,7 @@ class PGliteConnection implements DatabaseConnection {
     const names = statement?.columns ?? [];
     const parsers = statement?.columnParsers ?? [];
     const types = statement?.columnTypes ?? [];
+    const notifications: Array<[string, string]> = [];
     let at = 0;
     while (at + 5 <= buf.length) {
       const code = buf[at];
@@ -276,12 +294,22 @@ class PGliteConnection implements DatabaseConnection {
           // ReadyForQuery
           this.#status = String.fromCharCode(buf[p]);
           break;
+        case 0x41: {
+          // NotificationResponse: process id, channel, payload (delivered at the commit that sent it)
+          const channelEnd = buf.indexOf(0, p + 4);
+          const channel = buf.toString('utf8', p + 4, channelEnd);
+          const payload = buf.toString('utf8', channelEnd + 1, buf.indexOf(0, channelEnd + 1));
+          notifications.push([channel, payload]);
+          break;
+        }
         default:
           // ParseComplete, BindComplete, CloseComplete, NoData, notices, parameter status
           break;
       }
       at = end;
     }
+    // Told after the answer is read, so a listener that queries does not run inside this exchange.
+    if (notifications.length) queueMicrotask(() => notifications.forEach(([channel, payload]) => this.#notify(channel, payload)));
     return reply;
   }
 }

@@ -55,8 +55,8 @@ async function authenticate(db: Db, request: FastifyRequest, rule: AuthRule): Pr
     if (!row) throw problems.unauthorized('the token is unknown, revoked or expired');
     if (row.disabled) throw problems.unauthorized('the account is disabled');
     if (!row.last_used_at || Date.now() - Date.parse(row.last_used_at) > 60_000) {
-      // Best effort: a missed update only makes last_used_at older.
-      touchToken(db, row.token_id).catch((err) => request.log.warn({ err, token_id: row.token_id }, 'recording when a token was last used failed'));
+      // Best effort, off the request's path: a missed touch only makes last_used_at older.
+      touchToken(db, row.token_id).catch((err) => request.log.warn({ err }, 'recording when a token was last used failed'));
     }
     request.actor = { userId: row.user_id, name: row.name, email: row.email, role: row.role, via: 'token', requestId: request.id };
   } else if (cookie) {

@@ -133,13 +133,18 @@ describe('HTTP conventions', () => {
     const minted = await t.request({ method: 'POST', url: '/api/v1/session/tokens', headers: { cookie, 'x-console-csrf': csrf }, body: { name: 'logged?' } });
     assert.equal(minted.status, 201);
     await t.request({ method: 'GET', url: `/api/v1/me?token=${minted.body.token}`, token: minted.body.token });
+    // RFC 6750's name, and other credential-like names, plain or percent-encoded: refused, and censored in the log.
+    const aside = ['chk_aside-access', 'chk_aside-refresh', 'aside-client-secret', 'aside-sig', 'aside-encoded'];
+    await t.request({ method: 'GET', url: `/api/v1/me?access_token=${aside[0]}&view=plain&refresh_token=${aside[1]}&client_secret=${aside[2]}&X-Amz-Signature=${aside[3]}&access%5Ftoken=${aside[4]}` });
     await t.request({ method: 'GET', url: '/api/v1/me', token: 'chk_definitely-not-a-token' });
     await t.request({ method: 'POST', url: '/api/v1/session', body: { name: 'logcheck', password: 'wrong ' + password } });
-    const secrets = [t.adminToken, created.body.setup_token, cookie.split('=')[1], csrf, minted.body.token, password, 'chk_definitely-not-a-token'];
+    const secrets = [t.adminToken, created.body.setup_token, cookie.split('=')[1], csrf, minted.body.token, password, 'chk_definitely-not-a-token', ...aside];
     const all = t.logs.join('\n');
     assert.ok(t.logs.length > 5);
     for (const s of secrets) assert.ok(!all.includes(s), `a log line holds ${s.slice(0, 6)}...`);
     assert.match(all, /token=\[redacted\]/);
+    // Only credentials are censored: the rest of the URL stays readable.
+    assert.match(all, /\?access_token=\[redacted\]&view=plain&refresh_token=\[redacted\]/);
   });
 
   test('the logger censors credential headers and database query parameters wherever they are logged', () => {
@@ -225,5 +230,27 @@ describe('closing a server', () => {
     const outcome = await Promise.race([Promise.all([closing, silentClosed, inFlight]).then(([, , body]) => body), stuck]);
     clearTimeout(timer);
     assert.deepEqual(outcome, { done: true });
+  });
+});
+
+describe('deeply nested JSON', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await testApp();
+  });
+  after(() => t.close());
+
+  test('JSON nested 10,000 levels deep (arrays or objects) is a 400 problem, not a stack overflow', async () => {
+    const arrays = '['.repeat(10_000) + ']'.repeat(10_000);
+    const objects = '{"a":'.repeat(10_000) + '1' + '}'.repeat(10_000);
+    for (const raw of [arrays, objects, `{"name":"deep","role":"viewer","x":${arrays}}`]) {
+      const res = await t.request({ method: 'POST', url: '/api/v1/users', token: t.adminToken, raw, headers: { 'content-type': 'application/json' } });
+      assertProblem(res, 400);
+      assert.match(res.body.detail, /nests deeper than 100 levels/);
+    }
+    // Nesting up to the bound is not refused for its depth.
+    const shallow = await t.request({ method: 'POST', url: '/api/v1/users', token: t.adminToken, raw: '['.repeat(100) + ']'.repeat(100), headers: { 'content-type': 'application/json' } });
+    assertProblem(shallow, 400);
+    assert.doesNotMatch(shallow.body.detail, /nests deeper/);
   });
 });

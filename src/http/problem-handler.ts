@@ -1,28 +1,10 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { toDomainError } from '../errors/errors.ts';
 import type { App } from './kernel.ts';
 import { Problem, problems } from './problems.ts';
-import { fieldProblems, findNul } from './validation.ts';
+import { fieldProblems, inspectJson, MAX_JSON_DEPTH } from './validation.ts';
 
-/** PostgreSQL error codes that are the caller's doing, mapped once. */
-function fromDatabase(err: { code?: string; constraint?: string }): Problem | null {
-  switch (err.code) {
-    case '23505':
-      return problems.conflict('a resource with that name already exists');
-    case '23503':
-      return problems.conflict('the resource is in use or refers to something that does not exist');
-    case '54000':
-      return problems.badRequest('a value is too large to store');
-    case '40001':
-    case '40P01':
-      return problems.conflict('a concurrent write got there first; read again and retry');
-    default:
-      // Class 22 (data exception): a value the database cannot take, e.g. a NUL character, a
-      // number out of range or malformed text for a typed column. The caller's input, never ours.
-      return typeof err.code === 'string' && err.code.startsWith('22') ? problems.badRequest('a value is out of range or malformed') : null;
-  }
-}
-
-/** Maps any error to a problem: ours, validation, body parsing, database, or a 500 without internals. */
+/** Maps any error to a problem: ours, validation, body parsing, a domain or database error, or a 500 without internals. */
 export function toProblem(err: FastifyError & { code?: string }, request: FastifyRequest): Problem {
   if (err instanceof Problem) return err;
   if (err.validation) {
@@ -50,8 +32,8 @@ export function toProblem(err: FastifyError & { code?: string }, request: Fastif
   if (err instanceof SyntaxError && (err as FastifyError).statusCode === 400) {
     return problems.badRequest('the body is not valid JSON', [{ field: '(body)', message: 'is not valid JSON' }]);
   }
-  const fromDb = fromDatabase(err as { code?: string });
-  if (fromDb) return fromDb;
+  const domain = toDomainError(err, request.log);
+  if (domain) return problems.fromDomain(domain);
   if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
     return new Problem(err.statusCode, 'bad-request', 'Bad request', err.message);
   }
@@ -75,11 +57,14 @@ export function useProblems(app: App): void {
   app.setErrorHandler((err: FastifyError, request, reply) => sendProblem(reply, toProblem(err, request)));
   app.addHook('preValidation', async (request) => {
     for (const part of ['body', 'query', 'params'] as const) {
-      const field = findNul(request[part]);
-      if (field !== null) {
-        const name = field || (part === 'body' ? '(body)' : `(${part})`);
-        throw problems.badRequest(`${name} holds a NUL character, which cannot be stored`, [{ field: name, message: 'must not contain a NUL character' }]);
+      const found = inspectJson(request[part]);
+      if (found === null) continue;
+      const field = 'nul' in found ? found.nul : found.tooDeep;
+      const name = field || (part === 'body' ? '(body)' : `(${part})`);
+      if ('tooDeep' in found) {
+        throw problems.badRequest(`the ${part} nests deeper than ${MAX_JSON_DEPTH} levels`, [{ field: name, message: `nests deeper than ${MAX_JSON_DEPTH} levels` }]);
       }
+      throw problems.badRequest(`${name} holds a NUL character, which cannot be stored`, [{ field: name, message: 'must not contain a NUL character' }]);
     }
   });
   app.setNotFoundHandler((request, reply) => sendProblem(reply, problems.routeNotFound(request.method, request.url.split('?')[0])));

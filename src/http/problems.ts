@@ -1,3 +1,5 @@
+import type { DomainError } from '../errors/errors.ts';
+
 /** One field problem inside a problem document. */
 export interface FieldProblem {
   field: string;
@@ -40,6 +42,8 @@ export class Problem extends Error {
   }
 }
 
+const TITLES: Record<number, string> = { 400: 'Bad request', 409: 'Conflict', 413: 'Payload too large', 422: 'Validation failed', 503: 'Service unavailable' };
+
 export const problems = {
   badRequest: (detail: string, errors: FieldProblem[] = []) => new Problem(400, 'bad-request', 'Bad request', detail, errors),
   invalidField: (field: string, message: string, status: 400 | 422 = 422) =>
@@ -62,5 +66,8 @@ export const problems = {
     new Problem(429, 'too-many-requests', 'Too many requests', detail, [], retryAfterSeconds ? { 'retry-after': String(retryAfterSeconds) } : {}),
   badGateway: (detail: string) => new Problem(502, 'bad-gateway', 'Bad gateway', detail),
   unavailable: (detail: string) => new Problem(503, 'unavailable', 'Service unavailable', detail),
+  /** A domain error (see errors/errors.ts) as a problem: its status, its code as the type. */
+  fromDomain: (e: DomainError) =>
+    new Problem(e.status, e.code.replace(/_/g, '-'), TITLES[e.status] ?? 'Error', e.message, [], e.retryAfter ? { 'retry-after': String(e.retryAfter) } : {}),
   internal: () => new Problem(500, 'internal', 'Internal server error', 'the server failed to answer; the error was logged with this request id'),
 };

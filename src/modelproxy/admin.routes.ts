@@ -3,100 +3,9 @@ import { Type } from 'typebox';
 import type { Actor } from '../audit/audit.ts';
 import { safeEqual } from '../auth/credentials.ts';
 import type { App } from '../http/kernel.ts';
+import { AllSpend, BudgetBody, Day, Days, Key, KeyPage, KeyParams, Limit, LogLine, MintBody, MintedKey, Name, RevokedTeamKeys, SpendRow, TeamBudget, TeamParams, TeamSpend, UpdateBody } from './admin.schemas.ts';
 import { proxyErrors } from './errors.ts';
 import type { ModelProxyService } from './modelproxy.service.ts';
-
-/** Names: teams, roles and agents as the console spells them. */
-const Name = Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' });
-const Usd = Type.Number({ minimum: 0, maximum: 1_000_000 });
-const Models = Type.Array(Type.String({ minLength: 1, maxLength: 63 }), { maxItems: 100 });
-const Duration = Type.String({ maxLength: 8 });
-const PerMinute = Type.Integer({ minimum: 1, maximum: 100_000_000 });
-
-const Limits = {
-  models: Type.Optional(Models),
-  max_budget: Type.Optional(Type.Union([Usd, Type.Null()])),
-  budget_duration: Type.Optional(Type.Union([Duration, Type.Null()])),
-  rpm_limit: Type.Optional(Type.Union([PerMinute, Type.Null()])),
-  tpm_limit: Type.Optional(Type.Union([PerMinute, Type.Null()])),
-};
-const MintBody = Type.Object({ team: Name, role: Name, agent: Name, ...Limits }, { additionalProperties: false });
-const UpdateBody = Type.Object(Limits, { additionalProperties: false, minProperties: 1 });
-const BudgetBody = Type.Object({ usd_per_day: Type.Union([Usd, Type.Null()]) }, { additionalProperties: false });
-const KeyParams = Type.Object({ key_id: Type.String({ pattern: '^mpk_[0-9a-f]{16}$' }) });
-const TeamParams = Type.Object({ team: Name });
-const Days = Type.Integer({ minimum: 1, maximum: 366, default: 30 });
-const Day = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' });
-
-const Key = Type.Object({
-  key_id: Type.String(),
-  key_prefix: Type.String(),
-  team: Type.String(),
-  role: Type.String(),
-  agent: Type.String(),
-  models: Type.Array(Type.String()),
-  max_budget: Type.Union([Type.Number(), Type.Null()]),
-  budget_duration: Type.Union([Type.String(), Type.Null()]),
-  spend_usd: Type.Number({ description: 'spent in the current budget window' }),
-  spend_total_usd: Type.Number(),
-  reserved_usd: Type.Number({ description: 'held by requests in flight' }),
-  window_started_at: Type.String(),
-  rpm_limit: Type.Union([Type.Integer(), Type.Null()]),
-  tpm_limit: Type.Union([Type.Integer(), Type.Null()]),
-  last_used_at: Type.Union([Type.String(), Type.Null()]),
-  revoked_at: Type.Union([Type.String(), Type.Null()]),
-  created_at: Type.String(),
-  updated_at: Type.String(),
-});
-const MintedKey = Type.Object({ ...Key.properties, key: Type.String({ description: 'the virtual key; shown only in this answer' }) });
-const DaySpend = Type.Object({ date: Type.String(), spend_usd: Type.Number(), tokens: Type.Integer(), requests: Type.Integer() });
-const Totals = Type.Object({ spend_usd: Type.Number(), tokens: Type.Integer(), requests: Type.Integer() });
-const TeamSpend = Type.Object({
-  team: Type.String(),
-  days: Type.Integer(),
-  budget_usd_per_day: Type.Union([Type.Number(), Type.Null()]),
-  spent_today_usd: Type.Number(),
-  reserved_usd: Type.Number(),
-  series: Type.Array(DaySpend),
-  totals: Totals,
-});
-const AllSpend = Type.Object({
-  days: Type.Integer(),
-  series: Type.Array(DaySpend),
-  totals: Totals,
-  teams: Type.Array(
-    Type.Object({ team: Type.String(), budget_usd_per_day: Type.Union([Type.Number(), Type.Null()]), spent_today_usd: Type.Number(), series: Type.Array(DaySpend), totals: Totals }),
-  ),
-});
-const SpendRow = Type.Object({
-  date: Type.String(),
-  team: Type.String(),
-  role: Type.String(),
-  key_id: Type.String(),
-  agent: Type.Union([Type.String(), Type.Null()]),
-  spend_usd: Type.Number(),
-  tokens_in: Type.Integer(),
-  tokens_out: Type.Integer(),
-  requests: Type.Integer(),
-});
-const LogLine = Type.Object({
-  id: Type.Integer(),
-  at: Type.String(),
-  team: Type.Union([Type.String(), Type.Null()]),
-  role: Type.Union([Type.String(), Type.Null()]),
-  key_id: Type.Union([Type.String(), Type.Null()]),
-  model: Type.Union([Type.String(), Type.Null()]),
-  stream: Type.Boolean(),
-  tokens_in: Type.Integer(),
-  tokens_out: Type.Integer(),
-  cost_usd: Type.Number(),
-  status: Type.Integer(),
-  latency_ms: Type.Integer(),
-  upstream_request_id: Type.Union([Type.String(), Type.Null()]),
-  request_id: Type.Union([Type.String(), Type.Null()]),
-  error: Type.Union([Type.String(), Type.Null()]),
-});
-const Limit = Type.Integer({ minimum: 1, maximum: 1000, default: 100 });
 
 /**
  * The admin API the console calls, under /admin/v1, authenticated by the service credential
@@ -125,7 +34,7 @@ export function adminRoutes(app: App, deps: { service: ModelProxyService; creden
       });
       admin.get(
         '/keys',
-        { schema: { operationId: 'listKeys', querystring: Type.Object({ team: Type.Optional(Name), cursor: Type.Optional(KeyParams.properties.key_id), limit: Limit, include_revoked: Type.Boolean({ default: false }) }), response: { 200: Type.Object({ items: Type.Array(Key), next_cursor: Type.Union([Type.String(), Type.Null()]) }) } } },
+        { schema: { operationId: 'listKeys', querystring: Type.Object({ team: Type.Optional(Name), cursor: Type.Optional(KeyParams.properties.key_id), limit: Limit, include_revoked: Type.Boolean({ default: false }) }), response: { 200: KeyPage } } },
         async (req) => {
           const q = req.query as { team?: string; cursor?: string; limit: number; include_revoked: boolean };
           return service.listKeys({ team: q.team, cursor: q.cursor, limit: q.limit, includeRevoked: q.include_revoked });
@@ -140,12 +49,12 @@ export function adminRoutes(app: App, deps: { service: ModelProxyService; creden
       );
       admin.post(
         '/teams/:team/revoke-keys',
-        { schema: { operationId: 'revokeTeamKeys', params: TeamParams, response: { 200: Type.Object({ team: Type.String(), revoked: Type.Integer(), key_ids: Type.Array(Type.String()) }) } } },
+        { schema: { operationId: 'revokeTeamKeys', params: TeamParams, response: { 200: RevokedTeamKeys } } },
         async (req) => service.revokeTeamKeys(actor(req), (req.params as { team: string }).team),
       );
       admin.put(
         '/teams/:team/budget',
-        { schema: { operationId: 'setTeamBudget', params: TeamParams, body: BudgetBody, response: { 200: Type.Object({ team: Type.String(), budget_usd_per_day: Type.Union([Type.Number(), Type.Null()]) }) } } },
+        { schema: { operationId: 'setTeamBudget', params: TeamParams, body: BudgetBody, response: { 200: TeamBudget } } },
         async (req) => service.setTeamBudget(actor(req), (req.params as { team: string }).team, (req.body as { usd_per_day: number | null }).usd_per_day),
       );
       admin.get('/teams/:team/spend', { schema: { operationId: 'getTeamSpend', params: TeamParams, querystring: Type.Object({ days: Days }), response: { 200: TeamSpend } } }, async (req) =>

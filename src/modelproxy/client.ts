@@ -1,5 +1,6 @@
 import type { Config } from '../config.ts';
 import { Problem } from '../http/problems.ts';
+import type { AllSpend, KeyLimitsInput, KeyPage, MintedProxyKey, MintKeyInput, ProxyKey, RevokedTeamKeys, TeamBudget, TeamSpend } from './admin.schemas.ts';
 import { serviceCredential } from './credential.ts';
 
 /** The proxy is not configured or does not answer: the console answers 503. Renders as a problem. */
@@ -18,69 +19,7 @@ export class ModelProxyFailedError extends Problem {
   }
 }
 
-export interface KeyLimitsInput {
-  models?: string[];
-  max_budget?: number | null;
-  budget_duration?: string | null;
-  rpm_limit?: number | null;
-  tpm_limit?: number | null;
-}
-
-export interface MintKeyInput extends KeyLimitsInput {
-  team: string;
-  role: string;
-  agent: string;
-}
-
-export interface ProxyKey {
-  key_id: string;
-  key_prefix: string;
-  team: string;
-  role: string;
-  agent: string;
-  models: string[];
-  max_budget: number | null;
-  budget_duration: string | null;
-  spend_usd: number;
-  spend_total_usd: number;
-  reserved_usd: number;
-  rpm_limit: number | null;
-  tpm_limit: number | null;
-  last_used_at: string | null;
-  revoked_at: string | null;
-  created_at: string;
-}
-
-export interface DaySpend {
-  date: string;
-  spend_usd: number;
-  tokens: number;
-  requests: number;
-}
-
-export interface SpendTotals {
-  spend_usd: number;
-  tokens: number;
-  requests: number;
-}
-
-export interface TeamSpend {
-  team: string;
-  days: number;
-  budget_usd_per_day: number | null;
-  spent_today_usd: number;
-  reserved_usd: number;
-  /** Oldest first, one entry per UTC day (zeros included). */
-  series: DaySpend[];
-  totals: SpendTotals;
-}
-
-export interface AllSpend {
-  days: number;
-  series: DaySpend[];
-  totals: SpendTotals;
-  teams: Array<{ team: string; budget_usd_per_day: number | null; spent_today_usd: number; series: DaySpend[]; totals: SpendTotals }>;
-}
+export type { AllSpend, DaySpend, KeyLimitsInput, MintKeyInput, ProxyKey, SpendTotals, TeamSpend } from './admin.schemas.ts';
 
 export interface ModelProxyClientOptions {
   /** Overrides SERVICE_MODEL_PROXY_URL (the test harness points it at an ephemeral port). */
@@ -129,15 +68,15 @@ export function createModelProxyClient(config: Pick<Config, 'modelProxyUrl' | 'm
 
   return {
     /** Mints a key for a team's role and agent; `key` is shown in this answer only. */
-    mintKey: (input: MintKeyInput, actor?: string) => call<ProxyKey & { key: string }>('POST', '/keys', input, actor),
+    mintKey: (input: MintKeyInput, actor?: string) => call<MintedProxyKey>('POST', '/keys', input, actor),
     /** Changes a key's models and limits (sent fields only). */
     updateKey: (keyId: string, limits: KeyLimitsInput, actor?: string) => call<ProxyKey>('PATCH', `/keys/${seg(keyId)}`, limits, actor),
     revokeKey: (keyId: string, actor?: string) => call<ProxyKey>('DELETE', `/keys/${seg(keyId)}`, undefined, actor),
     /** Revokes every key of a team (archive); idempotent. */
-    revokeTeamKeys: (team: string, actor?: string) => call<{ team: string; revoked: number; key_ids: string[] }>('POST', `/teams/${seg(team)}/revoke-keys`, undefined, actor),
-    listKeys: (team: string) => call<{ items: ProxyKey[]; next_cursor: string | null }>('GET', `/keys?team=${seg(team)}&limit=1000`),
+    revokeTeamKeys: (team: string, actor?: string) => call<RevokedTeamKeys>('POST', `/teams/${seg(team)}/revoke-keys`, undefined, actor),
+    listKeys: (team: string) => call<KeyPage>('GET', `/keys?team=${seg(team)}&limit=1000`),
     /** Sets the team's daily budget in USD per UTC day (null: no cap). */
-    setTeamBudget: (team: string, usdPerDay: number | null, actor?: string) => call<{ team: string; budget_usd_per_day: number | null }>('PUT', `/teams/${seg(team)}/budget`, { usd_per_day: usdPerDay }, actor),
+    setTeamBudget: (team: string, usdPerDay: number | null, actor?: string) => call<TeamBudget>('PUT', `/teams/${seg(team)}/budget`, { usd_per_day: usdPerDay }, actor),
     /** The team's per-UTC-day series for the last `days` days (today included) and what it spent today. */
     teamSpend: (team: string, days: number) => call<TeamSpend>('GET', `/teams/${seg(team)}/spend?days=${Math.trunc(days)}`),
     /** Every team's per-UTC-day spend, and all teams summed per day. */

@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { toDomainError, type DomainError } from '../errors/errors.ts';
 import type { App } from '../http/kernel.ts';
 import { fieldProblems } from '../http/validation.ts';
 
@@ -46,10 +47,14 @@ export const proxyErrors = {
   upstream: (status: number, message: string, code: string | null = 'upstream_error', headers: Record<string, string> = {}) =>
     new ProxyError(status, status === 429 ? 'rate_limit_exceeded' : status >= 500 ? 'upstream_error' : 'invalid_request_error', code, message, { headers }),
   unavailable: (message: string, code = 'service_unavailable') => new ProxyError(503, 'service_unavailable', code, message),
+  /** A domain error (see errors/errors.ts) as OpenAI's error object, with its status. */
+  fromDomain: (e: DomainError) =>
+    new ProxyError(e.status, e.status >= 500 ? 'service_unavailable' : 'invalid_request_error', e.code, e.message, { headers: retry(e.retryAfter) }),
   internal: () => new ProxyError(500, 'server_error', 'internal_error', 'the proxy failed to answer; the error was logged with this request id'),
 };
 
-function sendError(reply: FastifyReply, err: ProxyError) {
+/** Answers with the error in OpenAI's format, with its status and headers. */
+export function sendProxyError(reply: FastifyReply, err: ProxyError) {
   for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
   return reply.status(err.status).type('application/json').send(err.toJSON());
 }
@@ -73,8 +78,8 @@ export function toProxyError(err: FastifyError, request: FastifyRequest): ProxyE
       return proxyErrors.invalidRequest('the body is not valid JSON');
   }
   if (err instanceof SyntaxError && (err as FastifyError).statusCode === 400) return proxyErrors.invalidRequest('the body is not valid JSON');
-  // PostgreSQL data exceptions (a date that does not exist, a number out of range): the caller's input.
-  if (typeof err.code === 'string' && /^22[0-9A-Z]{3}$/.test(err.code)) return proxyErrors.invalidRequest('a value is out of range or malformed');
+  const domain = toDomainError(err, request.log);
+  if (domain) return proxyErrors.fromDomain(domain);
   if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) return new ProxyError(err.statusCode, 'invalid_request_error', null, err.message);
   request.log.error({ err }, 'unhandled error');
   return proxyErrors.internal();
@@ -82,6 +87,6 @@ export function toProxyError(err: FastifyError, request: FastifyRequest): ProxyE
 
 /** The proxy's error and not-found handlers. */
 export function useProxyErrors(app: App) {
-  app.setErrorHandler((err: FastifyError, request, reply) => sendError(reply, toProxyError(err, request)));
-  app.setNotFoundHandler((request, reply) => sendError(reply, proxyErrors.notFound(`no route ${request.method} ${request.url.split('?')[0].slice(0, 200)}`)));
+  app.setErrorHandler((err: FastifyError, request, reply) => sendProxyError(reply, toProxyError(err, request)));
+  app.setNotFoundHandler((request, reply) => sendProxyError(reply, proxyErrors.notFound(`no route ${request.method} ${request.url.split('?')[0].slice(0, 200)}`)));
 }

@@ -5,6 +5,7 @@ import type { Db } from '../db/database.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import { durationToInterval, utcDay } from './durations.ts';
 import { proxyErrors } from './errors.ts';
+import type { Admission } from './admission/admission.ts';
 import * as store from './modelproxy.store.ts';
 
 export interface KeyLimits {
@@ -69,7 +70,7 @@ function totals(s: Array<{ spend_usd: number; tokens: number; requests: number }
 
 /** The admin side of the model proxy: keys, team budgets, spend. Every write is audited in its transaction. */
 /** `admission` is told of every change to limits: admission that keeps them in memory must hear of each (pass it always). */
-export function createModelProxyService(deps: { db: Db; catalog: ModelCatalog; admission: Pick<store.Admission, 'limitsChanged'> }) {
+export function createModelProxyService(deps: { db: Db; catalog: ModelCatalog; admission: Pick<Admission, 'limitsChanged'> }) {
   const { db, catalog } = deps;
   /** After a commit that changed limits: admission that keeps them in memory rereads them before the answer goes out. */
   const limitsChanged = (target: { keyId?: string; team?: string }) => deps.admission.limitsChanged(target);

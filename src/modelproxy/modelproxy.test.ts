@@ -7,7 +7,7 @@ import { awayFromClockEdges, captureLogger, testConfig, testDb, testModelProxy, 
 import { startFakeOpenAI, type FakeOpenAI } from '../../test/fakes/openai-upstream.ts';
 import { createModelProxyClient, ModelProxyFailedError, ModelProxyUnavailableError, type ModelProxyClient } from './client.ts';
 import { serviceCredential } from './credential.ts';
-import * as store from './modelproxy.store.ts';
+import * as store from './admission/database.ts';
 import type { RunningModelProxy } from './server.ts';
 
 const UPSTREAM_KEY = 'sk-upstream-secret-0123456789';
@@ -253,6 +253,42 @@ describe('model proxy', () => {
     // Logged against the key's team once the key is known (an unknown model is logged without one).
     const rows = await settled(k.team, 3);
     assert.deepEqual(rows.map((r) => r.status), [403, 200, 401]);
+  });
+
+  test('the key comes first: without a valid key every request answers 401, whatever its body, model or path', async () => {
+    const raw = (key: string | null, body: string, type = 'application/json') =>
+      fetch(`${proxy.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': type, ...(key ? { authorization: `Bearer ${key}` } : {}) }, body });
+    const revoked = await mint();
+    await client.revokeKey(revoked.key_id);
+    for (const key of [null, 'sk-ch-not-a-key', revoked.key]) {
+      const answers = [
+        await chat(key, { messages: [{ role: 'user', content: 'x' }] }),
+        await chat(key, { model: 42, messages: [] }),
+        await chat(key, { model: 'no-such-alias', messages: [{ role: 'user', content: 'x' }] }),
+        await chat(key, hello),
+        await raw(key, '{"model":'),
+        await raw(key, ''),
+        await raw(key, 'model=fake', 'text/plain'),
+        await raw(key, '['.repeat(10_000) + ']'.repeat(10_000)),
+        await fetch(`${proxy.url}/v1/models/${'x'.repeat(300)}`, { headers: key ? { authorization: `Bearer ${key}` } : {} }),
+        await fetch(`${proxy.url}/v1/models/fake`, { headers: key ? { authorization: `Bearer ${key}` } : {} }),
+      ];
+      for (const res of answers) {
+        assert.equal(res.status, 401, `${key}: ${res.url}`);
+        const body = await json(res);
+        assert.equal(body.error.code, 'invalid_api_key');
+        assert.equal(body.error.type, 'invalid_request_error');
+      }
+    }
+    // With a valid key the same requests say what is wrong.
+    const k = await mint();
+    assert.equal((await chat(k.key, { messages: [{ role: 'user', content: 'x' }] })).status, 400);
+    assert.equal((await chat(k.key, { model: 'no-such-alias', messages: [{ role: 'user', content: 'x' }] })).status, 404);
+    const deep = await raw(k.key, '['.repeat(10_000) + ']'.repeat(10_000));
+    assert.equal(deep.status, 400);
+    const deepObject = await raw(k.key, '{"model":"fake","messages":[' + '{"a":'.repeat(10_000) + '1' + '}'.repeat(10_000) + ']}');
+    assert.equal(deepObject.status, 400);
+    assert.match((await json(deepObject)).error.message, /nests deeper/);
   });
 
   test('rpm and tpm limits answer 429 with Retry-After', async () => {

@@ -1,13 +1,13 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { hashToken } from '../auth/credentials.ts';
 import type { Db } from '../db/database.ts';
 import type { App } from '../http/kernel.ts';
-import type { ModelAlias, ModelCatalog } from '../models/catalog.ts';
-import { anthropicAdapter } from './anthropic.ts';
-import { ProxyError, proxyErrors } from './errors.ts';
-import * as store from './modelproxy.store.ts';
-import { estimateTokens, post, readBody, storableText, tokenCount, upstreamError, UpstreamNetworkError, openaiAdapter, type Adapter, type ChatRequest, type Usage } from './upstream.ts';
+import { inspectJson, MAX_JSON_DEPTH } from '../http/validation.ts';
+import type { ModelAlias } from '../models/catalog.ts';
+import { proxyErrors, sendProxyError, toProxyError } from './errors.ts';
+import { createForwarder, type ForwarderDeps } from './forwarding.ts';
+import type { ChatRequest } from './upstream.ts';
 
 const ChatBody = Type.Object(
   {
@@ -22,18 +22,7 @@ const ChatBody = Type.Object(
   { additionalProperties: true },
 );
 
-/** What the forwarder needs: the database, admission, the aliases, and upstream credentials by secret name. */
-export interface ForwarderDeps {
-  db: Db;
-  admission: store.Admission;
-  catalog: ModelCatalog;
-  credential(secretName: string): Promise<string | null>;
-  /** How long a reservation may stay open before a sweeper releases it. */
-  reservationTtlSeconds: number;
-  upstreamIdleTimeoutMs: number;
-}
-
-const ADAPTERS: Record<ModelAlias['api'], Adapter> = { openai: openaiAdapter, anthropic: anthropicAdapter };
+const ModelParams = Type.Object({ model: Type.String({ maxLength: 200 }) });
 
 /** The bearer key of a request (OpenAI style), or `x-api-key` (Anthropic style). */
 function keyOf(req: FastifyRequest): string | null {
@@ -46,252 +35,69 @@ function keyOf(req: FastifyRequest): string | null {
   return typeof x === 'string' && x.length > 0 && x.length < 1000 ? x : null;
 }
 
-const dollars = (alias: ModelAlias, tokensIn: number, tokensOut: number) => (tokensIn * alias.input_usd_per_mtok + tokensOut * alias.output_usd_per_mtok) / 1e6;
-
-function sendError(reply: FastifyReply, err: ProxyError) {
-  for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
-  return reply.status(err.status).type('application/json').send(err.toJSON());
-}
-
-function reservationError(r: store.Reservation, model: string): ProxyError {
-  switch (r.outcome) {
-    case 'invalid_key':
-      return proxyErrors.invalidKey();
-    case 'model_not_allowed':
-      return proxyErrors.modelNotAllowed(model);
-    case 'rpm':
-    case 'tpm':
-      return proxyErrors.rateLimited(r.outcome, r.retryAfter ?? 1);
-    case 'key_budget':
-      return proxyErrors.keyBudget(r.retryAfter);
-    case 'team_budget':
-      return proxyErrors.teamBudget(r.retryAfter);
-    default:
-      return proxyErrors.internal();
-  }
-}
-
-/** POST /v1/chat/completions and GET /v1/models: the OpenAI-compatible front, authenticated by virtual keys. */
-export function proxyRoutes(app: App, deps: ForwarderDeps) {
+/**
+ * POST /v1/chat/completions and GET /v1/models: the OpenAI-compatible front, authenticated by
+ * virtual keys. The key comes first: a request without a valid key answers 401 whatever else
+ * is wrong with it, so nothing (which aliases exist, what a body must look like) is shown to
+ * a caller without one. A valid request pays no extra lookup for this: admission authenticates
+ * it; only a refused one is checked.
+ */
+export function proxyRoutes(app: App, deps: ForwarderDeps & { db: Db }) {
   const { db, catalog, admission } = deps;
+  const forwarder = createForwarder(deps);
   app.addHook('onClose', async () => admission.close());
 
-  /** Settles and queues the request log line; written after the answer went out, so off the request's path. */
-  function finish(req: FastifyRequest, s: Omit<store.Settlement, 'requestId' | 'latencyMs'>, started: number) {
-    // What an upstream said is stored only in a shape the database takes: one bad line must not hold up the others.
-    const tokensIn = tokenCount(s.tokensIn);
-    const tokensOut = tokenCount(s.tokensOut);
-    admission.settle({
-      ...s,
-      tokensIn,
-      tokensOut,
-      cost: Number.isFinite(s.cost) && s.cost > 0 ? s.cost : 0,
-      // A model is logged only when it is an alias; cleaned all the same, as the rest.
-      model: s.model === null ? null : storableText(s.model, 200),
-      error: s.error === null ? null : storableText(s.error),
-      upstreamRequestId: s.upstreamRequestId === null ? null : storableText(s.upstreamRequestId, 200),
-      requestId: req.id,
-      latencyMs: Math.round(performance.now() - started),
+  const authenticated = async (req: FastifyRequest) => {
+    const key = keyOf(req);
+    return key !== null && (await admission.authenticate(hashToken(key)));
+  };
+
+  app.register(async (scope: App) => {
+    scope.setErrorHandler(async (err: FastifyError, req, reply) => {
+      let e = toProxyError(err, req);
+      if (e.status !== 401) {
+        // Should the check itself fail, the original error is answered: it says nothing a key would hide.
+        const known = await authenticated(req).catch((cause) => {
+          req.log.warn({ err: cause }, 'authenticating a refused request failed; answering its own error');
+          return true;
+        });
+        if (!known) e = proxyErrors.invalidKey();
+      }
+      return sendProxyError(reply, e);
     });
-  }
+    // Bodies pass on upstream as JSON: one nested without bound would overflow the serializer.
+    scope.addHook('preValidation', async (req) => {
+      if (req.body !== undefined && inspectJson(req.body, { nul: false }) !== null) {
+        throw proxyErrors.invalidRequest(`the body nests deeper than ${MAX_JSON_DEPTH} levels`);
+      }
+    });
 
-  app.post('/v1/chat/completions', { schema: { body: ChatBody } }, async (req, reply) => {
-    const started = performance.now();
-    const body = req.body as ChatRequest;
-    const stream = body.stream === true;
-    const base = { stream, reservation: null, keyId: null, team: null, role: null, model: body.model, cost: 0, tokensIn: 0, tokensOut: 0, upstreamRequestId: null, count: false };
+    scope.post('/v1/chat/completions', { schema: { body: ChatBody } }, async (req, reply) => {
+      return forwarder.complete(req, reply, req.body as ChatRequest, keyOf(req));
+    });
 
-    const key = keyOf(req);
-    const alias = catalog.get(body.model);
-    if (!key || !alias) {
-      const err = !key ? proxyErrors.invalidKey() : proxyErrors.modelNotFound(body.model);
-      finish(req, { ...base, model: alias ? body.model : null, status: err.status, error: err.code }, started);
-      return sendError(reply, err);
+    async function allowedModels(req: FastifyRequest): Promise<string[] | null> {
+      const key = keyOf(req);
+      if (!key) return null;
+      const row = await db.selectFrom('mp_keys').select(['models', 'revoked_at']).where('key_hash', '=', hashToken(key)).executeTakeFirst();
+      if (!row || row.revoked_at) return null;
+      return row.models.length ? row.models : catalog.aliases.map((a) => a.alias);
     }
-    const adapter = ADAPTERS[alias.api];
-    const maxOut = Math.min(body.max_completion_tokens ?? body.max_tokens ?? alias.max_output_tokens, alias.max_output_tokens);
-    // The credential is added below, after the reservation; the payload does not depend on it.
-    const draft = adapter.request(body, alias, null);
-    const promptTokens = estimateTokens(Buffer.byteLength(draft.payload));
-    const amount = dollars(alias, promptTokens, maxOut);
+    const presentModel = (a: ModelAlias) => ({ id: a.alias, object: 'model', created: 0, owned_by: 'crewhouse', context_window: a.context_window, max_output_tokens: a.max_output_tokens });
 
-    const r = await admission.reserve({ keyHash: hashToken(key), model: alias.alias, amount, tokens: promptTokens, ttlSeconds: deps.reservationTtlSeconds });
-    const who = { keyId: r.keyId, team: r.team, role: r.role, model: alias.alias };
-    if (r.outcome !== 'ok') {
-      const err = reservationError(r, alias.alias);
-      finish(req, { ...base, ...who, status: err.status, error: err.code }, started);
-      return sendError(reply, err);
-    }
-    let settled = false;
-    /** Settles once: the first outcome of a request is the one charged and logged. */
-    const settleWith = (status: number, usage: Usage | null, upstreamRequestId: string | null, error: string | null) => {
-      if (settled) return;
-      settled = true;
-      finish(
-        req,
-        {
-          ...base,
-          ...who,
-          reservation: r.reservation,
-          status,
-          tokensIn: usage?.tokensIn ?? 0,
-          tokensOut: usage?.tokensOut ?? 0,
-          cost: usage ? dollars(alias, usage.tokensIn, usage.tokensOut) : 0,
-          upstreamRequestId,
-          error,
-          count: true,
-        },
-        started,
-      );
-    };
+    scope.get('/v1/models', async (req, reply) => {
+      const allowed = await allowedModels(req);
+      if (!allowed) return sendProxyError(reply, proxyErrors.invalidKey());
+      return { object: 'list', data: catalog.aliases.filter((a) => allowed.includes(a.alias)).map(presentModel) };
+    });
 
-    // Whatever fails after the reservation, the reservation is released and the request logged.
-    try {
-      let credential: string | null = null;
-      if (alias.api_key_secret) {
-        try {
-          credential = await deps.credential(alias.api_key_secret);
-        } catch (err) {
-          req.log.error({ err, alias: alias.alias }, 'reading the upstream credential failed');
-        }
-        if (!credential) {
-          const err = proxyErrors.unavailable(`the upstream credential for "${alias.alias}" is not set: an admin must set the secret ${alias.api_key_secret}`, 'upstream_credential_missing');
-          settleWith(err.status, null, null, err.code);
-          return sendError(reply, err);
-        }
-      }
-
-      const upstreamReq = credential ? { ...draft, headers: adapter.withCredential(draft.headers, credential) } : draft;
-      const abort = new AbortController();
-      const onClientGone = () => {
-        if (!reply.raw.writableFinished) abort.abort();
-      };
-      reply.raw.on('close', onClientGone);
-
-      let res;
-      try {
-        res = await post(upstreamReq.url, upstreamReq.headers, upstreamReq.payload, { signal: abort.signal, idleTimeoutMs: deps.upstreamIdleTimeoutMs });
-      } catch (err) {
-        const e =
-          err instanceof UpstreamNetworkError
-            ? proxyErrors.upstream(err.timedOut ? 504 : 502, err.message, err.timedOut ? 'upstream_timeout' : 'upstream_unreachable')
-            : proxyErrors.upstream(499, 'the client closed the request', 'client_closed');
-        settleWith(e.status, null, null, e.code);
-        return sendError(reply, e);
-      }
-      const upstreamId = (res.headers[adapter.requestIdHeader] as string | undefined)?.slice(0, 200) ?? null;
-      const status = res.statusCode ?? 502;
-
-      if (status < 200 || status >= 300) {
-        const raw = await readBody(res, 1024 * 1024).catch(() => Buffer.alloc(0));
-        const e = upstreamError(status, adapter.errorMessage(raw), alias, credential, res.headers['retry-after'] as string | undefined);
-        settleWith(e.status, null, upstreamId, `upstream ${status}`);
-        return sendError(reply, e);
-      }
-
-      if (!stream) {
-        let raw: Buffer;
-        try {
-          raw = await readBody(res);
-        } catch {
-          const e = proxyErrors.upstream(502, `the upstream for "${alias.alias}" broke off its answer`, 'upstream_error');
-          settleWith(e.status, null, upstreamId, e.code);
-          return sendError(reply, e);
-        }
-        let out;
-        try {
-          out = adapter.response(raw, alias);
-        } catch {
-          const e = proxyErrors.upstream(502, `the upstream for "${alias.alias}" answered with a body that is not JSON`, 'upstream_error');
-          settleWith(e.status, null, upstreamId, e.code);
-          return sendError(reply, e);
-        }
-        // No usage reported: charge the worst case, so a silent upstream cannot spend past a budget.
-        settleWith(200, out.usage ?? { tokensIn: promptTokens, tokensOut: maxOut, reported: false }, upstreamId, null);
-        if (upstreamId) reply.header('x-upstream-request-id', upstreamId);
-        return reply.status(200).type('application/json').send(out.body);
-      }
-
-      const translator = adapter.stream({ clientWantsUsage: body.stream_options?.include_usage === true, alias, promptTokens });
-      // The stream is written straight to the socket: events pass on as they arrive, a slow
-      // client holds the upstream back (no buffering without bound), and Fastify's onResponse
-      // hooks (metrics) still run when it ends.
-      reply.hijack();
-      const client = reply.raw;
-      client.writeHead(200, {
-        ...reply.getHeaders(),
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache',
-        'x-accel-buffering': 'no',
-        ...(upstreamId ? { 'x-upstream-request-id': upstreamId } : {}),
-      });
-      const send = (text: string) => {
-        if (client.destroyed || client.writableEnded || !text) return;
-        if (!client.write(text)) {
-          res.pause();
-          client.once('drain', () => res.resume());
-        }
-      };
-      res.setEncoding('utf8');
-      let failed: string | null = null;
-      // Events go on as they arrive; what arrives in one turn of the event loop goes in one write.
-      let pending = '';
-      const flush = () => {
-        send(pending);
-        pending = '';
-      };
-      // The upstream's own events may quote the credential (as its error messages do): never pass it on.
-      const scrub = (text: string) => (credential && text.includes(credential) ? text.split(credential).join('[redacted]') : text);
-      res.on('data', (chunk: string) => {
-        const text = scrub(translator.push(chunk));
-        if (!text) return;
-        if (!pending) setImmediate(flush);
-        pending += text;
-      });
-      res.on('error', () => {
-        failed = abort.signal.aborted ? 'the client closed the stream' : 'the upstream broke off the stream';
-      });
-      res.on('close', () => {
-        pending += scrub(translator.end());
-        flush();
-        if (!res.complete && !failed) failed = abort.signal.aborted ? 'the client closed the stream' : 'the upstream broke off the stream';
-        if (failed && !abort.signal.aborted) send(`data: ${JSON.stringify(proxyErrors.upstream(502, failed, 'upstream_error').toJSON())}\n\n`);
-        if (!client.destroyed && !client.writableEnded) client.end();
-        const usage = translator.usage();
-        const midStreamError = translator.error();
-        const finalStatus = abort.signal.aborted ? 499 : failed || midStreamError ? 502 : 200;
-        settleWith(finalStatus, usage ?? { tokensIn: promptTokens, tokensOut: 0, reported: false }, upstreamId, failed ?? (midStreamError && scrub(midStreamError)));
-      });
-      return reply;
-    } catch (err) {
-      settleWith(500, null, null, 'internal_error');
-      throw err;
-    }
-  });
-
-  const ModelParams = Type.Object({ model: Type.String({ maxLength: 200 }) });
-
-  async function allowedModels(req: FastifyRequest): Promise<string[] | null> {
-    const key = keyOf(req);
-    if (!key) return null;
-    const row = await db.selectFrom('mp_keys').select(['models', 'revoked_at']).where('key_hash', '=', hashToken(key)).executeTakeFirst();
-    if (!row || row.revoked_at) return null;
-    return row.models.length ? row.models : catalog.aliases.map((a) => a.alias);
-  }
-  const presentModel = (a: ModelAlias) => ({ id: a.alias, object: 'model', created: 0, owned_by: 'crewhouse', context_window: a.context_window, max_output_tokens: a.max_output_tokens });
-
-  app.get('/v1/models', async (req, reply) => {
-    const allowed = await allowedModels(req);
-    if (!allowed) return sendError(reply, proxyErrors.invalidKey());
-    return { object: 'list', data: catalog.aliases.filter((a) => allowed.includes(a.alias)).map(presentModel) };
-  });
-
-  app.get('/v1/models/:model', { schema: { params: ModelParams } }, async (req, reply) => {
-    const allowed = await allowedModels(req);
-    if (!allowed) return sendError(reply, proxyErrors.invalidKey());
-    const { model } = req.params as { model: string };
-    const a = catalog.get(model);
-    if (!a || !allowed.includes(a.alias)) return sendError(reply, proxyErrors.modelNotFound(model));
-    return presentModel(a);
+    scope.get('/v1/models/:model', { schema: { params: ModelParams } }, async (req, reply) => {
+      const allowed = await allowedModels(req);
+      if (!allowed) return sendProxyError(reply, proxyErrors.invalidKey());
+      const { model } = req.params as { model: string };
+      const a = catalog.get(model);
+      if (!a || !allowed.includes(a.alias)) return sendProxyError(reply, proxyErrors.modelNotFound(model));
+      return presentModel(a);
+    });
   });
 }

@@ -9,8 +9,8 @@ import type { SecretsService } from '../secrets/secrets.service.ts';
 import { adminRoutes } from './admin.routes.ts';
 import { serviceCredential } from './credential.ts';
 import { useProxyErrors } from './errors.ts';
-import { embeddedLedger } from './ledger.ts';
-import { createDatabaseAdmission } from './modelproxy.store.ts';
+import { createDatabaseAdmission } from './admission/database.ts';
+import { embeddedLedger } from './admission/ledger.ts';
 import { createModelProxyService } from './modelproxy.service.ts';
 import { proxyRoutes } from './proxy.routes.ts';
 
@@ -55,7 +55,8 @@ export async function buildModelProxyApp(deps: ModelProxyDeps): Promise<App> {
   const app = createServer({ logger: deps.logger, metrics, bodyLimit: Math.max(config.bodyLimit, 32 * 1024 * 1024), trustProxy: config.trustProxy, component: 'modelproxy' });
   useProxyErrors(app);
   app.removeContentTypeParser('text/plain');
-  const onWriteError = (err: unknown, count: number) => app.log.error({ err, count }, 'writing model request settlements failed');
+  // `lost`: settlements or log lines that could not be kept (0 for a failed reread of limits, retried later).
+  const onWriteError = (err: unknown, lost: number) => app.log.error({ err, lost }, 'admission could not write settlements or reread limits');
   // The embedded database has one process by construction: admit from memory there. On
   // PostgreSQL other proxies may share the rows, so admission stays in the database.
   let admission;

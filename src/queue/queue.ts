@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Static, TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 import type { Database } from '../db/schema.ts';
-import { findNul } from '../http/validation.ts';
+import { inspectJson } from '../http/validation.ts';
 import type { JobState } from './queue.tables.ts';
 
 /** The database or the caller's transaction: a job enqueued on a transaction exists iff it commits. */
@@ -100,8 +100,9 @@ export function payloadProblem(value: unknown): string | null {
   };
   const problem = walk(value, 'payload');
   if (problem) return problem;
-  const nul = findNul(value);
-  if (nul !== null) return `payload${nul ? `.${nul}` : ''} holds a NUL character`;
+  const inspected = inspectJson(value);
+  if (inspected && 'nul' in inspected) return `payload${inspected.nul ? `.${inspected.nul}` : ''} holds a NUL character`;
+  if (inspected) return `payload nests deeper than JSON data a job carries (at ${inspected.tooDeep || 'the top'})`;
   if (Buffer.byteLength(JSON.stringify(value)) > MAX_PAYLOAD_BYTES) return `payload is larger than ${MAX_PAYLOAD_BYTES} bytes`;
   return null;
 }

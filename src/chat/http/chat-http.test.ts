@@ -34,6 +34,17 @@ describe('chat HTTP conventions', () => {
     unauthorized(await t.raw('GET', '/users', { auth: gone }), 'Account is deactivated');
   });
 
+  test('a NUL byte in a path segment is refused in Zulip\'s envelope before it reaches the database', async () => {
+    for (const method of ['DELETE', 'POST']) {
+      const res = await t.raw(method, '/realm/emoji/%00', { auth: t.owner });
+      assert.equal(res.status, 400, method);
+      assert.equal(res.body.result, 'error');
+      assert.equal(res.body.code, 'BAD_REQUEST');
+    }
+    const del = await t.raw('DELETE', '/realm/emoji/a%00b', { auth: t.owner });
+    assert.deepEqual(del.body, { result: 'error', msg: 'emoji_name contains NULL (0x00) characters.', code: 'BAD_REQUEST' });
+  });
+
   test('a non-Basic scheme is refused as Zulip does (400)', async () => {
     const res = await t.raw('GET', '/users', { auth: 'Bearer abc' });
     assert.equal(res.status, 400);

@@ -1,3 +1,6 @@
+import type { FastifyRequest } from 'fastify';
+import { toDomainError, type DomainError } from '../../errors/errors.ts';
+
 /**
  * The chat's errors, shaped as Zulip's: `{result: "error", msg, code, ...data}` with the
  * HTTP status on the error. Services throw these; one handler renders them.
@@ -40,4 +43,20 @@ export const chatErrors = {
   rateLimited: (seconds: number) =>
     new ChatError('API usage exceeded rate limit', { status: 429, code: 'RATE_LIMIT_HIT', data: { 'retry-after': seconds }, headers: { 'Retry-After': String(seconds) } }),
   notFound: () => new ChatError('Endpoint does not exist.', { status: 404 }),
+  /** A domain error (see errors/errors.ts) in Zulip's envelope, with its status. */
+  fromDomain: (e: DomainError) =>
+    new ChatError(e.message, { status: e.status, code: e.code === 'concurrent_write' ? 'CONCURRENT_WRITE' : 'BAD_REQUEST', headers: e.retryAfter ? { 'Retry-After': String(e.retryAfter) } : {} }),
+  internal: () => new ChatError('Internal server error', { status: 500 }),
 };
+
+/** Maps any error to the chat's envelope: ours, a domain or database error, a framework 4xx, or a 500 without internals. */
+export function toChatError(err: any, req: FastifyRequest): ChatError {
+  if (err instanceof ChatError) return err;
+  const domain = toDomainError(err, req.log);
+  if (domain) return chatErrors.fromDomain(domain);
+  const status = typeof err?.statusCode === 'number' ? err.statusCode : 500;
+  if (status === 413) return new ChatError('Request body too large', { status: 413 });
+  if (status >= 400 && status < 500) return new ChatError(String(err.message ?? 'Bad request'), { status });
+  req.log.error({ err }, 'chat request failed');
+  return chatErrors.internal();
+}

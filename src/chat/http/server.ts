@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type TSchema } from 'typebox';
 import type { App } from '../../http/kernel.ts';
 import type { Caller } from '../users/users.service.ts';
-import { ChatError, chatErrors } from './errors.ts';
+import { chatErrors, toChatError } from './errors.ts';
 import { boundaryOf, parseMultipart, type UploadedFile } from './multipart.ts';
 import { Params } from './params.ts';
 import type { RateLimiter } from './rate-limit.ts';
@@ -40,15 +40,9 @@ export function useChatConventions(app: App) {
   });
 
   app.setErrorHandler((err: any, req, reply) => {
-    if (err instanceof ChatError) {
-      for (const [k, v] of Object.entries(err.headers)) void reply.header(k, v);
-      return reply.status(err.status).send(err.body());
-    }
-    const status = typeof err?.statusCode === 'number' ? err.statusCode : 500;
-    if (status === 413) return reply.status(413).send({ result: 'error', msg: 'Request body too large', code: 'BAD_REQUEST' });
-    if (status >= 400 && status < 500) return reply.status(status).send({ result: 'error', msg: String(err.message ?? 'Bad request'), code: 'BAD_REQUEST' });
-    req.log.error({ err }, 'chat request failed');
-    return reply.status(500).send({ result: 'error', msg: 'Internal server error', code: 'BAD_REQUEST' });
+    const e = toChatError(err, req);
+    for (const [k, v] of Object.entries(e.headers)) void reply.header(k, v);
+    return reply.status(e.status).send(e.body());
   });
 }
 
@@ -57,6 +51,10 @@ export function readParams(req: FastifyRequest): { params: Params; files: Upload
   const values = new Map<string, string>();
   const query = req.url.indexOf('?');
   if (query >= 0) for (const [k, v] of new URLSearchParams(req.url.slice(query + 1))) values.set(k, v);
+  // Path segments reach queries as they are: PostgreSQL cannot take a NUL in text.
+  for (const [name, v] of Object.entries((req.params ?? {}) as Record<string, unknown>)) {
+    if (typeof v === 'string' && v.includes('\u0000')) throw chatErrors.bad(`${name} contains NULL (0x00) characters.`);
+  }
   let files: UploadedFile[] = [];
   const body = req.body as RawBody | undefined;
   if (body?.kind === 'form') {

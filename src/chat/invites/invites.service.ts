@@ -12,6 +12,9 @@ import { chatActor, validEmail, type Caller } from '../users/users.service.ts';
 
 type Q = Kysely<Database> | Transaction<Database>;
 
+/** The latest expiry an invite may have: the end of year 9999. */
+const MAX_DATE = Date.UTC(9999, 11, 31, 23, 59, 59);
+
 /** Zulip's INVITATION_LINK_VALIDITY_DAYS (10), in minutes: the default lifetime of an invitation. */
 export const DEFAULT_INVITE_MINUTES = 10 * 24 * 60;
 const ROLES: ChatRole[] = [100, 200, 300, 400, 600];
@@ -58,8 +61,10 @@ export function createChatInvitesService(deps: { db: Db; streams: ChatStreamsSer
   /** An invite's expiry, counted from `now` (the same moment the invite is stamped with). */
   const expiry = (minutes: number | null, now: Date) => {
     if (minutes === null) return null;
-    if (minutes < 1) throw chatErrors.bad('Invalid invite_expires_in_minutes');
-    return new Date(now.getTime() + minutes * 60_000);
+    const at = new Date(now.getTime() + minutes * 60_000);
+    // Beyond year 9999 a date is no date the database (or a client) takes.
+    if (minutes < 1 || !(at.getTime() <= MAX_DATE)) throw chatErrors.bad('Invalid invite_expires_in_minutes');
+    return at;
   };
 
   async function checkStreams(caller: Caller, ids: number[]) {

@@ -44,6 +44,20 @@ describe('chat invitations', () => {
     assert.deepEqual(await list(expiring), []);
   });
 
+  test('an expiry beyond any date is refused in Zulip\'s envelope, for invitations and links', async () => {
+    for (const minutes of ['999999999999', '0', '-5']) {
+      const res = await t.raw('POST', '/invites', { auth: t.owner, form: { invitee_emails: 'far@example.com', stream_ids: '[]', invite_expires_in_minutes: minutes } });
+      assert.equal(res.status, 400, minutes);
+      assert.deepEqual(res.body, { result: 'error', msg: 'Invalid invite_expires_in_minutes', code: 'BAD_REQUEST' });
+      const link = await t.raw('POST', '/invites/multiuse', { auth: t.owner, form: { invite_expires_in_minutes: minutes } });
+      assert.equal(link.status, 400, minutes);
+      assert.deepEqual(link.body, { result: 'error', msg: 'Invalid invite_expires_in_minutes', code: 'BAD_REQUEST' });
+    }
+    // A long but real lifetime is taken.
+    const year = await t.raw('POST', '/invites/multiuse', { auth: t.owner, form: { invite_expires_in_minutes: String(365 * 24 * 60) } });
+    assert.equal(year.status, 200);
+  });
+
   test('POST /invites rules: roles, bad addresses, existing accounts, guests', async () => {
     const member = await t.account(400);
     assert.equal((await invite(member, { invitee_emails: 'x@example.com', invite_as: 200 })).msg, 'Must be an organization administrator');

@@ -20,7 +20,7 @@ export const McpStatus = Type.Union([Type.Literal('curated'), Type.Literal('prop
 const SecretRef = Type.String({
   maxLength: SECRET_NAME_MAX + 7,
   pattern: `^secret:${SECRET_NAME_PATTERN.slice(1)}`,
-  description: '`secret:<name>` of an existing secret reference (PUT /secrets/<name>); needed for bearer and header auth, refused for none. A team server may only name its team\'s secrets, `secret:teams/<team>/<name>`, so no platform credential can be sent to a URL an operator chose',
+  description: '`secret:<name>` of an existing secret reference (PUT /secrets/<name>); for bearer and header auth; left out, the server gets its own reference, created unset (`secret:teams/<team>/mcp/<name>`, or `secret:mcp/<name>` for a platform server), for an admin to give a value. Refused for none. A team server may only name its team\'s secrets, `secret:teams/<team>/<name>`, so no platform credential can be sent to a URL an operator chose',
 });
 
 export const McpServer = Type.Object({
@@ -38,6 +38,7 @@ export const McpServer = Type.Object({
     status: Type.Union([Type.Literal('set'), Type.Literal('unset'), Type.Literal('missing'), Type.Literal('none')], {
       description: '`set`: the secret has a value; `unset`: its reference exists without a value; `missing`: the reference was deleted since; `none`: the server needs no secret. Never the value.',
     }),
+    set_with: Type.Optional(Type.String({ description: 'for `unset` and `missing`: the request that gives the secret its value (an admin\'s)' })),
   }),
   status: McpStatus,
   proposed_by: Nullable(Type.String({ description: 'who proposed it (an agent role), for a server that started as a proposal' })),

@@ -55,6 +55,11 @@ export function lackingRoles(server: { destination: string; roles: string[] }, t
 }
 
 /** The whitelist of what leaves the server about an MCP server: the secret's reference and state, never its value. */
+/** A server's secret reference and its state; an unset one says the request that sets it. */
+function presentSecretRef(ref: string | null, status: SecretStatus) {
+  return (status === 'unset' || status === 'missing') && ref ? { ref, status, set_with: `PUT /api/v1/secrets/${ref.slice(SECRET_PREFIX.length)}` } : { ref, status };
+}
+
 export function presentMcpServer(row: McpServerRow, extra: { secretStatus: SecretStatus; warnings: string[] }): McpServer {
   const team = row.team_key === '' ? null : row.team_key;
   return {
@@ -67,7 +72,7 @@ export function presentMcpServer(row: McpServerRow, extra: { secretStatus: Secre
     auth: row.auth,
     header: row.auth_header,
     roles: row.roles,
-    secret: { ref: row.secret, status: extra.secretStatus },
+    secret: presentSecretRef(row.secret, extra.secretStatus),
     status: row.status,
     proposed_by: row.proposed_by,
     warnings: extra.warnings,
@@ -84,7 +89,7 @@ export function presentMcpServer(row: McpServerRow, extra: { secretStatus: Secre
 export function createMcpServersService(deps: {
   db: Db;
   references: References;
-  secrets: Pick<SecretsService, 'get'>;
+  secrets: Pick<SecretsService, 'get' | 'declare'>;
   teams: Pick<TeamsService, 'mustGetLive' | 'rolesWithEgress'>;
   hooks: HookCaller;
   logger: Pick<Logger, 'info'>;
@@ -116,6 +121,9 @@ export function createMcpServersService(deps: {
     const meta = await deps.secrets.get(ref.slice(SECRET_PREFIX.length));
     return meta === null ? 'missing' : meta.set ? 'set' : 'unset';
   }
+
+  /** The reference a server gets when it needs a secret and none is named: its own, in its team's namespace. */
+  const ownSecret = (a: McpAddress) => (a.team === null ? `mcp/${a.name}` : `teams/${a.team}/mcp/${a.name}`);
 
   /** Presents rows, asking each team's roles and each secret's state once. */
   async function presentAll(rows: McpServerRow[]): Promise<McpServer[]> {
@@ -152,7 +160,8 @@ export function createMcpServersService(deps: {
   }
 
   /** Checks a body against the rules beyond its schema and gives the columns to store (422 naming each field). */
-  async function columnsOf(team: string | null, teamRoles: string[] | null, input: Omit<McpServerPut, 'team' | 'name'>): Promise<ServerColumns> {
+  async function columnsOf(actor: Actor, a: McpAddress, teamRoles: string[] | null, input: Omit<McpServerPut, 'team' | 'name'>): Promise<ServerColumns> {
+    const team = a.team;
     const errors: FieldProblem[] = [];
     const url = input.url.trim();
     let parsed: URL | null = null;
@@ -167,12 +176,14 @@ export function createMcpServersService(deps: {
       else if (!parsed.hostname) errors.push({ field: 'url', message: 'needs a host' });
     }
     if ((await references.unknown('destination', [input.destination])).length > 0) errors.push(unknownDestination(input.destination));
-    const secret = input.secret ?? null;
+    // A server that needs a secret and names none gets its own reference, unset until an admin gives it a value.
+    const own = input.auth !== 'none' && (input.secret ?? null) === null ? ownSecret(a) : null;
+    const secret = own !== null ? `${SECRET_PREFIX}${own}` : (input.secret ?? null);
     const header = input.header ?? null;
     if (input.auth === 'none') {
       if (secret !== null) errors.push({ field: 'secret', message: 'auth none takes no secret' });
-    } else if (secret === null) {
-      errors.push({ field: 'secret', message: `auth ${input.auth} needs a secret: secret:<name>` });
+    } else if (own !== null || secret === null) {
+      // Its own reference: declared below, once everything else is known to be right.
     } else if (team !== null && !secret.slice(SECRET_PREFIX.length).startsWith(`teams/${team}/`)) {
       // Operators manage team servers; they must not be able to send a platform credential
       // (model keys, integration keys) to a URL of their choosing.
@@ -190,6 +201,7 @@ export function createMcpServersService(deps: {
       });
     }
     if (errors.length) throw problems.validation(errors);
+    if (own !== null) await deps.secrets.declare(actor, own);
     return { url, destination: input.destination, auth: input.auth, auth_header: header, secret, roles: [...input.roles] };
   }
 
@@ -244,7 +256,7 @@ export function createMcpServersService(deps: {
         });
       }
       const a = { team, name: input.name };
-      const columns = await columnsOf(team, roles, input);
+      const columns = await columnsOf(actor, a, roles, input);
       return db.transaction().execute(async (trx) => {
         if (team !== null && !(await lockLiveTeam(trx, team))) throw problems.invalidField('team', `no live team named "${team}"`);
         await guardNames(trx, columns);
@@ -266,7 +278,7 @@ export function createMcpServersService(deps: {
       if (input.team !== undefined && (input.team ?? null) !== a.team) errors.push({ field: 'team', message: a.team === null ? 'must be null or left out for a platform server' : `must be "${a.team}", the team in the path` });
       if (errors.length) throw problems.validation(errors);
       const roles = a.team === null ? null : await roleNamesOf(a.team);
-      const columns = await columnsOf(a.team, roles, input);
+      const columns = await columnsOf(actor, a, roles, input);
       return db.transaction().execute(async (trx) => {
         await lockTeam(trx, a.team);
         await guardNames(trx, columns);
@@ -348,7 +360,7 @@ export function createMcpServersService(deps: {
     async propose(actor: Actor, team: string, input: McpServerProposal) {
       const roles = await roleNamesOf(team);
       const a = { team, name: input.name };
-      const columns = await columnsOf(team, roles, input);
+      const columns = await columnsOf(actor, a, roles, input);
       return db.transaction().execute(async (trx) => {
         await lockTeam(trx, team);
         await guardNames(trx, columns);

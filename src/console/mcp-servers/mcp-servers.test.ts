@@ -141,12 +141,35 @@ describe('mcp servers', () => {
     assert.deepEqual((await get(lacking.body.id)).body.warnings, ['lead']);
   });
 
+  test('a server that needs a secret and names none gets its own reference, shown unset with where to set it', async () => {
+    const name = uniq('own');
+    const res = await create(base({ team, name, secret: undefined }), operator.token);
+    assert.equal(res.status, 201, res.text);
+    const ref = `teams/${team}/mcp/${name}`;
+    assert.deepEqual(res.body.secret, { ref: `secret:${ref}`, status: 'unset', set_with: `PUT /api/v1/secrets/${ref}` });
+    // Once an admin sets it, the server shows it set.
+    const meta = await t.request({ method: 'GET', url: `/api/v1/secrets/${ref}`, token: t.adminToken });
+    assert.equal(meta.status, 200);
+    assert.equal(meta.body.set, false);
+    const put = await t.request({ method: 'PUT', url: `/api/v1/secrets/${ref}`, token: t.adminToken, body: { value: SECRET_VALUE }, headers: { 'if-match': String(meta.headers.etag) } });
+    assert.equal(put.status, 200, put.text);
+    assert.deepEqual((await get(res.body.id)).body.secret, { ref: `secret:${ref}`, status: 'set' });
+    const platform = await create(base({ name: uniq('own'), secret: null, auth: 'header', header: 'X-Key' }));
+    assert.equal(platform.status, 201, platform.text);
+    assert.equal(platform.body.secret.ref, `secret:mcp/${platform.body.name}`);
+    assert.equal(platform.body.secret.status, 'unset');
+    // A refused server declares nothing.
+    const refusedName = uniq('own');
+    const refused = await create(base({ name: refusedName, secret: undefined, destination: uniq('nowhere') }));
+    assert.equal(refused.status, 422);
+    const declared = await t.request({ method: 'GET', url: `/api/v1/secrets/mcp/${refusedName}`, token: t.adminToken });
+    assert.equal(declared.status, 404);
+  });
+
   test('rules beyond the schema answer 422 naming the field', async () => {
     const cases: Array<[Record<string, unknown>, string]> = [
       [{ team: uniq('ghost') }, 'team'],
       [{ destination: uniq('nowhere') }, 'destination'],
-      [{ secret: undefined }, 'secret'],
-      [{ secret: null }, 'secret'],
       [{ secret: `secret:${uniq('missing')}` }, 'secret'],
       [{ auth: 'none' }, 'secret'],
       [{ auth: 'header' }, 'header'],
@@ -346,12 +369,12 @@ describe('mcp servers', () => {
     const s = (await create(base({ secret: `secret:${integration}` }))).body;
     assert.equal(s.secret.status, 'set');
     await t.request({ method: 'DELETE', url: `/api/v1/secrets/${integration}`, token: t.adminToken, headers: { 'if-match': String(put.headers.etag) } });
-    assert.deepEqual((await get(s.id)).body.secret, { ref: `secret:${integration}`, status: 'unset' });
+    assert.deepEqual((await get(s.id)).body.secret, { ref: `secret:${integration}`, status: 'unset', set_with: `PUT /api/v1/secrets/${integration}` });
     const plain = `teams/${team}/${uniq('gone')}`;
     const put2 = await putSecret(plain);
     const g = (await create(base({ team, secret: `secret:${plain}` }), operator.token)).body;
     await t.request({ method: 'DELETE', url: `/api/v1/secrets/${plain}`, token: t.adminToken, headers: { 'if-match': String(put2.headers.etag) } });
-    assert.deepEqual((await get(g.id)).body.secret, { ref: `secret:${plain}`, status: 'missing' });
+    assert.deepEqual((await get(g.id)).body.secret, { ref: `secret:${plain}`, status: 'missing', set_with: `PUT /api/v1/secrets/${plain}` });
     const list = await t.request({ method: 'GET', url: '/api/v1/mcp-servers?limit=200', token: t.adminToken });
     assert.ok(!list.text.includes(SECRET_VALUE));
     const audit = await t.db.selectFrom('audit_log').select('details').where('target_type', '=', 'mcp_server').execute();

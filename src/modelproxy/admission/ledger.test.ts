@@ -4,18 +4,19 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
-import { systemActor } from '../audit/audit.ts';
-import { hashToken } from '../auth/credentials.ts';
-import { openDatabase } from '../db/database.ts';
-import { migrateToLatest } from '../db/migrate.ts';
-import { loadModelCatalog } from '../models/catalog.ts';
-import { awayFromClockEdges, captureLogger, testConfig, testDb, testModelProxy, uniq, type TestDb } from '../../test/harness.ts';
-import { startFakeOpenAI, type FakeOpenAI } from '../../test/fakes/openai-upstream.ts';
-import { createModelProxyClient } from './client.ts';
+import { systemActor } from '../../audit/audit.ts';
+import { hashToken } from '../../auth/credentials.ts';
+import { openDatabase } from '../../db/database.ts';
+import { migrateToLatest } from '../../db/migrate.ts';
+import { loadModelCatalog } from '../../models/catalog.ts';
+import { awayFromClockEdges, captureLogger, testConfig, testDb, testModelProxy, uniq, type TestDb } from '../../../test/harness.ts';
+import { startFakeOpenAI, type FakeOpenAI } from '../../../test/fakes/openai-upstream.ts';
+import { createModelProxyClient } from '../client.ts';
 import { embeddedLedger } from './ledger.ts';
-import { createModelProxyService } from './modelproxy.service.ts';
-import { createDatabaseAdmission, type Admission, type Reservation } from './modelproxy.store.ts';
-import type { RunningModelProxy } from './server.ts';
+import { createModelProxyService } from '../modelproxy.service.ts';
+import type { Admission, Reservation } from './admission.ts';
+import { createDatabaseAdmission } from './database.ts';
+import type { RunningModelProxy } from '../server.ts';
 
 const MODELS = JSON.stringify([
   { alias: 'fake', model: 'gpt-fake', base_url: 'http://127.0.0.1:9/v1', input_usd_per_mtok: 1000, output_usd_per_mtok: 2000, max_output_tokens: 50 },
@@ -248,8 +249,8 @@ describe('limits an admin changes hold at once', () => {
         const u = (await json(res)).usage;
         charged += (u.prompt_tokens * 1000 + u.completion_tokens * 2000) / 1e6;
       }
-      for (let i = 0; i < 100 && !lines.join('').includes('writing model request settlements failed'); i++) await new Promise((r) => setTimeout(r, 20));
-      assert.match(lines.join(''), /writing model request settlements failed/);
+      for (let i = 0; i < 100 && !lines.join('').includes('admission could not write settlements or reread limits'); i++) await new Promise((r) => setTimeout(r, 20));
+      assert.match(lines.join(''), /admission could not write settlements or reread limits/);
       assert.equal((await tdb.db.selectFrom('mp_request_log').selectAll().where('key_id', '=', k.key_id).execute()).length, 0);
       // The ledger still counts what it could not write yet.
       assert.equal((await chat(k.key)).status, 200);

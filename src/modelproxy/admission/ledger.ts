@@ -1,8 +1,10 @@
 import { sql, type Selectable } from 'kysely';
-import type { Db } from '../db/database.ts';
-import { addDuration, parseDuration, utcDay, type Duration } from './durations.ts';
-import type { MpSpendDailyTable } from './modelproxy.tables.ts';
-import { type Admission, type Reservation, type ReserveInput, type Settlement } from './modelproxy.store.ts';
+import type { Db } from '../../db/database.ts';
+import { fromDatabase } from '../../errors/errors.ts';
+import { parseDuration, utcDay } from '../durations.ts';
+import type { MpSpendDailyTable } from '../modelproxy.tables.ts';
+import type { Admission, Reservation, ReserveInput, Settlement } from './admission.ts';
+import * as rules from './rules.ts';
 
 /**
  * The embedded database's admission ledger.
@@ -31,41 +33,21 @@ import { type Admission, type Reservation, type ReserveInput, type Settlement } 
 const nano = (usd: number) => Math.round(usd * 1e9);
 const usd = (n: number) => n / 1e9;
 
-interface KeyEntry {
+/** A key in use: its limits (reread when an admin changes them) and its counters (the ledger's). */
+interface KeyEntry extends rules.KeyLimits, rules.KeyCounters {
   keyId: string;
   team: string;
   role: string;
   agent: string;
-  // Limits, reread when an admin changes them.
-  models: string[];
-  maxBudget: number | null;
-  duration: Duration | null;
-  rpmLimit: number | null;
-  tpmLimit: number | null;
-  revoked: boolean;
   /** An admin changed the limits and rereading them failed: reread before the next admission. */
   stale: boolean;
   refreshing: Promise<void> | null;
-  // Counters, owned by the ledger.
-  windowStart: number;
-  windowSpend: number;
-  spendTotal: number;
-  reserved: number;
-  rlMinute: number;
-  rlRequests: number;
-  rlTokens: number;
   lastUsedAt: number | null;
 }
 
-interface TeamEntry {
+interface TeamEntry extends rules.TeamCounters {
   team: string;
-  /** Whether the team has a budget row; without one, nothing is checked or counted per team. */
-  exists: boolean;
-  budget: number | null;
   stale: boolean;
-  day: string;
-  daySpend: number;
-  reserved: number;
 }
 
 interface Open {
@@ -104,10 +86,10 @@ export interface Ledger extends Admission {
   ready: Promise<void>;
 }
 
-/** PostgreSQL error classes for bad data (22) and broken constraints (23): retrying the same rows cannot help. */
+/** Bad data or a broken constraint: retrying the same rows cannot help (a timeout or a lost connection can). */
 const isDataError = (err: unknown) => {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
+  const code = fromDatabase(err)?.code;
+  return code === 'invalid_value' || code === 'conflict' || code === 'rule_broken' || code === 'too_large';
 };
 
 /** Log lines and rollups kept for a retry when writing fails; beyond this they are dropped (and counted in the error). */
@@ -124,9 +106,6 @@ const MAX_LOG_LINES_PER_WRITE = 5000;
  */
 const WRITE_EVERY_MS = 200;
 
-const minuteOf = (ms: number) => Math.floor(ms / 60_000) * 60_000;
-const secondsUntil = (at: number, now: number) => Math.max(1, Math.ceil((at - now) / 1000));
-const nextUtcMidnight = (now: number) => Date.parse(`${utcDay(1, now)}T00:00:00.000Z`);
 const iso = (ms: number) => new Date(ms).toISOString();
 
 const ledgers = new WeakMap<Db, Ledger & { users: number }>();
@@ -286,80 +265,35 @@ function createLedger(db: Db, onError: (err: unknown, lost: number) => void, for
     schedule();
   }
 
-  /** mp_reserve, in memory: authenticate, check limits in the same order, reserve the worst case. */
+  /** mp_reserve, in memory: the rules decide (rules.ts); the ledger keeps what they give. */
   function admit(k: KeyEntry | null, r: ReserveInput): Reservation {
     const amount = nano(r.amount);
-    const refuse = (outcome: Reservation['outcome'], retryAfter: number | null = null): Reservation =>
-      k
-        ? { outcome, keyId: k.keyId, team: k.team, role: k.role, agent: k.agent, reservation: null, retryAfter }
-        : { outcome, keyId: null, team: null, role: null, agent: null, reservation: null, retryAfter };
-    if (!k || k.revoked) return refuse('invalid_key');
-    if (k.models.length > 0 && !k.models.includes(r.model)) return refuse('model_not_allowed');
     const now = Date.now();
-    let windowStart = k.windowStart;
-    let windowSpend = k.windowSpend;
-    if (k.duration && now >= addDuration(windowStart, k.duration)) {
-      windowStart = now;
-      windowSpend = 0;
-    }
-    const minute = minuteOf(now);
-    const sameMinute = k.rlMinute === minute;
-    const requests = sameMinute ? k.rlRequests : 0;
-    const tokens = sameMinute ? k.rlTokens : 0;
-    if (k.rpmLimit !== null && requests >= k.rpmLimit) return refuse('rpm', secondsUntil(minute + 60_000, now));
-    if (k.tpmLimit !== null && tokens >= k.tpmLimit) return refuse('tpm', secondsUntil(minute + 60_000, now));
-    if (k.maxBudget !== null && windowSpend + k.reserved >= k.maxBudget) {
-      return refuse('key_budget', k.duration ? secondsUntil(addDuration(windowStart, k.duration), now) : null);
-    }
-    const t = teams.get(k.team);
-    if (t?.exists) {
-      const today = utcDay(0, now);
-      const daySpend = t.day === today ? t.daySpend : 0;
-      if (t.budget !== null && daySpend + t.reserved >= t.budget) return refuse('team_budget', secondsUntil(nextUtcMidnight(now), now));
-      t.day = today;
-      t.daySpend = daySpend;
-      t.reserved += amount;
-    }
-    Object.assign(k, { windowStart, windowSpend, reserved: k.reserved + amount, rlMinute: minute, rlRequests: requests + 1, rlTokens: tokens + r.tokens, lastUsedAt: now });
+    const t = k ? teams.get(k.team) : undefined;
+    const decided = rules.admit(k, t, { model: r.model, amount, tokens: r.tokens }, now);
+    const who = k ? { keyId: k.keyId, team: k.team, role: k.role, agent: k.agent } : { keyId: null, team: null, role: null, agent: null };
+    if (decided.outcome !== 'ok') return { outcome: decided.outcome, ...who, reservation: null, retryAfter: decided.retryAfter };
+    Object.assign(k!, decided.key, { lastUsedAt: now });
+    if (t && decided.team) Object.assign(t, decided.team);
     const id = nextReservation++;
-    open.set(id, { keyId: k.keyId, team: k.team, amount, tokens: r.tokens, rlMinute: minute, expiresAt: now + r.ttlSeconds * 1000 });
-    markDirty(k, t);
-    return { outcome: 'ok', keyId: k.keyId, team: k.team, role: k.role, agent: k.agent, reservation: id, retryAfter: null };
+    open.set(id, { keyId: k!.keyId, team: k!.team, amount, tokens: r.tokens, rlMinute: decided.key.rlMinute, expiresAt: now + r.ttlSeconds * 1000 });
+    markDirty(k!, t);
+    return { outcome: 'ok', ...who, reservation: id, retryAfter: null };
   }
 
-  /** mp_settle, in memory: release the reservation, charge the real cost and tokens; log and roll up behind. */
+  /** mp_settle, in memory: release the reservation, charge the real cost and tokens (rules.ts); log and roll up behind. */
   function settle(s: Settlement) {
     const now = Date.now();
-    const minute = minuteOf(now);
     const today = utcDay(0, now);
     const held = s.reservation !== null ? open.get(s.reservation) : undefined;
     if (held) open.delete(s.reservation!);
-    const amount = held?.amount ?? 0;
     const cost = nano(s.cost);
     const used = s.tokensIn + s.tokensOut;
     const k = s.keyId ? byId.get(s.keyId) : undefined;
     if (k && (held || cost > 0 || used > 0)) {
-      k.reserved = Math.max(k.reserved - amount, 0);
-      if (k.duration && now >= addDuration(k.windowStart, k.duration)) {
-        k.windowSpend = cost;
-        k.windowStart = now;
-      } else {
-        k.windowSpend += cost;
-      }
-      k.spendTotal += cost;
-      if (k.rlMinute === minute) {
-        k.rlTokens += held?.rlMinute === minute ? Math.max(used - held.tokens, 0) : used;
-      } else {
-        k.rlTokens = used;
-        k.rlRequests = 0;
-      }
-      k.rlMinute = minute;
+      Object.assign(k, rules.settleKey(k, held, cost, used, now));
       const t = s.team ? teams.get(s.team) : undefined;
-      if (t?.exists) {
-        t.reserved = Math.max(t.reserved - amount, 0);
-        t.daySpend = t.day === today ? t.daySpend + cost : cost;
-        t.day = today;
-      }
+      if (t?.exists) Object.assign(t, rules.settleTeam(t, held, cost, now));
       markDirty(k, t);
     }
     if (log.length >= MAX_PENDING) {
@@ -510,6 +444,10 @@ function createLedger(db: Db, onError: (err: unknown, lost: number) => void, for
   const ledger = {
     ready,
     users: 0,
+    async authenticate(keyHash: string): Promise<boolean> {
+      const k = await keyFor(keyHash);
+      return k !== null && !k.revoked;
+    },
     reserve(r: ReserveInput): Promise<Reservation> {
       const k = keyFor(r.keyHash);
       return k instanceof Promise ? k.then((entry) => admit(entry, r)) : Promise.resolve(admit(k, r));
@@ -531,7 +469,8 @@ function createLedger(db: Db, onError: (err: unknown, lost: number) => void, for
       // Keys being loaded now may have read the rows before the commit.
       await Promise.allSettled(loading.values());
       mark();
-      await reread(affected()).catch(() => {});
+      // Marked stale, they are reread before their next admission; said, so a failing database is seen.
+      await reread(affected()).catch((err) => onError(err, 0));
     },
     /** Releases reservations whose request never settled them (the sweeper calls this). */
     async releaseExpired() {

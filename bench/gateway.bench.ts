@@ -1,0 +1,222 @@
+// The credential gateway against the same requests sent straight to the upstream, and against
+// squid (Debian's, CONNECT tunnelling without interception) as a peer, in the same run: added
+// latency at p50 and p90 for plain forwarding and for intercepted HTTPS, the throughput ratio
+// to squid, and the memory 1,000 open intercepted connections cost. Measured in rounds, each
+// path back to back, reported as medians of the rounds.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { makeTeam } from '../test/factories.ts';
+import { startFakeDns } from '../test/fakes/dns-server.ts';
+import { sharedServices, testApp, testConfig, uniq } from '../test/harness.ts';
+import { issuerOf, mintCertificateAuthority, mintLeaf } from '../src/gateway/certificates.ts';
+import { startGateway } from '../src/gateway/gateway.component.ts';
+import { Registry } from '../src/http/metrics.ts';
+import { createLogger } from '../src/logger.ts';
+import type { ProxyLoadOptions } from './proxy-load-worker.ts';
+import { serviceProcess, type BenchReport } from './lib.ts';
+
+const SECONDS = 3;
+const ROUNDS = 3;
+const CONNECTIONS = 10;
+const HELD = 1000;
+const NAME = 'bench.crewhouse.test';
+const SANDBOX_ADDRESS = '127.0.0.2';
+
+interface Result { rps: number; p50: number; p90: number; p99: number; errors: number; non2xx: number }
+const fmt = (r: Result) => `${r.rps.toFixed(0)} req/s, p50 ${r.p50.toFixed(3)} ms, p90 ${r.p90.toFixed(3)} ms${r.errors || r.non2xx ? `, ${r.errors} errors, ${r.non2xx} non-2xx` : ''}`;
+const worker = fileURLToPath(new URL('./proxy-load-worker.ts', import.meta.url));
+
+function load(o: Omit<ProxyLoadOptions, 'connections' | 'seconds'> & { seconds?: number }): Promise<Result> {
+  const child = spawn(process.execPath, [worker, JSON.stringify({ connections: CONNECTIONS, seconds: SECONDS, ...o })], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (c) => (out += c));
+  return new Promise((resolve, reject) => child.on('close', (code) => (code === 0 ? resolve(JSON.parse(out) as Result) : reject(new Error(`load exited ${code}`)))));
+}
+
+/** Opens `HELD` tunnels and keeps them open until `release` is called. */
+async function hold(o: Omit<ProxyLoadOptions, 'connections' | 'seconds'>): Promise<() => Promise<void>> {
+  const child = spawn(process.execPath, [worker, JSON.stringify({ connections: 1, seconds: 1, hold: HELD, ...o })], { stdio: ['pipe', 'pipe', 'inherit'] });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.once('data', () => resolve());
+    child.once('close', (code) => reject(new Error(`holder exited ${code}`)));
+  });
+  return async () => {
+    const closed = new Promise((r) => child.once('close', r));
+    child.stdin.end();
+    await closed;
+  };
+}
+
+/** CPU seconds (user + system) a process has used, from /proc. */
+const cpuOf = (pid: number) => {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+};
+const rssOf = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+const mid = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const squidPath = ['/usr/sbin/squid', '/usr/bin/squid'].find((p) => fs.existsSync(p)) ?? null;
+
+async function startSquid(dir: string): Promise<{ port: number; proc: ChildProcess }> {
+  const port = await new Promise<number>((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const p = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(p));
+    });
+  });
+  fs.writeFileSync(path.join(dir, 'hosts'), `127.0.0.1 ${NAME}\n`);
+  fs.writeFileSync(
+    path.join(dir, 'squid.conf'),
+    [
+      `http_port 127.0.0.1:${port}`,
+      'http_access allow all',
+      'cache deny all',
+      'access_log none',
+      `cache_log ${path.join(dir, 'cache.log')}`,
+      `pid_filename ${path.join(dir, 'squid.pid')}`,
+      `coredump_dir ${dir}`,
+      `hosts_file ${path.join(dir, 'hosts')}`,
+      'dns_nameservers 127.0.0.1',
+      'max_filedescriptors 8192',
+      'shutdown_lifetime 0 seconds',
+      '',
+    ].join('\n'),
+  );
+  const proc = spawn(squidPath!, ['-N', '-f', path.join(dir, 'squid.conf')], { stdio: 'ignore' });
+  for (let i = 0; i < 200; i++) {
+    const up = await new Promise<boolean>((resolve) => {
+      const s = net.connect(port, '127.0.0.1', () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.on('error', () => resolve(false));
+    });
+    if (up) return { port, proc };
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  proc.kill('SIGKILL');
+  throw new Error(`squid did not start; see ${path.join(dir, 'cache.log')}`);
+}
+
+export default async function gatewayBench(): Promise<BenchReport[]> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crewhouse-gw-bench-'));
+  fs.chmodSync(dir, 0o777);
+  const upstreamCa = mintCertificateAuthority('Bench upstream CA');
+  fs.writeFileSync(path.join(dir, 'upstream-ca.pem'), upstreamCa.certPem);
+  const upstream = await serviceProcess<never>('./tls-upstream-worker.ts', mintLeaf(issuerOf(upstreamCa), NAME));
+  const ports = JSON.parse(upstream.url) as { https: number; http: number };
+  const dns = await startFakeDns({ [NAME]: ['127.0.0.1'] });
+  const t = await testApp({ modelProxy: true, config: { SERVICE_EGRESS_DEV_DESTINATIONS: '1', SERVICE_LOG_LEVEL: 'warn' } });
+  const reports: BenchReport[] = [];
+  let squid: { port: number; proc: ChildProcess } | null = null;
+  let gw: Awaited<ReturnType<typeof startGateway>> | null = null;
+  try {
+    for (const [name, port] of [['bench-https', ports.https], ['bench-http', ports.http]] as const) {
+      const r = await t.request({ method: 'POST', url: '/api/v1/destinations', token: t.adminToken, body: { name, host: `${NAME}:${port}`, dev_only: true, methods: ['GET'], paths: ['/bench'], header_allowlist: ['accept'] } });
+      if (r.status !== 201) throw new Error(r.text);
+    }
+    const team = await makeTeam(t);
+    const url = `/api/v1/teams/${team.name}/roles/lead/egress`;
+    const etag = String((await t.request({ method: 'GET', url, token: t.adminToken })).headers.etag);
+    await t.request({ method: 'PUT', url, token: t.adminToken, body: { mode: 'allowlist', destinations: ['bench-https', 'bench-http'] }, headers: { 'if-match': etag } });
+    const teamRow = await t.db.selectFrom('teams').select('id').where('name', '=', team.name).executeTakeFirstOrThrow();
+    await t.db.insertInto('sandboxes').values({ id: uniq('bench'), team_id: teamRow.id, role: 'lead', replica: 0, provider: 'local', state: 'running', host_id: 'bench', host_address: '127.0.0.1', sandbox_address: SANDBOX_ADDRESS }).execute();
+    const config = testConfig({ SERVICE_MODEL_PROXY_URL: t.modelProxy!.url, SERVICE_EGRESS_DEV_DESTINATIONS: '1', SERVICE_GATEWAY_DNS: dns.server, SERVICE_GATEWAY_UPSTREAM_CA_FILE: path.join(dir, 'upstream-ca.pem') });
+    gw = await startGateway({ config, db: t.db, logger: createLogger({ level: 'warn' }), metrics: new Registry(), ...sharedServices(config, t.db), listen: { host: '127.0.0.1', port: 0 } });
+    const proxy = { host: '127.0.0.1', port: gw.port };
+    const secure = { host: '127.0.0.1', port: ports.https, name: NAME };
+    const plain = { host: '127.0.0.1', port: ports.http, name: NAME };
+    const paths = {
+      direct: () => load({ mode: 'direct', tls: true, upstream: secure, ca: upstreamCa.certPem }),
+      gateway: () => load({ mode: 'tunnel', tls: true, upstream: secure, proxy, ca: gw!.caPem, localAddress: SANDBOX_ADDRESS }),
+      squid: () => load({ mode: 'tunnel', tls: true, upstream: secure, proxy: { host: '127.0.0.1', port: squid!.port }, ca: upstreamCa.certPem, localAddress: SANDBOX_ADDRESS }),
+      plainDirect: () => load({ mode: 'direct', tls: false, upstream: plain }),
+      plainGateway: () => load({ mode: 'forward', tls: false, upstream: plain, proxy, localAddress: SANDBOX_ADDRESS }),
+    };
+    if (squidPath) squid = await startSquid(dir);
+    // Warm every path (JIT, leaf certificate, kept-alive upstreams, the policy cache).
+    for (const run of [paths.direct, paths.gateway, paths.plainDirect, paths.plainGateway, ...(squid ? [paths.squid] : [])]) await run();
+
+    const plainRounds: Array<{ direct: Result; gateway: Result }> = [];
+    const tlsRounds: Array<{ direct: Result; gateway: Result; squid: Result | null }> = [];
+    // CPU time per request, besides wall-clock figures: on a machine shared with other work,
+    // what each proxy spends on a request is the steadier comparison.
+    const cpu = { plain: 0, plainN: 0, tls: 0, tlsN: 0, squid: 0, squidN: 0 };
+    const measured = async (kind: 'plain' | 'tls' | 'squid', run: () => Promise<Result>) => {
+      const pid = kind === 'squid' ? squid!.proc.pid! : process.pid;
+      const before = cpuOf(pid);
+      const r = await run();
+      cpu[kind] += cpuOf(pid) - before;
+      cpu[`${kind}N`] += r.rps * SECONDS;
+      return r;
+    };
+    for (let i = 0; i < ROUNDS; i++) {
+      plainRounds.push({ direct: await paths.plainDirect(), gateway: await measured('plain', paths.plainGateway) });
+      tlsRounds.push({ direct: await paths.direct(), gateway: await measured('tls', paths.gateway), squid: squid ? await measured('squid', paths.squid) : null });
+    }
+    const usPer = (k: 'plain' | 'tls' | 'squid') => (cpu[`${k}N`] ? (cpu[k] / cpu[`${k}N`]) * 1e6 : NaN);
+    const clean = (rs: Result[]) => rs.every((r) => r.errors === 0 && r.non2xx === 0);
+
+    const pAdded50 = mid(plainRounds.map((r) => r.gateway.p50 - r.direct.p50));
+    const pAdded90 = mid(plainRounds.map((r) => r.gateway.p90 - r.direct.p90));
+    reports.push({
+      name: 'gateway, plain HTTP forwarding (allowlist decision, DNS, address check) against direct',
+      lines: [
+        `${CONNECTIONS} keep-alive connections, ${SECONDS} s each, ${ROUNDS} rounds; 1 KiB answers`,
+        ...plainRounds.map((r, i) => `round ${i + 1}: direct ${fmt(r.direct)} | gateway ${fmt(r.gateway)}`),
+        `median added: p50 ${pAdded50.toFixed(3)} ms, p90 ${pAdded90.toFixed(3)} ms; throughput ratio ${mid(plainRounds.map((r) => r.gateway.rps / r.direct.rps)).toFixed(3)}`,
+        `gateway CPU per request: ${usPer('plain').toFixed(0)} µs`,
+      ],
+      goal: 'at most 1 ms added at p90 (median of the rounds), no errors',
+      met: pAdded90 <= 1 && clean(plainRounds.map((r) => r.gateway)),
+    });
+
+    const tAdded50 = mid(tlsRounds.map((r) => r.gateway.p50 - r.direct.p50));
+    const tAdded90 = mid(tlsRounds.map((r) => r.gateway.p90 - r.direct.p90));
+    const vsSquid = squid ? mid(tlsRounds.map((r) => r.gateway.rps / r.squid!.rps)) : NaN;
+    reports.push({
+      name: 'gateway, HTTPS intercepted (TLS terminated and made again) against direct and against squid tunnelling',
+      lines: [
+        `${CONNECTIONS} kept-alive tunnels, ${SECONDS} s each, ${ROUNDS} rounds`,
+        ...tlsRounds.map((r, i) => `round ${i + 1}: direct ${fmt(r.direct)} | gateway ${fmt(r.gateway)}${r.squid ? ` | squid ${fmt(r.squid)}` : ''}`),
+        `median added against direct: p50 ${tAdded50.toFixed(3)} ms, p90 ${tAdded90.toFixed(3)} ms`,
+        squid ? `median throughput ratio gateway/squid: ${vsSquid.toFixed(3)}` : 'squid is not installed (apt-get install squid): no peer measured',
+        `CPU per request: gateway ${usPer('tls').toFixed(0)} µs (TLS both ways)${squid ? `, squid ${usPer('squid').toFixed(0)} µs (bytes through a tunnel)` : ''}`,
+      ],
+      goal: "throughput at least squid's (median ratio >= 1), no errors",
+      met: squid !== null && vsSquid >= 1 && clean(tlsRounds.map((r) => r.gateway)),
+    });
+
+    // Memory: 1,000 intercepted tunnels open at once, each having made one request.
+    global.gc?.();
+    const gwBefore = process.memoryUsage().rss / 1048576;
+    const releaseGw = await hold({ mode: 'tunnel', tls: true, upstream: secure, proxy, ca: gw.caPem, localAddress: SANDBOX_ADDRESS });
+    const gwAfter = process.memoryUsage().rss / 1048576;
+    await releaseGw();
+    let squidLine = 'squid: not measured';
+    if (squid) {
+      const before = rssOf(squid.proc.pid!);
+      const releaseSquid = await hold({ mode: 'tunnel', tls: true, upstream: secure, proxy: { host: '127.0.0.1', port: squid.port }, ca: upstreamCa.certPem, localAddress: SANDBOX_ADDRESS });
+      const after = rssOf(squid.proc.pid!);
+      await releaseSquid();
+      squidLine = `squid (tunnels, no interception): +${(after - before).toFixed(1)} MiB (${((after - before) * 1024 / HELD).toFixed(1)} KiB per connection)`;
+    }
+    reports.push({
+      name: `gateway memory at ${HELD} open intercepted connections (for information)`,
+      lines: [`gateway process: +${(gwAfter - gwBefore).toFixed(1)} MiB RSS (${((gwAfter - gwBefore) * 1024 / HELD).toFixed(1)} KiB per connection, each holding a TLS session each way)`, squidLine],
+      goal: 'none (information)',
+      met: true,
+    });
+  } finally {
+    await gw?.stop();
+    squid?.proc.kill('SIGKILL');
+    await upstream.close();
+    await dns.close();
+    await t.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  return reports;
+}

@@ -1,0 +1,54 @@
+import type { Db } from '../db/database.ts';
+import type { SandboxIdentity } from '../runtime/sandboxes/identify.ts';
+
+/** A refusal as the run engine reads it to post a `notice` on the sandbox's run: what was refused and why. */
+export interface EgressEvent {
+  id: string;
+  at: string;
+  sandbox_id: string;
+  team_id: number;
+  role: string;
+  method: string;
+  host: string;
+  path: string;
+  destination: string | null;
+  rule: string;
+  reason: string;
+  enforced: boolean;
+}
+
+/** Records one refusal of a sandbox's request. */
+export async function recordEgressEvent(
+  db: Db,
+  who: SandboxIdentity,
+  e: { method: string; host: string; path: string; destination: string | null; rule: string; reason: string; enforced?: boolean },
+): Promise<void> {
+  await db
+    .insertInto('egress_events')
+    .values({
+      sandbox_id: who.sandboxId,
+      team_id: who.teamId,
+      role: who.role,
+      method: e.method.slice(0, 32),
+      host: e.host.slice(0, 300),
+      path: e.path.slice(0, 2000),
+      destination: e.destination,
+      rule: e.rule,
+      reason: e.reason.slice(0, 1000),
+      enforced: e.enforced ?? true,
+    })
+    .execute();
+}
+
+/** A sandbox's refusals after `afterId` (0: from the start), oldest first: the run engine turns each into a notice post. */
+export async function egressEventsOf(db: Db, sandboxId: string, afterId = '0', limit = 100): Promise<EgressEvent[]> {
+  const rows = await db
+    .selectFrom('egress_events')
+    .selectAll()
+    .where('sandbox_id', '=', sandboxId)
+    .where('id', '>', afterId)
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => ({ ...r, id: String(r.id), at: new Date(r.at).toISOString() }));
+}

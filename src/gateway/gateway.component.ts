@@ -1,0 +1,54 @@
+import fs from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import tls from 'node:tls';
+import type { Component, ComponentContext } from '../components.ts';
+import { createLeafIssuer, loadDeploymentCa } from './ca.ts';
+import { createResolver } from './resolve.ts';
+import { createGatewayServer } from './server.ts';
+import { createGatewaySources, type GatewaySources } from './sources.ts';
+
+/** Trust anchors for upstream TLS: the system store (the bundled one where the system has none), plus the operator's extra file. */
+function upstreamCa(file: string | null): string[] {
+  const system = tls.getCACertificates('system');
+  const base = system.length > 0 ? system : tls.getCACertificates('bundled');
+  return file ? [...base, fs.readFileSync(file, 'utf8')] : [...base];
+}
+
+export interface RunningGateway {
+  url: string;
+  port: number;
+  caPem: string;
+  stop(): Promise<void>;
+}
+
+/** Starts the gateway on SERVICE_HOST:SERVICE_GATEWAY_PORT (or `listen`); `sources` default to the shared services. */
+export async function startGateway(ctx: ComponentContext & { sources?: GatewaySources; listen?: { host: string; port: number } }): Promise<RunningGateway> {
+  const { config, db, logger } = ctx;
+  const ca = await loadDeploymentCa(db, ctx.cipher);
+  const gateway = createGatewayServer({
+    sources: ctx.sources ?? createGatewaySources({ db, services: ctx.services }),
+    db,
+    logger,
+    metrics: ctx.metrics,
+    leaves: createLeafIssuer(ca),
+    resolve: createResolver(config.gatewayDns),
+    upstreamCa: upstreamCa(config.gatewayUpstreamCaFile),
+    modelProxyUrl: config.modelProxyUrl ?? `http://127.0.0.1:${config.modelProxyPort}`,
+  });
+  const listen = ctx.listen ?? { host: config.host, port: config.gatewayPort };
+  await new Promise<void>((resolve, reject) => {
+    gateway.server.once('error', reject);
+    gateway.server.listen(listen.port, listen.host, () => resolve());
+  });
+  const port = (gateway.server.address() as AddressInfo).port;
+  return { url: `http://${listen.host.includes(':') ? `[${listen.host}]` : listen.host}:${port}`, port, caPem: ca.certPem, stop: () => gateway.close() };
+}
+
+/** The credential gateway: every sandbox's only way out, on SERVICE_GATEWAY_PORT. */
+export const gatewayComponent: Component = {
+  name: 'gateway',
+  async start(ctx) {
+    const running = await startGateway(ctx);
+    return { address: running.url, stop: running.stop };
+  },
+};

@@ -1,0 +1,477 @@
+import http from 'node:http';
+import https from 'node:https';
+import net from 'node:net';
+import type { Readable } from 'node:stream';
+import tls from 'node:tls';
+import zlib from 'node:zlib';
+import type { Logger } from 'pino';
+import type { Db } from '../db/database.ts';
+import { parseHost } from '../egress/hosts.ts';
+import type { Registry } from '../http/metrics.ts';
+import type { SandboxIdentity } from '../runtime/sandboxes/identify.ts';
+import type { LeafIssuer } from './ca.ts';
+import { checkAddress, decide, decideConnect, deny, type Decision, type DecisionContext, type EgressRequest, type Refusal } from './decide.ts';
+import { recordEgressEvent } from './events.ts';
+import { readPushHead, refusedCommand, refusePushBody, type PushCommand } from './git-push.ts';
+import { redactStream, redactText } from './redact.ts';
+import type { Resolve } from './resolve.ts';
+import type { Credential, GatewaySources } from './sources.ts';
+
+/** The host names sandboxes reach the built-in destinations at, through the gateway. */
+export const BUILTIN_HOSTS: Readonly<Record<string, string>> = {
+  llm: 'llm.crewhouse.internal',
+  mcp: 'mcp.crewhouse.internal',
+  otel: 'otel.crewhouse.internal',
+};
+
+export interface GatewayOptions {
+  sources: GatewaySources;
+  db: Db;
+  logger: Logger;
+  metrics: Registry;
+  leaves: LeafIssuer;
+  resolve: Resolve;
+  /** Trust anchors for upstream TLS: the system store, plus SERVICE_GATEWAY_UPSTREAM_CA_FILE. */
+  upstreamCa: string[];
+  /** Where the `llm` destination goes: the model proxy. */
+  modelProxyUrl: string;
+}
+
+/** What the gateway knows about a connection: the addresses of the link it came in on and, inside a CONNECT tunnel, where it was going. */
+interface ConnMeta {
+  link: { local: string; remote: string };
+  tunnel: { host: string; port: number; scheme: 'http' | 'https' } | null;
+}
+
+const POLICY_TTL_MS = 1000;
+const IDENTITY_TTL_MS = 1000;
+const UPSTREAM_IDLE_MS = 300_000;
+// A sandbox that keeps knocking on closed doors is recorded this many times a minute; the metric counts all.
+const EVENTS_PER_MINUTE = 120;
+const CREDENTIAL_TTL_MS = 10_000;
+const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host'];
+// What a request needs to be a request at all; every other header only through the destination's header_allowlist.
+const FRAMING = ['content-length', 'content-type', 'content-encoding'];
+
+/** A short-lived cache of promises (a failed one is forgotten at once). */
+function ttlCache<T>(ttlMs: number, max = 10_000) {
+  const entries = new Map<string, { at: number; value: Promise<T> }>();
+  return (key: string, load: () => Promise<T>): Promise<T> => {
+    const hit = entries.get(key);
+    if (hit && Date.now() - hit.at < ttlMs) return hit.value;
+    const value = load();
+    if (entries.size >= max) entries.clear();
+    entries.set(key, { at: Date.now(), value });
+    value.catch(() => entries.delete(key));
+    return value;
+  };
+}
+
+/**
+ * The credential gateway: an explicit HTTP proxy (absolute-form requests and CONNECT, whose
+ * TLS it terminates under the deployment CA) that knows a sandbox by the addresses of its link,
+ * decides every request against the role's egress, resolves names itself, dials exactly the
+ * address it checked and injects the destination's credential.
+ */
+export function createGatewayServer(opts: GatewayOptions) {
+  const { logger, sources } = opts;
+  const requests = opts.metrics.counter('gateway_requests_total', 'Requests through the credential gateway, by decision');
+  const refusals = opts.metrics.counter('gateway_refusals_total', 'Requests the credential gateway refused, by rule');
+  const policyOf = ttlCache<DecisionContext>(POLICY_TTL_MS);
+  const credentialOf = ttlCache<Awaited<ReturnType<GatewaySources['credential']>>>(CREDENTIAL_TTL_MS);
+  const httpAgent = new http.Agent({ keepAlive: true, maxFreeSockets: 256 });
+  // One TLS context for every upstream connection: building one from the CA list costs milliseconds.
+  const httpsAgent = new https.Agent({ keepAlive: true, maxFreeSockets: 256, secureContext: tls.createSecureContext({ ca: opts.upstreamCa }) });
+  const modelProxy = new URL(opts.modelProxyUrl);
+  const meta = new WeakMap<net.Socket, ConnMeta>();
+
+  const contextFor = (who: SandboxIdentity) =>
+    policyOf(`${who.sandboxId}\n${who.role}`, async () => {
+      const { policy, repository } = await sources.policyFor(who);
+      return { policy, repository, builtinHosts: BUILTIN_HOSTS };
+    });
+
+  const identityOf = ttlCache<SandboxIdentity | null>(IDENTITY_TTL_MS);
+  const linkOf = (socket: net.Socket) => meta.get(socket)?.link ?? { local: socket.localAddress ?? '', remote: socket.remoteAddress ?? '' };
+  /** The sandbox at the other end of the link, looked up again (at most every second) for each request, so a destroyed sandbox's open connections stop too. */
+  const identify = (link: ConnMeta['link']) => (link.local && link.remote ? identityOf(`${link.local}\n${link.remote}`, () => sources.identify(link.local, link.remote)) : Promise.resolve(null));
+
+  const recorded = new Map<string, { minute: number; count: number }>();
+  function mayRecord(sandboxId: string): boolean {
+    const minute = Math.floor(Date.now() / 60_000);
+    const r = recorded.get(sandboxId);
+    if (!r || r.minute !== minute) {
+      if (recorded.size >= 10_000) recorded.clear();
+      recorded.set(sandboxId, { minute, count: 1 });
+      return true;
+    }
+    return ++r.count <= EVENTS_PER_MINUTE;
+  }
+
+  /** Counts, logs and records one refusal; the caller writes the wire answer. */
+  function refused(who: SandboxIdentity | null, req: { method: string; host: string; path: string }, d: Refusal) {
+    requests.inc({ decision: 'deny' });
+    refusals.inc({ rule: d.rule });
+    logger.info({ sandbox: who?.sandboxId, team: who?.teamName, role: who?.role, method: req.method, host: req.host, path: req.path, decision: 'deny', rule: d.rule, destination: d.destination, reason: d.reason }, 'egress refused');
+    if (who && d.rule !== 'upstream' && d.rule !== 'dns' && mayRecord(who.sandboxId)) {
+      recordEgressEvent(opts.db, who, { ...req, destination: d.destination, rule: d.rule, reason: d.reason }).catch((err) => logger.error({ err }, 'could not record an egress refusal'));
+    }
+  }
+
+  const refusalText = (req: { method: string; host: string; path: string }, d: Refusal, who: SandboxIdentity | null) =>
+    `Crewhouse gateway refused ${req.method} ${req.host}${req.path}${who ? ` (role ${who.role})` : ''}: ${d.reason} [rule: ${d.rule}]\n`;
+  const statusOf = (d: Refusal) => (d.rule === 'upstream' || d.rule === 'dns' ? 502 : d.rule === 'bad_request' ? 400 : 403);
+
+  function answerRefusal(res: http.ServerResponse, req: { method: string; host: string; path: string }, d: Refusal, who: SandboxIdentity | null) {
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    const body = refusalText(req, d, who);
+    res.writeHead(statusOf(d), { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-crewhouse-gateway-rule': d.rule });
+    res.end(body);
+  }
+
+  /** The request's target from its absolute-form URL, or inside a tunnel from the CONNECT and its Host header (which must agree). */
+  function targetOf(req: http.IncomingMessage, conn: ConnMeta): { ok: true; target: EgressRequest; search: string; hostHeader: string } | { ok: false; decision: Refusal; host: string; path: string } {
+    const method = (req.method ?? 'GET').toUpperCase();
+    const rawUrl = req.url ?? '/';
+    const hostHeader = String(req.headers.host ?? '');
+    const bad = (rule: 'bad_request' | 'host_mismatch', reason: string, host = hostHeader, path = rawUrl) => ({ ok: false as const, decision: deny(rule, reason), host, path });
+    let scheme: 'http' | 'https';
+    let host: string;
+    let port: number;
+    let pathAndQuery: string;
+    if (conn.tunnel) {
+      if (!rawUrl.startsWith('/')) return bad('bad_request', 'inside a tunnel a request names a path, not a URL');
+      ({ scheme, host, port } = conn.tunnel);
+      pathAndQuery = rawUrl;
+      const same = hostHeader === host || hostHeader === `${host}:${port}`;
+      const h = same ? null : parseHost(hostHeader);
+      if (h && (!h.ok || h.host !== host || (h.port !== null && h.port !== port))) return bad('host_mismatch', `the Host header "${hostHeader.slice(0, 100)}" differs from the CONNECT target ${host}:${port}`, host);
+    } else {
+      let url: URL;
+      try {
+        url = new URL(rawUrl);
+      } catch {
+        return bad('bad_request', 'the gateway is an HTTP proxy: send absolute URLs (http://host/path) or CONNECT');
+      }
+      if (url.protocol !== 'http:') return bad('bad_request', `${url.protocol} URLs go through CONNECT`);
+      if (url.username || url.password) return bad('bad_request', 'URLs with user info are refused');
+      const h = parseHost(url.host);
+      if (!h.ok) return bad('bad_request', `the host ${url.host.slice(0, 100)} ${h.reason}`);
+      scheme = 'http';
+      host = h.host;
+      port = h.port ?? 80;
+      pathAndQuery = `${url.pathname}${url.search}`;
+      const hh = parseHost(hostHeader);
+      if (hostHeader && hostHeader !== url.host && (!hh.ok || hh.host !== host || (hh.port ?? 80) !== port)) return bad('host_mismatch', `the Host header "${hostHeader.slice(0, 100)}" differs from the URL's host ${host}`, host, url.pathname);
+    }
+    const q = pathAndQuery.indexOf('?');
+    const path = q < 0 ? pathAndQuery : pathAndQuery.slice(0, q);
+    const search = q < 0 ? '' : pathAndQuery.slice(q);
+    return { ok: true, target: { method, scheme, host, port, path }, search, hostHeader: port === (scheme === 'https' ? 443 : 80) ? host : `${host}:${port}` };
+  }
+
+  function outgoingHeaders(req: http.IncomingMessage, d: Decision & { allow: true }, credential: Credential | null, hostHeader: string): http.OutgoingHttpHeaders {
+    const named = new Set(String(req.headers.connection ?? '').toLowerCase().split(',').map((s) => s.trim()));
+    const allow = d.destination ? new Set([...FRAMING, ...d.destination.header_allowlist.map((h) => h.toLowerCase())]) : null;
+    const out: http.OutgoingHttpHeaders = {};
+    for (const [name, value] of Object.entries(req.headers)) {
+      if (value === undefined || HOP_BY_HOP.includes(name) || named.has(name) || name.startsWith('proxy-')) continue;
+      if (allow && !allow.has(name)) continue;
+      if (credential && (name === 'authorization' || name === 'cookie' || name === credential.header)) continue;
+      out[name] = value;
+    }
+    out.host = hostHeader;
+    if (credential) {
+      out[credential.header] = credential.value;
+      // Bodies are scanned for the credential on the way back: ask for them uncompressed.
+      out['accept-encoding'] = 'identity';
+    }
+    return out;
+  }
+
+  async function handle(req: http.IncomingMessage, res: http.ServerResponse) {
+    const conn: ConnMeta = meta.get(req.socket) ?? { link: linkOf(req.socket), tunnel: null };
+    const who = await identify(conn.link);
+    const t = targetOf(req, conn);
+    if (!t.ok) {
+      const view = { method: req.method ?? '?', host: t.host, path: t.path };
+      refused(who, view, t.decision);
+      return answerRefusal(res, view, t.decision, who);
+    }
+    const { target } = t;
+    const view = { method: target.method, host: target.port === (target.scheme === 'https' ? 443 : 80) ? target.host : `${target.host}:${target.port}`, path: target.path };
+    const refuse = (d: Refusal) => {
+      refused(who, view, d);
+      answerRefusal(res, view, d, who);
+    };
+    if (!who) return refuse(deny('unknown_sandbox', `no sandbox owns the link ${req.socket.remoteAddress} -> ${req.socket.localAddress}`));
+    let ctx: DecisionContext;
+    try {
+      ctx = await contextFor(who);
+    } catch (err) {
+      // The team was archived or the role removed while the sandbox still runs: it reaches nothing.
+      return refuse(deny('unknown_sandbox', `sandbox ${who.sandboxId} has no egress policy: ${(err as Error).message}`));
+    }
+    const decision = decide(target, ctx);
+    if (!decision.allow) return refuse(decision);
+
+    let credential: Credential | null = null;
+    const inject = decision.destination?.inject_secret ?? null;
+    if (inject) {
+      const got = await credentialOf(`${who.sandboxId}\n${inject}`, () => sources.credential(who, inject));
+      if (!got.ok) return refuse(deny('credential', got.reason, decision.destination!.name));
+      credential = got.credential;
+    }
+
+    let upstream: { scheme: 'http' | 'https'; address: string; port: number; servername: string | null; hostHeader: string; pathPrefix: string };
+    if (decision.destination?.builtin) {
+      if (decision.destination.name !== 'llm') return refuse(deny('not_configured', `the built-in destination "${decision.destination.name}" has no upstream on this gateway yet`, decision.destination.name));
+      // The model proxy is this service's own component: reachable wherever it listens.
+      upstream = {
+        scheme: modelProxy.protocol === 'https:' ? 'https' : 'http',
+        address: modelProxy.hostname.replace(/^\[|\]$/g, ''),
+        port: Number(modelProxy.port) || (modelProxy.protocol === 'https:' ? 443 : 80),
+        servername: modelProxy.hostname,
+        hostHeader: modelProxy.host,
+        pathPrefix: modelProxy.pathname.replace(/\/+$/, ''),
+      };
+    } else {
+      let addresses: string[];
+      try {
+        addresses = await opts.resolve(target.host);
+      } catch (err) {
+        return refuse(deny('dns', `${target.host} does not resolve (${(err as NodeJS.ErrnoException).code ?? 'error'})`, decision.destination?.name ?? null));
+      }
+      for (const ip of addresses) {
+        const bad = checkAddress(ip, target.host, ctx.policy, decision.destination);
+        if (bad) return refuse(bad);
+      }
+      upstream = { scheme: target.scheme, address: addresses[0], port: target.port, servername: net.isIP(target.host) ? null : target.host, hostHeader: t.hostHeader, pathPrefix: '' };
+    }
+
+    requests.inc({ decision: 'allow' });
+    const headers = outgoingHeaders(req, decision, credential, upstream.hostHeader);
+    const secrets = credential ? [credential.value, credential.value.replace(/^Bearer /, '')] : [];
+    let body: Readable = req;
+    if (target.method === 'POST' && target.path.endsWith('/git-receive-pack')) {
+      const push = await readPush(req);
+      const globs = decision.destination?.git_push_ref_globs ?? [];
+      if (push.state === 'bad') return refuse(deny('git_push', push.reason, decision.destination?.name ?? null));
+      const no = refusedCommand(push.commands, globs);
+      if (no) {
+        const d = deny('git_push', no.reason, decision.destination?.name ?? null);
+        refused(who, view, d);
+        await drain(push.rest);
+        const answer = refusePushBody(push.commands, push.capabilities, no);
+        res.writeHead(200, { 'content-type': 'application/x-git-receive-pack-result', 'cache-control': 'no-cache', 'content-length': answer.length, 'x-crewhouse-gateway-rule': 'git_push' });
+        res.end(answer);
+        return;
+      }
+      body = push.rest;
+      if (push.decompressed) {
+        delete headers['content-length'];
+        delete headers['content-encoding'];
+      }
+    }
+
+    logger.info({ sandbox: who.sandboxId, team: who.teamName, role: who.role, method: target.method, host: view.host, path: target.path, decision: 'allow', rule: decision.rule, destination: decision.destination?.name ?? null }, 'egress');
+    const options: https.RequestOptions = {
+      host: upstream.address,
+      port: upstream.port,
+      method: target.method,
+      path: upstream.pathPrefix + target.path + t.search,
+      headers,
+      setHost: false,
+      agent: upstream.scheme === 'https' ? httpsAgent : httpAgent,
+    };
+    if (upstream.scheme === 'https' && upstream.servername) options.servername = upstream.servername;
+    const upReq = (upstream.scheme === 'https' ? https : http).request(options);
+    // An upstream that answers nothing for this long (a model may think for minutes) is given up on.
+    upReq.setTimeout(UPSTREAM_IDLE_MS, () => upReq.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
+    upReq.on('response', (upRes) => {
+      const out: http.OutgoingHttpHeaders = {};
+      const named = new Set(String(upRes.headers.connection ?? '').toLowerCase().split(',').map((s) => s.trim()));
+      for (const [name, value] of Object.entries(upRes.headers)) {
+        if (value === undefined || (HOP_BY_HOP.includes(name) && name !== 'host') || named.has(name)) continue;
+        out[name] = secrets.length ? (Array.isArray(value) ? value.map((v) => redactText(v, secrets)) : redactText(String(value), secrets)) : value;
+      }
+      if (secrets.length) delete out['content-length'];
+      res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, out);
+      // pipe(), not pipeline(): pipeline makes an AbortController (and a DOMException) per request.
+      upRes.on('error', () => res.destroy());
+      if (secrets.length) {
+        const redact = redactStream(secrets);
+        redact.on('error', () => res.destroy());
+        upRes.pipe(redact).pipe(res);
+      } else {
+        upRes.pipe(res);
+      }
+    });
+    upReq.on('error', (err) => {
+      if (res.headersSent) return res.destroy();
+      const d = deny('upstream', `the upstream ${view.host} failed: ${(err as NodeJS.ErrnoException).code ?? err.message}`, decision.destination?.name ?? null);
+      refused(who, view, d);
+      answerRefusal(res, view, d, who);
+    });
+    res.on('close', () => {
+      if (!res.writableFinished) upReq.destroy();
+    });
+    body.on('error', () => upReq.destroy());
+    body.pipe(upReq);
+  }
+
+  /** Reads a receive-pack body up to the end of its commands; `rest` replays what was read, then streams the remainder (the pack). */
+  async function readPush(req: http.IncomingMessage): Promise<{ state: 'bad'; reason: string } | { state: 'done'; commands: PushCommand[]; capabilities: string[]; rest: Readable; decompressed: boolean }> {
+    const decompressed = String(req.headers['content-encoding'] ?? '').toLowerCase() === 'gzip';
+    const source: Readable = decompressed ? req.pipe(zlib.createGunzip()) : req;
+    const chunks: Buffer[] = [];
+    for (;;) {
+      const chunk: Buffer | null = source.read();
+      if (chunk === null) {
+        if (source.readableEnded) break;
+        const more = await new Promise<boolean>((resolve) => {
+          const onReadable = () => finish(true);
+          const onEnd = () => finish(false);
+          const finish = (v: boolean) => {
+            source.off('readable', onReadable);
+            source.off('end', onEnd);
+            source.off('error', onEnd);
+            resolve(v);
+          };
+          source.once('readable', onReadable);
+          source.once('end', onEnd);
+          source.once('error', onEnd);
+        });
+        if (!more) break;
+        continue;
+      }
+      chunks.push(chunk);
+      const head = readPushHead(Buffer.concat(chunks));
+      if (head.state === 'bad') return head;
+      if (head.state === 'done') {
+        source.unshift(Buffer.concat(chunks));
+        return { state: 'done', commands: head.commands, capabilities: head.capabilities, rest: source, decompressed };
+      }
+    }
+    const head = readPushHead(Buffer.concat(chunks));
+    if (head.state === 'done') {
+      source.unshift(Buffer.concat(chunks));
+      return { state: 'done', commands: head.commands, capabilities: head.capabilities, rest: source, decompressed };
+    }
+    return { state: 'bad', reason: head.state === 'bad' ? head.reason : 'the push ended before its commands did' };
+  }
+
+  const drain = (s: Readable) =>
+    new Promise<void>((resolve) => {
+      s.on('data', () => {});
+      s.once('end', resolve);
+      s.once('error', () => resolve());
+      s.resume();
+    });
+
+  const inner = http.createServer({ keepAlive: true }, (req, res) => {
+    handle(req, res).catch((err) => {
+      logger.error({ err }, 'gateway request failed');
+      if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' }).end('Crewhouse gateway error\n');
+      else res.destroy();
+    });
+  });
+  // Requests that do not parse get a 400 saying so, never a dropped connection without a word.
+  const badRequest = (_err: Error, socket: net.Socket | import('node:stream').Duplex) => {
+    const body = 'Crewhouse gateway: the request is not valid HTTP/1.1 [rule: bad_request]\n';
+    if (socket.writable) socket.end(`HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
+    else socket.destroy();
+  };
+  inner.on('clientError', badRequest);
+
+  const outer = http.createServer({ keepAlive: true }, (req, res) => {
+    if (req.url === '/healthz' && req.method === 'GET') {
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
+      return;
+    }
+    inner.emit('request', req, res);
+  });
+  outer.on('clientError', badRequest);
+
+  outer.on('connect', (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
+    socket.on('error', () => socket.destroy());
+    void connect(req, socket, head).catch((err) => {
+      logger.error({ err }, 'gateway CONNECT failed');
+      socket.destroy();
+    });
+  });
+
+  function endRaw(socket: net.Socket, status: string, body: string, rule: string) {
+    socket.end(`HTTP/1.1 ${status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-crewhouse-gateway-rule: ${rule}\r\nconnection: close\r\n\r\n${body}`);
+  }
+
+  async function connect(req: http.IncomingMessage, socket: net.Socket, head: Buffer) {
+    const link = linkOf(socket);
+    const who = await identify(link);
+    const target = String(req.url ?? '');
+    const parsed = parseHost(target);
+    const view = { method: 'CONNECT', host: target.slice(0, 300), path: '' };
+    const refuseTunnel = (d: Refusal) => {
+      refused(who, view, d);
+      endRaw(socket, d.rule === 'bad_request' ? '400 Bad Request' : '403 Forbidden', refusalText(view, d, who), d.rule);
+    };
+    if (!who) return refuseTunnel(deny('unknown_sandbox', `no sandbox owns the link ${socket.remoteAddress} -> ${socket.localAddress}`));
+    if (!parsed.ok || parsed.port === null || parsed.wildcard) return refuseTunnel(deny('bad_request', `CONNECT needs host:port, got "${target.slice(0, 100)}"`));
+    let ctx: DecisionContext;
+    try {
+      ctx = await contextFor(who);
+    } catch (err) {
+      return refuseTunnel(deny('unknown_sandbox', `sandbox ${who.sandboxId} has no egress policy: ${(err as Error).message}`));
+    }
+    const d = decideConnect(parsed.host, parsed.port, ctx);
+    if (!d.allow) return refuseTunnel(d);
+    const tunnelHost = parsed.host;
+    socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+    if (head.length) socket.unshift(head);
+    socket.once('readable', () => {
+      const first: Buffer | null = socket.read(1);
+      if (first === null) return;
+      socket.unshift(first);
+      if (first[0] !== 0x16) {
+        // Plain HTTP inside the tunnel: each request is still decided, against the tunnel's target.
+        meta.set(socket, { link, tunnel: { host: tunnelHost, port: parsed.port!, scheme: 'http' } });
+        inner.emit('connection', socket);
+        return;
+      }
+      const secure = new tls.TLSSocket(socket, {
+        isServer: true,
+        secureContext: opts.leaves.contextFor(tunnelHost),
+        ALPNProtocols: ['http/1.1'],
+        SNICallback: (servername, cb) => {
+          const sni = servername.toLowerCase().replace(/\.+$/, '');
+          if (sni !== tunnelHost) {
+            const d = deny('sni_mismatch', `the TLS server name ${sni.slice(0, 100)} differs from the CONNECT target ${tunnelHost}`);
+            refused(who, { method: 'CONNECT', host: tunnelHost, path: '' }, d);
+            cb(new Error(d.reason));
+            return;
+          }
+          cb(null, opts.leaves.contextFor(tunnelHost));
+        },
+      });
+      secure.on('error', () => secure.destroy());
+      meta.set(secure, { link, tunnel: { host: tunnelHost, port: parsed.port!, scheme: 'https' } });
+      inner.emit('connection', secure);
+    });
+  }
+
+  return {
+    server: outer,
+    async close() {
+      await new Promise<void>((resolve) => {
+        outer.close(() => resolve());
+        outer.closeAllConnections();
+        inner.closeAllConnections();
+      });
+      httpAgent.destroy();
+      httpsAgent.destroy();
+    },
+  };
+}

@@ -1,0 +1,58 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { test } from 'node:test';
+
+const LOGGER = path.join(import.meta.dirname, 'logger.ts');
+
+/** Starts a process that logs `lines` lines of `bytes` bytes through the service's logger, then (after `waitMs`) exits. */
+function logAndExit(lines: number, bytes: number, waitMs = 0) {
+  const script = `
+    import { createLogger } from ${JSON.stringify(LOGGER)};
+    const logger = createLogger({ level: 'info' });
+    for (let i = 0; i < ${lines}; i++) logger.info({ i, pad: 'x'.repeat(${bytes}) }, 'line');
+    setTimeout(() => process.exit(0), ${waitMs});
+  `;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // The process ended and its output was all read.
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  return { child, exited, closed };
+}
+
+/** Resolves with the exit code, or null if the process is still there after `ms` (it is then killed). */
+async function exitWithin(p: ReturnType<typeof logAndExit>, ms: number): Promise<number | null | 'hung'> {
+  let timer: NodeJS.Timeout | undefined;
+  const hung = new Promise<'hung'>((resolve) => (timer = setTimeout(() => resolve('hung'), ms)));
+  const outcome = await Promise.race([p.exited, hung]);
+  clearTimeout(timer);
+  if (outcome === 'hung') {
+    p.child.kill('SIGKILL');
+    await p.exited;
+  }
+  return outcome;
+}
+
+test('a process whose log reader stopped reading still exits (the final flush is bounded)', async () => {
+  // 8 MB of log lines into a pipe nobody reads: the pipe fills within the first 64 KB, and the
+  // process exits 3 s later, when the pending write has made no progress for that long.
+  const p = logAndExit(2000, 4000, 3000);
+  p.child.stdout.pause();
+  // Bounded generously for a loaded machine; without the bound the process never ends.
+  const outcome = await exitWithin(p, 60_000);
+  assert.notEqual(outcome, 'hung', 'the process was still waiting on its log destination after 60 s');
+  assert.equal(outcome, 0);
+});
+
+test('with a reader, every line is written before the process exits', async () => {
+  const p = logAndExit(3000, 100);
+  let stdout = '';
+  p.child.stdout.setEncoding('utf8');
+  p.child.stdout.on('data', (chunk) => (stdout += chunk));
+  const outcome = await exitWithin(p, 60_000);
+  assert.equal(outcome, 0);
+  await p.closed;
+  const lines = stdout.trim().split('\n').map((l) => JSON.parse(l));
+  assert.equal(lines.length, 3000);
+  assert.equal(lines[2999].i, 2999);
+});
