@@ -288,11 +288,12 @@ export function createRunsService(deps: RunsDeps) {
 
     /** `POST /runs/{id}/replies`: an answer to the open question, or a follow-up task. */
     async reply(actor: Actor, id: string, input: { text: string; in_reply_to?: number | null; approve?: boolean }) {
+      // The team is read before the transaction: on the embedded database a read outside it would wait for its one connection.
+      const team = await teamOfRun(await mustGet(id));
       const result = await db.transaction().execute(async (trx) => {
         const run = await store.lockRun(trx, id);
         if (!run) throw problems.notFound('run', id);
         if (run.surface !== 'console') throw problems.conflict(`run ${id} lives on ${run.surface}: answer it there`);
-        const team = await teamOfRun(run);
         if (input.in_reply_to !== undefined && input.in_reply_to !== null) {
           const target = await store.getPost(trx, id, input.in_reply_to);
           if (!target || target.kind !== 'question') {
@@ -335,13 +336,14 @@ export function createRunsService(deps: RunsDeps) {
 
     /** `POST /runs/{id}/cancel`: the run is cancelled at once; the worker stops its tools and agent loop. */
     async cancel(actor: Actor, id: string) {
+      const before = await mustGet(id);
+      const team = (await deps.team(before.team_name)) ?? { id: before.team_id, name: before.team_name, status: 'archived', surface: 'console', lead: before.lead, rework_rounds: 0, repo_url: null, roles: [] };
       await db.transaction().execute(async (trx) => {
         const run = await store.lockRun(trx, id);
         if (!run) throw problems.notFound('run', id);
         if (run.surface !== 'console') throw problems.conflict(`run ${id} lives on ${run.surface}: cancel it there`);
         if (FINISHED.includes(run.state)) throw problems.conflict(`run ${id} is already ${run.state}`);
         await trx.updateTable('runs').set({ cancel_requested_at: sql`now()` }).where('id', '=', id).execute();
-        const team = (await deps.team(run.team_name)) ?? { id: run.team_id, name: run.team_name, status: 'archived', surface: 'console', lead: run.lead, rework_rounds: 0, repo_url: null, roles: [] };
         await finish(trx, run, team, 'cancelled', {});
         await store.appendPost(trx, id, { kind: 'canceled', role: null, text: `cancelled by ${actor.name}`, data: { by: actor.name } });
         await recordAudit(trx, actor, 'run.cancel', { type: 'run', id }, {});
@@ -448,6 +450,10 @@ export function createRunsService(deps: RunsDeps) {
 
     /** Applies a task's turn outcome: the pipeline's next task, a wait for a person, or the run's end. Once per turn. */
     async applyOutcome(taskId: string, outcome: TurnOutcome) {
+      const first = await store.getTask(db, taskId);
+      const owner = first ? await store.getRun(db, first.run_id) : undefined;
+      if (!first || !owner) return;
+      const team = await teamOfRun(owner);
       const runId = await db.transaction().execute(async (trx) => {
         const task = await store.getTask(trx, taskId);
         if (!task) return null;
@@ -455,7 +461,6 @@ export function createRunsService(deps: RunsDeps) {
         if (!run || run.state !== 'running') return null;
         const fresh = await store.getTask(trx, taskId);
         if (!fresh || fresh.state !== 'running') return null;
-        const team = await teamOfRun(run);
         const waitingOnLead = (await store.tasksOf(trx, [run.id])).filter((t) => t.state === 'waiting' && t.role !== team.lead).map((t) => t.role);
         const t = transitionOf(viewOf(team, run, waitingOnLead), task.role, outcome);
         const source = (i: number) => `outcome:${taskId}:${fresh.turn_from ?? 0}:${i}`;
@@ -504,10 +509,12 @@ export function createRunsService(deps: RunsDeps) {
 
     /** Fails a run for a reason outside the agents (a sandbox that cannot be had, a runtime that keeps dying). */
     async failRun(runId: string, reason: string) {
+      const before = await store.getRun(db, runId);
+      if (!before) return;
+      const team = (await deps.team(before.team_name)) ?? { id: before.team_id, name: before.team_name, status: 'archived', surface: 'console', lead: before.lead, rework_rounds: 0, repo_url: null, roles: [] };
       const done = await db.transaction().execute(async (trx) => {
         const run = await store.lockRun(trx, runId);
         if (!run || FINISHED.includes(run.state)) return false;
-        const team = (await deps.team(run.team_name)) ?? { id: run.team_id, name: run.team_name, status: 'archived', surface: 'console', lead: run.lead, rework_rounds: 0, repo_url: null, roles: [] };
         await store.appendPost(trx, runId, { kind: 'failed', role: null, text: reason });
         await finish(trx, run, team, 'failed', { failure_reason: reason, summary: reason });
         return true;

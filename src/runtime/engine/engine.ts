@@ -6,6 +6,7 @@
  * writes goes through the runs service, once per event, so a worker killed at any point and the
  * one that takes over neither lose nor repeat a post.
  */
+import crypto from 'node:crypto';
 import readline from 'node:readline';
 import type { Logger } from 'pino';
 import type { AgentConfig, AgentEvent, AgentInput, AgentRequest, TurnOutcome } from '../../agent/protocol.ts';
@@ -126,12 +127,14 @@ export function createRunEngine(deps: EngineDeps) {
   /** Drives the run while this worker holds its lease; the lease is renewed, and lost leases stop the work. */
   async function drive(runId: string, jobSignal: AbortSignal): Promise<void> {
     const lease = deps.leaseSeconds ?? 30;
-    const generation = await runs.claim(runId, deps.owner, lease);
+    // One name per drive, not per worker: two jobs of one run in the same worker must not both drive it.
+    const owner = `${deps.owner}:${crypto.randomUUID()}`;
+    const generation = await runs.claim(runId, owner, lease);
     if (generation === null) throw new RunBusy(`run ${runId} is driven by another worker`);
     const lost = new AbortController();
     const signal = AbortSignal.any([jobSignal, lost.signal]);
     const renew = setInterval(() => {
-      void runs.claim(runId, deps.owner, lease).then(
+      void runs.claim(runId, owner, lease).then(
         (g) => g === generation || lost.abort(),
         (err) => logger.warn({ err, run: runId }, 'could not renew the run lease'),
       );
@@ -140,7 +143,7 @@ export function createRunEngine(deps: EngineDeps) {
       await steps(runId, signal);
     } finally {
       clearInterval(renew);
-      await runs.release(runId, deps.owner, generation);
+      await runs.release(runId, owner, generation);
     }
   }
 
