@@ -2,7 +2,8 @@
  * crewhouse/own-tables-only: a module's store and tables are its own; other modules go through
  * its service. It catches two ways in: importing another module's `*.store.ts`/`*.tables.ts`,
  * and naming another module's table in a query (a Kysely builder call such as
- * `selectFrom('teams as t')` or a `sql` template's `from teams`). Which module owns a table is
+ * `selectFrom('teams as t')`, a `sql` template's `from teams`, or the `{ table: 'teams' }` of the
+ * shared conditional writes). Which module owns a table is
  * read from the `*.tables.ts` files that declare it.
  */
 import fs from 'node:fs';
@@ -120,6 +121,10 @@ export function ownTablesOnly(src) {
         CallExpression(node) {
           const callee = node.callee;
           if (callee.type === 'MemberExpression' && !callee.computed && callee.property.type === 'Identifier' && TABLE_METHODS.has(callee.property.name)) checkArg(node.arguments[0]);
+        },
+        // The shared conditional writes (src/db/conditional.ts) take the table as `{ table: 'teams', ... }`.
+        Property(node) {
+          if (!node.computed && ((node.key.type === 'Identifier' && node.key.name === 'table') || (node.key.type === 'Literal' && node.key.value === 'table'))) checkArg(node.value);
         },
         TaggedTemplateExpression(node) {
           const tag = node.tag;

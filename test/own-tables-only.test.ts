@@ -77,7 +77,7 @@ describe('crewhouse/own-tables-only', () => {
     );
   });
 
-  test("a Kysely call naming another module's table is an error, with or without an alias, in every builder and join", () => {
+  test("a Kysely call naming another module's table is an error, with or without an alias, in every builder and join, and as a conditional write's table", () => {
     const messages = lint(
       'runtime/sandboxes/placement.ts',
       `export async function f(db: any) {
@@ -87,6 +87,8 @@ describe('crewhouse/own-tables-only', () => {
         await db.deleteFrom(\`teams\`).execute();
         await db.selectFrom(['sandboxes', 'teams']).selectAll().execute();
         await db.selectFrom('sandboxes as s').leftJoin('team_roles as r', 'r.team_id', 's.team_id').execute();
+        await updateIfVersion(db, { table: 'teams', where: { id: 1 }, expected: 1, set: {} });
+        await updateIfVersion(db, { table: 'sandboxes', where: { id: 1 }, expected: 1, set: {} });
       }`,
     );
     assert.deepEqual(messages, [
@@ -97,6 +99,7 @@ describe('crewhouse/own-tables-only', () => {
       'table "teams" belongs to module "console/teams": call its service instead of querying it here',
       'table "teams" belongs to module "console/teams": call its service instead of querying it here',
       'table "team_roles" belongs to module "console/teams": call its service instead of querying it here',
+      'table "teams" belongs to module "console/teams": call its service instead of querying it here',
     ]);
   });
 
