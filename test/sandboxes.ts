@@ -45,10 +45,15 @@ export async function execText(p: Pick<SandboxProvider, 'exec'>, id: string, arg
   return { code, stdout, stderr };
 }
 
+/** Every domain service on a test database, as the composition root builds them. */
+export function testServices(db: Db) {
+  const config = testConfig();
+  return createServices({ config, db, logger: captureLogger().logger, ...loadShared(config) });
+}
+
 /** What the teams, templates and environments services tell placement and the sandbox host, as the composition root wires it. */
 export function teamDirectory(db: Db): TeamDirectory {
-  const config = testConfig();
-  return createServices({ config, db, logger: captureLogger().logger, ...loadShared(config) }).sandboxDirectory;
+  return testServices(db).sandboxDirectory;
 }
 
 /** Rows of a team with one role on an environment of the given size: what placement reads. */

@@ -7,7 +7,8 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { loadConfig } from '../../config.ts';
 import { testDb, type TestDb } from '../../../test/harness.ts';
-import { makeHostRow, makeTeamRows, randomSubnet, teamDirectory } from '../../../test/sandboxes.ts';
+import { makeHostRow, makeTeamRows, randomSubnet, testServices } from '../../../test/sandboxes.ts';
+import { systemActor } from '../../audit/audit.ts';
 import { createDestroyTeamSandboxes } from './jobs/destroy-team-sandboxes.ts';
 import { canTakeWork, placeSandbox, PlacementError, releaseClaim, type PlacementSettings, type TeamDirectory } from './placement.ts';
 
@@ -15,11 +16,13 @@ describe('sandbox placement', () => {
   let t: TestDb;
   let settings: PlacementSettings;
   let teams: TeamDirectory;
+  let services: ReturnType<typeof testServices>;
   const claim = () => `run-${Math.random().toString(36).slice(2)}`;
 
   before(async () => {
     t = await testDb();
-    teams = teamDirectory(t.db);
+    services = testServices(t.db);
+    teams = services.sandboxDirectory;
     settings = { deadAfterSeconds: 30, subnet: loadConfig({ SERVICE_SANDBOX_SUBNET: randomSubnet() }).sandboxSubnet };
     // Every test here starts from no live host but its own.
     await t.db.deleteFrom('sandbox_hosts').execute();
@@ -94,6 +97,21 @@ describe('sandbox placement', () => {
     const claims = await t.db.selectFrom('sandbox_claims').select('sandbox_id').where('sandbox_id', 'in', rows.map((r) => r.id)).execute();
     assert.equal(claims.length, ok.length, 'every answered placement holds exactly one claim');
     for (const tm of [team, other]) await createDestroyTeamSandboxes({ db: t.db, deadAfterSeconds: 30 }).destroyTeamSandboxes(tm.teamId);
+  });
+
+  test('an archive racing placements leaves none of the team\'s sandboxes alive: each placement lands before it (and is destroyed with the team) or after it (and is refused)', async () => {
+    await t.db.updateTable('sandbox_hosts').set({ stopped_at: sql`now()` }).execute();
+    await makeHostRow(t.db, { vcpus: 64, memoryMib: 65536, diskGib: 1000 });
+    const team = await makeTeamRows(t.db, { replicasMax: 12, concurrentRuns: 1, vcpus: 1 });
+    const { row_version } = await services.teams.get(team.team);
+    const placing = Array.from({ length: 12 }, () => placeSandbox(t.db, settings, teams, { teamId: team.teamId, role: team.role, claimId: claim() }));
+    const [archived, ...results] = await Promise.allSettled([services.teams.archive(systemActor('test'), team.team, row_version), ...placing]);
+    assert.equal(archived.status, 'fulfilled', String((archived as PromiseRejectedResult).reason));
+    for (const r of results) if (r.status === 'rejected') assert.ok(r.reason instanceof PlacementError && r.reason.code === 'unknown_role', String(r.reason));
+    const alive = await t.db.selectFrom('sandboxes').select('id').where('team_id', '=', team.teamId).where('state', '<>', 'destroyed').execute();
+    assert.deepEqual(alive, [], 'every sandbox of the archived team is marked destroyed');
+    await assert.rejects(placeSandbox(t.db, settings, teams, { teamId: team.teamId, role: team.role, claimId: claim() }), expectPlacementError('unknown_role'));
+    await createDestroyTeamSandboxes({ db: t.db, deadAfterSeconds: 30 }).destroyTeamSandboxes(team.teamId);
   });
 
   test('hosted fails with the environment named; microvm needs a host that runs it, or one allowed to serve it locally', async () => {
