@@ -1,5 +1,6 @@
 // Placement on the database (both kinds): a role's replicas.max and concurrent_runs, host
-// capacity, the same claim answering the same sandbox, placements racing, hosted refused
+// capacity, the same claim answering the same sandbox, placements racing (each other, and the
+// team's archive), hosted refused
 // with the environment's name, microvm served by local only on a host allowed to, and a dead
 // host's sandboxes re-placed when their work resumes.
 import assert from 'node:assert/strict';
