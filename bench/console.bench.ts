@@ -13,7 +13,7 @@ import { hashToken, newSecret } from '../src/auth/credentials.ts';
 import { loadConfig } from '../src/config.ts';
 import { buildConsoleApp, createConsoleServices } from '../src/console/app.ts';
 import { listUsers } from '../src/console/users/users.store.ts';
-import { presentUser } from '../src/console/users/users.service.ts';
+import { authUser, presentUser } from '../src/console/users/users.service.ts';
 import { openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { Registry } from '../src/http/metrics.ts';
@@ -49,7 +49,8 @@ export default async function consoleBench(): Promise<BenchReport[]> {
   const bare = Fastify({ logger: false });
   // The same reads, without the kernel: no auth hook, validation, problem handling or metrics.
   bare.get('/me', async (req) => {
-    const row = await findToken(db, hashToken(String(req.headers.authorization).slice('Bearer '.length)));
+    const token = await findToken(db, hashToken(String(req.headers.authorization).slice('Bearer '.length)));
+    const row = await authUser(db, token!.user_id);
     return { id: row!.user_id, name: row!.name, email: row!.email, role: row!.role, via: 'token' };
   });
   bare.get('/users', async () => {

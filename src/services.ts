@@ -23,6 +23,7 @@ import type { Db } from './db/database.ts';
 import { createHooks } from './hooks.ts';
 import { loadModelCatalog, type ModelCatalog } from './models/catalog.ts';
 import { createModelProxyClient } from './modelproxy/client.ts';
+import type { TeamDirectory } from './runtime/sandboxes/placement.ts';
 import { createSandboxesService } from './runtime/sandboxes/sandboxes.service.ts';
 import { loadCipher, type Cipher } from './secrets/cipher.ts';
 import { createSecretsService } from './secrets/secrets.service.ts';
@@ -84,6 +85,14 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger } 
     spend,
     cipher,
   });
+  // What sandbox placement and the sandbox host's idle sweep ask of the modules that own teams, templates and environments.
+  const sandboxDirectory: TeamDirectory = {
+    rolePlacement: (teamId, role, q) => teams.rolePlacement(teamId, role, q),
+    roleSize: (template, version, role, q) => templates.roleSize(template, version, role, q),
+    snapshot: (environment, q) => environments.snapshot(environment, q),
+    leadEnvironment: (name) => teams.leadEnvironment(name),
+    sleepTimes: (ids) => teams.sleepTimes(ids),
+  };
   const links = createLinksService({ db, codeHostInstalled: null });
   const egressOverrides = createEgressOverridesService({ db, references });
   const mcpServers = createMcpServersService({ db, references, secrets, teams, hooks, logger: deps.logger });
@@ -124,7 +133,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger } 
   hooks.on('secretRemoved', (trx, actor, secret) => destinations.stopInjecting(trx, actor, secret));
 
   const chat = createChatServices({ db, cipher });
-  return { hooks, references, models, runs, sandboxes, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, egressOverrides, mcpServers, chat };
+  return { hooks, references, models, runs, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, egressOverrides, mcpServers, chat };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -17,7 +17,7 @@ import type { ImagesService } from './images.service.ts';
 
 type Row = NonNullable<Awaited<ReturnType<typeof getRow>>>;
 
-function getRow(db: Db, name: string) {
+function getRow(db: NonNullable<RefQuery>, name: string) {
   return db.selectFrom('environments').selectAll().where('name', '=', name).executeTakeFirst();
 }
 
@@ -124,9 +124,9 @@ export function createEnvironmentsService(deps: { db: Db; references: References
       });
     },
 
-    /** What a template version copies of an environment when it names it, or null when there is none. */
-    async snapshot(name: string) {
-      const row = await getRow(db, name);
+    /** What a template version copies of an environment when it names it, or null when there is none (read on `q`, e.g. a placement's transaction). */
+    async snapshot(name: string, q: RefQuery = db) {
+      const row = await getRow(q ?? db, name);
       if (!row) return null;
       return { provider: row.provider, profile: row.profile ?? '', vcpus: row.vcpus, memory_mib: row.memory_mib, disk_gib: row.disk_gib, checkpoint_id: row.checkpoint_id };
     },

@@ -104,3 +104,32 @@ export function checkpointUses(db: Q) {
     .where('r.checkpoint_id', 'is not', null)
     .execute();
 }
+
+/** A live team's role as sandbox placement needs it, or none when the team is archived or has no such role. */
+export function rolePlacement(db: Q, teamId: number, role: string) {
+  return db
+    .selectFrom('team_roles as r')
+    .innerJoin('teams as t', 't.id', 'r.team_id')
+    .select(['r.role', 'r.vm', 'r.provider', 'r.replicas_max', 'r.concurrent_runs', 't.name as team', 't.template_name', 't.template_version'])
+    .where('r.team_id', '=', teamId)
+    .where('r.role', '=', role)
+    .where('t.status', '<>', 'archived')
+    .executeTakeFirst();
+}
+
+/** The lead role's environment of a live team. */
+export function leadEnvironment(db: Q, name: string) {
+  return db
+    .selectFrom('teams as t')
+    .innerJoin('team_roles as r', (j) => j.onRef('r.team_id', '=', 't.id').onRef('r.role', '=', 't.lead'))
+    .select(['r.provider', 'r.vm'])
+    .where('t.name', '=', name)
+    .where('t.status', '<>', 'archived')
+    .executeTakeFirst();
+}
+
+/** Teams' sleep times by id (archived ones too: their sandboxes may still be winding down). */
+export function sleepTimes(db: Q, ids: number[]) {
+  if (ids.length === 0) return Promise.resolve([]);
+  return db.selectFrom('teams').select(['id', 'idle_after_seconds', 'deep_sleep_after_seconds']).where('id', 'in', ids).execute();
+}

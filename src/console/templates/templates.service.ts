@@ -250,6 +250,13 @@ export function createTemplatesService(deps: {
     countCurrentUses: (column: 'agent' | 'environment' | 'mcp_servers' | 'skills', name: string, q: RefQuery = db) => store.countCurrentUses(q, column, name),
 
     /** Which of these names are not team templates (asked on `q`). */
+    /** The size a template version copied for one of its roles from the role's environment (null when it names none or the version or role is gone), read on `q`. */
+    async roleSize(name: string, version: number, role: string, q: RefQuery = db): Promise<{ vcpus: number | null; memory_mib: number | null; disk_gib: number | null } | null> {
+      const row = await store.getVersion(q ?? db, name, version);
+      const r = row?.content.roles[role];
+      return r ? { vcpus: r.vcpus, memory_mib: r.memory_mib, disk_gib: r.disk_gib } : null;
+    },
+
     async unknown(names: string[], q: RefQuery = db): Promise<string[]> {
       const missing: string[] = [];
       for (const n of names) if (!(await store.getTemplate(q, n))) missing.push(n);
