@@ -623,9 +623,9 @@ export function createTeamsService(deps: {
     /** Active teams and their daily budgets, for the spend overview. */
     activeBudgets: () => store.activeBudgets(db),
 
-    countActiveByTemplate: (template: string, q: RefQuery = db) => store.countActiveByTemplate(q, template),
-    countTeamsUsingAgent: (agent: string, q: RefQuery = db) => store.countTeamsUsingAgent(q, agent),
-    countOverridesNaming: (destination: string, q: RefQuery = db) => store.countOverridesNaming(q, destination),
+    countActiveByTemplate: (templates: string[], q: RefQuery = db) => store.countActiveByTemplate(q, templates),
+    countTeamsUsingAgent: (agents: string[], q: RefQuery = db) => store.countTeamsUsingAgent(q, agents),
+    countOverridesNaming: (destinations: string[], q: RefQuery = db) => store.countOverridesNaming(q, destinations),
   };
 }
 
