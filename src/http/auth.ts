@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Actor } from '../audit/audit.ts';
-import { findSession, findToken, touchToken } from '../auth/auth.service.ts';
+import { touchToken } from '../auth/auth.service.ts';
+import { lookupSession, lookupToken } from '../auth/credential-cache.ts';
 import { hashToken, safeEqual } from '../auth/credentials.ts';
 import type { Role } from '../auth/roles.ts';
 import type { Db } from '../db/database.ts';
@@ -51,7 +52,7 @@ async function authenticate(db: Db, request: FastifyRequest, rule: AuthRule): Pr
     const m = /^Bearer ([A-Za-z0-9._~+/=-]{8,512})$/.exec(authz);
     if (!m) throw problems.unauthorized('the Authorization header must be "Bearer <token>"');
     if (csrf !== undefined) throw problems.badRequest(`${CSRF_HEADER} is only for browser sessions; do not send it with a token`, [{ field: CSRF_HEADER, message: 'not accepted with a token' }]);
-    const row = await findToken(db, hashToken(m[1]));
+    const row = await lookupToken(db, hashToken(m[1]));
     if (!row) throw problems.unauthorized('the token is unknown, revoked or expired');
     if (row.disabled) throw problems.unauthorized('the account is disabled');
     if (!row.last_used_at || Date.now() - Date.parse(row.last_used_at) > 60_000) {
@@ -60,7 +61,7 @@ async function authenticate(db: Db, request: FastifyRequest, rule: AuthRule): Pr
     }
     request.actor = { userId: row.user_id, name: row.name, email: row.email, role: row.role, via: 'token', requestId: request.id };
   } else if (cookie) {
-    const row = await findSession(db, hashToken(cookie));
+    const row = await lookupSession(db, hashToken(cookie));
     if (row && !row.disabled) {
       request.actor = { userId: row.user_id, name: row.name, email: row.email, role: row.role, via: 'session', requestId: request.id };
       request.sessionInfo = { id: row.session_id, csrfToken: row.csrf_token, expiresAt: row.expires_at };
