@@ -185,11 +185,12 @@ async function openPGlite(dataDir: string, loadDataDir?: Blob | File): Promise<O
       startParams: [...PGlite.defaultStartParams, ...EMBEDDED_SETTINGS.flatMap((s) => ['-c', s])],
     });
     const watch = createWriteWatch();
-    const db = new Kysely<Database>({ dialect: new PGliteDialect(pgl), plugins: [watch.plugin] });
+    const dialect = new PGliteDialect(pgl);
+    const db = new Kysely<Database>({ dialect, plugins: [watch.plugin] });
     embedded.add(db);
     writeWatches.set(db, watch);
     listeners.set(db, async (channel, onNotify) => {
-      const off = pgl.onNotification((ch) => {
+      const off = dialect.onNotification((ch) => {
         if (ch === channel) onNotify();
       });
       // Through Kysely, so the LISTEN waits for the one connection instead of landing inside

@@ -19,6 +19,7 @@ import {
 export class PGliteDialect implements Dialect {
   readonly #pg: PGlite;
   readonly #statementCache: number;
+  readonly #listeners: Listeners = new Set();
   constructor(pg: PGlite, opts: { statementCache?: number } = {}) {
     this.#pg = pg;
     this.#statementCache = opts.statementCache ?? STATEMENT_CACHE;
@@ -26,8 +27,17 @@ export class PGliteDialect implements Dialect {
   createAdapter() {
     return new PostgresAdapter();
   }
+  /**
+   * Calls `fn` with each notification (LISTEN/NOTIFY) the engine sends back; answers how to
+   * stop. The connection speaks the protocol itself, so PGlite's own `onNotification` never
+   * hears them.
+   */
+  onNotification(fn: Listener): () => void {
+    this.#listeners.add(fn);
+    return () => this.#listeners.delete(fn);
+  }
   createDriver(): Driver {
-    return new PGliteDriver(this.#pg, this.#statementCache);
+    return new PGliteDriver(this.#pg, this.#statementCache, this.#listeners);
   }
   createIntrospector(db: Kysely<any>) {
     return new PostgresIntrospector(db);
@@ -43,9 +53,9 @@ class PGliteDriver implements Driver {
   #queue: Array<() => void> = [];
   #busy = false;
 
-  constructor(pg: PGlite, statementCache: number) {
+  constructor(pg: PGlite, statementCache: number, listeners: Listeners) {
     this.#pg = pg;
-    this.#connection = new PGliteConnection(pg, statementCache);
+    this.#connection = new PGliteConnection(pg, statementCache, listeners);
   }
   async init() {}
   async acquireConnection(): Promise<DatabaseConnection> {
@@ -84,6 +94,8 @@ const SCHEMA_CHANGE = /^\s*(create|alter|drop|truncate|comment|do|import|refresh
 const COUNTED = new Set(['INSERT', 'UPDATE', 'DELETE', 'MERGE', 'COPY']);
 
 type Parse = (text: string, typeId?: number) => unknown;
+type Listener = (channel: string, payload: string) => void;
+type Listeners = Set<Listener>;
 
 interface Statement {
   /** '' is the unnamed statement, replaced by the next one that is not kept. */
@@ -124,9 +136,12 @@ class PGliteConnection implements DatabaseConnection {
   /** The transaction status of the last reply: I idle, T in a transaction, E in a failed one. */
   #status = 'I';
 
-  constructor(pg: PGlite, limit: number) {
+  readonly #listeners: Listeners;
+
+  constructor(pg: PGlite, limit: number, listeners: Listeners) {
     this.#pg = pg;
     this.#limit = limit;
+    this.#listeners = listeners;
   }
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
@@ -214,6 +229,7 @@ class PGliteConnection implements DatabaseConnection {
     const names = statement?.columns ?? [];
     const parsers = statement?.columnParsers ?? [];
     const types = statement?.columnTypes ?? [];
+    const notifications: Array<[string, string]> = [];
     let at = 0;
     while (at + 5 <= buf.length) {
       const code = buf[at];
@@ -272,6 +288,12 @@ class PGliteConnection implements DatabaseConnection {
           // ErrorResponse: the first one counts; the engine skips the rest until Sync
           reply.error ??= databaseError(buf, p, end, end - at - 1);
           break;
+        case 0x41: {
+          // NotificationResponse: process id, channel, payload
+          const zero = buf.indexOf(0, p + 4);
+          notifications.push([buf.toString('utf8', p + 4, zero), buf.toString('utf8', zero + 1, end - 1)]);
+          break;
+        }
         case 0x5a:
           // ReadyForQuery
           this.#status = String.fromCharCode(buf[p]);
@@ -282,6 +304,7 @@ class PGliteConnection implements DatabaseConnection {
       }
       at = end;
     }
+    for (const [channel, payload] of notifications) for (const fn of this.#listeners) fn(channel, payload);
     return reply;
   }
 }
