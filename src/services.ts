@@ -107,19 +107,19 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger } 
   hooks.on('unknown:mcp_server', (names, q) => mcpServers.unknown(names, q));
   hooks.on('unknown:template', (names, q) => templates.unknown(names, q));
   // Who uses a name: every module that names things of the kind counts (a delete answers 409 while any does).
-  hooks.on('uses:secret', (name, q) => destinations.countInjecting(name, q));
-  hooks.on('uses:secret', (name, q) => mcpServers.usesOf('secret', name, q));
-  hooks.on('uses:destination', (name, q) => agents.usesOf('destination', name, q));
-  hooks.on('uses:destination', (name, q) => mcpServers.usesOf('destination', name, q));
-  hooks.on('uses:destination', (name, q) => teams.countOverridesNaming(name, q));
-  hooks.on('uses:environment', (name, q) => agents.usesOf('environment', name, q));
-  hooks.on('uses:environment', (name, q) => templates.countCurrentUses('environment', name, q));
-  hooks.on('uses:mcp_server', (name, q) => destinations.countInjectingMcp(name, q));
-  hooks.on('uses:mcp_server', (name, q) => agents.usesOf('mcp_server', name, q));
-  hooks.on('uses:mcp_server', (name, q) => templates.countCurrentUses('mcp_servers', name, q));
-  hooks.on('uses:agent', (name, q) => templates.countCurrentUses('agent', name, q));
-  hooks.on('uses:agent', (name, q) => teams.countTeamsUsingAgent(name, q));
-  hooks.on('uses:template', (name, q) => teams.countActiveByTemplate(name, q));
+  hooks.on('uses:secret', (names, q) => destinations.countInjecting('secret', names, q));
+  hooks.on('uses:secret', (names, q) => mcpServers.usesOf('secret', names, q));
+  hooks.on('uses:destination', (names, q) => agents.usesOf('destination', names, q));
+  hooks.on('uses:destination', (names, q) => mcpServers.usesOf('destination', names, q));
+  hooks.on('uses:destination', (names, q) => teams.countOverridesNaming(names, q));
+  hooks.on('uses:environment', (names, q) => agents.usesOf('environment', names, q));
+  hooks.on('uses:environment', (names, q) => templates.countCurrentUses('environment', names, q));
+  hooks.on('uses:mcp_server', (names, q) => destinations.countInjecting('mcp', names, q));
+  hooks.on('uses:mcp_server', (names, q) => agents.usesOf('mcp_server', names, q));
+  hooks.on('uses:mcp_server', (names, q) => templates.countCurrentUses('mcp_servers', names, q));
+  hooks.on('uses:agent', (names, q) => templates.countCurrentUses('agent', names, q));
+  hooks.on('uses:agent', (names, q) => teams.countTeamsUsingAgent(names, q));
+  hooks.on('uses:template', (names, q) => teams.countActiveByTemplate(names, q));
   // Owners of other modules' rows (documents, team MCP servers), locked while those are written.
   hooks.on('lock:agent', (q, name) => agents.lockShared(q, name));
   hooks.on('lock:team', (q, name) => teams.lockLiveShared(q, name));

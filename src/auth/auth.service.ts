@@ -13,7 +13,7 @@ type Q = Kysely<Database> | Transaction<Database>;
 export function findToken(db: Q, tokenHash: string) {
   return db
     .selectFrom('api_tokens')
-    .select(['api_tokens.user_id', 'api_tokens.id as token_id', 'api_tokens.last_used_at', 'api_tokens.kind'])
+    .select(['api_tokens.user_id', 'api_tokens.id as token_id', 'api_tokens.last_used_at', 'api_tokens.kind', 'api_tokens.expires_at'])
     .where('api_tokens.token_hash', '=', tokenHash)
     .where('api_tokens.revoked_at', 'is', null)
     .where((eb) => eb.or([eb('api_tokens.expires_at', 'is', null), eb('api_tokens.expires_at', '>', sql<string>`now()`)]))

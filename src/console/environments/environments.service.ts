@@ -69,7 +69,8 @@ export function createEnvironmentsService(deps: { db: Db; references: References
   /** Presents rows with what they need from elsewhere: the current image (microvm) and their uses. */
   async function present(rows: Row[]): Promise<Environment[]> {
     const current = rows.some((r) => r.provider === 'microvm') ? await deps.images.current() : null;
-    return Promise.all(rows.map(async (row) => presentEnvironment(row, { image: current, usedBy: await references.uses('environment', row.name) })));
+    const uses = await references.usesMany('environment', rows.map((r) => r.name));
+    return rows.map((row) => presentEnvironment(row, { image: current, usedBy: uses.get(row.name) ?? 0 }));
   }
   const presentOne = async (row: Row) => ({ environment: (await present([row]))[0], version: row.row_version });
 

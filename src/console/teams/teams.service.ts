@@ -347,6 +347,11 @@ export function createTeamsService(deps: {
       };
     },
 
+    /** The name of a team by its id (archived ones too), or null. */
+    async nameById(id: number): Promise<string | null> {
+      return (await store.getTeamById(db, id))?.name ?? null;
+    },
+
     /** A team for reading: the live one of the name, else the last archived one. */
     async get(name: string) {
       const t = await store.getTeamForRead(db, name);
@@ -643,9 +648,9 @@ export function createTeamsService(deps: {
     /** Active teams and their daily budgets, for the spend overview. */
     activeBudgets: () => store.activeBudgets(db),
 
-    countActiveByTemplate: (template: string, q: RefQuery = db) => store.countActiveByTemplate(q, template),
-    countTeamsUsingAgent: (agent: string, q: RefQuery = db) => store.countTeamsUsingAgent(q, agent),
-    countOverridesNaming: (destination: string, q: RefQuery = db) => store.countOverridesNaming(q, destination),
+    countActiveByTemplate: (templates: string[], q: RefQuery = db) => store.countActiveByTemplate(q, templates),
+    countTeamsUsingAgent: (agents: string[], q: RefQuery = db) => store.countTeamsUsingAgent(q, agents),
+    countOverridesNaming: (destinations: string[], q: RefQuery = db) => store.countOverridesNaming(q, destinations),
   };
 }
 
