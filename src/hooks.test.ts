@@ -24,13 +24,23 @@ describe('hooks: the one way modules ask about and react to each other', () => {
       asked.push(names);
       return names.filter((n) => n !== 'known');
     });
-    hooks.on('uses:agent', async (name) => (name === 'known' ? 2 : 0));
-    hooks.on('uses:agent', async (name) => (name === 'known' ? 3 : 0));
+    const counted: string[][] = [];
+    hooks.on('uses:agent', async (names) => {
+      counted.push(names);
+      return new Map(names.filter((n) => n !== 'ghost').map((n) => [n, n === 'known' ? 2 : 1]));
+    });
+    hooks.on('uses:agent', async (names) => new Map(names.map((n) => [n, n === 'known' ? 3 : 0])));
     const references = createReferences(hooks);
     assert.deepEqual(await references.unknown('agent', ['known', 'ghost', 'ghost']), ['ghost']);
     assert.deepEqual(asked, [['known', 'ghost']]);
     assert.equal(await references.uses('agent', 'known'), 5);
     assert.equal(await references.uses('agent', 'ghost'), 0);
+    // Many names: each counter is asked once, with each distinct name once; a name a counter leaves out counts 0 there.
+    counted.length = 0;
+    const many = await references.usesMany('agent', ['known', 'ghost', 'other', 'known']);
+    assert.deepEqual(counted, [['known', 'ghost', 'other']]);
+    assert.deepEqual([...many], [['known', 5], ['ghost', 0], ['other', 1]]);
+    assert.deepEqual([...(await references.usesMany('agent', []))], []);
   });
 
   test('reactions run in the order they were wired, with what the change passed; the first failure fails the change', async () => {

@@ -21,7 +21,7 @@ type Reaction<T> = (trx: Transaction<Database>, actor: Actor, subject: T) => Pro
  *
  * - questions, whose answers are gathered: `unknown:<kind>` (the owner of a kind says which
  *   names do not exist), `uses:<kind>` (each module naming things of a kind counts its uses of
- *   one), `lock:<owner>` (the owner module locks the owner's row FOR SHARE for the rest of the
+ *   each of some names, in one query whatever their number, so a page costs the same as one), `lock:<owner>` (the owner module locks the owner's row FOR SHARE for the rest of the
  *   transaction and says whether it exists), `checkpointUses`;
  * - reactions, run one after the other inside the caller's transaction, so what they remove
  *   goes or stays with the change: `teamArchived`, `secretRemoved`.
@@ -29,7 +29,7 @@ type Reaction<T> = (trx: Transaction<Database>, actor: Actor, subject: T) => Pro
 export type HookSignatures = {
   [K in RefKind as `unknown:${K}`]: (names: string[], q: RefQuery) => Promise<string[]>;
 } & {
-  [K in RefKind as `uses:${K}`]: (name: string, q: RefQuery) => Promise<number>;
+  [K in RefKind as `uses:${K}`]: (names: string[], q: RefQuery) => Promise<Map<string, number>>;
 } & {
   [K in OwnerKind as `lock:${K}`]: (q: Kysely<Database> | Transaction<Database>, name: string) => Promise<boolean>;
 } & {

@@ -25,6 +25,7 @@ import { loadModelCatalog, type ModelCatalog } from './models/catalog.ts';
 import { createModelProxyClient } from './modelproxy/client.ts';
 import { runAdvance } from './runtime/engine/run-job.ts';
 import { canTakeWork } from './runtime/sandboxes/placement.ts';
+import type { TeamDirectory } from './runtime/sandboxes/placement.ts';
 import { createSandboxesService } from './runtime/sandboxes/sandboxes.service.ts';
 import { loadCipher, type Cipher } from './secrets/cipher.ts';
 import { createSecretsService } from './secrets/secrets.service.ts';
@@ -72,7 +73,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger } 
     agentVersion: async (agent) => (await agents.versionForRun(agent)).version,
     isBudgetSpent: (team) => teams.isBudgetSpent(team),
     hostProblem: async (team) => {
-      const answer = await canTakeWork(db, { deadAfterSeconds: config.sandboxHostDeadAfter }, team);
+      const answer = await canTakeWork(db, { deadAfterSeconds: config.sandboxHostDeadAfter }, sandboxDirectory, team);
       return answer.ok ? null : (answer.reason ?? 'no live sandbox host (and its gateway) can take the team\'s work');
     },
     advance: async (trx, runId) => void (await runAdvance.enqueue(trx, { run_id: runId })),
@@ -102,6 +103,14 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger } 
     spend,
     cipher,
   });
+  // What sandbox placement and the sandbox host's idle sweep ask of the modules that own teams, templates and environments.
+  const sandboxDirectory: TeamDirectory = {
+    rolePlacement: (teamId, role, q) => teams.rolePlacement(teamId, role, q),
+    roleSize: (template, version, role, q) => templates.roleSize(template, version, role, q),
+    snapshot: (environment, q) => environments.snapshot(environment, q),
+    leadEnvironment: (name) => teams.leadEnvironment(name),
+    sleepTimes: (ids) => teams.sleepTimes(ids),
+  };
   const links = createLinksService({ db, codeHostInstalled: null });
   const egressOverrides = createEgressOverridesService({ db, references });
   const mcpServers = createMcpServersService({ db, references, secrets, teams, hooks, logger: deps.logger });
@@ -116,19 +125,19 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger } 
   hooks.on('unknown:mcp_server', (names, q) => mcpServers.unknown(names, q));
   hooks.on('unknown:template', (names, q) => templates.unknown(names, q));
   // Who uses a name: every module that names things of the kind counts (a delete answers 409 while any does).
-  hooks.on('uses:secret', (name, q) => destinations.countInjecting(name, q));
-  hooks.on('uses:secret', (name, q) => mcpServers.usesOf('secret', name, q));
-  hooks.on('uses:destination', (name, q) => agents.usesOf('destination', name, q));
-  hooks.on('uses:destination', (name, q) => mcpServers.usesOf('destination', name, q));
-  hooks.on('uses:destination', (name, q) => teams.countOverridesNaming(name, q));
-  hooks.on('uses:environment', (name, q) => agents.usesOf('environment', name, q));
-  hooks.on('uses:environment', (name, q) => templates.countCurrentUses('environment', name, q));
-  hooks.on('uses:mcp_server', (name, q) => destinations.countInjectingMcp(name, q));
-  hooks.on('uses:mcp_server', (name, q) => agents.usesOf('mcp_server', name, q));
-  hooks.on('uses:mcp_server', (name, q) => templates.countCurrentUses('mcp_servers', name, q));
-  hooks.on('uses:agent', (name, q) => templates.countCurrentUses('agent', name, q));
-  hooks.on('uses:agent', (name, q) => teams.countTeamsUsingAgent(name, q));
-  hooks.on('uses:template', (name, q) => teams.countActiveByTemplate(name, q));
+  hooks.on('uses:secret', (names, q) => destinations.countInjecting('secret', names, q));
+  hooks.on('uses:secret', (names, q) => mcpServers.usesOf('secret', names, q));
+  hooks.on('uses:destination', (names, q) => agents.usesOf('destination', names, q));
+  hooks.on('uses:destination', (names, q) => mcpServers.usesOf('destination', names, q));
+  hooks.on('uses:destination', (names, q) => teams.countOverridesNaming(names, q));
+  hooks.on('uses:environment', (names, q) => agents.usesOf('environment', names, q));
+  hooks.on('uses:environment', (names, q) => templates.countCurrentUses('environment', names, q));
+  hooks.on('uses:mcp_server', (names, q) => destinations.countInjecting('mcp', names, q));
+  hooks.on('uses:mcp_server', (names, q) => agents.usesOf('mcp_server', names, q));
+  hooks.on('uses:mcp_server', (names, q) => templates.countCurrentUses('mcp_servers', names, q));
+  hooks.on('uses:agent', (names, q) => templates.countCurrentUses('agent', names, q));
+  hooks.on('uses:agent', (names, q) => teams.countTeamsUsingAgent(names, q));
+  hooks.on('uses:template', (names, q) => teams.countActiveByTemplate(names, q));
   // Owners of other modules' rows (documents, team MCP servers), locked while those are written.
   hooks.on('lock:agent', (q, name) => agents.lockShared(q, name));
   hooks.on('lock:team', (q, name) => teams.lockLiveShared(q, name));
@@ -142,7 +151,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger } 
   hooks.on('secretRemoved', (trx, actor, secret) => destinations.stopInjecting(trx, actor, secret));
 
   const chat = createChatServices({ db, cipher });
-  return { hooks, references, models, runs, sandboxes, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, egressOverrides, mcpServers, chat };
+  return { hooks, references, models, runs, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, egressOverrides, mcpServers, chat };
 }
 
 export type Services = ReturnType<typeof createServices>;

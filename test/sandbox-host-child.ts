@@ -5,14 +5,14 @@ import { openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { startSandboxHost } from '../src/runtime/sandboxes/host.ts';
 import { captureLogger, testConfig } from './harness.ts';
-import { execText, makeTeamRows } from './sandboxes.ts';
+import { execText, makeTeamRows, teamDirectory } from './sandboxes.ts';
 
 const args = JSON.parse(process.argv[2]) as { dbUrl: string | null; schema: string | null; dataDir: string; sandboxDir: string; subnet: string };
 fs.mkdirSync(args.dataDir, { recursive: true });
 const { db } = await openDatabase({ databaseUrl: args.dbUrl, dataDir: args.dataDir, searchPath: args.schema ?? undefined, poolSize: 2 });
 if (!args.dbUrl) await migrateToLatest(db);
 const { logger } = captureLogger();
-const host = await startSandboxHost({ config: testConfig({ SERVICE_SANDBOX_DIR: args.sandboxDir, SERVICE_SANDBOX_SUBNET: args.subnet }), db, logger, tickMs: 3_600_000 });
+const host = await startSandboxHost({ config: testConfig({ SERVICE_SANDBOX_DIR: args.sandboxDir, SERVICE_SANDBOX_SUBNET: args.subnet }), db, teams: teamDirectory(db), logger, tickMs: 3_600_000 });
 const kept = await makeTeamRows(db);
 const archived = await makeTeamRows(db);
 const a = await host.place({ teamId: kept.teamId, role: kept.role, claimId: 'run-kept' });

@@ -7,6 +7,9 @@ import type { Db } from '../src/db/database.ts';
 import { findProgram } from '../src/runtime/sandboxes/system.ts';
 import type { SandboxNetwork, SandboxProvider } from '../src/runtime/sandboxes/provider.ts';
 import { hostInterfaceName } from '../src/runtime/sandboxes/network.ts';
+import type { TeamDirectory } from '../src/runtime/sandboxes/placement.ts';
+import { createServices, loadShared } from '../src/services.ts';
+import { captureLogger, testConfig } from './harness.ts';
 
 /** Why the local provider cannot run here (a test skips with it), or null when it can. */
 export function localSkipReason(): string | null {
@@ -40,6 +43,17 @@ export async function execText(p: Pick<SandboxProvider, 'exec'>, id: string, arg
   h.stdin.end(input);
   const code = await h.exit;
   return { code, stdout, stderr };
+}
+
+/** Every domain service on a test database, as the composition root builds them. */
+export function testServices(db: Db) {
+  const config = testConfig();
+  return createServices({ config, db, logger: captureLogger().logger, ...loadShared(config) });
+}
+
+/** What the teams, templates and environments services tell placement and the sandbox host, as the composition root wires it. */
+export function teamDirectory(db: Db): TeamDirectory {
+  return testServices(db).sandboxDirectory;
 }
 
 /** Rows of a team with one role on an environment of the given size: what placement reads. */

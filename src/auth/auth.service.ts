@@ -9,26 +9,22 @@ import { keyset, type CursorValue } from '../http/pagination.ts';
 
 type Q = Kysely<Database> | Transaction<Database>;
 
-const userCols = ['users.id as user_id', 'users.name', 'users.email', 'users.role', 'users.disabled'] as const;
-
-/** A live API token by hash, with its user. */
+/** A live API token by hash (its user is the users module's to tell). */
 export function findToken(db: Q, tokenHash: string) {
   return db
     .selectFrom('api_tokens')
-    .innerJoin('users', 'users.id', 'api_tokens.user_id')
-    .select([...userCols, 'api_tokens.id as token_id', 'api_tokens.last_used_at', 'api_tokens.kind'])
+    .select(['api_tokens.user_id', 'api_tokens.id as token_id', 'api_tokens.last_used_at', 'api_tokens.kind', 'api_tokens.expires_at'])
     .where('api_tokens.token_hash', '=', tokenHash)
     .where('api_tokens.revoked_at', 'is', null)
     .where((eb) => eb.or([eb('api_tokens.expires_at', 'is', null), eb('api_tokens.expires_at', '>', sql<string>`now()`)]))
     .executeTakeFirst();
 }
 
-/** A live session by hash, with its user. */
+/** A live session by hash (its user is the users module's to tell). */
 export function findSession(db: Q, tokenHash: string) {
   return db
     .selectFrom('sessions')
-    .innerJoin('users', 'users.id', 'sessions.user_id')
-    .select([...userCols, 'sessions.id as session_id', 'sessions.csrf_token', 'sessions.expires_at'])
+    .select(['sessions.user_id', 'sessions.id as session_id', 'sessions.csrf_token', 'sessions.expires_at'])
     .where('sessions.token_hash', '=', tokenHash)
     .where('sessions.revoked_at', 'is', null)
     .where('sessions.expires_at', '>', sql<string>`now()`)

@@ -25,10 +25,19 @@ export function createReferences(hooks: HookCaller) {
       const answers = await hooks.ask(`unknown:${kind}`, distinct, q);
       return distinct.filter((n) => answers.every((unknown) => unknown.includes(n)));
     },
+    /** How often each name of `kind` is used, over every module that names such things: one query per such module, whatever the number of names (a page of a list costs what one row does). */
+    async usesMany(kind: RefKind, names: string[], q?: RefQuery): Promise<Map<string, number>> {
+      const distinct = [...new Set(names)];
+      const total = new Map(distinct.map((n) => [n, 0]));
+      if (distinct.length === 0) return total;
+      for (const counts of await hooks.ask(`uses:${kind}`, distinct, q)) {
+        for (const n of distinct) total.set(n, total.get(n)! + (counts.get(n) ?? 0));
+      }
+      return total;
+    },
     /** How often a name of `kind` is used, over every module that names such things. */
     async uses(kind: RefKind, name: string, q?: RefQuery): Promise<number> {
-      const counts = await hooks.ask(`uses:${kind}`, name, q);
-      return counts.reduce((a, b) => a + b, 0);
+      return (await references.usesMany(kind, [name], q)).get(name)!;
     },
     /**
      * Locks names of `kind` until the transaction ends: 'use' (shared) by a write that names

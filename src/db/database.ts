@@ -5,6 +5,7 @@ import pg from 'pg';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import { PGliteDialect } from './pglite-dialect.ts';
 import type { Database } from './schema.ts';
+import { createWriteWatch, type WriteWatch } from './write-watch.ts';
 
 export type Db = Kysely<Database>;
 
@@ -23,6 +24,20 @@ const embedded = new WeakSet<Db>();
  * database, where other processes share it.
  */
 export const isEmbedded = (db: Db): boolean => embedded.has(db);
+
+const writeWatches = new WeakMap<Db, WriteWatch>();
+/**
+ * Calls `onWrite` around every write to one of `tables` (before it runs and after), for a
+ * cache of their rows in this process: see `createWriteWatch`. Only the embedded database can
+ * promise that (its one process is the only writer); on PostgreSQL this answers false and
+ * watches nothing, and the caller must not cache.
+ */
+export function watchWrites(db: Db, tables: string[], onWrite: () => void): boolean {
+  const watch = writeWatches.get(db);
+  if (!watch) return false;
+  watch.watch(tables, onWrite);
+  return true;
+}
 
 /** Stops listening. */
 export type Unlisten = () => Promise<void>;
@@ -169,9 +184,11 @@ async function openPGlite(dataDir: string, loadDataDir?: Blob | File): Promise<O
       parsers,
       startParams: [...PGlite.defaultStartParams, ...EMBEDDED_SETTINGS.flatMap((s) => ['-c', s])],
     });
+    const watch = createWriteWatch();
     const dialect = new PGliteDialect(pgl);
-    const db = new Kysely<Database>({ dialect });
+    const db = new Kysely<Database>({ dialect, plugins: [watch.plugin] });
     embedded.add(db);
+    writeWatches.set(db, watch);
     listeners.set(db, async (channel, onNotify) => {
       const off = dialect.onNotification((ch) => {
         if (ch === channel) onNotify();

@@ -25,7 +25,11 @@ export function createGatewaySources(deps: { db: Db; services: Services }): Gate
   const { services } = deps;
   const bearer = (value: string): Credential => ({ header: 'authorization', value: `Bearer ${value}` });
   return {
-    identify: (hostAddress, sandboxAddress) => sandboxByAddress(deps.db, hostAddress, sandboxAddress),
+    async identify(hostAddress, sandboxAddress) {
+      const sandbox = await sandboxByAddress(deps.db, hostAddress, sandboxAddress);
+      const teamName = sandbox ? await services.teams.nameById(sandbox.teamId) : null;
+      return sandbox && teamName ? { ...sandbox, teamName } : null;
+    },
 
     async policyFor(who) {
       const roles = await services.teams.rolesWithEgress(who.teamName);

@@ -1,8 +1,10 @@
 import type { FastifyRequest } from 'fastify';
 import type { Actor } from '../audit/audit.ts';
 import { findSession, findToken, touchToken } from '../auth/auth.service.ts';
+import { lookupCredential } from '../auth/credential-cache.ts';
 import { hashToken, safeEqual } from '../auth/credentials.ts';
 import type { Role } from '../auth/roles.ts';
+import { authUser } from '../console/users/users.service.ts';
 import type { Db } from '../db/database.ts';
 import type { App } from './kernel.ts';
 import { problems } from './problems.ts';
@@ -39,6 +41,12 @@ export function readCookie(header: string | undefined, name: string): string | n
   return null;
 }
 
+/** A token or session found, with its user as the users module tells it; null when either is gone. */
+async function withUser<T extends { user_id: number }>(db: Db, found: T | undefined) {
+  const user = found ? await authUser(db, found.user_id) : null;
+  return found && user ? { ...found, ...user } : undefined;
+}
+
 /** The actor of a request, or a problem: bearer token or session cookie, checked against the route's rule. */
 async function authenticate(db: Db, request: FastifyRequest, rule: AuthRule): Promise<void> {
   const authz = request.headers.authorization;
@@ -51,7 +59,8 @@ async function authenticate(db: Db, request: FastifyRequest, rule: AuthRule): Pr
     const m = /^Bearer ([A-Za-z0-9._~+/=-]{8,512})$/.exec(authz);
     if (!m) throw problems.unauthorized('the Authorization header must be "Bearer <token>"');
     if (csrf !== undefined) throw problems.badRequest(`${CSRF_HEADER} is only for browser sessions; do not send it with a token`, [{ field: CSRF_HEADER, message: 'not accepted with a token' }]);
-    const row = await findToken(db, hashToken(m[1]));
+    const hash = hashToken(m[1]);
+    const row = await lookupCredential(db, `t:${hash}`, async () => withUser(db, await findToken(db, hash)));
     if (!row) throw problems.unauthorized('the token is unknown, revoked or expired');
     if (row.disabled) throw problems.unauthorized('the account is disabled');
     if (!row.last_used_at || Date.now() - Date.parse(row.last_used_at) > 60_000) {
@@ -60,7 +69,8 @@ async function authenticate(db: Db, request: FastifyRequest, rule: AuthRule): Pr
     }
     request.actor = { userId: row.user_id, name: row.name, email: row.email, role: row.role, via: 'token', requestId: request.id };
   } else if (cookie) {
-    const row = await findSession(db, hashToken(cookie));
+    const hash = hashToken(cookie);
+    const row = await lookupCredential(db, `s:${hash}`, async () => withUser(db, await findSession(db, hash)));
     if (row && !row.disabled) {
       request.actor = { userId: row.user_id, name: row.name, email: row.email, role: row.role, via: 'session', requestId: request.id };
       request.sessionInfo = { id: row.session_id, csrfToken: row.csrf_token, expiresAt: row.expires_at };

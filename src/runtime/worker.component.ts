@@ -29,7 +29,7 @@ export const workerComponent: Component = {
     const microvm = microvmProviderFromConfig(config, { logger, metrics: ctx.metrics });
     // Without KVM a microvm runs under TCG, unless the operator chose the local provider for it.
     const microvmUsable = config.sandboxMicrovmFallback === 'local' ? await kvmUsable() : true;
-    const host = await startSandboxHost({ config, db, logger, metrics: ctx.metrics, caPem, local, microvm, microvmUsable });
+    const host = await startSandboxHost({ config, db, logger, metrics: ctx.metrics, caPem, local, microvm, microvmUsable, teams: services.sandboxDirectory });
     const destroy = createDestroyTeamSandboxes({ db, deadAfterSeconds: config.sandboxHostDeadAfter, host });
 
     const engine = createRunEngine({

@@ -83,7 +83,12 @@ export function createSecretsService(deps: { db: Db; cipher: Cipher; references?
   const aad = secretAad;
 
 
-  const present = async (row: MetaRow) => presentSecret(row, deps.references ? await deps.references.uses('secret', row.name) : 0);
+  /** Rows with their uses, counted for all of them at once. */
+  async function presentAll(rows: MetaRow[]) {
+    const uses = deps.references ? await deps.references.usesMany('secret', rows.map((r) => r.name)) : new Map<string, number>();
+    return rows.map((row) => presentSecret(row, uses.get(row.name) ?? 0));
+  }
+  const present = async (row: MetaRow) => (await presentAll([row]))[0];
 
   function checkName(name: string) {
     if (!isSecretName(name)) throw problems.invalidField('name', `must match ${SECRET_NAME_PATTERN} and be at most ${SECRET_NAME_MAX} characters`);
@@ -214,7 +219,7 @@ export function createSecretsService(deps: { db: Db; cipher: Cipher; references?
       if (query.prefix) q = q.where(sql`left(name, ${query.prefix.length})`, '=', query.prefix);
       const rows = await q.execute();
       const page = toPage(rows, query.limit, (r) => [r.name], (r) => r);
-      return { items: await Promise.all(page.items.map(present)), next_cursor: page.next_cursor };
+      return { items: await presentAll(page.items), next_cursor: page.next_cursor };
     },
 
     /** The plaintext value, or null when there is no value. Internal only: never behind a route. */

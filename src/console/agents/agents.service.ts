@@ -179,13 +179,13 @@ export function createAgentsService(deps: { db: Db; references: References; mode
     const [versions, avatars, usedBy] = await Promise.all([
       store.currentVersions(db, names),
       store.avatarVersions(db, names),
-      Promise.all(names.map((n) => references.uses('agent', n))),
+      references.usesMany('agent', names),
     ]);
     const versionOf = new Map(versions.map((v) => [v.agent_name, presentVersion(v)]));
     const avatarOf = new Map(avatars.map((a) => [a.agent_name, a.row_version]));
-    return rows.map((row, i) => {
+    return rows.map((row) => {
       const avatar = avatarOf.get(row.name);
-      return presentAgent(row, { current: versionOf.get(row.name) ?? null, avatarUrl: avatar === undefined ? null : avatarUrl(row.name, avatar), usedBy: usedBy[i] });
+      return presentAgent(row, { current: versionOf.get(row.name) ?? null, avatarUrl: avatar === undefined ? null : avatarUrl(row.name, avatar), usedBy: usedBy.get(row.name) ?? 0 });
     });
   }
 
@@ -208,10 +208,7 @@ export function createAgentsService(deps: { db: Db; references: References; mode
     },
     unknownTools: async (names: string[]) => unknownTools(names),
     /** How many agents' current versions name an environment, a destination or an MCP server. */
-    usesOf(kind: 'environment' | 'destination' | 'mcp_server', name: string, q?: RefQuery): Promise<number> {
-      const count = { environment: store.countCurrentUsingEnvironment, destination: store.countCurrentUsingDestination, mcp_server: store.countCurrentUsingMcpServer }[kind];
-      return count(q ?? db, name);
-    },
+    usesOf: (kind: 'environment' | 'destination' | 'mcp_server', names: string[], q?: RefQuery): Promise<Map<string, number>> => store.countCurrentUsing(q ?? db, kind, names),
     /** Locks an agent against deletion for the rest of the transaction; false when there is none. */
     lockShared: (q: Kysely<Database> | Transaction<Database>, name: string) => store.lockAgentShared(q, name),
 

@@ -1,4 +1,5 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
+import { countEach } from '../../db/count-each.ts';
 import type { Database } from '../../db/schema.ts';
 import { keyset, type CursorValue } from '../../http/pagination.ts';
 import type { AgentsTables, Egress } from './agents.tables.ts';
@@ -70,37 +71,17 @@ export async function existingAgents(db: Q, names: string[]): Promise<Set<string
   return new Set(rows.map((r) => r.name));
 }
 
-/** How many agents' current versions name this environment. */
-export async function countCurrentUsingEnvironment(db: Q, environment: string): Promise<number> {
-  const r = await db
-    .selectFrom('agent_versions as v')
-    .innerJoin('agents as a', (j) => j.onRef('a.name', '=', 'v.agent_name').onRef('a.current_version', '=', 'v.version'))
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('v.environment', '=', environment)
-    .executeTakeFirstOrThrow();
-  return Number(r.n);
-}
-
-/** How many agents' current versions list this destination in their egress. */
-/** Current agent versions whose mcp_servers name a platform MCP server. */
-export async function countCurrentUsingMcpServer(db: Q, server: string): Promise<number> {
-  const r = await db
-    .selectFrom('agent_versions as v')
-    .innerJoin('agents as a', (j) => j.onRef('a.name', '=', 'v.agent_name').onRef('a.current_version', '=', 'v.version'))
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where(sql<boolean>`v.mcp_servers @> jsonb_build_array(${server}::text)`)
-    .executeTakeFirstOrThrow();
-  return Number(r.n);
-}
-
-export async function countCurrentUsingDestination(db: Q, destination: string): Promise<number> {
-  const r = await db
-    .selectFrom('agent_versions as v')
-    .innerJoin('agents as a', (j) => j.onRef('a.name', '=', 'v.agent_name').onRef('a.current_version', '=', 'v.version'))
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where(sql<boolean>`v.egress -> 'destinations' @> jsonb_build_array(${destination}::text)`)
-    .executeTakeFirstOrThrow();
-  return Number(r.n);
+/** Per name: how many agents' current versions name it as their environment, among their MCP servers or among their egress destinations. */
+export function countCurrentUsing(db: Q, kind: 'environment' | 'mcp_server' | 'destination', names: string[]): Promise<Map<string, number>> {
+  return countEach(db, names, (name) => {
+    const q = db
+      .selectFrom('agent_versions as v')
+      .innerJoin('agents as a', (j) => j.onRef('a.name', '=', 'v.agent_name').onRef('a.current_version', '=', 'v.version'))
+      .select((eb) => eb.fn.countAll<number>().as('n'));
+    if (kind === 'environment') return q.where('v.environment', '=', name);
+    if (kind === 'mcp_server') return q.where(sql<boolean>`v.mcp_servers @> jsonb_build_array(${name}::text)`);
+    return q.where(sql<boolean>`v.egress -> 'destinations' @> jsonb_build_array(${name}::text)`);
+  });
 }
 
 export function getAvatar(db: Q, name: string) {

@@ -466,6 +466,27 @@ describe('agents and the names of other modules', () => {
     assert.deepEqual(await t.services.references.unknown('tool', ['shell', 'hand_off', 'warp']), ['warp']);
   });
 
+  test('a page of agents carries each one its own used_by, counted for the whole page at once', async () => {
+    const [a, b, c] = [(await makeAgent(t)).name, (await makeAgent(t)).name, (await makeAgent(t)).name];
+    const env = (await makeEnvironment(t)).name;
+    const role = (agent: string) => ({ agent, model: 'fast', vm: env });
+    // a: two templates and a team; b: one template and the team; c: nothing.
+    const both = await makeTemplate(t, { roles: { lead: role(a), dev: role(b) }, pipeline: { lead: 'dev' } });
+    await makeTemplate(t, { roles: { lead: role(a) }, pipeline: {} }, ['lead']);
+    await makeTeam(t, { template: both.name });
+    const expected = new Map([[a, 3], [b, 2], [c, 0]]);
+    const list = await t.request({ method: 'GET', url: `${V1}/agents?limit=200`, token: t.adminToken });
+    assert.equal(list.status, 200, list.text);
+    const listed = new Map(list.body.items.filter((i: { name: string }) => expected.has(i.name)).map((i: { name: string; used_by: number }) => [i.name, i.used_by]));
+    assert.deepEqual(listed, expected);
+    for (const [name, n] of expected) {
+      const one = await t.request({ method: 'GET', url: `${V1}/agents/${name}`, token: t.adminToken });
+      assert.equal(one.body.used_by, n, `GET /agents/${name} agrees with the list`);
+    }
+    const ghost = uniq('ghost');
+    assert.deepEqual(await t.services.references.usesMany('agent', [c, a, ghost, b, a]), new Map([[c, 0], [a, 3], [ghost, 0], [b, 2]]));
+  });
+
   test('used_by counts the templates and teams that use the agent; DELETE is 409 while anything does', async () => {
     const { name, etag } = await makeAgent(t);
     const url = `${V1}/agents/${name}`;

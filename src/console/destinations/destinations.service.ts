@@ -169,10 +169,12 @@ export function createDestinationsService(deps: { db: Db; references: References
       return names.filter((n) => !isBuiltinDestination(n) && !found.has(n));
     },
 
-    /** How many destinations inject `secret:<name>` (the secret's "used by"). */
-    countInjecting: (secretName: string, q: RefQuery = db) => store.countInjecting(q, `secret:${secretName}`),
-    /** Destinations injecting a platform MCP server's credential (`mcp:<name>`). */
-    countInjectingMcp: (server: string, q: RefQuery = db) => store.countInjecting(q, `mcp:${server}`),
+    /** Per name: the destinations injecting secret `name` (`secret:<name>`, the secret's "used by") or platform MCP server `name`'s credential (`mcp:<name>`). */
+    async countInjecting(kind: 'secret' | 'mcp', names: string[], q: RefQuery = db): Promise<Map<string, number>> {
+      const prefix = `${kind}:`;
+      const counts = await store.countInjecting(q, names.map((n) => prefix + n));
+      return new Map([...counts].map(([value, n]) => [value.slice(prefix.length), n]));
+    },
 
     /** Every destination, built-ins first, as the gateway enforces them. */
     all,

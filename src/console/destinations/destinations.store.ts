@@ -1,4 +1,5 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
+import { countEach } from '../../db/count-each.ts';
 import type { Database } from '../../db/schema.ts';
 
 type Q = Kysely<Database> | Transaction<Database>;
@@ -25,9 +26,9 @@ export async function existingNames(db: Q, names: string[]): Promise<Set<string>
   return new Set(rows.map((r) => r.name));
 }
 
-export async function countInjecting(db: Q, injectSecret: string): Promise<number> {
-  const r = await db.selectFrom('destinations').select((eb) => eb.fn.countAll<number>().as('n')).where('inject_secret', '=', injectSecret).executeTakeFirstOrThrow();
-  return Number(r.n);
+/** Per value of inject_secret ("secret:<name>", "mcp:<server>"): the destinations injecting it. */
+export function countInjecting(db: Q, injectSecrets: string[]): Promise<Map<string, number>> {
+  return countEach(db, injectSecrets, (value) => db.selectFrom('destinations').select((eb) => eb.fn.countAll<number>().as('n')).where('inject_secret', '=', value));
 }
 
 /** Stops destinations injecting a removed secret; answers their names. */

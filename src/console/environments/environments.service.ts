@@ -17,7 +17,7 @@ import type { ImagesService } from './images.service.ts';
 
 type Row = NonNullable<Awaited<ReturnType<typeof getRow>>>;
 
-function getRow(db: Db, name: string) {
+function getRow(db: NonNullable<RefQuery>, name: string) {
   return db.selectFrom('environments').selectAll().where('name', '=', name).executeTakeFirst();
 }
 
@@ -69,7 +69,8 @@ export function createEnvironmentsService(deps: { db: Db; references: References
   /** Presents rows with what they need from elsewhere: the current image (microvm) and their uses. */
   async function present(rows: Row[]): Promise<Environment[]> {
     const current = rows.some((r) => r.provider === 'microvm') ? await deps.images.current() : null;
-    return Promise.all(rows.map(async (row) => presentEnvironment(row, { image: current, usedBy: await references.uses('environment', row.name) })));
+    const uses = await references.usesMany('environment', rows.map((r) => r.name));
+    return rows.map((row) => presentEnvironment(row, { image: current, usedBy: uses.get(row.name) ?? 0 }));
   }
   const presentOne = async (row: Row) => ({ environment: (await present([row]))[0], version: row.row_version });
 
@@ -124,9 +125,9 @@ export function createEnvironmentsService(deps: { db: Db; references: References
       });
     },
 
-    /** What a template version copies of an environment when it names it, or null when there is none. */
-    async snapshot(name: string) {
-      const row = await getRow(db, name);
+    /** What a template version copies of an environment when it names it, or null when there is none (read on `q`, e.g. a placement's transaction). */
+    async snapshot(name: string, q: RefQuery = db) {
+      const row = await getRow(q ?? db, name);
       if (!row) return null;
       return { provider: row.provider, profile: row.profile ?? '', vcpus: row.vcpus, memory_mib: row.memory_mib, disk_gib: row.disk_gib, checkpoint_id: row.checkpoint_id };
     },

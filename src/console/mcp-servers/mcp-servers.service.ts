@@ -225,8 +225,11 @@ export function createMcpServersService(deps: {
       return names.filter((n) => !found.has(n));
     },
     /** How many MCP servers name a secret or a destination. */
-    usesOf: (kind: 'secret' | 'destination', name: string, q?: RefQuery): Promise<number> =>
-      store.countWhere(q ?? db, kind, kind === 'secret' ? `${SECRET_PREFIX}${name}` : name),
+    async usesOf(kind: 'secret' | 'destination', names: string[], q?: RefQuery): Promise<Map<string, number>> {
+      if (kind === 'destination') return store.countWhere(q ?? db, kind, names);
+      const counts = await store.countWhere(q ?? db, kind, names.map((n) => `${SECRET_PREFIX}${n}`));
+      return new Map([...counts].map(([value, n]) => [value.slice(SECRET_PREFIX.length), n]));
+    },
 
     present,
     presentAll,

@@ -1,4 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
+import { countEach } from '../../db/count-each.ts';
 import type { Database } from '../../db/schema.ts';
 import { keyset, type CursorValue } from '../../http/pagination.ts';
 import type { McpAuth, McpStatus } from './mcp-servers.tables.ts';
@@ -43,9 +44,9 @@ export async function existingPlatformNames(db: Q, names: string[]): Promise<Set
   return new Set(rows.map((r) => r.name));
 }
 
-export async function countWhere(db: Q, column: 'secret' | 'destination', value: string): Promise<number> {
-  const r = await db.selectFrom('mcp_servers').select((eb) => eb.fn.countAll<number>().as('n')).where(column, '=', value).executeTakeFirstOrThrow();
-  return Number(r.n);
+/** Per value: the MCP servers whose secret (or destination) column holds it. */
+export function countWhere(db: Q, column: 'secret' | 'destination', values: string[]): Promise<Map<string, number>> {
+  return countEach(db, values, (value) => db.selectFrom('mcp_servers').select((eb) => eb.fn.countAll<number>().as('n')).where(column, '=', value));
 }
 
 export function deleteTeamServers(db: Transaction<Database>, team: string) {

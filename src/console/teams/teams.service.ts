@@ -373,6 +373,11 @@ export function createTeamsService(deps: {
       };
     },
 
+    /** The name of a team by its id (archived ones too), or null. */
+    async nameById(id: number): Promise<string | null> {
+      return (await store.getTeamById(db, id))?.name ?? null;
+    },
+
     /** A team for reading: the live one of the name, else the last archived one. */
     async get(name: string) {
       const t = await store.getTeamForRead(db, name);
@@ -646,12 +651,32 @@ export function createTeamsService(deps: {
       return rows.map((r) => ({ checkpoint_id: r.checkpoint_id!, kind: 'team', name: `${r.name}/${r.role}` }));
     },
 
+    /**
+     * For sandbox placement: a live team's role (its environment, replicas and concurrent runs,
+     * and the template version it came from), read on the placement's transaction; null when
+     * the team is archived or has no such role.
+     */
+    async rolePlacement(teamId: number, role: string, q: RefQuery = db) {
+      const r = await store.rolePlacement(q ?? db, teamId, role);
+      if (!r) return null;
+      return { team: r.team, role: r.role, vm: r.vm, provider: r.provider, replicasMax: r.replicas_max, concurrentRuns: r.concurrent_runs, templateName: r.template_name, templateVersion: r.template_version };
+    },
+
+    /** The environment of a live team's lead role (where its work starts), or null. */
+    leadEnvironment: (name: string) => store.leadEnvironment(db, name).then((r) => r ?? null),
+
+    /** Teams' idle and deep-sleep times (seconds) by id, for the sandbox host's sweep. */
+    async sleepTimes(ids: number[]): Promise<Map<number, { idleAfterSeconds: number; deepSleepAfterSeconds: number }>> {
+      const rows = await store.sleepTimes(db, ids);
+      return new Map(rows.map((r) => [r.id, { idleAfterSeconds: r.idle_after_seconds, deepSleepAfterSeconds: r.deep_sleep_after_seconds }]));
+    },
+
     /** Active teams and their daily budgets, for the spend overview. */
     activeBudgets: () => store.activeBudgets(db),
 
-    countActiveByTemplate: (template: string, q: RefQuery = db) => store.countActiveByTemplate(q, template),
-    countTeamsUsingAgent: (agent: string, q: RefQuery = db) => store.countTeamsUsingAgent(q, agent),
-    countOverridesNaming: (destination: string, q: RefQuery = db) => store.countOverridesNaming(q, destination),
+    countActiveByTemplate: (templates: string[], q: RefQuery = db) => store.countActiveByTemplate(q, templates),
+    countTeamsUsingAgent: (agents: string[], q: RefQuery = db) => store.countTeamsUsingAgent(q, agents),
+    countOverridesNaming: (destinations: string[], q: RefQuery = db) => store.countOverridesNaming(q, destinations),
   };
 }
 

@@ -1,4 +1,5 @@
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
+import { countEach } from '../../db/count-each.ts';
 import type { Database } from '../../db/schema.ts';
 import { keyset, type CursorValue } from '../../http/pagination.ts';
 
@@ -49,34 +50,35 @@ export function linksOf(db: Q, teamIds: number[]) {
   return db.selectFrom('team_links').selectAll().where('team_id', 'in', teamIds).orderBy('team_id').orderBy('surface').orderBy('external_id').execute();
 }
 
-/** Active teams created from a template. */
-export async function countActiveByTemplate(db: Q, template: string): Promise<number> {
-  const r = await db.selectFrom('teams').select((eb) => eb.fn.countAll<number>().as('n')).where('template_name', '=', template).where('status', '<>', 'archived').executeTakeFirstOrThrow();
-  return Number(r.n);
+/** Per template: its active teams. */
+export function countActiveByTemplate(db: Q, templates: string[]): Promise<Map<string, number>> {
+  return countEach(db, templates, (name) =>
+    db.selectFrom('teams').select((eb) => eb.fn.countAll<number>().as('n')).where('template_name', '=', name).where('status', '<>', 'archived'),
+  );
 }
 
-/** Live teams whose roles run an agent. */
-export async function countTeamsUsingAgent(db: Q, agent: string): Promise<number> {
-  const r = await db
-    .selectFrom('team_roles as r')
-    .innerJoin('teams as t', 't.id', 'r.team_id')
-    .select(sql<number>`count(distinct t.id)`.as('n'))
-    .where('r.agent', '=', agent)
-    .where('t.status', '<>', 'archived')
-    .executeTakeFirstOrThrow();
-  return Number(r.n);
+/** Per agent: the live teams whose roles run it. */
+export function countTeamsUsingAgent(db: Q, agents: string[]): Promise<Map<string, number>> {
+  return countEach(db, agents, (name) =>
+    db
+      .selectFrom('team_roles as r')
+      .innerJoin('teams as t', 't.id', 'r.team_id')
+      .select(sql<number>`count(distinct t.id)`.as('n'))
+      .where('r.agent', '=', name)
+      .where('t.status', '<>', 'archived'),
+  );
 }
 
-/** Live team roles whose egress override names a destination. */
-export async function countOverridesNaming(db: Q, destination: string): Promise<number> {
-  const r = await db
-    .selectFrom('team_roles as r')
-    .innerJoin('teams as t', 't.id', 'r.team_id')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('t.status', '<>', 'archived')
-    .where(sql<boolean>`r.egress_override -> 'destinations' ? ${destination}`)
-    .executeTakeFirstOrThrow();
-  return Number(r.n);
+/** Per destination: the live team roles whose egress override names it. */
+export function countOverridesNaming(db: Q, destinations: string[]): Promise<Map<string, number>> {
+  return countEach(db, destinations, (name) =>
+    db
+      .selectFrom('team_roles as r')
+      .innerJoin('teams as t', 't.id', 'r.team_id')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('t.status', '<>', 'archived')
+      .where(sql<boolean>`r.egress_override -> 'destinations' ? ${name}`),
+  );
 }
 
 export function listSkills(db: Q, teamId: number, cursor: CursorValue[] | null, limit: number) {
@@ -103,4 +105,33 @@ export function checkpointUses(db: Q) {
     .where('t.status', '<>', 'archived')
     .where('r.checkpoint_id', 'is not', null)
     .execute();
+}
+
+/** A live team's role as sandbox placement needs it, or none when the team is archived or has no such role. */
+export function rolePlacement(db: Q, teamId: number, role: string) {
+  return db
+    .selectFrom('team_roles as r')
+    .innerJoin('teams as t', 't.id', 'r.team_id')
+    .select(['r.role', 'r.vm', 'r.provider', 'r.replicas_max', 'r.concurrent_runs', 't.name as team', 't.template_name', 't.template_version'])
+    .where('r.team_id', '=', teamId)
+    .where('r.role', '=', role)
+    .where('t.status', '<>', 'archived')
+    .executeTakeFirst();
+}
+
+/** The lead role's environment of a live team. */
+export function leadEnvironment(db: Q, name: string) {
+  return db
+    .selectFrom('teams as t')
+    .innerJoin('team_roles as r', (j) => j.onRef('r.team_id', '=', 't.id').onRef('r.role', '=', 't.lead'))
+    .select(['r.provider', 'r.vm'])
+    .where('t.name', '=', name)
+    .where('t.status', '<>', 'archived')
+    .executeTakeFirst();
+}
+
+/** Teams' sleep times by id (archived ones too: their sandboxes may still be winding down). */
+export function sleepTimes(db: Q, ids: number[]) {
+  if (ids.length === 0) return Promise.resolve([]);
+  return db.selectFrom('teams').select(['id', 'idle_after_seconds', 'deep_sleep_after_seconds']).where('id', 'in', ids).execute();
 }

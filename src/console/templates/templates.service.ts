@@ -168,18 +168,16 @@ export function createTemplatesService(deps: {
     async list(query: { limit: number; cursor?: string }) {
       const rows = await store.listTemplates(db, decodeCursor(query.cursor, 1), query.limit);
       const page = toPage(rows, query.limit, (r) => [r.name], (r) => r);
-      const items = [];
-      for (const r of page.items) {
-        items.push({
-          name: r.name,
-          description: r.description,
-          current_version: r.current_version,
-          updated_at: r.updated_at,
-          used_by: await references.uses('template', r.name),
-          lead: r.content.lead,
-          roles: Object.keys(r.content.roles),
-        });
-      }
+      const uses = await references.usesMany('template', page.items.map((r) => r.name));
+      const items = page.items.map((r) => ({
+        name: r.name,
+        description: r.description,
+        current_version: r.current_version,
+        updated_at: r.updated_at,
+        used_by: uses.get(r.name) ?? 0,
+        lead: r.content.lead,
+        roles: Object.keys(r.content.roles),
+      }));
       return { items, next_cursor: page.next_cursor };
     },
 
@@ -247,9 +245,16 @@ export function createTemplatesService(deps: {
     },
 
     /** Current template versions naming a thing: for agents', environments', skills' and MCP servers' usage counts. */
-    countCurrentUses: (column: 'agent' | 'environment' | 'mcp_servers' | 'skills', name: string, q: RefQuery = db) => store.countCurrentUses(q, column, name),
+    countCurrentUses: (column: 'agent' | 'environment' | 'mcp_servers' | 'skills', names: string[], q: RefQuery = db) => store.countCurrentUses(q, column, names),
 
     /** Which of these names are not team templates (asked on `q`). */
+    /** The size a template version copied for one of its roles from the role's environment (null when it names none or the version or role is gone), read on `q`. */
+    async roleSize(name: string, version: number, role: string, q: RefQuery = db): Promise<{ vcpus: number | null; memory_mib: number | null; disk_gib: number | null } | null> {
+      const row = await store.getVersion(q ?? db, name, version);
+      const r = row?.content.roles[role];
+      return r ? { vcpus: r.vcpus, memory_mib: r.memory_mib, disk_gib: r.disk_gib } : null;
+    },
+
     async unknown(names: string[], q: RefQuery = db): Promise<string[]> {
       const missing: string[] = [];
       for (const n of names) if (!(await store.getTemplate(q, n))) missing.push(n);

@@ -1,4 +1,5 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
+import { countEach } from '../../db/count-each.ts';
 import type { Database } from '../../db/schema.ts';
 import { keyset, type CursorValue } from '../../http/pagination.ts';
 import type { TemplateContent } from './templates.schemas.ts';
@@ -58,13 +59,13 @@ export async function nextVersion(db: Transaction<Database>, name: string): Prom
   return Number(r?.v ?? 0) + 1;
 }
 
-/** Current template versions naming an agent, environment, MCP server or skill. */
-export async function countCurrentUses(db: Q, column: 'agent' | 'environment' | 'mcp_servers' | 'skills', name: string): Promise<number> {
-  const q = db
-    .selectFrom('team_template_version_roles as r')
-    .innerJoin('team_templates as t', (j) => j.onRef('t.name', '=', 'r.template_name').onRef('t.current_version', '=', 'r.version'))
-    .select(sql<number>`count(distinct r.template_name)`.as('n'));
-  const filtered =
-    column === 'agent' || column === 'environment' ? q.where(`r.${column}`, '=', name) : q.where(sql<boolean>`${name} = any(${sql.ref(`r.${column}`)})`);
-  return Number((await filtered.executeTakeFirstOrThrow()).n);
+/** Per name: the templates whose current version names it as an agent, environment, MCP server or skill. */
+export function countCurrentUses(db: Q, column: 'agent' | 'environment' | 'mcp_servers' | 'skills', names: string[]): Promise<Map<string, number>> {
+  return countEach(db, names, (name) => {
+    const q = db
+      .selectFrom('team_template_version_roles as r')
+      .innerJoin('team_templates as t', (j) => j.onRef('t.name', '=', 'r.template_name').onRef('t.current_version', '=', 'r.version'))
+      .select(sql<number>`count(distinct r.template_name)`.as('n'));
+    return column === 'agent' || column === 'environment' ? q.where(`r.${column}`, '=', name) : q.where(sql<boolean>`${name} = any(${sql.ref(`r.${column}`)})`);
+  });
 }

@@ -32,6 +32,12 @@ export function presentUser(row: UserRow): User {
   };
 }
 
+/** What authenticating a request needs of a token's or session's user (the auth module keeps no users of its own). */
+export async function authUser(db: Q, id: number): Promise<{ user_id: number; name: string; email: string | null; role: User['role']; disabled: boolean } | null> {
+  const row = await store.getUser(db, id);
+  return row ? { user_id: row.id, name: row.name, email: row.email, role: row.role, disabled: row.disabled } : null;
+}
+
 export function createUsersService(deps: { db: Db; publicBaseUrl: string }) {
   const { db } = deps;
   const setupUrl = (token: string) => `${deps.publicBaseUrl}/#setup?token=${encodeURIComponent(token)}`;

@@ -14,7 +14,7 @@ import { openDatabase } from '../../db/database.ts';
 import { migrateToLatest } from '../../db/migrate.ts';
 import { Registry } from '../../http/metrics.ts';
 import { captureLogger, testConfig, testDb, TEST_DATABASE_URL, type TestDb } from '../../../test/harness.ts';
-import { execText, localSkipReason, makeTeamRows, randomSubnet } from '../../../test/sandboxes.ts';
+import { execText, localSkipReason, makeTeamRows, randomSubnet, teamDirectory } from '../../../test/sandboxes.ts';
 import { startSandboxHost, type SandboxHost } from './host.ts';
 import { createDestroyTeamSandboxes } from './jobs/destroy-team-sandboxes.ts';
 import { resourceTag } from './network.ts';
@@ -36,7 +36,7 @@ describe('sandbox host registration', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chhost-'));
     const { logger, lines } = captureLogger();
     const config = testConfig({ SERVICE_SANDBOX_DIR: dir, SERVICE_SANDBOX_MICROVM_FALLBACK: 'local', SERVICE_SANDBOX_VCPUS: '3' });
-    const host = await startSandboxHost({ config, db: t.db, logger, local: createLocalProvider({ root: dir, gatewayPort: 1, bwrap: '/nonexistent/bwrap' }) });
+    const host = await startSandboxHost({ config, db: t.db, teams: teamDirectory(t.db), logger, local: createLocalProvider({ root: dir, gatewayPort: 1, bwrap: '/nonexistent/bwrap' }) });
     try {
       const row = await t.db.selectFrom('sandbox_hosts').selectAll().where('id', '=', host.id).executeTakeFirstOrThrow();
       assert.deepEqual(row.providers, []);
@@ -70,7 +70,7 @@ describe('sandbox host running local sandboxes', { skip: skip ?? false }, () => 
     const captured = captureLogger();
     logs = captured.lines;
     metrics = new Registry();
-    host = await startSandboxHost({ config, db: t.db, logger: captured.logger, metrics, tickMs: 3_600_000, caPem: '-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n' });
+    host = await startSandboxHost({ config, db: t.db, teams: teamDirectory(t.db), logger: captured.logger, metrics, tickMs: 3_600_000, caPem: '-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n' });
   });
   after(async () => {
     await host?.stop();
@@ -150,7 +150,7 @@ describe('sandbox host that looked dead', { skip: skip ?? false }, () => {
     const t = await testDb();
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chhost-'));
     const { logger } = captureLogger();
-    const host = await startSandboxHost({ config: testConfig({ SERVICE_SANDBOX_DIR: dir, SERVICE_SANDBOX_SUBNET: randomSubnet() }), db: t.db, logger, tickMs: 3_600_000 });
+    const host = await startSandboxHost({ config: testConfig({ SERVICE_SANDBOX_DIR: dir, SERVICE_SANDBOX_SUBNET: randomSubnet() }), db: t.db, teams: teamDirectory(t.db), logger, tickMs: 3_600_000 });
     const provider = createLocalProvider({ root: dir, gatewayPort: 1 });
     try {
       const team = await makeTeamRows(t.db);
@@ -202,7 +202,7 @@ describe('sandbox host killed with SIGKILL', { skip: skip ?? false }, () => {
 
       const { logger } = captureLogger();
       const config = testConfig({ SERVICE_SANDBOX_DIR: sandboxDir, SERVICE_SANDBOX_SUBNET: subnet });
-      host = await startSandboxHost({ config, db, logger, tickMs: 3_600_000 });
+      host = await startSandboxHost({ config, db, teams: teamDirectory(db), logger, tickMs: 3_600_000 });
       assert.equal(host.id, ready.hostId, 'the same host');
       const provider = createLocalProvider({ root: sandboxDir, gatewayPort: 1 });
       assert.deepEqual(await provider.list(), [ready.kept]);

@@ -16,7 +16,7 @@ import type { Db } from '../../db/database.ts';
 import type { Histogram, Registry } from '../../http/metrics.ts';
 import type { Logger } from '../../logger.ts';
 import { createKeyedQueue } from './keyed-queue.ts';
-import { canTakeWork, placeSandbox, releaseClaim, type Placement, type PlacementSettings } from './placement.ts';
+import { canTakeWork, placeSandbox, releaseClaim, type Placement, type PlacementSettings, type TeamDirectory } from './placement.ts';
 import { createLocalProvider } from './providers/local.ts';
 import {
   SANDBOX_CA_PATH,
@@ -34,6 +34,8 @@ export interface SandboxHostOptions {
   config: Config;
   db: Db;
   logger: Logger;
+  /** What placement and the idle sweep need of the teams, templates and environments modules (`services.sandboxDirectory`). */
+  teams: TeamDirectory;
   metrics?: Registry;
   /** The deployment CA (PEM) sandboxes trust; from the gateway. */
   caPem?: string | null;
@@ -311,17 +313,20 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
       await serial(d.id, () => destroyHere(d.id, d.provider)).catch((err) => log.error({ sandbox: d.id, cause: (err as Error).message }, 'could not free a destroyed sandbox'));
     }
     // Idle sandboxes: no claim, nothing running through exec, quiet for the team's sleep times.
-    const idle = await db
+    const quiet = await db
       .selectFrom('sandboxes as s')
-      .innerJoin('teams as t', 't.id', 's.team_id')
-      .select(['s.id', 's.provider', 's.state'])
-      .select(sql<boolean>`s.last_active_at <= now() - make_interval(secs => t.deep_sleep_after_seconds)`.as('deep'))
+      .select(['s.id', 's.team_id', 's.provider', 's.state', sql<number>`extract(epoch from now() - s.last_active_at)`.as('quiet_seconds')])
       .where('s.host_id', '=', id)
       .where('s.created', '=', true)
       .where('s.state', 'in', ['running', 'sleeping'])
-      .where(sql<boolean>`s.last_active_at <= now() - make_interval(secs => t.idle_after_seconds)`)
       .where(sql<boolean>`not exists (select 1 from sandbox_claims c where c.sandbox_id = s.id)`)
       .execute();
+    const times = await opts.teams.sleepTimes([...new Set(quiet.map((s) => s.team_id))]);
+    const idle = quiet.flatMap((s) => {
+      const t = times.get(s.team_id);
+      const q = Number(s.quiet_seconds);
+      return t && q >= t.idleAfterSeconds ? [{ ...s, deep: q >= t.deepSleepAfterSeconds }] : [];
+    });
     for (const s of idle) {
       const depth = s.deep ? 'deep' : 'sleep';
       if (depth === 'sleep' && s.state === 'sleeping') continue;
@@ -355,7 +360,7 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
   return {
     id,
     providers: [...serves],
-    place: (req) => placeSandbox(db, settings, req),
+    place: (req) => placeSandbox(db, settings, opts.teams, req),
     release: (claimId) => releaseClaim(db, claimId),
     ensureRunning,
     async exec(sandboxId, req) {
@@ -401,7 +406,7 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
       await db.deleteFrom('sandbox_claims').where('sandbox_id', '=', sandboxId).execute();
       await serial(sandboxId, () => destroyHere(sandboxId, row.provider));
     },
-    canTakeWork: (teamName) => canTakeWork(db, settings, teamName),
+    canTakeWork: (teamName) => canTakeWork(db, settings, opts.teams, teamName),
     tick,
     async stop() {
       clearInterval(timer);

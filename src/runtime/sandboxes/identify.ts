@@ -16,14 +16,13 @@ const plain = (address: string) => address.replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)
  * connection the gateway accepted. Nothing the sandbox sends takes part; null when no live
  * sandbox owns the pair.
  */
-export async function sandboxByAddress(db: Db, hostAddress: string, sandboxAddress: string): Promise<SandboxIdentity | null> {
+export async function sandboxByAddress(db: Db, hostAddress: string, sandboxAddress: string): Promise<Omit<SandboxIdentity, 'teamName'> | null> {
   const row = await db
     .selectFrom('sandboxes')
-    .innerJoin('teams', 'teams.id', 'sandboxes.team_id')
-    .select(['sandboxes.id', 'sandboxes.team_id', 'sandboxes.role', 'teams.name'])
+    .select(['sandboxes.id', 'sandboxes.team_id', 'sandboxes.role'])
     .where('sandboxes.host_address', '=', plain(hostAddress))
     .where('sandboxes.sandbox_address', '=', plain(sandboxAddress))
     .where('sandboxes.state', '<>', 'destroyed')
     .executeTakeFirst();
-  return row ? { sandboxId: row.id, teamId: row.team_id, teamName: row.name, role: row.role } : null;
+  return row ? { sandboxId: row.id, teamId: row.team_id, role: row.role } : null;
 }

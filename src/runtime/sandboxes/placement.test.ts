@@ -1,5 +1,6 @@
 // Placement on the database (both kinds): a role's replicas.max and concurrent_runs, host
-// capacity, the same claim answering the same sandbox, placements racing, hosted refused
+// capacity, the same claim answering the same sandbox, placements racing (each other, and the
+// team's archive), hosted refused
 // with the environment's name, microvm served by local only on a host allowed to, and a dead
 // host's sandboxes re-placed when their work resumes.
 import assert from 'node:assert/strict';
@@ -7,17 +8,22 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { loadConfig } from '../../config.ts';
 import { testDb, type TestDb } from '../../../test/harness.ts';
-import { makeHostRow, makeTeamRows, randomSubnet } from '../../../test/sandboxes.ts';
+import { makeHostRow, makeTeamRows, randomSubnet, testServices } from '../../../test/sandboxes.ts';
+import { systemActor } from '../../audit/audit.ts';
 import { createDestroyTeamSandboxes } from './jobs/destroy-team-sandboxes.ts';
-import { canTakeWork, placeSandbox, PlacementError, releaseClaim, type PlacementSettings } from './placement.ts';
+import { canTakeWork, placeSandbox, PlacementError, releaseClaim, type PlacementSettings, type TeamDirectory } from './placement.ts';
 
 describe('sandbox placement', () => {
   let t: TestDb;
   let settings: PlacementSettings;
+  let teams: TeamDirectory;
+  let services: ReturnType<typeof testServices>;
   const claim = () => `run-${Math.random().toString(36).slice(2)}`;
 
   before(async () => {
     t = await testDb();
+    services = testServices(t.db);
+    teams = services.sandboxDirectory;
     settings = { deadAfterSeconds: 30, subnet: loadConfig({ SERVICE_SANDBOX_SUBNET: randomSubnet() }).sandboxSubnet };
     // Every test here starts from no live host but its own.
     await t.db.deleteFrom('sandbox_hosts').execute();
@@ -31,20 +37,20 @@ describe('sandbox placement', () => {
     const team = await makeTeamRows(t.db, { replicasMax: 2, concurrentRuns: 2 });
     const claims = [claim(), claim(), claim(), claim()];
     const placed = [];
-    for (const c of claims) placed.push(await placeSandbox(t.db, settings, { teamId: team.teamId, role: team.role, claimId: c }));
+    for (const c of claims) placed.push(await placeSandbox(t.db, settings, teams, { teamId: team.teamId, role: team.role, claimId: c }));
     const bySandbox = new Map<string, number>();
     for (const p of placed) bySandbox.set(p.sandboxId, (bySandbox.get(p.sandboxId) ?? 0) + 1);
     assert.deepEqual([...bySandbox.values()], [2, 2], 'two replicas with two runs each');
     assert.deepEqual(placed.map((p) => p.replica).sort(), [0, 0, 1, 1]);
     assert.notEqual(placed[0].network.sandboxAddress, placed[2].network.sandboxAddress);
 
-    const again = await placeSandbox(t.db, settings, { teamId: team.teamId, role: team.role, claimId: claims[0] });
+    const again = await placeSandbox(t.db, settings, teams, { teamId: team.teamId, role: team.role, claimId: claims[0] });
     assert.equal(again.sandboxId, placed[0].sandboxId);
 
     const fifth = claim();
-    await assert.rejects(placeSandbox(t.db, settings, { teamId: team.teamId, role: team.role, claimId: fifth }), expectPlacementError('full', /2 replica\(s\) with 2 concurrent run\(s\)/));
+    await assert.rejects(placeSandbox(t.db, settings, teams, { teamId: team.teamId, role: team.role, claimId: fifth }), expectPlacementError('full', /2 replica\(s\) with 2 concurrent run\(s\)/));
     await releaseClaim(t.db, claims[1]);
-    const freed = await placeSandbox(t.db, settings, { teamId: team.teamId, role: team.role, claimId: fifth });
+    const freed = await placeSandbox(t.db, settings, teams, { teamId: team.teamId, role: team.role, claimId: fifth });
     assert.equal(freed.sandboxId, placed[1].sandboxId);
     await createDestroyTeamSandboxes({ db: t.db, deadAfterSeconds: 30 }).destroyTeamSandboxes(team.teamId);
   });
@@ -53,17 +59,17 @@ describe('sandbox placement', () => {
     await t.db.updateTable('sandbox_hosts').set({ stopped_at: sql`now()` }).execute();
     const small = await makeHostRow(t.db, { vcpus: 4, memoryMib: 4096, diskGib: 50 });
     const team = await makeTeamRows(t.db, { replicasMax: 5, concurrentRuns: 1, vcpus: 2, memoryMib: 1024, diskGib: 10 });
-    const a = await placeSandbox(t.db, settings, { teamId: team.teamId, role: team.role, claimId: claim() });
-    const b = await placeSandbox(t.db, settings, { teamId: team.teamId, role: team.role, claimId: claim() });
+    const a = await placeSandbox(t.db, settings, teams, { teamId: team.teamId, role: team.role, claimId: claim() });
+    const b = await placeSandbox(t.db, settings, teams, { teamId: team.teamId, role: team.role, claimId: claim() });
     assert.equal(a.hostId, small);
     assert.equal(b.hostId, small);
-    await assert.rejects(placeSandbox(t.db, settings, { teamId: team.teamId, role: team.role, claimId: claim() }), expectPlacementError('capacity', new RegExp(`"${team.environment}" \\(2 vCPU, 1024 MiB, 10 GiB\\)`)));
+    await assert.rejects(placeSandbox(t.db, settings, teams, { teamId: team.teamId, role: team.role, claimId: claim() }), expectPlacementError('capacity', new RegExp(`"${team.environment}" \\(2 vCPU, 1024 MiB, 10 GiB\\)`)));
     const big = await makeHostRow(t.db, { vcpus: 2, memoryMib: 2048, diskGib: 50 });
-    assert.equal((await placeSandbox(t.db, settings, { teamId: team.teamId, role: team.role, claimId: claim() })).hostId, big);
+    assert.equal((await placeSandbox(t.db, settings, teams, { teamId: team.teamId, role: team.role, claimId: claim() })).hostId, big);
     // Destroyed sandboxes free their room.
     await createDestroyTeamSandboxes({ db: t.db, deadAfterSeconds: 30 }).destroyTeamSandboxes(team.teamId);
     const other = await makeTeamRows(t.db, { replicasMax: 1, vcpus: 4, memoryMib: 4096, diskGib: 50 });
-    assert.equal((await placeSandbox(t.db, settings, { teamId: other.teamId, role: other.role, claimId: claim() })).hostId, small);
+    assert.equal((await placeSandbox(t.db, settings, teams, { teamId: other.teamId, role: other.role, claimId: claim() })).hostId, small);
     await createDestroyTeamSandboxes({ db: t.db, deadAfterSeconds: 30 }).destroyTeamSandboxes(other.teamId);
   });
 
@@ -73,8 +79,8 @@ describe('sandbox placement', () => {
     const team = await makeTeamRows(t.db, { replicasMax: 4, concurrentRuns: 2, vcpus: 1 });
     const other = await makeTeamRows(t.db, { replicasMax: 10, concurrentRuns: 1, vcpus: 1 });
     const attempts = [
-      ...Array.from({ length: 12 }, () => placeSandbox(t.db, settings, { teamId: team.teamId, role: team.role, claimId: claim() })),
-      ...Array.from({ length: 6 }, () => placeSandbox(t.db, settings, { teamId: other.teamId, role: other.role, claimId: claim() })),
+      ...Array.from({ length: 12 }, () => placeSandbox(t.db, settings, teams, { teamId: team.teamId, role: team.role, claimId: claim() })),
+      ...Array.from({ length: 6 }, () => placeSandbox(t.db, settings, teams, { teamId: other.teamId, role: other.role, claimId: claim() })),
     ];
     const results = await Promise.allSettled(attempts);
     const ok = results.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<Awaited<(typeof attempts)[number]>>).value);
@@ -94,22 +100,37 @@ describe('sandbox placement', () => {
     for (const tm of [team, other]) await createDestroyTeamSandboxes({ db: t.db, deadAfterSeconds: 30 }).destroyTeamSandboxes(tm.teamId);
   });
 
+  test('an archive racing placements leaves none of the team\'s sandboxes alive: each placement lands before it (and is destroyed with the team) or after it (and is refused)', async () => {
+    await t.db.updateTable('sandbox_hosts').set({ stopped_at: sql`now()` }).execute();
+    await makeHostRow(t.db, { vcpus: 64, memoryMib: 65536, diskGib: 1000 });
+    const team = await makeTeamRows(t.db, { replicasMax: 12, concurrentRuns: 1, vcpus: 1 });
+    const { row_version } = await services.teams.get(team.team);
+    const placing = Array.from({ length: 12 }, () => placeSandbox(t.db, settings, teams, { teamId: team.teamId, role: team.role, claimId: claim() }));
+    const [archived, ...results] = await Promise.allSettled([services.teams.archive(systemActor('test'), team.team, row_version), ...placing]);
+    assert.equal(archived.status, 'fulfilled', String((archived as PromiseRejectedResult).reason));
+    for (const r of results) if (r.status === 'rejected') assert.ok(r.reason instanceof PlacementError && r.reason.code === 'unknown_role', String(r.reason));
+    const alive = await t.db.selectFrom('sandboxes').select('id').where('team_id', '=', team.teamId).where('state', '<>', 'destroyed').execute();
+    assert.deepEqual(alive, [], 'every sandbox of the archived team is marked destroyed');
+    await assert.rejects(placeSandbox(t.db, settings, teams, { teamId: team.teamId, role: team.role, claimId: claim() }), expectPlacementError('unknown_role'));
+    await createDestroyTeamSandboxes({ db: t.db, deadAfterSeconds: 30 }).destroyTeamSandboxes(team.teamId);
+  });
+
   test('hosted fails with the environment named; microvm needs a host that runs it, or one allowed to serve it locally', async () => {
     await t.db.updateTable('sandbox_hosts').set({ stopped_at: sql`now()` }).execute();
     await makeHostRow(t.db, { providers: ['local'] });
     const hosted = await makeTeamRows(t.db, { provider: 'hosted', vcpus: null, memoryMib: null, diskGib: null });
-    await assert.rejects(placeSandbox(t.db, settings, { teamId: hosted.teamId, role: hosted.role, claimId: claim() }), expectPlacementError('hosted', new RegExp(`environment "${hosted.environment}", whose provider is hosted`)));
-    assert.deepEqual(await canTakeWork(t.db, settings, hosted.team), { ok: true, reason: null });
+    await assert.rejects(placeSandbox(t.db, settings, teams, { teamId: hosted.teamId, role: hosted.role, claimId: claim() }), expectPlacementError('hosted', new RegExp(`environment "${hosted.environment}", whose provider is hosted`)));
+    assert.deepEqual(await canTakeWork(t.db, settings, teams, hosted.team), { ok: true, reason: null });
 
     const vm = await makeTeamRows(t.db, { provider: 'microvm' });
-    await assert.rejects(placeSandbox(t.db, settings, { teamId: vm.teamId, role: vm.role, claimId: claim() }), expectPlacementError('no_host', /no live sandbox host runs microvm/));
-    assert.equal((await canTakeWork(t.db, settings, vm.team)).ok, false);
+    await assert.rejects(placeSandbox(t.db, settings, teams, { teamId: vm.teamId, role: vm.role, claimId: claim() }), expectPlacementError('no_host', /no live sandbox host runs microvm/));
+    assert.equal((await canTakeWork(t.db, settings, teams, vm.team)).ok, false);
     const fallback = await makeHostRow(t.db, { providers: ['local', 'microvm'], microvmViaLocal: true });
-    const p = await placeSandbox(t.db, settings, { teamId: vm.teamId, role: vm.role, claimId: claim() });
+    const p = await placeSandbox(t.db, settings, teams, { teamId: vm.teamId, role: vm.role, claimId: claim() });
     assert.equal(p.hostId, fallback);
     assert.equal(p.provider, 'local', 'the sandbox says which provider really runs it');
-    assert.equal((await canTakeWork(t.db, settings, vm.team)).ok, true);
-    assert.equal((await canTakeWork(t.db, settings, 'no-such-team')).ok, true, 'an unknown team is the route\'s 404, not a 503');
+    assert.equal((await canTakeWork(t.db, settings, teams, vm.team)).ok, true);
+    assert.equal((await canTakeWork(t.db, settings, teams, 'no-such-team')).ok, true, 'an unknown team is the route\'s 404, not a 503');
     for (const tm of [hosted, vm]) await createDestroyTeamSandboxes({ db: t.db, deadAfterSeconds: 30 }).destroyTeamSandboxes(tm.teamId);
   });
 
@@ -118,17 +139,17 @@ describe('sandbox placement', () => {
     const first = await makeHostRow(t.db);
     const team = await makeTeamRows(t.db, { replicasMax: 1, concurrentRuns: 1 });
     const run = claim();
-    const before = await placeSandbox(t.db, settings, { teamId: team.teamId, role: team.role, claimId: run });
+    const before = await placeSandbox(t.db, settings, teams, { teamId: team.teamId, role: team.role, claimId: run });
     assert.equal(before.hostId, first);
     await t.db.updateTable('sandboxes').set({ created: true, state: 'running' }).where('id', '=', before.sandboxId).execute();
 
     await t.db.updateTable('sandbox_hosts').set({ heartbeat_at: sql`now() - interval '31 seconds'` }).where('id', '=', first).execute();
-    assert.deepEqual(await canTakeWork(t.db, settings, team.team), { ok: false, reason: `no live sandbox host runs local environments (environment "${team.environment}" of the lead role)` });
-    await assert.rejects(placeSandbox(t.db, settings, { teamId: team.teamId, role: team.role, claimId: run }), expectPlacementError('no_host'));
+    assert.deepEqual(await canTakeWork(t.db, settings, teams, team.team), { ok: false, reason: `no live sandbox host runs local environments (environment "${team.environment}" of the lead role)` });
+    await assert.rejects(placeSandbox(t.db, settings, teams, { teamId: team.teamId, role: team.role, claimId: run }), expectPlacementError('no_host'));
 
     const second = await makeHostRow(t.db);
-    assert.equal((await canTakeWork(t.db, settings, team.team)).ok, true);
-    const after = await placeSandbox(t.db, settings, { teamId: team.teamId, role: team.role, claimId: run });
+    assert.equal((await canTakeWork(t.db, settings, teams, team.team)).ok, true);
+    const after = await placeSandbox(t.db, settings, teams, { teamId: team.teamId, role: team.role, claimId: run });
     assert.equal(after.sandboxId, before.sandboxId, 'the same sandbox, re-placed');
     assert.equal(after.hostId, second);
     assert.equal(after.replaced, true);

@@ -1,11 +1,14 @@
 /**
  * Placement: which sandbox a piece of a team role's work runs in, and on which host. One
- * transaction decides it, holding the role's row (so a role's replicas and claims are counted
- * by one placer at a time) and the candidate hosts' rows (so capacity is counted by one placer
- * at a time across teams), so any number of workers sharing PostgreSQL place without races.
+ * transaction decides it, holding an advisory lock on the role (so a role's replicas and claims
+ * are counted by one placer at a time), a shared one on the team (so archiving the team, which
+ * takes it exclusively, waits for placements under way and they see the archive after it) and
+ * the candidate hosts' rows (so capacity is counted by one placer at a time across teams), so
+ * any number of workers sharing PostgreSQL place without races. What the team, its template and
+ * its environment say is asked of their modules' services, on the placement's transaction.
  */
 import crypto from 'node:crypto';
-import { sql, type Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import { subnetLinks } from './network.ts';
@@ -21,6 +24,41 @@ export class PlacementError extends Error {
     this.code = code;
     this.name = 'PlacementError';
   }
+}
+
+type Q = Kysely<Database> | Transaction<Database>;
+type Size = { vcpus: number | null; memory_mib: number | null; disk_gib: number | null };
+
+/** What placement needs of the teams, templates and environments modules: their services answer (src/services.ts wires them). */
+export interface TeamDirectory {
+  /** A live team's role, read on `q`; null when the team is archived or has no such role. */
+  rolePlacement(
+    teamId: number,
+    role: string,
+    q: Q,
+  ): Promise<{ team: string; role: string; vm: string; provider: string | null; replicasMax: number; concurrentRuns: number; templateName: string; templateVersion: number | null } | null>;
+  /** The size a template version copied for a role, read on `q`. */
+  roleSize(template: string, version: number, role: string, q: Q): Promise<Size | null>;
+  /** An environment's size, read on `q`. */
+  snapshot(environment: string, q: Q): Promise<Size | null>;
+  /** The environment of a live team's lead role. */
+  leadEnvironment(teamName: string): Promise<{ provider: string | null; vm: string } | null>;
+  /** Teams' idle and deep-sleep times by id. */
+  sleepTimes(teamIds: number[]): Promise<Map<number, { idleAfterSeconds: number; deepSleepAfterSeconds: number }>>;
+}
+
+/** Advisory-lock class of a team's sandboxes (the two-key form): placements share it, archiving takes it alone. */
+const TEAM_LOCK = 0x53420001;
+
+/** Holds the team's sandboxes against an archive (shared) or against every placement (exclusive) until the transaction ends. */
+export async function lockTeamSandboxes(trx: Transaction<Database>, teamId: number, mode: 'place' | 'archive'): Promise<void> {
+  const fn = mode === 'place' ? sql.raw('pg_advisory_xact_lock_shared') : sql.raw('pg_advisory_xact_lock');
+  await sql`select ${fn}(${TEAM_LOCK}::int, ${teamId}::int)`.execute(trx);
+}
+
+/** One placer of a role at a time: the one-key form, team id in the high half (above any hashtext key others use), the role's hash in the low. */
+async function lockRole(trx: Transaction<Database>, teamId: number, role: string): Promise<void> {
+  await sql`select pg_advisory_xact_lock((${teamId}::bigint << 32) | (hashtext(${role})::bigint & 4294967295))`.execute(trx);
 }
 
 export interface PlacementSettings {
@@ -50,10 +88,10 @@ export const DEFAULT_SIZE = { vcpus: 1, memoryMib: 1024, diskGib: 10 };
 const alive = (deadAfter: number) => sql<boolean>`(h.stopped_at is null and h.heartbeat_at > now() - make_interval(secs => ${deadAfter}))`;
 
 /** Places one claim (a run's hold, by the caller's id) on a sandbox of the role; the same claim always answers the same sandbox. */
-export async function placeSandbox(db: Db, settings: PlacementSettings, req: { teamId: number; role: string; claimId: string }): Promise<Placement> {
+export async function placeSandbox(db: Db, settings: PlacementSettings, teams: TeamDirectory, req: { teamId: number; role: string; claimId: string }): Promise<Placement> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await db.transaction().execute((trx) => placeIn(trx, settings, req));
+      return await db.transaction().execute((trx) => placeIn(trx, settings, teams, req));
     } catch (err) {
       // Two placers picked the same free link, or an archive of the team crossed this placement
       // (a deadlock PostgreSQL broke): the loser tries again and sees the outcome.
@@ -63,16 +101,12 @@ export async function placeSandbox(db: Db, settings: PlacementSettings, req: { t
   }
 }
 
-async function placeIn(trx: Transaction<Database>, settings: PlacementSettings, req: { teamId: number; role: string; claimId: string }): Promise<Placement> {
-  const role = await trx
-    .selectFrom('team_roles as r')
-    .innerJoin('teams as t', 't.id', 'r.team_id')
-    .select(['r.role', 'r.vm', 'r.provider', 'r.replicas_max', 'r.concurrent_runs', 't.name as team', 't.template_name', 't.template_version', 't.status'])
-    .where('r.team_id', '=', req.teamId)
-    .where('r.role', '=', req.role)
-    .forUpdate('r')
-    .executeTakeFirst();
-  if (!role || role.status === 'archived') throw new PlacementError('unknown_role', `team ${req.teamId} has no role "${req.role}" to place work for`);
+async function placeIn(trx: Transaction<Database>, settings: PlacementSettings, teams: TeamDirectory, req: { teamId: number; role: string; claimId: string }): Promise<Placement> {
+  await lockTeamSandboxes(trx, req.teamId, 'place');
+  await lockRole(trx, req.teamId, req.role);
+  // Read after the locks: an archive that committed while this waited is seen.
+  const role = await teams.rolePlacement(req.teamId, req.role, trx);
+  if (!role) throw new PlacementError('unknown_role', `team ${req.teamId} has no role "${req.role}" to place work for`);
   const envProvider = role.provider ?? 'microvm';
   if (envProvider === 'hosted') {
     throw new PlacementError('hosted', `role "${role.role}" of team "${role.team}" uses environment "${role.vm}", whose provider is hosted: this deployment runs no hosted computers; point the role at a microvm or local environment`);
@@ -96,17 +130,17 @@ async function placeIn(trx: Transaction<Database>, settings: PlacementSettings, 
 
   // The claim's own sandbox first (work resuming), then one with room on a live host, then one
   // stranded on a dead host (moved here), then a new replica while the role may have more.
-  const withRoom = (s: (typeof sandboxes)[number]) => Number(s.claims) < role.concurrent_runs;
+  const withRoom = (s: (typeof sandboxes)[number]) => Number(s.claims) < role.concurrentRuns;
   const target = claimed ?? sandboxes.find((s) => s.alive && withRoom(s)) ?? sandboxes.find((s) => !s.alive && withRoom(s));
-  if (!target && sandboxes.length >= role.replicas_max) {
-    throw new PlacementError('full', `role "${role.role}" of team "${role.team}" is at its limit: ${role.replicas_max} replica(s) with ${role.concurrent_runs} concurrent run(s) each`);
+  if (!target && sandboxes.length >= role.replicasMax) {
+    throw new PlacementError('full', `role "${role.role}" of team "${role.team}" is at its limit: ${role.replicasMax} replica(s) with ${role.concurrentRuns} concurrent run(s) each`);
   }
 
   let placed: { id: string; replica: number; created: boolean; replaced: boolean };
   if (target?.alive) {
     placed = { id: target.id, replica: target.replica, created: target.created, replaced: false };
   } else {
-    const size = await sizeOf(trx, role);
+    const size = await sizeOf(trx, teams, role);
     const host = await pickHost(trx, settings, envProvider, size, target?.id ?? null, role.vm);
     const id = target?.id ?? `sb_${crypto.randomBytes(12).toString('hex')}`;
     const network = await freeLink(trx, settings, id);
@@ -159,14 +193,10 @@ async function placeIn(trx: Transaction<Database>, settings: PlacementSettings, 
 }
 
 /** The size the team's template version copied from the role's environment, else the environment's, else the default. */
-async function sizeOf(trx: Transaction<Database>, role: { role: string; vm: string; template_name: string; template_version: number | null }) {
-  type Size = { vcpus: number | null; memory_mib: number | null; disk_gib: number | null };
-  let size: Size | undefined;
-  if (role.template_version !== null) {
-    const v = await trx.selectFrom('team_template_versions').select('content').where('template_name', '=', role.template_name).where('version', '=', role.template_version).executeTakeFirst();
-    size = v?.content.roles[role.role];
-  }
-  if (!size || size.vcpus === null) size = (await trx.selectFrom('environments').select(['vcpus', 'memory_mib', 'disk_gib']).where('name', '=', role.vm).executeTakeFirst()) ?? size;
+async function sizeOf(trx: Transaction<Database>, teams: TeamDirectory, role: { role: string; vm: string; templateName: string; templateVersion: number | null }) {
+  let size: Size | null = null;
+  if (role.templateVersion !== null) size = await teams.roleSize(role.templateName, role.templateVersion, role.role, trx);
+  if (!size || size.vcpus === null) size = (await teams.snapshot(role.vm, trx)) ?? size;
   return { vcpus: size?.vcpus ?? DEFAULT_SIZE.vcpus, memoryMib: size?.memory_mib ?? DEFAULT_SIZE.memoryMib, diskGib: size?.disk_gib ?? DEFAULT_SIZE.diskGib };
 }
 
@@ -222,14 +252,8 @@ export async function releaseClaim(db: Db, claimId: string): Promise<void> {
  * Whether a live host can take a team's work: the tasks route answers 503 ("no gateway
  * answers") when not. A hosted lead is taken (its work then fails naming the environment).
  */
-export async function canTakeWork(db: Db, settings: Pick<PlacementSettings, 'deadAfterSeconds'>, teamName: string): Promise<{ ok: boolean; reason: string | null }> {
-  const lead = await db
-    .selectFrom('teams as t')
-    .innerJoin('team_roles as r', (j) => j.onRef('r.team_id', '=', 't.id').onRef('r.role', '=', 't.lead'))
-    .select(['r.provider', 'r.vm'])
-    .where('t.name', '=', teamName)
-    .where('t.status', '<>', 'archived')
-    .executeTakeFirst();
+export async function canTakeWork(db: Db, settings: Pick<PlacementSettings, 'deadAfterSeconds'>, teams: Pick<TeamDirectory, 'leadEnvironment'>, teamName: string): Promise<{ ok: boolean; reason: string | null }> {
+  const lead = await teams.leadEnvironment(teamName);
   const provider = lead?.provider === 'local' ? 'local' : 'microvm';
   const hosts = await db
     .selectFrom('sandbox_hosts as h')
