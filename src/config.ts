@@ -28,6 +28,8 @@ export interface Config {
   /** Requests per user per window on the chat API (Zulip's `api_by_user` rule); null when off. */
   chatRateLimit: { calls: number; seconds: number } | null;
   egressDevDestinations: boolean;
+  /** Jaeger query API a run's trace is read from (`GET /runs/{id}/trace`, `jaeger_url`); null when none. */
+  jaegerUrl: string | null;
   imagesDir: string;
   /** Where microVM sandboxes keep their disks, sockets and snapshots. */
   microvmDir: string;
@@ -67,6 +69,20 @@ function int(env: Env, name: string, fallback: number, min = 0, max = 65535): nu
   return value;
 }
 
+/** An http(s) URL setting without its trailing slashes, or null when unset. */
+function httpUrl(env: Env, name: string): string | null {
+  const raw = str(env, name);
+  if (raw === null) return null;
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} is not a URL: "${raw}"`);
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ConfigError(`${name} must be an http or https URL, got "${raw}"`);
+  return raw.replace(/\/+$/, '');
+}
+
 function str(env: Env, name: string): string | null {
   const raw = env[name];
   return raw === undefined || raw === '' ? null : raw;
@@ -100,6 +116,7 @@ export const configReference: Array<{ name: string; default: string; meaning: st
   { name: 'SERVICE_GATEWAY_DNS', default: '(unset: the system resolver)', meaning: 'comma-separated DNS servers (ip or ip:port) the gateway resolves names through' },
   { name: 'SERVICE_CHAT_PORT', default: '8083', meaning: 'port of the chat server' },
   { name: 'SERVICE_CHAT_RATE_LIMIT', default: '200/60', meaning: 'chat API requests each user may make per window, as <calls>/<seconds>; 0 turns the limit off' },
+  { name: 'SERVICE_JAEGER_URL', default: 'unset', meaning: 'base URL of a Jaeger query service: `GET /runs/{id}/trace` reads spans from it and runs link to it (`jaeger_url`)' },
   { name: 'SERVICE_EGRESS_DEV_DESTINATIONS', default: '0', meaning: '1 puts dev-only (loopback or private) destinations into egress policies' },
   { name: 'SERVICE_IMAGES_DIR', default: '<data dir>/images', meaning: 'where `crewhouse images build` writes agent images and their manifests, and where microVMs boot them from' },
   { name: 'SERVICE_MICROVM_DIR', default: '<data dir>/sandboxes/microvm', meaning: 'where microVM sandboxes keep their disks, control sockets and sleep snapshots' },
@@ -204,6 +221,7 @@ export function loadConfig(env: Env = process.env): Config {
     chatPort: int(env, 'SERVICE_CHAT_PORT', 8083),
     chatRateLimit: chatRateLimit(env),
     egressDevDestinations: bool(env, 'SERVICE_EGRESS_DEV_DESTINATIONS'),
+    jaegerUrl: httpUrl(env, 'SERVICE_JAEGER_URL'),
     imagesDir: path.resolve(str(env, 'SERVICE_IMAGES_DIR') ?? path.join(dataDir, 'images')),
     microvmDir: path.resolve(str(env, 'SERVICE_MICROVM_DIR') ?? path.join(dataDir, 'sandboxes', 'microvm')),
     microvmSnapshotBudgetBytes: int(env, 'SERVICE_MICROVM_SNAPSHOT_BUDGET_MIB', 20480, 0, 64 * 1024 * 1024) * 1024 * 1024,

@@ -23,6 +23,8 @@ import type { Db } from './db/database.ts';
 import { createHooks } from './hooks.ts';
 import { loadModelCatalog, type ModelCatalog } from './models/catalog.ts';
 import { createModelProxyClient } from './modelproxy/client.ts';
+import { runAdvance } from './runtime/engine/run-job.ts';
+import { canTakeWork } from './runtime/sandboxes/placement.ts';
 import type { TeamDirectory } from './runtime/sandboxes/placement.ts';
 import { createSandboxesService } from './runtime/sandboxes/sandboxes.service.ts';
 import { loadCipher, type Cipher } from './secrets/cipher.ts';
@@ -64,7 +66,23 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger } 
   const templates = createTemplatesService({ db, references, models, environmentOf });
   const proxy = createModelProxyClient(config);
   const spend = createSpendService({ proxy });
-  const runs = createRunsService({ db });
+  const runs = createRunsService({
+    db,
+    // Late-bound: the teams service is built after runs (it reads their activity).
+    team: (name) => teams.forRun(name),
+    agentVersion: async (agent) => (await agents.versionForRun(agent)).version,
+    isBudgetSpent: (team) => teams.isBudgetSpent(team),
+    hostProblem: async (team) => {
+      const answer = await canTakeWork(db, { deadAfterSeconds: config.sandboxHostDeadAfter }, sandboxDirectory, team);
+      return answer.ok ? null : (answer.reason ?? 'no live sandbox host (and its gateway) can take the team\'s work');
+    },
+    advance: async (trx, runId) => void (await runAdvance.enqueue(trx, { run_id: runId })),
+    price: (model) => {
+      const alias = models.get(model);
+      return { input: alias?.input_usd_per_mtok ?? 0, output: alias?.output_usd_per_mtok ?? 0 };
+    },
+    jaegerUrl: config.jaegerUrl,
+  });
   const sandboxes = createSandboxesService({ db });
   const teams = createTeamsService({
     db,

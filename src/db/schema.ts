@@ -11,10 +11,10 @@ import type { SecretsTables } from '../secrets/secrets.tables.ts';
 import type { DestinationsTables } from '../console/destinations/destinations.tables.ts';
 import type { EnvironmentsTables } from '../console/environments/environments.tables.ts';
 import type { SkillsTables } from '../console/skills/skills.tables.ts';
+import type { RunsTables } from '../console/runs/runs.tables.ts';
 import type { McpServersTables } from '../console/mcp-servers/mcp-servers.tables.ts';
 import type { SandboxHostsTables } from '../runtime/sandboxes/hosts.tables.ts';
 import type { QueueTables } from '../queue/queue.tables.ts';
-import type { RunsTables } from '../console/runs/runs.tables.ts';
 import type { SandboxesTables } from '../runtime/sandboxes/sandboxes.tables.ts';
 import type { GatewayTables } from '../gateway/gateway.tables.ts';
 

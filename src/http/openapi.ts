@@ -90,7 +90,7 @@ function withSuccessHeaders(response: Record<string, any>, schema: Record<string
   for (const [code, answer] of Object.entries(response)) {
     const headers: Record<string, object> = {};
     if (schema.etag && (/^2\d\d$/.test(code) || code === '304')) headers.etag = ETAG_HEADER;
-    if (schema.location && code === '201') headers.location = LOCATION_HEADER;
+    if (schema.location && (code === '201' || code === '202')) headers.location = LOCATION_HEADER;
     out[code] = Object.keys(headers).length > 0 ? { ...answer, headers: { ...answer.headers, ...headers } } : answer;
   }
   return out;

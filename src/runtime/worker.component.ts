@@ -1,18 +1,82 @@
 import type { Component } from '../components.ts';
-import { createModelProxyClient } from '../modelproxy/client.ts';
+import { deploymentCaCertificate } from '../gateway/ca.ts';
+import { BUILTIN_HOSTS } from '../gateway/server.ts';
 import { createJobRunner } from '../queue/runner.ts';
+import { createRunEngine } from './engine/engine.ts';
+import { roleSetup } from './engine/role-config.ts';
+import { runJobHandlers } from './engine/run-job.ts';
+import { RUNTIME_ARGV, RUNTIME_MOUNTS } from './engine/runtime-install.ts';
+import { prepareWorkspace } from './engine/workspace.ts';
 import { jobHandlers } from './jobs.ts';
+import { startSandboxHost } from './sandboxes/host.ts';
+import { createDestroyTeamSandboxes, destroyTeamSandboxesJob } from './sandboxes/jobs/destroy-team-sandboxes.ts';
+import { createLocalProvider } from './sandboxes/providers/local.ts';
+import type { ExecRequest } from './sandboxes/provider.ts';
+import { kvmUsable } from './sandboxes/providers/microvm/kvm.ts';
+import { microvmProviderFromConfig } from './sandboxes/providers/microvm/index.ts';
 
 /**
  * The worker: performs queued jobs (side effects that leave the process, after the
- * transaction that asked for them commits). Several workers can share one PostgreSQL.
+ * transaction that asked for them commits) and drives runs, on the sandbox host of this
+ * machine. Several workers can share one PostgreSQL.
  */
 export const workerComponent: Component = {
   name: 'worker',
   async start(ctx) {
-    const handlers = jobHandlers({ db: ctx.db, proxy: createModelProxyClient(ctx.config) });
-    const runner = createJobRunner({ db: ctx.db, logger: ctx.logger, metrics: ctx.metrics, handlers, concurrency: ctx.config.jobConcurrency });
+    const { config, db, logger, services } = ctx;
+    const caPem = await deploymentCaCertificate(db, ctx.cipher);
+    const local = config.sandboxDir ? createLocalProvider({ root: config.sandboxDir, gatewayPort: config.gatewayPort, logger, readOnly: RUNTIME_MOUNTS }) : null;
+    const microvm = microvmProviderFromConfig(config, { logger, metrics: ctx.metrics });
+    // Without KVM a microvm runs under TCG, unless the operator chose the local provider for it.
+    const microvmUsable = config.sandboxMicrovmFallback === 'local' ? await kvmUsable() : true;
+    const host = await startSandboxHost({ config, db, logger, metrics: ctx.metrics, caPem, local, microvm, microvmUsable, teams: services.sandboxDirectory });
+    const destroy = createDestroyTeamSandboxes({ db, deadAfterSeconds: config.sandboxHostDeadAfter, host });
+
+    const engine = createRunEngine({
+      runs: services.runs,
+      logger,
+      owner: host.id,
+      runtimeArgv: [...RUNTIME_ARGV],
+      async configFor(work) {
+        return (await setup(work)).config;
+      },
+      async sandboxFor(work) {
+        const { plan } = await setup(work);
+        const claimId = `${work.run.id}.${work.task.role}`;
+        const placement = await host.place({ teamId: work.team.id, role: work.task.role, claimId });
+        const status = await host.ensureRunning(placement.sandboxId);
+        // Node's fetch honours HTTP(S)_PROXY only when asked: the agent runtime's model calls go through the gateway.
+        const exec = (req: ExecRequest) => host.exec(placement.sandboxId, { ...req, env: { NODE_USE_ENV_PROXY: '1', ...req.env } });
+        await prepareWorkspace({ exec, copyIn: (files) => host.copyIn(placement.sandboxId, files) }, plan);
+        return { id: placement.sandboxId, exec, coldBooted: placement.replaced || (Boolean(status.coldBooted) && work.task.state === 'running') };
+      },
+    });
+
+    async function setup(work: Parameters<Parameters<typeof createRunEngine>[0]['configFor']>[0]) {
+      return roleSetup(
+        {
+          agentVersion: (agent, version) => services.agents.versionForRun(agent, version),
+          documents: (role) => services.documents.forRole(role).then((docs) => docs.map((d) => ({ name: d.name, path: d.path, description: d.description, media_type: d.media_type, size_bytes: d.size_bytes, scope: d.scope, content: d.content }))),
+          skill: (name) => services.skills.get(name).catch(() => null),
+          contextWindow: (model) => ctx.models.get(model)?.context_window ?? 128_000,
+          modelBaseUrl: `http://${BUILTIN_HOSTS.llm}/v1`,
+        },
+        work,
+      );
+    }
+
+    const handlers = {
+      ...jobHandlers({ db, proxy: services.proxy }),
+      [destroyTeamSandboxesJob.kind]: destroyTeamSandboxesJob.handler((p) => destroy.destroyTeamSandboxes(p.team_id).then(() => undefined)),
+      ...runJobHandlers(engine),
+    };
+    const runner = createJobRunner({ db, logger, metrics: ctx.metrics, handlers, concurrency: config.jobConcurrency });
     await runner.start();
-    return { stop: () => runner.stop() };
+    return {
+      stop: async () => {
+        await runner.stop();
+        await host.stop();
+      },
+    };
   },
 };

@@ -1,6 +1,61 @@
-import { sql, type Transaction } from 'kysely';
-import type { Db } from '../../db/database.ts';
+import crypto from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { AgentEvent, AgentInput, TurnOutcome } from '../../agent/protocol.ts';
+import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Database } from '../../db/schema.ts';
+import { decodeCursor, toPage } from '../../http/pagination.ts';
+import { problems } from '../../http/problems.ts';
+import { approvalOf, memoryBlock, outcomeEntry, postOfEvent, pushOf, transitionOf, type PostDraft, type RunView } from '../../runtime/engine/rules.ts';
+import * as store from './runs.store.ts';
+import type { Post, Run } from './runs.schemas.ts';
+import type { Delivery, RunState, WaitingFor } from './runs.tables.ts';
+
+type Db = Kysely<Database>;
+type Trx = Transaction<Database>;
+
+/** A team's role as a run needs it (from the team's effective role settings). */
+export interface RunRole {
+  role: string;
+  agent: string;
+  model: string;
+  next_role: string | null;
+  /** The team's own setting, or null to follow the agent version. */
+  max_iterations: number | null;
+  confirmation_policy: 'never_confirm' | 'confirm_risky' | null;
+  skills: string[];
+  memory: { inject: boolean; max_entries: number; write_outcomes: boolean };
+}
+
+/** What the runs module needs of a team. */
+export interface RunTeam {
+  id: number;
+  name: string;
+  status: string;
+  surface: string;
+  lead: string;
+  rework_rounds: number;
+  repo_url: string | null;
+  roles: RunRole[];
+}
+
+export interface RunsDeps {
+  db: Db;
+  /** The team of a name as a run sees it (live, else the last archived one), or null. */
+  team(name: string): Promise<RunTeam | null>;
+  /** The version a new run of an agent gets. */
+  agentVersion(agent: string): Promise<number>;
+  isBudgetSpent(team: string): Promise<boolean>;
+  /** Null when a live host can take the team's work, else why not. */
+  hostProblem(team: string): Promise<string | null>;
+  /** Queues the engine's work on a run, in the caller's transaction. */
+  advance(trx: Trx, runId: string): Promise<void>;
+  /** Price of a model alias, USD per million tokens. */
+  price(model: string): { input: number; output: number };
+  jaegerUrl: string | null;
+}
+
+const FINISHED: RunState[] = ['succeeded', 'failed', 'cancelled'];
 
 /** What a team's list entry and detail show of its runs. */
 export interface RunActivity {
@@ -11,39 +66,478 @@ export interface RunActivity {
 
 const NO_RUNS: RunActivity = { running: 0, waiting: 0, last_run_at: null };
 
-/** Runs: what other modules may know of them and do to them (the run engine grows this module). */
-export function createRunsService(deps: { db: Db }) {
+function iso(v: string | Date | null | undefined): string | null {
+  return v ? new Date(v).toISOString() : null;
+}
+
+function presentPost(p: store.PostRow): Post {
+  return { seq: p.seq, kind: p.kind as Post['kind'], role: p.role, text: p.text, data: p.data ?? {}, created_at: iso(p.created_at)! };
+}
+
+export function createRunsService(deps: RunsDeps) {
   const { db } = deps;
+  const posted = new EventEmitter();
+  posted.setMaxListeners(0);
+  const published = (runId: string) => posted.emit(runId);
+
+  async function mustGet(id: string) {
+    const run = await store.getRun(db, id);
+    if (!run) throw problems.notFound('run', id);
+    return run;
+  }
+
+  async function openQuestion(run: store.RunRow) {
+    if (run.open_question_seq === null) return null;
+    const p = await store.getPost(db, run.id, run.open_question_seq);
+    return p ? { seq: p.seq, role: p.role ?? run.lead, text: p.text } : null;
+  }
+
+  function summary(run: store.RunRow, question: { seq: number; role: string; text: string } | null) {
+    return {
+      id: run.id,
+      team: run.team_name,
+      work_item_id: run.work_item_id,
+      state: run.state,
+      surface: run.surface,
+      text: run.text,
+      lead: run.lead,
+      cost_usd: Number(run.cost_usd),
+      waiting_for: run.waiting_for,
+      open_question: question,
+      failure_reason: run.failure_reason,
+      created_by: run.created_by,
+      created_at: iso(run.created_at)!,
+      updated_at: iso(run.updated_at)!,
+      finished_at: iso(run.finished_at),
+    };
+  }
+
+  async function present(run: store.RunRow): Promise<Run> {
+    const tasks = await store.tasksOf(db, [run.id]);
+    return {
+      ...summary(run, await openQuestion(run)),
+      tasks: tasks.map((t) => ({
+        id: t.id,
+        role: t.role,
+        state: t.state,
+        agent_version: t.agent_version,
+        iterations: t.iterations,
+        cost_usd: Number(t.cost_usd),
+        created_at: iso(t.created_at)!,
+        started_at: iso(t.started_at),
+        finished_at: iso(t.finished_at),
+      })),
+      delivery: run.delivery,
+      agent_versions: run.agent_versions ?? {},
+      chat_thread_url: null,
+      jaeger_url: deps.jaegerUrl && run.trace_id ? `${deps.jaegerUrl.replace(/\/+$/, '')}/trace/${run.trace_id}` : null,
+    };
+  }
+
+  /** A new task of a role: the first of its conversation in this run gets the team memory block. */
+  async function addTask(trx: Trx, run: store.RunRow, team: RunTeam, role: string, postSeq: number, input: AgentInput) {
+    const seen = await store.conversationSeen(trx, run.id, role);
+    const r = team.roles.find((x) => x.role === role);
+    if (seen === null && input.kind === 'task' && r?.memory.inject && r.memory.max_entries > 0) {
+      const entries = (await store.memoryOf(trx, team.name, r.memory.max_entries)).reverse().map((e) => ({ text: e.text, created_at: iso(e.created_at)! }));
+      input = { ...input, memory: memoryBlock(entries, r.memory.max_entries) };
+    }
+    await store.insertTask(trx, {
+      id: `task_${crypto.randomBytes(9).toString('base64url')}`,
+      run_id: run.id,
+      role,
+      post_seq: postSeq,
+      input,
+      agent_version: run.agent_versions?.[role] ?? null,
+      conversation: `${run.id}.${role}`,
+      events_seen: seen ?? 0,
+    });
+  }
+
+  function viewOf(team: RunTeam, run: store.RunRow, waitingOnLead: string[]): RunView {
+    return {
+      lead: team.lead,
+      roles: team.roles.map((r) => r.role),
+      pipeline: Object.fromEntries(team.roles.filter((r) => r.next_role).map((r) => [r.role, r.next_role!])),
+      rework_rounds: team.rework_rounds,
+      rework_used: run.rework_used,
+      waiting_on_lead: waitingOnLead,
+    };
+  }
+
+  async function teamOfRun(run: store.RunRow): Promise<RunTeam> {
+    const team = await deps.team(run.team_name);
+    if (!team || team.id !== run.team_id) throw problems.conflict(`the team of run ${run.id} was archived`);
+    return team;
+  }
+
+  /** Ends a run: its state, its open tasks, and (when the lead's memory says so) an outcome entry. */
+  async function finish(trx: Trx, run: store.RunRow, team: RunTeam, state: 'succeeded' | 'failed' | 'cancelled', fields: { failure_reason?: string | null; summary?: string; delivery?: Delivery | null }) {
+    await trx
+      .updateTable('runs')
+      .set({
+        state,
+        finished_at: sql`now()`,
+        updated_at: sql`now()`,
+        waiting_for: null,
+        open_question_seq: null,
+        failure_reason: fields.failure_reason ?? null,
+        ...(fields.delivery !== undefined ? { delivery: fields.delivery ? JSON.stringify(fields.delivery) : null } : {}),
+        row_version: sql`nextval('row_version_seq')`,
+      })
+      .where('id', '=', run.id)
+      .execute();
+    await store.endOpenTasks(trx, run.id, 'cancelled');
+    const lead = team.roles.find((r) => r.role === team.lead);
+    if (state !== 'cancelled' && lead?.memory.write_outcomes && fields.summary !== undefined) {
+      const d = fields.delivery ?? run.delivery;
+      await store.writeMemory(
+        trx,
+        team.name,
+        run.id,
+        outcomeEntry({ text: run.text, state, summary: fields.summary, branch: d?.branch ?? null, commit: d?.commit ?? null, pull_request_url: d?.pull_request?.url ?? null }),
+      );
+    }
+  }
+
   return {
     /** Each team's runs in progress and waiting, and when its last run started; one query for all. */
     async activityOf(teamIds: number[]): Promise<Map<number, RunActivity>> {
       const out = new Map<number, RunActivity>(teamIds.map((id) => [id, NO_RUNS]));
       if (teamIds.length === 0) return out;
-      const rows = await db
-        .selectFrom('runs')
-        .select([
-          'team_id',
-          sql<number>`count(*) filter (where state = 'running')`.as('running'),
-          sql<number>`count(*) filter (where state = 'waiting')`.as('waiting'),
-          sql<string | null>`max(created_at)`.as('last_run_at'),
-        ])
-        .where('team_id', 'in', teamIds)
-        .groupBy('team_id')
-        .execute();
-      for (const r of rows) out.set(r.team_id, { running: Number(r.running), waiting: Number(r.waiting), last_run_at: r.last_run_at ? new Date(r.last_run_at).toISOString() : null });
+      for (const r of await store.activityOf(db, teamIds)) {
+        out.set(r.team_id, { running: Number(r.running), waiting: Number(r.waiting), last_run_at: iso(r.last_run_at) });
+      }
       return out;
     },
 
-    /** Cancels a team's open runs inside the caller's transaction (the team is being archived). */
-    async cancelOpenRuns(trx: Transaction<Database>, teamId: number): Promise<number> {
-      const rows = await trx
+    /** Cancels a team's open runs inside the caller's transaction (the team is being archived): their tasks end, each says why. */
+    async cancelOpenRuns(trx: Trx, teamId: number): Promise<number> {
+      const ids = await store.openRunsOf(trx, teamId);
+      for (const id of ids) {
+        const run = await store.lockRun(trx, id);
+        if (!run || FINISHED.includes(run.state)) continue;
+        await trx.updateTable('runs').set({ cancel_requested_at: sql`now()` }).where('id', '=', id).execute();
+        await finish(trx, run, { id: run.team_id, name: run.team_name, status: 'archived', surface: run.surface, lead: run.lead, rework_rounds: 0, repo_url: null, roles: [] }, 'cancelled', {});
+        await store.appendPost(trx, id, { kind: 'canceled', role: null, text: 'cancelled: the team was archived', data: { archived: true } });
+      }
+      return ids.length;
+    },
+
+    /** In-process signal that a run has new posts (the SSE stream also polls, for other processes). */
+    onPosts(runId: string, listener: () => void): () => void {
+      posted.on(runId, listener);
+      return () => posted.off(runId, listener);
+    },
+
+    /** `POST /teams/{name}/tasks`: a new run whose lead gets the text. */
+    async createTask(actor: Actor, teamName: string, text: string) {
+      const team = await deps.team(teamName);
+      if (!team) throw problems.notFound('team', teamName);
+      if (team.status === 'archived') throw problems.conflict(`team "${teamName}" is archived`);
+      if (team.status !== 'active') throw problems.conflict(`team "${teamName}" is ${team.status}; try again when it is active`);
+      if (team.surface === 'chat_a' || team.surface === 'chat_b') throw problems.conflict(`team "${teamName}" lives on ${team.surface}: give it work in its chat room`);
+      if (await deps.isBudgetSpent(teamName)) throw problems.tooManyRequests(`team "${teamName}" has spent its daily budget; new tasks are accepted again after 00:00 UTC`);
+      const hostProblem = await deps.hostProblem(teamName);
+      if (hostProblem) throw problems.unavailable(hostProblem);
+      const versions: Record<string, number> = {};
+      for (const r of team.roles) versions[r.role] = await deps.agentVersion(r.agent);
+      const id = `run_${crypto.randomBytes(12).toString('base64url').replace(/[^A-Za-z0-9]/g, 'x')}`;
+      const run = await db.transaction().execute(async (trx) => {
+        await trx
+          .insertInto('runs')
+          .values({ id, team_id: team.id, team_name: team.name, state: 'running', text, created_by: actor.name, lead: team.lead, agent_versions: JSON.stringify(versions), trace_id: crypto.randomBytes(16).toString('hex') })
+          .execute();
+        const row = (await store.lockRun(trx, id))!;
+        const seq = await store.appendPost(trx, id, { kind: 'task', role: team.lead, text, data: { from: 'person', by: actor.name } });
+        await addTask(trx, row, team, team.lead, seq, { kind: 'task', from: 'person', text });
+        await deps.advance(trx, id);
+        await recordAudit(trx, actor, 'run.create', { type: 'run', id }, { team: team.name });
+        return row;
+      });
+      published(id);
+      return { run_id: run.id, work_item_id: run.work_item_id, state: run.state };
+    },
+
+    async list(query: { limit: number; cursor?: string; state?: RunState; team?: string }) {
+      const cursor = decodeCursor(query.cursor, ['string', 'string']);
+      const rows = await store.listRuns(db, { state: query.state, team: query.team }, cursor, query.limit);
+      const page = toPage(rows, query.limit, (r) => [iso(r.created_at)!, r.id], (r) => r);
+      const items = [];
+      for (const r of page.items) items.push(summary(r, await openQuestion(r)));
+      return { items, next_cursor: page.next_cursor };
+    },
+
+    async get(id: string): Promise<{ run: Run; version: number }> {
+      const run = await mustGet(id);
+      return { run: await present(run), version: Number(run.row_version) };
+    },
+
+    /** The run's trace id (spans are exported under it when tracing is on). */
+    async traceId(id: string): Promise<string | null> {
+      return (await mustGet(id)).trace_id;
+    },
+
+    async posts(id: string, after: number, limit: number) {
+      await mustGet(id);
+      const rows = await store.postsAfter(db, id, after, limit + 1);
+      const more = rows.length > limit;
+      const items = rows.slice(0, limit).map(presentPost);
+      return { items, next_cursor: more ? String(items[items.length - 1].seq) : null };
+    },
+
+    /** `POST /runs/{id}/replies`: an answer to the open question, or a follow-up task. */
+    async reply(actor: Actor, id: string, input: { text: string; in_reply_to?: number | null; approve?: boolean }) {
+      // The team is read before the transaction: on the embedded database a read outside it would wait for its one connection.
+      const team = await teamOfRun(await mustGet(id));
+      const result = await db.transaction().execute(async (trx) => {
+        const run = await store.lockRun(trx, id);
+        if (!run) throw problems.notFound('run', id);
+        if (run.surface !== 'console') throw problems.conflict(`run ${id} lives on ${run.surface}: answer it there`);
+        if (input.in_reply_to !== undefined && input.in_reply_to !== null) {
+          const target = await store.getPost(trx, id, input.in_reply_to);
+          if (!target || target.kind !== 'question') {
+            throw problems.validation([{ field: 'in_reply_to', message: `post ${input.in_reply_to} of run ${id} is not a question` }]);
+          }
+          if (run.state !== 'waiting' || run.open_question_seq !== input.in_reply_to) {
+            const now = run.open_question_seq !== null ? `; the open question is ${run.open_question_seq}` : '; the run has no open question';
+            throw problems.conflict(`question ${input.in_reply_to} is no longer open${now}`, [{ field: 'in_reply_to', message: 'is not the open question' }]);
+          }
+          const waiting = run.waiting_for as WaitingFor;
+          let answer: AgentInput;
+          let approved: boolean | null = null;
+          if (waiting.kind === 'confirmation') {
+            approved = input.approve ?? approvalOf(input.text);
+            if (approved === null) throw problems.validation([{ field: 'text', message: 'a confirmation is answered with "approve" or "refuse" (or approve: true/false)' }]);
+            answer = { kind: 'confirmation', approved, note: input.text };
+          } else answer = { kind: 'answer', text: input.text };
+          const seq = await store.appendPost(trx, id, { kind: 'answer', role: null, text: input.text, data: { in_reply_to: input.in_reply_to, by: actor.name, ...(approved !== null ? { approved } : {}) } });
+          await trx.updateTable('runs').set({ state: 'running', waiting_for: null, open_question_seq: null, row_version: sql`nextval('row_version_seq')` }).where('id', '=', id).execute();
+          const task = await trx.selectFrom('run_tasks').select('id').where('run_id', '=', id).where('role', '=', waiting.role).where('state', '=', 'waiting').orderBy('created_at', 'desc').executeTakeFirst();
+          if (task) await store.setTask(trx, task.id, { state: 'queued', input: answer });
+          await deps.advance(trx, id);
+          await recordAudit(trx, actor, 'run.reply', { type: 'run', id }, { in_reply_to: input.in_reply_to });
+          return { run_id: id, seq, state: 'running' as const };
+        }
+        if (run.state === 'cancelled') throw problems.conflict(`run ${id} was cancelled; give the team a new task instead`);
+        if (run.state === 'waiting') throw problems.conflict(`run ${id} waits for an answer to question ${run.open_question_seq}: reply with in_reply_to ${run.open_question_seq}`);
+        const seq = await store.appendPost(trx, id, { kind: 'reply', role: team.lead, text: input.text, data: { by: actor.name, reopened: FINISHED.includes(run.state) } });
+        if (FINISHED.includes(run.state)) {
+          await trx.updateTable('runs').set({ state: 'running', finished_at: null, failure_reason: null, row_version: sql`nextval('row_version_seq')` }).where('id', '=', id).execute();
+        }
+        await addTask(trx, run, team, team.lead, seq, { kind: 'task', from: 'person', text: input.text });
+        await deps.advance(trx, id);
+        await recordAudit(trx, actor, 'run.reply', { type: 'run', id }, { follow_up: true });
+        return { run_id: id, seq, state: 'running' as const };
+      });
+      published(id);
+      return result;
+    },
+
+    /** `POST /runs/{id}/cancel`: the run is cancelled at once; the worker stops its tools and agent loop. */
+    async cancel(actor: Actor, id: string) {
+      const before = await mustGet(id);
+      const team = (await deps.team(before.team_name)) ?? { id: before.team_id, name: before.team_name, status: 'archived', surface: 'console', lead: before.lead, rework_rounds: 0, repo_url: null, roles: [] };
+      await db.transaction().execute(async (trx) => {
+        const run = await store.lockRun(trx, id);
+        if (!run) throw problems.notFound('run', id);
+        if (run.surface !== 'console') throw problems.conflict(`run ${id} lives on ${run.surface}: cancel it there`);
+        if (FINISHED.includes(run.state)) throw problems.conflict(`run ${id} is already ${run.state}`);
+        await trx.updateTable('runs').set({ cancel_requested_at: sql`now()` }).where('id', '=', id).execute();
+        await finish(trx, run, team, 'cancelled', {});
+        await store.appendPost(trx, id, { kind: 'canceled', role: null, text: `cancelled by ${actor.name}`, data: { by: actor.name } });
+        await recordAudit(trx, actor, 'run.cancel', { type: 'run', id }, {});
+      });
+      published(id);
+      return this.get(id);
+    },
+
+    // ---- For the engine (the worker), not for routes. ----
+
+    /**
+     * Takes (or renews) the lease on driving a run: null while another worker holds an unexpired
+     * one. The generation grows with each new owner, so a stale owner can tell it was replaced.
+     */
+    async claim(runId: string, owner: string, leaseSeconds: number): Promise<number | null> {
+      const row = await db
         .updateTable('runs')
-        .set({ state: 'cancelled', finished_at: sql`now()`, updated_at: sql`now()`, row_version: sql`nextval('row_version_seq')` })
-        .where('team_id', '=', teamId)
-        .where('state', 'in', ['running', 'waiting'])
-        .returning('id')
-        .execute();
-      return rows.length;
+        .set({
+          owner,
+          owner_until: sql`now() + make_interval(secs => ${leaseSeconds})`,
+          owner_generation: sql`case when owner is distinct from ${owner} then owner_generation + 1 else owner_generation end`,
+        })
+        .where('id', '=', runId)
+        .where((eb) => eb.or([eb('owner', 'is', null), eb('owner', '=', owner), eb('owner_until', '<', sql<string>`now()`)]))
+        .returning('owner_generation')
+        .executeTakeFirst();
+      return row ? Number(row.owner_generation) : null;
+    },
+
+    /** Gives the lease up (only the owner of that generation can). */
+    async release(runId: string, owner: string, generation: number): Promise<void> {
+      await db.updateTable('runs').set({ owner: null, owner_until: null }).where('id', '=', runId).where('owner', '=', owner).where('owner_generation', '=', generation).execute();
+    },
+
+    /** The run and the task the engine works on next, or null when there is nothing to do. */
+    async nextWork(runId: string) {
+      const run = await store.getRun(db, runId);
+      if (!run || run.state !== 'running') return null;
+      const task = await store.nextTask(db, runId);
+      if (!task) return null;
+      const team = await deps.team(run.team_name);
+      if (!team || team.id !== run.team_id) return null;
+      return { run, task, team };
+    },
+
+    isActive: async (runId: string) => (await store.getRun(db, runId))?.state === 'running',
+
+    /** Marks a task's turn as begun from the conversation's seq `from` (kept across a takeover). */
+    async beginTurn(taskId: string, from: number, sandboxId: string | null) {
+      await db.transaction().execute(async (trx) => {
+        const t = await store.getTask(trx, taskId);
+        if (!t || (t.state !== 'queued' && t.state !== 'running')) return;
+        await store.setTask(trx, taskId, { state: 'running', started: true, sandbox_id: sandboxId, ...(t.state === 'queued' || t.turn_from === null ? { turn_from: from } : {}) });
+      });
+      return store.getTask(db, taskId);
+    },
+
+    /**
+     * Records a task's agent events after those already seen: each becomes at most one post
+     * (once, by its source), usage becomes cost, a push becomes an artifact and the delivery.
+     * Safe to call again with the same events.
+     */
+    async recordEvents(taskId: string, model: string, events: AgentEvent[]) {
+      if (!events.length) return;
+      const price = deps.price(model);
+      const runId = await db.transaction().execute(async (trx) => {
+        const task = await store.getTask(trx, taskId);
+        if (!task) return null;
+        const run = await store.lockRun(trx, task.run_id);
+        if (!run) return null;
+        const fresh = events.filter((e) => e.seq > task.events_seen);
+        if (!fresh.length) return null;
+        let cost = 0;
+        let iterations = 0;
+        let delivery = run.delivery;
+        for (const e of fresh) {
+          const source = `${task.conversation}:${e.seq}`;
+          if (e.type === 'model_call') iterations++;
+          if (e.type === 'model_reply' && e.usage) cost += (e.usage.prompt_tokens * price.input + e.usage.completion_tokens * price.output) / 1_000_000;
+          const push = pushOf(e);
+          if (push) {
+            await store.appendPost(trx, run.id, { kind: 'artifact', role: task.role, text: `pushed ${push.branch} at ${push.commit}`, data: { branch: push.branch, commit: push.commit } }, source);
+            delivery = { branch: push.branch, commit: push.commit, pull_request: delivery?.pull_request ?? null };
+            continue;
+          }
+          const draft = postOfEvent(task.role, e);
+          if (draft && run.state !== 'cancelled') await store.appendPost(trx, run.id, draft, source);
+        }
+        const last = fresh[fresh.length - 1].seq;
+        await trx
+          .updateTable('run_tasks')
+          .set({ events_seen: last, iterations: sql`iterations + ${iterations}`, cost_usd: sql`cost_usd + ${cost}` })
+          .where('id', '=', taskId)
+          .execute();
+        await trx
+          .updateTable('runs')
+          .set({ cost_usd: sql`cost_usd + ${cost}`, ...(delivery !== run.delivery ? { delivery: JSON.stringify(delivery) } : {}) })
+          .where('id', '=', run.id)
+          .execute();
+        return run.id;
+      });
+      if (runId) published(runId);
+    },
+
+    /** Applies a task's turn outcome: the pipeline's next task, a wait for a person, or the run's end. Once per turn. */
+    async applyOutcome(taskId: string, outcome: TurnOutcome) {
+      const first = await store.getTask(db, taskId);
+      const owner = first ? await store.getRun(db, first.run_id) : undefined;
+      if (!first || !owner) return;
+      const team = await teamOfRun(owner);
+      const runId = await db.transaction().execute(async (trx) => {
+        const task = await store.getTask(trx, taskId);
+        if (!task) return null;
+        const run = await store.lockRun(trx, task.run_id);
+        if (!run || run.state !== 'running') return null;
+        const fresh = await store.getTask(trx, taskId);
+        if (!fresh || fresh.state !== 'running') return null;
+        const waitingOnLead = (await store.tasksOf(trx, [run.id])).filter((t) => t.state === 'waiting' && t.role !== team.lead).map((t) => t.role);
+        const t = transitionOf(viewOf(team, run, waitingOnLead), task.role, outcome);
+        const source = (i: number) => `outcome:${taskId}:${fresh.turn_from ?? 0}:${i}`;
+        const seqs: number[] = [];
+        for (const [i, p] of t.posts.entries()) seqs.push(await store.appendPost(trx, run.id, p as PostDraft, source(i)));
+        switch (t.kind) {
+          case 'continue': {
+            await store.setTask(trx, taskId, { state: t.task_state, outcome, ...(t.task_state === 'done' ? { finished: true } : {}) });
+            await trx.updateTable('runs').set({ rework_used: t.rework_used }).where('id', '=', run.id).execute();
+            for (const [i, nt] of t.tasks.entries()) {
+              const waiting = nt.input.kind === 'answer' ? await trx.selectFrom('run_tasks').select('id').where('run_id', '=', run.id).where('role', '=', nt.role).where('state', '=', 'waiting').executeTakeFirst() : undefined;
+              if (waiting) await store.setTask(trx, waiting.id, { state: 'queued', input: nt.input });
+              else await addTask(trx, run, team, nt.role, seqs[i] ?? seqs[0], nt.input);
+            }
+            await deps.advance(trx, run.id);
+            break;
+          }
+          case 'wait':
+            await store.setTask(trx, taskId, { state: 'waiting', outcome });
+            await trx
+              .updateTable('runs')
+              .set({ state: 'waiting', waiting_for: JSON.stringify({ role: t.waiting_for.role, kind: t.waiting_for.kind, since: new Date().toISOString() }), open_question_seq: seqs[0], row_version: sql`nextval('row_version_seq')` })
+              .where('id', '=', run.id)
+              .execute();
+            break;
+          case 'succeeded': {
+            await store.setTask(trx, taskId, { state: 'done', outcome, finished: true });
+            const d = run.delivery;
+            const branch = t.branch ?? d?.branch ?? null;
+            const delivery: Delivery | null = branch || t.pull_request_url ? { branch, commit: d && d.branch === branch ? d.commit : null, pull_request: t.pull_request_url ? { url: t.pull_request_url, number: null, state: null } : (d?.pull_request ?? null) } : d;
+            await finish(trx, run, team, 'succeeded', { summary: t.summary, delivery });
+            break;
+          }
+          case 'failed':
+            await store.setTask(trx, taskId, { state: 'failed', outcome, finished: true });
+            await finish(trx, run, team, 'failed', { failure_reason: t.reason, summary: t.reason });
+            break;
+          case 'cancelled':
+            await store.setTask(trx, taskId, { state: 'cancelled', outcome, finished: true });
+            break;
+        }
+        return run.id;
+      });
+      if (runId) published(runId);
+    },
+
+    /** Fails a run for a reason outside the agents (a sandbox that cannot be had, a runtime that keeps dying). */
+    async failRun(runId: string, reason: string) {
+      const before = await store.getRun(db, runId);
+      if (!before) return;
+      const team = (await deps.team(before.team_name)) ?? { id: before.team_id, name: before.team_name, status: 'archived', surface: 'console', lead: before.lead, rework_rounds: 0, repo_url: null, roles: [] };
+      const done = await db.transaction().execute(async (trx) => {
+        const run = await store.lockRun(trx, runId);
+        if (!run || FINISHED.includes(run.state)) return false;
+        await store.appendPost(trx, runId, { kind: 'failed', role: null, text: reason });
+        await finish(trx, run, team, 'failed', { failure_reason: reason, summary: reason });
+        return true;
+      });
+      if (done) published(runId);
+    },
+
+    /** A notice in the run's conversation (a cold boot, a refused request), once per source. */
+    async notice(runId: string, text: string, source: string, data: Record<string, unknown> = {}) {
+      await db.transaction().execute(async (trx) => {
+        const run = await store.lockRun(trx, runId);
+        if (run) await store.appendPost(trx, runId, { kind: 'notice', role: null, text, data }, source);
+      });
+      published(runId);
+    },
+
+    /** Puts a question-answering input on a task (the engine answering open_pull_request), queued again. */
+    async requeueTask(taskId: string, input: AgentInput) {
+      await db.transaction().execute(async (trx) => {
+        const t = await store.getTask(trx, taskId);
+        if (!t || t.state !== 'running') return;
+        await store.setTask(trx, taskId, { state: 'queued', input });
+      });
     },
   };
 }

@@ -347,6 +347,32 @@ export function createTeamsService(deps: {
       };
     },
 
+    /** What a run needs of a team (the live one of the name, else the last archived one): its roles as they are now; null when there is none. */
+    async forRun(name: string) {
+      const t = await store.getTeamForRead(db, name);
+      if (!t) return null;
+      const roles = await store.rolesOf(db, [t.id]);
+      return {
+        id: t.id,
+        name: t.name,
+        status: t.status,
+        surface: t.home_surface,
+        lead: t.lead,
+        rework_rounds: t.rework_rounds,
+        repo_url: t.repo_url,
+        roles: roles.map((r) => ({
+          role: r.role,
+          agent: r.agent,
+          model: r.model,
+          next_role: r.pipeline_next_role,
+          max_iterations: r.max_iterations,
+          confirmation_policy: r.confirmation_policy,
+          skills: r.skills,
+          memory: effectiveRoleMemory(t.memory, r.memory),
+        })),
+      };
+    },
+
     /** The name of a team by its id (archived ones too), or null. */
     async nameById(id: number): Promise<string | null> {
       return (await store.getTeamById(db, id))?.name ?? null;

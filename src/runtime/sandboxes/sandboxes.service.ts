@@ -1,6 +1,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
+import { destroyTeamSandboxesJob } from './jobs/destroy-team-sandboxes.ts';
 import { lockTeamSandboxes } from './placement.ts';
 
 /** A team's sandboxes at a glance: none placed, some awake (starting or running), or all asleep. */
@@ -33,6 +34,8 @@ export function createSandboxesService(deps: { db: Db }) {
       // Placements under way finish first; later ones see the team archived.
       await lockTeamSandboxes(trx, teamId, 'archive');
       const rows = await trx.updateTable('sandboxes').set({ state: 'destroyed', updated_at: sql`now()` }).where('team_id', '=', teamId).where('state', '<>', 'destroyed').returning('id').execute();
+      // Freeing what runs them (processes, links, disks) leaves the process: a job, after commit.
+      if (rows.length) await destroyTeamSandboxesJob.enqueue(trx, { team_id: teamId }, { key: `sandboxes.destroy-team:${teamId}` });
       return rows.length;
     },
   };

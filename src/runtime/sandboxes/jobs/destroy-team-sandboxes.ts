@@ -6,6 +6,8 @@
  * released here, and a dead host that comes back removes what it still had. Safe to run twice.
  */
 import { sql } from 'kysely';
+import { Type } from 'typebox';
+import { jobType } from '../../../queue/queue.ts';
 import type { Db } from '../../../db/database.ts';
 import type { SandboxHost } from '../host.ts';
 
@@ -18,6 +20,9 @@ export interface DestroyTeamSandboxesDeps {
 }
 
 export class BadJobPayloadError extends Error {}
+
+/** Queued in the archive's transaction: the hosts free the team's sandboxes after it commits. */
+export const destroyTeamSandboxesJob = jobType('sandboxes.destroy-team', Type.Object({ team_id: Type.Integer({ minimum: 1 }) }));
 
 export function createDestroyTeamSandboxes(deps: DestroyTeamSandboxesDeps) {
   /** Destroys every sandbox of the team; answers how many it marked and how many nobody holds any more. */

@@ -43,6 +43,8 @@ export interface LocalProviderOptions {
   bwrap?: string;
   /** The host uid and gid sandbox processes run as (mapped to 1000 inside). */
   hostUid?: number;
+  /** Host paths bound read-only into every sandbox (the agent runtime and the Node that runs it); never a secret. */
+  readOnly?: ReadonlyArray<{ source: string; target: string }>;
   logger?: Logger;
 }
 
@@ -159,6 +161,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     }
     args.push('--ro-bind', path.join(dir, 'etc'), '/etc');
     for (const f of HOST_ETC) if (existsSync(path.join('/etc', f))) args.push('--ro-bind', path.join('/etc', f), path.join('/etc', f));
+    for (const m of opts.readOnly ?? []) args.push('--ro-bind', m.source, m.target);
     args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--tmpfs', '/run', '--bind', path.join(dir, 'workspace'), '/workspace', '--chdir', '/workspace');
     return args;
   }

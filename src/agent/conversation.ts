@@ -1,0 +1,108 @@
+import { toolNamed } from '../runtime/tools/catalog.ts';
+import type { ChatMessage, ToolSpec } from './model.ts';
+import type { AgentConfig, AgentEvent, ToolCall } from './protocol.ts';
+
+/** The instructions every agent gets ahead of its version's own prompt. */
+export function systemPromptOf(config: AgentConfig): string {
+  const lines = [config.system_prompt.trim(), ''];
+  lines.push(`You are the "${config.role}" role of a team of agents${config.lead ? ', and its lead: you alone talk to the person and end the run' : ''}.`);
+  lines.push(`Team roles: ${config.roles.join(', ')}.${config.next_role ? ` When your part is done, hand the work to "${config.next_role}" with hand_off.` : ''}`);
+  lines.push(`Your workspace is ${config.workspace}.${config.repo_dir ? ` The team's repository is cloned at ${config.repo_dir}.` : ''}${config.branch ? ` Work on the branch "${config.branch}" and push it when the work is ready.` : ''}`);
+  lines.push('Act only through your tools. Each answer of yours should call at least one tool.');
+  lines.push(config.lead ? 'When the task is done (or cannot be done), call finish.' : 'Do not call finish: hand the work back with hand_off; ask_person sends your question to the lead.');
+  if (config.documents.length) {
+    lines.push('', 'Context documents (read-only; read them with read_file when relevant):');
+    for (const d of config.documents) lines.push(`- ${d.path} (${d.type}, ${d.size} bytes, ${d.scope}): ${d.description}`);
+  }
+  if (config.skills.length) {
+    lines.push('', 'Skills (instructions on disk; read the one that fits before you start such work):');
+    for (const s of config.skills) lines.push(`- ${s.name} at ${s.path}: ${s.description}`);
+  }
+  return lines.join('\n');
+}
+
+export function toolSpecsOf(config: AgentConfig): ToolSpec[] {
+  return config.tools.flatMap((name) => {
+    const t = toolNamed(name);
+    return t ? [{ type: 'function' as const, function: { name: t.name, description: t.description, parameters: t.parameters } }] : [];
+  });
+}
+
+function taskMessage(input: Extract<AgentEvent, { type: 'input' }>['input']): string | null {
+  if (input.kind !== 'task') return null;
+  const memory = input.memory ? `Team memory (outcomes of earlier work):\n${input.memory}\n\n` : '';
+  return `${memory}${input.from === 'person' ? 'Task' : `Message from ${input.from}`}:\n${input.text}`;
+}
+
+/**
+ * The conversation the model sees, derived from the journal: the system prompt, then tasks
+ * as user messages, the model's answers, and one tool message per tool call. Tool results
+ * up to the last `context_masked` mark are masked; everything up to the last
+ * `context_summarized` mark is replaced by its summary.
+ */
+export function messagesOf(config: AgentConfig, events: readonly AgentEvent[]): ChatMessage[] {
+  let summarizedUpTo = 0;
+  let summary: string | null = null;
+  let maskedUpTo = 0;
+  for (const e of events) {
+    if (e.type === 'context_summarized') {
+      summarizedUpTo = e.up_to_seq;
+      summary = e.summary;
+    } else if (e.type === 'context_masked') maskedUpTo = Math.max(maskedUpTo, e.up_to_seq);
+  }
+  const messages: ChatMessage[] = [{ role: 'system', content: systemPromptOf(config) }];
+  if (summary) messages.push({ role: 'user', content: `Summary of the conversation so far (earlier messages were dropped to fit the context window):\n${summary}` });
+  for (const e of events) {
+    if (e.seq <= summarizedUpTo) continue;
+    if (e.type === 'input') {
+      const text = taskMessage(e.input);
+      if (text) messages.push({ role: 'user', content: text });
+    } else if (e.type === 'model_reply') {
+      messages.push({
+        role: 'assistant',
+        content: e.content,
+        ...(e.tool_calls.length ? { tool_calls: e.tool_calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) } : {}),
+      });
+    } else if (e.type === 'tool_result') {
+      const content = e.seq <= maskedUpTo && e.output.length > 200 ? `[output of ${e.name} masked to save context: ${e.output.length} characters; run the tool again if you need it]` : e.output;
+      messages.push({ role: 'tool', tool_call_id: e.call_id, content: e.ok ? content : `ERROR: ${content}` });
+    }
+  }
+  return messages;
+}
+
+/** The calls of the last model answer that have no result yet, in order. */
+export function pendingCalls(events: readonly AgentEvent[]): { calls: ToolCall[]; started: Set<string> } {
+  let lastReply = -1;
+  for (let i = events.length - 1; i >= 0; i--) {
+    if (events[i].type === 'model_reply') {
+      lastReply = i;
+      break;
+    }
+  }
+  if (lastReply < 0) return { calls: [], started: new Set() };
+  const reply = events[lastReply] as Extract<AgentEvent, { type: 'model_reply' }>;
+  const done = new Set<string>();
+  const started = new Set<string>();
+  for (const e of events.slice(lastReply + 1)) {
+    if (e.type === 'tool_result') done.add(e.call_id);
+    if (e.type === 'tool_started') started.add(e.call.id);
+  }
+  return { calls: reply.tool_calls.filter((c) => !done.has(c.id)), started };
+}
+
+/** Rough token count of a conversation: four characters a token, as the model proxy estimates. */
+export function estimateTokens(messages: readonly ChatMessage[]): number {
+  let chars = 0;
+  for (const m of messages) {
+    chars += (typeof m.content === 'string' ? m.content.length : 0) + 16;
+    if (m.role === 'assistant' && m.tool_calls) for (const c of m.tool_calls) chars += c.function.name.length + c.function.arguments.length;
+  }
+  return Math.ceil(chars / 4);
+}
+
+/** The seq of the last event before the newest model answer: everything up to it is settled (every call has its result). */
+export function settledBoundary(events: readonly AgentEvent[]): number {
+  for (let i = events.length - 1; i >= 0; i--) if (events[i].type === 'model_reply') return i > 0 ? events[i - 1].seq : 0;
+  return 0;
+}

@@ -1,0 +1,79 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { AgentEvent, AgentEventBody } from './protocol.ts';
+
+/**
+ * The append-only journal of one conversation: a JSON line per event, written and synced to
+ * disk before it is told to anyone, so a runtime killed at any point resumes from exactly what
+ * was recorded. A torn last line (a write cut short by the kill) is dropped on open.
+ */
+export class Journal {
+  readonly file: string;
+  private fd: number;
+  private readonly events: AgentEvent[] = [];
+  private readonly listeners = new Set<(e: AgentEvent) => void>();
+
+  private constructor(file: string, fd: number, events: AgentEvent[]) {
+    this.file = file;
+    this.fd = fd;
+    this.events = events;
+  }
+
+  static open(file: string): Journal {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    let text = '';
+    try {
+      text = fs.readFileSync(file, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+    const events: AgentEvent[] = [];
+    let good = 0;
+    for (const line of text.split('\n')) {
+      if (!line) break;
+      let e: AgentEvent;
+      try {
+        e = JSON.parse(line) as AgentEvent;
+      } catch {
+        break;
+      }
+      if (e.seq !== events.length + 1) break;
+      events.push(e);
+      good += Buffer.byteLength(line, 'utf8') + 1;
+    }
+    const fd = fs.openSync(file, 'a+');
+    if (good !== Buffer.byteLength(text, 'utf8')) fs.ftruncateSync(fd, good);
+    return new Journal(file, fd, events);
+  }
+
+  get lastSeq(): number {
+    return this.events.length;
+  }
+
+  all(): readonly AgentEvent[] {
+    return this.events;
+  }
+
+  after(seq: number): AgentEvent[] {
+    return this.events.slice(Math.max(0, seq));
+  }
+
+  /** Records an event durably and then tells the listeners; returns it with its seq. */
+  append(body: AgentEventBody): AgentEvent {
+    const event = { seq: this.events.length + 1, at: new Date().toISOString(), ...body } as AgentEvent;
+    fs.writeSync(this.fd, `${JSON.stringify(event)}\n`);
+    fs.fdatasyncSync(this.fd);
+    this.events.push(event);
+    for (const l of this.listeners) l(event);
+    return event;
+  }
+
+  onAppend(listener: (e: AgentEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  close(): void {
+    fs.closeSync(this.fd);
+  }
+}

@@ -1,0 +1,282 @@
+import { estimateTokens, messagesOf, pendingCalls, settledBoundary, toolSpecsOf } from './conversation.ts';
+import type { Journal } from './journal.ts';
+import { callModel, ModelError, type ModelReply, type ModelRequest } from './model.ts';
+import type { AgentConfig, AgentEvent, AgentInput, ToolCall, TurnOutcome } from './protocol.ts';
+import { NOTE_TOOLS, parseCall, riskOf, runWorkTool, TURN_TOOLS, type ToolContext } from './tools/index.ts';
+
+export interface LoopDeps {
+  /** The model call; `callModel` in production. */
+  model?: (req: ModelRequest) => Promise<ModelReply>;
+  /** Waits between retries; a plain timer in production. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Environment of the tools' processes (the sandbox's: proxy variables, CA paths). */
+  env: NodeJS.ProcessEnv;
+  stream?: boolean;
+  /** Attempts of one model call before the turn fails. */
+  attempts?: number;
+  modelTimeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+const NUDGES = 2;
+
+function defaultSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+  });
+}
+
+/** What a finished turn-ending call means for the worker. */
+function outcomeOfTurnTool(config: AgentConfig, call: ToolCall, args: Record<string, any>): TurnOutcome | string {
+  switch (call.name) {
+    case 'ask_person':
+      return { kind: 'question', question: String(args.question), options: Array.isArray(args.options) ? args.options.map(String) : [] };
+    case 'hand_off': {
+      const to = (args.to_role as string | undefined) ?? config.next_role;
+      if (to && !config.roles.includes(to)) return `there is no role "${to}" in this team; the roles are ${config.roles.join(', ')}`;
+      if (to === config.role) return 'you cannot hand work to yourself';
+      if (!to && config.lead) return 'there is no next role in the pipeline; finish the task instead';
+      return { kind: 'hand_off', to_role: to ?? null, summary: String(args.summary), branch: (args.branch as string | undefined) ?? null };
+    }
+    case 'finish':
+      if (!config.lead) return 'only the lead ends the run; hand the work back with hand_off';
+      return {
+        kind: 'finished',
+        outcome: args.outcome === 'failed' ? 'failed' : 'succeeded',
+        summary: String(args.summary),
+        branch: (args.branch as string | undefined) ?? null,
+        pull_request_url: (args.pull_request_url as string | undefined) ?? null,
+      };
+    default:
+      return { kind: 'pull_request', call, title: String(args.title), body: String(args.body ?? ''), head: (args.head as string | undefined) ?? null, base: (args.base as string | undefined) ?? null, draft: Boolean(args.draft) };
+  }
+}
+
+/**
+ * Runs one turn of an agent: records the input, settles the calls the last answer left open,
+ * then calls the model and carries out its tool calls until the turn ends (a question, a
+ * confirmation, a hand-off, the end of the task, the iteration cap, a failure, a cancel).
+ * Every step is in the journal before it happens, so a turn cut short resumes with
+ * `{kind: 'resume'}`: a model call is made again, a tool call that had started is reported to
+ * the model as interrupted, never run twice.
+ */
+export async function runTurn(config: AgentConfig, journal: Journal, input: AgentInput, deps: LoopDeps): Promise<TurnOutcome> {
+  const signal = deps.signal ?? new AbortController().signal;
+  const model = deps.model ?? callModel;
+  const sleep = deps.sleep ?? defaultSleep;
+  const allowed = new Set(config.tools);
+  const ctx: ToolContext = { workspace: config.workspace, repoDir: config.repo_dir, branch: config.branch, role: config.role, signal, env: deps.env };
+  const end = (outcome: TurnOutcome): TurnOutcome => {
+    journal.append({ type: 'turn_end', outcome });
+    return outcome;
+  };
+  const result = (call: ToolCall, ok: boolean, output: string, interrupted = false) =>
+    journal.append({ type: 'tool_result', call_id: call.id, name: call.name, ok, output, ...(interrupted ? { interrupted: true } : {}) });
+
+  journal.append({ type: 'input', input });
+  const turnStart = journal.lastSeq;
+
+  // Settle what the last answer left open.
+  const open = pendingCalls(journal.all());
+  let queue = open.calls;
+  if (queue.length) {
+    const [first] = queue;
+    if (input.kind === 'answer' && first.name === 'ask_person') {
+      result(first, true, `The answer: ${input.text}`);
+      queue = queue.slice(1);
+    } else if (input.kind === 'tool_result' && first.name === 'open_pull_request') {
+      result(first, input.ok, input.output);
+      queue = queue.slice(1);
+    } else if (input.kind === 'confirmation') {
+      const parsed = parseCall(first.name, first.arguments, allowed);
+      if (!input.approved || !parsed.ok) {
+        result(first, false, `The person refused this action${input.note ? `: ${input.note}` : ''}. Do not try it again another way; continue without it or ask.`);
+      } else {
+        const done = await carryOut(first, parsed.args);
+        if (done) return done;
+      }
+      queue = queue.slice(1);
+    } else if (input.kind === 'resume') {
+      if (open.started.has(first.id)) {
+        result(first, false, 'interrupted: the sandbox or its worker restarted while this ran; it may or may not have taken effect. Check before trying again.', true);
+        queue = queue.slice(1);
+      }
+    } else {
+      // A new task or answer while calls were open: each gets exactly one result, saying why it ends here.
+      for (const c of queue) result(c, TURN_TOOLS.has(c.name), TURN_TOOLS.has(c.name) ? `${c.name} done; a new message follows.` : 'not carried out: the turn ended before this call ran.');
+      queue = [];
+    }
+  }
+  if (input.kind === 'answer' && !open.calls.some((c) => c.name === 'ask_person')) {
+    journal.append({ type: 'input', input: { kind: 'task', text: input.text, from: 'person' } });
+  }
+
+  async function carryOut(call: ToolCall, args: Record<string, unknown>): Promise<TurnOutcome | null> {
+    journal.append({ type: 'tool_started', call });
+    let answer;
+    try {
+      answer = await runWorkTool(call.name, ctx, args);
+    } catch (err) {
+      answer = { ok: false, output: `${call.name} failed: ${err instanceof Error ? err.message : String(err)}` };
+    }
+    if (signal.aborted) {
+      result(call, false, 'cancelled by the person', true);
+      return end({ kind: 'cancelled' });
+    }
+    result(call, answer.ok, answer.output);
+    return null;
+  }
+
+  /** Carries out calls in order; returns the outcome that ends the turn, or null to call the model again. */
+  async function handleCalls(calls: ToolCall[]): Promise<TurnOutcome | null> {
+    let ending: TurnOutcome | null = null;
+    for (let i = 0; i < calls.length; i++) {
+      const call = calls[i];
+      if (signal.aborted) {
+        for (const c of calls.slice(i)) result(c, false, 'cancelled by the person', true);
+        return end({ kind: 'cancelled' });
+      }
+      const parsed = parseCall(call.name, call.arguments, allowed);
+      if (!parsed.ok) {
+        result(call, false, parsed.error);
+        continue;
+      }
+      const args = parsed.args;
+      if (ending) {
+        result(call, false, `not carried out: ${ending.kind === 'question' ? 'a question' : 'an earlier call'} already ends this turn; call it again later if still needed`);
+        continue;
+      }
+      if (NOTE_TOOLS.has(call.name)) {
+        if (call.name === 'post_progress') journal.append({ type: 'progress', text: String(args.text) });
+        else journal.append({ type: 'plan', steps: (args.steps as Array<{ step: string; status: string }>).map((s) => ({ step: s.step, status: s.status })) });
+        result(call, true, 'recorded');
+        continue;
+      }
+      const risk = config.confirmation_policy === 'confirm_risky' ? riskOf(parsed.tool, args) : null;
+      if (risk) return end({ kind: 'confirmation', call, reason: risk });
+      if (TURN_TOOLS.has(call.name)) {
+        const outcome = outcomeOfTurnTool(config, call, args);
+        if (typeof outcome === 'string') result(call, false, outcome);
+        else ending = outcome;
+        continue;
+      }
+      const done = await carryOut(call, args);
+      if (done) return done;
+    }
+    return ending ? end(ending) : null;
+  }
+
+  const settled = await handleCalls(queue);
+  if (settled) return settled;
+
+  let nudges = 0;
+  for (;;) {
+    if (signal.aborted) return end({ kind: 'cancelled' });
+    const iterations = journal.after(turnStart).filter((e) => e.type === 'model_call').length;
+    if (iterations >= config.max_iterations) return end({ kind: 'iteration_cap', iterations });
+    await fitContext(config, journal, model, deps);
+    journal.append({ type: 'model_call', iteration: iterations + 1 });
+    const reply = await callWithRetries(config, journal, model, sleep, deps, signal);
+    if (!reply) return signal.aborted ? end({ kind: 'cancelled' }) : end({ kind: 'failed', reason: lastModelError(journal.all()) });
+    journal.append({ type: 'model_reply', content: reply.content, tool_calls: reply.tool_calls, usage: reply.usage, finish_reason: reply.finish_reason });
+    if (!reply.tool_calls.length) {
+      if (++nudges > NUDGES) return end({ kind: 'failed', reason: `the model stopped calling tools (answered ${NUDGES + 1} times with text only)` });
+      journal.append({
+        type: 'input',
+        input: { kind: 'task', from: 'the runtime', text: config.lead ? 'Answer with a tool call: continue the work, ask_person to ask the person, or finish when done.' : 'Answer with a tool call: continue the work, or hand_off when your part is done.' },
+      });
+      continue;
+    }
+    nudges = 0;
+    const outcome = await handleCalls(reply.tool_calls);
+    if (outcome) return outcome;
+  }
+}
+
+function lastModelError(events: readonly AgentEvent[]): string {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i];
+    if (e.type === 'model_error') return `the model could not be reached: ${e.reason}`;
+  }
+  return 'the model call failed';
+}
+
+async function callWithRetries(
+  config: AgentConfig,
+  journal: Journal,
+  model: (req: ModelRequest) => Promise<ModelReply>,
+  sleep: (ms: number, signal: AbortSignal) => Promise<void>,
+  deps: LoopDeps,
+  signal: AbortSignal,
+): Promise<ModelReply | null> {
+  const attempts = deps.attempts ?? 4;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await model({
+        baseUrl: config.base_url,
+        model: config.model,
+        messages: messagesOf(config, journal.all()),
+        tools: toolSpecsOf(config),
+        stream: deps.stream ?? false,
+        temperature: config.temperature,
+        timeoutMs: deps.modelTimeoutMs ?? 300_000,
+        signal,
+      });
+    } catch (err) {
+      if (signal.aborted) return null;
+      const me = err instanceof ModelError ? err : new ModelError(err instanceof Error ? err.message : String(err), { retryable: true });
+      const final = !me.retryable || attempt >= attempts;
+      journal.append({ type: 'model_error', attempt, reason: me.message, final });
+      if (final) return null;
+      await sleep(me.retryAfterMs ?? Math.min(30_000, 1000 * 2 ** (attempt - 1)), signal);
+    }
+  }
+}
+
+/**
+ * Keeps the conversation inside the model's window: first old tool output is masked (the
+ * newest answer's results stay), then, if that is not enough, everything settled is replaced
+ * by a summary the model writes. Each step is recorded as an event.
+ */
+async function fitContext(config: AgentConfig, journal: Journal, model: (req: ModelRequest) => Promise<ModelReply>, deps: LoopDeps): Promise<void> {
+  const budget = config.context_tokens;
+  let messages = messagesOf(config, journal.all());
+  if (estimateTokens(messages) <= budget * 0.7) return;
+  const boundary = settledBoundary(journal.all());
+  const toMask = journal.all().filter((e) => e.type === 'tool_result' && e.seq <= boundary && e.output.length > 200);
+  const alreadyMasked = Math.max(0, ...journal.all().flatMap((e) => (e.type === 'context_masked' ? [e.up_to_seq] : [])));
+  if (boundary > alreadyMasked && toMask.some((e) => e.seq > alreadyMasked)) {
+    const fresh = toMask.filter((e) => e.seq > alreadyMasked) as Array<Extract<AgentEvent, { type: 'tool_result' }>>;
+    journal.append({ type: 'context_masked', up_to_seq: boundary, tool_results: fresh.length, chars: fresh.reduce((n, e) => n + e.output.length, 0) });
+    messages = messagesOf(config, journal.all());
+    if (estimateTokens(messages) <= budget * 0.85) return;
+  }
+  if (boundary === 0) return;
+  const transcript = messages
+    .slice(1)
+    .map((m) => `${m.role}: ${typeof m.content === 'string' ? m.content : ''}${m.role === 'assistant' && m.tool_calls ? ` [calls ${m.tool_calls.map((c) => `${c.function.name}(${c.function.arguments.slice(0, 300)})`).join(', ')}]` : ''}`)
+    .join('\n')
+    .slice(-budget * 2);
+  let summary: string;
+  try {
+    const reply = await model({
+      baseUrl: config.base_url,
+      model: config.model,
+      messages: [
+        { role: 'system', content: 'Summarize this agent conversation for the agent itself: the task, decisions, what was done (files, branches, commits), what is left, and open questions. Be concise and specific.' },
+        { role: 'user', content: transcript },
+      ],
+      tools: [],
+      stream: false,
+      timeoutMs: deps.modelTimeoutMs ?? 300_000,
+      signal: deps.signal,
+    });
+    summary = reply.content?.trim() || '';
+  } catch {
+    summary = '';
+  }
+  // Without a model summary, the transcript's tail is the summary: the window must hold.
+  if (!summary) summary = transcript.slice(-Math.floor(budget * 1.5));
+  journal.append({ type: 'context_summarized', up_to_seq: boundary, summary });
+}

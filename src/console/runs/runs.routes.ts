@@ -1,0 +1,181 @@
+import { actorOf } from '../../http/auth.ts';
+import { setEtag } from '../../http/etag.ts';
+import type { App } from '../../http/kernel.ts';
+import { Page, limitOf } from '../../http/pagination.ts';
+import { TeamParams } from '../teams/teams.schemas.ts';
+import { MAX_REPLY_CHARS, MAX_TASK_CHARS, Post, PostsQuery, ReplyAccepted, ReplyInput, Run, RunListQuery, RunParams, RunSummary, TaskAccepted, TaskInput, Trace } from './runs.schemas.ts';
+import type { RunsService } from './runs.service.ts';
+import type { TraceReader } from './trace.ts';
+
+const HEARTBEAT_MS = 15_000;
+const POLL_MS = 1_000;
+
+export function runsRoutes(app: App, deps: { runs: RunsService; traces: TraceReader }) {
+  const { runs } = deps;
+  const tags = ['runs'];
+
+  app.post('/teams/:name/tasks', {
+    config: { auth: { role: 'operator' } },
+    schema: {
+      operationId: 'createTeamTask',
+      summary: 'Give a team a task',
+      location: true,
+      problems: { 409: 'the team is archived, not yet active, or lives on a chat surface', 429: "the team's daily budget is spent", 503: 'no live sandbox host (and its gateway) can take the work' },
+      tags,
+      description: `Starts a run: the team's lead role gets the text (1 to ${MAX_TASK_CHARS} characters). 202 with the run's id and a Location; 404 unknown team; 409 when the team is archived, not yet active, or lives on a chat surface; 429 when its daily budget is spent; 503 when no live sandbox host (and its gateway) can take the team's work.`,
+      params: TeamParams,
+      body: TaskInput,
+      response: { 202: TaskAccepted },
+    },
+    handler: async (req, reply) => {
+      const accepted = await runs.createTask(actorOf(req), req.params.name, req.body.text);
+      return reply.status(202).header('location', `/api/v1/runs/${accepted.run_id}`).send(accepted);
+    },
+  });
+
+  app.get('/runs', {
+    config: { auth: { role: 'viewer' } },
+    schema: {
+      operationId: 'listRuns',
+      summary: 'List runs',
+      tags,
+      description: 'Runs, newest first. `state=waiting` finds the runs with an open question; `team` keeps one team\'s runs.',
+      querystring: RunListQuery,
+      response: { 200: Page(RunSummary) },
+    },
+    handler: (req) => runs.list({ limit: limitOf(req.query), cursor: req.query.cursor, state: req.query.state, team: req.query.team }),
+  });
+
+  app.get('/teams/:name/runs', {
+    config: { auth: { role: 'viewer' } },
+    schema: { operationId: 'listTeamRuns', summary: "List a team's runs", tags, description: "A team's runs, newest first.", params: TeamParams, querystring: RunListQuery, response: { 200: Page(RunSummary) } },
+    handler: (req) => runs.list({ limit: limitOf(req.query), cursor: req.query.cursor, state: req.query.state, team: req.params.name }),
+  });
+
+  app.get('/runs/:id', {
+    config: { auth: { role: 'viewer' } },
+    schema: {
+      operationId: 'getRun',
+      summary: 'Get a run',
+      etag: true,
+      tags,
+      description: 'State, each role\'s tasks, cost, `waiting_for` and `open_question` while it waits, `failure_reason`, `delivery` (branch, commit, pull request), trace link, and the agent version each role runs.',
+      params: RunParams,
+      response: { 200: Run },
+    },
+    handler: async (req, reply) => {
+      const { run, version } = await runs.get(req.params.id);
+      setEtag(reply, version);
+      return run;
+    },
+  });
+
+  app.get('/runs/:id/posts', {
+    config: { auth: { role: 'viewer' } },
+    schema: {
+      operationId: 'listRunPosts',
+      summary: "Read a run's conversation",
+      tags,
+      description:
+        'The conversation in order. `cursor` = the last `seq` seen returns only newer posts. With `Accept: text/event-stream` the same route streams posts as they come (each event\'s `id` is its seq, `event` its kind, `data` the post as JSON), starting after `cursor` or the `Last-Event-ID` header; comments keep the connection alive.',
+      params: RunParams,
+      querystring: PostsQuery,
+      response: { 200: Page(Post) },
+    },
+    handler: async (req, reply) => {
+      const after = Number(req.query.cursor ?? 0);
+      const limit = req.query.limit ?? 200;
+      if (!String(req.headers.accept ?? '').includes('text/event-stream')) return runs.posts(req.params.id, after, limit);
+
+      const lastEventId = Number(req.headers['last-event-id']);
+      let seen = Number.isInteger(lastEventId) && lastEventId > 0 ? lastEventId : after;
+      await runs.posts(req.params.id, seen, 1); // 404 before the stream starts
+      reply.hijack();
+      const res = reply.raw;
+      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+      res.write(': stream of run posts\n\n');
+      let closed = false;
+      let wake: (() => void) | null = null;
+      const unsubscribe = runs.onPosts(req.params.id, () => wake?.());
+      const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS);
+      req.raw.on('close', () => {
+        closed = true;
+        wake?.();
+      });
+      try {
+        while (!closed) {
+          const page = await runs.posts(req.params.id, seen, 200);
+          for (const p of page.items) {
+            if (!res.write(`id: ${p.seq}\nevent: ${p.kind}\ndata: ${JSON.stringify(p)}\n\n`)) await new Promise((r) => res.once('drain', r));
+            seen = p.seq;
+          }
+          if (page.next_cursor) continue;
+          await new Promise<void>((resolve) => {
+            const t = setTimeout(resolve, POLL_MS);
+            wake = () => {
+              clearTimeout(t);
+              resolve();
+            };
+          });
+          wake = null;
+        }
+      } catch (err) {
+        req.log.warn({ err, run: req.params.id }, 'post stream ended by an error');
+      } finally {
+        clearInterval(heartbeat);
+        unsubscribe();
+        res.end();
+      }
+    },
+  });
+
+  app.post('/runs/:id/replies', {
+    config: { auth: { role: 'operator' } },
+    schema: {
+      operationId: 'replyToRun',
+      summary: 'Answer a run or give it a follow-up',
+      problems: { 409: 'the question is no longer open, the run waits for an answer, was cancelled, or lives on a chat surface' },
+      tags,
+      description: `With \`in_reply_to\` = the open question's seq, the text answers it (a confirmation takes "approve"/"refuse", or \`approve\`) and the run goes on: 409 when that question is no longer open, 422 when the seq is not a question. Without it, the text (1 to ${MAX_REPLY_CHARS} characters) is a follow-up task for the lead in the same run; a succeeded or failed run reopens; 409 while the run waits for an answer or after a cancel. 409 for a run on a chat surface. 202.`,
+      params: RunParams,
+      body: ReplyInput,
+      response: { 202: ReplyAccepted },
+    },
+    handler: async (req, reply) => reply.status(202).send(await runs.reply(actorOf(req), req.params.id, req.body)),
+  });
+
+  app.post('/runs/:id/cancel', {
+    config: { auth: { role: 'operator' } },
+    schema: {
+      operationId: 'cancelRun',
+      summary: 'Cancel a run',
+      etag: true,
+      problems: { 409: 'the run has already ended, or lives on a chat surface' },
+      tags,
+      description: 'Cancels the run at once: its running tools and agent loop are stopped. 409 for a run that has already ended, and for a run on a chat surface (cancel it there).',
+      params: RunParams,
+      response: { 200: Run },
+    },
+    handler: async (req, reply) => {
+      const { run, version } = await runs.cancel(actorOf(req), req.params.id);
+      setEtag(reply, version);
+      return run;
+    },
+  });
+
+  app.get('/runs/:id/trace', {
+    config: { auth: { role: 'viewer' } },
+    schema: {
+      operationId: 'getRunTrace',
+      summary: "Read a run's trace",
+      tags,
+      description: 'The spans of the run from the trace store (SERVICE_JAEGER_URL): the run, each role\'s task, each model and tool call. Empty when no store is configured, it does not answer, or it has no such trace.',
+      params: RunParams,
+      response: { 200: Trace },
+    },
+    handler: async (req) => {
+      const traceId = await runs.traceId(req.params.id);
+      return { run_id: req.params.id, trace_id: traceId, spans: traceId ? await deps.traces.spans(traceId) : [] };
+    },
+  });
+}

@@ -1,0 +1,121 @@
+import { Type, type Static } from 'typebox';
+import { ListQuery } from '../../http/pagination.ts';
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
+const Time = Type.String({ format: 'date-time' });
+
+
+export const MAX_TASK_CHARS = 32_000;
+export const MAX_REPLY_CHARS = 16_000;
+
+export const RunStateSchema = Type.Union([Type.Literal('running'), Type.Literal('waiting'), Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('cancelled')]);
+export const PostKindSchema = Type.Union([Type.Literal('notice'), Type.Literal('working'), Type.Literal('question'), Type.Literal('answer'), Type.Literal('completed'), Type.Literal('failed'), Type.Literal('canceled'), Type.Literal('task'), Type.Literal('reply'), Type.Literal('artifact'), Type.Literal('command_result')]);
+
+export const TaskInput = Type.Object(
+  { text: Type.String({ minLength: 1, maxLength: MAX_TASK_CHARS, description: `what the team should do; 1 to ${MAX_TASK_CHARS} characters` }) },
+  { additionalProperties: false },
+);
+
+export const TaskAccepted = Type.Object({
+  run_id: Type.String(),
+  work_item_id: Type.String(),
+  state: RunStateSchema,
+});
+
+export const RunTask = Type.Object({
+  id: Type.String(),
+  role: Type.String(),
+  state: Type.Union([Type.Literal('queued'), Type.Literal('running'), Type.Literal('waiting'), Type.Literal('done'), Type.Literal('failed'), Type.Literal('cancelled')]),
+  agent_version: Nullable(Type.Integer()),
+  iterations: Type.Integer({ description: 'model calls made for this task' }),
+  cost_usd: Type.Number(),
+  created_at: Time,
+  started_at: Nullable(Time),
+  finished_at: Nullable(Time),
+});
+
+export const RunSummary = Type.Object({
+  id: Type.String(),
+  team: Type.String(),
+  work_item_id: Type.String(),
+  state: RunStateSchema,
+  surface: Type.String({ description: 'where the run lives: `console`, or a chat surface (answered and cancelled there)' }),
+  text: Type.String({ description: 'the task as given' }),
+  lead: Type.String(),
+  cost_usd: Type.Number({ description: 'model spend of every role of the run' }),
+  waiting_for: Nullable(Type.Object({ role: Type.String(), kind: Type.Union([Type.Literal('question'), Type.Literal('confirmation')]), since: Time })),
+  open_question: Nullable(Type.Object({ seq: Type.Integer(), role: Type.String(), text: Type.String() })),
+  failure_reason: Nullable(Type.String()),
+  created_by: Type.String(),
+  created_at: Time,
+  updated_at: Time,
+  finished_at: Nullable(Time),
+});
+
+export const Run = Type.Object({
+  ...RunSummary.properties,
+  tasks: Type.Array(RunTask),
+  delivery: Nullable(
+    Type.Object({
+      branch: Nullable(Type.String()),
+      commit: Nullable(Type.String()),
+      pull_request: Nullable(Type.Object({ url: Type.String(), number: Nullable(Type.Integer()), state: Nullable(Type.String()) })),
+    }),
+  ),
+  agent_versions: Type.Record(Type.String(), Type.Integer(), { description: 'the agent version each role runs, fixed when the run started' }),
+  chat_thread_url: Nullable(Type.String()),
+  jaeger_url: Nullable(Type.String()),
+});
+export type Run = Static<typeof Run>;
+
+export const Post = Type.Object({
+  seq: Type.Integer({ description: 'ordering cursor: pass the last seen as `cursor` for newer posts' }),
+  kind: PostKindSchema,
+  role: Nullable(Type.String()),
+  text: Type.String(),
+  data: Type.Record(Type.String(), Type.Unknown()),
+  created_at: Time,
+});
+export type Post = Static<typeof Post>;
+
+export const RunParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' }) });
+
+export const RunListQuery = Type.Object(
+  {
+    ...ListQuery.properties,
+    state: Type.Optional(RunStateSchema),
+    team: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+  },
+  { additionalProperties: false },
+);
+
+export const PostsQuery = Type.Object(
+  {
+    cursor: Type.Optional(Type.String({ pattern: '^[0-9]{1,9}$', description: 'the last `seq` seen: only newer posts are returned' })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 200 })),
+  },
+  { additionalProperties: false },
+);
+
+export const ReplyInput = Type.Object(
+  {
+    text: Type.String({ minLength: 1, maxLength: MAX_REPLY_CHARS }),
+    in_reply_to: Type.Optional(Nullable(Type.Integer({ minimum: 1, description: 'the open question\'s `seq`: the text answers it; without it the text is a follow-up task' }))),
+    approve: Type.Optional(Type.Boolean({ description: 'for a confirmation: true approves, false refuses; without it the text decides ("approve"/"yes" or "refuse"/"no")' })),
+  },
+  { additionalProperties: false },
+);
+export type ReplyInput = Static<typeof ReplyInput>;
+
+export const ReplyAccepted = Type.Object({ run_id: Type.String(), seq: Type.Integer({ description: 'the post the reply became' }), state: RunStateSchema });
+
+export const TraceSpan = Type.Object({
+  trace_id: Type.String(),
+  span_id: Type.String(),
+  parent_span_id: Nullable(Type.String()),
+  name: Type.String(),
+  start_time: Time,
+  duration_ms: Type.Number(),
+  attributes: Type.Record(Type.String(), Type.Unknown()),
+});
+export const Trace = Type.Object({ run_id: Type.String(), trace_id: Nullable(Type.String()), spans: Type.Array(TraceSpan) });

@@ -1,0 +1,144 @@
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+import { keyset, type CursorValue } from '../../http/pagination.ts';
+import type { PostDraft } from '../../runtime/engine/rules.ts';
+import type { RunState, TaskState } from './runs.tables.ts';
+
+type Q = Kysely<Database> | Transaction<Database>;
+
+export type RunRow = NonNullable<Awaited<ReturnType<typeof getRun>>>;
+export type TaskRow = Awaited<ReturnType<typeof tasksOf>>[number];
+export type PostRow = Awaited<ReturnType<typeof postsAfter>>[number];
+
+export function getRun(db: Q, id: string) {
+  return db.selectFrom('runs').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** The run, locked for the rest of the transaction: every change of a run goes through this. */
+export function lockRun(trx: Transaction<Database>, id: string) {
+  return trx.selectFrom('runs').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+}
+
+export function listRuns(db: Q, filter: { state?: RunState; team?: string }, cursor: CursorValue[] | null, limit: number) {
+  let q = db.selectFrom('runs').selectAll();
+  if (filter.state) q = q.where('state', '=', filter.state);
+  if (filter.team) q = q.where('team_name', '=', filter.team);
+  return keyset(q, ['created_at', 'id'], 'desc', cursor, limit).execute();
+}
+
+export function tasksOf(db: Q, runIds: string[]) {
+  if (!runIds.length) return Promise.resolve([]);
+  return db.selectFrom('run_tasks').selectAll().where('run_id', 'in', runIds).orderBy('created_at').orderBy('id').execute();
+}
+
+export function getTask(db: Q, id: string) {
+  return db.selectFrom('run_tasks').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** The task the engine works on next: the oldest that is queued or running. */
+export function nextTask(db: Q, runId: string) {
+  return db
+    .selectFrom('run_tasks')
+    .selectAll()
+    .where('run_id', '=', runId)
+    .where('state', 'in', ['queued', 'running'])
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+export function postsAfter(db: Q, runId: string, after: number, limit: number) {
+  return db.selectFrom('run_posts').selectAll().where('run_id', '=', runId).where('seq', '>', after).orderBy('seq').limit(limit).execute();
+}
+
+export function getPost(db: Q, runId: string, seq: number) {
+  return db.selectFrom('run_posts').selectAll().where('run_id', '=', runId).where('seq', '=', seq).executeTakeFirst();
+}
+
+/**
+ * Appends a post to a locked run: the next seq, once per `source` (a second append of the same
+ * source returns the first post's seq and adds nothing).
+ */
+export async function appendPost(trx: Transaction<Database>, runId: string, draft: PostDraft, source: string | null = null): Promise<number> {
+  if (source) {
+    const existing = await trx.selectFrom('run_posts').select('seq').where('run_id', '=', runId).where('source', '=', source).executeTakeFirst();
+    if (existing) return existing.seq;
+  }
+  const { last_seq } = await trx
+    .updateTable('runs')
+    .set({ last_seq: sql`last_seq + 1`, updated_at: sql`now()` })
+    .where('id', '=', runId)
+    .returning('last_seq')
+    .executeTakeFirstOrThrow();
+  await trx
+    .insertInto('run_posts')
+    .values({ run_id: runId, seq: last_seq, kind: draft.kind, role: draft.role, text: draft.text, data: JSON.stringify(draft.data ?? {}), source })
+    .execute();
+  return last_seq;
+}
+
+export async function insertTask(
+  trx: Transaction<Database>,
+  t: { id: string; run_id: string; role: string; post_seq: number; input: unknown; agent_version: number | null; conversation: string; events_seen: number },
+) {
+  await trx.insertInto('run_tasks').values({ ...t, state: 'queued', input: JSON.stringify(t.input) }).execute();
+}
+
+export async function setTask(trx: Q, id: string, set: { state?: TaskState; input?: unknown; outcome?: unknown; turn_from?: number | null; started?: boolean; finished?: boolean; sandbox_id?: string | null }) {
+  await trx
+    .updateTable('run_tasks')
+    .set({
+      ...(set.state ? { state: set.state } : {}),
+      ...(set.input !== undefined ? { input: JSON.stringify(set.input) } : {}),
+      ...(set.outcome !== undefined ? { outcome: JSON.stringify(set.outcome) } : {}),
+      ...(set.turn_from !== undefined ? { turn_from: set.turn_from } : {}),
+      ...(set.sandbox_id !== undefined ? { sandbox_id: set.sandbox_id } : {}),
+      ...(set.started ? { started_at: sql`coalesce(started_at, now())` } : {}),
+      ...(set.finished ? { finished_at: sql`now()` } : {}),
+    })
+    .where('id', '=', id)
+    .execute();
+}
+
+/** Ends every open task of a run in one state. */
+export async function endOpenTasks(trx: Transaction<Database>, runId: string, state: TaskState) {
+  await trx.updateTable('run_tasks').set({ state, finished_at: sql`now()` }).where('run_id', '=', runId).where('state', 'in', ['queued', 'running', 'waiting']).execute();
+}
+
+/** The last journal seq recorded for a role's conversation in a run (a new task of the role goes on from it). */
+export async function conversationSeen(db: Q, runId: string, role: string): Promise<number | null> {
+  const row = await db.selectFrom('run_tasks').select(sql<number | null>`max(events_seen)`.as('seen')).where('run_id', '=', runId).where('role', '=', role).executeTakeFirst();
+  return row?.seen ?? null;
+}
+
+export function memoryOf(db: Q, team: string, max: number) {
+  return db.selectFrom('team_memory').select(['text', 'created_at']).where('team_name', '=', team).orderBy('id', 'desc').limit(max).execute();
+}
+
+export async function writeMemory(trx: Transaction<Database>, team: string, runId: string, text: string) {
+  await trx
+    .insertInto('team_memory')
+    .values({ team_name: team, run_id: runId, text })
+    .onConflict((oc) => oc.column('run_id').doUpdateSet({ text, created_at: sql`now()` }))
+    .execute();
+}
+
+/** Per team: runs in progress, runs waiting, the newest run's start. */
+export function activityOf(db: Q, teamIds: number[]) {
+  return db
+    .selectFrom('runs')
+    .select([
+      'team_id',
+      sql<number>`count(*) filter (where state = 'running')`.as('running'),
+      sql<number>`count(*) filter (where state = 'waiting')`.as('waiting'),
+      sql<string | null>`max(created_at)`.as('last_run_at'),
+    ])
+    .where('team_id', 'in', teamIds)
+    .groupBy('team_id')
+    .execute();
+}
+
+export async function openRunsOf(db: Q, teamId: number): Promise<string[]> {
+  return (await db.selectFrom('runs').select('id').where('team_id', '=', teamId).where('state', 'in', ['running', 'waiting']).execute()).map((r) => r.id);
+}
