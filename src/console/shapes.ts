@@ -5,6 +5,7 @@ import * as destinations from './destinations/destinations.schemas.ts';
 import * as documents from './documents/documents.schemas.ts';
 import * as environments from './environments/environments.schemas.ts';
 import * as mcpServers from './mcp-servers/mcp-servers.schemas.ts';
+import * as runs from './runs/runs.schemas.ts';
 import * as secrets from './secrets/secrets.schemas.ts';
 import * as session from './session/session.schemas.ts';
 import * as skills from './skills/skills.schemas.ts';
@@ -16,4 +17,4 @@ import * as users from './users/users.schemas.ts';
  * The console's named shapes: each exported schema of a resource module is one component of
  * the contract, named by its export, instead of a copy in every operation that uses it.
  */
-export const consoleShapes = shapesOf(agents, catalog, destinations, documents, environments, mcpServers, secrets, session, skills, teams, templates, users);
+export const consoleShapes = shapesOf(agents, catalog, destinations, documents, environments, mcpServers, runs, secrets, session, skills, teams, templates, users);

@@ -49,7 +49,7 @@ export function runsRoutes(app: App, deps: { runs: RunsService; traces: TraceRea
   app.get('/teams/:name/runs', {
     config: { auth: { role: 'viewer' } },
     schema: { operationId: 'listTeamRuns', summary: "List a team's runs", tags, description: "A team's runs, newest first.", params: TeamParams, querystring: RunListQuery, response: { 200: Page(RunSummary) } },
-    handler: (req) => runs.list({ limit: limitOf(req.query), cursor: req.query.cursor, state: req.query.state, team: req.params.name }),
+    handler: (req) => runs.listOfTeam(req.params.name, { limit: limitOf(req.query), cursor: req.query.cursor, state: req.query.state }),
   });
 
   app.get('/runs/:id', {

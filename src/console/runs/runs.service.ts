@@ -259,6 +259,12 @@ export function createRunsService(deps: RunsDeps) {
       return { run_id: run.id, work_item_id: run.work_item_id, state: run.state };
     },
 
+    /** A team's runs: 404 for a team that never was. */
+    async listOfTeam(team: string, query: { limit: number; cursor?: string; state?: RunState }) {
+      if (!(await deps.team(team))) throw problems.notFound('team', team);
+      return this.list({ ...query, team });
+    },
+
     async list(query: { limit: number; cursor?: string; state?: RunState; team?: string }) {
       const cursor = decodeCursor(query.cursor, ['string', 'string']);
       const rows = await store.listRuns(db, { state: query.state, team: query.team }, cursor, query.limit);

@@ -1,0 +1,52 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { makeTeam } from '../../../test/factories.ts';
+import { testApp, type TestApp } from '../../../test/harness.ts';
+
+// The runs routes' answers that need no sandbox host (the whole flow is test/e2e/run.test.ts).
+describe('runs routes', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await testApp({ modelProxy: true });
+  });
+  after(() => t.close());
+
+  it('a task for an unknown team is 404, an empty or oversized text 400, and no live host 503 naming why', async () => {
+    const unknown = await t.request({ method: 'POST', url: '/api/v1/teams/no-such-team/tasks', token: t.adminToken, body: { text: 'x' } });
+    assert.equal(unknown.status, 404);
+    const team = await makeTeam(t);
+    const url = `/api/v1/teams/${team.name}/tasks`;
+    assert.equal((await t.request({ method: 'POST', url, token: t.adminToken, body: { text: '' } })).status, 400);
+    assert.equal((await t.request({ method: 'POST', url, token: t.adminToken, body: { text: 'x'.repeat(32_001) } })).status, 400);
+    const noHost = await t.request({ method: 'POST', url, token: t.adminToken, body: { text: 'Write a README' } });
+    assert.equal(noHost.status, 503, noHost.text);
+    assert.match(noHost.body.detail, /host/);
+    // Nothing was started.
+    const list = await t.request({ method: 'GET', url: `/api/v1/teams/${team.name}/runs`, token: t.adminToken });
+    assert.equal(list.status, 200);
+    assert.deepEqual(list.body.items, []);
+    // A viewer may not give tasks.
+    const viewer = await t.user('viewer');
+    assert.equal((await t.request({ method: 'POST', url, token: viewer.token, body: { text: 'x' } })).status, 403);
+  });
+
+  it('an archived team takes no task (409); unknown runs are 404 on every route', async () => {
+    const team = await makeTeam(t);
+    const del = await t.request({ method: 'DELETE', url: `/api/v1/teams/${team.name}`, token: t.adminToken, headers: { 'if-match': team.etag } });
+    assert.equal(del.status, 204, del.text);
+    assert.equal((await t.request({ method: 'POST', url: `/api/v1/teams/${team.name}/tasks`, token: t.adminToken, body: { text: 'x' } })).status, 409);
+    for (const [method, path, body] of [
+      ['GET', '/api/v1/runs/run_nope', undefined],
+      ['GET', '/api/v1/runs/run_nope/posts', undefined],
+      ['GET', '/api/v1/runs/run_nope/trace', undefined],
+      ['POST', '/api/v1/runs/run_nope/replies', { text: 'hi' }],
+      ['POST', '/api/v1/runs/run_nope/cancel', undefined],
+    ] as const) {
+      const res = await t.request({ method, url: path, token: t.adminToken, body });
+      assert.equal(res.status, 404, `${method} ${path}: ${res.text}`);
+    }
+    assert.equal((await t.request({ method: 'GET', url: '/api/v1/runs?state=waiting', token: t.adminToken })).status, 200);
+    assert.equal((await t.request({ method: 'GET', url: '/api/v1/runs?state=sleepy', token: t.adminToken })).status, 400);
+    assert.equal((await t.request({ method: 'GET', url: '/api/v1/runs/run_nope/posts?cursor=abc', token: t.adminToken })).status, 400);
+  });
+});
