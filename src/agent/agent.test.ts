@@ -61,6 +61,15 @@ function assertCallsSettled(events: readonly AgentEvent[], openAllowed = 0): voi
   assert.equal(open, openAllowed, 'calls without a result');
 }
 
+/** OpenAI's rule: an answer's tool calls are followed at once by one tool message each, before anything else. */
+function assertWireOrder(messages: Array<{ role: string; tool_calls?: any[]; tool_call_id?: string }>): void {
+  for (let i = 0; i < messages.length; i++) {
+    const calls = messages[i].tool_calls ?? [];
+    const next = messages.slice(i + 1, i + 1 + calls.length);
+    assert.deepEqual(next.map((m) => m.tool_call_id), calls.map((c) => c.id), `the tool messages after message ${i} are out of order`);
+  }
+}
+
 /** A script: the n-th answer of the list for each request, whatever was asked. */
 function script(answers: ScriptedAnswer[]): (req: ScriptedRequest, n: number) => ScriptedAnswer {
   return (_req, n) => answers[n] ?? { content: 'out of script' };
@@ -239,6 +248,7 @@ describe('agent runtime', () => {
       assert.equal((await runTurn(c, j2, { kind: 'task', text: 'never mind', from: 'person' }, deps())).kind, 'finished');
       assert.equal(fs.readFileSync(marker, 'utf8'), 'x\n');
       assertCallsSettled(j2.all(), 1);
+      for (const r of model.requests) assertWireOrder(r.body.messages);
       journal.close();
       j2.close();
     } finally {

@@ -74,10 +74,8 @@ export async function runTurn(config: AgentConfig, journal: Journal, input: Agen
   const result = (call: ToolCall, ok: boolean, output: string, interrupted = false) =>
     journal.append({ type: 'tool_result', call_id: call.id, name: call.name, ok, output, ...(interrupted ? { interrupted: true } : {}) });
 
-  journal.append({ type: 'input', input });
-  const turnStart = journal.lastSeq;
-
-  // Settle what the last answer left open.
+  // Settle what the last answer left open first: a tool message must follow the answer that
+  // called it, before any new user message (the wire format requires it).
   const open = pendingCalls(journal.all());
   let queue = open.calls;
   if (queue.length) {
@@ -108,6 +106,8 @@ export async function runTurn(config: AgentConfig, journal: Journal, input: Agen
       queue = [];
     }
   }
+  journal.append({ type: 'input', input });
+  const turnStart = journal.lastSeq;
   if (input.kind === 'answer' && !open.calls.some((c) => c.name === 'ask_person')) {
     journal.append({ type: 'input', input: { kind: 'task', text: input.text, from: 'person' } });
   }

@@ -90,7 +90,8 @@ export function createRunEngine(deps: EngineDeps) {
     const thisTurn = caught.filter((e) => e.seq > (begun.turn_from ?? last));
     const ended = thisTurn.find((e) => e.type === 'turn_end');
     if (ended && ended.type === 'turn_end') return ended.outcome;
-    const input: AgentInput = thisTurn.some((e) => e.type === 'input') ? { kind: 'resume' } : (begun.input as AgentInput);
+    // Anything the runtime recorded for this turn (settled calls, its input) means it began: resume it.
+    const input: AgentInput = thisTurn.length > 0 ? { kind: 'resume' } : (begun.input as AgentInput);
 
     // Run the turn; stop it when the run is cancelled or the lease is lost.
     const stop = new AbortController();
