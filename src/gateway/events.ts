@@ -1,21 +1,10 @@
+import type { Selectable } from 'kysely';
 import type { Db } from '../db/database.ts';
+import type { GatewayTables } from './gateway.tables.ts';
 import type { SandboxIdentity } from '../runtime/sandboxes/identify.ts';
 
-/** A refusal as the run engine reads it to post a `notice` on the sandbox's run: what was refused and why. */
-export interface EgressEvent {
-  id: string;
-  at: string;
-  sandbox_id: string;
-  team_id: number;
-  role: string;
-  method: string;
-  host: string;
-  path: string;
-  destination: string | null;
-  rule: string;
-  reason: string;
-  enforced: boolean;
-}
+/** A refusal as the run engine reads it to post a `notice` on the sandbox's run: what was refused and why (the row as stored). */
+export type EgressEvent = Selectable<GatewayTables['egress_events']>;
 
 /** Records one refusal of a sandbox's request. */
 export async function recordEgressEvent(
