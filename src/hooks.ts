@@ -12,6 +12,15 @@ export type RefQuery = Kysely<Database> | Transaction<Database> | undefined;
 /** What is locked and looked up as the owner of another module's rows (documents, team MCP servers). */
 export type OwnerKind = 'agent' | 'team';
 
+/** A run started, began waiting for a person, or ended (`seq`: the run's post that says so; unique per change). */
+export interface RunChange {
+  run_id: string;
+  team: string;
+  event: 'started' | 'waiting' | 'finished';
+  state: 'running' | 'waiting' | 'succeeded' | 'failed' | 'cancelled';
+  seq: number;
+}
+
 type Reaction<T> = (trx: Transaction<Database>, actor: Actor, subject: T) => Promise<unknown>;
 
 /**
@@ -24,7 +33,7 @@ type Reaction<T> = (trx: Transaction<Database>, actor: Actor, subject: T) => Pro
  *   each of some names, in one query whatever their number, so a page costs the same as one), `lock:<owner>` (the owner module locks the owner's row FOR SHARE for the rest of the
  *   transaction and says whether it exists), `checkpointUses`;
  * - reactions, run one after the other inside the caller's transaction, so what they remove
- *   goes or stays with the change: `teamArchived`, `secretRemoved`.
+ *   (or queue) goes or stays with the change: `teamArchived`, `secretRemoved`, `runChanged`.
  */
 export type HookSignatures = {
   [K in RefKind as `unknown:${K}`]: (names: string[], q: RefQuery) => Promise<string[]>;
@@ -38,6 +47,8 @@ export type HookSignatures = {
   teamArchived: Reaction<{ id: number; name: string }>;
   /** A secret's reference was removed: nothing may go on injecting it. */
   secretRemoved: Reaction<string>;
+  /** A run started, waits for a person, or ended: integrations queue what they tell the run's origin. */
+  runChanged: Reaction<RunChange>;
 };
 
 export type HookName = keyof HookSignatures;
@@ -61,7 +72,7 @@ export function createHooks() {
       return answers;
     },
     /** Runs every reaction, in order; the first failure fails the caller (and so its transaction). */
-    async react<N extends 'teamArchived' | 'secretRemoved'>(name: N, ...args: Args<N>): Promise<void> {
+    async react<N extends 'teamArchived' | 'secretRemoved' | 'runChanged'>(name: N, ...args: Args<N>): Promise<void> {
       for (const fn of handlers(name)) await fn(...args);
     },
   };

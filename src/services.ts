@@ -15,7 +15,7 @@ import { createSessionService } from './console/session/session.service.ts';
 import { createSkillsService } from './console/skills/skills.service.ts';
 import { createSpendService } from './console/spend/spend.service.ts';
 import { createEgressOverridesService } from './console/teams/egress-overrides.service.ts';
-import { createLinksService } from './console/teams/links.service.ts';
+import { createLinksService, repositoryOfUrl } from './console/teams/links.service.ts';
 import { createTeamsService } from './console/teams/teams.service.ts';
 import { createTemplatesService, type EnvironmentSnapshot } from './console/templates/templates.service.ts';
 import { createUsersService } from './console/users/users.service.ts';
@@ -23,6 +23,9 @@ import type { Db } from './db/database.ts';
 import { createHooks } from './hooks.ts';
 import { loadModelCatalog, type ModelCatalog } from './models/catalog.ts';
 import { createModelProxyClient } from './modelproxy/client.ts';
+import { createCodeHostDelivery } from './integrations/webhooks/code-host.delivery.ts';
+import type { CodeHostClient, WebhookSurface } from './integrations/webhooks/code-host.client.ts';
+import { createWebhooksService } from './integrations/webhooks/webhooks.service.ts';
 import { runAdvance } from './runtime/engine/run-job.ts';
 import { canTakeWork } from './runtime/sandboxes/placement.ts';
 import type { TeamDirectory } from './runtime/sandboxes/placement.ts';
@@ -82,6 +85,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger } 
       return { input: alias?.input_usd_per_mtok ?? 0, output: alias?.output_usd_per_mtok ?? 0 };
     },
     jaegerUrl: config.jaegerUrl,
+    hooks,
   });
   const sandboxes = createSandboxesService({ db });
   const teams = createTeamsService({
@@ -114,6 +118,27 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger } 
   const links = createLinksService({ db, codeHostInstalled: null });
   const egressOverrides = createEgressOverridesService({ db, references });
   const mcpServers = createMcpServersService({ db, references, secrets, teams, hooks, logger: deps.logger });
+
+  // Inbound webhooks and what runs send back to the code host.
+  const inbound = async (surface: WebhookSurface) => {
+    const secret = await secrets.reveal(`integrations/${surface}/webhook_secret`);
+    return { enabled: secret !== null, secret };
+  };
+  const codeHost = async (): Promise<CodeHostClient | null> => null;
+  const webhooks = createWebhooksService({ db, runs, inbound, codeHost, teamsOfRepository: (repo, hosts) => links.teamsOfRepository(repo, hosts), logger: deps.logger });
+  const codeHostDelivery = createCodeHostDelivery({
+    db,
+    runs,
+    codeHost,
+    repositoryOfTeam: async (team, hosts) => {
+      const linked = (await links.list(team).catch(() => [])).find((l) => l.surface === 'code_host');
+      if (linked) return linked.external_id;
+      const t = await teams.forRun(team);
+      return t?.repo_url ? repositoryOfUrl(t.repo_url, new Set(hosts)) : null;
+    },
+    publicBaseUrl: config.publicBaseUrl,
+    logger: deps.logger,
+  });
 
   // Which names exist: each kind's owner answers.
   hooks.on('unknown:secret', (names, q) => secrets.unknown(names, q));
@@ -149,9 +174,10 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger } 
   hooks.on('teamArchived', (trx, _actor, team) => documents.deleteAllOf(trx, 'team', team.name));
   hooks.on('teamArchived', (trx, actor, team) => mcpServers.removeAllOf(trx, actor, team.name));
   hooks.on('secretRemoved', (trx, actor, secret) => destinations.stopInjecting(trx, actor, secret));
+  hooks.on('runChanged', (trx, _actor, change) => codeHostDelivery.onRunChanged(trx, change));
 
   const chat = createChatServices({ db, cipher });
-  return { hooks, references, models, runs, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, egressOverrides, mcpServers, chat };
+  return { hooks, references, models, runs, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery };
 }
 
 export type Services = ReturnType<typeof createServices>;

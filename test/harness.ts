@@ -166,7 +166,7 @@ export async function testApp(opts: { config?: Record<string, string>; modelProx
   await services.users.ensureFirstAdmin(systemActor('test'), adminToken);
   const app = await buildConsoleApp({ config, db, logger, metrics, services });
   await app.ready();
-  const jobs = createJobRunner({ db, logger, handlers: jobHandlers({ db, proxy: services.proxy }) });
+  const jobs = createJobRunner({ db, logger, handlers: jobHandlers({ db, proxy: services.proxy, webhooks: services.webhooks, codeHostDelivery: services.codeHostDelivery }) });
 
   const request: TestApp['request'] = async ({ method, url, token, body, headers = {}, raw }) => {
     const h: Record<string, string> = { ...headers };

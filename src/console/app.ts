@@ -26,6 +26,7 @@ import { skillsRoutes } from './skills/skills.routes.ts';
 import { sessionRoutes } from './session/session.routes.ts';
 import { usersRoutes } from './users/users.routes.ts';
 import { consoleShapes } from './shapes.ts';
+import { deliveriesRoutes, webhooksRoutes } from '../integrations/webhooks/webhooks.routes.ts';
 
 export const VERSION = '0.1.0';
 
@@ -53,6 +54,7 @@ export async function buildConsoleApp(deps: { config: Config; db: Db; logger: Lo
       teamsRoutes(api, { teams: services.teams, links: services.links, egress: services.egressOverrides, documents: services.documents });
       spendRoutes(api, { spend: services.spend, teams: services.teams });
       mcpServersRoutes(api, { mcpServers: services.mcpServers });
+      deliveriesRoutes(api, { webhooks: services.webhooks });
       runsRoutes(api, { runs: services.runs, traces: createTraceReader({ jaegerUrl: config.jaegerUrl, onError: (err) => deps.logger.warn({ err }, 'the trace store did not answer') }) });
 
       api.get('/openapi.json', {
@@ -69,6 +71,7 @@ export async function buildConsoleApp(deps: { config: Config; db: Db; logger: Lo
     { prefix: API_PREFIX },
   );
 
+  webhooksRoutes(app, { webhooks: services.webhooks, bodyLimit: config.bodyLimit });
   healthRoutes(app, { db, metrics: deps.metrics });
   webRoutes(app, { webDir: config.webDir });
   return app;

@@ -12,9 +12,10 @@ import * as skills from './skills/skills.schemas.ts';
 import * as teams from './teams/teams.schemas.ts';
 import * as templates from './templates/templates.schemas.ts';
 import * as users from './users/users.schemas.ts';
+import * as webhooks from '../integrations/webhooks/webhooks.schemas.ts';
 
 /**
  * The console's named shapes: each exported schema of a resource module is one component of
  * the contract, named by its export, instead of a copy in every operation that uses it.
  */
-export const consoleShapes = shapesOf(agents, catalog, destinations, documents, environments, mcpServers, runs, secrets, session, skills, teams, templates, users);
+export const consoleShapes = shapesOf(agents, catalog, destinations, documents, environments, mcpServers, runs, secrets, session, skills, teams, templates, users, webhooks);

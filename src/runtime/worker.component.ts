@@ -66,7 +66,7 @@ export const workerComponent: Component = {
     }
 
     const handlers = {
-      ...jobHandlers({ db, proxy: services.proxy }),
+      ...jobHandlers({ db, proxy: services.proxy, webhooks: services.webhooks, codeHostDelivery: services.codeHostDelivery }),
       [destroyTeamSandboxesJob.kind]: destroyTeamSandboxesJob.handler((p) => destroy.destroyTeamSandboxes(p.team_id).then(() => undefined)),
       ...runJobHandlers(engine),
     };

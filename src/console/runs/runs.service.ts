@@ -2,8 +2,9 @@ import crypto from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { AgentEvent, AgentInput, TurnOutcome } from '../../agent/protocol.ts';
-import { recordAudit, type Actor } from '../../audit/audit.ts';
+import { recordAudit, systemActor, type Actor } from '../../audit/audit.ts';
 import type { Database } from '../../db/schema.ts';
+import type { HookCaller, RunChange } from '../../hooks.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { problems } from '../../http/problems.ts';
 import { approvalOf, memoryBlock, outcomeEntry, postOfEvent, pushOf, transitionOf, type PostDraft, type RunView } from '../../runtime/engine/rules.ts';
@@ -53,6 +54,8 @@ export interface RunsDeps {
   /** Price of a model alias, USD per million tokens. */
   price(model: string): { input: number; output: number };
   jaegerUrl: string | null;
+  /** Told (inside the transaction) when a run starts, waits for a person or ends. */
+  hooks?: HookCaller;
 }
 
 const FINISHED: RunState[] = ['succeeded', 'failed', 'cancelled'];
@@ -79,6 +82,9 @@ export function createRunsService(deps: RunsDeps) {
   const posted = new EventEmitter();
   posted.setMaxListeners(0);
   const published = (runId: string) => posted.emit(runId);
+  const changed = async (trx: Trx, change: RunChange) => {
+    if (deps.hooks) await deps.hooks.react('runChanged', trx, systemActor('runs'), change);
+  };
 
   async function mustGet(id: string) {
     const run = await store.getRun(db, id);
@@ -188,6 +194,8 @@ export function createRunsService(deps: RunsDeps) {
       .where('id', '=', run.id)
       .execute();
     await store.endOpenTasks(trx, run.id, 'cancelled');
+    const { last_seq } = await trx.selectFrom('runs').select('last_seq').where('id', '=', run.id).executeTakeFirstOrThrow();
+    await changed(trx, { run_id: run.id, team: run.team_name, event: 'finished', state, seq: last_seq });
     const lead = team.roles.find((r) => r.role === team.lead);
     if (state !== 'cancelled' && lead?.memory.write_outcomes && fields.summary !== undefined) {
       const d = fields.delivery ?? run.delivery;
@@ -230,8 +238,8 @@ export function createRunsService(deps: RunsDeps) {
       return () => posted.off(runId, listener);
     },
 
-    /** `POST /teams/{name}/tasks`: a new run whose lead gets the text. */
-    async createTask(actor: Actor, teamName: string, text: string) {
+    /** `POST /teams/{name}/tasks` (and work arriving from an integration): a new run whose lead gets the text. */
+    async createTask(actor: Actor, teamName: string, text: string, within?: (trx: Trx, runId: string) => Promise<void>) {
       const team = await deps.team(teamName);
       if (!team) throw problems.notFound('team', teamName);
       if (team.status === 'archived') throw problems.conflict(`team "${teamName}" is archived`);
@@ -252,6 +260,9 @@ export function createRunsService(deps: RunsDeps) {
         const seq = await store.appendPost(trx, id, { kind: 'task', role: team.lead, text, data: { from: 'person', by: actor.name } });
         await addTask(trx, row, team, team.lead, seq, { kind: 'task', from: 'person', text });
         await deps.advance(trx, id);
+        // What the caller keeps of the run's origin (an issue) commits with the run, before anyone is told it started.
+        if (within) await within(trx, id);
+        await changed(trx, { run_id: id, team: team.name, event: 'started', state: 'running', seq });
         await recordAudit(trx, actor, 'run.create', { type: 'run', id }, { team: team.name });
         return row;
       });
@@ -491,6 +502,7 @@ export function createRunsService(deps: RunsDeps) {
               .set({ state: 'waiting', waiting_for: JSON.stringify({ role: t.waiting_for.role, kind: t.waiting_for.kind, since: new Date().toISOString() }), open_question_seq: seqs[0], row_version: sql`nextval('row_version_seq')` })
               .where('id', '=', run.id)
               .execute();
+            await changed(trx, { run_id: run.id, team: run.team_name, event: 'waiting', state: 'waiting', seq: seqs[0] });
             break;
           case 'succeeded': {
             await store.setTask(trx, taskId, { state: 'done', outcome, finished: true });
@@ -533,6 +545,18 @@ export function createRunsService(deps: RunsDeps) {
       await db.transaction().execute(async (trx) => {
         const run = await store.lockRun(trx, runId);
         if (run) await store.appendPost(trx, runId, { kind: 'notice', role: null, text, data }, source);
+      });
+      published(runId);
+    },
+
+    /** Names the pull request of a run's delivery (opened, then merged or closed), keeping its branch and commit. */
+    async setPullRequest(runId: string, pr: { url: string; number: number | null; state: string | null }) {
+      await db.transaction().execute(async (trx) => {
+        const run = await store.lockRun(trx, runId);
+        if (!run) return;
+        const d = run.delivery;
+        const delivery: Delivery = { branch: d?.branch ?? null, commit: d?.commit ?? null, pull_request: pr };
+        await trx.updateTable('runs').set({ delivery: JSON.stringify(delivery), row_version: sql`nextval('row_version_seq')` }).where('id', '=', runId).execute();
       });
       published(runId);
     },

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import { problems } from '../../http/problems.ts';
@@ -19,6 +20,19 @@ function verificationOf(surface: LinkSurface): 'verified' | 'unverified' | 'not_
   if (surface === 'code_host') return 'verified';
   if (surface === 'tracker_a' || surface === 'tracker_b') return 'unverified';
   return 'not_applicable';
+}
+
+/** `<owner>/<repo>` (lower case) of a repository URL on one of `hosts`, else null. */
+export function repositoryOfUrl(url: string, hosts: Set<string>): string | null {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return null;
+  }
+  if (!hosts.has(u.host.toLowerCase()) && !hosts.has(u.hostname.toLowerCase())) return null;
+  const m = /^\/([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+?)(?:\.git)?\/?$/.exec(u.pathname);
+  return m ? `${m[1]}/${m[2]}`.toLowerCase() : null;
 }
 
 export function createLinksService(deps: { db: Db; codeHostInstalled: CodeHostInstallCheck | null }) {
@@ -78,6 +92,26 @@ export function createLinksService(deps: { db: Db; codeHostInstalled: CodeHostIn
         await recordAudit(trx, actor, 'team.link', { type: 'team', id: name }, { surface: input.surface, external_id: input.external_id });
         return { link: presentLink(row), created: true };
       });
+    },
+
+    /**
+     * The live teams whose repository is `<owner>/<repo>` on the code host: a `code_host` link to
+     * it, or a `repo_url` on one of the code host's web hosts naming it (names compare without case).
+     */
+    async teamsOfRepository(repo: string, webHosts: string[]): Promise<string[]> {
+      const wanted = repo.toLowerCase();
+      const linked = await db
+        .selectFrom('team_links as l')
+        .innerJoin('teams as t', 't.id', 'l.team_id')
+        .select('t.name')
+        .where('l.surface', '=', 'code_host')
+        .where(sql`lower(l.external_id)`, '=', wanted)
+        .where('t.status', '<>', 'archived')
+        .execute();
+      const withUrl = await db.selectFrom('teams').select(['name', 'repo_url']).where('status', '<>', 'archived').where('repo_url', 'is not', null).execute();
+      const hosts = new Set(webHosts.map((h) => h.toLowerCase()));
+      const byUrl = withUrl.filter((t) => repositoryOfUrl(t.repo_url!, hosts) === wanted).map((t) => t.name);
+      return [...new Set([...linked.map((r) => r.name), ...byUrl])].sort();
     },
 
     async remove(actor: Actor, name: string, surface: string, externalId: string) {

@@ -1,0 +1,174 @@
+/**
+ * What runs send back to the code host: progress comments on the issue a run came from, and the
+ * pull request of a run that succeeded with a pushed branch (also when the agent asks for it
+ * with `open_pull_request`). Every effect is a job, and each is idempotent: the app answers the
+ * open pull request of a head again, and a posted comment is remembered by its key.
+ */
+import type { Transaction } from 'kysely';
+import type { Logger } from 'pino';
+import type { RunsService } from '../../console/runs/runs.service.ts';
+import type { Db } from '../../db/database.ts';
+import type { Database } from '../../db/schema.ts';
+import type { RunChange } from '../../hooks.ts';
+import type { CodeHostClient } from './code-host.client.ts';
+import { DeliverRun, PostProgress } from './webhooks.jobs.ts';
+import * as store from './webhooks.store.ts';
+
+type Run = Awaited<ReturnType<RunsService['get']>>['run'];
+type Post = Awaited<ReturnType<RunsService['posts']>>['items'][number];
+
+export interface CodeHostDeliveryDeps {
+  db: Db;
+  runs: RunsService;
+  codeHost(): Promise<CodeHostClient | null>;
+  /** The team's code-host repository `<owner>/<repo>` (its code_host link, or its repo_url on one of the web hosts), or null. */
+  repositoryOfTeam(team: string, webHosts: string[]): Promise<string | null>;
+  publicBaseUrl: string;
+  logger: Logger;
+}
+
+const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+
+/** The pull request's title and body, from the run: its summary, what changed, how it was checked, refused egress, a link. */
+export function pullRequestText(run: Run, posts: Post[], runUrl: string): { title: string; body: string } {
+  const first = run.text.split('\n')[0].replace(/^Issue #\d+ of \S+: /, '').trim();
+  const title = clip(first || `Work of run ${run.id}`, 120);
+  const completed = [...posts].reverse().find((p) => p.kind === 'completed');
+  const summary = completed?.text ?? 'The team finished the task.';
+  const pushes = posts.filter((p) => p.kind === 'artifact').map((p) => `- ${p.text} (${p.role ?? 'team'})`);
+  const handoffs = posts.filter((p) => p.kind === 'task' && p.data && (p.data as { from?: string }).from && (p.data as { from?: string }).from !== 'person').map((p) => `- ${p.role ?? 'team'}: ${clip(p.text.split('\n')[0], 200)}`);
+  const checks = posts
+    .filter((p) => p.kind === 'working' && (p.data as { tool?: string })?.tool && ['shell', 'run_command', 'exec'].includes(String((p.data as { tool?: string }).tool)))
+    .map((p) => `- ${clip(p.text, 200)}`);
+  const refused = posts.filter((p) => p.kind === 'notice' && (p.data as { host?: string })?.host).map((p) => `- ${clip(p.text, 200)}`);
+  const issue = /^https?:\/\/\S+\/issues\/(\d+)$/m.exec(run.text);
+  const body = [
+    summary,
+    issue ? `\nCloses #${issue[1]}` : '',
+    '\n### What changed',
+    pushes.length ? pushes.join('\n') : `- branch \`${run.delivery?.branch ?? '?'}\``,
+    '\n### How it was checked',
+    [...handoffs, ...checks].slice(0, 20).join('\n') || '- no checks were recorded in the run',
+    refused.length ? `\n### Refused egress\n${refused.slice(0, 20).join('\n')}` : '',
+    `\n---\nRun [${run.id}](${runUrl}) of team \`${run.team}\`.`,
+  ]
+    .filter(Boolean)
+    .join('\n');
+  return { title, body: clip(body, 60_000) };
+}
+
+export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
+  const { db, runs, logger } = deps;
+  const runUrl = (id: string) => `${deps.publicBaseUrl.replace(/\/+$/, '')}/#/runs/${id}`;
+
+  async function repositoryOf(run: Run, app: CodeHostClient): Promise<string | null> {
+    const work = await store.workOfRun(db, run.id);
+    return work?.repository ?? (await deps.repositoryOfTeam(run.team, app.webHosts));
+  }
+
+  /** Posts a comment on the run's issue once per key. */
+  async function post(app: CodeHostClient, runId: string, key: string, body: string): Promise<void> {
+    const work = await store.workOfRun(db, runId);
+    if (!work || work.issue_number === null) return;
+    if (await store.wasPosted(db, key)) return;
+    await app.comment({ repo: work.repository, issue: work.issue_number, body });
+    await store.markPosted(db, key, runId);
+  }
+
+  /** Opens (or finds again) the run's pull request and records it on the run and here. */
+  async function open(app: CodeHostClient, run: Run, repo: string, req: { head: string; base: string | null; title: string; body: string }) {
+    const base = req.base ?? (await app.defaultBranch(repo));
+    const pr = await app.openPullRequest({ repo, head: req.head, base, title: req.title, body: req.body });
+    await runs.setPullRequest(run.id, { url: pr.url, number: pr.number, state: 'open' });
+    await store.setPull(db, { run_id: run.id, team_name: run.team, repository: repo, pull_number: pr.number, pull_url: pr.url });
+    return pr;
+  }
+
+  async function allPosts(runId: string): Promise<Post[]> {
+    const out: Post[] = [];
+    let after = 0;
+    for (let page = 0; page < 50; page++) {
+      const got = await runs.posts(runId, after, 200);
+      out.push(...got.items);
+      if (!got.next_cursor) break;
+      after = Number(got.next_cursor);
+    }
+    return out;
+  }
+
+  return {
+    /** The reaction to a run's change, inside its transaction: the jobs that tell the code host. */
+    async onRunChanged(trx: Transaction<Database>, change: RunChange): Promise<void> {
+      if (change.event === 'finished' && change.state === 'succeeded') {
+        await DeliverRun.enqueue(trx, { run_id: change.run_id, seq: change.seq }, { key: `code_host.deliver:${change.run_id}:${change.seq}` });
+        return;
+      }
+      const work = await store.workOfRun(trx, change.run_id);
+      if (!work || work.issue_number === null) return;
+      await PostProgress.enqueue(trx, { run_id: change.run_id, event: change.event, seq: change.seq }, { key: `code_host.progress:${change.run_id}:${change.event}:${change.seq}` });
+    },
+
+    /** The job: a progress comment on the run's issue. */
+    async progress(runId: string, event: 'started' | 'waiting' | 'finished', seq: number): Promise<void> {
+      const app = await deps.codeHost();
+      if (!app) return;
+      const { run } = await runs.get(runId);
+      let body: string;
+      if (event === 'started') body = `Team \`${run.team}\` is on it: [run ${run.id}](${runUrl(run.id)}).`;
+      else if (event === 'waiting') {
+        const q = run.open_question;
+        if (!q || q.seq !== seq) return;
+        const how = run.waiting_for?.kind === 'confirmation' ? 'Answer with a comment `/crewhouse approve` or `/crewhouse refuse`.' : 'Answer with a comment that mentions `/crewhouse`.';
+        body = `Team \`${run.team}\` asks (${q.role}):\n\n> ${q.text.split('\n').join('\n> ')}\n\n${how} [Run ${run.id}](${runUrl(run.id)})`;
+      } else if (run.state === 'failed') body = `Team \`${run.team}\` could not finish: ${run.failure_reason ?? 'the run failed'}. [Run ${run.id}](${runUrl(run.id)})`;
+      else if (run.state === 'cancelled') body = `The run was cancelled. [Run ${run.id}](${runUrl(run.id)})`;
+      else body = finishedText(run);
+      await post(app, runId, `${runId}:${event}:${seq}`, body);
+    },
+
+    /** The job: a succeeded run with a pushed branch gets its pull request; the issue is told. */
+    async deliver(runId: string, seq: number): Promise<void> {
+      const app = await deps.codeHost();
+      if (!app) return;
+      let { run } = await runs.get(runId);
+      if (run.state !== 'succeeded') return;
+      const repo = await repositoryOf(run, app);
+      if (!repo) return;
+      if (run.delivery?.branch && !run.delivery.pull_request) {
+        const text = pullRequestText(run, await allPosts(runId), runUrl(runId));
+        await open(app, run, repo, { head: run.delivery.branch, base: null, ...text });
+        ({ run } = await runs.get(runId));
+      }
+      await post(app, runId, `${runId}:finished:${seq}`, finishedText(run));
+    },
+
+    /**
+     * The engine's `open_pull_request`: opens the run's pull request through the app. The answer
+     * tells the agent what happened (a refusal is a tool error it can act on).
+     */
+    async openFor(runId: string, req: { title: string; body: string; head: string | null; base: string | null }): Promise<{ ok: true; url: string; number: number } | { ok: false; reason: string }> {
+      const app = await deps.codeHost();
+      if (!app) return { ok: false, reason: 'no code-host integration is enabled, so no pull request can be opened; push the branch and finish naming it' };
+      const { run } = await runs.get(runId);
+      const repo = await repositoryOf(run, app);
+      if (!repo) return { ok: false, reason: `team "${run.team}" has no repository on the code host (a code_host link or a repo_url there)` };
+      const head = req.head ?? run.delivery?.branch ?? null;
+      if (!head) return { ok: false, reason: 'no branch was pushed yet: push the branch first, then open the pull request' };
+      try {
+        const pr = await open(app, run, repo, { head, base: req.base, title: req.title, body: `${req.body}\n\n---\nRun [${run.id}](${runUrl(run.id)}) of team \`${run.team}\`.` });
+        return { ok: true, url: pr.url, number: pr.number };
+      } catch (err) {
+        logger.warn({ err, run: runId, repo }, 'opening the pull request failed');
+        return { ok: false, reason: `the code host refused the pull request: ${err instanceof Error ? err.message : String(err)}` };
+      }
+    },
+  };
+
+  function finishedText(run: Run): string {
+    const pr = run.delivery?.pull_request;
+    const what = pr ? `Pull request: ${pr.url}` : run.delivery?.branch ? `Branch \`${run.delivery.branch}\` was pushed.` : 'Nothing was pushed.';
+    return `Team \`${run.team}\` finished. ${what} [Run ${run.id}](${runUrl(run.id)})`;
+  }
+}
+
+export type CodeHostDelivery = ReturnType<typeof createCodeHostDelivery>;

@@ -1,0 +1,57 @@
+import type { App } from '../../http/kernel.ts';
+import { ListQuery, Page, limitOf } from '../../http/pagination.ts';
+import { problems } from '../../http/problems.ts';
+import { DeliveriesParams, WebhookDelivery } from './webhooks.schemas.ts';
+import type { WebhooksService } from './webhooks.service.ts';
+
+const CONSUMED_RULE =
+  'code_host events consumed: an issue opened with the label `crewhouse` (or `crewhouse:<team>`), or that gets such a label, on a repository linked to a team ' +
+  '(a code_host link, or the team\'s repo_url on the code host) becomes a task for the lead of that team (`crewhouse` alone needs exactly one team on the repository); ' +
+  'a comment mentioning `@crewhouse` or `/crewhouse` on the issue or the pull request of a run answers its open question, or else is a follow-up task in the same run; ' +
+  'the pull request of a run closed or merged is recorded on the run. Other events are acknowledged and ignored. ' +
+  'tracker_a and tracker_b deliveries are recorded and answered; their adapters come later.';
+
+/** `GET /integrations/{kind}/deliveries`, under the API prefix. */
+export function deliveriesRoutes(app: App, deps: { webhooks: WebhooksService }) {
+  app.get('/integrations/:kind/deliveries', {
+    config: { auth: { role: 'viewer' } },
+    schema: {
+      operationId: 'listIntegrationDeliveries',
+      summary: "List an integration's recent webhook deliveries",
+      tags: ['integrations'],
+      description: `Recent deliveries to \`/webhooks/<kind>\`, newest first: delivery id, event, time, whether the signature was valid, the outcome and the run it became. Every delivery is listed, refused ones too. Chat kinds receive no webhooks (an empty list). ${CONSUMED_RULE}`,
+      params: DeliveriesParams,
+      querystring: ListQuery,
+      response: { 200: Page(WebhookDelivery) },
+    },
+    handler: (req) => deps.webhooks.deliveries(req.params.kind, { limit: limitOf(req.query), cursor: req.query.cursor }),
+  });
+}
+
+/**
+ * `POST /webhooks/<surface>`, outside the API prefix: senders authenticate by signature, not by
+ * token. In this scope every body is taken as raw bytes (the signature covers exactly them),
+ * up to the service's body limit.
+ */
+export function webhooksRoutes(app: App, deps: { webhooks: WebhooksService; bodyLimit: number }) {
+  app.register(async (scope: App) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: deps.bodyLimit }, (_req, body, done) => done(null, body));
+    scope.addHook('onError', async (req, _reply, err) => {
+      // An oversized delivery is refused before the handler runs; it is recorded all the same.
+      if ((err as { statusCode?: number }).statusCode === 413) await deps.webhooks.refusedTooLarge((req.params as { surface?: string }).surface ?? '', req.headers, deps.bodyLimit);
+    });
+    scope.post('/webhooks/:surface', {
+      config: { auth: { public: true } },
+      bodyLimit: deps.bodyLimit,
+      schema: { hide: true } as any,
+      handler: async (req, reply) => {
+        const { surface } = req.params as { surface: string };
+        const body = req.body;
+        if (!Buffer.isBuffer(body)) throw problems.badRequest('a webhook delivery has a body');
+        const answer = await deps.webhooks.receive(surface, req.headers, body);
+        return reply.status(202).send(answer);
+      },
+    });
+  });
+}

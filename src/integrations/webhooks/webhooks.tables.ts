@@ -1,0 +1,40 @@
+import type { ColumnType } from 'kysely';
+import type { Generated, Timestamp } from '../../db/columns.ts';
+
+type Defaulted<T> = ColumnType<T, T | undefined, T>;
+
+export interface WebhooksTables {
+  /** Every inbound delivery, good or bad. */
+  webhook_deliveries: {
+    id: Generated<string>;
+    surface: string;
+    delivery_id: string;
+    event: string;
+    action: string | null;
+    signature_valid: boolean;
+    received_at: Timestamp;
+    times_received: Defaulted<number>;
+    /** accepted (queued), processed, ignored, refused, failed */
+    outcome: string;
+    detail: Defaulted<string | null>;
+    run_id: Defaulted<string | null>;
+    /** The verified payload, kept for the job that processes it. */
+    payload: ColumnType<unknown, string | null | undefined, string | null>;
+  };
+  /** The code-host work item a run belongs to: the issue it came from, the pull request it opened. */
+  code_host_work: {
+    run_id: string;
+    team_name: string;
+    repository: string;
+    issue_number: Defaulted<number | null>;
+    pull_number: Defaulted<number | null>;
+    pull_url: Defaulted<string | null>;
+    created_at: Timestamp;
+  };
+  /** Progress comments already posted (a job run twice posts once). */
+  code_host_posts: {
+    key: string;
+    run_id: string;
+    posted_at: Timestamp;
+  };
+}

@@ -1,0 +1,165 @@
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { sign } from '@octokit/webhooks-methods';
+import { listJobs } from '../../queue/queue.ts';
+import { testApp, type TestApp } from '../../../test/harness.ts';
+import { intentOf, addressedText, teamOfLabel } from './code-host.events.ts';
+
+const SECRET = 'whsec-test-0123456789';
+
+async function deliver(t: TestApp, opts: { surface?: string; event: string; payload: unknown; id?: string; secret?: string; signature?: string | null; raw?: string }) {
+  const raw = opts.raw ?? JSON.stringify(opts.payload);
+  const headers: Record<string, string> = { 'content-type': 'application/json', 'x-github-event': opts.event, 'x-github-delivery': opts.id ?? crypto.randomUUID() };
+  const signature = opts.signature === undefined ? await sign(opts.secret ?? SECRET, raw) : opts.signature;
+  if (signature !== null) headers['x-hub-signature-256'] = signature;
+  return t.request({ method: 'POST', url: `/webhooks/${opts.surface ?? 'code_host'}`, headers, raw });
+}
+
+const issueOpened = (labels: string[]) => ({
+  action: 'opened',
+  issue: { number: 7, title: 'Fix the thing', body: 'It is broken.', html_url: 'https://github.com/acme/app/issues/7', labels: labels.map((name) => ({ name })) },
+  repository: { full_name: 'acme/app' },
+  sender: { login: 'alice', type: 'User' },
+});
+
+describe('the code-host event rule', () => {
+  it('takes labelled issues, addressed comments and closed pull requests; ignores the rest', () => {
+    assert.equal(intentOf('issues', issueOpened([])).kind, 'ignore');
+    const task = intentOf('issues', issueOpened(['bug', 'crewhouse']));
+    assert.equal(task.kind, 'task');
+    assert.equal(task.kind === 'task' && task.team, null);
+    const named = intentOf('issues', { ...issueOpened([]), action: 'labeled', label: { name: 'crewhouse:web-team' } });
+    assert.equal(named.kind === 'task' && named.team, 'web-team');
+    assert.equal(intentOf('issues', { ...issueOpened(['crewhouse']), action: 'closed' }).kind, 'ignore');
+    const comment = { action: 'created', issue: { number: 9, pull_request: { url: 'x' } }, comment: { body: '/crewhouse please add a test', user: { type: 'User' } }, repository: { full_name: 'acme/app' }, sender: { login: 'bob', type: 'User' } };
+    const c = intentOf('issue_comment', comment);
+    assert.deepEqual(c.kind === 'comment' && [c.on, c.text, c.number], ['pull_request', 'please add a test', 9]);
+    assert.equal(intentOf('issue_comment', { ...comment, comment: { body: 'looks good' } }).kind, 'ignore');
+    assert.equal(intentOf('issue_comment', { ...comment, sender: { login: 'crewhouse[bot]', type: 'Bot' } }).kind, 'ignore');
+    const closed = intentOf('pull_request', { action: 'closed', pull_request: { number: 9, merged: true, html_url: 'u' }, repository: { full_name: 'acme/app' } });
+    assert.deepEqual(closed.kind === 'pull_closed' && [closed.number, closed.merged], [9, true]);
+    assert.equal(intentOf('push', { repository: { full_name: 'acme/app' } }).kind, 'ignore');
+    assert.equal(intentOf('ping', {}).kind, 'ignore');
+    assert.equal(teamOfLabel('Crewhouse'), null);
+    assert.equal(teamOfLabel('crewhouse-ish'), undefined);
+    assert.equal(addressedText('hey @crewhouse, go on'), 'hey go on');
+    assert.equal(addressedText('email me at a@crewhouse.dev'), null);
+  });
+});
+
+describe('POST /webhooks/<surface>', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await testApp();
+  });
+  after(async () => {
+    await t.close();
+  });
+
+  it('answers 404 for an unknown surface and 409 while the integration is not enabled, recording the delivery', async () => {
+    const unknown = await deliver(t, { surface: 'nope', event: 'ping', payload: {} });
+    assert.equal(unknown.status, 404);
+    const off = await deliver(t, { event: 'ping', payload: {}, id: 'off-1' });
+    assert.equal(off.status, 409);
+    assert.match(off.body.detail, /not enabled/);
+    const list = await t.request({ method: 'GET', url: '/api/v1/integrations/code_host/deliveries', token: t.adminToken });
+    assert.equal(list.status, 200);
+    assert.deepEqual(
+      list.body.items.map((d: any) => [d.id, d.outcome, d.signature_valid]),
+      [['off-1', 'refused', false]],
+    );
+  });
+
+  describe('with the webhook secret set', () => {
+    before(async () => {
+      const put = await t.request({ method: 'PUT', url: '/api/v1/secrets/integrations/code_host/webhook_secret', token: t.adminToken, body: { value: SECRET } });
+      assert.equal(put.status, 201, put.text);
+    });
+
+    it('refuses and records a delivery with a bad or missing signature, before reading its body', async () => {
+      const forged = await deliver(t, { event: 'issues', payload: issueOpened(['crewhouse']), id: 'forged-1', secret: 'not-the-secret' });
+      assert.equal(forged.status, 401);
+      assert.equal(forged.headers['content-type'], 'application/problem+json; charset=utf-8');
+      const unsigned = await deliver(t, { event: 'issues', payload: {}, id: 'unsigned-1', signature: null });
+      assert.equal(unsigned.status, 401);
+      // A body that is not even JSON is refused for its signature, not for its syntax.
+      const garbage = await deliver(t, { event: 'issues', payload: null, raw: '{not json', id: 'garbage-1', signature: 'sha256=00' });
+      assert.equal(garbage.status, 401);
+      const list = await t.request({ method: 'GET', url: '/api/v1/integrations/code_host/deliveries?limit=3', token: t.adminToken });
+      assert.deepEqual(
+        list.body.items.map((d: any) => [d.id, d.signature_valid, d.outcome]),
+        [
+          ['garbage-1', false, 'refused'],
+          ['unsigned-1', false, 'refused'],
+          ['forged-1', false, 'refused'],
+        ],
+      );
+      assert.ok(list.body.next_cursor);
+      const jobs = await listJobs(t.db, { kind: 'webhook.process', limit: 10 });
+      assert.equal(jobs.length, 0);
+      assert.ok(!t.logs.some((l) => l.includes(SECRET)));
+    });
+
+    it('a signed but malformed delivery is a 400 naming the problem', async () => {
+      const notJson = await deliver(t, { event: 'issues', payload: null, raw: '{not json', id: 'nojson-1' });
+      assert.equal(notJson.status, 400);
+      assert.match(notJson.body.detail, /not JSON/);
+      const noId = await deliver(t, { event: 'issues', payload: {}, id: 'bad id with spaces' });
+      assert.equal(noId.status, 400);
+      assert.equal(noId.body.errors[0].field, 'X-GitHub-Delivery');
+    });
+
+    it('a delivery replayed ten times is recorded once, counted ten times, and queued once', async () => {
+      const payload = { zen: 'Keep it logically awesome.', hook_id: 1, repository: { full_name: 'acme/app' } };
+      const answers = [];
+      for (let i = 0; i < 10; i++) answers.push(await deliver(t, { event: 'ping', payload, id: 'replayed-1' }));
+      assert.deepEqual(
+        answers.map((a) => [a.status, a.body.outcome]),
+        [[202, 'accepted'], ...Array(9).fill([202, 'duplicate'])],
+      );
+      const jobs = (await listJobs(t.db, { kind: 'webhook.process', limit: 50 })).filter((j) => j.key === 'webhook:code_host:replayed-1');
+      assert.equal(jobs.length, 1);
+      await t.drainJobs();
+      const list = await t.request({ method: 'GET', url: '/api/v1/integrations/code_host/deliveries?limit=200', token: t.adminToken });
+      const rows = list.body.items.filter((d: any) => d.id === 'replayed-1');
+      assert.equal(rows.length, 1);
+      assert.equal(rows[0].times_received, 10);
+      assert.equal(rows[0].signature_valid, true);
+      assert.equal(rows[0].event, 'ping');
+      // Processed once: no code-host app is configured, so its work is acknowledged and ignored.
+      assert.equal(rows[0].outcome, 'ignored');
+    });
+
+    it('an oversized delivery is a 413, recorded', async () => {
+      const big = JSON.stringify({ pad: 'x'.repeat(t.config.bodyLimit + 10) });
+      const res = await deliver(t, { event: 'issues', payload: null, raw: big, id: 'big-1' });
+      assert.equal(res.status, 413);
+      const list = await t.request({ method: 'GET', url: '/api/v1/integrations/code_host/deliveries?limit=1', token: t.adminToken });
+      assert.deepEqual([list.body.items[0].id, list.body.items[0].outcome], ['big-1', 'refused']);
+    });
+
+    it('tracker deliveries are recorded and answered; chat kinds have none; other kinds are 404', async () => {
+      await t.request({ method: 'PUT', url: '/api/v1/secrets/integrations/tracker_a/webhook_secret', token: t.adminToken, body: { value: SECRET } });
+      const res = await deliver(t, { surface: 'tracker_a', event: 'issue', payload: { action: 'create' }, id: 'tr-1' });
+      assert.equal(res.status, 202);
+      assert.equal(res.body.outcome, 'ignored');
+      const list = await t.request({ method: 'GET', url: '/api/v1/integrations/tracker_a/deliveries', token: t.adminToken });
+      assert.deepEqual(list.body.items.map((d: any) => [d.id, d.event, d.outcome]), [['tr-1', 'issue.create', 'ignored']]);
+      assert.deepEqual((await t.request({ method: 'GET', url: '/api/v1/integrations/chat_a/deliveries', token: t.adminToken })).body.items, []);
+      assert.equal((await t.request({ method: 'GET', url: '/api/v1/integrations/nope/deliveries', token: t.adminToken })).status, 404);
+    });
+
+    it('deliveries are for viewers and up, paginated the shared way', async () => {
+      const viewer = await t.user('viewer');
+      const first = await t.request({ method: 'GET', url: '/api/v1/integrations/code_host/deliveries?limit=2', token: viewer.token });
+      assert.equal(first.status, 200);
+      const second = await t.request({ method: 'GET', url: `/api/v1/integrations/code_host/deliveries?limit=2&cursor=${first.body.next_cursor}`, token: viewer.token });
+      assert.equal(second.status, 200);
+      const ids = [...first.body.items, ...second.body.items].map((d: any) => d.id);
+      assert.equal(new Set(ids).size, 4);
+      assert.equal((await t.request({ method: 'GET', url: '/api/v1/integrations/code_host/deliveries' })).status, 401);
+      assert.equal((await t.request({ method: 'GET', url: '/api/v1/integrations/code_host/deliveries?cursor=zzz', token: viewer.token })).status, 400);
+    });
+  });
+});
