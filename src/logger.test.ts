@@ -56,3 +56,15 @@ test('with a reader, every line is written before the process exits', async () =
   assert.equal(lines.length, 3000);
   assert.equal(lines[2999].i, 2999);
 });
+
+test('an error ignored on purpose is logged with its cause and the context given', async () => {
+  const { logIgnored } = await import('./logger.ts');
+  const lines: Array<{ obj: Record<string, unknown>; msg: string }> = [];
+  const handler = logIgnored({ warn: (obj: Record<string, unknown>, msg: string) => void lines.push({ obj, msg }) } as never, 'could not remove a tap device', { device: 'chs-1' });
+  await Promise.reject(new Error('Cannot find device "chs-1"')).catch(handler);
+  handler('not an Error');
+  assert.deepEqual(lines, [
+    { obj: { device: 'chs-1', cause: 'Cannot find device "chs-1"' }, msg: 'could not remove a tap device' },
+    { obj: { device: 'chs-1', cause: 'not an Error' }, msg: 'could not remove a tap device' },
+  ]);
+});

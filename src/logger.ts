@@ -120,3 +120,13 @@ export function redactUrl(url: string): string {
 }
 
 export type { Logger };
+
+/**
+ * The handler for an error a caller goes on after on purpose (cleanup that may find nothing to
+ * clean, a best-effort step a later one checks): it is logged with its cause, never lost silently.
+ */
+export function logIgnored(logger: Pick<Logger, 'warn'>, what: string, fields: Record<string, unknown> = {}) {
+  return (err: unknown): void => {
+    logger.warn({ ...fields, cause: err instanceof Error ? err.message : String(err) }, what);
+  };
+}

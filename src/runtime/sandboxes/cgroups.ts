@@ -57,7 +57,9 @@ export class Cgroup {
     if (this.version === 2) {
       const parent = path.join(this.root, PARENT);
       await fs.mkdir(parent, { recursive: true });
-      // Controllers must be handed down each level before a child can use them.
+      // Controllers must be handed down each level before a child can use them. A write refused
+      // here (already delegated, or not ours to change) is not the failure: the limit writes below
+      // fail, with the file named, when a controller really is missing.
       await fs.writeFile(path.join(this.root, 'cgroup.subtree_control'), '+cpu +memory +pids').catch(() => {});
       await fs.writeFile(path.join(parent, 'cgroup.subtree_control'), '+cpu +memory +pids').catch(() => {});
       const dir = this.dirs()[0];
@@ -109,6 +111,7 @@ export class Cgroup {
       await write(kill, '1');
     } else {
       // Frozen, nothing can fork away between reading the list and the kill; the kills land on thaw.
+      // A freeze that fails only loses that guarantee: the wait below reports processes that remain.
       await this.freeze().catch(() => {});
       for (const pid of await this.pids()) {
         try {
@@ -118,6 +121,7 @@ export class Cgroup {
         }
       }
     }
+    // As above: a thaw that fails shows up as processes that do not end.
     await this.thaw().catch(() => {});
     if (!(await pollUntil(async () => (await this.pids()).length === 0, 400, 25))) throw new Error(`processes of cgroup ${this.name} did not end`);
   }

@@ -14,7 +14,7 @@ import { sql } from 'kysely';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import type { Histogram, Registry } from '../../http/metrics.ts';
-import type { Logger } from '../../logger.ts';
+import { logIgnored, type Logger } from '../../logger.ts';
 import { createKeyedQueue } from './keyed-queue.ts';
 import { canTakeWork, placeSandbox, releaseClaim, type Placement, type PlacementSettings, type TeamDirectory } from './placement.ts';
 import { createLocalProvider } from './providers/local.ts';
@@ -202,7 +202,7 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
           log.info({ sandbox: sid }, 'removed a sandbox this host no longer owns');
           continue;
         }
-        const status = await p.status(sid).catch(() => null);
+        const status = await p.status(sid).catch((err) => (logIgnored(log, 'could not read a sandbox\'s status; treating it as half-made', { sandbox: sid })(err), null));
         if (!status || status.state === 'starting') {
           // Killed halfway through making it: remove what there is and make it again on next use.
           await p.destroy(sid).catch((err) => log.error({ sandbox: sid, cause: (err as Error).message }, 'could not remove a half-made sandbox'));
@@ -374,7 +374,7 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
           .catch(() => {})
           .finally(() => {
             busy(sandboxId, -1);
-            void db.updateTable('sandboxes').set({ last_active_at: sql`now()` }).where('id', '=', sandboxId).execute().catch(() => {});
+            void db.updateTable('sandboxes').set({ last_active_at: sql`now()` }).where('id', '=', sandboxId).execute().catch(logIgnored(log, 'could not record a sandbox\'s last activity', { sandbox: sandboxId }));
           });
         return handle;
       } catch (err) {

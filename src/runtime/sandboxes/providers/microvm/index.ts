@@ -21,6 +21,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../../../../config.ts';
 import type { Registry } from '../../../../http/metrics.ts';
+import { logIgnored } from '../../../../logger.ts';
 import {
   SandboxError,
   type ExecHandle,
@@ -170,9 +171,9 @@ export function createMicrovmProvider(opts: MicrovmOptions): SandboxProvider {
     channels.delete(id);
     const pid = await pidOf(id);
     if (pid) {
-      const q = await Qmp.connect(file(id, 'qmp.sock')).catch(() => null);
+      const q = await Qmp.connect(file(id, 'qmp.sock')).catch((err) => (logIgnored(log, 'could not reach QEMU to quit it; killing it', { sandbox: id })(err), null));
       if (q) {
-        await q.execute('quit').catch(() => {});
+        await q.execute('quit').catch(logIgnored(log, 'QEMU did not take quit; killing it', { sandbox: id }));
         q.close();
       }
       if (!(await waitGone(pid, 5000))) {
@@ -196,7 +197,7 @@ export function createMicrovmProvider(opts: MicrovmOptions): SandboxProvider {
   }
 
   async function tapDown(name: string) {
-    if (fs.existsSync(`/sys/class/net/${name}`)) await run(ip, ['link', 'del', name]).catch(() => {});
+    if (fs.existsSync(`/sys/class/net/${name}`)) await run(ip, ['link', 'del', name]).catch(logIgnored(log, 'could not remove a tap device', { device: name }));
   }
 
   /** The image a sandbox boots: the newest valid manifest of that name (or of any name). */
@@ -494,7 +495,7 @@ export function createMicrovmProvider(opts: MicrovmOptions): SandboxProvider {
         } catch (err) {
           // Nothing of a failed create stays behind: no process, no tap, no files.
           const e = failure(spec.id, 'create', err);
-          await stopQemu(spec.id).catch(() => {});
+          await stopQemu(spec.id).catch(logIgnored(log, 'could not stop QEMU of a failed create', { sandbox: spec.id }));
           await tapDown(spec.network.hostInterface);
           await fsp.rm(dirOf(spec.id), { recursive: true, force: true });
           throw e;
@@ -578,7 +579,7 @@ export function createMicrovmProvider(opts: MicrovmOptions): SandboxProvider {
             await fsp.rename(tmp, file(id, 'snapshot.bin'));
           } catch (err) {
             // The VM keeps running as it was; the half-written snapshot goes.
-            await q.execute('cont').catch(() => {});
+            await q.execute('cont').catch(logIgnored(log, 'could not resume a VM after a failed snapshot', { sandbox: id }));
             await dropSnapshot(id);
             throw failure(id, 'sleep', err);
           } finally {
