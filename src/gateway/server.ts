@@ -221,7 +221,9 @@ export function createGatewayServer(opts: GatewayOptions) {
     let credential: Credential | null = null;
     const inject = decision.destination?.inject_secret ?? null;
     if (inject) {
-      const got = await credentialOf(`${who.sandboxId}\n${inject}`, () => sources.credential(who, inject));
+      // Git's smart HTTP and an API take a credential in different forms (the code host's token: basic auth for git).
+      const use = /\/(info\/refs|git-upload-pack|git-receive-pack)$/.test(target.path) ? 'git' : 'api';
+      const got = await credentialOf(`${who.sandboxId}\n${inject}\n${use}`, () => sources.credential(who, inject, use));
       if (!got.ok) return refuse(deny('credential', got.reason, decision.destination!.name));
       credential = got.credential;
     }
@@ -254,7 +256,7 @@ export function createGatewayServer(opts: GatewayOptions) {
 
     requests.inc({ decision: 'allow' });
     const headers = outgoingHeaders(req, decision, credential, upstream.hostHeader);
-    const secrets = credential ? [credential.value, credential.value.replace(/^Bearer /, '')] : [];
+    const secrets = credential ? [credential.value, credential.value.replace(/^(Bearer|token|Basic) /, ''), ...(credential.bare ? [credential.bare] : [])] : [];
     let body: Readable = req;
     if (target.method === 'POST' && target.path.endsWith('/git-receive-pack')) {
       const push = await readPush(req);

@@ -8,6 +8,8 @@ import { sandboxByAddress, type SandboxIdentity } from '../runtime/sandboxes/ide
 export interface Credential {
   header: string;
   value: string;
+  /** The secret inside an encoded value (a basic-auth password), scrubbed from answers as well. */
+  bare?: string;
 }
 
 /** What the gateway asks of the rest of the service. */
@@ -17,7 +19,7 @@ export interface GatewaySources {
   /** The role's effective egress and the team's code-host repository. */
   policyFor(who: SandboxIdentity): Promise<{ policy: EffectivePolicy; repository: string | null }>;
   /** The credential a destination's `inject_secret` names, or why there is none. */
-  credential(who: SandboxIdentity, injectSecret: string): Promise<{ ok: true; credential: Credential } | { ok: false; reason: string }>;
+  credential(who: SandboxIdentity, injectSecret: string, use: 'git' | 'api'): Promise<{ ok: true; credential: Credential } | { ok: false; reason: string }>;
 }
 
 /** The gateway's sources: the shared services (teams, destinations, links, MCP servers, secrets). */
@@ -41,13 +43,22 @@ export function createGatewaySources(deps: { db: Db; services: Services }): Gate
       return { policy, repository: repo ? repo.external_id : null };
     },
 
-    async credential(who, injectSecret) {
+    async credential(who, injectSecret, use) {
       const ref = parseInjectSecret(injectSecret);
       if (ref.kind === 'gateway' && ref.name === 'model_proxy_key') {
         const key = await services.teams.roleModelKey(who.teamName, who.role);
         return key ? { ok: true, credential: bearer(key) } : { ok: false, reason: `role "${who.role}" of team "${who.teamName}" has no model-proxy key` };
       }
-      if (ref.kind === 'gateway') return { ok: false, reason: 'the code-host integration is not set up: no installation token can be minted for this destination' };
+      if (ref.kind === 'gateway' && ref.name === 'code_host_installation_token') {
+        const got = await services.codeHostDelivery.tokenForTeam(who.teamName);
+        if (!got.ok) return got;
+        // Git takes the token as a basic-auth password of the user x-access-token; the API as `token <token>`.
+        const credential: Credential =
+          use === 'git'
+            ? { header: 'authorization', value: `Basic ${Buffer.from(`x-access-token:${got.token}`).toString('base64')}`, bare: got.token }
+            : { header: 'authorization', value: `token ${got.token}`, bare: got.token };
+        return { ok: true, credential };
+      }
       if (ref.kind === 'secret') {
         const value = await services.secrets.reveal(ref.name);
         return value ? { ok: true, credential: bearer(value) } : { ok: false, reason: `the secret "${ref.name}" has no value` };

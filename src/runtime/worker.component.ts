@@ -37,6 +37,7 @@ export const workerComponent: Component = {
       logger,
       owner: host.id,
       runtimeArgv: [...RUNTIME_ARGV],
+      openPullRequest: (runId, req) => services.codeHostDelivery.openFor(runId, req),
       async configFor(work) {
         return (await setup(work)).config;
       },

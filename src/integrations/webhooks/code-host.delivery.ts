@@ -143,6 +143,23 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
     },
 
     /**
+     * The gateway's `code_host_installation_token` for a team's sandbox: a fresh installation
+     * token narrowed to the team's repository (the app renews it before it expires).
+     */
+    async tokenForTeam(team: string): Promise<{ ok: true; token: string } | { ok: false; reason: string }> {
+      const app = await deps.codeHost();
+      if (!app) return { ok: false, reason: 'the code-host integration is not enabled: no installation token can be minted for this destination' };
+      const repo = await deps.repositoryOfTeam(team, app.webHosts);
+      if (!repo) return { ok: false, reason: `team "${team}" has no repository on the code host (a code_host link or a repo_url there)` };
+      try {
+        return { ok: true, token: await app.installationToken([repo]) };
+      } catch (err) {
+        logger.warn({ err, team, repo }, 'minting an installation token failed');
+        return { ok: false, reason: `the code host did not mint a token for ${repo}: ${err instanceof Error ? err.message : String(err)}` };
+      }
+    },
+
+    /**
      * The engine's `open_pull_request`: opens the run's pull request through the app. The answer
      * tells the agent what happened (a refusal is a tool error it can act on).
      */

@@ -38,6 +38,8 @@ export interface EngineDeps {
   owner: string;
   /** Seconds a run's lease lasts without renewal (renewed at a third of it). */
   leaseSeconds?: number;
+  /** Opens the run's pull request through the code-host integration (the agent's open_pull_request); its answer goes back to the agent. */
+  openPullRequest?(runId: string, req: { title: string; body: string; head: string | null; base: string | null }): Promise<{ ok: true; url: string; number: number } | { ok: false; reason: string }>;
 }
 
 export class RuntimeStopped extends Error {}
@@ -185,8 +187,11 @@ export function createRunEngine(deps: EngineDeps) {
       }
       if (!outcome) return;
       if (outcome.kind === 'pull_request') {
-        // Opening pull requests is the code-host integration's; until it is enabled the agent is told so.
-        await runs.requeueTask(work.task.id, { kind: 'tool_result', ok: false, output: 'no code-host integration is enabled, so no pull request can be opened; push the branch and finish naming it' });
+        // Opening pull requests is the code-host integration's; without it the agent is told so.
+        const opened = deps.openPullRequest
+          ? await deps.openPullRequest(runId, { title: outcome.title, body: outcome.body, head: outcome.head, base: outcome.base })
+          : { ok: false as const, reason: 'no code-host integration is enabled, so no pull request can be opened; push the branch and finish naming it' };
+        await runs.requeueTask(work.task.id, opened.ok ? { kind: 'tool_result', ok: true, output: `opened pull request #${opened.number}: ${opened.url}` } : { kind: 'tool_result', ok: false, output: opened.reason });
         continue;
       }
       await runs.applyOutcome(work.task.id, outcome);
