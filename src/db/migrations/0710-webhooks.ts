@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 
 // Inbound webhooks: every delivery as received (a valid one once per delivery id and surface,
 // a forged one each time, since its id proves nothing), the code-host work items runs came
-// from (issue, pull request), and the progress comments already posted for a run.
+// from (issue, pull request).
 export async function up(db: Kysely<any>): Promise<void> {
   await sql`
     create table webhook_deliveries (
@@ -33,16 +33,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     )`.execute(db);
   await sql`create unique index code_host_work_issue on code_host_work (repository, issue_number, team_name) where issue_number is not null`.execute(db);
   await sql`create index code_host_work_pull on code_host_work (repository, pull_number) where pull_number is not null`.execute(db);
-  await sql`
-    create table code_host_posts (
-      key text primary key,
-      run_id text not null,
-      posted_at timestamptz not null default now()
-    )`.execute(db);
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  await sql`drop table code_host_posts`.execute(db);
   await sql`drop table code_host_work`.execute(db);
   await sql`drop table webhook_deliveries`.execute(db);
 }

@@ -1,17 +1,21 @@
+import type { CodeHostApp } from '../code-host/app.ts';
+
+/** The code-host app as this module uses it (`services.integrations.codeHostApp()`). */
+export type CodeHostClient = CodeHostApp;
+
 /**
- * What the webhooks module asks of the code-host app (`services.integrations.codeHostApp()`):
- * only these calls, so the module depends on the app's behaviour and not on how it is built.
+ * Host names people reach the code host's repositories at, from its REST base URL
+ * (`api.github.com` serves `github.com`; GitHub Enterprise serves both from one host): a team's
+ * `repo_url` on one of them counts as a link to the repository.
  */
-export interface CodeHostClient {
-  /** Opens a pull request, or answers the open one of the same head and base (idempotent). */
-  openPullRequest(input: { repo: string; head: string; base: string; title: string; body: string }): Promise<{ number: number; url: string }>;
-  comment(input: { repo: string; issue: number; body: string }): Promise<unknown>;
-  /** The repository's default branch, the base of a pull request. */
-  defaultBranch(repo: string): Promise<string>;
-  /** A fresh installation token narrowed to the repositories (the app caches and renews it). */
-  installationToken(repositories: string[]): Promise<string>;
-  /** Host names people reach the code host's repositories at (a team's `repo_url` on one of them counts as linked). */
-  webHosts: string[];
+export function webHostsOf(apiUrl: string): string[] {
+  let host: string;
+  try {
+    host = new URL(apiUrl).hostname.toLowerCase();
+  } catch {
+    return [];
+  }
+  return host.startsWith('api.') ? [host.slice(4), host] : [host];
 }
 
 /** The inbound surfaces: `code_host` is consumed; the trackers' deliveries are recorded and answered until their adapters exist. */

@@ -2,7 +2,7 @@
  * What runs send back to the code host: progress comments on the issue a run came from, and the
  * pull request of a run that succeeded with a pushed branch (also when the agent asks for it
  * with `open_pull_request`). Every effect is a job, and each is idempotent: the app answers the
- * open pull request of a head again, and a posted comment is remembered by its key.
+ * open pull request of a head again, and a posted comment carries its key.
  */
 import type { Transaction } from 'kysely';
 import type { Logger } from 'pino';
@@ -10,7 +10,7 @@ import type { RunsService } from '../../console/runs/runs.service.ts';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import type { RunChange } from '../../hooks.ts';
-import type { CodeHostClient } from './code-host.client.ts';
+import { webHostsOf, type CodeHostClient } from './code-host.client.ts';
 import { DeliverRun, PostProgress } from './webhooks.jobs.ts';
 import * as store from './webhooks.store.ts';
 
@@ -63,22 +63,26 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
 
   async function repositoryOf(run: Run, app: CodeHostClient): Promise<string | null> {
     const work = await store.workOfRun(db, run.id);
-    return work?.repository ?? (await deps.repositoryOfTeam(run.team, app.webHosts));
+    return work?.repository ?? (await deps.repositoryOfTeam(run.team, webHostsOf(app.apiUrl)));
   }
 
-  /** Posts a comment on the run's issue once per key. */
+  /**
+   * Posts a comment on the run's issue once per key: the key rides in the comment as an HTML
+   * comment, so a job run again after posting (a lost lease) finds it on the issue.
+   */
   async function post(app: CodeHostClient, runId: string, key: string, body: string): Promise<void> {
     const work = await store.workOfRun(db, runId);
     if (!work || work.issue_number === null) return;
-    if (await store.wasPosted(db, key)) return;
-    await app.comment({ repo: work.repository, issue: work.issue_number, body });
-    await store.markPosted(db, key, runId);
+    const marker = `<!-- crewhouse:${key} -->`;
+    const bot = await app.botLogin();
+    const existing = await app.issueComments({ repo: work.repository, number: work.issue_number });
+    if (existing.some((c) => c.author === bot && c.body.includes(marker))) return;
+    await app.comment({ repo: work.repository, issue: work.issue_number, body: `${body}\n\n${marker}` });
   }
 
   /** Opens (or finds again) the run's pull request and records it on the run and here. */
   async function open(app: CodeHostClient, run: Run, repo: string, req: { head: string; base: string | null; title: string; body: string }) {
-    const base = req.base ?? (await app.defaultBranch(repo));
-    const pr = await app.openPullRequest({ repo, head: req.head, base, title: req.title, body: req.body });
+    const pr = await app.openPullRequest({ repo, head: req.head, ...(req.base ? { base: req.base } : {}), title: req.title, body: req.body });
     await runs.setPullRequest(run.id, { url: pr.url, number: pr.number, state: 'open' });
     await store.setPull(db, { run_id: run.id, team_name: run.team, repository: repo, pull_number: pr.number, pull_url: pr.url });
     return pr;
@@ -148,11 +152,11 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
      */
     async tokenForTeam(team: string): Promise<{ ok: true; token: string } | { ok: false; reason: string }> {
       const app = await deps.codeHost();
-      if (!app) return { ok: false, reason: 'the code-host integration is not enabled: no installation token can be minted for this destination' };
-      const repo = await deps.repositoryOfTeam(team, app.webHosts);
+      if (!app) return { ok: false, reason: 'the code-host integration is not set up (not enabled): no installation token can be minted for this destination' };
+      const repo = await deps.repositoryOfTeam(team, webHostsOf(app.apiUrl));
       if (!repo) return { ok: false, reason: `team "${team}" has no repository on the code host (a code_host link or a repo_url there)` };
       try {
-        return { ok: true, token: await app.installationToken([repo]) };
+        return { ok: true, token: (await app.installationToken({ repositories: [repo] })).token };
       } catch (err) {
         logger.warn({ err, team, repo }, 'minting an installation token failed');
         return { ok: false, reason: `the code host did not mint a token for ${repo}: ${err instanceof Error ? err.message : String(err)}` };

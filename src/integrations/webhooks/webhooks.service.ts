@@ -7,7 +7,7 @@ import type { Db } from '../../db/database.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { Problem, problems } from '../../http/problems.ts';
 import { intentOf, taskTextOf, type CodeHostIntent } from './code-host.events.ts';
-import { isWebhookSurface, type CodeHostClient, type WebhookSurface } from './code-host.client.ts';
+import { isWebhookSurface, webHostsOf, type CodeHostClient, type WebhookSurface } from './code-host.client.ts';
 import { ProcessDelivery } from './webhooks.jobs.ts';
 import * as store from './webhooks.store.ts';
 
@@ -211,7 +211,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
       if (intent.kind === 'ignore') return store.settleDelivery(db, deliveryRow, { outcome: 'ignored', detail: intent.reason });
       const app = await deps.codeHost();
       if (!app) return store.settleDelivery(db, deliveryRow, { outcome: 'ignored', detail: 'the code_host integration is not enabled' });
-      if (intent.kind === 'task') return task(deliveryRow, intent, app.webHosts);
+      if (intent.kind === 'task') return task(deliveryRow, intent, webHostsOf(app.apiUrl));
       if (intent.kind === 'comment') return comment(deliveryRow, intent);
       return pullClosed(deliveryRow, intent);
     },

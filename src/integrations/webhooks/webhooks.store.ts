@@ -90,11 +90,3 @@ export async function setPull(q: Q, w: { run_id: string; team_name: string; repo
     .onConflict((oc) => oc.column('run_id').doUpdateSet({ pull_number: w.pull_number, pull_url: w.pull_url }))
     .execute();
 }
-
-export async function wasPosted(q: Q, key: string): Promise<boolean> {
-  return (await q.selectFrom('code_host_posts').select('key').where('key', '=', key).executeTakeFirst()) !== undefined;
-}
-
-export async function markPosted(q: Q, key: string, runId: string) {
-  await q.insertInto('code_host_posts').values({ key, run_id: runId }).onConflict((oc) => oc.column('key').doNothing()).execute();
-}

@@ -31,10 +31,4 @@ export interface WebhooksTables {
     pull_url: Defaulted<string | null>;
     created_at: Timestamp;
   };
-  /** Progress comments already posted (a job run twice posts once). */
-  code_host_posts: {
-    key: string;
-    run_id: string;
-    posted_at: Timestamp;
-  };
 }
