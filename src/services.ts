@@ -15,7 +15,7 @@ import { createSessionService } from './console/session/session.service.ts';
 import { createSkillsService } from './console/skills/skills.service.ts';
 import { createSpendService } from './console/spend/spend.service.ts';
 import { createEgressOverridesService } from './console/teams/egress-overrides.service.ts';
-import { createLinksService, repositoryOfUrl } from './console/teams/links.service.ts';
+import { createLinksService, sameRepositoryUrl } from './console/teams/links.service.ts';
 import { createTeamsService } from './console/teams/teams.service.ts';
 import { createTemplatesService, type EnvironmentSnapshot } from './console/templates/templates.service.ts';
 import { createUsersService } from './console/users/users.service.ts';
@@ -125,16 +125,20 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger } 
     return { enabled: secret !== null, secret };
   };
   const codeHost = async (): Promise<CodeHostClient | null> => null;
-  const webhooks = createWebhooksService({ db, runs, inbound, codeHost, teamsOfRepository: (repo, hosts) => links.teamsOfRepository(repo, hosts), logger: deps.logger });
+  const webhooks = createWebhooksService({ db, runs, inbound, codeHost, teamsOfRepository: (repo, urls) => links.teamsOfRepository(repo, urls), logger: deps.logger });
   const codeHostDelivery = createCodeHostDelivery({
     db,
     runs,
     codeHost,
-    repositoryOfTeam: async (team, hosts) => {
+    repositoryOfTeam: async (team, app) => {
       const linked = (await links.list(team).catch(() => [])).find((l) => l.surface === 'code_host');
       if (linked) return linked.external_id;
-      const t = await teams.forRun(team);
-      return t?.repo_url ? repositoryOfUrl(t.repo_url, new Set(hosts)) : null;
+      const url = (await teams.forRun(team))?.repo_url;
+      const m = url ? /^\/([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+?)(?:\.git)?\/?$/.exec(URL.parse(url)?.pathname ?? '') : null;
+      if (!url || !m) return null;
+      // The repo_url counts when it is that repository's address on the code host, as the code host says.
+      const repo = await app.repository(`${m[1]}/${m[2]}`).catch(() => null);
+      return repo && [repo.cloneUrl, repo.htmlUrl].some((u) => sameRepositoryUrl(u) === sameRepositoryUrl(url)) ? repo.fullName : null;
     },
     publicBaseUrl: config.publicBaseUrl,
     logger: deps.logger,

@@ -22,17 +22,17 @@ function verificationOf(surface: LinkSurface): 'verified' | 'unverified' | 'not_
   return 'not_applicable';
 }
 
-/** `<owner>/<repo>` (lower case) of a repository URL on one of `hosts`, else null. */
-export function repositoryOfUrl(url: string, hosts: Set<string>): string | null {
-  let u: URL;
+/**
+ * A repository URL as compared with another: scheme, user and `.git` dropped, host and path in
+ * lower case, so `https://host/Acme/App.git` and `https://host/acme/app` are one repository.
+ */
+export function sameRepositoryUrl(url: string): string | null {
   try {
-    u = new URL(url);
+    const u = new URL(url);
+    return `${u.host}${u.pathname.replace(/\/+$/, '').replace(/\.git$/, '')}`.toLowerCase();
   } catch {
     return null;
   }
-  if (!hosts.has(u.host.toLowerCase()) && !hosts.has(u.hostname.toLowerCase())) return null;
-  const m = /^\/([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+?)(?:\.git)?\/?$/.exec(u.pathname);
-  return m ? `${m[1]}/${m[2]}`.toLowerCase() : null;
 }
 
 export function createLinksService(deps: { db: Db; codeHostInstalled: CodeHostInstallCheck | null }) {
@@ -96,21 +96,20 @@ export function createLinksService(deps: { db: Db; codeHostInstalled: CodeHostIn
 
     /**
      * The live teams whose repository is `<owner>/<repo>` on the code host: a `code_host` link to
-     * it, or a `repo_url` on one of the code host's web hosts naming it (names compare without case).
+     * it, or a `repo_url` that is one of the repository's URLs there (names compare without case).
      */
-    async teamsOfRepository(repo: string, webHosts: string[]): Promise<string[]> {
-      const wanted = repo.toLowerCase();
+    async teamsOfRepository(repo: string, urls: string[]): Promise<string[]> {
       const linked = await db
         .selectFrom('team_links as l')
         .innerJoin('teams as t', 't.id', 'l.team_id')
         .select('t.name')
         .where('l.surface', '=', 'code_host')
-        .where(sql`lower(l.external_id)`, '=', wanted)
+        .where(sql`lower(l.external_id)`, '=', repo.toLowerCase())
         .where('t.status', '<>', 'archived')
         .execute();
-      const withUrl = await db.selectFrom('teams').select(['name', 'repo_url']).where('status', '<>', 'archived').where('repo_url', 'is not', null).execute();
-      const hosts = new Set(webHosts.map((h) => h.toLowerCase()));
-      const byUrl = withUrl.filter((t) => repositoryOfUrl(t.repo_url!, hosts) === wanted).map((t) => t.name);
+      const wanted = new Set(urls.map(sameRepositoryUrl).filter((u): u is string => u !== null));
+      const withUrl = wanted.size ? await db.selectFrom('teams').select(['name', 'repo_url']).where('status', '<>', 'archived').where('repo_url', 'is not', null).execute() : [];
+      const byUrl = withUrl.filter((t) => wanted.has(sameRepositoryUrl(t.repo_url!) ?? '')).map((t) => t.name);
       return [...new Set([...linked.map((r) => r.name), ...byUrl])].sort();
     },
 

@@ -10,7 +10,7 @@ import type { RunsService } from '../../console/runs/runs.service.ts';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import type { RunChange } from '../../hooks.ts';
-import { webHostsOf, type CodeHostClient } from './code-host.client.ts';
+import type { CodeHostClient } from './code-host.client.ts';
 import { DeliverRun, PostProgress } from './webhooks.jobs.ts';
 import * as store from './webhooks.store.ts';
 
@@ -21,8 +21,8 @@ export interface CodeHostDeliveryDeps {
   db: Db;
   runs: RunsService;
   codeHost(): Promise<CodeHostClient | null>;
-  /** The team's code-host repository `<owner>/<repo>` (its code_host link, or its repo_url on one of the web hosts), or null. */
-  repositoryOfTeam(team: string, webHosts: string[]): Promise<string | null>;
+  /** The team's code-host repository `<owner>/<repo>` (its code_host link, or its repo_url when that is the repository's URL on the code host), or null. */
+  repositoryOfTeam(team: string, app: CodeHostClient): Promise<string | null>;
   publicBaseUrl: string;
   logger: Logger;
 }
@@ -63,7 +63,7 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
 
   async function repositoryOf(run: Run, app: CodeHostClient): Promise<string | null> {
     const work = await store.workOfRun(db, run.id);
-    return work?.repository ?? (await deps.repositoryOfTeam(run.team, webHostsOf(app.apiUrl)));
+    return work?.repository ?? (await deps.repositoryOfTeam(run.team, app));
   }
 
   /**
@@ -153,7 +153,7 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
     async tokenForTeam(team: string): Promise<{ ok: true; token: string } | { ok: false; reason: string }> {
       const app = await deps.codeHost();
       if (!app) return { ok: false, reason: 'the code-host integration is not set up (not enabled): no installation token can be minted for this destination' };
-      const repo = await deps.repositoryOfTeam(team, webHostsOf(app.apiUrl));
+      const repo = await deps.repositoryOfTeam(team, app);
       if (!repo) return { ok: false, reason: `team "${team}" has no repository on the code host (a code_host link or a repo_url there)` };
       try {
         return { ok: true, token: (await app.installationToken({ repositories: [repo] })).token };

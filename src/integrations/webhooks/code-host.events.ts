@@ -16,7 +16,7 @@ export const TASK_LABEL = 'crewhouse';
 const MENTION = /(^|[^\w@/])(@crewhouse|\/crewhouse)\b[:,]?/i;
 
 export type CodeHostIntent =
-  | { kind: 'task'; repo: string; issue: number; title: string; body: string; url: string; team: string | null; author: string }
+  | { kind: 'task'; repo: string; repo_urls: string[]; issue: number; title: string; body: string; url: string; team: string | null; author: string }
   | { kind: 'comment'; repo: string; number: number; on: 'issue' | 'pull_request'; text: string; author: string; url: string }
   | { kind: 'pull_closed'; repo: string; number: number; merged: boolean; url: string }
   | { kind: 'ignore'; reason: string };
@@ -66,9 +66,11 @@ export function intentOf(event: string, payload: unknown): CodeHostIntent {
     } else {
       return { kind: 'ignore', reason: `issues.${action ?? '?'} is not consumed` };
     }
+    const r = payload.repository as Obj;
     return {
       kind: 'task',
       repo,
+      repo_urls: [r.clone_url, r.html_url, r.git_url, r.ssh_url].filter((u): u is string => typeof u === 'string'),
       issue: issue.number,
       title: String(issue.title ?? ''),
       body: typeof issue.body === 'string' ? issue.body : '',

@@ -7,7 +7,7 @@ import type { Db } from '../../db/database.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { Problem, problems } from '../../http/problems.ts';
 import { intentOf, taskTextOf, type CodeHostIntent } from './code-host.events.ts';
-import { isWebhookSurface, webHostsOf, type CodeHostClient, type WebhookSurface } from './code-host.client.ts';
+import { isWebhookSurface, type CodeHostClient, type WebhookSurface } from './code-host.client.ts';
 import { ProcessDelivery } from './webhooks.jobs.ts';
 import * as store from './webhooks.store.ts';
 
@@ -18,8 +18,8 @@ export interface WebhooksDeps {
   inbound(surface: WebhookSurface): Promise<{ enabled: boolean; secret: string | null }>;
   /** The code-host app while the integration is enabled, else null. */
   codeHost(): Promise<CodeHostClient | null>;
-  /** The live teams whose repository `<owner>/<repo>` is (a code_host link, or a repo_url on one of the web hosts). */
-  teamsOfRepository(repo: string, webHosts: string[]): Promise<string[]>;
+  /** The live teams whose repository `<owner>/<repo>` is (a code_host link, or a repo_url that is one of `urls`). */
+  teamsOfRepository(repo: string, urls: string[]): Promise<string[]>;
   logger: Logger;
 }
 
@@ -52,8 +52,8 @@ export function createWebhooksService(deps: WebhooksDeps) {
   /** Settles a delivery whose work was a problem a retry cannot mend (the team cannot take work, say). */
   const refusedBy = (err: unknown) => err instanceof Problem && err.status >= 400 && err.status < 500 && err.status !== 429;
 
-  async function task(deliveryRow: string, intent: Extract<CodeHostIntent, { kind: 'task' }>, webHosts: string[]) {
-    const teams = await deps.teamsOfRepository(intent.repo, webHosts);
+  async function task(deliveryRow: string, intent: Extract<CodeHostIntent, { kind: 'task' }>) {
+    const teams = await deps.teamsOfRepository(intent.repo, intent.repo_urls);
     let team: string;
     if (intent.team) {
       if (!teams.includes(intent.team)) return store.settleDelivery(db, deliveryRow, { outcome: 'ignored', detail: `team "${intent.team}" has no link to ${intent.repo}` });
@@ -211,7 +211,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
       if (intent.kind === 'ignore') return store.settleDelivery(db, deliveryRow, { outcome: 'ignored', detail: intent.reason });
       const app = await deps.codeHost();
       if (!app) return store.settleDelivery(db, deliveryRow, { outcome: 'ignored', detail: 'the code_host integration is not enabled' });
-      if (intent.kind === 'task') return task(deliveryRow, intent, webHostsOf(app.apiUrl));
+      if (intent.kind === 'task') return task(deliveryRow, intent);
       if (intent.kind === 'comment') return comment(deliveryRow, intent);
       return pullClosed(deliveryRow, intent);
     },
