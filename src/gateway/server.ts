@@ -223,7 +223,9 @@ export function createGatewayServer(opts: GatewayOptions) {
     if (inject) {
       // Git's smart HTTP and an API take a credential in different forms (the code host's token: basic auth for git).
       const use = /\/(info\/refs|git-upload-pack|git-receive-pack)$/.test(target.path) ? 'git' : 'api';
-      const got = await credentialOf(`${who.sandboxId}\n${inject}\n${use}`, () => sources.credential(who, inject, use));
+      // The code-host app keeps its installation tokens itself and renews them before they expire:
+      // a second cache here could go on handing out one the app has replaced.
+      const got = inject === 'code_host_installation_token' ? await sources.credential(who, inject, use) : await credentialOf(`${who.sandboxId}\n${inject}\n${use}`, () => sources.credential(who, inject, use));
       if (!got.ok) return refuse(deny('credential', got.reason, decision.destination!.name));
       credential = got.credential;
     }
