@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { sign } from '@octokit/webhooks-methods';
 import { listJobs } from '../../queue/queue.ts';
 import { testApp, type TestApp } from '../../../test/harness.ts';
+import { pullRequestText } from './code-host.delivery.ts';
 import { intentOf, addressedText, teamOfLabel } from './code-host.events.ts';
 
 const SECRET = 'whsec-test-0123456789';
@@ -161,5 +162,36 @@ describe('POST /webhooks/<surface>', () => {
       assert.equal((await t.request({ method: 'GET', url: '/api/v1/integrations/code_host/deliveries' })).status, 401);
       assert.equal((await t.request({ method: 'GET', url: '/api/v1/integrations/code_host/deliveries?cursor=zzz', token: viewer.token })).status, 400);
     });
+  });
+});
+
+describe('the pull request text of a run', () => {
+  it('says what the run did: summary, pushes, checks, refused egress, the issue it closes and a link', () => {
+    const run = {
+      id: 'run_abc',
+      team: 'web',
+      text: 'Issue #7 of acme/app: Fix the thing\nhttps://code.test/acme/app/issues/7\n\nIt is broken.',
+      delivery: { branch: 'crewhouse/run_abc', commit: 'c0ffee', pull_request: null },
+    } as unknown as Parameters<typeof pullRequestText>[0];
+    const post = (seq: number, kind: string, text: string, data: Record<string, unknown> = {}, role: string | null = 'lead') => ({ seq, kind, role, text, data, created_at: '2026-01-01T00:00:00Z' }) as Parameters<typeof pullRequestText>[1][number];
+    const { title, body } = pullRequestText(
+      run,
+      [
+        post(1, 'task', 'Fix the thing', { from: 'person' }),
+        post(2, 'task', 'Reviewed: the fix is right', { from: 'reviewer' }, 'lead'),
+        post(3, 'working', 'shell: done', { tool: 'shell', ok: true }),
+        post(4, 'notice', 'refused: GET evil.example/ (not in the allowlist)', { host: 'evil.example', rule: 'allowlist' }, null),
+        post(5, 'artifact', 'pushed crewhouse/run_abc at c0ffee', { branch: 'crewhouse/run_abc' }),
+        post(6, 'completed', 'Fixed the thing.'),
+      ],
+      'http://crewhouse.test/#/runs/run_abc',
+    );
+    assert.equal(title, 'Fix the thing');
+    assert.match(body, /^Fixed the thing\./);
+    assert.match(body, /Closes #7/);
+    assert.match(body, /### What changed\n- pushed crewhouse\/run_abc at c0ffee/);
+    assert.match(body, /### How it was checked\n- lead: Reviewed: the fix is right\n- shell: done/);
+    assert.match(body, /### Refused egress\n- refused: GET evil\.example/);
+    assert.match(body, /\[run_abc\]\(http:\/\/crewhouse\.test\/#\/runs\/run_abc\)/);
   });
 });
