@@ -23,6 +23,7 @@ import type { Db } from './db/database.ts';
 import { createHooks } from './hooks.ts';
 import { loadModelCatalog, type ModelCatalog } from './models/catalog.ts';
 import { createModelProxyClient } from './modelproxy/client.ts';
+import { egressRefusalsOfTeam } from './gateway/events.ts';
 import { createCodeHostDelivery } from './integrations/webhooks/code-host.delivery.ts';
 import type { CodeHostClient, WebhookSurface } from './integrations/webhooks/code-host.client.ts';
 import { createWebhooksService } from './integrations/webhooks/webhooks.service.ts';
@@ -139,6 +140,11 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger } 
       // The repo_url counts when it is that repository's address on the code host, as the code host says.
       const repo = await app.repository(`${m[1]}/${m[2]}`).catch(() => null);
       return repo && [repo.cloneUrl, repo.htmlUrl].some((u) => sameRepositoryUrl(u) === sameRepositoryUrl(url)) ? repo.fullName : null;
+    },
+    refusedEgress: async (team, since, until) => {
+      const t = await teams.forRun(team);
+      if (!t) return [];
+      return (await egressRefusalsOfTeam(db, t.id, since, until)).map((e) => `${e.role}: ${e.method} ${e.host}${e.path} (${e.rule}: ${e.reason})`);
     },
     publicBaseUrl: config.publicBaseUrl,
     logger: deps.logger,

@@ -41,3 +41,11 @@ export async function egressEventsOf(db: Db, sandboxId: string, afterId = '0', l
     .execute();
   return rows.map((r) => ({ ...r, id: String(r.id), at: new Date(r.at).toISOString() }));
 }
+
+/** A team's enforced refusals between two times, oldest first (what a run's pull request reports as refused egress). */
+export async function egressRefusalsOfTeam(db: Db, teamId: number, since: string, until: string | null, limit = 50): Promise<EgressEvent[]> {
+  let q = db.selectFrom('egress_events').selectAll().where('team_id', '=', teamId).where('enforced', '=', true).where('at', '>=', since);
+  if (until) q = q.where('at', '<=', until);
+  const rows = await q.orderBy('id').limit(limit).execute();
+  return rows.map((r) => ({ ...r, id: String(r.id), at: new Date(r.at).toISOString() }));
+}

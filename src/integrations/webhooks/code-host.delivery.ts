@@ -23,6 +23,8 @@ export interface CodeHostDeliveryDeps {
   codeHost(): Promise<CodeHostClient | null>;
   /** The team's code-host repository `<owner>/<repo>` (its code_host link, or its repo_url when that is the repository's URL on the code host), or null. */
   repositoryOfTeam(team: string, app: CodeHostClient): Promise<string | null>;
+  /** What the gateway refused the team's sandboxes between two times, one line each. */
+  refusedEgress(team: string, since: string, until: string | null): Promise<string[]>;
   publicBaseUrl: string;
   logger: Logger;
 }
@@ -30,7 +32,7 @@ export interface CodeHostDeliveryDeps {
 const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 
 /** The pull request's title and body, from the run: its summary, what changed, how it was checked, refused egress, a link. */
-export function pullRequestText(run: Run, posts: Post[], runUrl: string): { title: string; body: string } {
+export function pullRequestText(run: Run, posts: Post[], runUrl: string, refusedEgress: string[] = []): { title: string; body: string } {
   const first = run.text.split('\n')[0].replace(/^Issue #\d+ of \S+: /, '').trim();
   const title = clip(first || `Work of run ${run.id}`, 120);
   const completed = [...posts].reverse().find((p) => p.kind === 'completed');
@@ -40,7 +42,7 @@ export function pullRequestText(run: Run, posts: Post[], runUrl: string): { titl
   const checks = posts
     .filter((p) => p.kind === 'working' && (p.data as { tool?: string })?.tool && ['shell', 'run_command', 'exec'].includes(String((p.data as { tool?: string }).tool)))
     .map((p) => `- ${clip(p.text, 200)}`);
-  const refused = posts.filter((p) => p.kind === 'notice' && (p.data as { host?: string })?.host).map((p) => `- ${clip(p.text, 200)}`);
+  const refused = [...posts.filter((p) => p.kind === 'notice' && (p.data as { host?: string })?.host).map((p) => p.text), ...refusedEgress].map((line) => `- ${clip(line, 200)}`);
   const issue = /^https?:\/\/\S+\/issues\/(\d+)$/m.exec(run.text);
   const body = [
     summary,
@@ -139,7 +141,8 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
       const repo = await repositoryOf(run, app);
       if (!repo) return;
       if (run.delivery?.branch && !run.delivery.pull_request) {
-        const text = pullRequestText(run, await allPosts(runId), runUrl(runId));
+        const refused = await deps.refusedEgress(run.team, run.created_at, run.finished_at);
+        const text = pullRequestText(run, await allPosts(runId), runUrl(runId), refused);
         await open(app, run, repo, { head: run.delivery.branch, base: null, ...text });
         ({ run } = await runs.get(runId));
       }
