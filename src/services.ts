@@ -15,6 +15,7 @@ import { createSessionService } from './console/session/session.service.ts';
 import { createSkillsService } from './console/skills/skills.service.ts';
 import { createSpendService } from './console/spend/spend.service.ts';
 import { createEgressOverridesService } from './console/teams/egress-overrides.service.ts';
+import { createIntegrationsService } from './console/integrations/integrations.service.ts';
 import { createLinksService } from './console/teams/links.service.ts';
 import { createTeamsService } from './console/teams/teams.service.ts';
 import { createTemplatesService, type EnvironmentSnapshot } from './console/templates/templates.service.ts';
@@ -111,7 +112,25 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger } 
     leadEnvironment: (name) => teams.leadEnvironment(name),
     sleepTimes: (ids) => teams.sleepTimes(ids),
   };
-  const links = createLinksService({ db, codeHostInstalled: null });
+  const links = createLinksService({ db, hooks });
+  const integrations = createIntegrationsService({
+    db,
+    secrets,
+    publicBaseUrl: config.publicBaseUrl,
+    logger: deps.logger,
+    liveHosts: () => sandboxes.liveHostAddresses(config.sandboxHostDeadAfter),
+    teamRepo: async (team) => {
+      const [t, linked] = await Promise.all([teams.get(team), links.list(team).catch(() => [])]);
+      return { repoUrl: t.repo_url, codeHostLink: linked.find((l) => l.surface === 'code_host')?.external_id ?? null };
+    },
+    chatTeams: () => teams.homedOn('chat_a'),
+    agentLook: async (agent) => {
+      const row = await agents.get(agent).catch(() => null);
+      if (!row) return null;
+      const shown = await agents.present(row);
+      return { displayName: shown.display_name, avatarUrl: shown.avatar_url };
+    },
+  });
   const egressOverrides = createEgressOverridesService({ db, references });
   const mcpServers = createMcpServersService({ db, references, secrets, teams, hooks, logger: deps.logger });
 
@@ -143,6 +162,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger } 
   hooks.on('lock:team', (q, name) => teams.lockLiveShared(q, name));
   hooks.on('checkpointUses', () => environments.checkpointUses());
   hooks.on('checkpointUses', () => teams.checkpointUses());
+  hooks.on('codeHost:covers', (repo) => integrations.coversRepository(repo));
   // Reactions, inside the transaction of the change.
   hooks.on('teamArchived', (trx, _actor, team) => runs.cancelOpenRuns(trx, team.id));
   hooks.on('teamArchived', (trx, _actor, team) => sandboxes.destroyAllOf(trx, team.id));
@@ -151,7 +171,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger } 
   hooks.on('secretRemoved', (trx, actor, secret) => destinations.stopInjecting(trx, actor, secret));
 
   const chat = createChatServices({ db, cipher });
-  return { hooks, references, models, runs, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, egressOverrides, mcpServers, chat };
+  return { hooks, references, models, runs, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, integrations, egressOverrides, mcpServers, chat };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -17,6 +17,7 @@ import { destinationsRoutes } from './destinations/destinations.routes.ts';
 import { environmentsRoutes } from './environments/environments.routes.ts';
 import { spendRoutes } from './spend/spend.routes.ts';
 import { teamsRoutes } from './teams/teams.routes.ts';
+import { integrationsRoutes } from './integrations/integrations.routes.ts';
 import { mcpServersRoutes } from './mcp-servers/mcp-servers.routes.ts';
 import { runsRoutes } from './runs/runs.routes.ts';
 import { createTraceReader } from './runs/trace.ts';
@@ -53,6 +54,7 @@ export async function buildConsoleApp(deps: { config: Config; db: Db; logger: Lo
       teamsRoutes(api, { teams: services.teams, links: services.links, egress: services.egressOverrides, documents: services.documents });
       spendRoutes(api, { spend: services.spend, teams: services.teams });
       mcpServersRoutes(api, { mcpServers: services.mcpServers });
+      integrationsRoutes(api, { integrations: services.integrations });
       runsRoutes(api, { runs: services.runs, traces: createTraceReader({ jaegerUrl: config.jaegerUrl, onError: (err) => deps.logger.warn({ err }, 'the trace store did not answer') }) });
 
       api.get('/openapi.json', {
