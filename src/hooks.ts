@@ -2,6 +2,7 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Actor } from './audit/audit.ts';
 import type { CheckpointUse } from './console/environments/checkpoints.service.ts';
 import type { Database } from './db/schema.ts';
+import type { Coverage } from './integrations/code-host/app.ts';
 
 /** The kinds of names one module's resources give another's (an agent names destinations, a template agents...). */
 export type RefKind = 'agent' | 'destination' | 'environment' | 'skill' | 'mcp_server' | 'secret' | 'tool' | 'model' | 'template';
@@ -31,7 +32,7 @@ type Reaction<T> = (trx: Transaction<Database>, actor: Actor, subject: T) => Pro
  * - questions, whose answers are gathered: `unknown:<kind>` (the owner of a kind says which
  *   names do not exist), `uses:<kind>` (each module naming things of a kind counts its uses of
  *   each of some names, in one query whatever their number, so a page costs the same as one), `lock:<owner>` (the owner module locks the owner's row FOR SHARE for the rest of the
- *   transaction and says whether it exists), `checkpointUses`;
+ *   transaction and says whether it exists), `checkpointUses`, `codeHost:covers`;
  * - reactions, run one after the other inside the caller's transaction, so what they remove
  *   (or queue) goes or stays with the change: `teamArchived`, `secretRemoved`, `runChanged`.
  */
@@ -43,6 +44,8 @@ export type HookSignatures = {
   [K in OwnerKind as `lock:${K}`]: (q: Kysely<Database> | Transaction<Database>, name: string) => Promise<boolean>;
 } & {
   checkpointUses: () => Promise<CheckpointUse[]>;
+  /** Whether the code-host app is installed on `<owner>/<repo>` (the code_host integration answers; no answer: it is not set up). */
+  'codeHost:covers': (repo: string) => Promise<Coverage>;
   /** A team was archived: its rows in other modules go or end with it (the name is free for a new team). */
   teamArchived: Reaction<{ id: number; name: string }>;
   /** A secret's reference was removed: nothing may go on injecting it. */

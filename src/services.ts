@@ -15,6 +15,7 @@ import { createSessionService } from './console/session/session.service.ts';
 import { createSkillsService } from './console/skills/skills.service.ts';
 import { createSpendService } from './console/spend/spend.service.ts';
 import { createEgressOverridesService } from './console/teams/egress-overrides.service.ts';
+import { createIntegrationsService } from './console/integrations/integrations.service.ts';
 import { createLinksService, sameRepositoryUrl } from './console/teams/links.service.ts';
 import { createTeamsService } from './console/teams/teams.service.ts';
 import { createTemplatesService, type EnvironmentSnapshot } from './console/templates/templates.service.ts';
@@ -50,7 +51,7 @@ export function loadShared(config: Config): Shared {
  * gateway to come): builds each domain service once, hands each the narrow pieces it needs,
  * and is the only place where one module is told how to react to another.
  */
-export function createServices(deps: { config: Config; db: Db; logger: Logger } & Shared) {
+export function createServices(deps: { config: Config; db: Db; logger: Logger; codeHostClock?: () => number } & Shared) {
   const { config, db, cipher, models } = deps;
   const hooks = createHooks();
   // Name checks and usage counts between resource modules go through `references`, over the hooks.
@@ -116,16 +117,36 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger } 
     leadEnvironment: (name) => teams.leadEnvironment(name),
     sleepTimes: (ids) => teams.sleepTimes(ids),
   };
-  const links = createLinksService({ db, codeHostInstalled: null });
+  const links = createLinksService({ db, hooks });
+  const integrations = createIntegrationsService({
+    db,
+    codeHostClock: deps.codeHostClock,
+    secrets,
+    publicBaseUrl: config.publicBaseUrl,
+    logger: deps.logger,
+    liveHosts: () => sandboxes.liveHostAddresses(config.sandboxHostDeadAfter),
+    teamRepo: async (team) => {
+      const [t, linked] = await Promise.all([teams.get(team), links.list(team).catch(() => [])]);
+      return { repoUrl: t.repo_url, codeHostLink: linked.find((l) => l.surface === 'code_host')?.external_id ?? null };
+    },
+    chatTeams: () => teams.homedOn('chat_a'),
+    agentLook: async (agent) => {
+      const row = await agents.get(agent).catch(() => null);
+      if (!row) return null;
+      const shown = await agents.present(row);
+      return { displayName: shown.display_name, avatarUrl: shown.avatar_url };
+    },
+  });
   const egressOverrides = createEgressOverridesService({ db, references });
   const mcpServers = createMcpServersService({ db, references, secrets, teams, hooks, logger: deps.logger });
 
   // Inbound webhooks and what runs send back to the code host.
+  // A surface's deliveries are taken while its integration is enabled, with its webhook secret.
   const inbound = async (surface: WebhookSurface) => {
-    const secret = await secrets.reveal(`integrations/${surface}/webhook_secret`);
-    return { enabled: secret !== null, secret };
+    const { integration } = await integrations.get(surface);
+    return { enabled: integration.enabled, secret: integration.enabled ? await integrations.webhookSecret(surface) : null };
   };
-  const codeHost = async (): Promise<CodeHostClient | null> => null;
+  const codeHost = (): Promise<CodeHostClient | null> => integrations.codeHostApp();
   const webhooks = createWebhooksService({ db, runs, inbound, codeHost, teamsOfRepository: (repo, urls) => links.teamsOfRepository(repo, urls), logger: deps.logger });
   const codeHostDelivery = createCodeHostDelivery({
     db,
@@ -178,6 +199,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger } 
   hooks.on('lock:team', (q, name) => teams.lockLiveShared(q, name));
   hooks.on('checkpointUses', () => environments.checkpointUses());
   hooks.on('checkpointUses', () => teams.checkpointUses());
+  hooks.on('codeHost:covers', (repo) => integrations.coversRepository(repo));
   // Reactions, inside the transaction of the change.
   hooks.on('teamArchived', (trx, _actor, team) => runs.cancelOpenRuns(trx, team.id));
   hooks.on('teamArchived', (trx, _actor, team) => sandboxes.destroyAllOf(trx, team.id));
@@ -187,7 +209,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger } 
   hooks.on('runChanged', (trx, _actor, change) => codeHostDelivery.onRunChanged(trx, change));
 
   const chat = createChatServices({ db, cipher });
-  return { hooks, references, models, runs, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery };
+  return { hooks, references, models, runs, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, integrations, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery };
 }
 
 export type Services = ReturnType<typeof createServices>;

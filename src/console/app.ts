@@ -17,6 +17,7 @@ import { destinationsRoutes } from './destinations/destinations.routes.ts';
 import { environmentsRoutes } from './environments/environments.routes.ts';
 import { spendRoutes } from './spend/spend.routes.ts';
 import { teamsRoutes } from './teams/teams.routes.ts';
+import { integrationsRoutes } from './integrations/integrations.routes.ts';
 import { mcpServersRoutes } from './mcp-servers/mcp-servers.routes.ts';
 import { runsRoutes } from './runs/runs.routes.ts';
 import { createTraceReader } from './runs/trace.ts';
@@ -55,6 +56,7 @@ export async function buildConsoleApp(deps: { config: Config; db: Db; logger: Lo
       spendRoutes(api, { spend: services.spend, teams: services.teams });
       mcpServersRoutes(api, { mcpServers: services.mcpServers });
       deliveriesRoutes(api, { webhooks: services.webhooks });
+      integrationsRoutes(api, { integrations: services.integrations });
       runsRoutes(api, { runs: services.runs, traces: createTraceReader({ jaegerUrl: config.jaegerUrl, onError: (err) => deps.logger.warn({ err }, 'the trace store did not answer') }) });
 
       api.get('/openapi.json', {
@@ -78,7 +80,7 @@ export async function buildConsoleApp(deps: { config: Config; db: Db; logger: Lo
 }
 
 /** The console's services with the cipher and catalogue loaded from config (tests and benches; `serve` uses createServices). */
-export function createConsoleServices(deps: { config: Config; db: Db; logger: Logger }): Services {
+export function createConsoleServices(deps: { config: Config; db: Db; logger: Logger; codeHostClock?: () => number }): Services {
   return createServices({ ...deps, ...loadShared(deps.config) });
 }
 

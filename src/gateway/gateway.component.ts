@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import tls from 'node:tls';
 import type { Component, ComponentContext } from '../components.ts';
 import { createLeafIssuer, loadDeploymentCa } from './ca.ts';
+import { watchIntegrationSettings } from './integration-settings.ts';
 import { createResolver } from './resolve.ts';
 import { createGatewayServer } from './server.ts';
 import { createGatewaySources, type GatewaySources } from './sources.ts';
@@ -41,7 +42,17 @@ export async function startGateway(ctx: ComponentContext & { sources?: GatewaySo
     gateway.server.listen(listen.port, listen.host, () => resolve());
   });
   const port = (gateway.server.address() as AddressInfo).port;
-  return { url: `http://${listen.host.includes(':') ? `[${listen.host}]` : listen.host}:${port}`, port, caPem: ca.certPem, stop: () => gateway.close() };
+  // This host's gateway: the integration settings it serves with, recorded against the host's address.
+  const settings = await watchIntegrationSettings({ db, integrations: ctx.services.integrations, hostAddress: config.sandboxHostAddress, logger });
+  return {
+    url: `http://${listen.host.includes(':') ? `[${listen.host}]` : listen.host}:${port}`,
+    port,
+    caPem: ca.certPem,
+    stop: async () => {
+      await settings.stop();
+      await gateway.close();
+    },
+  };
 }
 
 /** The credential gateway: every sandbox's only way out, on SERVICE_GATEWAY_PORT. */

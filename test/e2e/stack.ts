@@ -68,6 +68,8 @@ export interface StackOptions {
   worker?: boolean;
   /** Model price per million input tokens (default 1 USD). */
   inputUsdPerMtok?: number;
+  /** The code-host app's clock (a fake code host's). */
+  codeHostClock?: () => number;
 }
 
 export interface TeamSpec {
@@ -114,7 +116,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     SERVICE_SANDBOX_HOST_DEAD_AFTER: '30',
     ...opts.config,
   };
-  const t = await testApp({ modelProxy: true, config: env });
+  const t = await testApp({ modelProxy: true, config: env, codeHostClock: opts.codeHostClock });
   const captured = captureLogger('debug');
   const shared = loadShared(t.config);
   const ctx = { config: t.config, db: t.db, logger: captured.logger, metrics: new Registry(), ...shared, services: t.services };

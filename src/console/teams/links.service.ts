@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
+import type { HookCaller } from '../../hooks.ts';
 import { problems } from '../../http/problems.ts';
 import { mustGetLiveTeam, presentLink } from './teams.service.ts';
 import * as store from './teams.store.ts';
@@ -8,8 +9,6 @@ import * as store from './teams.store.ts';
 export const LINK_SURFACES = ['chat_a', 'chat_b', 'code_host', 'tracker_a', 'tracker_b'] as const;
 export type LinkSurface = (typeof LINK_SURFACES)[number];
 
-/** Whether the code-host app is installed on `<owner>/<repo>`; answered by the code_host integration. */
-export type CodeHostInstallCheck = (repo: string) => Promise<boolean>;
 
 /**
  * How a link is verified: a code-host repository only links once the app is installed on it
@@ -35,7 +34,7 @@ export function sameRepositoryUrl(url: string): string | null {
   }
 }
 
-export function createLinksService(deps: { db: Db; codeHostInstalled: CodeHostInstallCheck | null }) {
+export function createLinksService(deps: { db: Db; hooks: HookCaller }) {
   const { db } = deps;
 
   const liveTeam = (name: string) => mustGetLiveTeam(db, name);
@@ -53,16 +52,11 @@ export function createLinksService(deps: { db: Db; codeHostInstalled: CodeHostIn
         if (!/^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/.test(input.external_id)) {
           throw problems.validation([{ field: 'external_id', message: 'a code_host link is <owner>/<repo>' }]);
         }
-        const installed = deps.codeHostInstalled ? await deps.codeHostInstalled(input.external_id) : false;
-        if (!installed) {
-          throw problems.validation([
-            {
-              field: 'external_id',
-              message: deps.codeHostInstalled
-                ? `the code-host app is not installed on ${input.external_id}`
-                : `the code-host app is not installed on ${input.external_id}: the code_host integration is not configured`,
-            },
-          ]);
+        // Asked before the transaction: it calls the code host.
+        const [coverage] = await deps.hooks.ask('codeHost:covers', input.external_id);
+        if (!coverage?.covered) {
+          const reason = coverage ? coverage.reason : `the code-host app is not installed on ${input.external_id}: the code_host integration is not configured`;
+          throw problems.validation([{ field: 'external_id', message: reason }], reason);
         }
       }
       return db.transaction().execute(async (trx) => {

@@ -373,6 +373,13 @@ export function createTeamsService(deps: {
       };
     },
 
+    /** The active teams whose home is a chat surface, with their room and their roles' agents. */
+    async homedOn(surface: 'chat_a' | 'chat_b'): Promise<Array<{ name: string; roomId: string | null; roles: Array<{ role: string; agent: string }> }>> {
+      const teams = await store.activeTeamsHomedOn(db, surface);
+      const roles = await store.rolesOf(db, teams.map((t) => t.id));
+      return teams.map((t) => ({ name: t.name, roomId: t.home_room_id, roles: roles.filter((r) => r.team_id === t.id).map((r) => ({ role: r.role, agent: r.agent })) }));
+    },
+
     /** The name of a team by its id (archived ones too), or null. */
     async nameById(id: number): Promise<string | null> {
       return (await store.getTeamById(db, id))?.name ?? null;

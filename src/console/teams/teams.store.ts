@@ -35,6 +35,11 @@ export function listTeams(db: Q, filter: { archived: boolean; q?: string }, curs
   return keyset(q, ['t.name', 't.id'], 'asc', cursor, limit).execute();
 }
 
+/** The active teams whose home is a chat surface, by name. */
+export function activeTeamsHomedOn(db: Q, surface: 'chat_a' | 'chat_b') {
+  return db.selectFrom('teams').select(['id', 'name', 'home_room_id']).where('status', '=', 'active').where('home_surface', '=', surface).orderBy('name').execute();
+}
+
 export function rolesOf(db: Q, teamIds: number[]) {
   if (teamIds.length === 0) return Promise.resolve([]);
   return db.selectFrom('team_roles').selectAll().where('team_id', 'in', teamIds).orderBy('team_id').orderBy('role').execute();

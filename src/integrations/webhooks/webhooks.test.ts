@@ -17,6 +17,17 @@ async function deliver(t: TestApp, opts: { surface?: string; event: string; payl
   return t.request({ method: 'POST', url: `/webhooks/${opts.surface ?? 'code_host'}`, headers, raw });
 }
 
+/** Writes an integration's secrets and enables it through the integrations resource. */
+async function enable(t: TestApp, kind: string, settings: Record<string, string>, secrets: Record<string, string>) {
+  for (const [name, value] of Object.entries(secrets)) {
+    const put = await t.request({ method: 'PUT', url: `/api/v1/secrets/integrations/${kind}/${name}`, token: t.adminToken, body: { value } });
+    assert.ok([200, 201].includes(put.status), put.text);
+  }
+  const current = await t.request({ method: 'GET', url: `/api/v1/integrations/${kind}`, token: t.adminToken });
+  const put = await t.request({ method: 'PUT', url: `/api/v1/integrations/${kind}`, token: t.adminToken, body: { enabled: true, settings }, headers: { 'if-match': String(current.headers.etag) } });
+  assert.equal(put.status, 200, put.text);
+}
+
 const issueOpened = (labels: string[]) => ({
   action: 'opened',
   issue: { number: 7, title: 'Fix the thing', body: 'It is broken.', html_url: 'https://github.com/acme/app/issues/7', labels: labels.map((name) => ({ name })) },
@@ -72,10 +83,10 @@ describe('POST /webhooks/<surface>', () => {
     );
   });
 
-  describe('with the webhook secret set', () => {
+  describe('with the integration enabled', () => {
     before(async () => {
-      const put = await t.request({ method: 'PUT', url: '/api/v1/secrets/integrations/code_host/webhook_secret', token: t.adminToken, body: { value: SECRET } });
-      assert.equal(put.status, 201, put.text);
+      const appKey = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs1', format: 'pem' }) as string;
+      await enable(t, 'code_host', { app_id: '1234', installation_id: '5678' }, { app_key: appKey, webhook_secret: SECRET });
     });
 
     it('refuses and records a delivery with a bad or missing signature, before reading its body', async () => {
@@ -141,7 +152,7 @@ describe('POST /webhooks/<surface>', () => {
     });
 
     it('tracker deliveries are recorded and answered; chat kinds have none; other kinds are 404', async () => {
-      await t.request({ method: 'PUT', url: '/api/v1/secrets/integrations/tracker_a/webhook_secret', token: t.adminToken, body: { value: SECRET } });
+      await enable(t, 'tracker_a', {}, { access_token: 'tracker-token', webhook_secret: SECRET });
       const res = await deliver(t, { surface: 'tracker_a', event: 'issue', payload: { action: 'create' }, id: 'tr-1' });
       assert.equal(res.status, 202);
       assert.equal(res.body.outcome, 'ignored');

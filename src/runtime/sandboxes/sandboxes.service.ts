@@ -11,6 +11,18 @@ export type TeamSandboxes = 'none' | 'awake' | 'asleep';
 export function createSandboxesService(deps: { db: Db }) {
   const { db } = deps;
   return {
+    /** The addresses of the sandbox hosts alive now (heartbeat within `deadAfterSeconds`, not stopped): each runs a gateway. */
+    async liveHostAddresses(deadAfterSeconds: number): Promise<string[]> {
+      const rows = await db
+        .selectFrom('sandbox_hosts')
+        .select('address')
+        .where('stopped_at', 'is', null)
+        .where('heartbeat_at', '>', sql<string>`now() - make_interval(secs => ${deadAfterSeconds})`)
+        .orderBy('address')
+        .execute();
+      return [...new Set(rows.map((r) => r.address))];
+    },
+
     /** Each team's sandboxes at a glance; one query for all. */
     async stateOf(teamIds: number[]): Promise<Map<number, TeamSandboxes>> {
       const out = new Map<number, TeamSandboxes>(teamIds.map((id) => [id, 'none']));

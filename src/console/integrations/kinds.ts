@@ -1,0 +1,114 @@
+/**
+ * The five integrations and what each needs, from the spec's table of kinds and requirements.
+ * Settings are plain values stored with the integration; secrets are references
+ * `integrations/<kind>/<name>` written with `PUT /secrets/...` and never stored here.
+ */
+
+export const INTEGRATION_KINDS = ['chat_a', 'chat_b', 'code_host', 'tracker_a', 'tracker_b'] as const;
+export type IntegrationKind = (typeof INTEGRATION_KINDS)[number];
+export type SettingValue = string | boolean;
+
+export const DEFAULT_CODE_HOST_API_URL = 'https://api.github.com';
+
+export interface SettingDef {
+  name: string;
+  type: 'string' | 'id' | 'url' | 'boolean';
+  /** Needed to enable: always, or when another setting says so. */
+  required: boolean | ((settings: Record<string, SettingValue>) => boolean);
+  default?: SettingValue;
+  description: string;
+}
+
+export interface SecretDef {
+  name: string;
+  required: boolean | ((settings: Record<string, SettingValue>) => boolean);
+  description: string;
+}
+
+export interface KindDef {
+  kind: IntegrationKind;
+  purpose: string;
+  settings: SettingDef[];
+  secrets: SecretDef[];
+  /** The surface of its inbound webhooks (`/webhooks/<surface>`), for the kinds that receive them. */
+  webhook: boolean;
+}
+
+const slashCommand = (s: Record<string, SettingValue>) => s.slash_command === true;
+
+export const KINDS: Record<IntegrationKind, KindDef> = {
+  chat_a: {
+    kind: 'chat_a',
+    purpose: 'chat rooms, threads, slash command (self-hosted chat)',
+    settings: [
+      { name: 'url', type: 'url', required: true, description: 'base URL of the chat server' },
+      { name: 'slash_command', type: 'boolean', required: false, default: false, description: 'accept the slash command; needs the command_token secret' },
+    ],
+    secrets: [
+      { name: 'bot_token', required: true, description: 'the surface bot\'s API key: posts for every role without a bot of its own' },
+      { name: 'command_token', required: slashCommand, description: 'the token the chat server sends with the slash command; required when slash_command is true' },
+    ],
+    webhook: false,
+  },
+  chat_b: {
+    kind: 'chat_b',
+    purpose: 'channels and threads (hosted chat workspace)',
+    settings: [],
+    secrets: [
+      { name: 'bot_token', required: true, description: 'the app\'s bot token' },
+      { name: 'app_token', required: true, description: 'the app-level token its event connection opens with' },
+    ],
+    webhook: false,
+  },
+  code_host: {
+    kind: 'code_host',
+    purpose: 'issues, pull requests and repository access through one app',
+    settings: [
+      { name: 'app_id', type: 'id', required: true, description: 'the app\'s id (or client id), the issuer of its JWTs' },
+      { name: 'installation_id', type: 'id', required: true, description: 'the id of the app\'s installation on the account whose repositories teams use' },
+      { name: 'api_url', type: 'url', required: false, default: DEFAULT_CODE_HOST_API_URL, description: 'REST base URL; https://<host>/api/v3 for an enterprise server' },
+    ],
+    secrets: [
+      { name: 'app_key', required: true, description: 'the app\'s private key (PEM), checked by POST /integrations/code_host/test' },
+      { name: 'webhook_secret', required: true, description: 'the secret the code host signs webhook deliveries with (X-Hub-Signature-256)' },
+    ],
+    webhook: true,
+  },
+  tracker_a: {
+    kind: 'tracker_a',
+    purpose: 'issue-tracker agent app',
+    settings: [],
+    secrets: [
+      { name: 'access_token', required: true, description: 'the agent app\'s access token' },
+      { name: 'webhook_secret', required: true, description: 'the secret the tracker signs webhook deliveries with' },
+    ],
+    webhook: true,
+  },
+  tracker_b: {
+    kind: 'tracker_b',
+    purpose: 'issue-tracker agent',
+    settings: [
+      { name: 'client_id', type: 'string', required: true, description: 'the OAuth app\'s client id' },
+      { name: 'cloud_id', type: 'string', required: true, description: 'the site (cloud) id' },
+      { name: 'account_id', type: 'string', required: true, description: 'the account the agent acts as' },
+    ],
+    secrets: [
+      { name: 'client_secret', required: true, description: 'the OAuth app\'s client secret' },
+      { name: 'webhook_secret', required: false, description: 'the secret webhook deliveries are verified with; without it every delivery to /webhooks/tracker_b is refused' },
+    ],
+    webhook: true,
+  },
+};
+
+export const isKind = (k: string): k is IntegrationKind => (INTEGRATION_KINDS as readonly string[]).includes(k);
+
+export const isRequired = (r: SettingDef['required'], settings: Record<string, SettingValue>) => (typeof r === 'function' ? r(settings) : r);
+
+/** The secret reference name of one of a kind's secrets. */
+export const secretName = (kind: IntegrationKind, name: string) => `integrations/${kind}/${name}`;
+
+/** A setting's value with its default applied; undefined when unset and without default. */
+export function settingOf(kind: IntegrationKind, settings: Record<string, SettingValue>, name: string): SettingValue | undefined {
+  const def = KINDS[kind].settings.find((s) => s.name === name);
+  return settings[name] ?? def?.default;
+}
