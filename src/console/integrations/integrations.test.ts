@@ -81,6 +81,13 @@ describe(`integrations (${dbKind})`, () => {
     assert.equal(byKind.tracker_b.webhook_url, `${base}/webhooks/tracker_b`);
     assert.equal(byKind.chat_a.webhook_url, null);
 
+    const first = await req('GET', '/integrations?limit=2');
+    assert.deepEqual(first.body.items.map((i: any) => i.kind), ['chat_a', 'chat_b']);
+    const second = await req('GET', `/integrations?limit=2&cursor=${first.body.next_cursor}`);
+    assert.deepEqual(second.body.items.map((i: any) => i.kind), ['code_host', 'tracker_a']);
+    assert.equal((await req('GET', `/integrations?limit=2&cursor=${second.body.next_cursor}`)).body.next_cursor, null);
+    assert.equal((await req('GET', '/integrations?cursor=bogus')).status, 400);
+
     const one = await req('GET', '/integrations/code_host', { token: viewer.token });
     assert.equal(one.status, 200);
     assert.match(String(one.headers.etag), /^"\d+"$/);
