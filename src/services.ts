@@ -146,6 +146,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger } 
   // Who uses a name: every module that names things of the kind counts (a delete answers 409 while any does).
   hooks.on('uses:secret', (names, q) => destinations.countInjecting('secret', names, q));
   hooks.on('uses:secret', (names, q) => mcpServers.usesOf('secret', names, q));
+  hooks.on('uses:secret', (names) => integrations.usesOfSecrets(names));
   hooks.on('uses:destination', (names, q) => agents.usesOf('destination', names, q));
   hooks.on('uses:destination', (names, q) => mcpServers.usesOf('destination', names, q));
   hooks.on('uses:destination', (names, q) => teams.countOverridesNaming(names, q));

@@ -387,6 +387,12 @@ export function createIntegrationsService(deps: IntegrationsDeps) {
       return toPage(rest.slice(0, query.limit + 1), query.limit, (e) => [e.team, e.role], (e) => e);
     },
 
+    /** Per name: 1 for a secret one of the kinds takes (`integrations/<kind>/<name>`), the secret's "used by". */
+    async usesOfSecrets(names: string[]): Promise<Map<string, number>> {
+      const known = new Set(INTEGRATION_KINDS.flatMap((k) => KINDS[k].secrets.map((x) => secretName(k, x.name))));
+      return new Map(names.filter((n) => known.has(n)).map((n) => [n, 1]));
+    },
+
     kinds: INTEGRATION_KINDS,
   };
 }

@@ -140,9 +140,9 @@ describe(`integrations (${dbKind})`, () => {
     assert.equal(saved.status, 200, saved.text);
     assert.deepEqual(saved.body.missing, ['secrets.app_key', 'secrets.webhook_secret']);
     const refs = await req('GET', '/secrets?prefix=integrations/code_host/');
-    assert.deepEqual(refs.body.items.map((s: any) => [s.name, s.set]), [
-      ['integrations/code_host/app_key', false],
-      ['integrations/code_host/webhook_secret', false],
+    assert.deepEqual(refs.body.items.map((s: any) => [s.name, s.set, s.used_by]), [
+      ['integrations/code_host/app_key', false, 1],
+      ['integrations/code_host/webhook_secret', false, 1],
     ]);
 
     await putSecret('integrations/code_host/app_key', fake.app.privateKeyPem);
