@@ -16,7 +16,7 @@ import { createSkillsService } from './console/skills/skills.service.ts';
 import { createSpendService } from './console/spend/spend.service.ts';
 import { createEgressOverridesService } from './console/teams/egress-overrides.service.ts';
 import { createIntegrationsService } from './console/integrations/integrations.service.ts';
-import { createLinksService, sameRepositoryUrl } from './console/teams/links.service.ts';
+import { createLinksService } from './console/teams/links.service.ts';
 import { createTeamsService } from './console/teams/teams.service.ts';
 import { createTemplatesService, type EnvironmentSnapshot } from './console/templates/templates.service.ts';
 import { createUsersService } from './console/users/users.service.ts';
@@ -152,16 +152,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     db,
     runs,
     codeHost,
-    repositoryOfTeam: async (team, app) => {
-      const linked = (await links.list(team).catch(() => [])).find((l) => l.surface === 'code_host');
-      if (linked) return linked.external_id;
-      const url = (await teams.forRun(team))?.repo_url;
-      const m = url ? /^\/([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+?)(?:\.git)?\/?$/.exec(URL.parse(url)?.pathname ?? '') : null;
-      if (!url || !m) return null;
-      // The repo_url counts when it is that repository's address on the code host, as the code host says.
-      const repo = await app.repository(`${m[1]}/${m[2]}`).catch(() => null);
-      return repo && [repo.cloneUrl, repo.htmlUrl].some((u) => sameRepositoryUrl(u) === sameRepositoryUrl(url)) ? repo.fullName : null;
-    },
+    repositoryOfTeam: (team) => integrations.codeHostRepositoryOf(team),
     refusedEgress: async (team, since, until) => {
       const t = await teams.forRun(team);
       if (!t) return [];
@@ -183,6 +174,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   // Who uses a name: every module that names things of the kind counts (a delete answers 409 while any does).
   hooks.on('uses:secret', (names, q) => destinations.countInjecting('secret', names, q));
   hooks.on('uses:secret', (names, q) => mcpServers.usesOf('secret', names, q));
+  hooks.on('uses:secret', (names) => integrations.usesOfSecrets(names));
   hooks.on('uses:destination', (names, q) => agents.usesOf('destination', names, q));
   hooks.on('uses:destination', (names, q) => mcpServers.usesOf('destination', names, q));
   hooks.on('uses:destination', (names, q) => teams.countOverridesNaming(names, q));

@@ -38,9 +38,8 @@ export function createGatewaySources(deps: { db: Db; services: Services }): Gate
       const role = roles.find((r) => r.role === who.role);
       // A role the team no longer has reaches nothing but the built-ins.
       const policy = await services.destinations.policyFor(role ? role.egress : { mode: 'allowlist', destinations: [] });
-      const links = await services.links.list(who.teamName);
-      const repo = links.find((l) => l.surface === 'code_host');
-      return { policy, repository: repo ? repo.external_id : null };
+      // The team's code_host link, else its repo_url when that is on the code host.
+      return { policy, repository: await services.integrations.codeHostRepositoryOf(who.teamName) };
     },
 
     async credential(who, injectSecret, use) {

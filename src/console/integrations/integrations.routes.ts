@@ -1,6 +1,7 @@
 import { actorOf } from '../../http/auth.ts';
 import { requireIfMatch, setEtag } from '../../http/etag.ts';
 import type { App } from '../../http/kernel.ts';
+import { ListQuery, limitOf } from '../../http/pagination.ts';
 import { IfMatchHeader } from '../../http/schemas.ts';
 import { Integration, IntegrationList, IntegrationParams, IntegrationPut, IntegrationTestResult, RoleBotList } from './integrations.schemas.ts';
 import type { IntegrationsService } from './integrations.service.ts';
@@ -17,9 +18,10 @@ export function integrationsRoutes(app: App, deps: { integrations: IntegrationsS
       summary: 'List the five integrations with their status',
       tags,
       description: 'chat_a, chat_b, code_host, tracker_a and tracker_b, each as GET /integrations/{kind} shows it: settings, the secrets it needs (set or unset, never a value), what enabling still needs, the webhook URL, and `status.applied`.',
+      querystring: ListQuery,
       response: { 200: IntegrationList },
     },
-    handler: async () => ({ items: await integrations.list(), next_cursor: null }),
+    handler: (req) => integrations.list({ limit: limitOf(req.query), cursor: req.query.cursor }),
   });
 
   // Registered before /integrations/:kind so that the static segment wins for chat_a.
@@ -31,9 +33,10 @@ export function integrationsRoutes(app: App, deps: { integrations: IntegrationsS
       tags,
       description:
         'One entry per role of each active team whose home is chat_a, by team and role. A role posts as its own bot when the gateway holds that bot\'s API key (the secret `integrations/chat_a/bots/<team>/<role>` has a value): its posts show the agent\'s display name and avatar. Otherwise the single surface bot (`integrations/chat_a/bot_token`) posts for it, with `[<role>]` at the start of the text.',
+      querystring: ListQuery,
       response: { 200: RoleBotList },
     },
-    handler: async () => ({ items: await integrations.roleBots(), next_cursor: null }),
+    handler: (req) => integrations.roleBots({ limit: limitOf(req.query), cursor: req.query.cursor }),
   });
 
   app.get('/integrations/:kind', {

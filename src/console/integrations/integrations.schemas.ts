@@ -52,31 +52,10 @@ export const Integration = Type.Object(
     webhook_url: Nullable(Type.String({ description: 'the URL to give the outside service for its webhooks (from SERVICE_PUBLIC_BASE_URL); null for the chat kinds, which receive none' })),
     status: IntegrationStatus,
     updated_by: Nullable(Type.String()),
-    updated_at: Type.String({ format: 'date-time' }),
+    updated_at: Type.String(),
   },
   {
-    examples: [
-      {
-        kind: 'code_host',
-        purpose: 'issues, pull requests and repository access through one app',
-        enabled: true,
-        settings: { app_id: '123456', installation_id: '7890123' },
-        fields: [
-          { name: 'app_id', type: 'id', required: true, default: null, description: 'the app\'s id (or client id), the issuer of its JWTs' },
-          { name: 'installation_id', type: 'id', required: true, default: null, description: 'the id of the app\'s installation' },
-          { name: 'api_url', type: 'url', required: false, default: 'https://api.github.com', description: 'REST base URL' },
-        ],
-        secrets: [
-          { name: 'app_key', ref: 'secret:integrations/code_host/app_key', required: true, status: 'set', set_with: 'PUT /api/v1/secrets/integrations/code_host/app_key', description: 'the app\'s private key (PEM)' },
-          { name: 'webhook_secret', ref: 'secret:integrations/code_host/webhook_secret', required: true, status: 'set', set_with: 'PUT /api/v1/secrets/integrations/code_host/webhook_secret', description: 'webhook signing secret' },
-        ],
-        missing: [],
-        webhook_url: 'https://crewhouse.example.com/webhooks/code_host',
-        status: { applied: 'pending', generation: 3, pending_hosts: ['sandbox-1.internal'], complete: true },
-        updated_by: 'admin',
-        updated_at: '2026-11-22T20:00:00Z',
-      },
-    ],
+    description: 'An integration as an admin sees it: its settings, the secrets it needs (set or unset, never a value), what enabling still needs, the webhook URL and whether the gateways have loaded its last change.',
   },
 );
 export type Integration = Static<typeof Integration>;
@@ -95,7 +74,7 @@ export type IntegrationPut = Static<typeof IntegrationPut>;
 
 export const IntegrationList = Type.Object({
   items: Type.Array(Integration, { description: 'the five integrations, by kind' }),
-  next_cursor: Nullable(Type.String({ description: 'always null: there are five' })),
+  next_cursor: Nullable(Type.String({ description: 'pass as cursor for the next page; null on the last page' })),
 });
 
 export const IntegrationTestResult = Type.Object(
@@ -105,7 +84,7 @@ export const IntegrationTestResult = Type.Object(
       description: '`ok`: the service answered as configured; `error`: it did not, or the integration lacks what the test needs; `unknown`: no adapter can test this kind yet',
     }),
     detail: Type.String({ description: 'one line saying what was found, or why it failed; never a secret' }),
-    tested_at: Type.String({ format: 'date-time' }),
+    tested_at: Type.String(),
   },
   { examples: [{ kind: 'code_host', state: 'ok', detail: 'app crewhouse installed on acme (installation 7890123), 12 repositories', tested_at: '2026-11-22T20:00:00Z' }] },
 );
@@ -129,5 +108,5 @@ export const RoleBot = Type.Object({
 
 export const RoleBotList = Type.Object({
   items: Type.Array(RoleBot, { description: 'one entry per role of each active team whose home is chat_a, by team and role' }),
-  next_cursor: Nullable(Type.String({ description: 'always null' })),
+  next_cursor: Nullable(Type.String({ description: 'pass as cursor for the next page; null on the last page' })),
 });

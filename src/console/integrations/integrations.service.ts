@@ -4,6 +4,7 @@ import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import { updateIfVersion } from '../../db/conditional.ts';
 import { API_PREFIX } from '../../http/openapi.ts';
+import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { problems, type FieldProblem } from '../../http/problems.ts';
 import { CodeHostError, createCodeHostApp, type CodeHostApp, type Coverage } from '../../integrations/code-host/app.ts';
 import type { SecretsService } from '../../secrets/secrets.service.ts';
@@ -232,8 +233,12 @@ export function createIntegrationsService(deps: IntegrationsDeps) {
   }
 
   return {
-    async list(): Promise<Integration[]> {
-      return presentAll(await store.allIntegrations(db));
+    /** The five by kind, in pages like every list (a cursor is the last kind shown). */
+    async list(query: { limit: number; cursor?: string }) {
+      const after = decodeCursor(query.cursor, ['string'])?.[0] as string | undefined;
+      const rows = (await store.allIntegrations(db)).filter((r) => after === undefined || r.kind > after).slice(0, query.limit + 1);
+      const page = toPage(rows, query.limit, (r) => [r.kind], (r) => r);
+      return { items: await presentAll(page.items), next_cursor: page.next_cursor };
     },
 
     /** One integration and its ETag (the row version). */
@@ -358,11 +363,12 @@ export function createIntegrationsService(deps: IntegrationsDeps) {
      * bot (its key is set at `integrations/chat_a/bots/<team>/<role>`) or through the surface
      * bot, and the name and picture its posts show.
      */
-    async roleBots() {
+    async roleBots(query: { limit: number; cursor?: string }) {
+      const after = decodeCursor(query.cursor, ['string', 'string']) as [string, string] | null;
       const [teams, set] = await Promise.all([deps.chatTeams(), secretsSet()]);
       const agents = new Map<string, { displayName: string | null; avatarUrl: string | null } | null>();
       for (const a of new Set(teams.flatMap((t) => t.roles.map((r) => r.agent)))) agents.set(a, await deps.agentLook(a));
-      return teams.flatMap((t) =>
+      const entries = teams.flatMap((t) =>
         t.roles.map((r) => {
           const name = secretName('chat_a', `bots/${t.name}/${r.role}`);
           const own = set.get(name) === true;
@@ -379,6 +385,14 @@ export function createIntegrationsService(deps: IntegrationsDeps) {
           };
         }),
       );
+      const rest = after ? entries.filter((e) => e.team > after[0] || (e.team === after[0] && e.role > after[1])) : entries;
+      return toPage(rest.slice(0, query.limit + 1), query.limit, (e) => [e.team, e.role], (e) => e);
+    },
+
+    /** Per name: 1 for a secret one of the kinds takes (`integrations/<kind>/<name>`), the secret's "used by". */
+    async usesOfSecrets(names: string[]): Promise<Map<string, number>> {
+      const known = new Set(INTEGRATION_KINDS.flatMap((k) => KINDS[k].secrets.map((x) => secretName(k, x.name))));
+      return new Map(names.filter((n) => known.has(n)).map((n) => [n, 1]));
     },
 
     kinds: INTEGRATION_KINDS,

@@ -81,6 +81,13 @@ describe(`integrations (${dbKind})`, () => {
     assert.equal(byKind.tracker_b.webhook_url, `${base}/webhooks/tracker_b`);
     assert.equal(byKind.chat_a.webhook_url, null);
 
+    const first = await req('GET', '/integrations?limit=2');
+    assert.deepEqual(first.body.items.map((i: any) => i.kind), ['chat_a', 'chat_b']);
+    const second = await req('GET', `/integrations?limit=2&cursor=${first.body.next_cursor}`);
+    assert.deepEqual(second.body.items.map((i: any) => i.kind), ['code_host', 'tracker_a']);
+    assert.equal((await req('GET', `/integrations?limit=2&cursor=${second.body.next_cursor}`)).body.next_cursor, null);
+    assert.equal((await req('GET', '/integrations?cursor=bogus')).status, 400);
+
     const one = await req('GET', '/integrations/code_host', { token: viewer.token });
     assert.equal(one.status, 200);
     assert.match(String(one.headers.etag), /^"\d+"$/);
@@ -133,9 +140,9 @@ describe(`integrations (${dbKind})`, () => {
     assert.equal(saved.status, 200, saved.text);
     assert.deepEqual(saved.body.missing, ['secrets.app_key', 'secrets.webhook_secret']);
     const refs = await req('GET', '/secrets?prefix=integrations/code_host/');
-    assert.deepEqual(refs.body.items.map((s: any) => [s.name, s.set]), [
-      ['integrations/code_host/app_key', false],
-      ['integrations/code_host/webhook_secret', false],
+    assert.deepEqual(refs.body.items.map((s: any) => [s.name, s.set, s.used_by]), [
+      ['integrations/code_host/app_key', false, 1],
+      ['integrations/code_host/webhook_secret', false, 1],
     ]);
 
     await putSecret('integrations/code_host/app_key', fake.app.privateKeyPem);

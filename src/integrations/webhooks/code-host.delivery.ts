@@ -21,8 +21,8 @@ export interface CodeHostDeliveryDeps {
   db: Db;
   runs: RunsService;
   codeHost(): Promise<CodeHostClient | null>;
-  /** The team's code-host repository `<owner>/<repo>` (its code_host link, or its repo_url when that is the repository's URL on the code host), or null. */
-  repositoryOfTeam(team: string, app: CodeHostClient): Promise<string | null>;
+  /** The team's code-host repository `<owner>/<repo>` (its code_host link, else its repo_url on the code host), or null. */
+  repositoryOfTeam(team: string): Promise<string | null>;
   /** What the gateway refused the team's sandboxes between two times, one line each. */
   refusedEgress(team: string, since: string, until: string | null): Promise<string[]>;
   publicBaseUrl: string;
@@ -63,9 +63,9 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
   const { db, runs, logger } = deps;
   const runUrl = (id: string) => `${deps.publicBaseUrl.replace(/\/+$/, '')}/#/runs/${id}`;
 
-  async function repositoryOf(run: Run, app: CodeHostClient): Promise<string | null> {
+  async function repositoryOf(run: Run): Promise<string | null> {
     const work = await store.workOfRun(db, run.id);
-    return work?.repository ?? (await deps.repositoryOfTeam(run.team, app));
+    return work?.repository ?? (await deps.repositoryOfTeam(run.team));
   }
 
   /**
@@ -138,7 +138,7 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
       if (!app) return;
       let { run } = await runs.get(runId);
       if (run.state !== 'succeeded') return;
-      const repo = await repositoryOf(run, app);
+      const repo = await repositoryOf(run);
       if (!repo) return;
       if (run.delivery?.branch && !run.delivery.pull_request) {
         const refused = await deps.refusedEgress(run.team, run.created_at, run.finished_at);
@@ -156,7 +156,7 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
     async tokenForTeam(team: string): Promise<{ ok: true; token: string } | { ok: false; reason: string }> {
       const app = await deps.codeHost();
       if (!app) return { ok: false, reason: 'the code-host integration is not set up (not enabled): no installation token can be minted for this destination' };
-      const repo = await deps.repositoryOfTeam(team, app);
+      const repo = await deps.repositoryOfTeam(team);
       if (!repo) return { ok: false, reason: `team "${team}" has no repository on the code host (a code_host link or a repo_url there)` };
       try {
         return { ok: true, token: (await app.installationToken({ repositories: [repo] })).token };
@@ -174,7 +174,7 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
       const app = await deps.codeHost();
       if (!app) return { ok: false, reason: 'no code-host integration is enabled, so no pull request can be opened; push the branch and finish naming it' };
       const { run } = await runs.get(runId);
-      const repo = await repositoryOf(run, app);
+      const repo = await repositoryOf(run);
       if (!repo) return { ok: false, reason: `team "${run.team}" has no repository on the code host (a code_host link or a repo_url there)` };
       const head = req.head ?? run.delivery?.branch ?? null;
       if (!head) return { ok: false, reason: 'no branch was pushed yet: push the branch first, then open the pull request' };
