@@ -38,7 +38,10 @@ describe('the code host end to end: an issue becomes a run that ends in a pull r
     const followUp = req.body.messages.some((m) => String(m.content ?? '').includes('add a test'));
     if (text.startsWith('wrote')) return { tool_calls: [{ name: 'git_commit', arguments: { message: followUp ? 'Add a test' : 'Fix the thing' } }] };
     if (text.startsWith('committed')) return { tool_calls: [{ name: 'git_push', arguments: {} }] };
-    if (text.startsWith('pushed')) return { tool_calls: [{ name: 'finish', arguments: { outcome: 'succeeded', summary: followUp ? 'Added a test in TEST.md.' : 'Fixed the thing in FIX.md.' } }] };
+    // The follow-up asks for the pull request itself (the engine opens it through the app; it is the same one).
+    if (text.startsWith('pushed') && followUp) return { tool_calls: [{ name: 'open_pull_request', arguments: { title: 'Add a test', body: 'With a test.' } }] };
+    if (text.startsWith('opened pull request')) return { tool_calls: [{ name: 'finish', arguments: { outcome: 'succeeded', summary: `Added a test in TEST.md; ${text}` } }] };
+    if (text.startsWith('pushed')) return { tool_calls: [{ name: 'finish', arguments: { outcome: 'succeeded', summary: 'Fixed the thing in FIX.md.' } }] };
     // After the answer the lead first tries a host outside its egress: the refusal is reported in the pull request.
     if (text.startsWith('The answer:')) {
       probing = true;
@@ -91,7 +94,7 @@ describe('the code host end to end: an issue becomes a run that ends in a pull r
       dev_only: true,
     });
     assert.equal(dest.status, 201, dest.text);
-    const tools = ['write_file', 'read_file', 'git_commit', 'git_push', 'http_request', 'ask_person', 'finish'];
+    const tools = ['write_file', 'read_file', 'git_commit', 'git_push', 'open_pull_request', 'http_request', 'ask_person', 'finish'];
     team = await stack.makeTeam({ roles: { lead: { tools, role: { confirmation_policy: 'never_confirm' } } }, repo_url: `https://${HOST}:${fake.httpsPort}/${REPO}.git` });
     // The repository is the team's through a code_host link (the app's installation covers it).
     const link = await api('PUT', `/teams/${team}/links`, { surface: 'code_host', external_id: REPO });
@@ -199,6 +202,8 @@ describe('the code host end to end: an issue becomes a run that ends in a pull r
     const posts = await stack.posts(runId);
     assert.ok(posts.some((p) => p.kind === 'reply' && p.text.includes('please add a test')), 'the comment is the follow-up');
     assert.equal(again.delivery.pull_request.number, pr.number, 'the same pull request');
+    // The agent's open_pull_request got the existing pull request back from the engine.
+    assert.ok(posts.some((p) => p.kind === 'completed' && p.text.includes(`opened pull request #${pr.number}: `)), 'the tool answered with the pull request');
     // The push went through with a token minted after the first expired.
     const fresh = fake.tokens.slice(tokensBefore);
     assert.ok(fresh.some((tk) => tk.repositories?.[0]?.toLowerCase() === REPO && tk.expiresAt > fake.now()), 'a fresh narrowed token');
