@@ -77,6 +77,7 @@ export function createGatewayServer(opts: GatewayOptions) {
   const { logger, sources } = opts;
   const requests = opts.metrics.counter('gateway_requests_total', 'Requests through the credential gateway, by decision');
   const refusals = opts.metrics.counter('gateway_refusals_total', 'Requests the credential gateway refused, by rule');
+  const reports = opts.metrics.counter('gateway_reported_total', 'Requests a role in report mode sent that enforcement would refuse, by rule');
   const policyOf = ttlCache<DecisionContext>(POLICY_TTL_MS);
   const credentialOf = ttlCache<Awaited<ReturnType<GatewaySources['credential']>>>(CREDENTIAL_TTL_MS);
   const httpAgent = new http.Agent({ keepAlive: true, maxFreeSockets: 256 });
@@ -106,6 +107,15 @@ export function createGatewayServer(opts: GatewayOptions) {
       return true;
     }
     return ++r.count <= EVENTS_PER_MINUTE;
+  }
+
+  /** Counts, logs and records a request report mode let through (enforced=false); it goes on. */
+  function reported(who: SandboxIdentity, req: { method: string; host: string; path: string }, would: Refusal) {
+    reports.inc({ rule: would.rule });
+    logger.info({ sandbox: who.sandboxId, team: who.teamName, role: who.role, method: req.method, host: req.host, path: req.path, decision: 'report', rule: would.rule, destination: would.destination, reason: would.reason }, 'egress allowed in report mode');
+    if (mayRecord(who.sandboxId)) {
+      recordEgressEvent(opts.db, who, { ...req, destination: would.destination, rule: would.rule, reason: would.reason, enforced: false }).catch((err) => logger.error({ err }, 'could not record an egress report'));
+    }
   }
 
   /** Counts, logs and records one refusal; the caller writes the wire answer. */
@@ -217,9 +227,11 @@ export function createGatewayServer(opts: GatewayOptions) {
     }
     const decision = decide(target, ctx);
     if (!decision.allow) return refuse(decision);
+    if (decision.rule === 'report') reported(who, view, decision.would);
 
     let credential: Credential | null = null;
-    const inject = decision.destination?.inject_secret ?? null;
+    // Report mode passes what the rules would refuse, but never with a credential.
+    const inject = decision.rule === 'report' ? null : (decision.destination?.inject_secret ?? null);
     if (inject) {
       const got = await credentialOf(`${who.sandboxId}\n${inject}`, () => sources.credential(who, inject));
       if (!got.ok) return refuse(deny('credential', got.reason, decision.destination!.name));
