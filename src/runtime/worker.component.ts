@@ -60,6 +60,8 @@ export const workerComponent: Component = {
           skill: (name) => services.skills.get(name).catch(() => null),
           contextWindow: (model) => ctx.models.get(model)?.context_window ?? 128_000,
           modelBaseUrl: `http://${BUILTIN_HOSTS.llm}/v1`,
+          mcpServers: async (team, role) => (await services.mcpServers.usableBy(team, role)).map((s) => s.name),
+          mcpBaseUrl: `http://${BUILTIN_HOSTS.mcp}`,
         },
         work,
       );

@@ -639,6 +639,15 @@ export function createTeamsService(deps: {
       return out;
     },
 
+    /** The platform MCP servers a role names: its template role's and its agent's current version's. */
+    async roleMcpServerNames(name: string, role: string): Promise<string[]> {
+      const t = await mustGetLive(name);
+      const r = (await store.rolesOf(db, [t.id])).find((x) => x.role === role);
+      if (!r) return [];
+      const agent = await deps.agentVersion(r.agent);
+      return [...new Set([...r.mcp_servers, ...(agent?.mcp_servers ?? [])])];
+    },
+
     async listSkills(name: string, query: { limit: number; cursor?: string }) {
       const t = await mustGetLive(name);
       const rows = await store.listSkills(db, t.id, decodeCursor(query.cursor, 1), query.limit);
