@@ -29,3 +29,15 @@ export function replaceHash(hash: string) {
   window.history.replaceState(null, '', `${window.location.pathname}${window.location.search}${hash}`);
   window.dispatchEvent(new HashChangeEvent('hashchange'));
 }
+
+/** The path segments and query of a `#/a/b?x=1` hash. */
+export function locationOf(hash: string): { segments: string[]; query: URLSearchParams } {
+  const m = /^#\/?([^?]*)(?:\?(.*))?$/.exec(hash);
+  const path = m?.[1] ?? '';
+  return { segments: path.split('/').filter(Boolean).map((s) => decodeURIComponent(s)), query: new URLSearchParams(m?.[2] ?? '') };
+}
+
+/** Goes to another page of the console. */
+export function go(hash: string) {
+  window.location.hash = hash;
+}

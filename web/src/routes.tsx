@@ -1,0 +1,60 @@
+import type { ReactNode } from 'react';
+import type { SessionUser } from './api.ts';
+import { AgentList } from './pages/agents/AgentList.tsx';
+import { AgentNew } from './pages/agents/AgentNew.tsx';
+import { AgentPage } from './pages/agents/AgentPage.tsx';
+import { Account } from './pages/Account.tsx';
+import { Users } from './pages/Users.tsx';
+import type { Section } from './sections.ts';
+
+export interface PageProps {
+  /** The `:name` parts of the route, decoded. */
+  params: Record<string, string>;
+  query: URLSearchParams;
+  section: Section;
+  user: SessionUser;
+}
+
+export interface Route {
+  /** Segments after `#/`; `:x` matches any one segment, `*x` the rest. */
+  path: string;
+  page: (p: PageProps) => ReactNode;
+}
+
+/**
+ * Every page of the console, one line each. The first segment is the section (navigation and
+ * role); a section without a route of its own shows its API list read-only.
+ */
+export const ROUTES: Route[] = [
+  { path: 'agents', page: () => <AgentList /> },
+  { path: 'agents/new', page: () => <AgentNew /> },
+  { path: 'agents/:name', page: (p) => <AgentPage name={p.params.name} /> },
+  { path: 'users', page: (p) => <Users section={p.section} self={p.user} /> },
+  { path: 'account', page: (p) => <Account section={p.section} user={p.user} /> },
+];
+
+/** The route a hash's segments open, with its parameters; literal segments win over `:x`. */
+export function matchRoute(segments: string[]): { route: Route; params: Record<string, string> } | null {
+  let best: { route: Route; params: Record<string, string>; score: number } | null = null;
+  for (const route of ROUTES) {
+    const parts = route.path.split('/');
+    const params: Record<string, string> = {};
+    let score = 0;
+    let ok = true;
+    for (let i = 0; i < parts.length && ok; i++) {
+      const p = parts[i];
+      if (p.startsWith('*')) {
+        if (i >= segments.length) ok = false;
+        else params[p.slice(1)] = segments.slice(i).join('/');
+        break;
+      }
+      if (i >= segments.length) ok = false;
+      else if (p.startsWith(':')) params[p.slice(1)] = segments[i];
+      else if (p === segments[i]) score++;
+      else ok = false;
+    }
+    if (ok && !parts[parts.length - 1].startsWith('*') && parts.length !== segments.length) ok = false;
+    if (ok && (!best || score > best.score)) best = { route, params, score };
+  }
+  return best;
+}
