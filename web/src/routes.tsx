@@ -4,8 +4,16 @@ import { AgentList } from './pages/agents/AgentList.tsx';
 import { AgentNew } from './pages/agents/AgentNew.tsx';
 import { AgentPage } from './pages/agents/AgentPage.tsx';
 import { Account } from './pages/Account.tsx';
+import { McpServers } from './pages/shared/McpServers.tsx';
+import { TeamList } from './pages/teams/TeamList.tsx';
+import { TeamNew } from './pages/teams/TeamNew.tsx';
+import { TeamPage } from './pages/teams/TeamPage.tsx';
+import { TemplateList } from './pages/templates/TemplateList.tsx';
+import { TemplateNew } from './pages/templates/TemplateNew.tsx';
+import { TemplatePage } from './pages/templates/TemplatePage.tsx';
 import { Users } from './pages/Users.tsx';
 import type { Section } from './sections.ts';
+import { Page } from './ui.tsx';
 
 export interface PageProps {
   /** The `:name` parts of the route, decoded. */
@@ -26,9 +34,16 @@ export interface Route {
  * role); a section without a route of its own shows its API list read-only.
  */
 export const ROUTES: Route[] = [
+  { path: 'teams', page: () => <TeamList /> },
+  { path: 'teams/new', page: (p) => <TeamNew template={p.query.get('template')} /> },
+  { path: 'teams/:name', page: (p) => <TeamPage name={p.params.name} /> },
   { path: 'agents', page: () => <AgentList /> },
   { path: 'agents/new', page: () => <AgentNew /> },
   { path: 'agents/:name', page: (p) => <AgentPage name={p.params.name} /> },
+  { path: 'team-templates', page: () => <TemplateList /> },
+  { path: 'team-templates/new', page: () => <TemplateNew /> },
+  { path: 'team-templates/:name', page: (p) => <TemplatePage name={p.params.name} /> },
+  { path: 'mcp-servers', page: () => <Page title="MCP servers"><McpServers /></Page> },
   { path: 'users', page: (p) => <Users section={p.section} self={p.user} /> },
   { path: 'account', page: (p) => <Account section={p.section} user={p.user} /> },
 ];

@@ -436,3 +436,13 @@ export const listOf = (text: string) =>
     .split(/[,\n]/)
     .map((s) => s.trim())
     .filter(Boolean);
+
+/** A page of the console: its heading and what is on it. */
+export function Page({ title, blurb, children }: { title: string; blurb?: ReactNode; children: ReactNode }) {
+  return (
+    <section aria-labelledby="section-title">
+      <PageHead title={title} blurb={blurb} />
+      {children}
+    </section>
+  );
+}
