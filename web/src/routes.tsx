@@ -5,6 +5,11 @@ import { AgentNew } from './pages/agents/AgentNew.tsx';
 import { AgentPage } from './pages/agents/AgentPage.tsx';
 import { Account } from './pages/Account.tsx';
 import { McpServers } from './pages/shared/McpServers.tsx';
+import { CollectionItem, CollectionList, CollectionNew } from './pages/catalog/Collection.tsx';
+import { DESTINATIONS, ENVIRONMENTS } from './pages/catalog/collections.tsx';
+import { IntegrationList, IntegrationPage } from './pages/catalog/Integrations.tsx';
+import { Secrets } from './pages/catalog/Secrets.tsx';
+import { SkillList, SkillNew, SkillPage } from './pages/catalog/Skills.tsx';
 import { TeamList } from './pages/teams/TeamList.tsx';
 import { TeamNew } from './pages/teams/TeamNew.tsx';
 import { TeamPage } from './pages/teams/TeamPage.tsx';
@@ -43,6 +48,18 @@ export const ROUTES: Route[] = [
   { path: 'team-templates', page: () => <TemplateList /> },
   { path: 'team-templates/new', page: () => <TemplateNew /> },
   { path: 'team-templates/:name', page: (p) => <TemplatePage name={p.params.name} /> },
+  { path: 'destinations', page: () => <CollectionList c={DESTINATIONS} /> },
+  { path: 'destinations/new', page: () => <CollectionNew c={DESTINATIONS} /> },
+  { path: 'destinations/:name', page: (p) => <CollectionItem c={DESTINATIONS} name={p.params.name} /> },
+  { path: 'environments', page: () => <CollectionList c={ENVIRONMENTS} /> },
+  { path: 'environments/new', page: () => <CollectionNew c={ENVIRONMENTS} /> },
+  { path: 'environments/:name', page: (p) => <CollectionItem c={ENVIRONMENTS} name={p.params.name} /> },
+  { path: 'skills', page: () => <SkillList /> },
+  { path: 'skills/new', page: () => <SkillNew /> },
+  { path: 'skills/:name', page: (p) => <SkillPage name={p.params.name} /> },
+  { path: 'integrations', page: () => <IntegrationList /> },
+  { path: 'integrations/:kind', page: (p) => <IntegrationPage kind={p.params.kind} /> },
+  { path: 'secrets', page: (p) => <Secrets preset={p.query.get('name')} /> },
   { path: 'mcp-servers', page: () => <Page title="MCP servers"><McpServers /></Page> },
   { path: 'users', page: (p) => <Users section={p.section} self={p.user} /> },
   { path: 'account', page: (p) => <Account section={p.section} user={p.user} /> },
