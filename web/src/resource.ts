@@ -1,13 +1,18 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { ApiError, call } from './api.ts';
 
-/** The top-level fields whose values differ between two readings of a resource. */
-export function changedFields(before: unknown, after: unknown): string[] {
-  if (typeof before !== 'object' || before === null || typeof after !== 'object' || after === null) return [];
-  const a = before as Record<string, unknown>;
-  const b = after as Record<string, unknown>;
-  const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
-  return [...keys].filter((k) => k !== 'updated_at' && JSON.stringify(a[k]) !== JSON.stringify(b[k]));
+/** The fields whose values differ between two readings of a resource, as paths (`settings.rework_rounds`). */
+export function changedFields(before: unknown, after: unknown, prefix = '', depth = 0): string[] {
+  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+  if (!isObject(before) || !isObject(after)) return [];
+  const keys = new Set([...Object.keys(before), ...Object.keys(after)]);
+  const out: string[] = [];
+  for (const k of keys) {
+    if (k === 'updated_at' || JSON.stringify(before[k]) === JSON.stringify(after[k])) continue;
+    const inner = depth < 2 && isObject(before[k]) && isObject(after[k]) ? changedFields(before[k], after[k], `${prefix}${k}.`, depth + 1) : [];
+    out.push(...(inner.length > 0 ? inner : [`${prefix}${k}`]));
+  }
+  return out;
 }
 
 /** A stale write: someone changed the resource between our read and our write. */

@@ -1,4 +1,4 @@
-import { createContext, useCallback, useContext, useEffect, useId, useMemo, useRef, useState, type ReactNode } from 'react';
+import { cloneElement, createContext, isValidElement, useCallback, useContext, useEffect, useId, useMemo, useRef, useState, type ReactNode } from 'react';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { describe, fieldErrors, get, type Page, type Role, type SessionUser } from './api.ts';
 
@@ -263,17 +263,20 @@ export function Loaded<T>({ data, error, loading, children }: { data: T | null; 
 /** A labelled input with the field problems the server named for it right below. */
 export function Field({ label, name, error, hint, children }: { label: string; name: string; error: unknown; hint?: ReactNode; children: ReactNode }) {
   const messages = fieldErrors(error, name);
+  const id = useId();
+  // The label points at the control by id, so the control's name is the label's words alone.
+  const control = isValidElement<{ id?: string }>(children) ? cloneElement(children, { id: children.props.id ?? id }) : children;
   return (
-    <label className={messages.length > 0 ? 'field invalid' : 'field'}>
-      {label}
-      {children}
+    <div className={messages.length > 0 ? 'field invalid' : 'field'}>
+      <label htmlFor={isValidElement<{ id?: string }>(children) ? (children.props.id ?? id) : undefined}>{label}</label>
+      {control}
       {hint && <span className="hint">{hint}</span>}
       {messages.map((m) => (
         <span key={m} className="field-error" role="alert">
           {name}: {m}
         </span>
       ))}
-    </label>
+    </div>
   );
 }
 

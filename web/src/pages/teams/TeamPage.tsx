@@ -127,10 +127,11 @@ function Settings({ team, write, canWrite }: { team: Team; write: Doc<Team>['wri
     max_entries: String(s.memory?.max_entries ?? 10),
     write_outcomes: s.memory?.write_outcomes ?? true,
   };
-  const [f, setF] = useState<typeof initial | null>(null);
+  // Only what the person changed is kept over a re-read, so a 412 shows the others' new values.
+  const [f, setF] = useState<Partial<typeof initial> | null>(null);
   const { busy, error, run } = useAction();
   const [saved, setSaved] = useState(false);
-  const v = f ?? initial;
+  const v = { ...initial, ...f };
   const save = () =>
     run(async () => {
       await write(
@@ -150,7 +151,7 @@ function Settings({ team, write, canWrite }: { team: Team; write: Doc<Team>['wri
     });
   const edit = (patch: Partial<typeof initial>) => {
     setSaved(false);
-    setF({ ...v, ...patch });
+    setF({ ...f, ...patch });
   };
   return (
     <form

@@ -70,6 +70,7 @@ export function TemplatePage({ name }: { name: string }) {
   const base = `/team-templates/${seg(name)}`;
   const tpl = useDoc<Template>(base);
   const admin = useCan('admin');
+  const operator = useCan('operator');
   const act = useAction();
   const remove = () =>
     void act.run(async () => {
@@ -79,7 +80,7 @@ export function TemplatePage({ name }: { name: string }) {
   return (
     <section aria-labelledby="section-title">
       <PageHead title={name} back={{ href: '#/team-templates', label: 'Team templates' }} blurb={tpl.data?.description}>
-        {tpl.data && (
+        {operator && tpl.data && (
           <a className="button secondary" href={`#/teams/new?template=${encodeURIComponent(name)}`}>
             Create a team from it
           </a>
