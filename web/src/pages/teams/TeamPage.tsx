@@ -92,6 +92,7 @@ export function TeamPage({ name }: { name: string }) {
                 </dd>
               </div>
             </dl>
+            {operator && live && <Upgrade team={t} write={team.write} />}
             <Settings team={t} write={team.write} canWrite={operator && live} />
             <RoleSettings team={t} write={team.write} canWrite={operator && live} />
             <div className="part">
@@ -213,5 +214,39 @@ function TeamSkills({ base }: { base: string }) {
       <ProblemNote error={list.error} />
       {list.data && <DataTable rows={list.data.items} label="team skills" empty="The team has no skills of its own." />}
     </div>
+  );
+}
+
+/** Moves the team to another version of its template; fields set by hand are kept. */
+function Upgrade({ team, write }: { team: Team; write: Doc<Team>['write'] }) {
+  const [version, setVersion] = useState('');
+  const { busy, error, run } = useAction();
+  const [done, setDone] = useState<string | null>(null);
+  return (
+    <form
+      className="part"
+      aria-label="upgrade team"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void run(async () => {
+          setDone(null);
+          const t = await write<Team>('POST', `/teams/${seg(team.name)}/upgrade`, { version: version ? Number(version) : null }, { replace: true });
+          setDone(`Now on version ${String(t.template.version)} of ${t.template.name}.`);
+          setVersion('');
+        });
+      }}
+    >
+      <h2>Template version</h2>
+      <div className="row">
+        <Field label="Move to version" name="version" error={error} hint="empty: the template's current version">
+          <input type="number" min={1} value={version} onChange={(e) => setVersion(e.target.value)} />
+        </Field>
+        <button type="submit" className="secondary" disabled={busy}>
+          {busy ? 'Upgrading…' : 'Upgrade team'}
+        </button>
+      </div>
+      <ProblemNote error={error} />
+      {done && <p className="notice">{done}</p>}
+    </form>
   );
 }
