@@ -156,7 +156,7 @@ test('web console: agents, templates and teams through the forms; 412; field err
     // A viewer sees the same pages without a single write control.
     viewer = await openBrowser(path.join(tmp, 'viewer'), 420);
     await signIn(viewer.page, base, app.adminToken, app.config.publicBaseUrl, 'viewer');
-    const writes = /^(New |Create|Edit|Save|Delete|Archive|Give a task|Make current|Add |Override|Set value|Replace|Remove|Link$|Accept)/;
+    const writes = /^(New |Create|Edit|Save|Delete|Archive|Give a task|Make current|Add |Override|Set value|Replace|Remove|Link$|Accept|Upgrade|Disable|Enable)/;
     for (const hash of ['#/agents', `#/agents/${agent}`, '#/team-templates', `#/team-templates/${template}`, '#/teams', `#/teams/${team}`, '#/destinations', `#/environments/${env.name}`, '#/skills', '#/secrets', '#/mcp-servers']) {
       await open(viewer.page, hash);
       const controls: string[] = [...(await viewer.page.getByRole('button').allInnerTexts()), ...(await viewer.page.locator('a.button').allInnerTexts())].filter((s) => writes.test(s.trim()));
