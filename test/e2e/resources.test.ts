@@ -146,12 +146,14 @@ test('web console: agents, templates and teams through the forms; 412; field err
     assert.equal((await api('GET', `/teams/${team}/documents/notes.md`)).body.content, '# Notes\nBe kind.');
 
     // Every section and page, for the screenshots and for script errors under the CSP.
-    const pages = ['#/agents', '#/team-templates', '#/teams', '#/destinations', '#/destinations/new', '#/environments', `#/environments/${env.name}`, '#/skills', '#/skills/new', '#/integrations', '#/mcp-servers', '#/secrets', '#/users', '#/account'];
+    const pages = ['#/agents', '#/team-templates', '#/teams', '#/destinations', '#/destinations/new', '#/environments', `#/environments/${env.name}`, '#/skills', '#/skills/new', '#/integrations', '#/mcp-servers', '#/secrets', '#/users', '#/audit', '#/account'];
     for (const [i, hash] of pages.entries()) {
       await open(page, hash);
       await shot(`res-${String(10 + i).padStart(2, '0')}-${hash.slice(2).replace(/\//g, '-')}`);
     }
     assert.deepEqual(admin.problems, []);
+    await open(page, '#/audit');
+    await page.getByRole('table', { name: 'audit log' }).getByRole('row').filter({ hasText: 'agent.create' }).filter({ hasText: agent }).waitFor();
 
     // A viewer sees the same pages without a single write control.
     viewer = await openBrowser(path.join(tmp, 'viewer'), 420);

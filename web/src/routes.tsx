@@ -7,6 +7,7 @@ import { Account } from './pages/Account.tsx';
 import { McpServers } from './pages/shared/McpServers.tsx';
 import { CollectionItem, CollectionList, CollectionNew } from './pages/catalog/Collection.tsx';
 import { DESTINATIONS, ENVIRONMENTS } from './pages/catalog/collections.tsx';
+import { Audit } from './pages/catalog/Audit.tsx';
 import { IntegrationList, IntegrationPage } from './pages/catalog/Integrations.tsx';
 import { Secrets } from './pages/catalog/Secrets.tsx';
 import { SkillList, SkillNew, SkillPage } from './pages/catalog/Skills.tsx';
@@ -61,6 +62,7 @@ export const ROUTES: Route[] = [
   { path: 'integrations/:kind', page: (p) => <IntegrationPage kind={p.params.kind} /> },
   { path: 'secrets', page: (p) => <Secrets preset={p.query.get('name')} /> },
   { path: 'mcp-servers', page: () => <Page title="MCP servers"><McpServers /></Page> },
+  { path: 'audit', page: () => <Audit /> },
   { path: 'users', page: (p) => <Users section={p.section} self={p.user} /> },
   { path: 'account', page: (p) => <Account section={p.section} user={p.user} /> },
 ];
