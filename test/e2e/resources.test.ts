@@ -3,7 +3,7 @@
  * (after a refused name shows its field error), gives it a second version, compares the two and
  * makes the first current again; creates a template and a team through the forms; a change made
  * through the API between the page's read and its write is a 412 the page explains; a viewer
- * sees no write controls. With SERVICE_TEST_SCREENSHOT_DIR set, every page is kept as a screenshot.
+ * sees no write controls and an operator no admin-only ones. With SERVICE_TEST_SCREENSHOT_DIR set, every page is kept as a screenshot.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -14,7 +14,7 @@ import { makeEnvironment } from '../factories.ts';
 import { testApp, uniq } from '../harness.ts';
 import { open, openBrowser, signIn, skipWithoutChromium, webDir, type Browser } from './browser.ts';
 
-test('web console: agents, templates and teams through the forms; 412; field errors; a viewer sees no write controls', { skip: skipWithoutChromium, timeout: 300_000 }, async (t) => {
+test('web console: agents, templates and teams through the forms; 412; field errors; a viewer sees no write controls, an operator no admin ones', { skip: skipWithoutChromium, timeout: 300_000 }, async (t) => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'crewhouse-e2e-res-'));
   const dir = await webDir(tmp);
   const app = await testApp({ modelProxy: true, config: { SERVICE_WEB_DIR: dir } });
@@ -34,6 +34,7 @@ test('web console: agents, templates and teams through the forms; 412; field err
 
   let admin: Browser | null = null;
   let viewer: Browser | null = null;
+  let operator: Browser | null = null;
   try {
     admin = await openBrowser(path.join(tmp, 'admin'));
     const { page, shot } = admin;
@@ -167,6 +168,26 @@ test('web console: agents, templates and teams through the forms; 412; field err
     await open(viewer.page, `#/teams/${team}`);
     await viewer.shot('res-30-team-as-viewer-narrow');
     assert.deepEqual(viewer.problems, []);
+    await viewer.context.close();
+    viewer = null;
+
+    // An operator runs teams but sees none of the admin-only controls.
+    operator = await openBrowser(path.join(tmp, 'operator'));
+    await signIn(operator.page, base, app.adminToken, app.config.publicBaseUrl, 'operator');
+    const nav = await operator.page.getByRole('navigation', { name: 'sections' }).getByRole('link').allInnerTexts();
+    assert.ok(!nav.includes('Users') && !nav.includes('Audit log'), nav.join(', '));
+    await open(operator.page, `#/teams/${team}`);
+    await operator.page.getByRole('link', { name: 'Give a task' }).waitFor();
+    await operator.page.getByRole('button', { name: 'Archive team' }).waitFor();
+    await operator.page.getByRole('button', { name: 'Save settings' }).waitFor();
+    assert.equal(await operator.page.getByRole('button', { name: /^(Override|Change override)$/ }).count(), 0, 'egress overrides are for admins');
+    await operator.shot('res-31-team-as-operator');
+    for (const hash of ['#/agents', `#/agents/${agent}`, `#/team-templates/${template}`, '#/destinations', '#/skills', '#/secrets']) {
+      await open(operator.page, hash);
+      const controls: string[] = (await operator.page.getByRole('button').allInnerTexts()).concat(await operator.page.locator('a.button').allInnerTexts()).filter((x) => /^(New |Edit|Delete|Make current|Set value|Replace)/.test(x.trim()));
+      assert.deepEqual(controls, [], `${hash} shows no admin controls to an operator`);
+    }
+    assert.deepEqual(operator.problems, []);
   } catch (err) {
     const file = path.join(os.tmpdir(), `crewhouse-e2e-res-failure-${process.pid}.png`);
     await admin?.page.screenshot({ path: file, fullPage: true }).catch(() => {});
@@ -174,6 +195,7 @@ test('web console: agents, templates and teams through the forms; 412; field err
     throw err;
   } finally {
     await viewer?.context.close();
+    await operator?.context.close();
     await admin?.context.close();
     await app.close();
     fs.rmSync(tmp, { recursive: true, force: true });

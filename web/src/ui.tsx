@@ -217,7 +217,8 @@ export function ConfirmButton({ label, confirm, onConfirm, disabled }: { label: 
       >
         {confirm}
       </button>
-      <button type="button" className="secondary small" onClick={() => setAsking(false)}>
+      {/* Focus lands on the safe choice, so a keyboard user's next Enter does not destroy anything. */}
+      <button type="button" className="secondary small" autoFocus onClick={() => setAsking(false)}>
         Cancel
       </button>
     </span>
