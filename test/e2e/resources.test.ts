@@ -84,6 +84,12 @@ test('web console: agents, templates and teams through the forms; 412; field err
     assert.equal(stored.body.current_version, 3);
     assert.equal(stored.body.current.system_prompt, 'You write code.');
 
+    // An avatar: a PNG through the file input, shown on the page once stored.
+    const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
+    await page.getByLabel(/Set avatar/).setInputFiles({ name: 'face.png', mimeType: 'image/png', buffer: png });
+    await page.getByRole('img', { name: `avatar of ${agent}` }).waitFor();
+    await page.waitForFunction(`[...document.querySelectorAll('img.avatar')].some((i) => i.complete && i.naturalWidth > 0)`);
+
     // A template through the roles editor; its pipeline is drawn as a chain.
     const template = uniq('e2e-tpl');
     await open(page, '#/team-templates/new');
@@ -145,6 +151,21 @@ test('web console: agents, templates and teams through the forms; 412; field err
     await docForm.getByRole('button', { name: 'Add document' }).click();
     await page.getByRole('region', { name: 'document notes.md' }).waitFor();
     assert.equal((await api('GET', `/teams/${team}/documents/notes.md`)).body.content, '# Notes\nBe kind.');
+
+    // A destination through the YAML editor, and a platform skill with its SKILL.md.
+    const destination = uniq('e2e-dest');
+    await open(page, '#/destinations/new');
+    const destEditor = page.getByRole('form', { name: 'new destination' }).getByLabel('destination');
+    await destEditor.fill((await destEditor.inputValue()).replace('name: example-api', `name: ${destination}`));
+    await page.getByRole('button', { name: 'Create destination' }).click();
+    await page.waitForURL(new RegExp(`#/destinations/${destination}$`));
+    assert.equal((await api('GET', `/destinations/${destination}`)).body.host, 'api.example.com');
+    const skill = uniq('e2e-skill').replace(/[^a-z0-9-]/g, '');
+    await open(page, '#/skills/new');
+    await page.getByRole('form', { name: 'new skill' }).getByLabel('Name', { exact: true }).fill(skill);
+    await page.getByRole('button', { name: 'Create skill' }).click();
+    await page.waitForURL(new RegExp(`#/skills/${skill}$`));
+    assert.match((await api('GET', `/skills/${skill}`)).body.body, new RegExp(`name: ${skill}`));
 
     // Every section and page, for the screenshots and for script errors under the CSP.
     const pages = ['#/agents', '#/team-templates', '#/teams', '#/destinations', '#/destinations/new', '#/environments', `#/environments/${env.name}`, '#/skills', '#/skills/new', '#/integrations', '#/mcp-servers', '#/secrets', '#/users', '#/audit', '#/account'];

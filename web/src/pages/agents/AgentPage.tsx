@@ -170,7 +170,8 @@ function CurrentVersion({ agent, canWrite, write, reload }: { agent: Agent; canW
 function Avatar({ agent, canWrite, onChanged }: { agent: Agent; canWrite: boolean; onChanged: () => void }) {
   const { busy, error, run } = useAction();
   const [broken, setBroken] = useState(false);
-  const src = agent.avatar_url ? (agent.avatar_url.startsWith('/') ? agent.avatar_url : `${API}/agents/${seg(agent.name)}/avatar`) : null;
+  // avatar_url is absolute on SERVICE_PUBLIC_BASE_URL; the page loads it from its own origin (CSP 'self'), keeping the version.
+  const src = agent.avatar_url ? `${API}/agents/${seg(agent.name)}/avatar${new URL(agent.avatar_url, window.location.href).search}` : null;
   const upload = (file: File) =>
     run(async () => {
       // Replacing an avatar is guarded by the avatar's own ETag.
