@@ -18,12 +18,6 @@ export function setupTokenOf(hash: string): string | null {
   return new URLSearchParams(m[1] ?? '').get('token') ?? '';
 }
 
-/** The section a `#/name` hash points at (the first path segment), or '' for none. */
-export function sectionOf(hash: string): string {
-  const m = /^#\/([^/?]*)/.exec(hash);
-  return m ? decodeURIComponent(m[1]) : '';
-}
-
 /** Moves to another hash without leaving an entry for the page we come from (used after setup). */
 export function replaceHash(hash: string) {
   window.history.replaceState(null, '', `${window.location.pathname}${window.location.search}${hash}`);

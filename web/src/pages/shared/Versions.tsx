@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { get } from '../../api.ts';
 import { cellText, DataTable, MoreButton, ProblemNote, VersionDiff, usePaged } from '../../ui.tsx';
 
@@ -22,7 +22,11 @@ export function Versions({ base, current, onRestore, busy }: { base: string; cur
   const list = usePaged<VersionMeta>(`${base}/versions`);
   const [pair, setPair] = useState<{ left: number; right: number } | null>(null);
   const { reload } = list;
+  // A new current version (saved or made current on this page) adds a row: read the list again.
+  const shown = useRef(current);
   useEffect(() => {
+    if (shown.current === current) return;
+    shown.current = current;
     void reload();
   }, [current, reload]);
 
