@@ -3,6 +3,8 @@ import { call, type SessionInfo } from './api.ts';
 import { sectionOf } from './hash.ts';
 import { Account } from './pages/Account.tsx';
 import { ResourceList } from './pages/ResourceList.tsx';
+import { RunsSection } from './pages/runs/RunsSection.tsx';
+import { SpendPage } from './pages/spend/SpendPage.tsx';
 import { Users } from './pages/Users.tsx';
 import { mayOpen, SECTIONS, type Section } from './sections.ts';
 import { ProblemNote } from './ui.tsx';
@@ -90,5 +92,7 @@ function SectionPage({ section, session }: { section: Section | undefined; sessi
     );
   if (section.path === 'users') return <Users section={section} self={session.user} />;
   if (section.path === 'account') return <Account section={section} user={session.user} />;
+  if (section.path === 'runs') return <RunsSection user={session.user} />;
+  if (section.path === 'spend') return <SpendPage />;
   return <ResourceList section={section} />;
 }
