@@ -3,56 +3,15 @@
 // it, and the run succeeds. The model is a scripted fake behind the real model proxy, reached
 // from the sandbox only through the real credential gateway, which injects the role's key.
 import assert from 'node:assert/strict';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startGateway, type RunningGateway } from '../../src/gateway/gateway.component.ts';
-import { Registry } from '../../src/http/metrics.ts';
-import { findProgram } from '../../src/runtime/sandboxes/system.ts';
-import { workerComponent } from '../../src/runtime/worker.component.ts';
-import { loadShared } from '../../src/services.ts';
-import type { RunningComponent } from '../../src/components.ts';
-import { makeAgent } from '../factories.ts';
-import { startScriptedModel, type ScriptedAnswer, type ScriptedModel, type ScriptedRequest } from '../fakes/scripted-model.ts';
-import { captureLogger, testApp, uniq, type TestApp } from '../harness.ts';
+import type { ScriptedAnswer, ScriptedRequest } from '../fakes/scripted-model.ts';
+import { lastText, roleOf, startStack, stackSkip, waitFor, type Stack } from './stack.ts';
 
-const canRun = process.getuid?.() === 0 && ['bwrap', 'nft', 'ip', 'nsenter', 'setpriv'].every((p) => findProgram(p) !== null);
-
-
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '0.0.0.0', r));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
-
-async function waitFor<T>(what: string, probe: () => Promise<T | null | undefined | false>, ms = 120_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    if (process.env.E2E_DEBUG) process.stderr.write(`waiting for ${what}\n`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
-/** The role a request is for, from the system prompt the runtime writes. */
-const roleOf = (req: ScriptedRequest) => /You are the "([a-z0-9._-]+)" role/.exec(req.system)?.[1] ?? '?';
-const lastText = (req: ScriptedRequest) => String(req.last?.content ?? '');
-
-describe('a team runs a task end to end', { skip: canRun ? false : 'needs root, bubblewrap, nftables, iproute2 and util-linux (the local sandbox provider)' }, () => {
-  let t: TestApp;
-  let model: ScriptedModel;
-  let gateway: RunningGateway;
-  let worker: RunningComponent;
-  let sandboxDir: string;
+describe('a team runs a task end to end', { skip: stackSkip }, () => {
+  let stack: Stack;
   const seen: Array<{ role: string; authorization: string | undefined }> = [];
-  let logLines: string[] = [];
 
   // The lead plans and hands off; the dev writes a file, checks it and hands back; the lead asks the person, then finishes.
   function script(req: ScriptedRequest): ScriptedAnswer {
@@ -70,51 +29,18 @@ describe('a team runs a task end to end', { skip: canRun ? false : 'needs root, 
   }
 
   before(async () => {
-    model = await startScriptedModel(script);
-    sandboxDir = fs.mkdtempSync(path.join(os.tmpdir(), 'crewhouse-e2e-'));
-    const gatewayPort = await freePort();
-    const subnet = `10.${200 + crypto.randomInt(50)}.${crypto.randomInt(256)}.0/24`;
-    const config = {
-      SERVICE_MODELS: JSON.stringify([{ alias: 'fast', model: 'scripted', api: 'openai', base_url: model.baseUrl, api_key_secret: null, input_usd_per_mtok: 1, output_usd_per_mtok: 2, max_output_tokens: 1000, context_window: 100_000 }]),
-      SERVICE_GATEWAY_PORT: String(gatewayPort),
-      SERVICE_SANDBOX_DIR: sandboxDir,
-      SERVICE_SANDBOX_SUBNET: subnet,
-      SERVICE_SANDBOX_HOST_DEAD_AFTER: '30',
-    };
-    t = await testApp({ modelProxy: true, config });
-    const captured = captureLogger('debug');
-    logLines = captured.lines;
-    const logger = captured.logger;
-    const shared = loadShared(t.config);
-    const ctx = { config: t.config, db: t.db, logger, metrics: new Registry(), ...shared, services: t.services };
-    gateway = await startGateway({ ...ctx, listen: { host: '0.0.0.0', port: gatewayPort } });
-    worker = await workerComponent.start(ctx);
+    stack = await startStack({ script });
   });
 
   after(async () => {
-    if (process.env.E2E_DEBUG) process.stderr.write(logLines.filter((l) => /"level":(30|40|50)/.test(l)).join(''));
-    await worker?.stop();
-    await gateway?.stop();
-    await t?.close();
-    await model?.close();
-    if (sandboxDir) fs.rmSync(sandboxDir, { recursive: true, force: true });
+    await stack?.stop();
   });
 
   it('goes from a task to a question, an answer and success, every step a post', async () => {
-    const env = uniq('env');
-    assert.equal((await t.request({ method: 'POST', url: '/api/v1/environments', token: t.adminToken, body: { name: env, provider: 'local', profile: 'small', vcpus: 1, memory_mib: 512, disk_gib: 1, idle_after_seconds: 600, deep_sleep_after_seconds: 3600 } })).status, 201);
+    const t = stack.t;
+    const sandboxDir = stack.sandboxDir;
     const tools = ['write_file', 'read_file', 'shell', 'update_plan', 'ask_person', 'hand_off', 'finish'];
-    const lead = await makeAgent(t, { version: { system_prompt: 'You lead the team.', tools } });
-    const dev = await makeAgent(t, { version: { system_prompt: 'You write code.', tools } });
-    const tpl = await t.request({
-      method: 'POST',
-      url: '/api/v1/team-templates',
-      token: t.adminToken,
-      body: { name: uniq('tpl'), lead: 'lead', roles: { lead: { agent: lead.name, model: 'fast', vm: env }, dev: { agent: dev.name, model: 'fast', vm: env } }, sleep: {}, idle_after_seconds: 600, deep_sleep_after_seconds: 3600, budget_usd_per_day: 10, pipeline: { lead: 'dev' } },
-    });
-    assert.equal(tpl.status, 201, tpl.text);
-    const team = await t.request({ method: 'POST', url: '/api/v1/teams', token: t.adminToken, body: { name: uniq('team'), template: { name: tpl.body.name, version: null } } });
-    assert.equal(team.status, 201, team.text);
+    const team = { body: { name: await stack.makeTeam({ roles: { lead: { tools, system_prompt: 'You lead the team.' }, dev: { tools, system_prompt: 'You write code.' } }, pipeline: { lead: 'dev' } }) } };
 
     const task = await t.request({ method: 'POST', url: `/api/v1/teams/${team.body.name}/tasks`, token: t.adminToken, body: { text: 'Write hello.txt' } });
     assert.equal(task.status, 202, task.text);
