@@ -11,7 +11,7 @@ export function RunsSection({ user }: { user: SessionUser }) {
   const m = /^#\/runs(?:\/([^?]*))?(?:\?(.*))?$/.exec(hash);
   const sub = m?.[1] ? decodeURIComponent(m[1]) : '';
   const query = new URLSearchParams(m?.[2] ?? '');
-  if (sub === 'new') return <NewTask user={user} team={query.get('team') ?? ''} />;
+  if (sub === 'new') return <NewTask key={query.get('team') ?? ''} user={user} team={query.get('team') ?? ''} />;
   if (sub) return <RunPage key={sub} id={sub} user={user} />;
   return <RunsList user={user} query={query} />;
 }

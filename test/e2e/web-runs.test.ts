@@ -1,0 +1,203 @@
+/**
+ * The web console's runs and spend pages in headless Chromium, against the whole run stack (console,
+ * model proxy, scripted model, gateway, worker with a real `local` sandbox). An operator gives a task
+ * in the form and watches the run live: the lead hands work to the dev, asks a question (answered in
+ * the reply box), asks to run a risky shell command (approved with the button), and succeeds. A viewer
+ * sees the same run without a write control. The spend page charts the team's spend against its budget.
+ * Set SERVICE_TEST_SCREENSHOT_DIR to keep a screenshot of every page.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import type { ScriptedAnswer, ScriptedRequest } from '../fakes/scripted-model.ts';
+import { uniq } from '../harness.ts';
+import { browserSkip, CHROMIUM, CHROMIUM_FLAGS, screenshot, watchProblems, webDir } from './browser.ts';
+import { lastText, roleOf, stackSkip, startStack, type Stack } from './stack.ts';
+
+const TOOLS = ['write_file', 'read_file', 'shell', 'ask_person', 'hand_off', 'finish'];
+const LONG = 180_000;
+
+// The lead hands off; the dev writes and hands back; the lead asks, then runs a risky command (needs approval), then finishes.
+function script(req: ScriptedRequest): ScriptedAnswer {
+  const text = lastText(req);
+  if (roleOf(req) === 'dev') {
+    if (!req.body.messages.some((m) => m.role === 'tool')) return { content: 'Writing it.', tool_calls: [{ name: 'write_file', arguments: { path: 'hello.txt', content: 'hello\n' } }] };
+    return { tool_calls: [{ name: 'hand_off', arguments: { summary: 'hello.txt is written' } }] };
+  }
+  if (req.last?.role === 'tool' && text.includes('shipped-ok')) return { tool_calls: [{ name: 'finish', arguments: { outcome: 'succeeded', summary: 'shipped after approval' } }] };
+  if (text.startsWith('The answer: yes')) return { content: 'Shipping.', tool_calls: [{ name: 'shell', arguments: { command: 'echo shipped-ok' } }] };
+  if (text.includes('hello.txt is written')) return { tool_calls: [{ name: 'ask_person', arguments: { question: 'The file is written. Ship it?', options: ['yes', 'no'] } }] };
+  return { content: 'Planning.', tool_calls: [{ name: 'hand_off', arguments: { summary: 'Write hello.txt.' } }] };
+}
+
+const skip = browserSkip || stackSkip;
+
+describe('web console: runs and spend', { skip }, () => {
+  let stack: Stack;
+  let browser: Browser;
+  let base: string;
+  let tmp: string;
+
+  before(async () => {
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'crewhouse-webruns-'));
+    const { dir } = await webDir(tmp);
+    stack = await startStack({ script, config: { SERVICE_WEB_DIR: dir } });
+    await stack.t.app.listen({ host: '127.0.0.1', port: 0 });
+    const address = stack.t.app.server.address();
+    assert.ok(address && typeof address === 'object');
+    base = `http://127.0.0.1:${address.port}`;
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS });
+  });
+
+  after(async () => {
+    await browser?.close();
+    await stack?.stop();
+    if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  /** A new person of `role`, signed in through the setup link in a browser context of their own. */
+  async function signIn(role: 'viewer' | 'operator', width = 1280): Promise<{ page: Page; problems: string[] }> {
+    const name = uniq(`web-${role}`);
+    const res = await stack.t.request({ method: 'POST', url: '/api/v1/users', token: stack.t.adminToken, body: { name, role } });
+    assert.equal(res.status, 201, res.text);
+    const context = await browser.newContext({ viewport: { width, height: 900 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(30_000);
+    const problems = watchProblems(page);
+    await page.goto(`${base}/${new URL(res.body.setup_url).hash}`);
+    const password = `pw-${uniq('p')}-long-enough`;
+    await page.getByLabel('New password').fill(password);
+    await page.getByLabel('Repeat password').fill(password);
+    await page.getByRole('button', { name: 'Set password and log in' }).click();
+    await page.getByLabel('signed in as').getByText(name, { exact: true }).waitFor();
+    return { page, problems };
+  }
+
+  it('an operator gives a task, answers, approves and watches it succeed; a viewer sees no write control; spend is charted', { timeout: 600_000 }, async () => {
+    const team = await stack.makeTeam({
+      roles: { lead: { tools: TOOLS, role: { confirmation_policy: 'confirm_risky' } }, dev: { tools: TOOLS } },
+      pipeline: { lead: 'dev' },
+      budget_usd_per_day: 5,
+    });
+    const { page, problems } = await signIn('operator');
+    try {
+      await flow(team, page, problems);
+    } catch (err) {
+      const file = path.join(os.tmpdir(), `crewhouse-webruns-failure-${process.pid}.png`);
+      await page.screenshot({ path: file, fullPage: true }).catch(() => {});
+      throw new Error(`${err instanceof Error ? err.message : String(err)} (screenshot: ${file})`, { cause: err });
+    }
+  });
+
+  async function flow(team: string, page: Page, problems: string[]) {
+
+    // The runs list is empty and leads to the form.
+    await page.goto(`${base}/#/runs`);
+    await page.getByRole('heading', { name: 'Runs' }).waitFor();
+    await page.getByText('No runs yet.').waitFor();
+    await screenshot(page, 'runs-1-empty');
+    await page.getByRole('link', { name: 'Give a task' }).first().click();
+    await page.waitForURL(/#\/runs\/new$/);
+
+    // An unknown team's refusal is spelled out (the form names the problem and the server's detail).
+    await page.goto(`${base}/#/runs/new?team=no-such-team`);
+    const form = page.getByRole('form', { name: 'give a task' });
+    await form.getByLabel('Task').fill('Anything');
+    await form.getByRole('button', { name: 'Start the run' }).click();
+    await form.getByRole('alert').filter({ hasText: 'There is no such team.' }).waitFor();
+    await screenshot(page, 'runs-2-task-refused');
+
+    // Give the task in the form: the page moves to the new run.
+    await form.getByLabel('Team').selectOption(team);
+    await form.getByLabel('Task').fill('Write hello.txt and ship it');
+    await form.getByRole('button', { name: 'Start the run' }).click();
+    await page.waitForURL(/#\/runs\/[A-Za-z0-9_-]+$/);
+    const runId = decodeURIComponent(new URL(page.url()).hash.replace('#/runs/', ''));
+    await page.getByRole('heading', { name: new RegExp(`Run ${runId}`) }).waitFor();
+    await page.getByText('Write hello.txt and ship it').first().waitFor();
+    const conversation = page.getByRole('list', { name: 'conversation' });
+
+    // The question arrives over the live stream; the reply box answers it.
+    const question = page.getByRole('region', { name: 'question', exact: true });
+    await question.getByText('The file is written. Ship it?').waitFor({ timeout: LONG });
+    await page.getByRole('status').filter({ hasText: 'live' }).waitFor();
+    await conversation.locator('.post-question').filter({ hasText: 'Ship it?' }).waitFor();
+    await conversation.locator('.post-task').first().waitFor();
+    await page.getByRole('table', { name: 'tasks' }).getByRole('row').filter({ hasText: 'dev' }).getByText('done').waitFor();
+    await screenshot(page, 'runs-3-question');
+
+    // A viewer sees the open question but no reply box, cancel or task control.
+    const viewer = await signIn('viewer', 390);
+    await viewer.page.goto(`${base}/#/runs/${runId}`);
+    await viewer.page.getByRole('region', { name: 'question', exact: true }).getByText('An operator answers this.').waitFor();
+    assert.equal(await viewer.page.getByRole('button', { name: /Send answer|Cancel run|Approve|Refuse/ }).count(), 0);
+    await screenshot(viewer.page, 'runs-4-viewer-narrow');
+    await viewer.page.goto(`${base}/#/runs`);
+    await viewer.page.getByRole('table', { name: 'runs' }).getByRole('row').filter({ hasText: runId }).getByText('waiting: question').waitFor();
+    assert.equal(await viewer.page.getByRole('link', { name: 'Give a task' }).count(), 0);
+    await screenshot(viewer.page, 'runs-5-viewer-list');
+
+    await question.getByLabel('Your answer').fill('yes');
+    await question.getByRole('button', { name: 'Send answer' }).click();
+
+    // The risky shell command waits for a confirmation; Approve lets it run.
+    const confirmation = page.getByRole('region', { name: 'confirmation', exact: true });
+    await confirmation.getByText(/shell command: echo shipped-ok/).waitFor({ timeout: LONG });
+    await conversation.locator('.post-answer').filter({ hasText: 'yes' }).waitFor();
+    await screenshot(page, 'runs-6-confirmation');
+    await confirmation.getByRole('button', { name: 'Approve' }).click();
+
+    // The run succeeds, live: the badge, the completed post, every task done, the cost.
+    await page.locator('h1 .run-state-succeeded').filter({ hasText: 'succeeded' }).waitFor({ timeout: LONG });
+    await conversation.locator('.post-completed').waitFor();
+    const run = await stack.run(runId);
+    assert.equal(run.state, 'succeeded');
+    assert.ok(run.cost_usd > 0);
+    const taskRows = page.getByRole('table', { name: 'tasks' }).getByRole('row');
+    await taskRows.nth(run.tasks.length).waitFor();
+    assert.equal(await taskRows.count(), run.tasks.length + 1, 'a row per task under the header');
+    for (const task of run.tasks) assert.equal(task.state, 'done');
+    assert.equal(await page.getByRole('button', { name: 'Cancel run' }).count(), 0, 'an ended run has no cancel');
+    await page.getByRole('form', { name: 'follow-up' }).waitFor();
+    // Every post the API has is on the page, in order, once.
+    const posts = await stack.posts(runId);
+    await conversation.locator('li.post').nth(posts.length - 1).waitFor();
+    const seqs = await conversation.locator('li.post').evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-seq'))));
+    assert.deepEqual(seqs, posts.map((p) => p.seq));
+    assert.ok(posts.some((p) => p.kind === 'answer' && p.data?.approved === true), 'the approval is recorded');
+    await page.getByText('No spans for this run').waitFor();
+    await screenshot(page, 'runs-7-succeeded');
+
+    // The list shows it succeeded; filters narrow it.
+    await page.goto(`${base}/#/runs`);
+    await page.getByRole('table', { name: 'runs' }).getByRole('row').filter({ hasText: runId }).getByText('succeeded').waitFor();
+    await page.getByRole('form', { name: 'filter runs' }).getByLabel('State').selectOption('failed');
+    await page.getByText('No runs match these filters.').waitFor();
+    await page.getByRole('form', { name: 'filter runs' }).getByLabel('State').selectOption('succeeded');
+    await page.getByRole('table', { name: 'runs' }).getByRole('row').filter({ hasText: runId }).waitFor();
+    assert.match(new URL(page.url()).hash, /state=succeeded/);
+    await screenshot(page, 'runs-8-list');
+
+    // Spend: the team's spend, tokens and requests, charted against its budget, state in words.
+    const spend = (await stack.t.request({ method: 'GET', url: '/api/v1/spend', token: stack.t.adminToken })).body;
+    const mine = spend.teams.find((x: { team: string }) => x.team === team);
+    assert.ok(mine && mine.totals.requests > 0, JSON.stringify(spend));
+    await page.getByRole('navigation', { name: 'sections' }).getByRole('link', { name: 'Spend' }).click();
+    const region = page.getByRole('region', { name: `team ${team}`, exact: true });
+    await region.getByText('within budget').waitFor();
+    await region.locator('svg.recharts-surface').first().waitFor();
+    assert.equal(await region.locator('svg.recharts-surface').count(), 3, 'spend, tokens and requests charts');
+    assert.ok((await region.locator('.recharts-reference-line').count()) >= 1, 'the budget line is drawn');
+    await region.getByText('As a table').click();
+    const today = region.getByRole('table').getByRole('row').last();
+    assert.match(await today.innerText(), new RegExp(`\\b${mine.series.at(-1).requests}\\b`));
+    await page.getByRole('region', { name: 'all teams' }).locator('svg.recharts-surface').first().waitFor();
+    await screenshot(page, 'spend-1');
+
+    assert.deepEqual(problems, []);
+    assert.deepEqual(viewer.problems, []);
+  }
+});
