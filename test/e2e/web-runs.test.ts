@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { startJaegerQuery } from '../fakes/jaeger-query.ts';
 import type { ScriptedAnswer, ScriptedRequest } from '../fakes/scripted-model.ts';
 import { uniq } from '../harness.ts';
 import { browserSkip, CHROMIUM, CHROMIUM_FLAGS, screenshot, watchProblems, webDir } from './browser.ts';
@@ -19,10 +20,15 @@ import { lastText, roleOf, stackSkip, startStack, type Stack } from './stack.ts'
 
 const TOOLS = ['write_file', 'read_file', 'shell', 'ask_person', 'hand_off', 'finish'];
 const LONG = 180_000;
+const SLOW_TASK = 'Sleep for a long time';
 
 // The lead hands off; the dev writes and hands back; the lead asks, then runs a risky command (needs approval), then finishes.
 function script(req: ScriptedRequest): ScriptedAnswer {
   const text = lastText(req);
+  if (req.body.messages.some((m) => String(m.content ?? '').includes(SLOW_TASK))) {
+    if (!req.body.messages.some((m) => m.role === 'tool')) return { content: 'Sleeping.', tool_calls: [{ name: 'shell', arguments: { command: 'sleep 600' } }] };
+    return { tool_calls: [{ name: 'finish', arguments: { outcome: 'failed', summary: 'the sleep was not cancelled' } }] };
+  }
   if (roleOf(req) === 'dev') {
     if (!req.body.messages.some((m) => m.role === 'tool')) return { content: 'Writing it.', tool_calls: [{ name: 'write_file', arguments: { path: 'hello.txt', content: 'hello\n' } }] };
     return { tool_calls: [{ name: 'hand_off', arguments: { summary: 'hello.txt is written' } }] };
@@ -40,11 +46,14 @@ describe('web console: runs and spend', { skip }, () => {
   let browser: Browser;
   let base: string;
   let tmp: string;
+  let jaeger: Awaited<ReturnType<typeof startJaegerQuery>>;
 
   before(async () => {
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'crewhouse-webruns-'));
     const { dir } = await webDir(tmp);
-    stack = await startStack({ script, config: { SERVICE_WEB_DIR: dir } });
+    jaeger = await startJaegerQuery();
+    // Three roles' sandboxes (two teams) live at once: offer more vCPUs than a 2-core machine has.
+    stack = await startStack({ script, config: { SERVICE_WEB_DIR: dir, SERVICE_JAEGER_URL: jaeger.url, SERVICE_SANDBOX_VCPUS: '8' } });
     await stack.t.app.listen({ host: '127.0.0.1', port: 0 });
     const address = stack.t.app.server.address();
     assert.ok(address && typeof address === 'object');
@@ -55,6 +64,7 @@ describe('web console: runs and spend', { skip }, () => {
   after(async () => {
     await browser?.close();
     await stack?.stop();
+    await jaeger?.close();
     if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
   });
 
@@ -168,7 +178,7 @@ describe('web console: runs and spend', { skip }, () => {
     const seqs = await conversation.locator('li.post').evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-seq'))));
     assert.deepEqual(seqs, posts.map((p) => p.seq));
     assert.ok(posts.some((p) => p.kind === 'answer' && p.data?.approved === true), 'the approval is recorded');
-    await page.getByText('No spans for this run').waitFor();
+    await page.getByText('No spans for this run').waitFor(); // the trace store has not got it yet
     await screenshot(page, 'runs-7-succeeded');
 
     // The list shows it succeeded; filters narrow it.
@@ -196,6 +206,36 @@ describe('web console: runs and spend', { skip }, () => {
     assert.match(await today.innerText(), new RegExp(`\\b${mine.series.at(-1).requests}\\b`));
     await page.getByRole('region', { name: 'all teams' }).locator('svg.recharts-surface').first().waitFor();
     await screenshot(page, 'spend-1');
+
+    // The trace: the store's spans as a timeline, each child under its parent, with a link to Jaeger.
+    const traceId = (await stack.t.request({ method: 'GET', url: `/api/v1/runs/${runId}/trace`, token: stack.t.adminToken })).body.trace_id;
+    jaeger.put(traceId, [
+      { id: 'a0000000000000a1', name: 'run', startMs: 0, durationMs: 4000 },
+      { id: 'a0000000000000b2', parent: 'a0000000000000a1', name: 'task lead', startMs: 100, durationMs: 1500 },
+      { id: 'a0000000000000c3', parent: 'a0000000000000b2', name: 'chat fast', startMs: 200, durationMs: 800, tags: { 'gen_ai.request.model': 'fast' } },
+      { id: 'a0000000000000d4', parent: 'a0000000000000a1', name: 'task dev', startMs: 1700, durationMs: 2000 },
+    ]);
+    await page.goto(`${base}/#/runs/${runId}`);
+    const trace = page.getByRole('list', { name: 'trace' });
+    await trace.getByRole('listitem').nth(3).waitFor();
+    assert.deepEqual(await trace.locator('.trace-name').allInnerTexts(), ['run', 'task lead', 'chat fast', 'task dev']);
+    assert.equal(await page.getByRole('link', { name: 'Open in Jaeger' }).getAttribute('href'), `${jaeger.url}/trace/${traceId}`);
+    await screenshot(page, 'runs-9-trace');
+
+    // Cancel: a run busy in a long shell command stops at once and says so.
+    const slowTeam = await stack.makeTeam({ roles: { lead: { tools: TOOLS, role: { confirmation_policy: 'never_confirm' } } } });
+    await page.goto(`${base}/#/runs/new?team=${slowTeam}`);
+    await form.getByLabel('Task').fill(SLOW_TASK);
+    await form.getByRole('button', { name: 'Start the run' }).click();
+    await page.waitForURL(/#\/runs\/[A-Za-z0-9_-]+$/);
+    const slowId = decodeURIComponent(new URL(page.url()).hash.replace('#/runs/', ''));
+    await conversation.locator('.post-working').filter({ hasText: 'Sleeping.' }).waitFor({ timeout: LONG });
+    await page.getByRole('button', { name: 'Cancel run' }).click();
+    await page.getByRole('button', { name: 'Cancel it now' }).click();
+    await page.locator('h1 .run-state-cancelled').waitFor({ timeout: LONG });
+    assert.equal((await stack.run(slowId)).state, 'cancelled');
+    assert.equal(await page.getByRole('button', { name: 'Cancel run' }).count(), 0);
+    await screenshot(page, 'runs-10-cancelled');
 
     assert.deepEqual(problems, []);
     assert.deepEqual(viewer.problems, []);

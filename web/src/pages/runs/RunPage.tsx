@@ -237,7 +237,7 @@ function Posts({ posts }: { posts: Post[] }) {
         <li key={p.seq} className={`post post-${p.kind}`} data-seq={p.seq}>
           <div className="post-head">
             <span className="post-kind">{KIND_LABEL[p.kind] ?? p.kind}</span>
-            <span className="post-role">{p.role ?? (typeof p.data.by === 'string' ? p.data.by : 'person')}</span>
+            <span className="post-role">{p.role ?? (typeof p.data.by === 'string' ? p.data.by : 'crewhouse')}</span>
             <span className="muted post-time">
               #{p.seq} · {cellText(p.created_at)}
             </span>
