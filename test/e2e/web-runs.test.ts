@@ -163,6 +163,9 @@ describe('web console: runs and spend', { skip }, () => {
     // The run succeeds, live: the badge, the completed post, every task done, the cost.
     await page.locator('h1 .run-state-succeeded').filter({ hasText: 'succeeded' }).waitFor({ timeout: LONG });
     await conversation.locator('.post-completed').waitFor();
+    // The viewer's list, left open at a narrow width, refreshes itself.
+    await viewer.page.getByRole('table', { name: 'runs' }).getByRole('row').filter({ hasText: runId }).getByText('succeeded').waitFor();
+    await screenshot(viewer.page, 'runs-5b-viewer-list-refreshed');
     const run = await stack.run(runId);
     assert.equal(run.state, 'succeeded');
     assert.ok(run.cost_usd > 0);

@@ -140,7 +140,7 @@ export function RunsList({ user, query }: { user: SessionUser; query: URLSearchP
       )}
       {rows.length > 0 && (
         <div className="table-wrap">
-          <table aria-label="runs">
+          <table aria-label="runs" className="runs-table">
             <thead>
               <tr>
                 <th>Run</th>
@@ -154,19 +154,19 @@ export function RunsList({ user, query }: { user: SessionUser; query: URLSearchP
             <tbody>
               {rows.map((r) => (
                 <tr key={r.id} className={openIds.has(r.id) ? 'run-open' : undefined}>
-                  <td>
+                  <td data-label="Run">
                     <a href={`#/runs/${encodeURIComponent(r.id)}`}>{r.id}</a>
                   </td>
-                  <td>{r.team}</td>
-                  <td>
+                  <td data-label="Team">{r.team}</td>
+                  <td data-label="State">
                     <RunBadge run={r} />
                     {r.open_question && <div className="run-question" title={r.open_question.text}>{r.open_question.text}</div>}
                   </td>
-                  <td className="run-text" title={r.text}>
+                  <td className="run-text" data-label="Task" title={r.text}>
                     {r.text}
                   </td>
-                  <td>{usd(r.cost_usd)}</td>
-                  <td>{cellText(r.created_at)}</td>
+                  <td data-label="Cost">{usd(r.cost_usd)}</td>
+                  <td data-label="Started">{cellText(r.created_at)}</td>
                 </tr>
               ))}
             </tbody>
