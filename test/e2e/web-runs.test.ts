@@ -21,10 +21,16 @@ import { lastText, roleOf, stackSkip, startStack, type Stack } from './stack.ts'
 const TOOLS = ['write_file', 'read_file', 'shell', 'ask_person', 'hand_off', 'finish'];
 const LONG = 180_000;
 const SLOW_TASK = 'Sleep for a long time';
+const REFUSED_TASK = 'Clean the build';
 
 // The lead hands off; the dev writes and hands back; the lead asks, then runs a risky command (needs approval), then finishes.
 function script(req: ScriptedRequest): ScriptedAnswer {
   const text = lastText(req);
+  if (req.body.messages.some((m) => String(m.content ?? '').includes(REFUSED_TASK))) {
+    const result = req.body.messages.find((m) => m.role === 'tool');
+    if (!result) return { tool_calls: [{ name: 'shell', arguments: { command: 'rm -rf build' } }] };
+    return { tool_calls: [{ name: 'finish', arguments: { outcome: 'succeeded', summary: `left alone: ${String(result.content).slice(0, 80)}` } }] };
+  }
   if (req.body.messages.some((m) => String(m.content ?? '').includes(SLOW_TASK))) {
     if (!req.body.messages.some((m) => m.role === 'tool')) return { content: 'Sleeping.', tool_calls: [{ name: 'shell', arguments: { command: 'sleep 600' } }] };
     return { tool_calls: [{ name: 'finish', arguments: { outcome: 'failed', summary: 'the sleep was not cancelled' } }] };
@@ -52,7 +58,7 @@ describe('web console: runs and spend', { skip }, () => {
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'crewhouse-webruns-'));
     const { dir } = await webDir(tmp);
     jaeger = await startJaegerQuery();
-    // Three roles' sandboxes (two teams) live at once: offer more vCPUs than a 2-core machine has.
+    // Four roles' sandboxes (three teams) live at once: offer more vCPUs than a 2-core machine has.
     stack = await startStack({ script, config: { SERVICE_WEB_DIR: dir, SERVICE_JAEGER_URL: jaeger.url, SERVICE_SANDBOX_VCPUS: '8' } });
     await stack.t.app.listen({ host: '127.0.0.1', port: 0 });
     const address = stack.t.app.server.address();
@@ -225,6 +231,23 @@ describe('web console: runs and spend', { skip }, () => {
     assert.equal(await page.getByRole('link', { name: 'Open in Jaeger' }).getAttribute('href'), `${jaeger.url}/trace/${traceId}`);
     await screenshot(page, 'runs-9-trace');
 
+    // Refuse: the risky command does not run; the refusal is recorded and the run goes on.
+    // (A team of its own: a finished run keeps its sandbox claims today, so the first team's lead is "at its limit".)
+    const carefulTeam = await stack.makeTeam({ roles: { lead: { tools: TOOLS, role: { confirmation_policy: 'confirm_risky' } } } });
+    await page.goto(`${base}/#/runs/new?team=${carefulTeam}`);
+    await form.getByLabel('Task').fill(REFUSED_TASK);
+    await form.getByRole('button', { name: 'Start the run' }).click();
+    await page.waitForURL(/#\/runs\/[A-Za-z0-9_-]+$/);
+    const refusedId = decodeURIComponent(new URL(page.url()).hash.replace('#/runs/', ''));
+    await confirmation.getByText(/shell command: rm -rf build/).waitFor({ timeout: LONG });
+    await confirmation.getByLabel('Note (optional)').fill('keep the build');
+    await confirmation.getByRole('button', { name: 'Refuse' }).click();
+    await page.locator('h1 .run-state-succeeded').waitFor({ timeout: LONG });
+    const refusedPosts = await stack.posts(refusedId);
+    assert.ok(refusedPosts.some((p) => p.kind === 'answer' && p.data?.approved === false && p.text === 'keep the build'), JSON.stringify(refusedPosts));
+    await conversation.locator('.post-answer').filter({ hasText: 'keep the build' }).waitFor();
+    await screenshot(page, 'runs-10-refused');
+
     // Cancel: a run busy in a long shell command stops at once and says so.
     const slowTeam = await stack.makeTeam({ roles: { lead: { tools: TOOLS, role: { confirmation_policy: 'never_confirm' } } } });
     await page.goto(`${base}/#/runs/new?team=${slowTeam}`);
@@ -238,7 +261,7 @@ describe('web console: runs and spend', { skip }, () => {
     await page.locator('h1 .run-state-cancelled').waitFor({ timeout: LONG });
     assert.equal((await stack.run(slowId)).state, 'cancelled');
     assert.equal(await page.getByRole('button', { name: 'Cancel run' }).count(), 0);
-    await screenshot(page, 'runs-10-cancelled');
+    await screenshot(page, 'runs-11-cancelled');
 
     assert.deepEqual(problems, []);
     assert.deepEqual(viewer.problems, []);
