@@ -13,12 +13,49 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { chromium, type Page } from 'playwright-core';
-import { browserSkip as skip, CHROMIUM, CHROMIUM_FLAGS as FLAGS, screenshot, watchProblems, webDir } from './browser.ts';
 import { systemActor } from '../../src/audit/audit.ts';
 import { newSecret } from '../../src/auth/credentials.ts';
 import { buildConsoleApp, createConsoleServices } from '../../src/console/app.ts';
 import { Registry } from '../../src/http/metrics.ts';
 import { captureLogger, testConfig, testDb, uniq } from '../harness.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const WEB_SRC = path.join(ROOT, 'web');
+const WEB_DIST = path.join(ROOT, 'dist', 'web');
+const SCREENSHOTS = process.env.SERVICE_TEST_SCREENSHOT_DIR || null;
+
+const skip = fs.existsSync(CHROMIUM) ? false : `${CHROMIUM} is not installed (apt-get install chromium); the browser test cannot run`;
+
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    if (entry.name === 'node_modules' || entry.name === 'dist') continue;
+    const p = path.join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestMtime(p) : fs.statSync(p).mtimeMs);
+  }
+  return newest;
+}
+
+/** The built console: dist/web when it is fresh, else a vite build of web/ into `tmp`. */
+async function webDir(tmp: string): Promise<{ dir: string; built: boolean }> {
+  const index = path.join(WEB_DIST, 'index.html');
+  if (fs.existsSync(index) && fs.statSync(index).mtimeMs >= newestMtime(WEB_SRC)) return { dir: WEB_DIST, built: false };
+  const { build } = await import('vite');
+  const outDir = path.join(tmp, 'web');
+  await build({ root: WEB_SRC, configFile: path.join(WEB_SRC, 'vite.config.ts'), logLevel: 'warn', build: { outDir, emptyOutDir: true } });
+  return { dir: outDir, built: true };
+}
 
 test('web console: setup link, password, shell, log out, log in', { skip, timeout: 180_000 }, async (t) => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'crewhouse-e2e-'));
@@ -46,8 +83,17 @@ test('web console: setup link, password, shell, log out, log in', { skip, timeou
   const page = context.pages()[0] ?? (await context.newPage());
   page.setDefaultTimeout(15_000);
   // The page must run under the console's CSP (default-src 'self') without a script error or a refused load.
-  const browserProblems = watchProblems(page);
-  const shot = (name: string) => screenshot(page, name);
+  const browserProblems: string[] = [];
+  page.on('pageerror', (err) => browserProblems.push(`page error: ${err.message}`));
+  page.on('console', (msg) => {
+    if (msg.type() === 'error' && /Content Security Policy|Refused to/i.test(msg.text())) browserProblems.push(msg.text());
+  });
+  const shot = async (name: string) => {
+    if (SCREENSHOTS) {
+      fs.mkdirSync(SCREENSHOTS, { recursive: true });
+      await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+    }
+  };
 
   try {
     // The admin creates an account through the API; the answer carries the one-time setup link.

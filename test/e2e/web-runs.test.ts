@@ -11,11 +11,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { chromium, type Browser, type Page } from 'playwright-core';
 import { startJaegerQuery } from '../fakes/jaeger-query.ts';
 import type { ScriptedAnswer, ScriptedRequest } from '../fakes/scripted-model.ts';
-import { uniq } from '../harness.ts';
-import { browserSkip, CHROMIUM, CHROMIUM_FLAGS, screenshot, watchProblems, webDir } from './browser.ts';
+import { openBrowser, signIn, skipWithoutChromium, webDir, type Browser } from './browser.ts';
 import { lastText, roleOf, stackSkip, startStack, type Stack } from './stack.ts';
 
 const TOOLS = ['write_file', 'read_file', 'shell', 'ask_person', 'hand_off', 'finish'];
@@ -45,18 +43,18 @@ function script(req: ScriptedRequest): ScriptedAnswer {
   return { content: 'Planning.', tool_calls: [{ name: 'hand_off', arguments: { summary: 'Write hello.txt.' } }] };
 }
 
-const skip = browserSkip || stackSkip;
+const skip = skipWithoutChromium || stackSkip;
 
 describe('web console: runs and spend', { skip }, () => {
   let stack: Stack;
-  let browser: Browser;
+  const browsers: Browser[] = [];
   let base: string;
   let tmp: string;
   let jaeger: Awaited<ReturnType<typeof startJaegerQuery>>;
 
   before(async () => {
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'crewhouse-webruns-'));
-    const { dir } = await webDir(tmp);
+    const dir = await webDir(tmp);
     jaeger = await startJaegerQuery();
     // Four roles' sandboxes (three teams) live at once: offer more vCPUs than a 2-core machine has.
     stack = await startStack({ script, config: { SERVICE_WEB_DIR: dir, SERVICE_JAEGER_URL: jaeger.url, SERVICE_SANDBOX_VCPUS: '8' } });
@@ -64,32 +62,22 @@ describe('web console: runs and spend', { skip }, () => {
     const address = stack.t.app.server.address();
     assert.ok(address && typeof address === 'object');
     base = `http://127.0.0.1:${address.port}`;
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS });
   });
 
   after(async () => {
-    await browser?.close();
+    for (const b of browsers) await b.context.close();
     await stack?.stop();
     await jaeger?.close();
     if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
   });
 
-  /** A new person of `role`, signed in through the setup link in a browser context of their own. */
-  async function signIn(role: 'viewer' | 'operator', width = 1280): Promise<{ page: Page; problems: string[] }> {
-    const name = uniq(`web-${role}`);
-    const res = await stack.t.request({ method: 'POST', url: '/api/v1/users', token: stack.t.adminToken, body: { name, role } });
-    assert.equal(res.status, 201, res.text);
-    const context = await browser.newContext({ viewport: { width, height: 900 } });
-    const page = await context.newPage();
-    page.setDefaultTimeout(30_000);
-    const problems = watchProblems(page);
-    await page.goto(`${base}/${new URL(res.body.setup_url).hash}`);
-    const password = `pw-${uniq('p')}-long-enough`;
-    await page.getByLabel('New password').fill(password);
-    await page.getByLabel('Repeat password').fill(password);
-    await page.getByRole('button', { name: 'Set password and log in' }).click();
-    await page.getByLabel('signed in as').getByText(name, { exact: true }).waitFor();
-    return { page, problems };
+  /** A browser of its own for a new person of `role`, signed in through their setup link. */
+  async function person(role: 'viewer' | 'operator', width = 1280): Promise<Browser> {
+    const b = await openBrowser(path.join(tmp, `${role}-${browsers.length}`), width);
+    browsers.push(b);
+    b.page.setDefaultTimeout(30_000);
+    await signIn(b.page, base, stack.t.adminToken, stack.t.config.publicBaseUrl, role);
+    return b;
   }
 
   it('an operator gives a task, answers, approves and watches it succeed; a viewer sees no write control; spend is charted', { timeout: 600_000 }, async () => {
@@ -98,9 +86,10 @@ describe('web console: runs and spend', { skip }, () => {
       pipeline: { lead: 'dev' },
       budget_usd_per_day: 5,
     });
-    const { page, problems } = await signIn('operator');
+    const operator = await person('operator');
+    const { page } = operator;
     try {
-      await flow(team, page, problems);
+      await flow(team, operator);
     } catch (err) {
       const file = path.join(os.tmpdir(), `crewhouse-webruns-failure-${process.pid}.png`);
       await page.screenshot({ path: file, fullPage: true }).catch(() => {});
@@ -108,13 +97,14 @@ describe('web console: runs and spend', { skip }, () => {
     }
   });
 
-  async function flow(team: string, page: Page, problems: string[]) {
+  async function flow(team: string, operator: Browser) {
+    const { page, shot } = operator;
 
     // The runs list is empty and leads to the form.
     await page.goto(`${base}/#/runs`);
     await page.getByRole('heading', { name: 'Runs' }).waitFor();
     await page.getByText('No runs yet.').waitFor();
-    await screenshot(page, 'runs-1-empty');
+    await shot('runs-1-empty');
     await page.getByRole('link', { name: 'Give a task' }).first().click();
     await page.waitForURL(/#\/runs\/new$/);
 
@@ -124,7 +114,7 @@ describe('web console: runs and spend', { skip }, () => {
     await form.getByLabel('Task').fill('Anything');
     await form.getByRole('button', { name: 'Start the run' }).click();
     await form.getByRole('alert').filter({ hasText: 'There is no such team.' }).waitFor();
-    await screenshot(page, 'runs-2-task-refused');
+    await shot('runs-2-task-refused');
 
     // Give the task in the form: the page moves to the new run.
     await form.getByLabel('Team').selectOption(team);
@@ -143,18 +133,18 @@ describe('web console: runs and spend', { skip }, () => {
     await conversation.locator('.post-question').filter({ hasText: 'Ship it?' }).waitFor();
     await conversation.locator('.post-task').first().waitFor();
     await page.getByRole('table', { name: 'tasks' }).getByRole('row').filter({ hasText: 'dev' }).getByText('done').waitFor();
-    await screenshot(page, 'runs-3-question');
+    await shot('runs-3-question');
 
     // A viewer sees the open question but no reply box, cancel or task control.
-    const viewer = await signIn('viewer', 390);
+    const viewer = await person('viewer', 390);
     await viewer.page.goto(`${base}/#/runs/${runId}`);
     await viewer.page.getByRole('region', { name: 'question', exact: true }).getByText('An operator answers this.').waitFor();
     assert.equal(await viewer.page.getByRole('button', { name: /Send answer|Cancel run|Approve|Refuse/ }).count(), 0);
-    await screenshot(viewer.page, 'runs-4-viewer-narrow');
+    await viewer.shot('runs-4-viewer-narrow');
     await viewer.page.goto(`${base}/#/runs`);
     await viewer.page.getByRole('table', { name: 'runs' }).getByRole('row').filter({ hasText: runId }).getByText('waiting: question').waitFor();
     assert.equal(await viewer.page.getByRole('link', { name: 'Give a task' }).count(), 0);
-    await screenshot(viewer.page, 'runs-5-viewer-list');
+    await viewer.shot('runs-5-viewer-list');
 
     await question.getByLabel('Your answer').fill('yes');
     await question.getByRole('button', { name: 'Send answer' }).click();
@@ -163,7 +153,7 @@ describe('web console: runs and spend', { skip }, () => {
     const confirmation = page.getByRole('region', { name: 'confirmation', exact: true });
     await confirmation.getByText(/shell command: echo shipped-ok/).waitFor({ timeout: LONG });
     await conversation.locator('.post-answer').filter({ hasText: 'yes' }).waitFor();
-    await screenshot(page, 'runs-6-confirmation');
+    await shot('runs-6-confirmation');
     await confirmation.getByRole('button', { name: 'Approve' }).click();
 
     // The run succeeds, live: the badge, the completed post, every task done, the cost.
@@ -171,7 +161,7 @@ describe('web console: runs and spend', { skip }, () => {
     await conversation.locator('.post-completed').waitFor();
     // The viewer's list, left open at a narrow width, refreshes itself.
     await viewer.page.getByRole('table', { name: 'runs' }).getByRole('row').filter({ hasText: runId }).getByText('succeeded').waitFor();
-    await screenshot(viewer.page, 'runs-5b-viewer-list-refreshed');
+    await viewer.shot('runs-5b-viewer-list-refreshed');
     const run = await stack.run(runId);
     assert.equal(run.state, 'succeeded');
     assert.ok(run.cost_usd > 0);
@@ -188,7 +178,7 @@ describe('web console: runs and spend', { skip }, () => {
     assert.deepEqual(seqs, posts.map((p) => p.seq));
     assert.ok(posts.some((p) => p.kind === 'answer' && p.data?.approved === true), 'the approval is recorded');
     await page.getByText('No spans for this run').waitFor(); // the trace store has not got it yet
-    await screenshot(page, 'runs-7-succeeded');
+    await shot('runs-7-succeeded');
 
     // The list shows it succeeded; filters narrow it.
     await page.goto(`${base}/#/runs`);
@@ -198,7 +188,7 @@ describe('web console: runs and spend', { skip }, () => {
     await page.getByRole('form', { name: 'filter runs' }).getByLabel('State').selectOption('succeeded');
     await page.getByRole('table', { name: 'runs' }).getByRole('row').filter({ hasText: runId }).waitFor();
     assert.match(new URL(page.url()).hash, /state=succeeded/);
-    await screenshot(page, 'runs-8-list');
+    await shot('runs-8-list');
 
     // Spend: the team's spend, tokens and requests, charted against its budget, state in words.
     const spend = (await stack.t.request({ method: 'GET', url: '/api/v1/spend', token: stack.t.adminToken })).body;
@@ -214,7 +204,7 @@ describe('web console: runs and spend', { skip }, () => {
     const today = region.getByRole('table').getByRole('row').last();
     assert.match(await today.innerText(), new RegExp(`\\b${mine.series.at(-1).requests}\\b`));
     await page.getByRole('region', { name: 'all teams' }).locator('svg.recharts-surface').first().waitFor();
-    await screenshot(page, 'spend-1');
+    await shot('spend-1');
 
     // The trace: the store's spans as a timeline, each child under its parent, with a link to Jaeger.
     const traceId = (await stack.t.request({ method: 'GET', url: `/api/v1/runs/${runId}/trace`, token: stack.t.adminToken })).body.trace_id;
@@ -229,7 +219,7 @@ describe('web console: runs and spend', { skip }, () => {
     await trace.getByRole('listitem').nth(3).waitFor();
     assert.deepEqual(await trace.locator('.trace-name').allInnerTexts(), ['run', 'task lead', 'chat fast', 'task dev']);
     assert.equal(await page.getByRole('link', { name: 'Open in Jaeger' }).getAttribute('href'), `${jaeger.url}/trace/${traceId}`);
-    await screenshot(page, 'runs-9-trace');
+    await shot('runs-9-trace');
 
     // Refuse: the risky command does not run; the refusal is recorded and the run goes on.
     // (A team of its own: a finished run keeps its sandbox claims today, so the first team's lead is "at its limit".)
@@ -246,7 +236,7 @@ describe('web console: runs and spend', { skip }, () => {
     const refusedPosts = await stack.posts(refusedId);
     assert.ok(refusedPosts.some((p) => p.kind === 'answer' && p.data?.approved === false && p.text === 'keep the build'), JSON.stringify(refusedPosts));
     await conversation.locator('.post-answer').filter({ hasText: 'keep the build' }).waitFor();
-    await screenshot(page, 'runs-10-refused');
+    await shot('runs-10-refused');
 
     // Cancel: a run busy in a long shell command stops at once and says so.
     const slowTeam = await stack.makeTeam({ roles: { lead: { tools: TOOLS, role: { confirmation_policy: 'never_confirm' } } } });
@@ -261,9 +251,9 @@ describe('web console: runs and spend', { skip }, () => {
     await page.locator('h1 .run-state-cancelled').waitFor({ timeout: LONG });
     assert.equal((await stack.run(slowId)).state, 'cancelled');
     assert.equal(await page.getByRole('button', { name: 'Cancel run' }).count(), 0);
-    await screenshot(page, 'runs-11-cancelled');
+    await shot('runs-11-cancelled');
 
-    assert.deepEqual(problems, []);
+    assert.deepEqual(operator.problems, []);
     assert.deepEqual(viewer.problems, []);
   }
 });

@@ -2,6 +2,7 @@ import { useEffect, useState, type FormEvent } from 'react';
 import { ApiError, call, get, type Page, type SessionUser } from '../../api.ts';
 import { ProblemNote, useAction } from '../../ui.tsx';
 import { mayWrite } from './RunsList.tsx';
+import './runs.css';
 
 const MAX_TASK_CHARS = 32_000;
 
@@ -27,6 +28,11 @@ export function NewTask({ user, team: initialTeam }: { user: SessionUser; team: 
   const [teams, setTeams] = useState<TeamRow[] | null>(null);
   const [teamsError, setTeamsError] = useState<unknown>(null);
   const { busy, error, run } = useAction();
+
+  // A link to another team's form (`#/runs/new?team=x`) may reuse this page without a remount.
+  useEffect(() => {
+    if (initialTeam) setTeam(initialTeam);
+  }, [initialTeam]);
 
   useEffect(() => {
     get<Page<TeamRow>>('/teams?limit=200').then(

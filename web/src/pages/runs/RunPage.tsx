@@ -3,6 +3,7 @@ import { call, type SessionUser } from '../../api.ts';
 import { useSeqStream } from '../../sse.ts';
 import { cellText, ConfirmButton, ProblemNote, useAction } from '../../ui.tsx';
 import { RunBadge } from './RunBadge.tsx';
+import './runs.css';
 import { mayWrite } from './RunsList.tsx';
 import { TraceView } from './TraceView.tsx';
 import { ENDED, POST_KINDS, usd, type Post, type Run } from './types.ts';

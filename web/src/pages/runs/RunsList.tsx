@@ -2,6 +2,7 @@ import { useCallback, useEffect, useRef, useState } from 'react';
 import { get, type Page, type SessionUser } from '../../api.ts';
 import { cellText, ProblemNote } from '../../ui.tsx';
 import { RunBadge } from './RunBadge.tsx';
+import './runs.css';
 import { RUN_STATES, usd, type RunState, type RunSummary } from './types.ts';
 
 const REFRESH_MS = 5_000;
