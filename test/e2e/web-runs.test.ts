@@ -190,22 +190,6 @@ describe('web console: runs and spend', { skip }, () => {
     assert.match(new URL(page.url()).hash, /state=succeeded/);
     await shot('runs-8-list');
 
-    // Spend: the team's spend, tokens and requests, charted against its budget, state in words.
-    const spend = (await stack.t.request({ method: 'GET', url: '/api/v1/spend', token: stack.t.adminToken })).body;
-    const mine = spend.teams.find((x: { team: string }) => x.team === team);
-    assert.ok(mine && mine.totals.requests > 0, JSON.stringify(spend));
-    await page.getByRole('navigation', { name: 'sections' }).getByRole('link', { name: 'Spend' }).click();
-    const region = page.getByRole('region', { name: `team ${team}`, exact: true });
-    await region.getByText('within budget').waitFor();
-    await region.locator('svg.recharts-surface').first().waitFor();
-    assert.equal(await region.locator('svg.recharts-surface').count(), 3, 'spend, tokens and requests charts');
-    assert.ok((await region.locator('.recharts-reference-line').count()) >= 1, 'the budget line is drawn');
-    await region.getByText('As a table').click();
-    const today = region.getByRole('table').getByRole('row').last();
-    assert.match(await today.innerText(), new RegExp(`\\b${mine.series.at(-1).requests}\\b`));
-    await page.getByRole('region', { name: 'all teams' }).locator('svg.recharts-surface').first().waitFor();
-    await shot('spend-1');
-
     // The trace: the store's spans as a timeline, each child under its parent, with a link to Jaeger.
     const traceId = (await stack.t.request({ method: 'GET', url: `/api/v1/runs/${runId}/trace`, token: stack.t.adminToken })).body.trace_id;
     jaeger.put(traceId, [
@@ -239,7 +223,8 @@ describe('web console: runs and spend', { skip }, () => {
     await shot('runs-10-refused');
 
     // Cancel: a run busy in a long shell command stops at once and says so.
-    const slowTeam = await stack.makeTeam({ roles: { lead: { tools: TOOLS, role: { confirmation_policy: 'never_confirm' } } } });
+    // Its budget is less than one model call, so the spend page shows it exceeded.
+    const slowTeam = await stack.makeTeam({ roles: { lead: { tools: TOOLS, role: { confirmation_policy: 'never_confirm' } } }, budget_usd_per_day: 0.00001 });
     await page.goto(`${base}/#/runs/new?team=${slowTeam}`);
     await form.getByLabel('Task').fill(SLOW_TASK);
     await form.getByRole('button', { name: 'Start the run' }).click();
@@ -252,6 +237,27 @@ describe('web console: runs and spend', { skip }, () => {
     assert.equal((await stack.run(slowId)).state, 'cancelled');
     assert.equal(await page.getByRole('button', { name: 'Cancel run' }).count(), 0);
     await shot('runs-11-cancelled');
+
+    // Spend (read first now, after every model call: it is cached for a minute): the team's spend, tokens and
+    // requests, charted against its budget, state in words.
+    const spend = (await stack.t.request({ method: 'GET', url: '/api/v1/spend', token: stack.t.adminToken })).body;
+    const mine = spend.teams.find((x: { team: string }) => x.team === team);
+    assert.ok(mine && mine.totals.requests > 0, JSON.stringify(spend));
+    await page.getByRole('navigation', { name: 'sections' }).getByRole('link', { name: 'Spend' }).click();
+    const region = page.getByRole('region', { name: `team ${team}`, exact: true });
+    await region.getByText('within budget').waitFor();
+    await region.locator('svg.recharts-surface').first().waitFor();
+    assert.equal(await region.locator('svg.recharts-surface').count(), 3, 'spend, tokens and requests charts');
+    assert.ok((await region.locator('.recharts-reference-line').count()) >= 1, 'the budget line is drawn');
+    await region.getByText('As a table').click();
+    const today = region.getByRole('table').getByRole('row').last();
+    assert.match(await today.innerText(), new RegExp(`\\b${mine.series.at(-1).requests}\\b`));
+    await page.getByRole('region', { name: 'all teams' }).locator('svg.recharts-surface').first().waitFor();
+    // A team past its budget says so in words, not only in colour.
+    const spentRegion = page.getByRole('region', { name: `team ${slowTeam}`, exact: true });
+    await spentRegion.getByText('budget exceeded').waitFor();
+    assert.match(String(await spentRegion.getAttribute('class')), /budget-exceeded/);
+    await shot('spend-1');
 
     assert.deepEqual(operator.problems, []);
     assert.deepEqual(viewer.problems, []);

@@ -33,7 +33,11 @@ export interface SpendAnswer {
 
 const DAY_CHOICES = [7, 14, 30, 90];
 const STATE_TEXT: Record<BudgetState, string> = { normal: 'within budget', warning: 'near the budget', exceeded: 'budget exceeded' };
-const money = (n: number) => `$${n.toFixed(n !== 0 && Math.abs(n) < 1 ? 4 : 2)}`;
+/** Dollars with enough decimals to show two significant digits of small amounts ($0.00001 is not $0.00). */
+const money = (n: number) => {
+  const decimals = n === 0 || Math.abs(n) >= 1 ? 2 : Math.min(8, Math.max(2, 1 - Math.floor(Math.log10(Math.abs(n)))));
+  return `$${n.toFixed(decimals)}`;
+};
 const count = (n: number) => n.toLocaleString();
 const day = (d: string) => d.slice(5);
 
@@ -157,10 +161,10 @@ function Charts({ series, budget, label }: { series: DaySpend[]; budget: number;
             <LineChart data={series} margin={{ top: 8, right: 12, bottom: 0, left: 0 }}>
               <CartesianGrid strokeDasharray="3 3" stroke="#dde2e8" />
               <XAxis dataKey="date" tickFormatter={day} fontSize={12} />
-              <YAxis domain={[0, top]} tickFormatter={(v: number) => `$${v.toFixed(2)}`} fontSize={12} width={56} />
+              <YAxis domain={[0, top]} tickFormatter={money} fontSize={12} width={72} />
               <Tooltip formatter={(v) => money(Number(v))} />
               <ReferenceLine y={budget} stroke="#b42318" strokeDasharray="6 4" label={{ value: 'budget', position: 'insideTopRight', fontSize: 11, fill: '#b42318' }} />
-              <Line type="monotone" dataKey="spend_usd" name="spend" stroke="#2f5fd0" strokeWidth={2} dot={{ r: 3 }} isAnimationActive={false} />
+              <Line type="linear" dataKey="spend_usd" name="spend" stroke="#2f5fd0" strokeWidth={2} dot={{ r: 3 }} isAnimationActive={false} />
             </LineChart>
           </ResponsiveContainer>
         </figure>
