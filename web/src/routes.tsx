@@ -17,6 +17,10 @@ import { TeamPage } from './pages/teams/TeamPage.tsx';
 import { TemplateList } from './pages/templates/TemplateList.tsx';
 import { TemplateNew } from './pages/templates/TemplateNew.tsx';
 import { TemplatePage } from './pages/templates/TemplatePage.tsx';
+import { NewTask } from './pages/runs/NewTask.tsx';
+import { RunPage } from './pages/runs/RunPage.tsx';
+import { RunsList } from './pages/runs/RunsList.tsx';
+import { SpendPage } from './pages/spend/SpendPage.tsx';
 import { Users } from './pages/Users.tsx';
 import type { Section } from './sections.ts';
 import { Page } from './ui.tsx';
@@ -63,6 +67,10 @@ export const ROUTES: Route[] = [
   { path: 'secrets', page: (p) => <Secrets preset={p.query.get('name')} /> },
   { path: 'mcp-servers', page: () => <Page title="MCP servers"><McpServers /></Page> },
   { path: 'audit', page: () => <Audit /> },
+  { path: 'runs', page: (p) => <RunsList user={p.user} query={p.query} /> },
+  { path: 'runs/new', page: (p) => <NewTask user={p.user} team={p.query.get('team') ?? ''} /> },
+  { path: 'runs/:id', page: (p) => <RunPage id={p.params.id} user={p.user} /> },
+  { path: 'spend', page: () => <SpendPage /> },
   { path: 'users', page: (p) => <Users section={p.section} self={p.user} /> },
   { path: 'account', page: (p) => <Account section={p.section} user={p.user} /> },
 ];
