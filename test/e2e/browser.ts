@@ -50,7 +50,8 @@ export interface Browser {
 export async function openBrowser(profileDir: string, width = 1280): Promise<Browser> {
   const context = await chromium.launchPersistentContext(profileDir, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width, height: 800 } });
   const page = context.pages()[0] ?? (await context.newPage());
-  page.setDefaultTimeout(20_000);
+  // Generous: CI runs two test files at once on two cores, and a page waits on the API under that load.
+  page.setDefaultTimeout(60_000);
   const problems: string[] = [];
   page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
   page.on('console', (msg) => {
