@@ -279,6 +279,12 @@ export function createRunsService(deps: RunsDeps) {
       return { run: await present(run), version: Number(run.row_version) };
     },
 
+    /** A team's memory, newest first: the outcome entries its finished runs left (the spec has no route for it yet). */
+    async memory(team: string, limit = 10): Promise<Array<{ run_id: string; text: string; created_at: string }>> {
+      const rows = await store.memoryOf(db, team, limit);
+      return rows.map((r) => ({ run_id: r.run_id, text: r.text, created_at: iso(r.created_at)! }));
+    },
+
     /** The run's trace id (spans are exported under it when tracing is on). */
     async traceId(id: string): Promise<string | null> {
       return (await mustGet(id)).trace_id;
