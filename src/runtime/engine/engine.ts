@@ -28,6 +28,8 @@ export interface EngineDeps {
   configFor(work: NonNullable<Awaited<ReturnType<RunsService['nextWork']>>>): Promise<AgentConfig>;
   /** Places (or wakes) the role's sandbox and prepares its workspace for the run: documents, skills, the repository. */
   sandboxFor(work: NonNullable<Awaited<ReturnType<RunsService['nextWork']>>>, config: AgentConfig): Promise<RoleSandbox>;
+  /** Ends the run's hold on the role's sandbox (the run has ended), so the team's next run can have it. */
+  releaseSandbox(runId: string, role: string): Promise<void>;
   /** The agent runtime's command line inside a sandbox. */
   runtimeArgv: string[];
   /** How often a running turn checks that its run was not cancelled (ms). */
@@ -142,6 +144,8 @@ export function createRunEngine(deps: EngineDeps) {
     }, (lease * 1000) / 3);
     try {
       await steps(runId, signal);
+      // An ended run holds no sandbox: a role's replicas take a bounded number of runs at once.
+      if (!signal.aborted) for (const role of (await runs.endedRoles(runId)) ?? []) await deps.releaseSandbox(runId, role);
     } finally {
       clearInterval(renew);
       await runs.release(runId, owner, generation);
