@@ -30,7 +30,8 @@ describe('team memory and the daily budget', { skip: stackSkip }, () => {
   }
 
   before(async () => {
-    stack = await startStack({ script });
+    // Three teams, a sandbox each, on a machine that may have fewer cores: local sandboxes share them.
+    stack = await startStack({ script, config: { SERVICE_SANDBOX_VCPUS: '16' } });
   });
 
   after(async () => {
