@@ -157,6 +157,12 @@ describe('a team of three delivers a branch', { skip: stackSkip }, () => {
     assert.match(rework.text, /Fix the typo/);
     assert.equal(posts.at(-1)?.kind, 'completed');
 
+    // Every role's clone and fetch and both pushes went through the gateway, which put the git host's credential on each request.
+    const toRepo = git.requests.filter((r) => r.path.startsWith(`/${repo}/`));
+    assert.ok(toRepo.filter((r) => r.path.endsWith('git-upload-pack')).length >= 3, 'each role fetched the repository');
+    assert.equal(toRepo.filter((r) => r.method === 'POST' && r.path.endsWith('git-receive-pack')).length, 2, 'two pushes');
+    assert.ok(toRepo.every((r) => r.authorization?.includes(gitToken)), JSON.stringify(toRepo.map((r) => [r.method, r.path, r.authorization ? 'auth' : 'none'])));
+
     // The reviewer read the pushed work from its own sandbox's clone of the branch.
     const reviewerReads = requests.filter((r) => r.role === 'reviewer' && r.body.messages.at(-1)?.role === 'tool');
     assert.ok(reviewerReads.some((r) => r.text.includes('helo')) && reviewerReads.some((r) => r.text.includes('hello')));
