@@ -61,8 +61,7 @@ describe('a team of three delivers a branch', { skip: stackSkip }, () => {
     dns = await startFakeDns({ [GIT_HOST]: ['127.0.0.1'] });
     stack = await startStack({
       script,
-      // Three roles, one sandbox each, on a machine that may have fewer cores: local sandboxes share them.
-      config: { SERVICE_SANDBOX_VCPUS: '16', SERVICE_EGRESS_DEV_DESTINATIONS: '1', SERVICE_GATEWAY_DNS: dns.server, SERVICE_GATEWAY_UPSTREAM_CA_FILE: path.join(tmp, 'upstream-ca.pem') },
+      config: { SERVICE_EGRESS_DEV_DESTINATIONS: '1', SERVICE_GATEWAY_DNS: dns.server, SERVICE_GATEWAY_UPSTREAM_CA_FILE: path.join(tmp, 'upstream-ca.pem') },
     });
   });
 

@@ -30,8 +30,7 @@ describe('team memory and the daily budget', { skip: stackSkip }, () => {
   }
 
   before(async () => {
-    // Three teams, a sandbox each, on a machine that may have fewer cores: local sandboxes share them.
-    stack = await startStack({ script, config: { SERVICE_SANDBOX_VCPUS: '16' } });
+    stack = await startStack({ script });
   });
 
   after(async () => {

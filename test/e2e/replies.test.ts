@@ -120,4 +120,24 @@ describe('replies and cancels that are wrong or race', { skip: stackSkip }, () =
     }
     assert.equal(statuses.length, 3);
   });
+
+  it('a task for a team whose lead is busy with another run waits for it, says why, and goes on when that run ends', async () => {
+    const team = await stack.makeTeam({ roles: { lead: { tools: ['ask_person', 'finish'] } } });
+    const first = await stack.giveTask(team, 'First: pick a colour.');
+    const q1 = (await stack.waitForState(first, 'waiting')).open_question.seq;
+    // The lead's one replica takes one run at a time, and the first run holds it while it waits.
+    const second = await stack.giveTask(team, 'Second: pick a colour.');
+    const notice = await waitFor('the second run to say it waits for the lead', async () => (await stack.posts(second)).find((p) => p.kind === 'notice'));
+    assert.match(notice.text, /at its limit.*goes on when another run of the team ends/);
+    await settled(second);
+    assert.equal((await stack.run(second)).state, 'running', 'it waits, it does not fail');
+
+    assert.equal((await api('POST', `/runs/${first}/replies`, { text: 'red', in_reply_to: q1 })).status, 202);
+    await stack.waitForState(first, 'succeeded');
+    const q2 = (await stack.waitForState(second, 'waiting')).open_question.seq;
+    assert.equal((await api('POST', `/runs/${second}/replies`, { text: 'blue', in_reply_to: q2 })).status, 202);
+    await stack.waitForState(second, 'succeeded');
+    await settled(second);
+    assert.equal((await stack.posts(second)).filter((p) => p.kind === 'notice').length, 1, 'said once');
+  });
 });

@@ -412,6 +412,17 @@ export function createRunsService(deps: RunsDeps) {
       return [...new Set((await store.tasksOf(db, [runId])).map((t) => t.role))];
     },
 
+    /** Queues the engine on the team's other running runs: one that waited for a sandbox of its role may have one now. */
+    async wakeTeamRuns(runId: string): Promise<void> {
+      const run = await store.getRun(db, runId);
+      if (!run) return;
+      await db.transaction().execute(async (trx) => {
+        for (const id of await store.openRunsOf(trx, run.team_id)) {
+          if (id !== runId && (await store.getRun(trx, id))?.state === 'running') await deps.advance(trx, id);
+        }
+      });
+    },
+
     isActive: async (runId: string) => (await store.getRun(db, runId))?.state === 'running',
 
     /** Marks a task's turn as begun from the conversation's seq `from` (kept across a takeover). */
