@@ -615,7 +615,7 @@ export function createTeamsService(deps: {
     /** For the tasks route: has the team spent its budget for today (UTC)? */
     async isBudgetSpent(name: string): Promise<boolean> {
       const team = await mustGetLive(name);
-      const s = await spend.team(proxyTeamOf(team), 1);
+      const s = await spend.teamNow(proxyTeamOf(team), 1);
       return s.spent_today_usd >= team.budget_usd_per_day;
     },
 
