@@ -2,6 +2,7 @@ import { estimateTokens, messagesOf, pendingCalls, settledBoundary, toolSpecsOf 
 import type { Journal } from './journal.ts';
 import { callModel, ModelError, type ModelReply, type ModelRequest } from './model.ts';
 import type { AgentConfig, AgentEvent, AgentInput, ToolCall, TurnOutcome } from './protocol.ts';
+import type { McpToolbox } from './mcp.ts';
 import { NOTE_TOOLS, parseCall, riskOf, runWorkTool, TURN_TOOLS, type ToolContext } from './tools/index.ts';
 
 export interface LoopDeps {
@@ -16,6 +17,8 @@ export interface LoopDeps {
   attempts?: number;
   modelTimeoutMs?: number;
   signal?: AbortSignal;
+  /** The role's MCP servers' tools, connected for this turn. */
+  mcp?: McpToolbox;
 }
 
 const NUDGES = 2;
@@ -66,6 +69,9 @@ export async function runTurn(config: AgentConfig, journal: Journal, input: Agen
   const model = deps.model ?? callModel;
   const sleep = deps.sleep ?? defaultSleep;
   const allowed = new Set(config.tools);
+  const mcp = deps.mcp;
+  /** A call of a built-in tool or of an MCP server's, checked. */
+  const parse = (call: ToolCall) => (mcp?.owns(call.name) ? mcp.parse(call.name, call.arguments) : parseCall(call.name, call.arguments, allowed));
   const ctx: ToolContext = { workspace: config.workspace, repoDir: config.repo_dir, branch: config.branch, role: config.role, signal, env: deps.env };
   const end = (outcome: TurnOutcome): TurnOutcome => {
     journal.append({ type: 'turn_end', outcome });
@@ -87,7 +93,7 @@ export async function runTurn(config: AgentConfig, journal: Journal, input: Agen
       result(first, input.ok, input.output);
       queue = queue.slice(1);
     } else if (input.kind === 'confirmation') {
-      const parsed = parseCall(first.name, first.arguments, allowed);
+      const parsed = parse(first);
       if (!input.approved || !parsed.ok) {
         result(first, false, `The person refused this action${input.note ? `: ${input.note}` : ''}. Do not try it again another way; continue without it or ask.`);
       } else {
@@ -108,6 +114,8 @@ export async function runTurn(config: AgentConfig, journal: Journal, input: Agen
   }
   journal.append({ type: 'input', input });
   const turnStart = journal.lastSeq;
+  // Said once per turn (after its input, which a resumed turn must find first), so the person knows why a server's tools are missing.
+  for (const u of mcp?.unavailable ?? []) journal.append({ type: 'progress', text: `the MCP server "${u.server}" could not be reached, so its tools are left out of this turn: ${u.reason}` });
   if (input.kind === 'answer' && !open.calls.some((c) => c.name === 'ask_person')) {
     journal.append({ type: 'input', input: { kind: 'task', text: input.text, from: 'person' } });
   }
@@ -116,7 +124,7 @@ export async function runTurn(config: AgentConfig, journal: Journal, input: Agen
     journal.append({ type: 'tool_started', call });
     let answer;
     try {
-      answer = await runWorkTool(call.name, ctx, args);
+      answer = mcp?.owns(call.name) ? await mcp.call(call.name, args, signal) : await runWorkTool(call.name, ctx, args);
     } catch (err) {
       answer = { ok: false, output: `${call.name} failed: ${err instanceof Error ? err.message : String(err)}` };
     }
@@ -137,7 +145,7 @@ export async function runTurn(config: AgentConfig, journal: Journal, input: Agen
         for (const c of calls.slice(i)) result(c, false, 'cancelled by the person', true);
         return end({ kind: 'cancelled' });
       }
-      const parsed = parseCall(call.name, call.arguments, allowed);
+      const parsed = parse(call);
       if (!parsed.ok) {
         result(call, false, parsed.error);
         continue;
@@ -217,7 +225,7 @@ async function callWithRetries(
         baseUrl: config.base_url,
         model: config.model,
         messages: messagesOf(config, journal.all()),
-        tools: toolSpecsOf(config),
+        tools: [...toolSpecsOf(config), ...(deps.mcp?.specs() ?? [])],
         stream: deps.stream ?? false,
         temperature: config.temperature,
         timeoutMs: deps.modelTimeoutMs ?? 300_000,

@@ -8,6 +8,7 @@
 import path from 'node:path';
 import { Journal } from './journal.ts';
 import { runTurn } from './loop.ts';
+import { McpToolbox } from './mcp.ts';
 import type { AgentEvent, AgentRequest } from './protocol.ts';
 
 const CONVERSATION = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -49,9 +50,11 @@ async function main(): Promise<number> {
   process.on('SIGTERM', () => controller.abort());
   process.on('SIGINT', () => controller.abort());
   journal.onAppend(emit);
+  const mcp = request.config.mcp_servers?.length ? await McpToolbox.open(request.config.mcp_servers) : undefined;
   try {
-    await runTurn(request.config, journal, request.input, { signal: controller.signal, stream: true, env: process.env });
+    await runTurn(request.config, journal, request.input, { signal: controller.signal, stream: true, env: process.env, mcp });
   } finally {
+    await mcp?.close();
     journal.close();
   }
   return 0;

@@ -35,8 +35,9 @@ export interface AgentConfig {
   skills: Array<{ name: string; path: string; description: string }>;
   /** Approximate context window of the model, in tokens (4 characters a token). */
   context_tokens: number;
-  /** Extra MCP tools are a later addition; the field is here so the request shape stays. */
   temperature?: number | null;
+  /** The MCP servers the role may use, at the gateway's address for each (`http://mcp.crewhouse.internal/<name>`). */
+  mcp_servers?: Array<{ name: string; url: string }>;
 }
 
 /** What starts or continues a turn. */

@@ -1,6 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import type { Role } from '../auth/roles.ts';
+import { decodeCursor, toPage } from '../http/pagination.ts';
 
 /** Who is acting: a user through a session or token, or the system itself (first start, CLI). */
 export interface Actor {
@@ -48,3 +49,31 @@ export async function readAudit(db: Kysely<Database>, opts: { limit: number; act
   if (opts.beforeId) q = q.where('id', '<', opts.beforeId);
   return q.execute();
 }
+
+/** The audit log as pages for the Console's GET /audit: newest first, the cursor is the last id seen. */
+export function createAuditLog(db: Kysely<Database>) {
+  return {
+    async list(opts: { limit: number; cursor: string | undefined; action?: string; targetType?: string }) {
+      const cursor = decodeCursor(opts.cursor, ['number']);
+      const rows = await readAudit(db, { limit: opts.limit + 1, action: opts.action, targetType: opts.targetType, beforeId: cursor ? Number(cursor[0]) : undefined });
+      return toPage(
+        rows,
+        opts.limit,
+        (r) => [r.id],
+        (r) => ({
+          id: r.id,
+          at: new Date(r.at).toISOString(),
+          actor: r.actor,
+          actor_user_id: r.actor_user_id,
+          via: r.via,
+          action: r.action,
+          target_type: r.target_type,
+          target: r.target,
+          request_id: r.request_id,
+          details: (typeof r.details === 'string' ? JSON.parse(r.details) : r.details) as Record<string, unknown>,
+        }),
+      );
+    },
+  };
+}
+export type AuditLog = ReturnType<typeof createAuditLog>;

@@ -13,6 +13,8 @@ import { webRoutes } from '../http/web.ts';
 import { createServices, loadShared, type Services } from '../services.ts';
 import { agentsRoutes } from './agents/agents.routes.ts';
 import { catalogRoutes } from './catalog/catalog.routes.ts';
+import { auditRoutes } from './audit/audit.routes.ts';
+import { createAuditLog } from '../audit/audit.ts';
 import { destinationsRoutes } from './destinations/destinations.routes.ts';
 import { environmentsRoutes } from './environments/environments.routes.ts';
 import { spendRoutes } from './spend/spend.routes.ts';
@@ -45,6 +47,7 @@ export async function buildConsoleApp(deps: { config: Config; db: Db; logger: Lo
     async (api: App) => {
       sessionRoutes(api, { sessions: services.sessions, publicBaseUrl: config.publicBaseUrl });
       usersRoutes(api, { users: services.users });
+      auditRoutes(api, { audit: createAuditLog(db) });
       agentsRoutes(api, { agents: services.agents, documents: services.documents });
       catalogRoutes(api, { catalog: services.catalog });
       secretsRoutes(api, { secrets: services.secrets });

@@ -1,5 +1,6 @@
 import { shapesOf } from '../http/openapi.ts';
 import * as agents from './agents/agents.schemas.ts';
+import * as audit from './audit/audit.schemas.ts';
 import * as catalog from './catalog/catalog.schemas.ts';
 import * as destinations from './destinations/destinations.schemas.ts';
 import * as documents from './documents/documents.schemas.ts';
@@ -19,4 +20,4 @@ import * as webhooks from '../integrations/webhooks/webhooks.schemas.ts';
  * The console's named shapes: each exported schema of a resource module is one component of
  * the contract, named by its export, instead of a copy in every operation that uses it.
  */
-export const consoleShapes = shapesOf(agents, catalog, destinations, documents, environments, integrations, mcpServers, runs, secrets, session, skills, teams, templates, users, webhooks);
+export const consoleShapes = shapesOf(agents, audit, catalog, destinations, documents, environments, integrations, mcpServers, runs, secrets, session, skills, teams, templates, users, webhooks);

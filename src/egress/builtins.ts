@@ -25,7 +25,8 @@ export const BUILTIN_DESTINATIONS: readonly PolicyDestination[] = [
     host: null,
     methods: [],
     paths: [],
-    header_allowlist: [],
+    // MCP's Streamable HTTP transport: content negotiation, its session and protocol version, stream resumption.
+    header_allowlist: ['accept', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id'],
     inject_secret: null,
     git_push_ref_globs: [],
     what: "the MCP servers of the role's agent and team; each server's own credential is injected",

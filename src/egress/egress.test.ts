@@ -164,8 +164,8 @@ describe('effective egress policy', () => {
   });
 
   test('one normal form and one check of an egress setting, for every module that stores one', () => {
-    assert.deepEqual(normalizeEgress(null), { mode: 'allow_all', destinations: [], upstream_deny_cidrs: [] });
-    assert.deepEqual(normalizeEgress({ mode: 'allowlist', destinations: ['npm', 'github', 'npm'] }), { mode: 'allowlist', destinations: ['npm', 'github'], upstream_deny_cidrs: [] });
+    assert.deepEqual(normalizeEgress(null), { mode: 'allow_all', destinations: [], upstream_deny_cidrs: [], report_only: false });
+    assert.deepEqual(normalizeEgress({ mode: 'allowlist', destinations: ['npm', 'github', 'npm'] }), { mode: 'allowlist', destinations: ['npm', 'github'], upstream_deny_cidrs: [], report_only: false });
     const n = normalizeEgress({ mode: 'allow_all', upstream_deny_cidrs: ['10.1.2.3/8', '10.0.0.0/8', 'FD00::1/8', '10.0.0.0/33', '10.0.0.1'] });
     assert.deepEqual(n.upstream_deny_cidrs, ['10.0.0.0/8', 'fd00::/8', '10.0.0.0/33', '10.0.0.1']);
     // A range needs its prefix length; a bad prefix or a bare address is named by its place in the normal form.

@@ -29,6 +29,8 @@ export interface EffectivePolicy {
   mode: 'allow_all' | 'allowlist';
   /** Built-ins first (llm, mcp, otel), then the named destinations in the order given, each once. */
   destinations: PolicyDestination[];
+  /** Report mode: what the destinations would refuse passes, uncredentialed, and is recorded (the address checks still hold). */
+  report_only: boolean;
   /** The role's own denied ranges, in normal form. */
   upstream_deny_cidrs: string[];
   /**
@@ -63,5 +65,5 @@ export function effectiveEgressPolicy(input: { egress: EgressSetting | null; des
   }
   // A malformed range cannot be stored (checkEgress refuses it); one that got in never reaches the gateway.
   const deny = egress.upstream_deny_cidrs.filter((c) => denyCidr(c) !== null);
-  return { mode: egress.mode, destinations: chosen, upstream_deny_cidrs: deny, internal_deny_cidrs: [...INTERNAL_CIDRS], dropped };
+  return { mode: egress.mode, report_only: egress.report_only, destinations: chosen, upstream_deny_cidrs: deny, internal_deny_cidrs: [...INTERNAL_CIDRS], dropped };
 }

@@ -48,6 +48,11 @@ export interface DecisionContext {
 
 export type Decision =
   | { allow: true; rule: 'destination' | 'allow_all'; destination: PolicyDestination | null; reason: string }
+  /**
+   * Report mode let through what enforcement would refuse (`would`). `destination` is the one
+   * whose method, path or scope refused it (its address rules apply), or null; never a credential.
+   */
+  | { allow: true; rule: 'report'; destination: PolicyDestination | null; reason: string; would: Refusal }
   | { allow: false; rule: Rule; destination: string | null; reason: string };
 
 export type Refusal = Extract<Decision, { allow: false }>;
@@ -127,8 +132,22 @@ const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
  * name (`checkAddress`).
  */
 export function decide(req: EgressRequest, ctx: DecisionContext): Decision {
+  // A path that could mean two things to two servers is refused before any rule, in every mode.
   if (DOT_SEGMENT.test(req.path)) return deny('path', `the path ${req.path} has "." or ".." segments`);
   if (ENCODED_SEPARATOR.test(req.path)) return deny('path', `the path ${req.path} has an encoded or backward slash`);
+  return reportMode(enforced(req, ctx), ctx.policy);
+}
+
+/** The refusals report mode lets through: the allowlist's own rules. Safety rules (addresses, names, TLS, credentials, pushes) always hold. */
+export const REPORTABLE_RULES: ReadonlySet<Rule> = new Set(['no_destination', 'method', 'path', 'github_scope']);
+
+function reportMode(d: Decision, policy: EffectivePolicy): Decision {
+  if (d.allow || !policy.report_only || !REPORTABLE_RULES.has(d.rule)) return d;
+  const destination = d.destination === null ? null : (policy.destinations.find((x) => x.name === d.destination) ?? null);
+  return { allow: true, rule: 'report', destination, reason: `report mode: would refuse: ${d.reason}`, would: d };
+}
+
+function enforced(req: EgressRequest, ctx: DecisionContext): Decision {
   const candidates = ctx.policy.destinations.filter((d) => hostMatches(d, req, ctx.builtinHosts));
   let first: Decision | null = null;
   for (const d of candidates) {

@@ -385,6 +385,38 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
     assert.ok(recorded.every((e) => e.role === 'dev'));
   });
 
+  test('report mode: what the allowlist would refuse reaches the upstream without the credential, recorded as not enforced; the address rules still refuse', async () => {
+    const url = `/api/v1/teams/${team.name}/roles/dev/egress`;
+    const etag = String((await t.request({ method: 'GET', url, token: t.adminToken })).headers.etag);
+    const put = await t.request({ method: 'PUT', url, token: t.adminToken, body: { mode: 'allowlist', destinations: ['echo'], report_only: true }, headers: { 'if-match': etag } });
+    assert.equal(put.status, 200, put.text);
+    assert.equal(put.body.override.report_only, true);
+    await setRole('dev');
+    const base = `https://echo.crewhouse.test:${echo.port}`;
+    // The gateway re-reads a role's policy at most every second.
+    const reported = await eventually(async () => {
+      const r = await curl(`${base}/private/report`, ['-X', 'DELETE']);
+      return r.status === 200 && r;
+    }, 'the report-mode policy');
+    const seen = echo.seen.at(-1)!;
+    assert.equal(seen.url, '/private/report');
+    assert.equal(seen.headers.authorization, undefined, 'a reported request carries no credential');
+    assert.ok(!reported.body.includes(echoSecret));
+    const allowed = await curl(`${base}/allowed/x`);
+    assert.equal(allowed.status, 200);
+    assert.equal(echo.seen.at(-1)!.headers.authorization, `Bearer ${echoSecret}`, 'what the allowlist allows keeps its credential');
+    const loop = await curl(`https://loop.crewhouse.test:${echo.port}/`);
+    assert.notEqual(loop.status, 200, 'an internal address is refused in report mode too');
+    const rows = await eventually(async () => {
+      // (Tries before the gateway saw the new policy were refused for the address, and recorded as enforced.)
+      const all = (await egressEventsOf(t.db, sandboxId, '0', 1000)).filter((e) => e.role === 'dev' && e.path === '/private/report' && !e.enforced);
+      return all.length > 0 && all;
+    }, 'the reported request');
+    assert.equal(rows[0].rule, 'method');
+    assert.match(rows[0].reason, /allows GET, POST, not DELETE/);
+    assert.match(metrics.render(), /gateway_reported_total\{rule="method"\} \d+/);
+  });
+
   test('a connection from an address no sandbox owns is refused', async () => {
     await t.db.updateTable('sandboxes').set({ state: 'destroyed' }).where('id', '=', sandboxId).execute();
     try {

@@ -94,6 +94,26 @@ describe('the decision', () => {
     assert.equal(decide(req(BUILTIN_HOSTS.llm, '/', 'GET', 8080), all).allow, false);
   });
 
+  test('report mode lets through what the allowlist would refuse, with no destination (so no credential), and names the rule; safety rules still refuse', () => {
+    const keyed = dest('keyed', { host: 'api.example.com', methods: ['GET'], inject_secret: 'secret:k' });
+    const policy = effectiveEgressPolicy({ egress: { mode: 'allowlist', destinations: ['keyed'], report_only: true }, destinations: [keyed], devDestinations: false });
+    const report = { policy, repository: null, builtinHosts: BUILTIN_HOSTS };
+    assert.equal(policy.report_only, true);
+    const allowed = decide(req('api.example.com'), report);
+    assert.ok(allowed.allow && allowed.rule === 'destination' && allowed.destination?.name === 'keyed', 'a request the allowlist allows keeps its destination and credential');
+    for (const [r, rule] of [[req('elsewhere.example.org'), 'no_destination'], [req('api.example.com', '/', 'POST'), 'method']] as const) {
+      const d = decide(r, report);
+      assert.ok(d.allow && d.rule === 'report', `${rule} is reported, not refused`);
+      assert.equal(d.destination?.name ?? null, rule === 'method' ? 'keyed' : null, 'the destination that refused it, for its address rules');
+      assert.equal(d.would.rule, rule);
+      assert.match(d.reason, /^report mode: would refuse: /);
+    }
+    for (const r of [req('127.0.0.1'), req('1.1.1.1'), req('api.example.com', '/a/../b')]) assert.equal(decide(r, report).allow, false, `${r.host}${r.path} is still refused`);
+    assert.equal(decideConnect('elsewhere.example.org', 443, report).allow, true, 'a tunnel opens; each request inside is decided (and reported) again');
+    assert.equal(checkAddress('10.1.2.3', 'elsewhere.example.org', policy, null)?.rule, 'internal_address', 'the address check is enforced in report mode');
+    assert.equal(decide(req('elsewhere.example.org'), ctxOf('allowlist', [keyed])).allow, false, 'without report mode the same request is refused');
+  });
+
   test('CONNECT is let through only where a request could go', () => {
     assert.equal(decideConnect('api.example.com', 443, ctx).allow, true);
     assert.equal(decideConnect('nope.example.com', 443, ctx).allow, false);

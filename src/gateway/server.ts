@@ -7,6 +7,7 @@ import zlib from 'node:zlib';
 import type { Logger } from 'pino';
 import type { Db } from '../db/database.ts';
 import { parseHost } from '../egress/hosts.ts';
+import type { PolicyDestination } from '../egress/policy.ts';
 import type { Registry } from '../http/metrics.ts';
 import type { SandboxIdentity } from '../runtime/sandboxes/identify.ts';
 import type { LeafIssuer } from './ca.ts';
@@ -77,8 +78,10 @@ export function createGatewayServer(opts: GatewayOptions) {
   const { logger, sources } = opts;
   const requests = opts.metrics.counter('gateway_requests_total', 'Requests through the credential gateway, by decision');
   const refusals = opts.metrics.counter('gateway_refusals_total', 'Requests the credential gateway refused, by rule');
+  const reports = opts.metrics.counter('gateway_reported_total', 'Requests a role in report mode sent that enforcement would refuse, by rule');
   const policyOf = ttlCache<DecisionContext>(POLICY_TTL_MS);
   const credentialOf = ttlCache<Awaited<ReturnType<GatewaySources['credential']>>>(CREDENTIAL_TTL_MS);
+  const mcpServerOf = ttlCache<Awaited<ReturnType<GatewaySources['mcpServer']>>>(CREDENTIAL_TTL_MS);
   const httpAgent = new http.Agent({ keepAlive: true, maxFreeSockets: 256 });
   // One TLS context for every upstream connection: building one from the CA list costs milliseconds.
   const httpsAgent = new https.Agent({ keepAlive: true, maxFreeSockets: 256, secureContext: tls.createSecureContext({ ca: opts.upstreamCa }) });
@@ -106,6 +109,15 @@ export function createGatewayServer(opts: GatewayOptions) {
       return true;
     }
     return ++r.count <= EVENTS_PER_MINUTE;
+  }
+
+  /** Counts, logs and records a request report mode let through (enforced=false); it goes on. */
+  function reported(who: SandboxIdentity, req: { method: string; host: string; path: string }, would: Refusal) {
+    reports.inc({ rule: would.rule });
+    logger.info({ sandbox: who.sandboxId, team: who.teamName, role: who.role, method: req.method, host: req.host, path: req.path, decision: 'report', rule: would.rule, destination: would.destination, reason: would.reason }, 'egress allowed in report mode');
+    if (mayRecord(who.sandboxId)) {
+      recordEgressEvent(opts.db, who, { ...req, destination: would.destination, rule: would.rule, reason: would.reason, enforced: false }).catch((err) => logger.error({ err }, 'could not record an egress report'));
+    }
   }
 
   /** Counts, logs and records one refusal; the caller writes the wire answer. */
@@ -217,9 +229,11 @@ export function createGatewayServer(opts: GatewayOptions) {
     }
     const decision = decide(target, ctx);
     if (!decision.allow) return refuse(decision);
+    if (decision.rule === 'report') reported(who, view, decision.would);
 
     let credential: Credential | null = null;
-    const inject = decision.destination?.inject_secret ?? null;
+    // Report mode passes what the rules would refuse, but never with a credential.
+    const inject = decision.rule === 'report' ? null : (decision.destination?.inject_secret ?? null);
     if (inject) {
       // Git's smart HTTP and an API take a credential in different forms (the code host's token: basic auth for git).
       const use = /\/(info\/refs|git-upload-pack|git-receive-pack)$/.test(target.path) ? 'git' : 'api';
@@ -230,8 +244,49 @@ export function createGatewayServer(opts: GatewayOptions) {
       credential = got.credential;
     }
 
+    /** Resolves a name and checks every address under `destination`'s rules: the addresses, or the refusal. */
+    const dial = async (host: string, destination: PolicyDestination | null): Promise<string[] | Refusal> => {
+      let addresses: string[];
+      try {
+        addresses = await opts.resolve(host);
+      } catch (err) {
+        return deny('dns', `${host} does not resolve (${(err as NodeJS.ErrnoException).code ?? 'error'})`, destination?.name ?? null);
+      }
+      for (const ip of addresses) {
+        const bad = checkAddress(ip, host, ctx.policy, destination);
+        if (bad) return bad;
+      }
+      return addresses;
+    };
+
     let upstream: { scheme: 'http' | 'https'; address: string; port: number; servername: string | null; hostHeader: string; pathPrefix: string };
-    if (decision.destination?.builtin) {
+    let upstreamPath = target.path;
+    if (decision.destination?.builtin && decision.destination.name === 'mcp') {
+      // http(s)://mcp.crewhouse.internal/<server>/<path>: one of the role's MCP servers, with its credential.
+      const m = /^\/([A-Za-z0-9][A-Za-z0-9._-]{0,127})(\/.*)?$/.exec(target.path);
+      if (!m) return refuse(deny('path', `MCP servers are reached at ${BUILTIN_HOSTS.mcp}/<server name>/…, not ${target.path}`, 'mcp'));
+      const server = await mcpServerOf(`${who.sandboxId}\n${who.role}\n${m[1]}`, () => sources.mcpServer(who, m[1]));
+      if (!server.ok) return refuse(deny('not_configured', server.reason, 'mcp'));
+      const url = new URL(server.url);
+      // An allowlist must name the server's destination; its address rules (dev-only, say) apply in either mode.
+      if (ctx.policy.mode === 'allowlist' && !ctx.policy.destinations.some((d) => d.name === server.destination)) {
+        return refuse(deny('no_destination', `the MCP server "${m[1]}" is reached through the destination "${server.destination}", which is not in the role's egress`, 'mcp'));
+      }
+      const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+      const addresses = await dial(host, server.rules);
+      if (!Array.isArray(addresses)) return refuse(addresses);
+      credential = server.credential;
+      upstream = {
+        scheme: url.protocol === 'https:' ? 'https' : 'http',
+        address: addresses[0],
+        port: Number(url.port) || (url.protocol === 'https:' ? 443 : 80),
+        servername: net.isIP(host) ? null : host,
+        hostHeader: url.host,
+        pathPrefix: url.pathname.replace(/\/+$/, ''),
+      };
+      // `/<server>` is the server's URL itself, `/<server>/x` is below it.
+      upstreamPath = m[2] ?? '';
+    } else if (decision.destination?.builtin) {
       if (decision.destination.name !== 'llm') return refuse(deny('not_configured', `the built-in destination "${decision.destination.name}" has no upstream on this gateway yet`, decision.destination.name));
       // The model proxy is this service's own component: reachable wherever it listens.
       upstream = {
@@ -243,16 +298,8 @@ export function createGatewayServer(opts: GatewayOptions) {
         pathPrefix: modelProxy.pathname.replace(/\/+$/, ''),
       };
     } else {
-      let addresses: string[];
-      try {
-        addresses = await opts.resolve(target.host);
-      } catch (err) {
-        return refuse(deny('dns', `${target.host} does not resolve (${(err as NodeJS.ErrnoException).code ?? 'error'})`, decision.destination?.name ?? null));
-      }
-      for (const ip of addresses) {
-        const bad = checkAddress(ip, target.host, ctx.policy, decision.destination);
-        if (bad) return refuse(bad);
-      }
+      const addresses = await dial(target.host, decision.destination);
+      if (!Array.isArray(addresses)) return refuse(addresses);
       upstream = { scheme: target.scheme, address: addresses[0], port: target.port, servername: net.isIP(target.host) ? null : target.host, hostHeader: t.hostHeader, pathPrefix: '' };
     }
 
@@ -286,7 +333,7 @@ export function createGatewayServer(opts: GatewayOptions) {
       host: upstream.address,
       port: upstream.port,
       method: target.method,
-      path: upstream.pathPrefix + target.path + t.search,
+      path: (upstream.pathPrefix + upstreamPath || '/') + t.search,
       headers,
       setHost: false,
       agent: upstream.scheme === 'https' ? httpsAgent : httpAgent,

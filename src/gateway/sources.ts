@@ -1,7 +1,7 @@
 import type { Db } from '../db/database.ts';
 import type { Services } from '../services.ts';
 import { parseInjectSecret } from '../egress/gateway-keys.ts';
-import type { EffectivePolicy } from '../egress/policy.ts';
+import type { EffectivePolicy, PolicyDestination } from '../egress/policy.ts';
 import { sandboxByAddress, type SandboxIdentity } from '../runtime/sandboxes/identify.ts';
 
 /** A credential the gateway puts on a request: one header and its value (never logged). */
@@ -20,12 +20,26 @@ export interface GatewaySources {
   policyFor(who: SandboxIdentity): Promise<{ policy: EffectivePolicy; repository: string | null }>;
   /** The credential a destination's `inject_secret` names, or why there is none. */
   credential(who: SandboxIdentity, injectSecret: string, use: 'git' | 'api'): Promise<{ ok: true; credential: Credential } | { ok: false; reason: string }>;
+  /** The MCP server `name` as the sandbox's role may use it: where it is, the destination whose address rules apply, its credential. */
+  mcpServer(
+    who: SandboxIdentity,
+    name: string,
+  ): Promise<{ ok: true; url: string; destination: string; rules: PolicyDestination | null; credential: Credential | null } | { ok: false; reason: string }>;
 }
+
+type McpRow = { name: string; auth: string; auth_header: string | null; secret: string | null };
 
 /** The gateway's sources: the shared services (teams, destinations, links, MCP servers, secrets). */
 export function createGatewaySources(deps: { db: Db; services: Services }): GatewaySources {
   const { services } = deps;
   const bearer = (value: string): Credential => ({ header: 'authorization', value: `Bearer ${value}` });
+  /** An MCP server's credential: its secret, as a bearer token or in its own header. */
+  async function serverCredential(server: McpRow): Promise<{ ok: true; credential: Credential | null } | { ok: false; reason: string }> {
+    if (server.auth === 'none' || !server.secret) return { ok: true, credential: null };
+    const value = await services.secrets.reveal(server.secret.replace(/^secret:/, ''));
+    if (!value) return { ok: false, reason: `the secret of the MCP server "${server.name}" has no value` };
+    return { ok: true, credential: server.auth === 'header' && server.auth_header ? { header: server.auth_header.toLowerCase(), value } : bearer(value) };
+  }
   return {
     async identify(hostAddress, sandboxAddress) {
       const sandbox = await sandboxByAddress(deps.db, hostAddress, sandboxAddress);
@@ -65,12 +79,22 @@ export function createGatewaySources(deps: { db: Db; services: Services }): Gate
       if (ref.kind === 'mcp') {
         const server = await services.mcpServers.get({ team: null, name: ref.name }).catch(() => null);
         if (!server) return { ok: false, reason: `there is no platform MCP server "${ref.name}"` };
-        if (server.auth === 'none' || !server.secret) return { ok: false, reason: `the MCP server "${ref.name}" takes no credential` };
-        const value = await services.secrets.reveal(server.secret.replace(/^secret:/, ''));
-        if (!value) return { ok: false, reason: `the secret of the MCP server "${ref.name}" has no value` };
-        return { ok: true, credential: server.auth === 'header' && server.auth_header ? { header: server.auth_header.toLowerCase(), value } : bearer(value) };
+        const got = await serverCredential(server);
+        if (!got.ok) return got;
+        return got.credential ? { ok: true, credential: got.credential } : { ok: false, reason: `the MCP server "${ref.name}" takes no credential` };
       }
       return { ok: false, reason: `"${injectSecret}" names no credential` };
+    },
+
+    async mcpServer(who, name) {
+      const server = (await services.mcpServers.usableBy(who.teamName, who.role)).find((s) => s.name === name);
+      if (!server) return { ok: false, reason: `role "${who.role}" of team "${who.teamName}" has no MCP server "${name}"` };
+      const got = await serverCredential(server);
+      if (!got.ok) return got;
+      // The destination's rules as this deployment has them (a dev-only one only where those are on).
+      const own = await services.destinations.policyFor({ mode: 'allowlist', destinations: [server.destination] });
+      const rules = own.destinations.find((d) => d.name === server.destination && !d.builtin) ?? null;
+      return { ok: true, url: server.url, destination: server.destination, rules, credential: got.credential };
     },
   };
 }

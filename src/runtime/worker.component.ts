@@ -20,6 +20,9 @@ import { microvmProviderFromConfig } from './sandboxes/providers/microvm/index.t
  * transaction that asked for them commits) and drives runs, on the sandbox host of this
  * machine. Several workers can share one PostgreSQL.
  */
+/** A run's hold on a role's sandbox: one per run and role, so resuming work finds the same sandbox. */
+const claimOf = (runId: string, role: string) => `${runId}.${role}`;
+
 export const workerComponent: Component = {
   name: 'worker',
   async start(ctx) {
@@ -41,9 +44,10 @@ export const workerComponent: Component = {
       async configFor(work) {
         return (await setup(work)).config;
       },
+      releaseSandbox: (runId, role) => host.release(claimOf(runId, role)),
       async sandboxFor(work) {
         const { plan } = await setup(work);
-        const claimId = `${work.run.id}.${work.task.role}`;
+        const claimId = claimOf(work.run.id, work.task.role);
         const placement = await host.place({ teamId: work.team.id, role: work.task.role, claimId });
         const status = await host.ensureRunning(placement.sandboxId);
         // Node's fetch honours HTTP(S)_PROXY only when asked: the agent runtime's model calls go through the gateway.
@@ -61,6 +65,8 @@ export const workerComponent: Component = {
           skill: (name) => services.skills.get(name).catch(() => null),
           contextWindow: (model) => ctx.models.get(model)?.context_window ?? 128_000,
           modelBaseUrl: `http://${BUILTIN_HOSTS.llm}/v1`,
+          mcpServers: async (team, role) => (await services.mcpServers.usableBy(team, role)).map((s) => s.name),
+          mcpBaseUrl: `http://${BUILTIN_HOSTS.mcp}`,
         },
         work,
       );

@@ -114,6 +114,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     SERVICE_SANDBOX_DIR: sandboxDir,
     SERVICE_SANDBOX_SUBNET: subnet,
     SERVICE_SANDBOX_HOST_DEAD_AFTER: '30',
+    // Every team gets its own environment and sandboxes; local sandboxes share the machine's few cores.
+    SERVICE_SANDBOX_VCPUS: '32',
     ...opts.config,
   };
   const t = await testApp({ modelProxy: true, config: env, codeHostClock: opts.codeHostClock });

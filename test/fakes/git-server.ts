@@ -74,15 +74,27 @@ export function refsOf(root: string, name: string): Record<string, string> {
  * A git server over HTTPS on 127.0.0.1: Git's own `git http-backend` run as a CGI program for
  * every request, serving bare repositories under a temporary folder, pushes enabled.
  */
-export async function startGitServer(tlsPair: KeyPair): Promise<{ port: number; root: string; makeRepo(name: string): string; refs(name: string): Record<string, string>; close(): Promise<void> }> {
+export async function startGitServer(tlsPair: KeyPair): Promise<{
+  port: number;
+  root: string;
+  /** Each request's method, path and Authorization header (what a credential-injecting proxy put there). */
+  requests: Array<{ method: string; path: string; authorization: string | null }>;
+  makeRepo(name: string): string;
+  refs(name: string): Record<string, string>;
+  close(): Promise<void>;
+}> {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'crewhouse-git-'));
+  const requests: Array<{ method: string; path: string; authorization: string | null }> = [];
   const server = https.createServer({ cert: tlsPair.certPem, key: tlsPair.keyPem }, (req, res) => {
+    const url = new URL(req.url ?? '/', 'https://x');
+    requests.push({ method: req.method ?? '', path: url.pathname + url.search, authorization: req.headers.authorization ?? null });
     gitHttpBackend(root, req, res, 'agent');
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   return {
     port: (server.address() as AddressInfo).port,
     root,
+    requests,
     makeRepo: (name) => makeBareRepo(root, name),
     refs: (name) => refsOf(root, name),
     close: () =>

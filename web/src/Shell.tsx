@@ -1,11 +1,10 @@
 import { useState } from 'react';
 import { call, type SessionInfo } from './api.ts';
-import { sectionOf } from './hash.ts';
-import { Account } from './pages/Account.tsx';
+import { locationOf } from './hash.ts';
 import { ResourceList } from './pages/ResourceList.tsx';
-import { Users } from './pages/Users.tsx';
-import { mayOpen, SECTIONS, type Section } from './sections.ts';
-import { ProblemNote } from './ui.tsx';
+import { matchRoute } from './routes.tsx';
+import { mayOpen, SECTIONS } from './sections.ts';
+import { ProblemNote, UserContext } from './ui.tsx';
 
 const DEFAULT_SECTION = 'teams';
 
@@ -15,8 +14,9 @@ export function Shell({ session, hash, onLoggedOut }: { session: SessionInfo; ha
   const [error, setError] = useState<unknown>(null);
   const [leaving, setLeaving] = useState(false);
   const visible = SECTIONS.filter((s) => mayOpen(user.role, s));
-  const current = sectionOf(hash) || DEFAULT_SECTION;
-  const section = SECTIONS.find((s) => s.path === current);
+  const location = locationOf(hash);
+  const segments = location.segments.length > 0 ? location.segments : [DEFAULT_SECTION];
+  const current = segments[0];
 
   const logOut = async () => {
     setLeaving(true);
@@ -62,15 +62,19 @@ export function Shell({ session, hash, onLoggedOut }: { session: SessionInfo; ha
           </ul>
         </nav>
         <main className="content">
-          <SectionPage key={current} section={section} session={session} />
+          <UserContext.Provider value={user}>
+            <SectionPage key={segments.join('/')} segments={segments} query={location.query} session={session} />
+          </UserContext.Provider>
         </main>
       </div>
     </div>
   );
 }
 
-function SectionPage({ section, session }: { section: Section | undefined; session: SessionInfo }) {
-  if (!section)
+function SectionPage({ segments, query, session }: { segments: string[]; query: URLSearchParams; session: SessionInfo }) {
+  const section = SECTIONS.find((s) => s.path === segments[0]);
+  const match = matchRoute(segments);
+  if (!section || (!match && (segments.length > 1 || !section.api)))
     return (
       <>
         <h1>Not found</h1>
@@ -88,7 +92,6 @@ function SectionPage({ section, session }: { section: Section | undefined; sessi
         </p>
       </>
     );
-  if (section.path === 'users') return <Users section={section} self={session.user} />;
-  if (section.path === 'account') return <Account section={section} user={session.user} />;
+  if (match) return <>{match.route.page({ params: match.params, query, section, user: session.user })}</>;
   return <ResourceList section={section} />;
 }

@@ -59,12 +59,15 @@ export interface Answer<T> {
 export async function call<T = unknown>(
   method: string,
   path: string,
-  opts: { body?: unknown; headers?: Record<string, string>; quietUnauthorized?: boolean } = {},
+  opts: { body?: unknown; raw?: Blob; headers?: Record<string, string>; quietUnauthorized?: boolean } = {},
 ): Promise<Answer<T>> {
   const headers: Record<string, string> = { accept: 'application/json', ...opts.headers };
   if (UNSAFE.has(method) && csrfToken) headers['x-console-csrf'] = csrfToken;
   const init: RequestInit = { method, headers, credentials: 'same-origin' };
-  if (opts.body !== undefined) {
+  if (opts.raw !== undefined) {
+    headers['content-type'] = opts.raw.type || 'application/octet-stream';
+    init.body = opts.raw;
+  } else if (opts.body !== undefined) {
     headers['content-type'] = 'application/json';
     init.body = JSON.stringify(opts.body);
   }
@@ -92,6 +95,28 @@ export async function call<T = unknown>(
 }
 
 export const get = <T>(path: string) => call<T>('GET', path).then((a) => a.body);
+
+/** A path segment: names may hold characters a URL treats specially. */
+export const seg = (s: string | number) => encodeURIComponent(String(s));
+
+/** Every item of a list, following `next_cursor` (the catalogues the forms pick from are short). */
+export async function getAll<T>(path: string, max = 1000): Promise<T[]> {
+  const items: T[] = [];
+  let cursor: string | null = null;
+  do {
+    const sep = path.includes('?') ? '&' : '?';
+    const page: Page<T> = await get<Page<T>>(`${path}${sep}limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    items.push(...page.items);
+    cursor = page.next_cursor;
+  } while (cursor && items.length < max);
+  return items;
+}
+
+/** The field problems of a failed request that name `field` or something inside it. */
+export function fieldErrors(err: unknown, field: string): string[] {
+  if (!(err instanceof ApiError)) return [];
+  return err.errors.filter((e) => e.field === field || e.field.startsWith(`${field}.`) || e.field.startsWith(`${field}/`) || e.field.startsWith(`${field}[`)).map((e) => e.message);
+}
 
 /** A problem as one line: the detail, then each named field. */
 export function describe(err: unknown): string {

@@ -18,14 +18,20 @@ export function setupTokenOf(hash: string): string | null {
   return new URLSearchParams(m[1] ?? '').get('token') ?? '';
 }
 
-/** The section a `#/name` hash points at (the first path segment), or '' for none. */
-export function sectionOf(hash: string): string {
-  const m = /^#\/([^/?]*)/.exec(hash);
-  return m ? decodeURIComponent(m[1]) : '';
-}
-
 /** Moves to another hash without leaving an entry for the page we come from (used after setup). */
 export function replaceHash(hash: string) {
   window.history.replaceState(null, '', `${window.location.pathname}${window.location.search}${hash}`);
   window.dispatchEvent(new HashChangeEvent('hashchange'));
+}
+
+/** The path segments and query of a `#/a/b?x=1` hash. */
+export function locationOf(hash: string): { segments: string[]; query: URLSearchParams } {
+  const m = /^#\/?([^?]*)(?:\?(.*))?$/.exec(hash);
+  const path = m?.[1] ?? '';
+  return { segments: path.split('/').filter(Boolean).map((s) => decodeURIComponent(s)), query: new URLSearchParams(m?.[2] ?? '') };
+}
+
+/** Goes to another page of the console. */
+export function go(hash: string) {
+  window.location.hash = hash;
 }

@@ -1,5 +1,6 @@
-import { useCallback, useEffect, useRef, useState, type ReactNode } from 'react';
-import { describe } from './api.ts';
+import { cloneElement, createContext, isValidElement, useCallback, useContext, useEffect, useId, useMemo, useRef, useState, type ReactNode } from 'react';
+import { parse as parseYaml, stringify as toYaml } from 'yaml';
+import { describe, fieldErrors, get, type Page, type Role, type SessionUser } from './api.ts';
 
 /** A failed request, in words: the problem's detail and the fields it names. */
 export function ProblemNote({ error }: { error: unknown }) {
@@ -33,6 +34,40 @@ export function useLoad<T>(load: () => Promise<T>) {
     void reload();
   }, [reload]);
   return { data, setData, error, loading, reload };
+}
+
+/** A list read page by page (`{items, next_cursor}`), with "load more". */
+export function usePaged<T>(path: string) {
+  const first = useLoad(() => get<Page<T>>(path));
+  const [more, setMore] = useState<{ busy: boolean; error: unknown }>({ busy: false, error: null });
+  const loadMore = async () => {
+    const page = first.data;
+    if (!page?.next_cursor) return;
+    setMore({ busy: true, error: null });
+    try {
+      const sep = path.includes('?') ? '&' : '?';
+      const next = await get<Page<T>>(`${path}${sep}cursor=${encodeURIComponent(page.next_cursor)}`);
+      first.setData({ items: [...page.items, ...next.items], next_cursor: next.next_cursor });
+      setMore({ busy: false, error: null });
+    } catch (err) {
+      setMore({ busy: false, error: err });
+    }
+  };
+  return { ...first, more, loadMore };
+}
+
+/** The "load more" button of a paged list and its error. */
+export function MoreButton({ paged }: { paged: { data: { next_cursor: string | null } | null; more: { busy: boolean; error: unknown }; loadMore: () => Promise<void> } }) {
+  return (
+    <>
+      {paged.data?.next_cursor && (
+        <button type="button" className="secondary" onClick={() => void paged.loadMore()} disabled={paged.more.busy}>
+          {paged.more.busy ? 'Loading…' : 'Load more'}
+        </button>
+      )}
+      <ProblemNote error={paged.more.error} />
+    </>
+  );
 }
 
 /**
@@ -87,11 +122,13 @@ export function DataTable<T extends Record<string, unknown>>(props: {
   rows: T[];
   columns?: string[];
   actions?: (row: T) => ReactNode;
-  empty?: string;
+  /** Cells drawn by the page (a link, a badge) instead of as text. */
+  cells?: Partial<Record<string, (row: T) => ReactNode>>;
+  empty?: ReactNode;
   label?: string;
 }) {
   const { rows, actions } = props;
-  if (rows.length === 0) return <p className="muted">{props.empty ?? 'Nothing here yet.'}</p>;
+  if (rows.length === 0) return typeof props.empty === 'string' || props.empty === undefined ? <p className="muted">{props.empty ?? 'Nothing here yet.'}</p> : <>{props.empty}</>;
   const columns = props.columns ?? columnsOf(rows);
   return (
     <div className="table-wrap">
@@ -108,6 +145,8 @@ export function DataTable<T extends Record<string, unknown>>(props: {
           {rows.map((row, i) => (
             <tr key={String(row.id ?? row.name ?? i)}>
               {columns.map((c) => {
+                const draw = props.cells?.[c];
+                if (draw) return <td key={c}>{draw(row)}</td>;
                 const text = cellText(row[c]);
                 return (
                   <td key={c} title={text.length > 40 ? text : undefined}>
@@ -178,9 +217,236 @@ export function ConfirmButton({ label, confirm, onConfirm, disabled }: { label: 
       >
         {confirm}
       </button>
-      <button type="button" className="secondary small" onClick={() => setAsking(false)}>
+      {/* Focus lands on the safe choice, so a keyboard user's next Enter does not destroy anything. */}
+      <button type="button" className="secondary small" autoFocus onClick={() => setAsking(false)}>
         Cancel
       </button>
     </span>
+  );
+}
+
+/** The signed-in user, for pages that show or hide controls by role. */
+export const UserContext = createContext<SessionUser | null>(null);
+
+const RANK: Record<Role, number> = { viewer: 1, operator: 2, admin: 3 };
+
+/** Whether the signed-in user holds at least `role` (write controls are hidden otherwise). */
+export function useCan(role: Role): boolean {
+  const user = useContext(UserContext);
+  return user !== null && RANK[user.role] >= RANK[role];
+}
+
+/** A page's title row: heading, a line about it, and its actions on the right. */
+export function PageHead({ title, blurb, back, children }: { title: ReactNode; blurb?: ReactNode; back?: { href: string; label: string }; children?: ReactNode }) {
+  return (
+    <div className="section-head">
+      <div>
+        {back && (
+          <a className="back" href={back.href}>
+            ← {back.label}
+          </a>
+        )}
+        <h1 id="section-title">{title}</h1>
+        {blurb && <p className="muted">{blurb}</p>}
+      </div>
+      {children && <div className="row">{children}</div>}
+    </div>
+  );
+}
+
+/** Loading and error states of a read; renders `children` once there is data. */
+export function Loaded<T>({ data, error, loading, children }: { data: T | null; error: unknown; loading: boolean; children: (data: T) => ReactNode }) {
+  if (error !== null && error !== undefined) return <ProblemNote error={error} />;
+  if (data === null) return loading ? <p className="muted">Loading…</p> : null;
+  return <>{children(data)}</>;
+}
+
+/** A labelled input with the field problems the server named for it right below. */
+export function Field({ label, name, error, hint, children }: { label: string; name: string; error: unknown; hint?: ReactNode; children: ReactNode }) {
+  const messages = fieldErrors(error, name);
+  const id = useId();
+  // The label points at the control by id, so the control's name is the label's words alone.
+  const control = isValidElement<{ id?: string }>(children) ? cloneElement(children, { id: children.props.id ?? id }) : children;
+  return (
+    <div className={messages.length > 0 ? 'field invalid' : 'field'}>
+      <label htmlFor={isValidElement<{ id?: string }>(children) ? (children.props.id ?? id) : undefined}>{label}</label>
+      {control}
+      {hint && <span className="hint">{hint}</span>}
+      {messages.map((m) => (
+        <span key={m} className="field-error" role="alert">
+          {name}: {m}
+        </span>
+      ))}
+    </div>
+  );
+}
+
+/** Parses the text of a JSON or YAML editor; YAML is a superset of JSON, so one parser reads both. */
+export function parseStructured(text: string): { value: unknown; error: string | null } {
+  try {
+    return { value: parseYaml(text) as unknown, error: null };
+  } catch (err) {
+    return { value: undefined, error: err instanceof Error ? err.message.split('\n')[0] : String(err) };
+  }
+}
+
+export const asYaml = (value: unknown) => toYaml(value, { lineWidth: 0 });
+
+/** A YAML (or JSON) text area that says at once when the text does not parse. */
+export function StructuredEditor({ label, value, onChange, rows = 14, error, name }: { label: string; value: string; onChange: (text: string) => void; rows?: number; error?: unknown; name?: string }) {
+  const parsed = useMemo(() => parseStructured(value), [value]);
+  const id = useId();
+  const server = name !== undefined && error !== undefined ? fieldProblemsAll(error) : [];
+  return (
+    <div className="field">
+      <label htmlFor={id}>{label}</label>
+      <textarea id={id} className="code" rows={rows} spellCheck={false} value={value} onChange={(e) => onChange(e.target.value)} aria-invalid={parsed.error !== null} />
+      {parsed.error ? (
+        <span className="field-error" role="alert">
+          Not valid YAML or JSON: {parsed.error}
+        </span>
+      ) : (
+        <span className="hint">YAML or JSON</span>
+      )}
+      {server.map((m) => (
+        <span key={m} className="field-error" role="alert">
+          {m}
+        </span>
+      ))}
+    </div>
+  );
+}
+
+function fieldProblemsAll(error: unknown): string[] {
+  const e = error as { errors?: Array<{ field: string; message: string }> } | null;
+  return Array.isArray(e?.errors) ? e.errors.map((x) => `${x.field}: ${x.message}`) : [];
+}
+
+/** Copies a value to the clipboard, saying so. */
+export function CopyButton({ value, label = 'Copy' }: { value: string; label?: string }) {
+  const [copied, setCopied] = useState(false);
+  return (
+    <button
+      type="button"
+      className="secondary small"
+      onClick={() => {
+        void navigator.clipboard.writeText(value).then(
+          () => setCopied(true),
+          () => setCopied(false),
+        );
+      }}
+    >
+      {copied ? 'Copied' : label}
+    </button>
+  );
+}
+
+/** A hand-off chain: each step and an arrow to the next. */
+export function Chain({ steps, label }: { steps: string[]; label: string }) {
+  return (
+    <ol className="chain" aria-label={label}>
+      {steps.map((s, i) => (
+        <li key={`${s}-${i}`}>
+          <span className="chain-step">{s}</span>
+          {i < steps.length - 1 && (
+            <span className="chain-arrow" aria-hidden="true">
+              →
+            </span>
+          )}
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+type DiffRow = { left: string | null; right: string | null; kind: 'same' | 'removed' | 'added' | 'changed' };
+
+/** A line diff (longest common subsequence), paired up for two columns. */
+export function diffLines(a: string[], b: string[]): DiffRow[] {
+  const n = a.length;
+  const m = b.length;
+  const lcs: number[][] = Array.from({ length: n + 1 }, () => new Array<number>(m + 1).fill(0));
+  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) lcs[i][j] = a[i] === b[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
+  const rows: DiffRow[] = [];
+  let i = 0;
+  let j = 0;
+  let removed: string[] = [];
+  let added: string[] = [];
+  const flush = () => {
+    const k = Math.max(removed.length, added.length);
+    for (let x = 0; x < k; x++) {
+      const l = removed[x] ?? null;
+      const r = added[x] ?? null;
+      rows.push({ left: l, right: r, kind: l !== null && r !== null ? 'changed' : l !== null ? 'removed' : 'added' });
+    }
+    removed = [];
+    added = [];
+  };
+  while (i < n || j < m) {
+    if (i < n && j < m && a[i] === b[j]) {
+      flush();
+      rows.push({ left: a[i], right: b[j], kind: 'same' });
+      i++;
+      j++;
+    } else if (j < m && (i === n || lcs[i][j + 1] >= lcs[i + 1][j])) {
+      added.push(b[j++]);
+    } else {
+      removed.push(a[i++]);
+    }
+  }
+  flush();
+  return rows;
+}
+
+/** Two versions side by side, as YAML, with changed lines marked. */
+export function VersionDiff({ left, right, leftLabel, rightLabel }: { left: unknown; right: unknown; leftLabel: string; rightLabel: string }) {
+  const rows = useMemo(() => diffLines(asYaml(left).trimEnd().split('\n'), asYaml(right).trimEnd().split('\n')), [left, right]);
+  const changes = rows.filter((r) => r.kind !== 'same').length;
+  return (
+    <div className="diff-wrap">
+      <p className="muted">{changes === 0 ? 'The two versions are the same.' : `${changes} line${changes === 1 ? '' : 's'} differ.`}</p>
+      <table className="diff" aria-label={`${leftLabel} against ${rightLabel}`}>
+        <thead>
+          <tr>
+            <th>{leftLabel}</th>
+            <th>{rightLabel}</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((r, i) => (
+            <tr key={i} className={`diff-${r.kind}`}>
+              <td>
+                <pre>{r.left ?? ''}</pre>
+              </td>
+              <td>
+                <pre>{r.right ?? ''}</pre>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/** Words for a list that is empty, with the next step as a link. */
+export function Empty({ children }: { children: ReactNode }) {
+  return <div className="empty">{children}</div>;
+}
+
+/** Splits a comma- or newline-separated list typed into an input. */
+export const listOf = (text: string) =>
+  text
+    .split(/[,\n]/)
+    .map((s) => s.trim())
+    .filter(Boolean);
+
+/** A page of the console: its heading and what is on it. */
+export function Page({ title, blurb, children }: { title: string; blurb?: ReactNode; children: ReactNode }) {
+  return (
+    <section aria-labelledby="section-title">
+      <PageHead title={title} blurb={blurb} />
+      {children}
+    </section>
   );
 }

@@ -62,7 +62,7 @@ describe('agents', () => {
     assert.equal(c.works_on_branch, null);
     assert.deepEqual(c.skills, []);
     assert.deepEqual(c.mcp_servers, []);
-    assert.deepEqual(c.egress, { mode: 'allow_all', destinations: [], upstream_deny_cidrs: [] });
+    assert.deepEqual(c.egress, { mode: 'allow_all', destinations: [], upstream_deny_cidrs: [], report_only: false });
     assert.deepEqual(c.context, []);
     assert.deepEqual(await auditActions(t, name), ['agent.create']);
 
@@ -205,7 +205,7 @@ describe('agents', () => {
     assert.deepEqual(v2.body.tools, ['shell']);
     assert.equal(v2.body.confirmation_policy, 'confirm_risky');
     assert.equal(v2.body.produces_branch, true);
-    assert.deepEqual(v2.body.egress, { mode: 'allow_all', destinations: [], upstream_deny_cidrs: ['10.0.0.0/8'] });
+    assert.deepEqual(v2.body.egress, { mode: 'allow_all', destinations: [], upstream_deny_cidrs: ['10.0.0.0/8'], report_only: false });
     assert.deepEqual(v2.body.context, [{ repo: 'api' }]);
     assert.equal(v2.body.note, 'fewer tools');
     // null without a base means the default

@@ -90,7 +90,7 @@ export function createMcpServersService(deps: {
   db: Db;
   references: References;
   secrets: Pick<SecretsService, 'get' | 'declare'>;
-  teams: Pick<TeamsService, 'mustGetLive' | 'rolesWithEgress'>;
+  teams: Pick<TeamsService, 'mustGetLive' | 'rolesWithEgress' | 'roleMcpServerNames'>;
   hooks: HookCaller;
   logger: Pick<Logger, 'info'>;
 }) {
@@ -240,6 +240,20 @@ export function createMcpServersService(deps: {
       const rows = await store.listServers(db, cursor, query.limit);
       const page = toPage(rows, query.limit, (r) => [r.team_key, r.name], (r) => r);
       return { items: await presentAll(page.items), next_cursor: page.next_cursor };
+    },
+
+    /**
+     * The servers a role of a live team may use now: the platform servers its template role and
+     * agent name, and the team's curated servers given to it (to every role when they name none).
+     * A team server replaces a platform server of the same name, as team documents do.
+     */
+    async usableBy(team: string, role: string): Promise<McpServerRow[]> {
+      const platform = await teams.roleMcpServerNames(team, role);
+      const rows = await store.serversFor(db, team, platform);
+      const given = rows.filter((r) => r.team_key === '' || r.roles.length === 0 || r.roles.includes(role));
+      const byName = new Map<string, McpServerRow>();
+      for (const r of given) if (r.team_key !== '' || !byName.has(r.name)) byName.set(r.name, r);
+      return [...byName.values()].sort((a, b) => a.name.localeCompare(b.name));
     },
 
     /** One server; a team server of an unknown or archived team is a 404 too. */

@@ -27,6 +27,15 @@ export function listServers(db: Q, cursor: CursorValue[] | null, limit: number) 
   return keyset(db.selectFrom('mcp_servers').selectAll(), ['team_key', 'name'], 'asc', cursor, limit).execute();
 }
 
+/** The curated servers of a team and the named platform servers, in one read. */
+export function serversFor(db: Q, team: string, platformNames: string[]) {
+  return db
+    .selectFrom('mcp_servers')
+    .selectAll()
+    .where((eb) => eb.or([eb.and([eb('team_key', '=', team), eb('status', '=', 'curated')]), ...(platformNames.length ? [eb.and([eb('team_key', '=', ''), eb('name', 'in', platformNames)])] : [])]))
+    .execute();
+}
+
 /** Inserts a server; undefined when the (team, name) is taken. */
 export function insertServer(db: Q, row: ServerColumns & { team_key: string; name: string; status: McpStatus; proposed_by: string | null; actor: string }) {
   const { actor, roles, ...rest } = row;

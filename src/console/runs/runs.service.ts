@@ -242,6 +242,7 @@ export function createRunsService(deps: RunsDeps) {
     async createTask(actor: Actor, teamName: string, text: string, within?: (trx: Trx, runId: string) => Promise<void>) {
       const team = await deps.team(teamName);
       if (!team) throw problems.notFound('team', teamName);
+      if (!text.trim()) throw problems.validation([{ field: 'text', message: 'is blank: say what the team should do' }]);
       if (team.status === 'archived') throw problems.conflict(`team "${teamName}" is archived`);
       if (team.status !== 'active') throw problems.conflict(`team "${teamName}" is ${team.status}; try again when it is active`);
       if (team.surface === 'chat_a' || team.surface === 'chat_b') throw problems.conflict(`team "${teamName}" lives on ${team.surface}: give it work in its chat room`);
@@ -290,6 +291,12 @@ export function createRunsService(deps: RunsDeps) {
       return { run: await present(run), version: Number(run.row_version) };
     },
 
+    /** A team's memory, newest first: the outcome entries its finished runs left (the spec has no route for it yet). */
+    async memory(team: string, limit = 10): Promise<Array<{ run_id: string; text: string; created_at: string }>> {
+      const rows = await store.memoryOf(db, team, limit);
+      return rows.map((r) => ({ run_id: r.run_id, text: r.text, created_at: iso(r.created_at)! }));
+    },
+
     /** The run's trace id (spans are exported under it when tracing is on). */
     async traceId(id: string): Promise<string | null> {
       return (await mustGet(id)).trace_id;
@@ -305,6 +312,7 @@ export function createRunsService(deps: RunsDeps) {
 
     /** `POST /runs/{id}/replies`: an answer to the open question, or a follow-up task. */
     async reply(actor: Actor, id: string, input: { text: string; in_reply_to?: number | null; approve?: boolean }) {
+      if (!input.text.trim()) throw problems.validation([{ field: 'text', message: 'is blank: write the answer or the follow-up' }]);
       // The team is read before the transaction: on the embedded database a read outside it would wait for its one connection.
       const team = await teamOfRun(await mustGet(id));
       const result = await db.transaction().execute(async (trx) => {
@@ -363,6 +371,8 @@ export function createRunsService(deps: RunsDeps) {
         await trx.updateTable('runs').set({ cancel_requested_at: sql`now()` }).where('id', '=', id).execute();
         await finish(trx, run, team, 'cancelled', {});
         await store.appendPost(trx, id, { kind: 'canceled', role: null, text: `cancelled by ${actor.name}`, data: { by: actor.name } });
+        // The engine lets the run's sandboxes go; a run cancelled while it waited has no job of its own running.
+        await deps.advance(trx, id);
         await recordAudit(trx, actor, 'run.cancel', { type: 'run', id }, {});
       });
       published(id);
@@ -404,6 +414,24 @@ export function createRunsService(deps: RunsDeps) {
       const team = await deps.team(run.team_name);
       if (!team || team.id !== run.team_id) return null;
       return { run, task, team };
+    },
+
+    /** The roles that worked on an ended run (their sandboxes can be let go), or null while it goes on. */
+    async endedRoles(runId: string): Promise<string[] | null> {
+      const run = await store.getRun(db, runId);
+      if (!run || !FINISHED.includes(run.state)) return null;
+      return [...new Set((await store.tasksOf(db, [runId])).map((t) => t.role))];
+    },
+
+    /** Queues the engine on the team's other running runs: one that waited for a sandbox of its role may have one now. */
+    async wakeTeamRuns(runId: string): Promise<void> {
+      const run = await store.getRun(db, runId);
+      if (!run) return;
+      await db.transaction().execute(async (trx) => {
+        for (const id of await store.openRunsOf(trx, run.team_id)) {
+          if (id !== runId && (await store.getRun(trx, id))?.state === 'running') await deps.advance(trx, id);
+        }
+      });
     },
 
     isActive: async (runId: string) => (await store.getRun(db, runId))?.state === 'running',

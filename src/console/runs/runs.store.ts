@@ -113,7 +113,7 @@ export async function conversationSeen(db: Q, runId: string, role: string): Prom
 }
 
 export function memoryOf(db: Q, team: string, max: number) {
-  return db.selectFrom('team_memory').select(['text', 'created_at']).where('team_name', '=', team).orderBy('id', 'desc').limit(max).execute();
+  return db.selectFrom('team_memory').select(['run_id', 'text', 'created_at']).where('team_name', '=', team).orderBy('id', 'desc').limit(max).execute();
 }
 
 export async function writeMemory(trx: Transaction<Database>, team: string, runId: string, text: string) {

@@ -17,7 +17,13 @@ describe('runs routes', () => {
     const team = await makeTeam(t);
     const url = `/api/v1/teams/${team.name}/tasks`;
     assert.equal((await t.request({ method: 'POST', url, token: t.adminToken, body: { text: '' } })).status, 400);
-    assert.equal((await t.request({ method: 'POST', url, token: t.adminToken, body: { text: 'x'.repeat(32_001) } })).status, 400);
+    const long = await t.request({ method: 'POST', url, token: t.adminToken, body: { text: 'x'.repeat(32_001) } });
+    assert.equal(long.status, 400);
+    assert.equal(long.body.errors[0].field, 'text', long.text);
+    const blank = await t.request({ method: 'POST', url, token: t.adminToken, body: { text: ' \n\t ' } });
+    assert.equal(blank.status, 422, blank.text);
+    assert.deepEqual(blank.body.errors.map((e: { field: string }) => e.field), ['text']);
+    assert.equal((await t.request({ method: 'POST', url, token: t.adminToken, body: {} })).status, 400);
     const noHost = await t.request({ method: 'POST', url, token: t.adminToken, body: { text: 'Write a README' } });
     assert.equal(noHost.status, 503, noHost.text);
     assert.match(noHost.body.detail, /host/);

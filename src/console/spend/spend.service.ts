@@ -35,6 +35,11 @@ export function createSpendService(deps: { proxy: Pick<ModelProxyClient, 'spend'
   return {
     all: (days: number) => cached<AllSpend>(`all:${days}`, () => deps.proxy.spend({ days })),
     team: (team: string, days: number) => cached<TeamSpend>(`team:${team}:${days}`, () => deps.proxy.teamSpend(team, days)),
+    /** A team's spend as the proxy counts it now, for a decision (a new task) rather than a view: a run that just spent the budget is seen at once. The answer refreshes the cache. */
+    teamNow(team: string, days: number) {
+      cache.delete(`team:${team}:${days}`);
+      return cached<TeamSpend>(`team:${team}:${days}`, () => deps.proxy.teamSpend(team, days));
+    },
     /** What each team spent today, or null for every team when the proxy cannot say. */
     async spentTodayByTeam(): Promise<Map<string, number> | null> {
       try {

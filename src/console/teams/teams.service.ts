@@ -622,7 +622,7 @@ export function createTeamsService(deps: {
     /** For the tasks route: has the team spent its budget for today (UTC)? */
     async isBudgetSpent(name: string): Promise<boolean> {
       const team = await mustGetLive(name);
-      const s = await spend.team(proxyTeamOf(team), 1);
+      const s = await spend.teamNow(proxyTeamOf(team), 1);
       return s.spent_today_usd >= team.budget_usd_per_day;
     },
 
@@ -644,6 +644,15 @@ export function createTeamsService(deps: {
         out.push({ role: r.role, agent: r.agent, egress: normalizeEgress(r.egress_override ?? agent?.egress) });
       }
       return out;
+    },
+
+    /** The platform MCP servers a role names: its template role's and its agent's current version's. */
+    async roleMcpServerNames(name: string, role: string): Promise<string[]> {
+      const t = await mustGetLive(name);
+      const r = (await store.rolesOf(db, [t.id])).find((x) => x.role === role);
+      if (!r) return [];
+      const agent = await deps.agentVersion(r.agent);
+      return [...new Set([...r.mcp_servers, ...(agent?.mcp_servers ?? [])])];
     },
 
     async listSkills(name: string, query: { limit: number; cursor?: string }) {

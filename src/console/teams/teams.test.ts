@@ -419,7 +419,7 @@ describe('teams', () => {
     assert.equal(bad.body.errors[0].field, 'destinations.0');
     const put = await t.request({ method: 'PUT', url, token: t.adminToken, body: { ...body, upstream_deny_cidrs: ['10.0.0.0/8'] }, headers: { 'if-match': String(first.headers.etag) } });
     assert.equal(put.status, 200, put.text);
-    assert.deepEqual(put.body.override, { mode: 'allowlist', destinations: [], upstream_deny_cidrs: ['10.0.0.0/8'] });
+    assert.deepEqual(put.body.override, { mode: 'allowlist', destinations: [], upstream_deny_cidrs: ['10.0.0.0/8'], report_only: false });
     const applied = await t.services.teams.rolesWithEgress(team.name);
     assert.equal(applied.find((r) => r.role === 'dev')!.egress.mode, 'allowlist');
     assert.equal(applied.find((r) => r.role === 'lead')!.egress.mode, 'allow_all');

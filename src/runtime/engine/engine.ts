@@ -11,6 +11,7 @@ import readline from 'node:readline';
 import type { Logger } from 'pino';
 import type { AgentConfig, AgentEvent, AgentInput, AgentRequest, TurnOutcome } from '../../agent/protocol.ts';
 import type { RunsService } from '../../console/runs/runs.service.ts';
+import { PlacementError } from '../sandboxes/placement.ts';
 import type { ExecHandle, ExecRequest } from '../sandboxes/provider.ts';
 
 /** A role's sandbox as the engine uses it: ready to exec, its workspace prepared for the run. */
@@ -28,6 +29,8 @@ export interface EngineDeps {
   configFor(work: NonNullable<Awaited<ReturnType<RunsService['nextWork']>>>): Promise<AgentConfig>;
   /** Places (or wakes) the role's sandbox and prepares its workspace for the run: documents, skills, the repository. */
   sandboxFor(work: NonNullable<Awaited<ReturnType<RunsService['nextWork']>>>, config: AgentConfig): Promise<RoleSandbox>;
+  /** Ends the run's hold on the role's sandbox (the run has ended), so the team's next run can have it. */
+  releaseSandbox(runId: string, role: string): Promise<void>;
   /** The agent runtime's command line inside a sandbox. */
   runtimeArgv: string[];
   /** How often a running turn checks that its run was not cancelled (ms). */
@@ -127,8 +130,8 @@ export function createRunEngine(deps: EngineDeps) {
     throw new RuntimeStopped(`the agent runtime of ${task.role} stopped before its turn ended (exit ${result.code})${result.stderr.trim() ? `: ${result.stderr.trim().slice(-500)}` : ''}`);
   }
 
-  /** Drives the run while this worker holds its lease; the lease is renewed, and lost leases stop the work. */
-  async function drive(runId: string, jobSignal: AbortSignal): Promise<void> {
+  /** Drives the run while this worker holds its lease; the lease is renewed, and lost leases stop the work. True when the run waits for a sandbox. */
+  async function drive(runId: string, jobSignal: AbortSignal): Promise<boolean> {
     const lease = deps.leaseSeconds ?? 30;
     // One name per drive, not per worker: two jobs of one run in the same worker must not both drive it.
     const owner = `${deps.owner}:${crypto.randomUUID()}`;
@@ -143,7 +146,15 @@ export function createRunEngine(deps: EngineDeps) {
       );
     }, (lease * 1000) / 3);
     try {
-      await steps(runId, signal);
+      const blocked = await steps(runId, signal);
+      // An ended run holds no sandbox: a role's replicas take a bounded number of runs at once,
+      // and a run of the team that waited for one of them goes on.
+      const ended = signal.aborted ? null : await runs.endedRoles(runId);
+      if (ended) {
+        for (const role of ended) await deps.releaseSandbox(runId, role);
+        await runs.wakeTeamRuns(runId);
+      }
+      return blocked;
     } finally {
       clearInterval(renew);
       await runs.release(runId, owner, generation);
@@ -157,24 +168,31 @@ export function createRunEngine(deps: EngineDeps) {
      * the run busy is never left waiting.
      */
     async advance(runId: string, signal: AbortSignal): Promise<void> {
+      let blocked = false;
       do {
-        await drive(runId, signal);
-      } while (!signal.aborted && (await runs.nextWork(runId)) !== null);
+        blocked = await drive(runId, signal);
+      } while (!blocked && !signal.aborted && (await runs.nextWork(runId)) !== null);
     },
   };
 
-  /** Runs the run's tasks one turn after another until there is nothing to do. */
-  async function steps(runId: string, signal: AbortSignal): Promise<void> {
+  /** Runs the run's tasks one turn after another until there is nothing to do; true when the next one waits for a sandbox of its role. */
+  async function steps(runId: string, signal: AbortSignal): Promise<boolean> {
     let restarts = 0;
     for (;;) {
-      if (signal.aborted) return;
+      if (signal.aborted) return false;
       const work = await runs.nextWork(runId);
-      if (!work) return;
+      if (!work) return false;
       let outcome: TurnOutcome | null;
       try {
         outcome = await turn(work, signal);
       } catch (err) {
-        if (signal.aborted) return;
+        if (signal.aborted) return false;
+        if (err instanceof PlacementError && err.code === 'full') {
+          // Every sandbox of the role is busy with other runs of the team: this run waits, its task
+          // queued, until one of them ends (which queues this run's engine again), or a person cancels it.
+          await runs.notice(runId, `${err.message}; this run goes on when another run of the team ends`, `full:${work.task.id}:${work.task.events_seen}`);
+          return true;
+        }
         if (err instanceof RuntimeStopped && restarts < (deps.runtimeRestarts ?? 2)) {
           restarts++;
           logger.warn({ err, run: runId, task: work.task.id }, 'agent runtime stopped; resuming the turn');
@@ -183,9 +201,9 @@ export function createRunEngine(deps: EngineDeps) {
         const reason = err instanceof Error ? err.message : String(err);
         logger.error({ err, run: runId, task: work.task.id }, 'run failed outside the agents');
         await runs.failRun(runId, `the ${work.task.role} role could not go on: ${reason}`);
-        return;
+        return false;
       }
-      if (!outcome) return;
+      if (!outcome) return false;
       if (outcome.kind === 'pull_request') {
         // Opening pull requests is the code-host integration's; without it the agent is told so.
         const opened = deps.openPullRequest

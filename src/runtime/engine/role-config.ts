@@ -10,6 +10,9 @@ export interface RoleConfigDeps {
   documents(role: { agent: string; team: string }): Promise<Array<{ name: string; path: string; description: string; media_type: string; size_bytes: number; scope: string; content: string | Buffer }>>;
   skill(name: string): Promise<{ name: string; description: string; body: string; resources: Record<string, string> } | null>;
   contextWindow(model: string): number;
+  /** Names of the MCP servers the role may use (the gateway answers for each at `mcpBaseUrl/<name>`). */
+  mcpServers(team: string, role: string): Promise<string[]>;
+  mcpBaseUrl: string;
   /** Base URL of the model proxy as a sandbox reaches it (through the gateway). */
   modelBaseUrl: string;
 }
@@ -51,6 +54,7 @@ export async function roleSetup(deps: RoleConfigDeps, work: Work): Promise<{ con
     documents: documents.map((d) => ({ path: `${WORKSPACE}/context/${d.name}`, description: d.description, type: d.media_type, size: d.size_bytes, scope: d.scope })),
     skills: skills.map((s) => ({ name: s.name, path: `${WORKSPACE}/skills/${s.name}/SKILL.md`, description: s.description })),
     context_tokens: deps.contextWindow(role.model),
+    mcp_servers: (await deps.mcpServers(team.name, role.role)).map((name) => ({ name, url: `${deps.mcpBaseUrl}/${name}` })),
   };
   const plan: WorkspacePlan = {
     documents: documents.map((d) => ({ name: d.name, content: d.content })),

@@ -66,6 +66,8 @@ describe('run engine rules', () => {
     assert.equal(postOfEvent('coder', { seq: 2, at, type: 'model_reply', content: '  ', tool_calls: [], usage: null, finish_reason: 'stop' }), null);
     assert.equal(postOfEvent('coder', { seq: 3, at, type: 'model_reply', content: 'Looking.', tool_calls: [], usage: null, finish_reason: 'stop' })?.kind, 'working');
     assert.equal(postOfEvent('coder', { seq: 4, at, type: 'tool_result', call_id: 'c', name: 'shell', ok: false, output: 'x', interrupted: true })?.kind, 'notice');
+    assert.equal(postOfEvent('lead', { seq: 4, at, type: 'tool_result', call_id: 'c', name: 'finish', ok: true, output: 'finish done; a new message follows.' }), null);
+    assert.equal(postOfEvent('lead', { seq: 4, at, type: 'tool_result', call_id: 'c', name: 'ask_person', ok: false, output: 'refused' })?.kind, 'working');
     assert.equal(postOfEvent('coder', { seq: 5, at, type: 'context_masked', up_to_seq: 3, tool_results: 2, chars: 900 })?.kind, 'notice');
   });
 

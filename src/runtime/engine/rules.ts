@@ -5,6 +5,7 @@
  * nothing here touches the database or a sandbox, so every rule is tested on its own.
  */
 import type { AgentEvent, AgentInput, TurnOutcome } from '../../agent/protocol.ts';
+import { TURN_TOOLS } from '../../agent/tools/index.ts';
 
 export type PostKind = 'notice' | 'working' | 'question' | 'answer' | 'completed' | 'failed' | 'canceled' | 'task' | 'reply' | 'artifact' | 'command_result';
 
@@ -143,6 +144,9 @@ export function postOfEvent(role: string, e: AgentEvent): PostDraft | null {
       return e.content && e.content.trim() ? { kind: 'working', role, text: clip(e.content.trim(), 8000) } : null;
     case 'tool_result':
       if (e.interrupted) return { kind: 'notice', role, text: `${e.name} was interrupted (the sandbox or the worker restarted while it ran, or it was cancelled); the agent was told.`, data: { tool: e.name } };
+      // A turn-ending call already has its post (the task, question, answer or completion); its
+      // settling result (a follow-up reopening a finished run settles the lead's `finish`) is not work.
+      if (e.ok && TURN_TOOLS.has(e.name)) return null;
       return { kind: 'working', role, text: `${e.name}: ${e.ok ? 'done' : 'failed'}`, data: { tool: e.name, ok: e.ok, output: clip(e.output, 2000) } };
     case 'progress':
       return { kind: 'working', role, text: e.text };

@@ -1,5 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { call, get, type Page, type Role, type SessionUser } from '../api.ts';
+import { changedFields, Conflict } from '../resource.ts';
 import type { Section } from '../sections.ts';
 import { cellText, ConfirmButton, DataTable, OnceBox, ProblemNote, useLoad, useAction } from '../ui.tsx';
 
@@ -42,13 +43,19 @@ export function Users({ section, self }: { section: Section; self: SessionUser }
     }
   };
 
-  const setDisabled = async (u: User, disabled: boolean) => {
+  const change = async (u: User, patch: { disabled?: boolean; role?: Role }) => {
     setBusy(u.id);
     setActionError(null);
     try {
       // A change needs the current ETag: read the user, then write with If-Match.
       const current = await call<User>('GET', `/users/${u.id}`);
-      const { body } = await call<User>('PATCH', `/users/${u.id}`, { body: { disabled }, headers: { 'if-match': current.etag ?? '' } });
+      // What the list showed is what the person decided on; if it has changed since, say so first.
+      const changed = changedFields(u, current.body).filter((k) => k in u && k in current.body);
+      if (changed.length > 0) {
+        replace(current.body);
+        throw new Conflict(changed);
+      }
+      const { body } = await call<User>('PATCH', `/users/${u.id}`, { body: patch, headers: { 'if-match': current.etag ?? '' } });
       replace(body);
     } catch (err) {
       setActionError(err);
@@ -56,6 +63,7 @@ export function Users({ section, self }: { section: Section; self: SessionUser }
       setBusy(null);
     }
   };
+  const setDisabled = (u: User, disabled: boolean) => change(u, { disabled });
 
   const newSetupLink = async (u: User) => {
     setBusy(u.id);
@@ -112,6 +120,15 @@ export function Users({ section, self }: { section: Section; self: SessionUser }
             const u = byId.get(row.id)!;
             return (
               <>
+                {u.id !== self.id && (
+                  <select aria-label={`role of ${u.name}`} className="small" value={u.role} disabled={busy === u.id} onChange={(e) => void change(u, { role: e.target.value as Role })}>
+                    {ROLES.map((r) => (
+                      <option key={r} value={r}>
+                        {r}
+                      </option>
+                    ))}
+                  </select>
+                )}
                 {!u.disabled && (
                   <button type="button" className="secondary small" disabled={busy === u.id} onClick={() => void newSetupLink(u)}>
                     New setup link

@@ -1,0 +1,60 @@
+import { useState } from 'react';
+import { cellText, DataTable, MoreButton, PageHead, ProblemNote, usePaged } from '../../ui.tsx';
+
+interface AuditEntry {
+  id: number;
+  at: string;
+  actor: string;
+  via: string;
+  action: string;
+  target_type: string;
+  target: string;
+  details: Record<string, unknown>;
+  [k: string]: unknown;
+}
+
+/** The audit log (admin): every write, newest first, filtered by action or target type. */
+export function Audit() {
+  const [action, setAction] = useState('');
+  const [type, setType] = useState('');
+  const q = new URLSearchParams();
+  if (action.trim()) q.set('action', action.trim());
+  if (type.trim()) q.set('target_type', type.trim());
+  const qs = q.toString();
+  return (
+    <section aria-labelledby="section-title">
+      <PageHead title="Audit log" blurb="Every write through the API, newest first: who, how, what and on which target. Secrets never appear here." />
+      <form className="row filters" role="search" onSubmit={(e) => e.preventDefault()}>
+        <label>
+          Action
+          <input value={action} onChange={(e) => setAction(e.target.value)} placeholder="e.g. agent.create" />
+        </label>
+        <label>
+          Target type
+          <input value={type} onChange={(e) => setType(e.target.value)} placeholder="e.g. team" />
+        </label>
+      </form>
+      <Entries key={qs} path={`/audit${qs ? `?${qs}` : ''}`} />
+    </section>
+  );
+}
+
+function Entries({ path }: { path: string }) {
+  const list = usePaged<AuditEntry>(path);
+  return (
+    <>
+      <ProblemNote error={list.error} />
+      {list.loading && !list.data && <p className="muted">Loading…</p>}
+      {list.data && (
+        <DataTable
+          rows={list.data.items}
+          label="audit log"
+          columns={['at', 'actor', 'via', 'action', 'target_type', 'target', 'details']}
+          cells={{ details: (e) => (Object.keys(e.details).length ? <code>{cellText(e.details)}</code> : '—') }}
+          empty="Nothing recorded that matches."
+        />
+      )}
+      <MoreButton paged={list} />
+    </>
+  );
+}

@@ -1,0 +1,173 @@
+import { useState, type ReactNode } from 'react';
+import { call, seg, type Role } from '../../api.ts';
+import { go } from '../../hash.ts';
+import { useDoc } from '../../resource.ts';
+import { asYaml, cellText, ConfirmButton, DataTable, Empty, Field, Loaded, MoreButton, PageHead, parseStructured, ProblemNote, StructuredEditor, useAction, useCan, usePaged } from '../../ui.tsx';
+
+type Row = Record<string, unknown> & { name: string };
+
+/** A named resource edited as a whole document: destinations, environments. */
+export interface Collection {
+  /** `#/<route>` and the API path `/<api>`. */
+  route: string;
+  api: string;
+  title: string;
+  singular: string;
+  blurb: string;
+  columns: string[];
+  /** The fields a create or replace body takes (a read's other fields are left out of the editor). */
+  fields: string[];
+  /** A starting body for a new one. */
+  sample: Record<string, unknown>;
+  writeRole: Role;
+  /** Why this one cannot be changed (a built-in), or null. */
+  locked?: (row: Row) => string | null;
+  /** More on the detail page (e.g. the images of environments). */
+  extra?: () => ReactNode;
+  /** What creating the first one is for, in the empty list. */
+  emptyText: string;
+}
+
+const pick = (row: Record<string, unknown>, fields: string[]) => Object.fromEntries(fields.filter((f) => f in row).map((f) => [f, row[f]]));
+
+export function CollectionList({ c }: { c: Collection }) {
+  const list = usePaged<Row>(`/${c.api}`);
+  const canWrite = useCan(c.writeRole);
+  return (
+    <section aria-labelledby="section-title">
+      <PageHead title={c.title} blurb={c.blurb}>
+        {canWrite && (
+          <a className="button" href={`#/${c.route}/new`}>
+            New {c.singular}
+          </a>
+        )}
+      </PageHead>
+      <ProblemNote error={list.error} />
+      {list.loading && !list.data && <p className="muted">Loading…</p>}
+      {list.data && (
+        <DataTable
+          rows={list.data.items}
+          label={c.title.toLowerCase()}
+          columns={c.columns}
+          cells={{ name: (r) => <a href={`#/${c.route}/${seg(r.name)}`}>{r.name}</a> }}
+          empty={
+            <Empty>
+              <p>{c.emptyText}</p>
+              {canWrite && <a href={`#/${c.route}/new`}>Create the first {c.singular}</a>}
+            </Empty>
+          }
+        />
+      )}
+      <MoreButton paged={list} />
+      {c.extra?.()}
+    </section>
+  );
+}
+
+export function CollectionNew({ c }: { c: Collection }) {
+  const [text, setText] = useState(() => asYaml(c.sample));
+  const { busy, error, run } = useAction();
+  const save = () =>
+    run(async () => {
+      const parsed = parseStructured(text);
+      if (parsed.error) throw new Error(`Not valid YAML or JSON: ${parsed.error}`);
+      const { body } = await call<Row>('POST', `/${c.api}`, { body: parsed.value });
+      go(`#/${c.route}/${seg(body.name)}`);
+    });
+  return (
+    <section aria-labelledby="section-title">
+      <PageHead title={`New ${c.singular}`} back={{ href: `#/${c.route}`, label: c.title }} blurb={`Fields: ${c.fields.join(', ')}.`} />
+      <form
+        className="panel"
+        aria-label={`new ${c.singular}`}
+        onSubmit={(e) => {
+          e.preventDefault();
+          void save();
+        }}
+      >
+        <StructuredEditor label={c.singular} value={text} onChange={setText} error={error} name="body" />
+        <ProblemNote error={error} />
+        <div className="row">
+          <button type="submit" disabled={busy}>
+            {busy ? 'Creating…' : `Create ${c.singular}`}
+          </button>
+          <a href={`#/${c.route}`}>Cancel</a>
+        </div>
+      </form>
+    </section>
+  );
+}
+
+export function CollectionItem({ c, name }: { c: Collection; name: string }) {
+  const doc = useDoc<Row>(`/${c.api}/${seg(name)}`);
+  const canWrite = useCan(c.writeRole);
+  const [text, setText] = useState<string | null>(null);
+  const { busy, error, run } = useAction();
+  const locked = doc.data && c.locked ? c.locked(doc.data) : null;
+  const save = () =>
+    run(async () => {
+      const parsed = parseStructured(text ?? '');
+      if (parsed.error) throw new Error(`Not valid YAML or JSON: ${parsed.error}`);
+      await doc.write('PUT', undefined, parsed.value, { replace: true });
+      setText(null);
+    });
+  const remove = () =>
+    run(async () => {
+      await doc.write('DELETE');
+      go(`#/${c.route}`);
+    });
+  return (
+    <section aria-labelledby="section-title">
+      <PageHead title={name} back={{ href: `#/${c.route}`, label: c.title }}>
+        {canWrite && doc.data && !locked && <ConfirmButton label={`Delete ${c.singular}`} confirm={`Delete ${name}`} onConfirm={() => void remove()} disabled={busy} />}
+      </PageHead>
+      <Loaded data={doc.data} error={doc.error} loading={doc.loading}>
+        {(row) => (
+          <>
+            {locked && <p className="notice">{locked}</p>}
+            {text === null ? (
+              <>
+                <dl className="fields">
+                  {Object.entries(row).map(([k, v]) => (
+                    <div key={k}>
+                      <dt>{k.replace(/_/g, ' ')}</dt>
+                      <dd>{Array.isArray(v) ? v.join(', ') || '—' : cellText(v)}</dd>
+                    </div>
+                  ))}
+                </dl>
+                {canWrite && !locked && (
+                  <button type="button" onClick={() => setText(asYaml(pick(row, c.fields)))}>
+                    Edit
+                  </button>
+                )}
+              </>
+            ) : (
+              <form
+                className="panel"
+                aria-label={`edit ${c.singular}`}
+                onSubmit={(e) => {
+                  e.preventDefault();
+                  void save();
+                }}
+              >
+                <Field label="Name" name="name" error={error}>
+                  <input value={name} readOnly />
+                </Field>
+                <StructuredEditor label={c.singular} value={text} onChange={setText} error={error} name="body" />
+                <div className="row">
+                  <button type="submit" disabled={busy}>
+                    {busy ? 'Saving…' : 'Save'}
+                  </button>
+                  <button type="button" className="secondary" onClick={() => setText(null)}>
+                    Cancel
+                  </button>
+                </div>
+              </form>
+            )}
+            <ProblemNote error={error} />
+          </>
+        )}
+      </Loaded>
+    </section>
+  );
+}

@@ -1,0 +1,118 @@
+import { useEffect, useRef, useState } from 'react';
+import { get } from '../../api.ts';
+import { cellText, DataTable, MoreButton, ProblemNote, VersionDiff, usePaged } from '../../ui.tsx';
+
+interface VersionMeta {
+  version: number;
+  note: string;
+  created_by: string;
+  created_at: string;
+  [k: string]: unknown;
+}
+
+/** The meta fields of a version, left out of the diff so it shows content only. */
+const META = new Set(['version', 'note', 'created_by', 'created_at', 'content_sha256']);
+const content = (v: Record<string, unknown>) => Object.fromEntries(Object.entries(v).filter(([k]) => !META.has(k)));
+
+/**
+ * The versions of an agent or a template, newest first: pick two to compare side by side, and
+ * (with `onRestore`) make an older one current again.
+ */
+export function Versions({ base, current, onRestore, busy }: { base: string; current: number; onRestore?: (version: number) => void; busy?: boolean }) {
+  const list = usePaged<VersionMeta>(`${base}/versions`);
+  const [pair, setPair] = useState<{ left: number; right: number } | null>(null);
+  const { reload } = list;
+  // A new current version (saved or made current on this page) adds a row: read the list again.
+  const shown = useRef(current);
+  useEffect(() => {
+    if (shown.current === current) return;
+    shown.current = current;
+    void reload();
+  }, [current, reload]);
+
+  const items = list.data?.items ?? [];
+  return (
+    <div className="part">
+      <h2>Versions</h2>
+      <ProblemNote error={list.error} />
+      {list.data && (
+        <DataTable
+          rows={items}
+          label="versions"
+          columns={['version', 'note', 'created_by', 'created_at']}
+          cells={{ version: (v) => (v.version === current ? `${v.version} (current)` : String(v.version)) }}
+          actions={(v) => (
+            <>
+              {v.version !== current && (
+                <button type="button" className="secondary small" onClick={() => setPair({ left: v.version, right: current })}>
+                  Compare with current
+                </button>
+              )}
+              {onRestore && v.version !== current && (
+                <button type="button" className="secondary small" disabled={busy} onClick={() => onRestore(v.version)}>
+                  Make current
+                </button>
+              )}
+            </>
+          )}
+        />
+      )}
+      <MoreButton paged={list} />
+      {items.length > 1 && (
+        <div className="row compare">
+          <label>
+            Compare
+            <select value={pair?.left ?? ''} onChange={(e) => setPair({ left: Number(e.target.value), right: pair?.right ?? current })}>
+              <option value="" disabled>
+                version
+              </option>
+              {items.map((v) => (
+                <option key={v.version} value={v.version}>
+                  {v.version}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
+            with
+            <select value={pair?.right ?? current} onChange={(e) => setPair({ left: pair?.left ?? items[items.length - 1].version, right: Number(e.target.value) })}>
+              {items.map((v) => (
+                <option key={v.version} value={v.version}>
+                  {v.version}
+                </option>
+              ))}
+            </select>
+          </label>
+        </div>
+      )}
+      {pair && <PairDiff base={base} left={pair.left} right={pair.right} />}
+    </div>
+  );
+}
+
+function PairDiff({ base, left, right }: { base: string; left: number; right: number }) {
+  const [state, setState] = useState<{ left: Record<string, unknown>; right: Record<string, unknown> } | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  useEffect(() => {
+    let live = true;
+    setState(null);
+    setError(null);
+    Promise.all([get<Record<string, unknown>>(`${base}/versions/${left}`), get<Record<string, unknown>>(`${base}/versions/${right}`)]).then(
+      ([l, r]) => live && setState({ left: l, right: r }),
+      (err: unknown) => live && setError(err),
+    );
+    return () => {
+      live = false;
+    };
+  }, [base, left, right]);
+  if (error) return <ProblemNote error={error} />;
+  if (!state) return <p className="muted">Loading the two versions…</p>;
+  return (
+    <VersionDiff
+      left={content(state.left)}
+      right={content(state.right)}
+      leftLabel={`version ${left} (${cellText(state.left.created_at)})`}
+      rightLabel={`version ${right} (${cellText(state.right.created_at)})`}
+    />
+  );
+}
