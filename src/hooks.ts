@@ -32,7 +32,7 @@ type Reaction<T> = (trx: Transaction<Database>, actor: Actor, subject: T) => Pro
  * - questions, whose answers are gathered: `unknown:<kind>` (the owner of a kind says which
  *   names do not exist), `uses:<kind>` (each module naming things of a kind counts its uses of
  *   each of some names, in one query whatever their number, so a page costs the same as one), `lock:<owner>` (the owner module locks the owner's row FOR SHARE for the rest of the
- *   transaction and says whether it exists), `checkpointUses`, `codeHost:covers`;
+ *   transaction and says whether it exists), `checkpointUses`, `codeHost:covers`, `codeHost:coversUrl`;
  * - reactions, run one after the other inside the caller's transaction, so what they remove
  *   (or queue) goes or stays with the change: `teamArchived`, `secretRemoved`, `runChanged`.
  */
@@ -46,6 +46,8 @@ export type HookSignatures = {
   checkpointUses: () => Promise<CheckpointUse[]>;
   /** Whether the code-host app is installed on `<owner>/<repo>` (the code_host integration answers; no answer: it is not set up). */
   'codeHost:covers': (repo: string) => Promise<Coverage>;
+  /** Whether the code-host app covers the repository of a URL; null when the URL is not on the (enabled) code host. */
+  'codeHost:coversUrl': (url: string) => Promise<(Coverage & { repository: string }) | null>;
   /** A team was archived: its rows in other modules go or end with it (the name is free for a new team). */
   teamArchived: Reaction<{ id: number; name: string }>;
   /** A secret's reference was removed: nothing may go on injecting it. */

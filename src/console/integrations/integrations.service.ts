@@ -232,6 +232,22 @@ export function createIntegrationsService(deps: IntegrationsDeps) {
     return cached.app;
   }
 
+  /** Whether the code-host app is installed on `<owner>/<repo>`, with the reason when it is not. */
+  async function coversRepository(repo: string): Promise<Coverage> {
+    const app = await codeHostApp();
+    if (!app) {
+      const row = await mustRow('code_host');
+      const missing = missingOf('code_host', row.settings ?? {}, await secretsSet());
+      return { covered: false, reason: `the code-host app is not installed on ${repo}: the code_host integration is not ${row.enabled ? `complete (missing ${missing.join(', ')})` : 'enabled'}` };
+    }
+    try {
+      return await app.coversRepository(repo);
+    } catch (err) {
+      const reason = err instanceof CodeHostError ? err.message : 'the code host could not be asked';
+      return { covered: false, reason: `could not check that the code-host app is installed on ${repo}: ${reason}` };
+    }
+  }
+
   return {
     /** The five by kind, in pages like every list (a cursor is the last kind shown). */
     async list(query: { limit: number; cursor?: string }) {
@@ -317,20 +333,18 @@ export function createIntegrationsService(deps: IntegrationsDeps) {
       return secrets.reveal(secretName(kind, 'webhook_secret'));
     },
 
-    /** Whether the code-host app is installed on `<owner>/<repo>`, with the reason when it is not. */
-    async coversRepository(repo: string): Promise<Coverage> {
-      const app = await codeHostApp();
-      if (!app) {
-        const row = await mustRow('code_host');
-        const missing = missingOf('code_host', row.settings ?? {}, await secretsSet());
-        return { covered: false, reason: `the code-host app is not installed on ${repo}: the code_host integration is not ${row.enabled ? `complete (missing ${missing.join(', ')})` : 'enabled'}` };
-      }
-      try {
-        return await app.coversRepository(repo);
-      } catch (err) {
-        const reason = err instanceof CodeHostError ? err.message : 'the code host could not be asked';
-        return { covered: false, reason: `could not check that the code-host app is installed on ${repo}: ${reason}` };
-      }
+    coversRepository,
+
+    /**
+     * A team's repo_url counts as a code_host link: when it is on the enabled code host, whether
+     * the app covers its repository; null when it is elsewhere (any git server) or code_host is off.
+     */
+    async coversRepositoryUrl(url: string): Promise<(Coverage & { repository: string }) | null> {
+      const row = await mustRow('code_host');
+      if (!row.enabled) return null;
+      const repository = repositoryOnCodeHost(url, String(settingOf('code_host', row.settings ?? {}, 'api_url') ?? DEFAULT_CODE_HOST_API_URL));
+      if (!repository) return null;
+      return { ...(await coversRepository(repository)), repository };
     },
 
     /**

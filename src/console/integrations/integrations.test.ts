@@ -219,8 +219,13 @@ describe(`integrations (${dbKind})`, () => {
     assert.equal(await t.services.integrations.codeHostRepositoryOf(team.name), 'acme/widgets');
   });
 
-  test('a team\'s repo_url on the code host is its repository; elsewhere it is none', async () => {
+  test('a team\'s repo_url on the code host is its repository once the app covers it; elsewhere it is any git server', async () => {
     const tpl = await makeTemplate(t);
+    // It counts as a code_host link: a repository the app does not cover is refused, naming why.
+    const refused = await req('POST', '/teams', { token: operator.token, body: { name: uniq('team'), template: { name: tpl.name, version: null }, repo_url: `${fake.httpsUrl}/acme/private-plans.git` } });
+    assert.equal(refused.status, 422, refused.text);
+    assert.equal(refused.body.errors[0].field, 'repo_url');
+    assert.match(refused.body.detail, /not installed on acme\/private-plans/);
     const onHost = await makeTeam(t, { template: tpl.name, body: { repo_url: `${fake.httpsUrl}/acme/widgets.git` } });
     assert.equal(await t.services.integrations.codeHostRepositoryOf(onHost.name), 'acme/widgets');
     const other = await makeTeam(t, { template: tpl.name, body: { repo_url: 'https://git.example.org/acme/widgets.git' } });

@@ -54,7 +54,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
       problems: { 409: 'a live team of that name exists', 502: 'the model proxy failed while minting keys or setting the budget', 503: 'the model proxy is not configured or not answering' },
       tags,
       description:
-        'Creates a team from a template version and answers when it is ready (status active): one model-proxy key per role, the team budget, the creator as first member. 409 when the name is taken; 422 when the template needs a repository and repo_url is absent; 502/503 when the model proxy fails or is missing (nothing is left behind).',
+        'Creates a team from a template version and answers when it is ready (status active): one model-proxy key per role, the team budget, the creator as first member. 409 when the name is taken; 422 when the template needs a repository and repo_url is absent, or when repo_url is a repository on the enabled code host that the code-host app is not installed on (it counts as a code_host link); 502/503 when the model proxy fails or is missing (nothing is left behind).',
       body: TeamCreate,
       response: { 201: Team },
     },

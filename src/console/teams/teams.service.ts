@@ -405,6 +405,11 @@ export function createTeamsService(deps: {
         throw problems.validation([{ field: 'repo_url', message: `team template "${input.template.name}" requires a repository` }]);
       }
       if (await store.getLiveTeam(db, input.name)) throw problems.conflict(`a team named "${input.name}" already exists`, [{ field: 'name', message: 'is taken' }]);
+      // A repository on the code host counts as a code_host link: the app must be installed on it.
+      if (input.repo_url) {
+        const [coverage] = await deps.hooks.ask('codeHost:coversUrl', input.repo_url);
+        if (coverage && !coverage.covered) throw problems.validation([{ field: 'repo_url', message: coverage.reason }], coverage.reason);
+      }
       const home = input.home ?? null;
       const budget = input.budget_usd_per_day ?? content.budget_usd_per_day ?? 0;
       const team = await db.transaction().execute(async (trx) => {
