@@ -1,5 +1,6 @@
 import type { Component } from '../components.ts';
 import { deploymentCaCertificate } from '../gateway/ca.ts';
+import { egressEventsOf } from '../gateway/events.ts';
 import { BUILTIN_HOSTS } from '../gateway/server.ts';
 import { createJobRunner } from '../queue/runner.ts';
 import { createRunEngine } from './engine/engine.ts';
@@ -14,6 +15,9 @@ import { createLocalProvider } from './sandboxes/providers/local.ts';
 import type { ExecRequest } from './sandboxes/provider.ts';
 import { kvmUsable } from './sandboxes/providers/microvm/kvm.ts';
 import { microvmProviderFromConfig } from './sandboxes/providers/microvm/index.ts';
+
+/** A run's hold on its role's sandbox. */
+const claimOf = (runId: string, role: string) => `${runId}.${role}`;
 
 /**
  * The worker: performs queued jobs (side effects that leave the process, after the
@@ -37,12 +41,16 @@ export const workerComponent: Component = {
       logger,
       owner: host.id,
       runtimeArgv: [...RUNTIME_ARGV],
+      async releaseSandboxes(runId, roles) {
+        for (const role of roles) await host.release(claimOf(runId, role));
+      },
+      egressRefusals: (sandboxId, afterId, since) => egressEventsOf(db, sandboxId, afterId, 100, since),
       async configFor(work) {
         return (await setup(work)).config;
       },
       async sandboxFor(work) {
         const { plan } = await setup(work);
-        const claimId = `${work.run.id}.${work.task.role}`;
+        const claimId = claimOf(work.run.id, work.task.role);
         const placement = await host.place({ teamId: work.team.id, role: work.task.role, claimId });
         const status = await host.ensureRunning(placement.sandboxId);
         // Node's fetch honours HTTP(S)_PROXY only when asked: the agent runtime's model calls go through the gateway.

@@ -395,6 +395,9 @@ export function createRunsService(deps: RunsDeps) {
       return { run, task, team };
     },
 
+    /** For the gateway: the agent version the open run in a sandbox pinned for its role (its egress), or null. */
+    pinnedVersionInSandbox: (sandboxId: string, role: string) => store.pinnedVersionInSandbox(db, sandboxId, role),
+
     isActive: async (runId: string) => (await store.getRun(db, runId))?.state === 'running',
 
     /** Marks a task's turn as begun from the conversation's seq `from` (kept across a takeover). */
