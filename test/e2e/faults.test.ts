@@ -213,7 +213,11 @@ describe('runs under faults', { skip: stackSkip }, () => {
     const port = (stack.t.app.server.address() as AddressInfo).port;
     const id = await stack.giveTask(team, `SCENARIO sse TOKEN ${token}`);
     const release = async (n: number) => {
-      await waitFor(`the model to wait at step ${n}`, async () => (gates.get(token)?.length ?? 0) > 0);
+      await waitFor(`the model to wait at step ${n}`, async () => {
+        const run = await stack.run(id);
+        assert.equal(run.state, 'running', JSON.stringify(run));
+        return (gates.get(token)?.length ?? 0) > 0;
+      });
       gates.get(token)!.shift()!();
     };
 
@@ -253,7 +257,7 @@ describe('runs under faults', { skip: stackSkip }, () => {
     first.forEach((e) => assert.equal(e.id, e.data.seq, 'the event id is the seq'));
     // While nobody watches, step 2 is posted; a watcher that resumes gets it, then step 3 live, and the end.
     await release(2);
-    const resumed = watch({ 'last-event-id': String(first.at(-1)!.id) }, (events) => events.some((e) => e.data.kind === 'completed'));
+    const resumed = watch({ 'last-event-id': String(first.at(-1)!.id) }, (events) => events.some((e) => ['completed', 'failed', 'canceled'].includes(e.data.kind)));
     await waitFor('step 2 to be posted', async () => (await stack.posts(id)).some((p) => p.text === `step 2 of ${token}`));
     await release(3);
     await release(4);

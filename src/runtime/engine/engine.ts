@@ -128,11 +128,14 @@ export function createRunEngine(deps: EngineDeps) {
       await runs.notice(run.id, `the ${task.role} sandbox had to start cold (its snapshot could not be used); what was running in it was lost`, `coldboot:${sandbox.id}:${task.id}:${task.events_seen}`);
     }
     // Catch up on what the journal holds beyond what was recorded (a worker that died mid-turn).
+    // A turn a worker already began is read from its start, recorded or not: whether it began,
+    // and how it ended, are in its events (the recording skips what it already holds).
     const caught: AgentEvent[] = [];
-    const replay = await runRuntime(sandbox, deps.runtimeArgv, { op: 'events', conversation: task.conversation, workspace: config.workspace, after: task.events_seen }, signal, async (e) => void caught.push(e));
+    const from = task.state === 'running' && task.turn_from !== null ? Math.min(task.turn_from, task.events_seen) : task.events_seen;
+    const replay = await runRuntime(sandbox, deps.runtimeArgv, { op: 'events', conversation: task.conversation, workspace: config.workspace, after: from }, signal, async (e) => void caught.push(e));
     if (replay.code !== 0) throw new RuntimeStopped(`the agent runtime could not read its journal (exit ${replay.code}): ${replay.stderr.trim().slice(-500)}`);
     await runs.recordEvents(task.id, config.model, caught);
-    const last = caught.length ? caught[caught.length - 1].seq : task.events_seen;
+    const last = caught.length ? caught[caught.length - 1].seq : from;
     const begun = await runs.beginTurn(task.id, last, sandbox.id);
     if (!begun || begun.state !== 'running') return null;
     // The gateway's refusals of this task's requests become notices, once per distinct refusal.
