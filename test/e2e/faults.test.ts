@@ -9,6 +9,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
 import type { ScriptedAnswer, ScriptedRequest } from '../fakes/scripted-model.ts';
 import { lastText, startStack, stackSkip, waitFor, type Stack } from './stack.ts';
 
@@ -91,9 +92,9 @@ describe('runs under faults', { skip: stackSkip }, () => {
       case 'egress': {
         // Two requests the gateway refuses for one reason, a question, then one more after the answer.
         const n = results.length;
-        if (n < 2) return { tool_calls: [{ name: 'http_request', arguments: { method: 'GET', url: `http://localhost:9/${token}/${n}` } }] };
+        if (n < 2) return { tool_calls: [{ name: 'http_request', arguments: { method: 'GET', url: `http://nowhere-${token}.invalid/${n}` } }] };
         if (n === 2) return { tool_calls: [{ name: 'ask_person', arguments: { question: `go on with ${token}?` } }] };
-        if (n === 3) return { tool_calls: [{ name: 'http_request', arguments: { method: 'GET', url: `http://localhost:9/${token}/after` } }] };
+        if (n === 3) return { tool_calls: [{ name: 'http_request', arguments: { method: 'GET', url: `http://nowhere-${token}.invalid/after` } }] };
         return { tool_calls: [{ name: 'finish', arguments: { outcome: 'succeeded', summary: `egress ${token} seen` } }] };
       }
       default:
@@ -276,13 +277,17 @@ describe('runs under faults', { skip: stackSkip }, () => {
 
   it("gateway refusals become notices once each, under the policy of the run's pinned agent version", async () => {
     const team = await stack.makeTeam({ roles: { lead: { tools: ['http_request', 'ask_person', 'finish'], system_prompt: 'You lead.' } } });
-    const agent = (await api('GET', `/api/v1/teams/${team}`)).body.roles.find((r: { role: string }) => r.role === 'lead').agent as string;
+    const agent = (await api('GET', `/api/v1/teams/${team}`)).body.role_settings.find((r: { role: string }) => r.role === 'lead').agent as string;
     const version = async (egress: unknown) => {
-      const r = await api('POST', `/api/v1/agents/${agent}/versions`, { from_version: 1, egress, note: 'egress' });
+      const etag = String((await api('GET', `/api/v1/agents/${agent}`)).headers.etag);
+      const r = await stack.t.request({ method: 'POST', url: `/api/v1/agents/${agent}/versions`, token: stack.t.adminToken, headers: { 'if-match': etag }, body: { from_version: 1, egress, note: 'egress' } });
       assert.equal(r.status, 201, r.text);
       return r.body.version as number;
     };
     const strict = await version({ mode: 'allowlist', destinations: [] });
+    // What the gateway recorded for the requests to a token's host: the rule of each refusal.
+    const refusalsOf = async (tok: string) =>
+      (await sql<{ rule: string }>`select rule from egress_events where host = ${`nowhere-${tok}.invalid:80`} order by id`.execute(stack.t.db)).rows.map((r) => r.rule);
     const notices = async (id: string) => (await stack.posts(id)).filter((p) => p.kind === 'notice' && /gateway refused/.test(p.text));
 
     const token = crypto.randomBytes(4).toString('hex');
@@ -290,30 +295,30 @@ describe('runs under faults', { skip: stackSkip }, () => {
     const waiting = await stack.waitForState(id, 'waiting');
     assert.equal(waiting.agent_versions.lead, strict);
     const before = await notices(id);
-    assert.equal(before.length, 1, `two refusals for one reason are one notice: ${JSON.stringify(before)}`);
+    assert.equal(before.length, 1, `two refusals for one reason are one notice: ${JSON.stringify(await stack.posts(id))}`);
     assert.equal(before[0].data?.role, 'lead');
-    assert.equal(before[0].data?.host, 'localhost');
+    assert.equal(before[0].data?.host, `nowhere-${token}.invalid:80`);
     assert.equal(before[0].data?.rule, 'no_destination');
-    assert.match(before[0].text, /lead role to localhost: no destination of the role's allowlist matches localhost:9/);
+    assert.ok(before[0].text.includes(`lead role to nowhere-${token}.invalid:80: no destination of the role's allowlist matches nowhere-${token}.invalid:80`), before[0].text);
 
     // A newer version allows everything public; the waiting run keeps the version it started with.
     const open = await version({ mode: 'allow_all' });
     assert.ok(open > strict);
     assert.equal((await api('POST', `/api/v1/runs/${id}/replies`, { text: 'go on', in_reply_to: waiting.open_question.seq })).status, 202);
     await stack.waitForState(id, 'succeeded');
-    const journal = journalOf(stack, `${id}.lead`);
-    const after = journal.filter((e) => e.type === 'tool_result' && e.name === 'http_request');
-    assert.equal(after.length, 3);
-    for (const r of after) assert.match(r.output, /no destination of the role's allowlist/, 'the pinned allowlist refused every request, the last one too');
+    assert.equal(journalOf(stack, `${id}.lead`).filter((e) => e.type === 'tool_result' && e.name === 'http_request').length, 3);
+    assert.deepEqual(await refusalsOf(token), ['no_destination', 'no_destination', 'no_destination'], 'the pinned allowlist refused every request, the one after the new version too');
     assert.deepEqual((await notices(id)).map((p) => p.data?.rule), ['no_destination']);
 
-    // A new run gets the newer version: the same request meets allow_all's rule (loopback is internal) instead.
+    // A new run gets the newer version: allow_all lets the gateway try the name (which does not resolve) instead of refusing it.
     const token2 = crypto.randomBytes(4).toString('hex');
     const id2 = await stack.giveTask(team, `SCENARIO egress TOKEN ${token2}`);
     const waiting2 = await stack.waitForState(id2, 'waiting');
     assert.equal(waiting2.agent_versions.lead, open);
+    assert.equal(journalOf(stack, `${id2}.lead`).filter((e) => e.type === 'tool_result' && e.name === 'http_request').length, 2);
+    assert.ok(!(await refusalsOf(token2)).includes('no_destination'));
     const second = await notices(id2);
-    assert.deepEqual(second.map((p) => p.data?.rule), ['internal_address'], JSON.stringify(second));
+    assert.ok(!second.some((p) => p.data?.rule === 'no_destination'), JSON.stringify(second));
     assert.equal((await api('POST', `/api/v1/runs/${id2}/cancel`)).status, 200);
 
     // No secret in any notice: the role's model key never appears.
