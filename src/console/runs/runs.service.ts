@@ -352,6 +352,8 @@ export function createRunsService(deps: RunsDeps) {
         await trx.updateTable('runs').set({ cancel_requested_at: sql`now()` }).where('id', '=', id).execute();
         await finish(trx, run, team, 'cancelled', {});
         await store.appendPost(trx, id, { kind: 'canceled', role: null, text: `cancelled by ${actor.name}`, data: { by: actor.name } });
+        // The engine lets the run's sandboxes go (a run cancelled while it waited has no driver to do it).
+        await deps.advance(trx, id);
         await recordAudit(trx, actor, 'run.cancel', { type: 'run', id }, {});
       });
       published(id);
@@ -535,7 +537,8 @@ export function createRunsService(deps: RunsDeps) {
     async notice(runId: string, text: string, source: string, data: Record<string, unknown> = {}) {
       await db.transaction().execute(async (trx) => {
         const run = await store.lockRun(trx, runId);
-        if (run) await store.appendPost(trx, runId, { kind: 'notice', role: null, text, data }, source);
+        // Nothing is posted after a cancel.
+        if (run && run.state !== 'cancelled') await store.appendPost(trx, runId, { kind: 'notice', role: null, text, data }, source);
       });
       published(runId);
     },
