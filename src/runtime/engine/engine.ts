@@ -150,7 +150,7 @@ export function createRunEngine(deps: EngineDeps) {
           const key = crypto.createHash('sha256').update(`${r.method}\n${r.host}\n${r.rule}\n${r.reason}`).digest('hex').slice(0, 24);
           await runs.notice(run.id, `the gateway refused a request of the ${r.role} role to ${r.host}: ${r.reason}`, `egress:${task.conversation}:${key}`, { role: r.role, host: r.host, method: r.method, rule: r.rule });
         }
-        if (refused.length < 100) return;
+        if (!refused.length) return;
       }
     };
     await postRefusals();
