@@ -99,8 +99,8 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     references,
     templates,
     // A role whose agent version cannot be read shows without the agent's settings, and says why in the log.
-    agentVersion: (agent) =>
-      agents.versionForRun(agent).catch((err) => {
+    agentVersion: (agent, version) =>
+      agents.versionForRun(agent, version ?? null).catch((err) => {
         deps.logger.warn({ err, agent }, 'reading the agent version of a team role failed');
         return null;
       }),

@@ -4,6 +4,13 @@
  * event is written to stdout as a JSON line once it is on disk; the process exits 0 after the
  * turn's `turn_end` (or the replay), 2 on a bad request. SIGTERM cancels the turn: running tools
  * are killed and the turn ends `cancelled`.
+ *
+ * When the request ends with a newline, stdin stays open as the worker's control channel: a
+ * `{"op":"cancel"}` line cancels the turn like SIGTERM (the worker cannot signal a process
+ * inside the sandbox's namespaces), and the end of stdin means the worker is gone (killed, or
+ * its lease lost): the runtime kills its tools and exits at once WITHOUT recording anything,
+ * so the worker that takes the run over finds the journal as the kill left it and reports the
+ * started call as interrupted, instead of racing a second writer on the same journal.
  */
 import path from 'node:path';
 import { Journal } from './journal.ts';
@@ -18,13 +25,57 @@ export function journalPath(workspace: string, conversation: string): string {
   return path.join(workspace, '.crewhouse', 'conversations', `${conversation}.jsonl`);
 }
 
-async function readRequest(): Promise<AgentRequest> {
+/** Exit code of a runtime that stopped because its worker went away (nothing recorded). */
+export const WORKER_GONE_EXIT = 3;
+
+/** Reads the request: stdin up to its first newline (the control channel stays open) or its end. */
+async function readRequest(): Promise<{ request: AgentRequest; control: boolean }> {
   const chunks: Buffer[] = [];
-  for await (const c of process.stdin) chunks.push(c as Buffer);
-  const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as AgentRequest;
+  let control = false;
+  await new Promise<void>((resolve, reject) => {
+    const onData = (c: Buffer) => {
+      const nl = c.indexOf(10);
+      if (nl < 0) return void chunks.push(c);
+      chunks.push(c.subarray(0, nl));
+      control = true;
+      process.stdin.off('data', onData).off('end', onEnd).pause();
+      const rest = c.subarray(nl + 1);
+      if (rest.length) process.stdin.unshift(rest);
+      resolve();
+    };
+    const onEnd = () => resolve();
+    process.stdin.on('data', onData).once('end', onEnd).once('error', reject);
+  });
+  return { request: parse(Buffer.concat(chunks).toString('utf8')), control };
+}
+
+function parse(text: string): AgentRequest {
+  const parsed = JSON.parse(text) as AgentRequest;
   if (!parsed || (parsed.op !== 'turn' && parsed.op !== 'events')) throw new Error('op must be "turn" or "events"');
   if (typeof parsed.conversation !== 'string' || !CONVERSATION.test(parsed.conversation)) throw new Error('conversation must be a simple name');
   return parsed;
+}
+
+/** Watches the control channel: a cancel line cancels the turn; the channel's end is the worker gone. */
+function watchControl(cancel: () => void, gone: () => void): void {
+  let buffered = '';
+  process.stdin.setEncoding('utf8');
+  process.stdin.on('data', (c: string) => {
+    buffered += c;
+    let nl;
+    while ((nl = buffered.indexOf('\n')) >= 0) {
+      const line = buffered.slice(0, nl).trim();
+      buffered = buffered.slice(nl + 1);
+      try {
+        if ((JSON.parse(line) as { op?: string }).op === 'cancel') cancel();
+      } catch {
+        // Not a control message: ignored.
+      }
+    }
+  });
+  process.stdin.once('end', gone);
+  process.stdin.once('error', gone);
+  process.stdin.resume();
 }
 
 function emit(e: AgentEvent): void {
@@ -33,8 +84,9 @@ function emit(e: AgentEvent): void {
 
 async function main(): Promise<number> {
   let request: AgentRequest;
+  let control = false;
   try {
-    request = await readRequest();
+    ({ request, control } = await readRequest());
   } catch (err) {
     process.stderr.write(`agent runtime: bad request: ${err instanceof Error ? err.message : String(err)}\n`);
     return 2;
@@ -49,10 +101,22 @@ async function main(): Promise<number> {
   const controller = new AbortController();
   process.on('SIGTERM', () => controller.abort());
   process.on('SIGINT', () => controller.abort());
+  // The tools listen on `tools`: aborting it kills their process groups synchronously.
+  const gone = new AbortController();
+  const tools = AbortSignal.any([controller.signal, gone.signal]);
+  if (control) {
+    watchControl(
+      () => controller.abort(),
+      () => {
+        gone.abort();
+        process.exit(WORKER_GONE_EXIT);
+      },
+    );
+  }
   journal.onAppend(emit);
   const mcp = request.config.mcp_servers?.length ? await McpToolbox.open(request.config.mcp_servers) : undefined;
   try {
-    await runTurn(request.config, journal, request.input, { signal: controller.signal, stream: true, env: process.env, mcp });
+    await runTurn(request.config, journal, request.input, { signal: tools, stream: true, env: process.env, mcp });
   } finally {
     await mcp?.close();
     journal.close();

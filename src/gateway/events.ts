@@ -29,13 +29,19 @@ export async function recordEgressEvent(
     .execute();
 }
 
-/** A sandbox's refusals after `afterId` (0: from the start), oldest first: the run engine turns each into a notice post. */
-export async function egressEventsOf(db: Db, sandboxId: string, afterId = '0', limit = 100): Promise<EgressEvent[]> {
-  const rows = await db
+/**
+ * A sandbox's refusals after `afterId` (0: from the start), oldest first, and not before
+ * `since` when given (a turn's start: what happened before belongs to earlier work): the run
+ * engine turns each into a notice post.
+ */
+export async function egressEventsOf(db: Db, sandboxId: string, afterId = '0', limit = 100, since: Date | null = null): Promise<EgressEvent[]> {
+  let q = db
     .selectFrom('egress_events')
     .selectAll()
     .where('sandbox_id', '=', sandboxId)
-    .where('id', '>', afterId)
+    .where('id', '>', afterId);
+  if (since) q = q.where('at', '>=', since.toISOString());
+  const rows = await q
     .orderBy('id')
     .limit(limit)
     .execute();

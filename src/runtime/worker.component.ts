@@ -1,5 +1,6 @@
 import type { Component } from '../components.ts';
 import { deploymentCaCertificate } from '../gateway/ca.ts';
+import { egressEventsOf } from '../gateway/events.ts';
 import { BUILTIN_HOSTS } from '../gateway/server.ts';
 import { createJobRunner } from '../queue/runner.ts';
 import { createRunEngine } from './engine/engine.ts';
@@ -15,13 +16,14 @@ import type { ExecRequest } from './sandboxes/provider.ts';
 import { kvmUsable } from './sandboxes/providers/microvm/kvm.ts';
 import { microvmProviderFromConfig } from './sandboxes/providers/microvm/index.ts';
 
+/** A run's hold on a role's sandbox: one per run and role, so resuming work finds the same sandbox. */
+const claimOf = (runId: string, role: string) => `${runId}.${role}`;
+
 /**
  * The worker: performs queued jobs (side effects that leave the process, after the
  * transaction that asked for them commits) and drives runs, on the sandbox host of this
  * machine. Several workers can share one PostgreSQL.
  */
-/** A run's hold on a role's sandbox: one per run and role, so resuming work finds the same sandbox. */
-const claimOf = (runId: string, role: string) => `${runId}.${role}`;
 
 export const workerComponent: Component = {
   name: 'worker',
@@ -41,6 +43,7 @@ export const workerComponent: Component = {
       owner: host.id,
       runtimeArgv: [...RUNTIME_ARGV],
       openPullRequest: (runId, req) => services.codeHostDelivery.openFor(runId, req),
+      egressRefusals: (sandboxId, afterId, since) => egressEventsOf(db, sandboxId, afterId, 100, since),
       async configFor(work) {
         return (await setup(work)).config;
       },

@@ -433,6 +433,8 @@ export function createRunsService(deps: RunsDeps) {
         }
       });
     },
+    /** For the gateway: the agent version the open run in a sandbox pinned for its role (its egress), or null. */
+    pinnedVersionInSandbox: (sandboxId: string, role: string) => store.pinnedVersionInSandbox(db, sandboxId, role),
 
     isActive: async (runId: string) => (await store.getRun(db, runId))?.state === 'running',
 
@@ -572,7 +574,8 @@ export function createRunsService(deps: RunsDeps) {
     async notice(runId: string, text: string, source: string, data: Record<string, unknown> = {}) {
       await db.transaction().execute(async (trx) => {
         const run = await store.lockRun(trx, runId);
-        if (run) await store.appendPost(trx, runId, { kind: 'notice', role: null, text, data }, source);
+        // Nothing is posted after a cancel.
+        if (run && run.state !== 'cancelled') await store.appendPost(trx, runId, { kind: 'notice', role: null, text, data }, source);
       });
       published(runId);
     },

@@ -142,3 +142,23 @@ export function activityOf(db: Q, teamIds: number[]) {
 export async function openRunsOf(db: Q, teamId: number): Promise<string[]> {
   return (await db.selectFrom('runs').select('id').where('team_id', '=', teamId).where('state', 'in', ['running', 'waiting']).execute()).map((r) => r.id);
 }
+
+/**
+ * The agent version pinned for a role by the open run (running or waiting) whose task last ran
+ * in a sandbox; null when no open run uses it. Several runs may share a sandbox: the newest
+ * started task's run is the one its requests belong to.
+ */
+export async function pinnedVersionInSandbox(db: Q, sandboxId: string, role: string): Promise<number | null> {
+  const row = await db
+    .selectFrom('run_tasks')
+    .innerJoin('runs', 'runs.id', 'run_tasks.run_id')
+    .select(['run_tasks.agent_version', 'runs.agent_versions'])
+    .where('run_tasks.sandbox_id', '=', sandboxId)
+    .where('run_tasks.role', '=', role)
+    .where('runs.state', 'in', ['running', 'waiting'])
+    .orderBy('run_tasks.started_at', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  if (!row) return null;
+  return row.agent_version ?? row.agent_versions?.[role] ?? null;
+}

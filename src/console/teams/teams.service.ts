@@ -189,7 +189,8 @@ export function createTeamsService(deps: {
   models: ModelCatalog;
   references: References;
   templates: Pick<TemplatesService, 'get' | 'getVersion'>;
-  agentVersion: (agent: string) => Promise<AgentVersion | null>;
+  /** The agent's current version, or the given one (a run's pinned version). */
+  agentVersion: (agent: string, version?: number | null) => Promise<AgentVersion | null>;
   hooks: HookCaller;
   runs: Pick<RunsService, 'activityOf'>;
   users: Pick<UsersService, 'namesOf'>;
@@ -640,12 +641,13 @@ export function createTeamsService(deps: {
     },
 
     /** Each role of a live team with the egress that applies to it: the team's override, else the agent's current version's. */
-    async rolesWithEgress(name: string): Promise<Array<{ role: string; agent: string; egress: Egress }>> {
+    /** Each role's effective egress; `pinned` names the agent version a role's run fixed at its start (else the current one). */
+    async rolesWithEgress(name: string, pinned: Record<string, number> = {}): Promise<Array<{ role: string; agent: string; egress: Egress }>> {
       const t = await mustGetLive(name);
       const roles = await store.rolesOf(db, [t.id]);
       const out = [];
       for (const r of roles) {
-        const agent = r.egress_override ? null : await deps.agentVersion(r.agent);
+        const agent = r.egress_override ? null : await deps.agentVersion(r.agent, pinned[r.role] ?? null);
         out.push({ role: r.role, agent: r.agent, egress: normalizeEgress(r.egress_override ?? agent?.egress) });
       }
       return out;

@@ -35,8 +35,12 @@ export interface EngineDeps {
   runtimeArgv: string[];
   /** How often a running turn checks that its run was not cancelled (ms). */
   cancelPollMs?: number;
+  /** How long a runtime told to stop (a cancel, a lost lease) has before it is killed (ms). */
+  stopGraceMs?: number;
   /** Times a turn whose runtime died is resumed before the run fails. */
   runtimeRestarts?: number;
+  /** The gateway's refusals of a sandbox's requests after `afterId`, not before `since` (the gateway's record). */
+  egressRefusals(sandboxId: string, afterId: string, since: Date): Promise<Array<{ id: string; role: string; method: string; host: string; rule: string; reason: string; enforced: boolean }>>;
   /** Who this worker is, for the run's lease. */
   owner: string;
   /** Seconds a run's lease lasts without renewal (renewed at a third of it). */
@@ -50,26 +54,68 @@ export class RuntimeStopped extends Error {}
 /** Another worker drives the run now; the job is tried again later (the owner picks new work up before it lets go). */
 export class RunBusy extends Error {}
 
+/**
+ * How a running turn is stopped. `cancel` asks the runtime to end the turn `cancelled` (it
+ * kills its tools and records a result for every open call); `leave` closes its control
+ * channel, so it kills its tools and exits recording nothing (this worker no longer drives the
+ * run; the next one reports the interrupted call). A runtime that does neither in time is killed.
+ */
+interface TurnControl {
+  cancel: AbortSignal;
+  leave: AbortSignal;
+  /** Grace before a runtime that was told to stop is killed (ms). */
+  graceMs: number;
+}
+
 /** Runs the agent runtime with one request; calls `onEvent` for each event line, in order. */
-async function runRuntime(sandbox: RoleSandbox, argv: string[], request: AgentRequest, signal: AbortSignal, onEvent: (e: AgentEvent) => Promise<void>): Promise<{ code: number; stderr: string }> {
-  const handle = await sandbox.exec({ argv, cwd: '/workspace', signal });
-  handle.stdin.end(JSON.stringify(request));
+async function runRuntime(sandbox: RoleSandbox, argv: string[], request: AgentRequest, signal: AbortSignal, onEvent: (e: AgentEvent) => Promise<void>, control?: TurnControl): Promise<{ code: number; stderr: string }> {
+  const kill = new AbortController();
+  const handle = await sandbox.exec({ argv, cwd: '/workspace', signal: control ? kill.signal : signal });
+  let killTimer: NodeJS.Timeout | undefined;
+  const killLater = () => {
+    killTimer ??= setTimeout(() => kill.abort(), control!.graceMs);
+  };
+  const onCancel = () => {
+    handle.stdin.write(`${JSON.stringify({ op: 'cancel' })}\n`);
+    killLater();
+  };
+  const onLeave = () => {
+    handle.stdin.end();
+    killLater();
+  };
+  if (control) {
+    // The request's newline keeps stdin open as the control channel.
+    handle.stdin.write(`${JSON.stringify(request)}\n`);
+    if (control.cancel.aborted) onCancel();
+    else control.cancel.addEventListener('abort', onCancel, { once: true });
+    if (control.leave.aborted) onLeave();
+    else control.leave.addEventListener('abort', onLeave, { once: true });
+  } else handle.stdin.end(JSON.stringify(request));
   let stderr = '';
   handle.stderr.on('data', (c: Buffer) => {
     stderr = (stderr + c.toString('utf8')).slice(-4000);
   });
-  const lines = readline.createInterface({ input: handle.stdout, crlfDelay: Infinity });
-  for await (const line of lines) {
-    if (!line.trim()) continue;
-    let e: AgentEvent;
-    try {
-      e = JSON.parse(line) as AgentEvent;
-    } catch {
-      continue;
+  try {
+    const lines = readline.createInterface({ input: handle.stdout, crlfDelay: Infinity });
+    for await (const line of lines) {
+      if (!line.trim()) continue;
+      let e: AgentEvent;
+      try {
+        e = JSON.parse(line) as AgentEvent;
+      } catch {
+        continue;
+      }
+      if (typeof e?.seq === 'number' && typeof e?.type === 'string') await onEvent(e);
     }
-    if (typeof e?.seq === 'number' && typeof e?.type === 'string') await onEvent(e);
+    return { code: await handle.exit, stderr };
+  } finally {
+    clearTimeout(killTimer);
+    if (control) {
+      control.cancel.removeEventListener('abort', onCancel);
+      control.leave.removeEventListener('abort', onLeave);
+      if (!handle.stdin.writableEnded) handle.stdin.end();
+    }
   }
-  return { code: await handle.exit, stderr };
 }
 
 export function createRunEngine(deps: EngineDeps) {
@@ -85,48 +131,77 @@ export function createRunEngine(deps: EngineDeps) {
       await runs.notice(run.id, `the ${task.role} sandbox had to start cold (its snapshot could not be used); what was running in it was lost`, `coldboot:${sandbox.id}:${task.id}:${task.events_seen}`);
     }
     // Catch up on what the journal holds beyond what was recorded (a worker that died mid-turn).
+    // A turn a worker already began is read from its start, recorded or not: whether it began,
+    // and how it ended, are in its events (the recording skips what it already holds).
     const caught: AgentEvent[] = [];
-    const replay = await runRuntime(sandbox, deps.runtimeArgv, { op: 'events', conversation: task.conversation, workspace: config.workspace, after: task.events_seen }, signal, async (e) => void caught.push(e));
+    const from = task.state === 'running' && task.turn_from !== null ? Math.min(task.turn_from, task.events_seen) : task.events_seen;
+    const replay = await runRuntime(sandbox, deps.runtimeArgv, { op: 'events', conversation: task.conversation, workspace: config.workspace, after: from }, signal, async (e) => void caught.push(e));
     if (replay.code !== 0) throw new RuntimeStopped(`the agent runtime could not read its journal (exit ${replay.code}): ${replay.stderr.trim().slice(-500)}`);
     await runs.recordEvents(task.id, config.model, caught);
-    const last = caught.length ? caught[caught.length - 1].seq : task.events_seen;
+    const last = caught.length ? caught[caught.length - 1].seq : from;
     const begun = await runs.beginTurn(task.id, last, sandbox.id);
     if (!begun || begun.state !== 'running') return null;
+    // The gateway's refusals of this task's requests become notices, once per distinct refusal.
+    const since = begun.started_at ? new Date(begun.started_at) : new Date();
+    let egressCursor = '0';
+    const postRefusals = async () => {
+      for (;;) {
+        const refused = await deps.egressRefusals(sandbox.id, egressCursor, since);
+        for (const r of refused) {
+          egressCursor = r.id;
+          if (!r.enforced) continue;
+          const key = crypto.createHash('sha256').update(`${r.method}\n${r.host}\n${r.rule}\n${r.reason}`).digest('hex').slice(0, 24);
+          await runs.notice(run.id, `the gateway refused a request of the ${r.role} role to ${r.host}: ${r.reason}`, `egress:${task.conversation}:${key}`, { role: r.role, host: r.host, method: r.method, rule: r.rule });
+        }
+        if (!refused.length) return;
+      }
+    };
+    await postRefusals();
     const thisTurn = caught.filter((e) => e.seq > (begun.turn_from ?? last));
     const ended = thisTurn.find((e) => e.type === 'turn_end');
     if (ended && ended.type === 'turn_end') return ended.outcome;
     // Anything the runtime recorded for this turn (settled calls, its input) means it began: resume it.
     const input: AgentInput = thisTurn.length > 0 ? { kind: 'resume' } : (begun.input as AgentInput);
 
-    // Run the turn; stop it when the run is cancelled or the lease is lost.
+    // Run the turn; cancel it when the run is cancelled, leave it when the lease is lost or the worker stops.
     const stop = new AbortController();
-    const onAbort = () => stop.abort();
-    signal.addEventListener('abort', onAbort, { once: true });
+    let refusals = Promise.resolve();
     const watch = setInterval(() => {
       void runs.isActive(run.id).then(
         (active) => active || stop.abort(),
         (err) => logger.warn({ err, run: run.id }, 'could not check whether the run is still active'),
       );
+      // One look at a time: a slow database must not pile them up.
+      refusals = refusals.then(postRefusals).catch((err) => logger.warn({ err, run: run.id }, 'could not read the gateway refusals of the run'));
     }, pollMs);
     let outcome: TurnOutcome | null = null;
     let pending: AgentEvent[] = [];
     let result;
     try {
-      result = await runRuntime(sandbox, deps.runtimeArgv, { op: 'turn', conversation: task.conversation, config, input }, stop.signal, async (e) => {
-        pending.push(e);
-        if (e.type === 'turn_end') outcome = e.outcome;
-        // Record before anything is published; a burst is written in one transaction.
-        const batch = pending;
-        pending = [];
-        await runs.recordEvents(task.id, config.model, batch);
-      });
+      const control = { cancel: stop.signal, leave: signal, graceMs: deps.stopGraceMs ?? 30_000 };
+      result = await runRuntime(
+        sandbox,
+        deps.runtimeArgv,
+        { op: 'turn', conversation: task.conversation, config, input },
+        signal,
+        async (e) => {
+          pending.push(e);
+          if (e.type === 'turn_end') outcome = e.outcome;
+          // Record before anything is published; a burst is written in one transaction.
+          const batch = pending;
+          pending = [];
+          await runs.recordEvents(task.id, config.model, batch);
+        },
+        control,
+      );
     } finally {
       clearInterval(watch);
-      signal.removeEventListener('abort', onAbort);
     }
+    await refusals;
+    await postRefusals();
     if (pending.length) await runs.recordEvents(task.id, config.model, pending);
     if (outcome) return outcome;
-    if (stop.signal.aborted) return null;
+    if (stop.signal.aborted || signal.aborted) return null;
     throw new RuntimeStopped(`the agent runtime of ${task.role} stopped before its turn ended (exit ${result.code})${result.stderr.trim() ? `: ${result.stderr.trim().slice(-500)}` : ''}`);
   }
 
