@@ -24,6 +24,7 @@ import { createHooks } from './hooks.ts';
 import { loadModelCatalog, type ModelCatalog } from './models/catalog.ts';
 import { createModelProxyClient } from './modelproxy/client.ts';
 import { runAdvance } from './runtime/engine/run-job.ts';
+import { createRunTraces } from './telemetry/traces.ts';
 import { canTakeWork } from './runtime/sandboxes/placement.ts';
 import type { TeamDirectory } from './runtime/sandboxes/placement.ts';
 import { createSandboxesService } from './runtime/sandboxes/sandboxes.service.ts';
@@ -82,6 +83,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger } 
       return { input: alias?.input_usd_per_mtok ?? 0, output: alias?.output_usd_per_mtok ?? 0 };
     },
     jaegerUrl: config.jaegerUrl,
+    traces: createRunTraces({ endpoint: config.otlpEndpoint }),
   });
   const sandboxes = createSandboxesService({ db });
   const teams = createTeamsService({

@@ -7,6 +7,7 @@ import { roleSetup } from './engine/role-config.ts';
 import { runJobHandlers } from './engine/run-job.ts';
 import { RUNTIME_ARGV, RUNTIME_MOUNTS } from './engine/runtime-install.ts';
 import { prepareWorkspace } from './engine/workspace.ts';
+import { traceJobHandlers } from '../telemetry/traces.ts';
 import { jobHandlers } from './jobs.ts';
 import { startSandboxHost } from './sandboxes/host.ts';
 import { createDestroyTeamSandboxes, destroyTeamSandboxesJob } from './sandboxes/jobs/destroy-team-sandboxes.ts';
@@ -69,6 +70,7 @@ export const workerComponent: Component = {
       ...jobHandlers({ db, proxy: services.proxy }),
       [destroyTeamSandboxesJob.kind]: destroyTeamSandboxesJob.handler((p) => destroy.destroyTeamSandboxes(p.team_id).then(() => undefined)),
       ...runJobHandlers(engine),
+      ...traceJobHandlers({ endpoint: config.otlpEndpoint, logger }),
     };
     const runner = createJobRunner({ db, logger, metrics: ctx.metrics, handlers, concurrency: config.jobConcurrency });
     await runner.start();

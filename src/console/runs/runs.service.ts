@@ -6,6 +6,7 @@ import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Database } from '../../db/schema.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { problems } from '../../http/problems.ts';
+import type { RunTraces } from '../../telemetry/traces.ts';
 import { approvalOf, memoryBlock, outcomeEntry, postOfEvent, pushOf, transitionOf, type PostDraft, type RunView } from '../../runtime/engine/rules.ts';
 import * as store from './runs.store.ts';
 import type { Post, Run } from './runs.schemas.ts';
@@ -53,6 +54,8 @@ export interface RunsDeps {
   /** Price of a model alias, USD per million tokens. */
   price(model: string): { input: number; output: number };
   jaegerUrl: string | null;
+  /** Where recorded events and ended runs become spans (null when no OTLP collector is configured). */
+  traces?: RunTraces | null;
 }
 
 const FINISHED: RunState[] = ['succeeded', 'failed', 'cancelled'];
@@ -188,6 +191,7 @@ export function createRunsService(deps: RunsDeps) {
       .where('id', '=', run.id)
       .execute();
     await store.endOpenTasks(trx, run.id, 'cancelled');
+    if (deps.traces && run.trace_id) await deps.traces.ended(trx, { trace_id: run.trace_id, id: run.id, team: run.team_name, created_at: run.created_at, state });
     const lead = team.roles.find((r) => r.role === team.lead);
     if (state !== 'cancelled' && lead?.memory.write_outcomes && fields.summary !== undefined) {
       const d = fields.delivery ?? run.delivery;
@@ -422,6 +426,10 @@ export function createRunsService(deps: RunsDeps) {
         if (!run) return null;
         const fresh = events.filter((e) => e.seq > task.events_seen);
         if (!fresh.length) return null;
+        if (deps.traces && run.trace_id) {
+          const context = { trace_id: run.trace_id, run_id: run.id, team: run.team_name, task_id: task.id, role: task.role, model, conversation: task.conversation, task_started_at: iso(task.started_at ?? task.created_at) };
+          await deps.traces.recorded(trx, context, fresh);
+        }
         let cost = 0;
         let iterations = 0;
         let delivery = run.delivery;
