@@ -23,6 +23,7 @@ import type { Db } from './db/database.ts';
 import { createHooks } from './hooks.ts';
 import { loadModelCatalog, type ModelCatalog } from './models/catalog.ts';
 import { createModelProxyClient } from './modelproxy/client.ts';
+import { runProposal } from './runtime/engine/proposals.ts';
 import { runAdvance } from './runtime/engine/run-job.ts';
 import { createRunTraces } from './telemetry/traces.ts';
 import { canTakeWork } from './runtime/sandboxes/placement.ts';
@@ -84,6 +85,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger } 
     },
     jaegerUrl: config.jaegerUrl,
     traces: createRunTraces({ endpoint: config.otlpEndpoint }),
+    propose: async (trx, p) => void (await runProposal.enqueue(trx, p, { key: `proposal:${p.run_id}:${p.source}` })),
   });
   const sandboxes = createSandboxesService({ db });
   const teams = createTeamsService({

@@ -2,7 +2,7 @@ import { estimateTokens, messagesOf, pendingCalls, settledBoundary, toolSpecsOf 
 import type { Journal } from './journal.ts';
 import { callModel, ModelError, type ModelReply, type ModelRequest } from './model.ts';
 import type { AgentConfig, AgentEvent, AgentInput, ToolCall, TurnOutcome } from './protocol.ts';
-import { NOTE_TOOLS, parseCall, riskOf, runWorkTool, TURN_TOOLS, type ToolContext } from './tools/index.ts';
+import { NOTE_TOOLS, parseCall, PROPOSAL_TOOLS, proposalOf, riskOf, runWorkTool, TURN_TOOLS, type ToolContext } from './tools/index.ts';
 
 export interface LoopDeps {
   /** The model call; `callModel` in production. */
@@ -151,6 +151,11 @@ export async function runTurn(config: AgentConfig, journal: Journal, input: Agen
         if (call.name === 'post_progress') journal.append({ type: 'progress', text: String(args.text) });
         else journal.append({ type: 'plan', steps: (args.steps as Array<{ step: string; status: string }>).map((s) => ({ step: s.step, status: s.status })) });
         result(call, true, 'recorded');
+        continue;
+      }
+      if (PROPOSAL_TOOLS.has(call.name)) {
+        journal.append({ type: 'proposal', proposal: proposalOf(call.name, args) });
+        result(call, true, 'proposed: it is stored for the team as proposed; a person reviews it, and no role gets it until they accept it. Go on without it.');
         continue;
       }
       const risk = config.confirmation_policy === 'confirm_risky' ? riskOf(parsed.tool, args) : null;

@@ -4,6 +4,7 @@ import { BUILTIN_HOSTS } from '../gateway/server.ts';
 import { createJobRunner } from '../queue/runner.ts';
 import { createRunEngine } from './engine/engine.ts';
 import { roleSetup } from './engine/role-config.ts';
+import { proposalJobHandlers } from './engine/proposals.ts';
 import { runJobHandlers } from './engine/run-job.ts';
 import { RUNTIME_ARGV, RUNTIME_MOUNTS } from './engine/runtime-install.ts';
 import { prepareWorkspace } from './engine/workspace.ts';
@@ -71,6 +72,12 @@ export const workerComponent: Component = {
       [destroyTeamSandboxesJob.kind]: destroyTeamSandboxesJob.handler((p) => destroy.destroyTeamSandboxes(p.team_id).then(() => undefined)),
       ...runJobHandlers(engine),
       ...traceJobHandlers({ endpoint: config.otlpEndpoint, logger }),
+      ...proposalJobHandlers({
+        runs: services.runs,
+        team: (name) => services.teams.forRun(name),
+        proposeSkill: (actor, team, input) => services.teams.proposeSkill(actor, team, input),
+        proposeMcpServer: (actor, team, input) => services.mcpServers.propose(actor, team, input),
+      }),
     };
     const runner = createJobRunner({ db, logger, metrics: ctx.metrics, handlers, concurrency: config.jobConcurrency });
     await runner.start();

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { sql, type Kysely, type Transaction } from 'kysely';
-import type { AgentEvent, AgentInput, TurnOutcome } from '../../agent/protocol.ts';
+import type { AgentEvent, AgentInput, Proposal, TurnOutcome } from '../../agent/protocol.ts';
 import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Database } from '../../db/schema.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
@@ -56,6 +56,8 @@ export interface RunsDeps {
   jaegerUrl: string | null;
   /** Where recorded events and ended runs become spans (null when no OTLP collector is configured). */
   traces?: RunTraces | null;
+  /** Queues the storing of what an agent proposed for its team (a skill, an MCP server), in the recording transaction. */
+  propose?(trx: Trx, p: { run_id: string; team: string; team_id: number; role: string; source: string; proposal: Proposal }): Promise<void>;
 }
 
 const FINISHED: RunState[] = ['succeeded', 'failed', 'cancelled'];
@@ -437,6 +439,7 @@ export function createRunsService(deps: RunsDeps) {
           const source = `${task.conversation}:${e.seq}`;
           if (e.type === 'model_call') iterations++;
           if (e.type === 'model_reply' && e.usage) cost += (e.usage.prompt_tokens * price.input + e.usage.completion_tokens * price.output) / 1_000_000;
+          if (e.type === 'proposal' && deps.propose) await deps.propose(trx, { run_id: run.id, team: run.team_name, team_id: run.team_id, role: task.role, source, proposal: e.proposal });
           const push = pushOf(e);
           if (push) {
             await store.appendPost(trx, run.id, { kind: 'artifact', role: task.role, text: `pushed ${push.branch} at ${push.commit}`, data: { branch: push.branch, commit: push.commit } }, source);
