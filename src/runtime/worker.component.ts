@@ -6,7 +6,7 @@ import { createRunEngine } from './engine/engine.ts';
 import { roleSetup } from './engine/role-config.ts';
 import { proposalJobHandlers } from './engine/proposals.ts';
 import { runJobHandlers } from './engine/run-job.ts';
-import { RUNTIME_ARGV, RUNTIME_MOUNTS } from './engine/runtime-install.ts';
+import { MICROVM_RUNTIME_ARGV, RUNTIME_ARGV, RUNTIME_MOUNTS } from './engine/runtime-install.ts';
 import { prepareWorkspace } from './engine/workspace.ts';
 import { traceJobHandlers } from '../telemetry/traces.ts';
 import { jobHandlers } from './jobs.ts';
@@ -50,7 +50,12 @@ export const workerComponent: Component = {
         // Node's fetch honours HTTP(S)_PROXY only when asked: the agent runtime's model calls go through the gateway.
         const exec = (req: ExecRequest) => host.exec(placement.sandboxId, { ...req, env: { NODE_USE_ENV_PROXY: '1', ...req.env } });
         await prepareWorkspace({ exec, copyIn: (files) => host.copyIn(placement.sandboxId, files) }, plan);
-        return { id: placement.sandboxId, exec, coldBooted: placement.replaced || (Boolean(status.coldBooted) && work.task.state === 'running') };
+        return {
+          id: placement.sandboxId,
+          exec,
+          coldBooted: placement.replaced || (Boolean(status.coldBooted) && work.task.state === 'running'),
+          ...(placement.provider === 'microvm' ? { runtimeArgv: [...MICROVM_RUNTIME_ARGV] } : {}),
+        };
       },
     });
 

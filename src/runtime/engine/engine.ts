@@ -19,6 +19,8 @@ export interface RoleSandbox {
   exec(req: ExecRequest): Promise<ExecHandle>;
   /** True when it had to cold-boot and lost its running processes (the spec's "conversations come back as errors"). */
   coldBooted: boolean;
+  /** The runtime's command line in this sandbox, when its provider places it elsewhere than `runtimeArgv` says. */
+  runtimeArgv?: string[];
 }
 
 export interface EngineDeps {
@@ -81,7 +83,8 @@ export function createRunEngine(deps: EngineDeps) {
     }
     // Catch up on what the journal holds beyond what was recorded (a worker that died mid-turn).
     const caught: AgentEvent[] = [];
-    const replay = await runRuntime(sandbox, deps.runtimeArgv, { op: 'events', conversation: task.conversation, workspace: config.workspace, after: task.events_seen }, signal, async (e) => void caught.push(e));
+    const argv = sandbox.runtimeArgv ?? deps.runtimeArgv;
+    const replay = await runRuntime(sandbox, argv, { op: 'events', conversation: task.conversation, workspace: config.workspace, after: task.events_seen }, signal, async (e) => void caught.push(e));
     if (replay.code !== 0) throw new RuntimeStopped(`the agent runtime could not read its journal (exit ${replay.code}): ${replay.stderr.trim().slice(-500)}`);
     await runs.recordEvents(task.id, config.model, caught);
     const last = caught.length ? caught[caught.length - 1].seq : task.events_seen;
@@ -107,7 +110,7 @@ export function createRunEngine(deps: EngineDeps) {
     let pending: AgentEvent[] = [];
     let result;
     try {
-      result = await runRuntime(sandbox, deps.runtimeArgv, { op: 'turn', conversation: task.conversation, config, input }, stop.signal, async (e) => {
+      result = await runRuntime(sandbox, argv, { op: 'turn', conversation: task.conversation, config, input }, stop.signal, async (e) => {
         pending.push(e);
         if (e.type === 'turn_end') outcome = e.outcome;
         // Record before anything is published; a burst is written in one transaction.
