@@ -4,6 +4,8 @@
 // a boot is slow without KVM.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ScriptedAnswer, ScriptedRequest } from '../fakes/scripted-model.ts';
 import { microvmSkipReason, testImagesDir } from '../microvm-image.ts';
@@ -13,6 +15,7 @@ const skip = stackSkip || microvmSkipReason() || false;
 
 describe('a run in a microvm sandbox', { skip }, () => {
   let stack: Stack;
+  let microvmDir: string;
 
   function script(req: ScriptedRequest): ScriptedAnswer {
     const results = req.body.messages.filter((m) => m.role === 'tool').map((m) => String(m.content ?? ''));
@@ -22,20 +25,25 @@ describe('a run in a microvm sandbox', { skip }, () => {
   }
 
   before(async () => {
-    stack = await startStack({ script, config: { SERVICE_IMAGES_DIR: await testImagesDir() } });
+    microvmDir = fs.mkdtempSync(path.join(os.tmpdir(), 'crewhouse-microvm-run-'));
+    stack = await startStack({ script, config: { SERVICE_IMAGES_DIR: await testImagesDir(), SERVICE_MICROVM_DIR: microvmDir } });
   });
 
   after(async () => {
     await stack?.stop();
+    if (microvmDir) fs.rmSync(microvmDir, { recursive: true, force: true });
   });
 
   it('runs the agent runtime the image carries and succeeds', async () => {
     const team = await stack.makeTeam({
       roles: { lead: { tools: ['write_file', 'read_file', 'finish'] } },
-      environment: { provider: 'microvm', vcpus: 1, memory_mib: 512, disk_gib: 1, image: null },
+      environment: { provider: 'microvm', vcpus: 1, memory_mib: 512, disk_gib: 1 },
     });
     const runId = await stack.giveTask(team, 'Write guest.txt and read it back.');
-    const run = await stack.waitForState(runId, 'succeeded');
+    const run = await stack.waitForState(runId, 'succeeded').catch((err: Error) => {
+      // What the guest said (its console's last lines are in the provider's log) makes a failure readable.
+      throw new Error(`${err.message}\n${stack.logLines.filter((l) => l.includes('microvm')).join('').slice(-4000)}`);
+    });
     const posts = await stack.posts(runId);
     assert.equal(posts.at(-1)?.kind, 'completed');
     assert.equal(posts.at(-1)?.text, 'read back: same');
