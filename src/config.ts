@@ -30,6 +30,8 @@ export interface Config {
   egressDevDestinations: boolean;
   /** Jaeger query API a run's trace is read from (`GET /runs/{id}/trace`, `jaeger_url`); null when none. */
   jaegerUrl: string | null;
+  /** OTLP/HTTP collector runs' spans are exported to (`{endpoint}/v1/traces`); null when none. */
+  otlpEndpoint: string | null;
   imagesDir: string;
   /** Where microVM sandboxes keep their disks, sockets and snapshots. */
   microvmDir: string;
@@ -116,6 +118,7 @@ export const configReference: Array<{ name: string; default: string; meaning: st
   { name: 'SERVICE_GATEWAY_DNS', default: '(unset: the system resolver)', meaning: 'comma-separated DNS servers (ip or ip:port) the gateway resolves names through' },
   { name: 'SERVICE_CHAT_PORT', default: '8083', meaning: 'port of the chat server' },
   { name: 'SERVICE_CHAT_RATE_LIMIT', default: '200/60', meaning: 'chat API requests each user may make per window, as <calls>/<seconds>; 0 turns the limit off' },
+  { name: 'SERVICE_OTLP_ENDPOINT', default: 'unset', meaning: 'base URL of an OpenTelemetry collector (OTLP/HTTP, JSON): the spans of runs, their tasks and their model and tool calls are exported to `{endpoint}/v1/traces` through the job queue, retried while it is down' },
   { name: 'SERVICE_JAEGER_URL', default: 'unset', meaning: 'base URL of a Jaeger query service: `GET /runs/{id}/trace` reads spans from it and runs link to it (`jaeger_url`)' },
   { name: 'SERVICE_EGRESS_DEV_DESTINATIONS', default: '0', meaning: '1 puts dev-only (loopback or private) destinations into egress policies' },
   { name: 'SERVICE_IMAGES_DIR', default: '<data dir>/images', meaning: 'where `crewhouse images build` writes agent images and their manifests, and where microVMs boot them from' },
@@ -222,6 +225,7 @@ export function loadConfig(env: Env = process.env): Config {
     chatRateLimit: chatRateLimit(env),
     egressDevDestinations: bool(env, 'SERVICE_EGRESS_DEV_DESTINATIONS'),
     jaegerUrl: httpUrl(env, 'SERVICE_JAEGER_URL'),
+    otlpEndpoint: httpUrl(env, 'SERVICE_OTLP_ENDPOINT'),
     imagesDir: path.resolve(str(env, 'SERVICE_IMAGES_DIR') ?? path.join(dataDir, 'images')),
     microvmDir: path.resolve(str(env, 'SERVICE_MICROVM_DIR') ?? path.join(dataDir, 'sandboxes', 'microvm')),
     microvmSnapshotBudgetBytes: int(env, 'SERVICE_MICROVM_SNAPSHOT_BUDGET_MIB', 20480, 0, 64 * 1024 * 1024) * 1024 * 1024,

@@ -28,7 +28,9 @@ import { egressRefusalsOfTeam } from './gateway/events.ts';
 import { createCodeHostDelivery } from './integrations/webhooks/code-host.delivery.ts';
 import type { CodeHostClient, WebhookSurface } from './integrations/webhooks/code-host.client.ts';
 import { createWebhooksService } from './integrations/webhooks/webhooks.service.ts';
+import { runProposal } from './runtime/engine/proposals.ts';
 import { runAdvance } from './runtime/engine/run-job.ts';
+import { createRunTraces } from './telemetry/traces.ts';
 import { canTakeWork } from './runtime/sandboxes/placement.ts';
 import type { TeamDirectory } from './runtime/sandboxes/placement.ts';
 import { createSandboxesService } from './runtime/sandboxes/sandboxes.service.ts';
@@ -88,6 +90,8 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     },
     jaegerUrl: config.jaegerUrl,
     hooks,
+    traces: createRunTraces({ endpoint: config.otlpEndpoint }),
+    propose: async (trx, p) => void (await runProposal.enqueue(trx, p, { key: `proposal:${p.run_id}:${p.source}` })),
   });
   const sandboxes = createSandboxesService({ db });
   const teams = createTeamsService({

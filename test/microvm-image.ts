@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runtimeImageFiles } from '../src/runtime/engine/runtime-install.ts';
 import { buildImage } from '../src/runtime/sandboxes/providers/microvm/images.ts';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -26,6 +27,8 @@ export function microvmSkipReason(): string | null {
 async function inputsHash(): Promise<string> {
   const h = crypto.createHash('sha256');
   for (const f of ['images.ts', 'guest/agent.ts', 'guest/frames.ts']) h.update(await fsp.readFile(path.join(microvmDir, f)));
+  // The image carries the agent runtime: a change to it is a new image.
+  for (const f of await runtimeImageFiles()) if (!f.source.includes('node_modules')) h.update(await fsp.readFile(f.source));
   for (const f of [process.execPath, '/bin/busybox']) {
     const st = await fsp.stat(f);
     h.update(`${f}:${st.size}:${st.mtimeMs}`);

@@ -3,7 +3,7 @@ import type { Journal } from './journal.ts';
 import { callModel, ModelError, type ModelReply, type ModelRequest } from './model.ts';
 import type { AgentConfig, AgentEvent, AgentInput, ToolCall, TurnOutcome } from './protocol.ts';
 import type { McpToolbox } from './mcp.ts';
-import { NOTE_TOOLS, parseCall, riskOf, runWorkTool, TURN_TOOLS, type ToolContext } from './tools/index.ts';
+import { NOTE_TOOLS, parseCall, PROPOSAL_TOOLS, proposalOf, riskOf, runWorkTool, TURN_TOOLS, type ToolContext } from './tools/index.ts';
 
 export interface LoopDeps {
   /** The model call; `callModel` in production. */
@@ -77,8 +77,8 @@ export async function runTurn(config: AgentConfig, journal: Journal, input: Agen
     journal.append({ type: 'turn_end', outcome });
     return outcome;
   };
-  const result = (call: ToolCall, ok: boolean, output: string, interrupted = false) =>
-    journal.append({ type: 'tool_result', call_id: call.id, name: call.name, ok, output, ...(interrupted ? { interrupted: true } : {}) });
+  const result = (call: ToolCall, ok: boolean, output: string, interrupted = false, startedAt?: string) =>
+    journal.append({ type: 'tool_result', call_id: call.id, name: call.name, ok, output, ...(interrupted ? { interrupted: true } : {}), ...(startedAt ? { started_at: startedAt } : {}) });
 
   // Settle what the last answer left open first: a tool message must follow the answer that
   // called it, before any new user message (the wire format requires it).
@@ -121,7 +121,7 @@ export async function runTurn(config: AgentConfig, journal: Journal, input: Agen
   }
 
   async function carryOut(call: ToolCall, args: Record<string, unknown>): Promise<TurnOutcome | null> {
-    journal.append({ type: 'tool_started', call });
+    const started = journal.append({ type: 'tool_started', call });
     let answer;
     try {
       answer = mcp?.owns(call.name) ? await mcp.call(call.name, args, signal) : await runWorkTool(call.name, ctx, args);
@@ -129,10 +129,10 @@ export async function runTurn(config: AgentConfig, journal: Journal, input: Agen
       answer = { ok: false, output: `${call.name} failed: ${err instanceof Error ? err.message : String(err)}` };
     }
     if (signal.aborted) {
-      result(call, false, 'cancelled by the person', true);
+      result(call, false, 'cancelled by the person', true, started.at);
       return end({ kind: 'cancelled' });
     }
-    result(call, answer.ok, answer.output);
+    result(call, answer.ok, answer.output, false, started.at);
     return null;
   }
 
@@ -161,6 +161,11 @@ export async function runTurn(config: AgentConfig, journal: Journal, input: Agen
         result(call, true, 'recorded');
         continue;
       }
+      if (PROPOSAL_TOOLS.has(call.name)) {
+        journal.append({ type: 'proposal', proposal: proposalOf(call.name, args) });
+        result(call, true, 'proposed: it is stored for the team as proposed; a person reviews it, and no role gets it until they accept it. Go on without it.');
+        continue;
+      }
       const risk = config.confirmation_policy === 'confirm_risky' ? riskOf(parsed.tool, args) : null;
       if (risk) return end({ kind: 'confirmation', call, reason: risk });
       if (TURN_TOOLS.has(call.name)) {
@@ -187,7 +192,7 @@ export async function runTurn(config: AgentConfig, journal: Journal, input: Agen
     journal.append({ type: 'model_call', iteration: iterations + 1 });
     const reply = await callWithRetries(config, journal, model, sleep, deps, signal);
     if (!reply) return signal.aborted ? end({ kind: 'cancelled' }) : end({ kind: 'failed', reason: lastModelError(journal.all()) });
-    journal.append({ type: 'model_reply', content: reply.content, tool_calls: reply.tool_calls, usage: reply.usage, finish_reason: reply.finish_reason });
+    journal.append({ type: 'model_reply', content: reply.content, tool_calls: reply.tool_calls, usage: reply.usage, finish_reason: reply.finish_reason, started_at: reply.started_at });
     if (!reply.tool_calls.length) {
       if (++nudges > NUDGES) return end({ kind: 'failed', reason: `the model stopped calling tools (answered ${NUDGES + 1} times with text only)` });
       journal.append({
@@ -217,11 +222,12 @@ async function callWithRetries(
   sleep: (ms: number, signal: AbortSignal) => Promise<void>,
   deps: LoopDeps,
   signal: AbortSignal,
-): Promise<ModelReply | null> {
+): Promise<(ModelReply & { started_at: string }) | null> {
   const attempts = deps.attempts ?? 4;
   for (let attempt = 1; ; attempt++) {
+    const startedAt = new Date().toISOString();
     try {
-      return await model({
+      const reply = await model({
         baseUrl: config.base_url,
         model: config.model,
         messages: messagesOf(config, journal.all()),
@@ -231,11 +237,12 @@ async function callWithRetries(
         timeoutMs: deps.modelTimeoutMs ?? 300_000,
         signal,
       });
+      return { ...reply, started_at: startedAt };
     } catch (err) {
       if (signal.aborted) return null;
       const me = err instanceof ModelError ? err : new ModelError(err instanceof Error ? err.message : String(err), { retryable: true });
       const final = !me.retryable || attempt >= attempts;
-      journal.append({ type: 'model_error', attempt, reason: me.message, final });
+      journal.append({ type: 'model_error', attempt, reason: me.message, final, started_at: startedAt });
       if (final) return null;
       await sleep(me.retryAfterMs ?? Math.min(30_000, 1000 * 2 ** (attempt - 1)), signal);
     }

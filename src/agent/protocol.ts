@@ -81,15 +81,21 @@ export type TurnOutcome =
   | { kind: 'failed'; reason: string }
   | { kind: 'cancelled' };
 
+/** What an agent proposes for its team: stored as `proposed` until a person accepts it. */
+export type Proposal =
+  | { kind: 'skill'; name: string; description: string; instructions: string }
+  | { kind: 'mcp_server'; name: string; url: string; destination: string; auth: 'none' | 'bearer' | 'header'; header: string | null; roles: string[]; reason: string | null };
+
 /** One journal entry. `seq` starts at 1 and has no gaps. */
 export type AgentEvent = { seq: number; at: string } & (
   | { type: 'input'; input: AgentInput }
   | { type: 'model_call'; iteration: number }
-  | { type: 'model_reply'; content: string | null; tool_calls: ToolCall[]; usage: Usage | null; finish_reason: string | null }
-  | { type: 'model_error'; attempt: number; reason: string; final: boolean }
+  | { type: 'model_reply'; content: string | null; tool_calls: ToolCall[]; usage: Usage | null; finish_reason: string | null; /** When the request went out (the call's span starts there). */ started_at?: string }
+  | { type: 'model_error'; attempt: number; reason: string; final: boolean; started_at?: string }
   | { type: 'tool_started'; call: ToolCall }
-  | { type: 'tool_result'; call_id: string; name: string; ok: boolean; output: string; interrupted?: boolean }
+  | { type: 'tool_result'; call_id: string; name: string; ok: boolean; output: string; interrupted?: boolean; /** When the tool began to run; absent for a call that never ran. */ started_at?: string }
   | { type: 'progress'; text: string }
+  | { type: 'proposal'; proposal: Proposal }
   | { type: 'plan'; steps: Array<{ step: string; status: string }> }
   | { type: 'context_masked'; up_to_seq: number; tool_results: number; chars: number }
   | { type: 'context_summarized'; up_to_seq: number; summary: string }

@@ -5,9 +5,11 @@ import { BUILTIN_HOSTS } from '../gateway/server.ts';
 import { createJobRunner } from '../queue/runner.ts';
 import { createRunEngine } from './engine/engine.ts';
 import { roleSetup } from './engine/role-config.ts';
+import { proposalJobHandlers } from './engine/proposals.ts';
 import { runJobHandlers } from './engine/run-job.ts';
-import { RUNTIME_ARGV, RUNTIME_MOUNTS } from './engine/runtime-install.ts';
+import { MICROVM_RUNTIME_ARGV, RUNTIME_ARGV, RUNTIME_MOUNTS } from './engine/runtime-install.ts';
 import { prepareWorkspace } from './engine/workspace.ts';
+import { traceJobHandlers } from '../telemetry/traces.ts';
 import { jobHandlers } from './jobs.ts';
 import { startSandboxHost } from './sandboxes/host.ts';
 import { createDestroyTeamSandboxes, destroyTeamSandboxesJob } from './sandboxes/jobs/destroy-team-sandboxes.ts';
@@ -56,7 +58,12 @@ export const workerComponent: Component = {
         // Node's fetch honours HTTP(S)_PROXY only when asked: the agent runtime's model calls go through the gateway.
         const exec = (req: ExecRequest) => host.exec(placement.sandboxId, { ...req, env: { NODE_USE_ENV_PROXY: '1', ...req.env } });
         await prepareWorkspace({ exec, copyIn: (files) => host.copyIn(placement.sandboxId, files) }, plan);
-        return { id: placement.sandboxId, exec, coldBooted: placement.replaced || (Boolean(status.coldBooted) && work.task.state === 'running') };
+        return {
+          id: placement.sandboxId,
+          exec,
+          coldBooted: placement.replaced || (Boolean(status.coldBooted) && work.task.state === 'running'),
+          ...(placement.provider === 'microvm' ? { runtimeArgv: [...MICROVM_RUNTIME_ARGV] } : {}),
+        };
       },
     });
 
@@ -79,6 +86,13 @@ export const workerComponent: Component = {
       ...jobHandlers({ db, proxy: services.proxy, webhooks: services.webhooks, codeHostDelivery: services.codeHostDelivery }),
       [destroyTeamSandboxesJob.kind]: destroyTeamSandboxesJob.handler((p) => destroy.destroyTeamSandboxes(p.team_id).then(() => undefined)),
       ...runJobHandlers(engine),
+      ...traceJobHandlers({ endpoint: config.otlpEndpoint, logger }),
+      ...proposalJobHandlers({
+        runs: services.runs,
+        team: (name) => services.teams.forRun(name),
+        proposeSkill: (actor, team, input) => services.teams.proposeSkill(actor, team, input),
+        proposeMcpServer: (actor, team, input) => services.mcpServers.propose(actor, team, input),
+      }),
     };
     const runner = createJobRunner({ db, logger, metrics: ctx.metrics, handlers, concurrency: config.jobConcurrency });
     await runner.start();

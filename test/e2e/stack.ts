@@ -81,6 +81,8 @@ export interface TeamSpec {
   budget_usd_per_day?: number;
   /** Extra template fields (memory, ...). */
   template?: Record<string, unknown>;
+  /** Fields of the team's environment other than the `local` defaults (provider, image, ...). */
+  environment?: Record<string, unknown>;
 }
 
 export interface Stack {
@@ -137,7 +139,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     env,
     async makeTeam(spec) {
       const envName = uniq('env');
-      const e = await api('POST', '/api/v1/environments', { name: envName, provider: 'local', profile: 'small', vcpus: 1, memory_mib: 512, disk_gib: 1, idle_after_seconds: 600, deep_sleep_after_seconds: 3600 });
+      const e = await api('POST', '/api/v1/environments', { name: envName, provider: 'local', profile: 'small', vcpus: 1, memory_mib: 512, disk_gib: 1, idle_after_seconds: 600, deep_sleep_after_seconds: 3600, ...spec.environment });
       assert.equal(e.status, 201, e.text);
       const roles: Record<string, unknown> = {};
       for (const [role, r] of Object.entries(spec.roles)) {

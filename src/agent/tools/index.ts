@@ -1,4 +1,5 @@
 import { Value } from 'typebox/value';
+import type { Proposal } from '../protocol.ts';
 import { toolNamed, type ToolDefinition } from '../../runtime/tools/catalog.ts';
 import { gitBranch, gitCommit, gitDiff, gitLog, gitPull, gitPush, gitStatus, httpRequest, shell } from './commands.ts';
 import { ToolFailure, type ToolAnswer, type ToolContext } from './context.ts';
@@ -32,6 +33,23 @@ const WORK_TOOLS: Record<string, Impl> = {
 export const TURN_TOOLS = new Set(['ask_person', 'hand_off', 'finish', 'open_pull_request']);
 /** Tools that only record something in the run's log. */
 export const NOTE_TOOLS = new Set(['update_plan', 'post_progress']);
+/** Tools that propose something for the team: recorded, and stored as proposed by the worker. */
+export const PROPOSAL_TOOLS = new Set(['propose_skill', 'propose_mcp_server']);
+
+/** The proposal a checked call of a proposal tool makes. */
+export function proposalOf(name: string, args: Record<string, unknown>): Proposal {
+  if (name === 'propose_skill') return { kind: 'skill', name: String(args.name), description: String(args.description), instructions: String(args.instructions) };
+  return {
+    kind: 'mcp_server',
+    name: String(args.name),
+    url: String(args.url),
+    destination: String(args.destination),
+    auth: args.auth as 'none' | 'bearer' | 'header',
+    header: typeof args.header === 'string' ? args.header : null,
+    roles: Array.isArray(args.roles) ? args.roles.map(String) : [],
+    reason: typeof args.reason === 'string' ? args.reason : null,
+  };
+}
 
 export type ParsedCall = { ok: true; tool: ToolDefinition; args: Record<string, unknown> } | { ok: false; error: string };
 

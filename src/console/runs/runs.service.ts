@@ -1,12 +1,13 @@
 import crypto from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { sql, type Kysely, type Transaction } from 'kysely';
-import type { AgentEvent, AgentInput, TurnOutcome } from '../../agent/protocol.ts';
+import type { AgentEvent, AgentInput, Proposal, TurnOutcome } from '../../agent/protocol.ts';
 import { recordAudit, systemActor, type Actor } from '../../audit/audit.ts';
 import type { Database } from '../../db/schema.ts';
 import type { HookCaller, RunChange } from '../../hooks.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { problems } from '../../http/problems.ts';
+import type { RunTraces } from '../../telemetry/traces.ts';
 import { approvalOf, memoryBlock, outcomeEntry, postOfEvent, pushOf, transitionOf, type PostDraft, type RunView } from '../../runtime/engine/rules.ts';
 import * as store from './runs.store.ts';
 import type { Post, Run } from './runs.schemas.ts';
@@ -56,6 +57,10 @@ export interface RunsDeps {
   jaegerUrl: string | null;
   /** Told (inside the transaction) when a run starts, waits for a person or ends. */
   hooks?: HookCaller;
+  /** Where recorded events and ended runs become spans (null when no OTLP collector is configured). */
+  traces?: RunTraces | null;
+  /** Queues the storing of what an agent proposed for its team (a skill, an MCP server), in the recording transaction. */
+  propose?(trx: Trx, p: { run_id: string; team: string; team_id: number; role: string; source: string; proposal: Proposal }): Promise<void>;
 }
 
 const FINISHED: RunState[] = ['succeeded', 'failed', 'cancelled'];
@@ -196,6 +201,7 @@ export function createRunsService(deps: RunsDeps) {
     await store.endOpenTasks(trx, run.id, 'cancelled');
     const { last_seq } = await trx.selectFrom('runs').select('last_seq').where('id', '=', run.id).executeTakeFirstOrThrow();
     await changed(trx, { run_id: run.id, team: run.team_name, event: 'finished', state, seq: last_seq });
+    if (deps.traces && run.trace_id) await deps.traces.ended(trx, { trace_id: run.trace_id, id: run.id, team: run.team_name, created_at: run.created_at, state });
     const lead = team.roles.find((r) => r.role === team.lead);
     if (state !== 'cancelled' && lead?.memory.write_outcomes && fields.summary !== undefined) {
       const d = fields.delivery ?? run.delivery;
@@ -463,6 +469,10 @@ export function createRunsService(deps: RunsDeps) {
         if (!run) return null;
         const fresh = events.filter((e) => e.seq > task.events_seen);
         if (!fresh.length) return null;
+        if (deps.traces && run.trace_id) {
+          const context = { trace_id: run.trace_id, run_id: run.id, team: run.team_name, task_id: task.id, role: task.role, model, conversation: task.conversation, task_started_at: iso(task.started_at ?? task.created_at) };
+          await deps.traces.recorded(trx, context, fresh);
+        }
         let cost = 0;
         let iterations = 0;
         let delivery = run.delivery;
@@ -470,6 +480,7 @@ export function createRunsService(deps: RunsDeps) {
           const source = `${task.conversation}:${e.seq}`;
           if (e.type === 'model_call') iterations++;
           if (e.type === 'model_reply' && e.usage) cost += (e.usage.prompt_tokens * price.input + e.usage.completion_tokens * price.output) / 1_000_000;
+          if (e.type === 'proposal' && deps.propose) await deps.propose(trx, { run_id: run.id, team: run.team_name, team_id: run.team_id, role: task.role, source, proposal: e.proposal });
           const push = pushOf(e);
           if (push) {
             await store.appendPost(trx, run.id, { kind: 'artifact', role: task.role, text: `pushed ${push.branch} at ${push.commit}`, data: { branch: push.branch, commit: push.commit } }, source);

@@ -11,6 +11,7 @@ import type { ModelCatalog } from '../../models/catalog.ts';
 import type { ModelProxyClient } from '../../modelproxy/client.ts';
 import type { Cipher } from '../../secrets/cipher.ts';
 import type { AgentVersion } from '../agents/agents.schemas.ts';
+import { checkSkill } from '../skills/skills.rules.ts';
 import type { SandboxesService, TeamSandboxes } from '../../runtime/sandboxes/sandboxes.service.ts';
 import type { References, RefQuery } from '../references.ts';
 import type { RunActivity, RunsService } from '../runs/runs.service.ts';
@@ -666,6 +667,32 @@ export function createTeamsService(deps: {
       const t = await mustGetLive(name);
       const rows = await store.listSkills(db, t.id, decodeCursor(query.cursor, 1), query.limit);
       return toPage(rows, query.limit, (r) => [r.name], (r) => ({ name: r.name, version: r.version, status: r.status, source: r.source, updated_at: r.updated_at }));
+    },
+
+    /**
+     * An agent proposes a skill for its team: stored `proposed` (given to no role) until a
+     * person curates it. A new proposal of a still-proposed name replaces it (a new version);
+     * a curated skill of the name is a person's, so the proposal is refused (409).
+     */
+    async proposeSkill(actor: Actor, teamName: string, input: { name: string; description: string; instructions: string; source: string }) {
+      // JSON strings are YAML scalars: whatever the agent wrote, the front matter stays well formed.
+      const body = `---\nname: ${JSON.stringify(input.name)}\ndescription: ${JSON.stringify(input.description.replace(/\s+/g, ' ').trim())}\n---\n\n${input.instructions}\n`;
+      const { errors } = checkSkill(input.name, body, {});
+      if (errors.length) throw problems.validation(errors);
+      return db.transaction().execute(async (trx) => {
+        const t = await store.getLiveTeam(trx, teamName);
+        if (!t) throw problems.notFound('team', teamName);
+        const existing = await trx.selectFrom('team_skills').select(['status', 'version']).where('team_id', '=', t.id).where('name', '=', input.name).forUpdate().executeTakeFirst();
+        if (existing?.status === 'curated') throw problems.conflict(`team "${teamName}" already has a curated skill named "${input.name}"; a person changes it`, [{ field: 'name', message: 'is taken' }]);
+        const version = (existing?.version ?? 0) + 1;
+        if (existing) {
+          await trx.updateTable('team_skills').set({ version, body, source: input.source, updated_at: sql`now()` }).where('team_id', '=', t.id).where('name', '=', input.name).execute();
+        } else {
+          await trx.insertInto('team_skills').values({ team_id: t.id, name: input.name, version, status: 'proposed', source: input.source, body }).execute();
+        }
+        await recordAudit(trx, actor, 'team.skill_propose', { type: 'team', id: teamName }, { skill: input.name, version, source: input.source });
+        return { name: input.name, version, status: 'proposed' as const };
+      });
     },
 
     /** Checkpoints the live teams' roles use, for GET /checkpoints. */

@@ -20,6 +20,8 @@ export interface RoleSandbox {
   exec(req: ExecRequest): Promise<ExecHandle>;
   /** True when it had to cold-boot and lost its running processes (the spec's "conversations come back as errors"). */
   coldBooted: boolean;
+  /** The runtime's command line in this sandbox, when its provider places it elsewhere than `runtimeArgv` says. */
+  runtimeArgv?: string[];
 }
 
 export interface EngineDeps {
@@ -135,7 +137,8 @@ export function createRunEngine(deps: EngineDeps) {
     // and how it ended, are in its events (the recording skips what it already holds).
     const caught: AgentEvent[] = [];
     const from = task.state === 'running' && task.turn_from !== null ? Math.min(task.turn_from, task.events_seen) : task.events_seen;
-    const replay = await runRuntime(sandbox, deps.runtimeArgv, { op: 'events', conversation: task.conversation, workspace: config.workspace, after: from }, signal, async (e) => void caught.push(e));
+    const argv = sandbox.runtimeArgv ?? deps.runtimeArgv;
+    const replay = await runRuntime(sandbox, argv, { op: 'events', conversation: task.conversation, workspace: config.workspace, after: from }, signal, async (e) => void caught.push(e));
     if (replay.code !== 0) throw new RuntimeStopped(`the agent runtime could not read its journal (exit ${replay.code}): ${replay.stderr.trim().slice(-500)}`);
     await runs.recordEvents(task.id, config.model, caught);
     const last = caught.length ? caught[caught.length - 1].seq : from;
@@ -181,7 +184,7 @@ export function createRunEngine(deps: EngineDeps) {
       const control = { cancel: stop.signal, leave: signal, graceMs: deps.stopGraceMs ?? 30_000 };
       result = await runRuntime(
         sandbox,
-        deps.runtimeArgv,
+        argv,
         { op: 'turn', conversation: task.conversation, config, input },
         signal,
         async (e) => {

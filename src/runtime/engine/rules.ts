@@ -150,6 +150,12 @@ export function postOfEvent(role: string, e: AgentEvent): PostDraft | null {
       return { kind: 'working', role, text: `${e.name}: ${e.ok ? 'done' : 'failed'}`, data: { tool: e.name, ok: e.ok, output: clip(e.output, 2000) } };
     case 'progress':
       return { kind: 'working', role, text: e.text };
+    case 'proposal': {
+      const p = e.proposal;
+      const what = p.kind === 'skill' ? `the skill "${p.name}" (${clip(p.description, 300)})` : `the MCP server "${p.name}" at ${clip(p.url, 300)}${p.reason ? ` (${clip(p.reason, 300)})` : ''}`;
+      const where = p.kind === 'skill' ? 'the team\'s skills' : 'the team\'s MCP servers';
+      return { kind: 'notice', role, text: `${role} proposes ${what} for the team; it waits in ${where} as proposed until a person accepts it`, data: { proposal: p.kind, name: p.name } };
+    }
     case 'plan':
       return { kind: 'working', role, text: `plan:\n${e.steps.map((s) => `- [${s.status === 'done' ? 'x' : s.status === 'in_progress' ? '~' : ' '}] ${s.step}`).join('\n')}`, data: { plan: e.steps } };
     case 'context_masked':

@@ -1,3 +1,4 @@
+import fs from 'node:fs/promises';
 import path from 'node:path';
 
 /** Where the service's own files are: the agent runtime runs from them, read-only, inside a sandbox. */
@@ -18,3 +19,27 @@ export const RUNTIME_MOUNTS: ReadonlyArray<{ source: string; target: string }> =
 
 /** The agent runtime's command line inside a sandbox. */
 export const RUNTIME_ARGV: readonly string[] = [`/opt/crewhouse-node/${path.basename(process.execPath)}`, '/opt/crewhouse/src/agent/main.ts'];
+
+/**
+ * What a microVM image carries of the agent runtime (its guest cannot mount the host's files):
+ * the runtime's sources, the one module of ours it imports, the one package it needs, and the
+ * package.json that makes them ES modules; absolute sources, targets relative to the image root.
+ */
+export async function runtimeImageFiles(): Promise<Array<{ source: string; target: string }>> {
+  const out: Array<{ source: string; target: string }> = [];
+  const walk = async (dir: string, skip: (name: string) => boolean) => {
+    for (const e of await fs.readdir(dir, { withFileTypes: true })) {
+      const full = path.join(dir, e.name);
+      if (e.isDirectory()) await walk(full, skip);
+      else if (e.isFile() && !skip(e.name)) out.push({ source: full, target: path.join('opt/crewhouse', path.relative(ROOT, full)) });
+    }
+  };
+  await walk(path.join(ROOT, 'src/agent'), (name) => name.endsWith('.test.ts'));
+  out.push({ source: path.join(ROOT, 'src/runtime/tools/catalog.ts'), target: 'opt/crewhouse/src/runtime/tools/catalog.ts' });
+  await walk(path.join(ROOT, 'node_modules/typebox'), () => false);
+  out.push({ source: path.join(ROOT, 'package.json'), target: 'opt/crewhouse/package.json' });
+  return out;
+}
+
+/** The agent runtime's command line inside a microVM: the image's own Node and the runtime it carries. */
+export const MICROVM_RUNTIME_ARGV: readonly string[] = ['/opt/crewhouse/node', '/opt/crewhouse/src/agent/main.ts'];

@@ -200,6 +200,30 @@ export const TOOL_CATALOG: readonly ToolDefinition[] = [
     parameters: Args({ text: Type.String({ minLength: 1, maxLength: 4000 }) }),
   },
   {
+    name: 'propose_skill',
+    description: "Proposes a skill for the team (instructions later conversations find on disk). It is stored as proposed and reaches no role until a person accepts it.",
+    risky: false,
+    parameters: Args({
+      name: Type.String({ minLength: 1, maxLength: 64, pattern: '^[a-z0-9]+(-[a-z0-9]+)*$', description: 'lower-case words joined by -' }),
+      description: Type.String({ minLength: 1, maxLength: 500, description: 'one line: when the skill helps' }),
+      instructions: Type.String({ minLength: 1, maxLength: 30_000, description: 'the skill itself, in Markdown' }),
+    }),
+  },
+  {
+    name: 'propose_mcp_server',
+    description: "Proposes an MCP server for the team. It is stored as proposed and reaches no role until a person accepts it (and gives it a secret, if it needs one).",
+    risky: false,
+    parameters: Args({
+      name: Type.String({ minLength: 1, maxLength: 63, pattern: '^[a-z0-9][a-z0-9-]{0,62}$' }),
+      url: Type.String({ minLength: 8, maxLength: 2000, pattern: '^[Hh][Tt][Tt][Pp][Ss]?://\\S+$', description: 'http(s) URL of the server, without credentials' }),
+      destination: Type.String({ minLength: 1, maxLength: 128, description: "an existing egress destination that reaches the server" }),
+      auth: Type.Union([Type.Literal('none'), Type.Literal('bearer'), Type.Literal('header')], { description: 'how the server wants its credential (a person supplies the secret)' }),
+      header: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9-]*$', description: 'the header name, for auth `header`' })),
+      roles: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 32 }), { maxItems: 32, uniqueItems: true, description: 'roles that should get it; empty or absent: every role' })),
+      reason: Type.Optional(Type.String({ maxLength: 2000, description: 'why the team needs it (shown to the person)' })),
+    }),
+  },
+  {
     name: 'ask_person',
     description: 'Asks the person a question and waits for the answer (the run becomes waiting). Only the lead role talks to the person; other roles ask the lead.',
     risky: false,

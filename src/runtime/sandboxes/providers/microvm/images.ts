@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import zlib from 'node:zlib';
 import { manifestProblem } from '../../../../console/environments/images.service.ts';
 import { SandboxError } from '../../provider.ts';
+import { runtimeImageFiles } from '../../../engine/runtime-install.ts';
 import { run } from './command.ts';
 
 const GUEST_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'guest');
@@ -193,6 +194,8 @@ async function addGuest(root: string, opts: { nodeBinary: string; busybox: strin
   await run('strip', ['--strip-debug', '-o', path.join(opt, 'node'), opts.nodeBinary], { signal: opts.signal }).catch(() => fsp.copyFile(opts.nodeBinary, path.join(opt, 'node')));
   await fsp.chmod(path.join(opt, 'node'), 0o755);
   for (const f of ['agent.ts', 'frames.ts']) await copyInto(root, path.join(GUEST_DIR, f), `opt/crewhouse/${f}`, 0o644);
+  // The agent runtime a run execs in the guest (the local provider mounts the same files instead).
+  for (const f of await runtimeImageFiles()) await copyInto(root, f.source, f.target, 0o644);
   await fsp.writeFile(path.join(opt, 'package.json'), '{"type":"module"}\n');
   await fsp.writeFile(path.join(opt, 'rcS'), RCS, { mode: 0o755 });
   await fsp.mkdir(path.join(root, 'etc'), { recursive: true });
