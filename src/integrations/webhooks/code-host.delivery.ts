@@ -42,7 +42,8 @@ export function pullRequestText(run: Run, posts: Post[], runUrl: string, refused
   const checks = posts
     .filter((p) => p.kind === 'working' && (p.data as { tool?: string })?.tool && ['shell', 'run_command', 'exec'].includes(String((p.data as { tool?: string }).tool)))
     .map((p) => `- ${clip(p.text, 200)}`);
-  const refused = [...posts.filter((p) => p.kind === 'notice' && (p.data as { host?: string })?.host).map((p) => p.text), ...refusedEgress].map((line) => `- ${clip(line, 200)}`);
+  // The gateway's own record of the run's time (the run's refusal notices say the same, once each).
+  const refused = refusedEgress.map((line) => `- ${clip(line, 200)}`);
   const issue = /^https?:\/\/\S+\/issues\/(\d+)$/m.exec(run.text);
   const body = [
     summary,

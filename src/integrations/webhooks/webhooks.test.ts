@@ -191,18 +191,20 @@ describe('the pull request text of a run', () => {
         post(1, 'task', 'Fix the thing', { from: 'person' }),
         post(2, 'task', 'Reviewed: the fix is right', { from: 'reviewer' }, 'lead'),
         post(3, 'working', 'shell: done', { tool: 'shell', ok: true }),
-        post(4, 'notice', 'refused: GET evil.example/ (not in the allowlist)', { host: 'evil.example', rule: 'allowlist' }, null),
+        post(4, 'notice', 'the gateway refused a request of the lead role to evil.example', { host: 'evil.example', rule: 'no_destination' }, null),
         post(5, 'artifact', 'pushed crewhouse/run_abc at c0ffee', { branch: 'crewhouse/run_abc' }),
         post(6, 'completed', 'Fixed the thing.'),
       ],
       'http://crewhouse.test/#/runs/run_abc',
+      ['lead: GET evil.example/ (no_destination: not in the allowlist)'],
     );
     assert.equal(title, 'Fix the thing');
     assert.match(body, /^Fixed the thing\./);
     assert.match(body, /Closes #7/);
     assert.match(body, /### What changed\n- pushed crewhouse\/run_abc at c0ffee/);
     assert.match(body, /### How it was checked\n- lead: Reviewed: the fix is right\n- shell: done/);
-    assert.match(body, /### Refused egress\n- refused: GET evil\.example/);
+    // From the gateway's record, once: the run's refusal notice says the same and is not repeated.
+    assert.match(body, /### Refused egress\n- lead: GET evil\.example\/ \(no_destination: not in the allowlist\)\n\n/);
     assert.match(body, /\[run_abc\]\(http:\/\/crewhouse\.test\/#\/runs\/run_abc\)/);
   });
 });
