@@ -3,6 +3,7 @@ import { readAudit, recordAudit, systemActor } from './audit/audit.ts';
 import { insertToken } from './auth/auth.service.ts';
 import { hashToken, newSecret } from './auth/credentials.ts';
 import { CHAT_USAGE, runChatCommand } from './chat/cli.ts';
+import { API_USAGE, isApiCommand, runCli } from './cli/index.ts';
 import { chatComponent } from './chat/component.ts';
 import type { Component, RunningComponent } from './components.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
@@ -26,8 +27,12 @@ import { createServices, loadShared } from './services.ts';
 export const COMPONENTS: Component[] = [consoleComponent, modelProxyComponent, chatComponent, gatewayComponent, workerComponent];
 
 // The components are listed from COMPONENTS, so the help names the ones that exist.
-const USAGE = `crewhouse <command>
+const USAGE = `crewhouse <command>     (crewhouse <command> --help for its options)
 
+Through the API (crewhouse login --url URL --token T once, or CREWHOUSE_URL and CREWHOUSE_TOKEN):
+${API_USAGE}
+
+On this machine, opening the database (SERVICE_* variables):
   serve [--only ${COMPONENTS.map((c) => c.name).join(',')}]
                                       run the service (all components by default; --only a subset of them)
   migrate                             bring the database schema up to date and exit
@@ -38,7 +43,7 @@ ${JOBS_USAGE}
   images build [--name N] [--ca FILE] build a microVM image into SERVICE_IMAGES_DIR (see README)
 ${CHAT_USAGE}
 
-Configuration comes from SERVICE_* environment variables; see README.md.`;
+The service's configuration comes from SERVICE_* environment variables; see README.md.`;
 
 const SERVE_USAGE = `crewhouse serve [--only NAME,...]
 
@@ -100,6 +105,12 @@ async function serve(config: Config, only: string | undefined) {
 
 async function main(argv: string[]) {
   const [command, ...rest] = argv;
+  // The API commands need no service configuration: they talk to a running console.
+  if (isApiCommand(command) && !(command === 'secrets' && rest[0] === 'rotate-key')) {
+    const status = await runCli(argv, { env: process.env, stdin: process.stdin, stdout: (s) => process.stdout.write(s), stderr: (s) => process.stderr.write(s) });
+    process.exitCode = status;
+    return;
+  }
   const config = loadConfig();
   switch (command) {
     case 'serve': {
@@ -172,7 +183,6 @@ async function main(argv: string[]) {
       return;
     }
     case 'secrets': {
-      if (rest[0] !== 'rotate-key') throw new ConfigError('usage: crewhouse secrets rotate-key');
       const { db, close } = await open(config);
       try {
         const r = await rotateSecretKey(db, config);
