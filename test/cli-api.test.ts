@@ -5,13 +5,14 @@
  * writes the posts a team would.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { testApp, uniq, type TestApp } from './harness.ts';
+import { testApp, uniq, waitFor, type TestApp } from './harness.ts';
+import { makeHostRow } from './sandboxes.ts';
 
 const MAIN = path.resolve(import.meta.dirname, '../src/main.ts');
 
@@ -346,5 +347,140 @@ describe('crewhouse CLI through the API', () => {
 
     await json(['teams', 'archive', name]);
     assert.equal((await json(['teams', 'show', name])).status, 'archived');
+  });
+
+  /**
+   * A TCP relay in front of the console that can drop every connection at once (a network
+   * blip), and keeps what clients sent so a test can see their request headers.
+   */
+  async function relay() {
+    const port = (t.app.server.address() as net.AddressInfo).port;
+    const sockets = new Set<net.Socket>();
+    const sent: string[] = [];
+    const server = net.createServer((client) => {
+      const upstream = net.connect(port, '127.0.0.1');
+      sockets.add(client).add(upstream);
+      client.on('data', (d) => sent.push(d.toString('latin1')));
+      client.pipe(upstream).pipe(client);
+      const end = () => {
+        client.destroy();
+        upstream.destroy();
+      };
+      client.on('error', end).on('close', end);
+      upstream.on('error', end).on('close', end);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return {
+      url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+      sent,
+      dropAll: () => {
+        for (const s of sockets) s.destroy();
+        sockets.clear();
+      },
+      close: () => new Promise<void>((r) => server.close(() => r())),
+    };
+  }
+
+  /** A CLI process whose output is read as it comes. */
+  function start(args: string[], env: Record<string, string | undefined> = {}) {
+    const child = spawn(process.execPath, [MAIN, ...args], { env: envOf(env), stdio: ['pipe', 'pipe', 'pipe'] });
+    const p = { stdout: '', stderr: '', code: null as number | null };
+    child.stdout.on('data', (d) => (p.stdout += d));
+    child.stderr.on('data', (d) => (p.stderr += d));
+    const exited = new Promise<number>((resolve) => child.on('exit', (code) => resolve((p.code = code ?? -1))));
+    child.stdin.end();
+    return { p, exited, kill: () => child.kill() };
+  }
+
+  /** A team ready for tasks: a live (row-only) sandbox host runs its `local` environment. */
+  async function teamForTasks(): Promise<string> {
+    await makeHostRow(t.db);
+    const template = (await cliTemplate()).name;
+    const name = uniq('team');
+    await json(['teams', 'create', name, '--template', template]);
+    return name;
+  }
+
+  /** Ends the run's current turn of its lead as the engine would, with this outcome. */
+  async function leadTurn(runId: string, outcome: Parameters<TestApp['services']['runs']['applyOutcome']>[1]) {
+    const work = await t.services.runs.nextWork(runId);
+    assert.ok(work, `run ${runId} has work`);
+    await t.services.runs.beginTurn(work.task.id, 0, null);
+    await t.services.runs.applyOutcome(work.task.id, outcome);
+  }
+
+  it('task gives a run; a question is listed, answered with runs reply, and the run cancelled', async () => {
+    const team = await teamForTasks();
+    await fails(['task', team, ''], 2, /the text is empty/);
+    const given = await cli(['task', team, 'Write a README']);
+    assert.equal(given.code, 0, given.stderr);
+    const runId = given.stdout.trim();
+    assert.match(runId, /^[A-Za-z0-9_-]+$/);
+    assert.equal((await json(['runs', 'show', runId])).text, 'Write a README');
+    await fails(['runs', 'reply', runId, 'blue'], 2, /has no open question/);
+
+    await leadTurn(runId, { kind: 'question', question: 'Which licence?', options: [] });
+    const waiting = await json(['runs', 'list', '--state', 'waiting', '--team', team]);
+    assert.deepEqual(waiting.map((r: any) => r.id), [runId]);
+    const shown = await cli(['runs', 'show', runId]);
+    assert.match(shown.stdout, /open question \(#\d+, lead\): Which licence\?/);
+    const reply = await json(['runs', 'reply', runId, 'MIT']);
+    assert.equal(reply.state, 'running');
+    const posts = await json(['runs', 'posts', runId]);
+    assert.deepEqual(posts.map((p: any) => p.kind), ['task', 'question', 'answer']);
+    assert.equal(posts[2].text, 'MIT');
+    assert.equal((await json(['runs', 'posts', runId, '--after', String(posts[1].seq)])).length, 1);
+    assert.equal((await json(['teams', 'runs', team]))[0].id, runId);
+    assert.equal((await json(['runs', 'cancel', runId])).state, 'cancelled');
+    await fails(['runs', 'reply', runId, 'more', '--follow-up'], 1, /\(409\)/);
+    await fails(['runs', 'show', 'run_nope'], 1, /\(404\)/);
+    assert.deepEqual((await json(['runs', 'trace', runId])).spans, []);
+  });
+
+  it('runs watch follows posts live, resumes after a dropped connection without repeats, and exits 0 when the run succeeds', async () => {
+    const team = await teamForTasks();
+    const runId = (await json(['task', team, 'Write a changelog'])).run_id;
+    const r = await relay();
+    const watch = start(['runs', 'watch', runId, '--json'], { CREWHOUSE_URL: r.url });
+    try {
+      const seqs = () => watch.p.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l).seq as number);
+      await waitFor('the task post', () => seqs().length === 1, 60_000);
+      await t.services.runs.notice(runId, 'booting the sandbox', 'test:1');
+      await waitFor('the first notice', () => seqs().length === 2, 60_000);
+
+      // The connection drops; posts written meanwhile come after the resume, once each.
+      const before = r.sent.length;
+      r.dropAll();
+      await t.services.runs.notice(runId, 'still booting', 'test:2');
+      await t.services.runs.notice(runId, 'ready', 'test:3');
+      await waitFor('the posts written while disconnected', () => seqs().length === 4, 60_000);
+      const resumed = r.sent.slice(before).join('');
+      assert.match(resumed, new RegExp(`GET /api/v1/runs/${runId}/posts`));
+      assert.match(resumed, /last-event-id: 2\r\n/i);
+
+      await leadTurn(runId, { kind: 'finished', outcome: 'succeeded', summary: 'Wrote it.', branch: null, pull_request_url: null });
+      assert.equal(await watch.exited, 0, watch.p.stderr);
+      const all = (await json(['runs', 'posts', runId])).map((p: any) => p.seq);
+      assert.deepEqual(seqs(), all, 'every post printed once, in order');
+      assert.equal((await json(['runs', 'show', runId])).state, 'succeeded');
+    } finally {
+      watch.kill();
+      await r.close();
+    }
+  });
+
+  it('task --watch prints the run id, the posts, and exits non-zero when the run fails', async () => {
+    const team = await teamForTasks();
+    const watch = start(['task', team, 'Break something', '--watch']);
+    try {
+      await waitFor('the run id and the task post', () => /\[task\] Break something/.test(watch.p.stdout), 60_000);
+      const runId = watch.p.stdout.split('\n')[0].trim();
+      await t.services.runs.failRun(runId, 'the sandbox would not start');
+      assert.equal(await watch.exited, 1);
+      assert.match(watch.p.stdout, /\[failed\] the sandbox would not start/);
+      assert.match(watch.p.stderr, new RegExp(`run ${runId} failed: the sandbox would not start`));
+    } finally {
+      watch.kill();
+    }
   });
 });

@@ -102,7 +102,8 @@ export class ApiClient {
   /** Every item of a list, following `next_cursor`; `limit` stops early. */
   async list<T = any>(path: string, query: Query = {}, limit?: number): Promise<T[]> {
     const items: T[] = [];
-    let cursor: string | null = null;
+    // A list whose cursor means something to a person (a run's posts after a seq) starts there.
+    let cursor: string | null = query.cursor === undefined || query.cursor === null ? null : String(query.cursor);
     do {
       const want = limit === undefined ? PAGE : Math.min(PAGE, limit - items.length);
       const page: { items: T[]; next_cursor: string | null } = await this.get(path, { ...query, limit: want, cursor });
