@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/database.ts';
 import { useAuth } from '../http/auth.ts';
+import { docsRoutes } from '../http/docs.ts';
 import { healthRoutes } from '../http/health.ts';
 import { createServer, type App } from '../http/kernel.ts';
 import type { Registry } from '../http/metrics.ts';
@@ -69,6 +70,7 @@ export async function buildConsoleApp(deps: { config: Config; db: Db; logger: Lo
     { prefix: API_PREFIX },
   );
 
+  await docsRoutes(app);
   healthRoutes(app, { db, metrics: deps.metrics });
   webRoutes(app, { webDir: config.webDir });
   return app;
