@@ -26,6 +26,7 @@ import { secretsRoutes } from './secrets/secrets.routes.ts';
 import { skillsRoutes } from './skills/skills.routes.ts';
 import { sessionRoutes } from './session/session.routes.ts';
 import { usersRoutes } from './users/users.routes.ts';
+import { consoleExamples } from './examples.ts';
 import { consoleShapes } from './shapes.ts';
 
 export const VERSION = '0.1.0';
@@ -38,7 +39,7 @@ export async function buildConsoleApp(deps: { config: Config; db: Db; logger: Lo
   // JSON only, unless a route says otherwise (the avatar takes images): anything else is a 415.
   app.removeContentTypeParser('text/plain');
   useAuth(app, db, { prefix: API_PREFIX });
-  await useOpenApi(app, { publicBaseUrl: config.publicBaseUrl, version: VERSION, shapes: consoleShapes });
+  await useOpenApi(app, { publicBaseUrl: config.publicBaseUrl, version: VERSION, shapes: consoleShapes, examples: consoleExamples });
 
   await app.register(
     async (api: App) => {
