@@ -483,4 +483,30 @@ describe('crewhouse CLI through the API', () => {
       watch.kill();
     }
   });
+
+  it('runs watch on a terminal asks for the answer when a question opens, and sends it as the reply', { skip: fs.existsSync('/usr/bin/script') ? false : 'script(1) from util-linux gives the CLI a terminal; it is not installed' }, async () => {
+    const team = await teamForTasks();
+    const runId = (await json(['task', team, 'Write a licence file'])).run_id;
+    // script(1) runs the CLI on a pseudo-terminal and passes what the test writes as typing.
+    const child = spawn('/usr/bin/script', ['-qefc', `${process.execPath} ${MAIN} runs watch ${runId}`, '/dev/null'], { env: envOf(), stdio: ['pipe', 'pipe', 'pipe'] });
+    let screen = '';
+    child.stdout.on('data', (d) => (screen += d));
+    child.stderr.on('data', (d) => (screen += d));
+    const exited = new Promise<number>((resolve) => child.on('exit', (code) => resolve(code ?? -1)));
+    try {
+      await waitFor('the task post', () => screen.includes('[task] Write a licence file'), 60_000);
+      await leadTurn(runId, { kind: 'question', question: 'Which licence?', options: ['MIT', 'Apache-2.0'] });
+      await waitFor('the prompt', () => /answer #\d+ \(empty: skip\)> /.test(screen), 60_000);
+      child.stdin.write('Apache-2.0\r');
+      await waitFor('the answer recorded', async () => (await t.services.runs.posts(runId, 0, 50)).items.some((p: any) => p.kind === 'answer' && p.text === 'Apache-2.0'), 60_000);
+      const question = (await t.services.runs.posts(runId, 0, 50)).items.find((p: any) => p.kind === 'question')!;
+      const answer = (await t.services.runs.posts(runId, 0, 50)).items.find((p: any) => p.kind === 'answer')!;
+      assert.equal((answer.data as { in_reply_to?: number }).in_reply_to, question.seq, 'the answer replies to the question');
+      await waitFor('the answer printed', () => screen.includes('[answer] Apache-2.0'), 60_000);
+      await leadTurn(runId, { kind: 'finished', outcome: 'succeeded', summary: 'Added LICENSE.', branch: null, pull_request_url: null });
+      assert.equal(await exited, 0, screen);
+    } finally {
+      child.kill();
+    }
+  });
 });

@@ -83,6 +83,7 @@ export async function watchRun(ctx: Ctx, id: string): Promise<number> {
         () => {},
       );
     }, STATE_EVERY_MS);
+    let dropped: string | null = 'the server ended the stream';
     try {
       for await (const ev of api.events(`${path}/posts`, { lastEventId: last > 0 ? String(last) : null, signal: ac.signal })) {
         reconnects = 0;
@@ -99,14 +100,16 @@ export async function watchRun(ctx: Ctx, id: string): Promise<number> {
       }
     } catch (err) {
       if (err instanceof ApiError && err.status > 0) throw err;
-      if (!ac.signal.aborted) {
-        if (++reconnects > MAX_RECONNECTS) throw err;
-        ctx.out.progress(`the stream dropped (${(err as Error).message}); resuming after #${last}\n`);
-        await new Promise((r) => setTimeout(r, Math.min(500 * reconnects, 5000)));
-      }
+      dropped = (err as Error).message;
     } finally {
       clearInterval(stateTimer);
       ac.abort();
+    }
+    // A stream that dropped or ended while the run goes on is resumed after the last post seen.
+    if (!finished) {
+      if (++reconnects > MAX_RECONNECTS) throw new ApiError(0, { detail: `the stream of run ${id} keeps ending (${dropped}); run crewhouse runs watch ${id} again` });
+      ctx.out.progress(`the stream dropped (${dropped}); resuming after #${last}\n`);
+      await new Promise((r) => setTimeout(r, Math.min(500 * reconnects, 5000)));
     }
   }
   // Posts written before the run ended that the stream had not yet delivered.
