@@ -509,4 +509,21 @@ describe('crewhouse CLI through the API', () => {
       child.kill();
     }
   });
+
+  it('context documents of an agent: set from a file, print, replace with If-Match, list, delete', async () => {
+    const agent = uniq('agent');
+    await json(['agents', 'create', agent, '--system-prompt', 'You write docs.']);
+    const file = path.join(home, 'style.md');
+    fs.writeFileSync(file, '# Style\n\nShort sentences.\n');
+    const made = await json(['agents', 'doc-set', agent, 'style.md', '--from-file', file, '--description', 'house style']);
+    assert.equal(made.media_type, 'text/markdown');
+    assert.equal((await cli(['agents', 'doc', agent, 'style.md'])).stdout, '# Style\n\nShort sentences.\n');
+    const again = await cli(['agents', 'doc-set', agent, 'style.md', '--from-file', '-'], { input: '# Style\n\nShorter.\n' });
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, /^replaced document style\.md/);
+    assert.equal((await json(['agents', 'doc', agent, 'style.md'])).content, '# Style\n\nShorter.\n');
+    assert.deepEqual((await json(['agents', 'docs', agent])).map((d: any) => d.name), ['style.md']);
+    await json(['agents', 'doc-delete', agent, 'style.md']);
+    assert.deepEqual(await json(['agents', 'docs', agent]), []);
+  });
 });

@@ -2,6 +2,7 @@ import { intArg } from '../client.ts';
 import { bodyOf, FILE_HELP, FILE_OPTION, flagsOf, type Group } from '../command.ts';
 import { CliError } from '../errors.ts';
 import { block, emit, table } from '../output.ts';
+import { documentCommands } from './documents.ts';
 import { deleteCommand, listCommand, seg, showCommand, written } from './shared.ts';
 
 const META = { display_name: 'nullable', kind: 'nullable', description: 'nullable' } as const;
@@ -103,5 +104,6 @@ export const agents: Group = {
         written(ctx, res.body, `version ${res.body.version} of agent ${name} is current, copied from version`, String(from));
       },
     },
+    ...documentCommands('agents', 'an agent'),
   ],
 };

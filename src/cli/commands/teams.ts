@@ -2,6 +2,7 @@ import { intArg } from '../client.ts';
 import { bodyOf, FILE_HELP, FILE_OPTION, flagsOf, readObject, type Ctx, type Group } from '../command.ts';
 import { ApiError, CliError } from '../errors.ts';
 import { block, emit, table } from '../output.ts';
+import { documentCommands } from './documents.ts';
 import { deleteCommand, listCommand, seg, showCommand, written } from './shared.ts';
 import { runColumns } from './runs.ts';
 
@@ -202,5 +203,6 @@ export const teams: Group = {
         emit(ctx.out, items, () => table(items, [['NAME', (s: any) => s.name], ['VERSION', (s) => s.version], ['STATUS', (s) => s.status], ['SOURCE', (s) => s.source], ['UPDATED', (s) => s.updated_at]]));
       },
     },
+    ...documentCommands('teams', 'a team'),
   ],
 };
