@@ -59,6 +59,10 @@ test('API docs: Swagger UI from this origin under the console CSP, every operati
     const operations = Object.values<Record<string, unknown>>(contract.paths).reduce((n, item) => n + Object.keys(item).length, 0);
     assert.equal(await page.locator('.opblock').count(), operations, 'every operation is listed');
     await page.getByText('Create an agent', { exact: true }).first().waitFor();
+    // An operation opened shows its example body (src/console/examples.ts), not one made up from the schema.
+    await page.locator('#operations-agents-createAgent .opblock-summary').click();
+    await page.locator('#operations-agents-createAgent .body-param__example, #operations-agents-createAgent .microlight').first().waitFor();
+    assert.match(await page.locator('#operations-agents-createAgent').innerText(), /"system_prompt": "You are a careful software engineer/);
     if (SCREENSHOTS) {
       fs.mkdirSync(SCREENSHOTS, { recursive: true });
       await page.screenshot({ path: path.join(SCREENSHOTS, 'api-docs.png') });
