@@ -526,4 +526,19 @@ describe('crewhouse CLI through the API', () => {
     await json(['agents', 'doc-delete', agent, 'style.md']);
     assert.deepEqual(await json(['agents', 'docs', agent]), []);
   });
+
+  it('mcp-servers: a team server created, shown, listed and deleted', async () => {
+    const team = uniq('team');
+    await json(['teams', 'create', team, '--template', (await cliTemplate()).name]);
+    const dest = uniq('dest');
+    await json(['destinations', 'create', dest, '--host', 'mcp.example.com']);
+    const made = await json(['mcp-servers', 'create', 'issues', '--team', team, '--url', 'https://mcp.example.com/issues', '--destination', dest, '--roles', 'dev']);
+    assert.equal(made.id, `${team}/issues`);
+    assert.deepEqual(made.roles, ['dev']);
+    assert.equal((await json(['mcp-servers', 'show', `${team}/issues`])).url, 'https://mcp.example.com/issues');
+    assert.ok((await json(['mcp-servers', 'list'])).some((m: any) => m.id === `${team}/issues`));
+    await fails(['mcp-servers', 'create', 'bad', '--team', team, '--url', 'ftp://x', '--destination', dest], 1, /\(400\)\n {2}\/?url: /);
+    await json(['mcp-servers', 'delete', `${team}/issues`]);
+    await fails(['mcp-servers', 'show', `${team}/issues`], 1, /\(404\)/);
+  });
 });
