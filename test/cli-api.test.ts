@@ -541,4 +541,24 @@ describe('crewhouse CLI through the API', () => {
     await json(['mcp-servers', 'delete', `${team}/issues`]);
     await fails(['mcp-servers', 'show', `${team}/issues`], 1, /\(404\)/);
   });
+
+  it('secrets set on a terminal reads the value unseen', { skip: fs.existsSync('/usr/bin/script') ? false : 'script(1) from util-linux is not installed' }, async () => {
+    const name = `platform/${uniq('typed')}`;
+    const value = `typed-${uniq('value')}`;
+    const child = spawn('/usr/bin/script', ['-qefc', `${process.execPath} ${MAIN} secrets set ${name}`, '/dev/null'], { env: envOf(), stdio: ['pipe', 'pipe', 'pipe'] });
+    let screen = '';
+    child.stdout.on('data', (d) => (screen += d));
+    child.stderr.on('data', (d) => (screen += d));
+    const exited = new Promise<number>((resolve) => child.on('exit', (code) => resolve(code ?? -1)));
+    try {
+      await waitFor('the prompt', () => screen.includes(`value of ${name} (not shown): `), 60_000);
+      child.stdin.write(`${value}\r`);
+      assert.equal(await exited, 0, screen);
+      assert.match(screen, new RegExp(`set secret ${name}`));
+      assert.ok(!screen.includes(value), 'the value is not echoed');
+      assert.equal(await t.services.secrets.reveal(name), value);
+    } finally {
+      child.kill();
+    }
+  });
 });
