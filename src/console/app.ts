@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/database.ts';
 import { useAuth } from '../http/auth.ts';
+import { docsRoutes } from '../http/docs.ts';
 import { healthRoutes } from '../http/health.ts';
 import { createServer, type App } from '../http/kernel.ts';
 import type { Registry } from '../http/metrics.ts';
@@ -28,6 +29,7 @@ import { secretsRoutes } from './secrets/secrets.routes.ts';
 import { skillsRoutes } from './skills/skills.routes.ts';
 import { sessionRoutes } from './session/session.routes.ts';
 import { usersRoutes } from './users/users.routes.ts';
+import { consoleExamples } from './examples.ts';
 import { consoleShapes } from './shapes.ts';
 import { deliveriesRoutes, webhooksRoutes } from '../integrations/webhooks/webhooks.routes.ts';
 
@@ -41,7 +43,7 @@ export async function buildConsoleApp(deps: { config: Config; db: Db; logger: Lo
   // JSON only, unless a route says otherwise (the avatar takes images): anything else is a 415.
   app.removeContentTypeParser('text/plain');
   useAuth(app, db, { prefix: API_PREFIX });
-  await useOpenApi(app, { publicBaseUrl: config.publicBaseUrl, version: VERSION, shapes: consoleShapes });
+  await useOpenApi(app, { publicBaseUrl: config.publicBaseUrl, version: VERSION, shapes: consoleShapes, examples: consoleExamples });
 
   await app.register(
     async (api: App) => {
@@ -77,6 +79,7 @@ export async function buildConsoleApp(deps: { config: Config; db: Db; logger: Lo
   );
 
   webhooksRoutes(app, { webhooks: services.webhooks, bodyLimit: config.bodyLimit });
+  await docsRoutes(app);
   healthRoutes(app, { db, metrics: deps.metrics });
   webRoutes(app, { webDir: config.webDir });
   return app;

@@ -175,13 +175,49 @@ function nameAnswers(response: Record<string, any>, shapes: NamedShapes): Record
   return out;
 }
 
+/** Examples of a contract, which `finishDocument` places where a reader (and Swagger UI) finds them. */
+export interface ContractExamples {
+  /** One value of each named shape, by component name; a `<Item>Page` gets a page of its item's. */
+  shapes: Record<string, unknown>;
+  /** Bodies and answers that are not named shapes, by operationId. */
+  operations: Record<string, { body?: unknown; answer?: unknown }>;
+  /** Path parameter values by `<first path segment>.<name>` (`teams.name`), as names differ by resource. */
+  params: Record<string, unknown>;
+}
+
+/** The document with its examples in place: on named schemas, on operations' media, on path parameters. */
+function withExamples(doc: any, examples: ContractExamples): any {
+  const schemas: Record<string, any> = { ...doc.components.schemas };
+  for (const [name, value] of Object.entries(examples.shapes)) if (schemas[name]) schemas[name] = { ...schemas[name], examples: [value] };
+  for (const name of Object.keys(schemas)) {
+    const item = name.endsWith('Page') ? examples.shapes[name.slice(0, -4)] : undefined;
+    if (item !== undefined && !schemas[name].examples) schemas[name] = { ...schemas[name], examples: [{ items: [item], next_cursor: null }] };
+  }
+  const withMediaExample = (content: Record<string, any>, value: unknown) =>
+    Object.fromEntries(Object.entries(content).map(([type, media]) => [type, value !== undefined && (type.includes('json') || type.includes('yaml')) && !media.schema?.$ref ? { ...media, example: value } : media]));
+  const paths: Record<string, any> = {};
+  for (const [path, item] of Object.entries<any>(doc.paths)) {
+    const resource = path.split('/')[1];
+    paths[path] = {};
+    for (const [method, op] of Object.entries<any>(item)) {
+      const own = examples.operations[op.operationId] ?? {};
+      const next = { ...op };
+      if (op.parameters) next.parameters = op.parameters.map((p: any) => (p.in === 'path' && `${resource}.${p.name}` in examples.params ? { ...p, example: examples.params[`${resource}.${p.name}`] } : p));
+      if (op.requestBody?.content) next.requestBody = { ...op.requestBody, content: withMediaExample(op.requestBody.content, own.body) };
+      next.responses = Object.fromEntries(Object.entries<any>(op.responses).map(([code, answer]) => [code, /^2/.test(code) && answer.content ? { ...answer, content: withMediaExample(answer.content, own.answer) } : answer]));
+      paths[path][method] = next;
+    }
+  }
+  return { ...doc, paths, components: { ...doc.components, schemas } };
+}
+
 /**
  * The last pass over the generated document: every schema with a `title` becomes one named
  * component, referred to wherever it appears (two different shapes with one name are a
  * programming error); times get `format: date-time` in answers; the derived problem answers
  * refer to shared response components; success answers get their reason as description.
  */
-export function finishDocument(doc: any): any {
+export function finishDocument(doc: any, examples?: ContractExamples): any {
   const schemas: Record<string, any> = { ...doc.components?.schemas };
   const seen = new Map<string, string>();
   const hoist = (s: any) => {
@@ -225,7 +261,8 @@ export function finishDocument(doc: any): any {
     }
   }
   const sortedSchemas = Object.fromEntries(Object.entries(schemas).sort(([a], [b]) => a.localeCompare(b)));
-  return { ...doc, paths, components: { ...doc.components, schemas: sortedSchemas, responses } };
+  const finished = { ...doc, paths, components: { ...doc.components, schemas: sortedSchemas, responses } };
+  return examples ? withExamples(finished, examples) : finished;
 }
 
 function mapContent(content: Record<string, any>, fn: (schema: any) => any): Record<string, any> {
@@ -238,7 +275,7 @@ function mapContent(content: Record<string, any>, fn: (schema: any) => any): Rec
  * problem answers follow its declaration (`problemsOf`), and named shapes are components
  * (`finishDocument`). Routes outside /api/v1 are not listed.
  */
-export async function useOpenApi(app: App, opts: { publicBaseUrl: string; version: string; shapes?: NamedShapes }) {
+export async function useOpenApi(app: App, opts: { publicBaseUrl: string; version: string; shapes?: NamedShapes; examples?: ContractExamples }) {
   const shapes = opts.shapes ?? new Map();
   await app.register(swagger, {
     openapi: {
@@ -294,7 +331,7 @@ export async function useOpenApi(app: App, opts: { publicBaseUrl: string; versio
       for (const key of ['problems', 'etag', 'location']) delete s[key];
       return { schema: s as any, url: path.slice(API_PREFIX.length) || '/' };
     },
-    transformObject: (documents) => finishDocument('openapiObject' in documents ? documents.openapiObject : documents.swaggerObject) as any,
+    transformObject: (documents) => finishDocument('openapiObject' in documents ? documents.openapiObject : documents.swaggerObject, opts.examples) as any,
   });
 }
 

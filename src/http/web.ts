@@ -15,6 +15,12 @@ const TYPES: Record<string, string> = {
   '.map': 'application/json',
 };
 
+/**
+ * The console's Content-Security-Policy: only this origin's scripts, styles, images and
+ * requests (inline styles and data: images are what the bundled UIs need), never framed.
+ */
+export const CONSOLE_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'";
+
 const NOT_BUILT = `<!doctype html><meta charset="utf-8"><title>Crewhouse</title>
 <p>The web console is not built. Run <code>npm run build:web</code> (or <code>npm start</code>, which builds it), then reload.</p>`;
 
@@ -39,7 +45,7 @@ export function webRoutes(app: App, deps: { webDir: string }) {
     if (/^(api|webhooks)(\/|$)/.test(rel)) throw problems.routeNotFound(req.method, req.url.split('?')[0]);
     const found = (rel && (await serve(rel))) || (await serve('index.html'));
     reply.header('x-content-type-options', 'nosniff');
-    reply.header('content-security-policy', "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'");
+    reply.header('content-security-policy', CONSOLE_CSP);
     if (!found) return reply.type('text/html; charset=utf-8').send(NOT_BUILT);
     reply.header('cache-control', found.immutable ? 'public, max-age=31536000, immutable' : 'no-cache');
     return reply.type(found.type).send(found.body);

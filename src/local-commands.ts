@@ -1,0 +1,225 @@
+import { parseArgs } from 'node:util';
+import { readAudit, recordAudit, systemActor } from './audit/audit.ts';
+import { insertToken } from './auth/auth.service.ts';
+import { hashToken, newSecret } from './auth/credentials.ts';
+import { CHAT_USAGE, runChatCommand } from './chat/cli.ts';
+import { API_USAGE } from './cli/index.ts';
+import { chatComponent } from './chat/component.ts';
+import type { Component, RunningComponent } from './components.ts';
+import { ConfigError, loadConfig, type Config } from './config.ts';
+import { consoleComponent } from './console/component.ts';
+import { DatabaseLockedError, openDatabase, type OpenDatabase } from './db/database.ts';
+import { migrateToLatest, MigrationError } from './db/migrate.ts';
+import { Registry } from './http/metrics.ts';
+import { createLogger } from './logger.ts';
+import { gatewayComponent } from './gateway/gateway.component.ts';
+import { modelProxyComponent } from './modelproxy/component.ts';
+import { CipherError } from './secrets/cipher.ts';
+import { createUsersService } from './console/users/users.service.ts';
+import { JOBS_USAGE, runJobsCommand } from './queue/cli.ts';
+import { workerComponent } from './runtime/worker.component.ts';
+import { SandboxError } from './runtime/sandboxes/provider.ts';
+import { buildImage } from './runtime/sandboxes/providers/microvm/images.ts';
+import { rotateSecretKey } from './secrets/rotate.ts';
+import { createServices, loadShared } from './services.ts';
+
+/** Every component `crewhouse serve` can run, in start order. */
+export const COMPONENTS: Component[] = [consoleComponent, modelProxyComponent, chatComponent, gatewayComponent, workerComponent];
+
+// The components are listed from COMPONENTS, so the help names the ones that exist.
+const USAGE = `crewhouse <command>     (crewhouse <command> --help for its options)
+
+Through the API (crewhouse login --url URL --token T once, or CREWHOUSE_URL and CREWHOUSE_TOKEN):
+${API_USAGE}
+
+On this machine, opening the database (SERVICE_* variables):
+  serve [--only ${COMPONENTS.map((c) => c.name).join(',')}]
+                                      run the service (all components by default; --only a subset of them)
+  migrate                             bring the database schema up to date and exit
+  admin token --user NAME [--name L]  mint an API token for a user and print it
+  audit [--limit N] [--action A]      print the audit log, newest first, as JSON lines
+  secrets rotate-key                  re-encrypt every secret under a new key (see README)
+${JOBS_USAGE}
+  images build [--name N] [--ca FILE] build a microVM image into SERVICE_IMAGES_DIR (see README)
+${CHAT_USAGE}
+
+The service's configuration comes from SERVICE_* environment variables; see README.md.`;
+
+const SERVE_USAGE = `crewhouse serve [--only NAME,...]
+
+Runs the components of the service in this process: all of them by default, or those named.
+
+  console     Console API, web console, webhooks, health and metrics (SERVICE_PORT)
+  modelproxy  the OpenAI-compatible model proxy (SERVICE_MODEL_PROXY_PORT)
+  chat        the Zulip-compatible chat server (SERVICE_CHAT_PORT)
+  worker      performs queued jobs (see crewhouse jobs); on PostgreSQL several workers share them`;
+
+async function open(config: Config): Promise<OpenDatabase> {
+  const opened = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  await migrateToLatest(opened.db);
+  return opened;
+}
+
+async function serve(config: Config, only: string | undefined) {
+  const logger = createLogger({ level: config.logLevel });
+  const names = only ? only.split(',').map((s) => s.trim()).filter(Boolean) : COMPONENTS.map((c) => c.name);
+  const unknown = names.filter((n) => !COMPONENTS.some((c) => c.name === n));
+  if (unknown.length) throw new ConfigError(`unknown component(s): ${unknown.join(', ')}; known: ${COMPONENTS.map((c) => c.name).join(', ')}`);
+  if (!config.databaseUrl && only && names.length < COMPONENTS.length) {
+    logger.warn('running some components alone on the embedded database: other processes cannot share it; set SERVICE_DATABASE_URL');
+  }
+  const { db, close } = await open(config);
+  // Loaded once (the key file is created here on a first start) and handed to every component.
+  const shared = loadShared(config);
+  const services = createServices({ config, db, logger, ...shared });
+  const first = await services.users.ensureFirstAdmin(systemActor('first-start'), config.adminToken);
+  if (first.created && first.setupUrl) {
+    // Printed once, on the first start only: the way in for the first admin.
+    process.stdout.write(`\nCrewhouse is ready. Set the admin password at:\n  ${first.setupUrl}\n\n`);
+  } else if (first.created) {
+    logger.info('created the admin account with SERVICE_ADMIN_TOKEN as its token');
+  }
+
+  const metrics = new Registry();
+  const running: Array<{ name: string; r: RunningComponent }> = [];
+  for (const c of COMPONENTS.filter((c) => names.includes(c.name))) {
+    const r = await c.start({ config, db, logger, metrics, ...shared, services });
+    running.push({ name: c.name, r });
+    logger.info({ component: c.name, address: r.address }, 'component started');
+  }
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    const timer = setTimeout(() => process.exit(1), 15_000).unref();
+    for (const { r } of running.reverse()) await r.stop().catch((err) => logger.error({ err }, 'stop failed'));
+    await close();
+    clearTimeout(timer);
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+async function main(argv: string[]) {
+  const [command, ...rest] = argv;
+  const config = loadConfig();
+  switch (command) {
+    case 'serve': {
+      let values;
+      try {
+        ({ values } = parseArgs({ args: rest, options: { only: { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
+      } catch (err) {
+        throw new ConfigError(`${(err as Error).message}\n\n${SERVE_USAGE}`);
+      }
+      if (values.help) {
+        process.stdout.write(SERVE_USAGE + '\n');
+        return;
+      }
+      return serve(config, values.only);
+    }
+    case 'migrate': {
+      const { close } = await open(config);
+      await close();
+      process.stdout.write('database is up to date\n');
+      return;
+    }
+    case 'admin': {
+      const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { user: { type: 'string' }, name: { type: 'string' } } });
+      if (positionals[0] !== 'token' || !values.user) throw new ConfigError('usage: crewhouse admin token --user NAME [--name LABEL]');
+      const { db, close } = await open(config);
+      try {
+        // Names are unique regardless of case, as at log-in; an e-mail address is not a name here.
+        const found = await createUsersService({ db, publicBaseUrl: config.publicBaseUrl }).byLogin(values.user);
+        const user = found && found.name.toLowerCase() === values.user.toLowerCase() ? found : undefined;
+        if (!user) throw new ConfigError(`no user named "${values.user}"`);
+        if (user.disabled) throw new ConfigError(`user "${values.user}" is disabled`);
+        const token = newSecret('chk_');
+        await db.transaction().execute(async (trx) => {
+          const row = await insertToken(trx, { user_id: user.id, name: values.name ?? 'cli', kind: 'api', prefix: token.slice(0, 8), token_hash: hashToken(token), expires_at: null });
+          await recordAudit(trx, systemActor('cli'), 'token.create', { type: 'token', id: row.id }, { user: user.name, kind: 'api' });
+        });
+        process.stdout.write(`${token}\n`);
+      } finally {
+        await close();
+      }
+      return;
+    }
+    case 'chat': {
+      const { db, close } = await open(config);
+      try {
+        process.stdout.write(await runChatCommand(rest, config, db));
+      } finally {
+        await close();
+      }
+      return;
+    }
+    case 'audit': {
+      const { values } = parseArgs({ args: rest, options: { limit: { type: 'string', default: '100' }, action: { type: 'string' }, target: { type: 'string' } } });
+      const { db, close } = await open(config);
+      try {
+        const rows = await readAudit(db, { limit: Math.min(Number(values.limit) || 100, 10_000), action: values.action, targetType: values.target });
+        for (const r of rows) process.stdout.write(JSON.stringify(r) + '\n');
+      } finally {
+        await close();
+      }
+      return;
+    }
+    case 'jobs': {
+      const { db, close } = await open(config);
+      try {
+        process.stdout.write(await runJobsCommand(rest, db));
+      } finally {
+        await close();
+      }
+      return;
+    }
+    case 'secrets': {
+      const { db, close } = await open(config);
+      try {
+        const r = await rotateSecretKey(db, config);
+        process.stdout.write(`re-encrypted ${r.resealed} of ${r.total} secret values; current key id ${r.keyId} (${r.source}); restart running consoles\n`);
+      } finally {
+        await close();
+      }
+      return;
+    }
+    case 'images': {
+      const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { name: { type: 'string', default: 'crewhouse-agent' }, ca: { type: 'string' }, variant: { type: 'string', default: 'debian' } } });
+      if (positionals[0] !== 'build' || (values.variant !== 'debian' && values.variant !== 'minimal')) throw new ConfigError('usage: crewhouse images build [--name N] [--ca CA.pem] [--variant debian|minimal]');
+      if (!/^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$/.test(values.name)) throw new ConfigError('--name must be a short name (letters, digits, . _ + -)');
+      // Ctrl-C stops the step under way; what finished is kept and a re-run goes on from there.
+      const ac = new AbortController();
+      process.once('SIGINT', () => ac.abort());
+      process.once('SIGTERM', () => ac.abort());
+      const started = Date.now();
+      try {
+        const m = await buildImage({ imagesDir: config.imagesDir, name: values.name, variant: values.variant, caPem: values.ca ?? null, signal: ac.signal, progress: (line) => process.stdout.write(`${line}\n`) });
+        process.stdout.write(`built ${m.name} ${m.version} in ${Math.round((Date.now() - started) / 1000)} s\n`);
+      } catch (err) {
+        if (ac.signal.aborted) throw new ConfigError('interrupted; run the same command again to go on from the last finished step');
+        if (err instanceof SandboxError) throw new ConfigError(`image build failed: ${err.message}`);
+        throw err;
+      }
+      return;
+    }
+    case undefined:
+    case 'help':
+    case '--help':
+      process.stdout.write(USAGE + '\n');
+      return;
+    default:
+      throw new ConfigError(`unknown command "${command}"\n\n${USAGE}`);
+  }
+}
+
+/** Runs a command of this machine (see USAGE); a known failure prints one line and exits 2. */
+export async function runLocalCommand(argv: string[]): Promise<void> {
+  await main(argv).catch((err) => {
+    const known = err instanceof ConfigError || err instanceof DatabaseLockedError || err instanceof MigrationError || err instanceof CipherError;
+    process.stderr.write(`crewhouse: ${known ? err.message : (err?.stack ?? String(err))}\n`);
+    process.exit(known ? 2 : 1);
+  });
+}
