@@ -8,6 +8,197 @@ import type { ContractExamples } from '../http/openapi.ts';
  */
 export const consoleExamples: ContractExamples = {
   "shapes": {
+    "Integration": {
+      "kind": "code_host",
+      "purpose": "issues, pull requests and repository access through one app",
+      "enabled": false,
+      "settings": {
+        "app_id": "123456",
+        "installation_id": "7890123"
+      },
+      "fields": [
+        {
+          "name": "app_id",
+          "type": "id",
+          "required": true,
+          "default": null,
+          "description": "the app's id (or client id), the issuer of its JWTs"
+        },
+        {
+          "name": "installation_id",
+          "type": "id",
+          "required": true,
+          "default": null,
+          "description": "the id of the app's installation on the account whose repositories teams use"
+        },
+        {
+          "name": "api_url",
+          "type": "url",
+          "required": false,
+          "default": "https://api.github.com",
+          "description": "REST base URL; https://<host>/api/v3 for an enterprise server"
+        }
+      ],
+      "secrets": [
+        {
+          "name": "app_key",
+          "ref": "secret:integrations/code_host/app_key",
+          "required": true,
+          "status": "unset",
+          "set_with": "PUT /api/v1/secrets/integrations/code_host/app_key",
+          "description": "the app's private key (PEM), checked by POST /integrations/code_host/test"
+        },
+        {
+          "name": "webhook_secret",
+          "ref": "secret:integrations/code_host/webhook_secret",
+          "required": true,
+          "status": "unset",
+          "set_with": "PUT /api/v1/secrets/integrations/code_host/webhook_secret",
+          "description": "the secret the code host signs webhook deliveries with (X-Hub-Signature-256)"
+        }
+      ],
+      "missing": [
+        "secrets.app_key",
+        "secrets.webhook_secret"
+      ],
+      "webhook_url": "http://crewhouse.test/webhooks/code_host",
+      "status": {
+        "applied": "current",
+        "generation": 1,
+        "pending_hosts": [],
+        "complete": false
+      },
+      "updated_by": "admin",
+      "updated_at": "2026-11-22T21:34:17.036Z"
+    },
+    "IntegrationList": {
+      "items": [
+        {
+          "kind": "code_host",
+          "purpose": "issues, pull requests and repository access through one app",
+          "enabled": false,
+          "settings": {
+            "app_id": "123456",
+            "installation_id": "7890123"
+          },
+          "fields": [
+            {
+              "name": "app_id",
+              "type": "id",
+              "required": true,
+              "default": null,
+              "description": "the app's id (or client id), the issuer of its JWTs"
+            },
+            {
+              "name": "installation_id",
+              "type": "id",
+              "required": true,
+              "default": null,
+              "description": "the id of the app's installation on the account whose repositories teams use"
+            },
+            {
+              "name": "api_url",
+              "type": "url",
+              "required": false,
+              "default": "https://api.github.com",
+              "description": "REST base URL; https://<host>/api/v3 for an enterprise server"
+            }
+          ],
+          "secrets": [
+            {
+              "name": "app_key",
+              "ref": "secret:integrations/code_host/app_key",
+              "required": true,
+              "status": "unset",
+              "set_with": "PUT /api/v1/secrets/integrations/code_host/app_key",
+              "description": "the app's private key (PEM), checked by POST /integrations/code_host/test"
+            },
+            {
+              "name": "webhook_secret",
+              "ref": "secret:integrations/code_host/webhook_secret",
+              "required": true,
+              "status": "unset",
+              "set_with": "PUT /api/v1/secrets/integrations/code_host/webhook_secret",
+              "description": "the secret the code host signs webhook deliveries with (X-Hub-Signature-256)"
+            }
+          ],
+          "missing": [
+            "secrets.app_key",
+            "secrets.webhook_secret"
+          ],
+          "webhook_url": "http://crewhouse.test/webhooks/code_host",
+          "status": {
+            "applied": "current",
+            "generation": 1,
+            "pending_hosts": [],
+            "complete": false
+          },
+          "updated_by": "admin",
+          "updated_at": "2026-11-22T21:34:17.036Z"
+        }
+      ],
+      "next_cursor": null
+    },
+    "RoleBot": {
+      "team": "payments",
+      "room_id": "42",
+      "role": "lead",
+      "agent": "planner",
+      "posts_as": "role_bot",
+      "bot_secret": {
+        "ref": "secret:integrations/chat_a/bots/payments/lead",
+        "status": "set"
+      },
+      "display_name": "Planner",
+      "avatar_url": "https://crewhouse.example/api/v1/agents/planner/avatar"
+    },
+    "WebhookDelivery": {
+      "id": "72d3162e-cc78-11e3-81ab-4c9367dc0958",
+      "event": "issues.labeled",
+      "received_at": "2026-11-22T21:30:00.000Z",
+      "signature_valid": true,
+      "times_received": 1,
+      "outcome": "processed",
+      "detail": null,
+      "run_id": "run_wvWx5TNrONHxpeDx"
+    },
+    "AuditEntry": {
+      "id": 4,
+      "at": "2026-11-22T21:34:17.036Z",
+      "actor": "admin",
+      "actor_user_id": 1,
+      "via": "token",
+      "action": "integration.update",
+      "target_type": "integration",
+      "target": "code_host",
+      "request_id": "e7364887-5944-431d-8c78-0f8b81b09017",
+      "details": {
+        "enabled": false,
+        "settings": {
+          "app_id": "123456",
+          "installation_id": "7890123"
+        },
+        "generation": 1
+      }
+    },
+    "RoleBotList": {
+      "items": [
+        {
+          "team": "payments",
+          "room_id": "42",
+          "role": "lead",
+          "agent": "planner",
+          "posts_as": "role_bot",
+          "bot_secret": {
+            "ref": "secret:integrations/chat_a/bots/payments/lead",
+            "status": "set"
+          },
+          "display_name": "Planner",
+          "avatar_url": "https://crewhouse.example/api/v1/agents/planner/avatar"
+        }
+      ],
+      "next_cursor": null
+    },
     "Agent": {
       "name": "coder",
       "display_name": "Coder",
@@ -36,7 +227,8 @@ export const consoleExamples: ContractExamples = {
         "egress": {
           "mode": "allow_all",
           "destinations": [],
-          "upstream_deny_cidrs": []
+          "upstream_deny_cidrs": [],
+          "report_only": false
         },
         "context": [],
         "model": "fast",
@@ -87,7 +279,8 @@ export const consoleExamples: ContractExamples = {
       "egress": {
         "mode": "allow_all",
         "destinations": [],
-        "upstream_deny_cidrs": []
+        "upstream_deny_cidrs": [],
+        "report_only": false
       },
       "context": [],
       "model": "fast",
@@ -187,7 +380,8 @@ export const consoleExamples: ContractExamples = {
       "destinations": [
         "github-api"
       ],
-      "upstream_deny_cidrs": []
+      "upstream_deny_cidrs": [],
+      "report_only": false
     },
     "Environment": {
       "name": "small-vm",
@@ -1069,7 +1263,8 @@ export const consoleExamples: ContractExamples = {
           "destinations": [
             "github-api"
           ],
-          "upstream_deny_cidrs": []
+          "upstream_deny_cidrs": [],
+          "report_only": false
         }
       }
     },
@@ -1103,12 +1298,14 @@ export const consoleExamples: ContractExamples = {
           "destinations": [
             "github-api"
           ],
-          "upstream_deny_cidrs": []
+          "upstream_deny_cidrs": [],
+          "report_only": false
         }
       }
     }
   },
   "params": {
+    "integrations.kind": "code_host",
     "agents.name": "coder",
     "agents.version": 2,
     "agents.doc": "style.md",
