@@ -257,6 +257,8 @@ describe('local provider', { skip: skip ?? false }, () => {
     await provider.create(s);
     const image = path.join(root, s.id, 'workspace.img');
     try {
+      // Sparse and lazily initialized: a new volume takes next to nothing on the host.
+      assert.ok(fs.statSync(image).blocks * 512 < 8 * 2 ** 20, `a fresh volume holds ${fs.statSync(image).blocks * 512} bytes of the host's disk`);
       const df = await execText(provider, s.id, ['/bin/df', '-B1', '--output=size', '/workspace']);
       const size = Number(df.stdout.trim().split('\n').pop());
       assert.ok(size > 40 * 2 ** 20 && size <= 64 * 2 ** 20, `/workspace is about 64 MiB, not ${size} bytes`);
@@ -266,6 +268,7 @@ describe('local provider', { skip: skip ?? false }, () => {
       assert.notEqual(big.code, 0, 'writing 100 MiB into 64 MiB fails');
       assert.match(big.stderr, /No space left on device/);
       assert.ok(fs.statSync(image).blocks * 512 <= 64 * 2 ** 20, 'the host holds no more than the volume');
+      assert.ok(fs.statSync(image).size === 64 * 2 ** 20);
       assert.equal(fs.existsSync(path.join(root, s.id, 'big')), false);
       await execText(provider, s.id, ['/bin/rm', '/workspace/big']);
       assert.equal((await execText(provider, s.id, ['/bin/sh', '-c', 'echo kept > /workspace/kept'])).code, 0, 'room again once freed');
