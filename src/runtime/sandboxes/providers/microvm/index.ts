@@ -60,12 +60,15 @@ export interface MicrovmOptions {
   bootTimeoutMs?: number;
   /** Called with how long each wake took, and whether it cold-booted (metrics). */
   onWake?: (seconds: number, kind: 'restore' | 'cold_boot') => void;
-  /** Awaited at each step of a sleep: lets a test stop a host there and kill it, as a crash would. */
-  onSleepStep?: (id: string, step: SleepStep) => Promise<void>;
+  /** Awaited at each step of a sleep or a wake: lets a test stop a host there and kill it, as a crash would. */
+  onStep?: (id: string, step: LifecycleStep) => Promise<void>;
 }
 
-/** The steps of a sleep, in order: after the guest synced, after QEMU paused, the snapshot written, committed, QEMU stopped. */
-export type SleepStep = 'synced' | 'paused' | 'written' | 'committed' | 'stopped';
+/**
+ * The steps of a sleep, in order: after the guest synced, after QEMU paused, the snapshot
+ * written, committed, QEMU stopped; and of a wake from a snapshot: QEMU started to restore it.
+ */
+export type LifecycleStep = 'synced' | 'paused' | 'written' | 'committed' | 'stopped' | 'restoring';
 
 interface ImageRef {
   name: string;
@@ -355,6 +358,7 @@ export function createMicrovmProvider(opts: MicrovmOptions): SandboxProvider {
     try {
       await tapUp(s.spec);
       await launch(s, accel, true);
+      await opts.onStep?.(s.id, 'restoring');
       const q = await Qmp.connect(file(s.id, 'qmp.sock'));
       try {
         await q.execute('migrate-incoming', { uri: `exec:cat ${shellQuote(consumed)}` });
@@ -489,6 +493,12 @@ export function createMicrovmProvider(opts: MicrovmOptions): SandboxProvider {
       await tapDown(s.spec.network.hostInterface);
       await fsp.rm(file(s.id, 'snapshot.resuming'), { force: true });
     }
+    if (s.state === 'sleeping' && !fs.existsSync(file(s.id, 'snapshot.bin'))) {
+      // Nothing left to restore (a wake cut short renamed it away): disk only, which is a deep sleep.
+      await dropSnapshot(s.id);
+      s.state = 'deep_sleep';
+      await writeState(s);
+    }
     if ((s.state === 'running' || s.state === 'starting') && !(await pidOf(s.id))) {
       log.warn({ sandbox: s.id }, 'microvm: VM process is gone; the sandbox keeps its disk and cold-boots on wake');
       channels.get(s.id)?.close();
@@ -575,7 +585,7 @@ export function createMicrovmProvider(opts: MicrovmOptions): SandboxProvider {
           return statusOf(s);
         }
         if (s.state !== 'running') throw new SandboxError('wrong_state', `sandbox ${id} is ${s.state}; only a running sandbox can ${depth === 'deep' ? 'deep-sleep' : 'sleep'}`);
-        const step = (name: SleepStep) => opts.onSleepStep?.(id, name);
+        const step = (name: LifecycleStep) => opts.onStep?.(id, name);
         const accel = await accelerator(qemu, log, opts.accel);
         let snapshot = depth === 'sleep';
         if (snapshot) {

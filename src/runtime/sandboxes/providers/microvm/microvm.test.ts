@@ -246,14 +246,14 @@ describe('microvm provider under TCG', { skip: skip ?? false }, () => {
     await new Promise((r) => child.once('exit', r));
   }
 
-  test('a host killed in the middle of a sleep: the next host finishes it, waking from a saved snapshot, else cold', async () => {
+  test('a host killed in the middle of a sleep or a wake: the next host finishes it, waking from a saved snapshot, else cold; a dying guest agent', async () => {
     const spec = specFor(`sbx-${crypto.randomBytes(4).toString('hex')}`);
     cleanups.push(() => provider().destroy(spec.id));
     const qemuPid = async () => Number(await fsp.readFile(path.join(dir, spec.id, 'qemu.pid'), 'utf8'));
     const snapshots = async () => (await fsp.readdir(path.join(dir, spec.id))).filter((f) => f.startsWith('snapshot')).sort();
 
     // Killed after the snapshot was saved, before QEMU was stopped: QEMU is left, paused.
-    await hostKilledAt({ spec, sleepAt: 'committed' }, 'at committed');
+    await hostKilledAt({ spec, stopAt: 'committed' }, 'at committed');
     const first = await qemuPid();
     assert.ok(fs.existsSync(`/proc/${first}`), 'QEMU outlived the host');
     const p = provider();
@@ -268,7 +268,7 @@ describe('microvm provider under TCG', { skip: skip ?? false }, () => {
     assert.match((await collect(p, spec.id, ['ps'])).stdout, /sleep 100000/);
 
     // Killed after QEMU paused, before the snapshot was written: nothing to wake from.
-    await hostKilledAt({ spec, create: false, sleepAt: 'paused' }, 'at paused');
+    await hostKilledAt({ spec, create: false, stopAt: 'paused' }, 'at paused');
     const second = await qemuPid();
     assert.ok(fs.existsSync(`/proc/${second}`));
     const again = provider();
@@ -289,11 +289,24 @@ describe('microvm provider under TCG', { skip: skip ?? false }, () => {
     h.stderr.resume();
     let guard: NodeJS.Timeout | undefined;
     const hung = new Promise((_, reject) => (guard = setTimeout(() => reject(new Error('the exec still hangs 150 s after its agent died')), 150_000)));
-    await assert.rejects(Promise.race([h.exit, hung]), (e: Error) => e instanceof SandboxError && /agent (restarted|stopped answering)/.test(e.message));
+    await assert.rejects(Promise.race([h.exit, hung]), (e: Error) => e instanceof SandboxError && /agent restarted/.test(e.message));
     clearTimeout(guard);
     const next = await collect(again, spec.id, ['echo', 'after']);
     assert.deepEqual(next, { code: 0, stdout: 'after\n', stderr: '' });
-    await again.destroy(spec.id);
+
+    // Killed while restoring a snapshot: its QEMU is no one's and the snapshot is spent.
+    assert.equal((await again.sleep(spec.id, 'sleep')).state, 'sleeping');
+    await hostKilledAt({ spec, create: false, verb: 'wake', stopAt: 'restoring' }, 'at restoring');
+    const third = await qemuPid();
+    assert.ok(fs.existsSync(`/proc/${third}`));
+    const last = provider();
+    assert.deepEqual(await last.status(spec.id), { state: 'deep_sleep', network: spec.network }, 'no snapshot is left to wake from');
+    await until('the restoring QEMU to exit', async () => !fs.existsSync(`/proc/${third}`));
+    assert.equal(tapExists(spec.network.hostInterface), false);
+    assert.deepEqual(await snapshots(), []);
+    assert.deepEqual(await last.wake(spec.id), { state: 'running', network: spec.network, coldBooted: true });
+    assert.equal((await collect(last, spec.id, ['cat', '/workspace/bg.pid'])).stdout.trim(), bg);
+    await last.destroy(spec.id);
   });
 
   test('a full snapshot budget turns sleep into deep sleep', async () => {
