@@ -2,6 +2,7 @@
 // addresses for links (other tests make links on the same machine at the same time), and a
 // command run to its end inside a sandbox.
 import crypto from 'node:crypto';
+import fs from 'node:fs';
 import { sql } from 'kysely';
 import type { Db } from '../src/db/database.ts';
 import { findProgram } from '../src/runtime/sandboxes/system.ts';
@@ -15,6 +16,8 @@ import { captureLogger, testConfig } from './harness.ts';
 export function localSkipReason(): string | null {
   if (process.getuid?.() !== 0) return 'needs root (network namespaces, veth pairs, cgroups); CI runs it as root';
   for (const tool of ['bwrap', 'ip', 'nft', 'nsenter', 'setpriv']) if (!findProgram(tool)) return `needs ${tool} (apt-get install bubblewrap iproute2 nftables util-linux)`;
+  // The workspace volume: needed wherever loop devices are (without them the provider falls back to a directory).
+  if (fs.existsSync('/dev/loop-control') && !findProgram('mkfs.ext4')) return 'needs mkfs.ext4 for the workspace volume (apt-get install e2fsprogs)';
   return null;
 }
 

@@ -13,6 +13,9 @@ export const DEBIAN_PACKAGE: Record<string, string> = {
   ip: 'iproute2',
   nft: 'nftables',
   nsenter: 'util-linux',
+  'mkfs.ext4': 'e2fsprogs',
+  mount: 'mount',
+  umount: 'mount',
   setpriv: 'util-linux',
   'qemu-system-x86_64': 'qemu-system-x86',
 };

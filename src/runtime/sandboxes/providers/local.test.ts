@@ -3,12 +3,13 @@
 // sleep and wake, /workspace across restarts, and nothing left behind by destroy or a failed
 // create. Needs root; skips with the reason elsewhere.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { createLogger } from '../../../logger.ts';
 import { execText, localSkipReason, randomLink, sandboxId } from '../../../../test/sandboxes.ts';
 import { Cgroup, cgroupVersion, MAX_PROCESSES } from '../cgroups.ts';
 import { firewallExists, resourceTag } from '../network.ts';
@@ -230,12 +231,14 @@ describe('local provider', { skip: skip ?? false }, () => {
         link: fs.existsSync(`/sys/class/net/${hostInterface}`),
         firewall: await firewallExists('nft', hostInterface),
         cgroup: new Cgroup(cgroupVersion()!, `chs-${tag}`).exists(),
+        mount: isMounted(path.join(root, id, 'workspace')),
       };
     };
-    const none = { dir: false, netns: false, link: false, firewall: false, cgroup: false };
+    const none = { dir: false, netns: false, link: false, firewall: false, cgroup: false, mount: false };
     const s = spec();
     await provider.create(s);
     assert.equal((await leftovers(s.id, s.network.hostInterface)).netns, true);
+    assert.equal((await leftovers(s.id, s.network.hostInterface)).mount, true);
     await provider.destroy(s.id);
     assert.deepEqual(await leftovers(s.id, s.network.hostInterface), none);
     await provider.destroy(s.id); // again: nothing to do, no error
@@ -248,4 +251,61 @@ describe('local provider', { skip: skip ?? false }, () => {
     assert.deepEqual(await leftovers(bad.id, bad.network.hostInterface), none);
     assert.equal((await provider.list()).includes(bad.id), false);
   });
+
+  test('/workspace is a volume of the disk size: a write past it fails with ENOSPC inside, the host keeps the rest, a lost mount comes back', async () => {
+    const s = spec({ diskGib: 64 / 1024 });
+    await provider.create(s);
+    const image = path.join(root, s.id, 'workspace.img');
+    try {
+      // Sparse and lazily initialized: a new volume takes next to nothing on the host.
+      assert.ok(fs.statSync(image).blocks * 512 < 8 * 2 ** 20, `a fresh volume holds ${fs.statSync(image).blocks * 512} bytes of the host's disk`);
+      const df = await execText(provider, s.id, ['/bin/df', '-B1', '--output=size', '/workspace']);
+      const size = Number(df.stdout.trim().split('\n').pop());
+      assert.ok(size > 40 * 2 ** 20 && size <= 64 * 2 ** 20, `/workspace is about 64 MiB, not ${size} bytes`);
+      assert.deepEqual(fs.readdirSync(path.join(root, s.id, 'workspace')), [], 'an empty workspace (no lost+found)');
+
+      const big = await execText(provider, s.id, ['/bin/dd', 'if=/dev/zero', 'of=/workspace/big', 'bs=1M', 'count=100']);
+      assert.notEqual(big.code, 0, 'writing 100 MiB into 64 MiB fails');
+      assert.match(big.stderr, /No space left on device/);
+      assert.ok(fs.statSync(image).blocks * 512 <= 64 * 2 ** 20, 'the host holds no more than the volume');
+      assert.ok(fs.statSync(image).size === 64 * 2 ** 20);
+      assert.equal(fs.existsSync(path.join(root, s.id, 'big')), false);
+      await execText(provider, s.id, ['/bin/rm', '/workspace/big']);
+      assert.equal((await execText(provider, s.id, ['/bin/sh', '-c', 'echo kept > /workspace/kept'])).code, 0, 'room again once freed');
+
+      // A host that rebooted: processes and the mount are gone; wake mounts the volume again.
+      await provider.sleep(s.id, 'deep');
+      execFileSync('umount', [path.join(root, s.id, 'workspace')]);
+      assert.equal(isMounted(path.join(root, s.id, 'workspace')), false);
+      await provider.wake(s.id);
+      assert.equal((await execText(provider, s.id, ['/bin/cat', '/workspace/kept'])).stdout, 'kept\n');
+      assert.equal(isMounted(path.join(root, s.id, 'workspace')), true);
+    } finally {
+      await provider.destroy(s.id);
+    }
+    assert.equal(fs.existsSync(image), false, 'destroy removes the volume');
+  });
+
+  test('without loop devices /workspace is a plain directory, said once in the log', async () => {
+    const lines: string[] = [];
+    const logger = createLogger({ level: 'info', destination: { write: (l: string) => void lines.push(l) } });
+    const plain = createLocalProvider({ root, gatewayPort, logger, loopControl: '/nonexistent/loop-control' });
+    const a = spec();
+    const b = spec();
+    try {
+      await plain.create(a);
+      await plain.create(b);
+      assert.equal(lines.filter((l) => l.includes('no loop devices')).length, 1);
+      assert.equal(isMounted(path.join(root, a.id, 'workspace')), false);
+      assert.equal(fs.existsSync(path.join(root, a.id, 'workspace.img')), false);
+      assert.equal((await execText(plain, a.id, ['/bin/sh', '-c', 'echo hi > /workspace/f && cat /workspace/f'])).stdout, 'hi\n');
+    } finally {
+      await plain.destroy(a.id);
+      await plain.destroy(b.id);
+    }
+  });
 });
+
+function isMounted(mountPoint: string): boolean {
+  return fs.readFileSync('/proc/self/mountinfo', 'utf8').split('\n').some((l) => l.split(' ')[4] === mountPoint);
+}

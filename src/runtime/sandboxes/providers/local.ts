@@ -8,7 +8,13 @@
  * empty resolv.conf, the deployment CA as the trust store) with a few host files bound
  * read-only (alternatives, ld.so cache, localtime, openssl.cnf), its own /proc and /dev, a tmpfs
  * /tmp and a private /workspace on disk under SERVICE_SANDBOX_DIR that survives restarts. It needs
- * no image. Processes run as uid/gid 1000 inside, an unprivileged host uid outside.
+ * no image.
+ *
+ * The disk size is real: /workspace is an ext4 file system in a sparse file beside the sandbox
+ * (`workspace.img`, `disk_gib` large), loop-mounted on the host before the sandbox starts, so a
+ * write past it fails with ENOSPC inside while the host's disk keeps the rest. The mount is made
+ * again wherever it is missing (a host that rebooted). A host without loop devices falls back to
+ * a plain directory with no size limit, says so once in the log, and records it per sandbox. Processes run as uid/gid 1000 inside, an unprivileged host uid outside.
  *
  * States: running (an init process holds the namespaces; exec joins them with nsenter);
  * sleeping (the cgroup is frozen: memory stays, nothing runs); deep_sleep (every process is
@@ -32,7 +38,7 @@ import {
   type SandboxState,
   type SandboxStatus,
 } from '../provider.ts';
-import { pollUntil, requireProgram } from '../system.ts';
+import { pollUntil, requireProgram, run } from '../system.ts';
 
 export interface LocalProviderOptions {
   /** Where each sandbox's directory lives (SERVICE_SANDBOX_DIR). */
@@ -46,6 +52,8 @@ export interface LocalProviderOptions {
   /** Host paths bound read-only into every sandbox (the agent runtime and the Node that runs it); never a secret. */
   readOnly?: ReadonlyArray<{ source: string; target: string }>;
   logger?: Logger;
+  /** The loop control device; where it is missing, /workspace is a plain directory without a size limit. */
+  loopControl?: string;
 }
 
 /** What a sandbox's directory records about it, so a restarted host finds it again. */
@@ -54,6 +62,8 @@ interface SandboxRecord {
   state: SandboxState;
   /** Host pid of the init process (PID 1 of the sandbox). */
   pid: number | null;
+  /** volume: /workspace is workspace.img loop-mounted; directory (or absent, from before volumes): a plain directory. */
+  disk?: 'volume' | 'directory';
 }
 
 const ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
@@ -66,17 +76,32 @@ const ENTER_CGROUP = 'for f in $CH_CGROUP_PROCS; do echo $$ > "$f" || exit 125; 
 /** Host files bound read-only into the sandbox's own /etc when they exist. */
 const HOST_ETC = ['alternatives', 'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'localtime', 'ssl/openssl.cnf', 'nsswitch.conf', 'mime.types', 'gitconfig'];
 
+/** The smallest volume made (ext4 with a journal needs a few MiB to be worth mounting). */
+const MIN_VOLUME_MIB = 16;
+
 const signalNumbers: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGABRT: 6, SIGKILL: 9, SIGSEGV: 11, SIGPIPE: 13, SIGALRM: 14, SIGTERM: 15 };
 
 export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider & { memoryBytes(id: string): Promise<number> } {
   const root = opts.root;
   const hostUid = opts.hostUid ?? 2_000_000;
   const bwrapName = opts.bwrap ?? 'bwrap';
-  let tools: { bwrap: string; ip: string; nft: string; nsenter: string; setpriv: string; cgroups: CgroupVersion } | null = null;
+  let tools: { bwrap: string; ip: string; nft: string; nsenter: string; setpriv: string; mkfs: string | null; mount: string; umount: string; cgroups: CgroupVersion } | null = null;
+  let warnedNoLoop = false;
 
   async function check() {
     const bwrap = requireProgram(bwrapName, 'bwrap');
-    const found = { bwrap, ip: requireProgram('ip'), nft: requireProgram('nft'), nsenter: requireProgram('nsenter'), setpriv: requireProgram('setpriv') };
+    const loop = existsSync(opts.loopControl ?? '/dev/loop-control');
+    const found = {
+      bwrap,
+      ip: requireProgram('ip'),
+      nft: requireProgram('nft'),
+      nsenter: requireProgram('nsenter'),
+      setpriv: requireProgram('setpriv'),
+      // Only needed where volumes can be made; without loop devices the fallback needs none.
+      mkfs: loop ? requireProgram('mkfs.ext4') : null,
+      mount: requireProgram('mount'),
+      umount: requireProgram('umount'),
+    };
     if (process.getuid?.() !== 0) throw new SandboxError('unavailable', 'the local provider must run as root: it makes network namespaces, veth pairs and cgroups');
     const cgroups = cgroupVersion();
     if (!cgroups) throw new SandboxError('unavailable', 'no usable cgroup hierarchy under /sys/fs/cgroup (need v2, or v1 with the memory and freezer controllers)');
@@ -216,10 +241,64 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     return initPid;
   }
 
+  const workspaceOf = (id: string) => path.join(dirOf(id), 'workspace');
+  const volumeOf = (id: string) => path.join(dirOf(id), 'workspace.img');
+
+  async function mounted(mountPoint: string): Promise<boolean> {
+    const info = await fs.readFile('/proc/self/mountinfo', 'utf8');
+    // Field 5 is the mount point, with spaces and the like octal-escaped.
+    return info.split('\n').some((line) => line.split(' ')[4]?.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8))) === mountPoint);
+  }
+
+  /** The sandbox's /workspace volume: a sparse file of the disk size, formatted once, owned by the sandbox user. */
+  async function makeVolume(id: string, diskGib: number) {
+    const t = await ready();
+    if (!(Number.isFinite(diskGib) && diskGib > 0)) throw new SandboxError('resources', `sandbox ${id}: the disk size must be a positive number of GiB, not ${diskGib}`);
+    const bytes = Math.max(MIN_VOLUME_MIB, Math.round(diskGib * 1024)) * 1024 * 1024;
+    const file = volumeOf(id);
+    // Sparse: the host's disk holds only what the sandbox writes.
+    const handle = await fs.open(file, 'wx', 0o600);
+    try {
+      await handle.truncate(bytes);
+    } finally {
+      await handle.close();
+    }
+    // No blocks reserved for root (nothing inside is root); the sandbox user owns the top. A
+    // sparse file reads as zeros already: zeroing the journal and inode tables would only turn
+    // holes into host disk (69 MiB for 10 GiB), so neither mkfs nor the kernel (noinit_itable) does.
+    await run(t.mkfs!, ['-q', '-F', '-m', '0', '-L', 'workspace', '-E', `root_owner=${hostUid}:${hostUid},lazy_itable_init=1,lazy_journal_init=1`, file]);
+  }
+
+  async function mountVolume(id: string) {
+    const t = await ready();
+    const target = workspaceOf(id);
+    if (await mounted(target)) return;
+    await fs.mkdir(target, { recursive: true });
+    try {
+      await run(t.mount, ['-o', 'loop,nosuid,nodev,noatime,noinit_itable', '-t', 'ext4', volumeOf(id), target]);
+    } catch (err) {
+      const text = (err as Error).message;
+      if (/loop device|losetup/i.test(text)) throw new SandboxError('resources', `sandbox ${id}: no free loop device to mount its /workspace (${text})`, { cause: err });
+      throw new SandboxError('failed', `sandbox ${id}: its /workspace volume could not be mounted: ${text}`, { cause: err });
+    }
+    // mkfs leaves lost+found, owned by root and unreadable inside: not the agent's business.
+    await fs.rm(path.join(target, 'lost+found'), { recursive: true, force: true });
+  }
+
+  async function unmountVolume(id: string) {
+    const t = await ready();
+    const target = workspaceOf(id);
+    if (!(await mounted(target))) return;
+    // A process still holding it (a stray exec) must not keep the disk: detach it lazily then.
+    const r = await run(t.umount, [target], { allowFail: true });
+    if (r.code !== 0) await run(t.umount, ['-l', target]);
+  }
+
   /** Everything a sandbox holds on the host besides its directory, made (again) where missing. */
-  async function ensureHostSide(id: string, spec: SandboxRecord['spec']) {
+  async function ensureHostSide(id: string, spec: SandboxRecord['spec'], disk: SandboxRecord['disk']) {
     const t = await ready();
     const n = names(id);
+    if (disk === 'volume') await mountVolume(id);
     await ensureVethNamespace(t.ip, n.netns, n.peer, spec.network);
     await ensureFirewall(t.nft, spec.network, opts.gatewayPort);
     await (await cgroupOf(id)).ensure({ vcpus: spec.vcpus, memoryMib: spec.memoryMib });
@@ -238,6 +317,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
       }
     };
     await step('processes', async () => (await cgroupOf(id)).remove());
+    await step('disk', () => unmountVolume(id));
     await step('network', () => removeVethNamespace(t.ip, n.netns, network?.hostInterface ?? `chv${resourceTag(id)}`));
     if (network) await step('firewall', () => removeFirewall(t.nft, network.hostInterface));
     if (!keepDir) await step('files', () => fs.rm(dirOf(id), { recursive: true, force: true }));
@@ -309,14 +389,20 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
         const dir = dirOf(spec.id);
         if (existsSync(path.join(dir, 'sandbox.json'))) throw new SandboxError('wrong_state', `sandbox ${spec.id} already exists on this host`);
         const { caPem, ...kept } = spec;
-        const rec: SandboxRecord = { spec: kept, state: 'starting', pid: null };
+        const t = await ready();
+        const rec: SandboxRecord = { spec: kept, state: 'starting', pid: null, disk: t.mkfs ? 'volume' : 'directory' };
+        if (!t.mkfs && !warnedNoLoop) {
+          warnedNoLoop = true;
+          opts.logger?.warn(`this host has no loop devices (${opts.loopControl ?? '/dev/loop-control'} is missing): local sandboxes get a plain /workspace directory and their disk size is not enforced`);
+        }
         try {
           await fs.mkdir(path.join(dir, 'workspace'), { recursive: true });
           await fs.chmod(dir, 0o711);
-          await fs.chown(path.join(dir, 'workspace'), hostUid, hostUid);
           await writeEtc(dir, caPem);
           await writeRecord(spec.id, rec);
-          await ensureHostSide(spec.id, kept);
+          if (rec.disk === 'volume') await makeVolume(spec.id, spec.diskGib);
+          await ensureHostSide(spec.id, kept, rec.disk);
+          await fs.chown(workspaceOf(spec.id), hostUid, hostUid);
           rec.pid = await startInit(spec.id);
           rec.state = 'running';
           await writeRecord(spec.id, rec);
@@ -370,7 +456,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
         if (now === 'sleeping') {
           await (await cgroupOf(id)).thaw();
         } else if (now === 'deep_sleep') {
-          await ensureHostSide(id, rec.spec);
+          await ensureHostSide(id, rec.spec, rec.disk);
           rec.pid = await startInit(id);
         } else {
           throw new SandboxError('wrong_state', `sandbox ${id} is ${now}; only a sleeping sandbox wakes`);

@@ -1,6 +1,12 @@
 /**
  * The host end of a microVM's control channel: a connection to QEMU's unix socket behind the
  * guest's virtio-serial port, speaking guest/frames.ts to the guest agent.
+ *
+ * QEMU keeps the socket open whatever happens inside the guest, so a guest agent that dies and
+ * is respawned (with its commands' pipes) never closes it: the exits it owed would be awaited
+ * forever. While anything is awaited, the host therefore repeats its hello: an answer from
+ * another agent instance (another boot id) fails what the old one owed, and an agent silent for
+ * AGENT_SILENT_MS fails it and closes the channel (the next verb connects again).
  */
 import crypto from 'node:crypto';
 import net from 'node:net';
@@ -8,6 +14,11 @@ import { PassThrough, Writable } from 'node:stream';
 import type { ExecHandle, ExecRequest } from '../../provider.ts';
 import { SandboxError } from '../../provider.ts';
 import { encodeFrame, FrameDecoder, type Frame } from './guest/frames.ts';
+
+/** How often a hello goes out while a command or request is awaited. */
+const HEARTBEAT_MS = 2_000;
+/** How long an agent may say nothing while something is awaited (generous: a guest under TCG on a loaded host is slow). */
+const AGENT_SILENT_MS = 60_000;
 
 interface Running {
   stdout: PassThrough;
@@ -23,10 +34,17 @@ export class Channel {
   private readonly requests = new Map<string, { resolve: () => void; reject: (e: Error) => void }>();
   private hello: { nonce: string; resolve: (boot: string) => void } | null = null;
   private closedWith: Error | null = null;
+  /** This connection's hello nonce: the agent drops what it queued for an earlier host on a new one, so heartbeats reuse it. */
+  private nonce = '';
+  /** The agent instance that answered the opening hello. */
+  private boot: string | null = null;
+  private lastHeard = Date.now();
+  private heartbeat: NodeJS.Timeout | null = null;
 
   private constructor(sock: net.Socket) {
     this.sock = sock;
     sock.on('data', (b: Buffer) => {
+      this.lastHeard = Date.now();
       let frames: Frame[];
       try {
         frames = this.decoder.push(b);
@@ -52,6 +70,7 @@ export class Channel {
     });
     const ch = new Channel(sock);
     const nonce = crypto.randomBytes(8).toString('hex');
+    ch.nonce = nonce;
     const answered = new Promise<string>((resolve) => (ch.hello = { nonce, resolve }));
     let boot: string | null = null;
     void answered.then((b) => (boot = b));
@@ -68,6 +87,10 @@ export class Channel {
       ch.send({ t: 'hello', nonce });
       await Promise.race([answered, new Promise((r) => setTimeout(r, 500))]);
     }
+    ch.hello = null;
+    ch.boot = boot;
+    ch.heartbeat = setInterval(() => ch.beat(), HEARTBEAT_MS);
+    ch.heartbeat.unref();
     return { channel: ch, boot };
   }
 
@@ -81,6 +104,7 @@ export class Channel {
     switch (f.h.t) {
       case 'hello':
         if (this.hello && f.h.nonce === this.hello.nonce) this.hello.resolve(String(f.h.boot));
+        else if (f.h.nonce === this.nonce && this.boot !== null && String(f.h.boot) !== this.boot) this.agentRestarted(String(f.h.boot));
         return;
       case 'out':
         this.execs.get(id)?.stdout.write(f.body);
@@ -108,6 +132,39 @@ export class Channel {
         return;
       }
     }
+  }
+
+  /** While something is awaited: ask the agent who it is, and give up on one that stays silent. */
+  private beat() {
+    if (this.closedWith) return;
+    if (this.execs.size === 0 && this.requests.size === 0) {
+      // Nothing owed: silence is fine, and counts from when something is next awaited.
+      this.lastHeard = Date.now();
+      return;
+    }
+    if (Date.now() - this.lastHeard > AGENT_SILENT_MS) {
+      this.close(new SandboxError('failed', `the guest agent stopped answering for ${AGENT_SILENT_MS / 1000} s; the command's outcome is unknown`));
+      return;
+    }
+    try {
+      this.send({ t: 'hello', nonce: this.nonce });
+    } catch {
+      // closed meanwhile: close() failed everything awaited
+    }
+  }
+
+  /** Another agent instance answers: what the old one owed will never come. The channel stays, for the new one. */
+  private agentRestarted(boot: string) {
+    this.boot = boot;
+    const why = new SandboxError('failed', 'the guest agent restarted while the command ran; its outcome is unknown');
+    for (const r of this.execs.values()) {
+      r.stdout.end();
+      r.stderr.end();
+      r.reject(why);
+    }
+    this.execs.clear();
+    for (const r of this.requests.values()) r.reject(why);
+    this.requests.clear();
   }
 
   /** One request answered by done or error (write a file, set the clock, sync); a guest that never answers fails it after `timeoutMs`. */
@@ -188,6 +245,7 @@ export class Channel {
   close(why: Error = new SandboxError('wrong_state', 'the sandbox stopped')) {
     if (this.closedWith) return;
     this.closedWith = why;
+    if (this.heartbeat) clearInterval(this.heartbeat);
     this.sock.destroy();
     for (const r of this.execs.values()) {
       r.stdout.end();

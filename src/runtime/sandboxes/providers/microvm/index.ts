@@ -13,6 +13,13 @@
  * incoming migration. A snapshot is renamed away before it is resumed, so it is never resumed
  * twice; one that does not match this QEMU, image or machine arguments is discarded and the
  * guest cold-boots from its disk (`coldBooted: true`). Deep sleep keeps only the disk.
+ *
+ * A sleep is marked in state.json before it pauses the VM, and renaming snapshot.tmp to
+ * snapshot.bin is its commit point. A host killed anywhere in between leaves the mark; the next
+ * verb (the host's recovery at start reads every status) finishes the sleep from what is on disk:
+ * QEMU stopped, the tap removed, and the sandbox sleeping when the snapshot was committed, else in
+ * deep sleep with any partial snapshot dropped (its wake cold-boots and says so). A QEMU found
+ * running for a sandbox that sleeps (a wake cut short) is stopped the same way.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -53,7 +60,15 @@ export interface MicrovmOptions {
   bootTimeoutMs?: number;
   /** Called with how long each wake took, and whether it cold-booted (metrics). */
   onWake?: (seconds: number, kind: 'restore' | 'cold_boot') => void;
+  /** Awaited at each step of a sleep or a wake: lets a test stop a host there and kill it, as a crash would. */
+  onStep?: (id: string, step: LifecycleStep) => Promise<void>;
 }
+
+/**
+ * The steps of a sleep, in order: after the guest synced, after QEMU paused, the snapshot
+ * written, committed, QEMU stopped; and of a wake from a snapshot: QEMU started to restore it.
+ */
+export type LifecycleStep = 'synced' | 'paused' | 'written' | 'committed' | 'stopped' | 'restoring';
 
 interface ImageRef {
   name: string;
@@ -69,6 +84,8 @@ interface StateFile {
   image: ImageRef;
   state: SandboxState;
   coldBooted: boolean;
+  /** Set while a sleep is under way (from before the VM pauses until the state is written): a host that finds it was killed meanwhile. */
+  sleeping?: 'sleep' | 'deep';
 }
 
 interface SnapshotMeta {
@@ -341,6 +358,7 @@ export function createMicrovmProvider(opts: MicrovmOptions): SandboxProvider {
     try {
       await tapUp(s.spec);
       await launch(s, accel, true);
+      await opts.onStep?.(s.id, 'restoring');
       const q = await Qmp.connect(file(s.id, 'qmp.sock'));
       try {
         await q.execute('migrate-incoming', { uri: `exec:cat ${shellQuote(consumed)}` });
@@ -453,6 +471,34 @@ export function createMicrovmProvider(opts: MicrovmOptions): SandboxProvider {
 
   /** A running sandbox whose QEMU died (host reboot, crash) keeps its disk: it is in deep sleep now. */
   async function reconcile(s: StateFile): Promise<StateFile> {
+    if (s.sleeping) {
+      // A sleep cut short by a host that died: finish it from what is on disk. Only a committed
+      // snapshot (snapshot.bin, renamed after its description was written) is one to wake from.
+      const committed = fs.existsSync(file(s.id, 'snapshot.bin'));
+      log.warn({ sandbox: s.id, snapshot: committed }, committed ? 'microvm: a sleep was cut short after its snapshot was saved; finished: the sandbox sleeps' : 'microvm: a sleep was cut short before its snapshot was saved; the sandbox is in deep sleep and cold-boots on wake');
+      await stopQemu(s.id);
+      await tapDown(s.spec.network.hostInterface);
+      await fsp.rm(file(s.id, 'snapshot.tmp'), { force: true });
+      if (!committed) await dropSnapshot(s.id);
+      s.state = committed ? 'sleeping' : 'deep_sleep';
+      s.coldBooted = false;
+      delete s.sleeping;
+      await writeState(s);
+      return s;
+    }
+    if ((s.state === 'sleeping' || s.state === 'deep_sleep') && (await pidOf(s.id))) {
+      // A wake cut short: its QEMU (restored or booting) is no one's; the snapshot it took is spent.
+      log.warn({ sandbox: s.id }, 'microvm: a VM was left running by a wake cut short; stopped');
+      await stopQemu(s.id);
+      await tapDown(s.spec.network.hostInterface);
+      await fsp.rm(file(s.id, 'snapshot.resuming'), { force: true });
+    }
+    if (s.state === 'sleeping' && !fs.existsSync(file(s.id, 'snapshot.bin'))) {
+      // Nothing left to restore (a wake cut short renamed it away): disk only, which is a deep sleep.
+      await dropSnapshot(s.id);
+      s.state = 'deep_sleep';
+      await writeState(s);
+    }
     if ((s.state === 'running' || s.state === 'starting') && !(await pidOf(s.id))) {
       log.warn({ sandbox: s.id }, 'microvm: VM process is gone; the sandbox keeps its disk and cold-boots on wake');
       channels.get(s.id)?.close();
@@ -539,6 +585,7 @@ export function createMicrovmProvider(opts: MicrovmOptions): SandboxProvider {
           return statusOf(s);
         }
         if (s.state !== 'running') throw new SandboxError('wrong_state', `sandbox ${id} is ${s.state}; only a running sandbox can ${depth === 'deep' ? 'deep-sleep' : 'sleep'}`);
+        const step = (name: LifecycleStep) => opts.onStep?.(id, name);
         const accel = await accelerator(qemu, log, opts.accel);
         let snapshot = depth === 'sleep';
         if (snapshot) {
@@ -554,11 +601,15 @@ export function createMicrovmProvider(opts: MicrovmOptions): SandboxProvider {
         await channelOf(id)
           .then((ch) => ch.request({ t: 'sync' }))
           .catch((err) => log.warn({ sandbox: id, err: (err as Error).message }, 'microvm: the guest did not sync before sleep'));
+        s.sleeping = depth;
+        await writeState(s);
+        await step('synced');
         if (snapshot) {
           const tmp = file(id, 'snapshot.tmp');
           const q = await Qmp.connect(file(id, 'qmp.sock'));
           try {
             await q.execute('stop');
+            await step('paused');
             await q.execute('migrate', { uri: `exec:cat > ${shellQuote(tmp)}` });
             for (;;) {
               const m = await q.execute<{ status?: string; 'error-desc'?: string }>('query-migrate');
@@ -566,6 +617,7 @@ export function createMicrovmProvider(opts: MicrovmOptions): SandboxProvider {
               if (m.status === 'failed' || m.status === 'cancelled') throw new SandboxError('failed', `the snapshot could not be written: ${m['error-desc'] ?? m.status}`);
               await new Promise((r) => setTimeout(r, 50));
             }
+            await step('written');
             const meta: SnapshotMeta = {
               qemu: await version(),
               kernel: s.image.kernel.sha256,
@@ -577,19 +629,24 @@ export function createMicrovmProvider(opts: MicrovmOptions): SandboxProvider {
             };
             await fsp.writeFile(file(id, 'snapshot.json'), JSON.stringify(meta));
             await fsp.rename(tmp, file(id, 'snapshot.bin'));
+            await step('committed');
           } catch (err) {
             // The VM keeps running as it was; the half-written snapshot goes.
             await q.execute('cont').catch(logIgnored(log, 'could not resume a VM after a failed snapshot', { sandbox: id }));
             await dropSnapshot(id);
+            delete s.sleeping;
+            await writeState(s);
             throw failure(id, 'sleep', err);
           } finally {
             q.close();
           }
         }
         await stopQemu(id);
+        await step('stopped');
         await tapDown(s.spec.network.hostInterface);
         s.state = snapshot ? 'sleeping' : 'deep_sleep';
         s.coldBooted = false;
+        delete s.sleeping;
         await writeState(s);
         return statusOf(s);
       });

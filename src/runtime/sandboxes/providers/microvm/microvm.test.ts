@@ -230,6 +230,85 @@ describe('microvm provider under TCG', { skip: skip ?? false }, () => {
     await p.destroy(spec.id);
   });
 
+  /** Runs test/microvm-host.ts until it says `word`, then kills it -9. */
+  async function hostKilledAt(args: Record<string, unknown>, word: string) {
+    const child = spawn(process.execPath, [path.join(repo, 'test/microvm-host.ts'), JSON.stringify({ dir, imagesDir, ...args })], { stdio: ['ignore', 'pipe', 'inherit'] });
+    cleanups.push(async () => void child.kill('SIGKILL'));
+    let said = '';
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (b: Buffer) => {
+        said += b.toString();
+        if (said.includes(word)) resolve();
+      });
+      child.on('exit', (code) => reject(new Error(`the host process exited with ${code} before it said ${word}`)));
+    });
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+  }
+
+  test('a host killed in the middle of a sleep or a wake: the next host finishes it, waking from a saved snapshot, else cold; a dying guest agent', async () => {
+    const spec = specFor(`sbx-${crypto.randomBytes(4).toString('hex')}`);
+    cleanups.push(() => provider().destroy(spec.id));
+    const qemuPid = async () => Number(await fsp.readFile(path.join(dir, spec.id, 'qemu.pid'), 'utf8'));
+    const snapshots = async () => (await fsp.readdir(path.join(dir, spec.id))).filter((f) => f.startsWith('snapshot')).sort();
+
+    // Killed after the snapshot was saved, before QEMU was stopped: QEMU is left, paused.
+    await hostKilledAt({ spec, stopAt: 'committed' }, 'at committed');
+    const first = await qemuPid();
+    assert.ok(fs.existsSync(`/proc/${first}`), 'QEMU outlived the host');
+    const p = provider();
+    assert.deepEqual(await p.status(spec.id), { state: 'sleeping', network: spec.network });
+    await until('the orphan QEMU to exit', async () => !fs.existsSync(`/proc/${first}`));
+    assert.equal(tapExists(spec.network.hostInterface), false);
+    assert.deepEqual(await snapshots(), ['snapshot.bin', 'snapshot.json']);
+    assert.deepEqual(await p.wake(spec.id), { state: 'running', network: spec.network }, 'woke from the snapshot, not cold');
+    const bg = (await collect(p, spec.id, ['cat', '/workspace/bg.pid'])).stdout.trim();
+    assert.match(bg, /^\d+$/);
+    assert.equal((await collect(p, spec.id, ['kill', '-0', bg])).code, 0, 'the process started before the sleep still runs');
+    assert.match((await collect(p, spec.id, ['ps'])).stdout, /sleep 100000/);
+
+    // Killed after QEMU paused, before the snapshot was written: nothing to wake from.
+    await hostKilledAt({ spec, create: false, stopAt: 'paused' }, 'at paused');
+    const second = await qemuPid();
+    assert.ok(fs.existsSync(`/proc/${second}`));
+    const again = provider();
+    assert.deepEqual(await again.status(spec.id), { state: 'deep_sleep', network: spec.network });
+    await until('the paused QEMU to exit', async () => !fs.existsSync(`/proc/${second}`));
+    assert.equal(tapExists(spec.network.hostInterface), false);
+    assert.deepEqual(await snapshots(), []);
+    assert.deepEqual(await again.wake(spec.id), { state: 'running', network: spec.network, coldBooted: true });
+    assert.equal((await collect(again, spec.id, ['cat', '/workspace/bg.pid'])).stdout.trim(), bg, 'the disk is kept');
+    // By its command line, not its pid: a fresh boot hands out the same pids again.
+    assert.doesNotMatch((await collect(again, spec.id, ['ps'])).stdout, /sleep 100000/, 'a cold boot starts afresh');
+
+    // A guest agent that dies under a running command is respawned: the command fails, it does
+    // not hang, and the next command runs on the new agent.
+    const h = await again.exec(spec.id, { argv: ['sh', '-c', 'kill -9 $PPID; exec sleep 100000'] });
+    h.stdin.end();
+    h.stdout.resume();
+    h.stderr.resume();
+    let guard: NodeJS.Timeout | undefined;
+    const hung = new Promise((_, reject) => (guard = setTimeout(() => reject(new Error('the exec still hangs 150 s after its agent died')), 150_000)));
+    await assert.rejects(Promise.race([h.exit, hung]), (e: Error) => e instanceof SandboxError && /agent restarted/.test(e.message));
+    clearTimeout(guard);
+    const next = await collect(again, spec.id, ['echo', 'after']);
+    assert.deepEqual(next, { code: 0, stdout: 'after\n', stderr: '' });
+
+    // Killed while restoring a snapshot: its QEMU is no one's and the snapshot is spent.
+    assert.equal((await again.sleep(spec.id, 'sleep')).state, 'sleeping');
+    await hostKilledAt({ spec, create: false, verb: 'wake', stopAt: 'restoring' }, 'at restoring');
+    const third = await qemuPid();
+    assert.ok(fs.existsSync(`/proc/${third}`));
+    const last = provider();
+    assert.deepEqual(await last.status(spec.id), { state: 'deep_sleep', network: spec.network }, 'no snapshot is left to wake from');
+    await until('the restoring QEMU to exit', async () => !fs.existsSync(`/proc/${third}`));
+    assert.equal(tapExists(spec.network.hostInterface), false);
+    assert.deepEqual(await snapshots(), []);
+    assert.deepEqual(await last.wake(spec.id), { state: 'running', network: spec.network, coldBooted: true });
+    assert.equal((await collect(last, spec.id, ['cat', '/workspace/bg.pid'])).stdout.trim(), bg);
+    await last.destroy(spec.id);
+  });
+
   test('a full snapshot budget turns sleep into deep sleep', async () => {
     const spec = specFor(`sbx-${crypto.randomBytes(4).toString('hex')}`);
     const p = provider({ snapshotBudgetBytes: 1024 });
