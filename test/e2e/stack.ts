@@ -13,6 +13,7 @@ import path from 'node:path';
 import type { RunningComponent } from '../../src/components.ts';
 import { startGateway, type RunningGateway } from '../../src/gateway/gateway.component.ts';
 import { Registry } from '../../src/http/metrics.ts';
+import { createLocalProvider } from '../../src/runtime/sandboxes/providers/local.ts';
 import { findProgram } from '../../src/runtime/sandboxes/system.ts';
 import { workerComponent } from '../../src/runtime/worker.component.ts';
 import { loadShared } from '../../src/services.ts';
@@ -193,6 +194,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     async stop() {
       if (process.env.E2E_DEBUG) process.stderr.write(captured.lines.filter((l) => /"level":(30|40|50)/.test(l)).join(''));
       await worker?.stop();
+      // Sandboxes outlive their worker by design (a restart finds them): a test's are destroyed here,
+      // their processes, network and workspace volumes with them, before their folder goes.
+      const local = createLocalProvider({ root: sandboxDir, gatewayPort: Number(env.SERVICE_GATEWAY_PORT), logger: captured.logger });
+      for (const id of await local.list()) await local.destroy(id).catch((err) => process.stderr.write(`could not destroy sandbox ${id}: ${String(err)}\n`));
       await gateway.stop();
       await t.close();
       await model.close();
