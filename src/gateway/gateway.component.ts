@@ -35,6 +35,7 @@ export async function startGateway(ctx: ComponentContext & { sources?: GatewaySo
     resolve: createResolver(config.gatewayDns),
     upstreamCa: upstreamCa(config.gatewayUpstreamCaFile),
     modelProxyUrl: config.modelProxyUrl ?? `http://127.0.0.1:${config.modelProxyPort}`,
+    otlpEndpoint: config.otlpEndpoint,
   });
   const listen = ctx.listen ?? { host: config.host, port: config.gatewayPort };
   await new Promise<void>((resolve, reject) => {

@@ -16,6 +16,7 @@ import { makeTeam } from '../../test/factories.ts';
 import { startFakeDns, type FakeDns } from '../../test/fakes/dns-server.ts';
 import { startEchoUpstream } from '../../test/fakes/echo-upstream.ts';
 import { startGitServer } from '../../test/fakes/git-server.ts';
+import { startFakeCollector, type FakeCollector } from '../../test/fakes/otlp-collector.ts';
 import { createNetns, netnsSkipReason, type Netns } from '../../test/netns.ts';
 import { Registry } from '../http/metrics.ts';
 import { issuerOf, mintCertificateAuthority, mintLeaf } from './certificates.ts';
@@ -46,6 +47,7 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
   let git: Awaited<ReturnType<typeof startGitServer>>;
   let internal: net.Server;
   let internalPort = 0;
+  let collector: FakeCollector;
   let internalHits = 0;
   let tmp: string;
   let env: Record<string, string>;
@@ -91,6 +93,7 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
     echo = await startEchoUpstream(mintLeaf(issuer, 'echo.crewhouse.test'));
     plain = await startEchoUpstream(null);
     git = await startGitServer(mintLeaf(issuer, 'git.crewhouse.test'));
+    collector = await startFakeCollector();
     internal = net.createServer((s) => {
       internalHits++;
       s.destroy();
@@ -146,6 +149,7 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
       SERVICE_EGRESS_DEV_DESTINATIONS: '1',
       SERVICE_GATEWAY_DNS: dns.server,
       SERVICE_GATEWAY_UPSTREAM_CA_FILE: path.join(tmp, 'upstream-ca.pem'),
+      SERVICE_OTLP_ENDPOINT: collector.url,
     });
     gw = await startGateway({ config, db: t.db, logger: captureLogger().logger, metrics, ...sharedServices(config, t.db), listen: { host: ns.hostAddress, port: 0 } });
     fs.writeFileSync(path.join(tmp, 'gateway-ca.pem'), gw.caPem);
@@ -156,7 +160,7 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
   after(async () => {
     await gw?.stop();
     await ns?.close();
-    await Promise.all([echo?.close(), plain?.close(), git?.close(), dns?.close(), new Promise((r) => (internal ? internal.close(r) : r(null)))]);
+    await Promise.all([collector?.close(), echo?.close(), plain?.close(), git?.close(), dns?.close(), new Promise((r) => (internal ? internal.close(r) : r(null)))]);
     await t?.close();
     if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
   });
@@ -415,6 +419,16 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
     assert.equal(rows[0].rule, 'method');
     assert.match(rows[0].reason, /allows GET, POST, not DELETE/);
     assert.match(metrics.render(), /gateway_reported_total\{rule="method"\} \d+/);
+  });
+
+  test("the built-in otel reaches the deployment's collector, whatever the role's allowlist; the sandbox is told where it is", async () => {
+    await setRole('lead');
+    assert.equal(env.OTEL_EXPORTER_OTLP_ENDPOINT, `http://${BUILTIN_HOSTS.otel}`);
+    const span = { traceId: '5b8efff798038103d269b633813fc60c', spanId: 'eee19b7ec3c1b174', name: 'sandbox-work', kind: 1, startTimeUnixNano: '1700000000000000000', endTimeUnixNano: '1700000001000000000' };
+    const body = JSON.stringify({ resourceSpans: [{ resource: { attributes: [] }, scopeSpans: [{ scope: { name: 'test' }, spans: [span] }] }] });
+    const r = await curl(`${env.OTEL_EXPORTER_OTLP_ENDPOINT}/v1/traces`, ['-X', 'POST', '-H', 'content-type: application/json', '--data-binary', body]);
+    assert.equal(r.status, 200, r.body);
+    assert.ok(collector.spans.some((s) => s.name === 'sandbox-work'), 'the collector took the span');
   });
 
   test('a connection from an address no sandbox owns is refused', async () => {

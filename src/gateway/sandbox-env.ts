@@ -1,3 +1,5 @@
+import { BUILTIN_HOSTS } from './server.ts';
+
 /**
  * The environment of every process in a sandbox: the gateway as its proxy (the sandbox has no
  * other route out) and the deployment CA, at `caPath` inside the sandbox, as the trust store
@@ -16,5 +18,8 @@ export function sandboxProxyEnv(gatewayUrl: string, caPath: string): Record<stri
     GIT_SSL_CAINFO: caPath,
     REQUESTS_CA_BUNDLE: caPath,
     CURL_CA_BUNDLE: caPath,
+    // OpenTelemetry SDKs in the sandbox export to the deployment's collector, through the gateway.
+    OTEL_EXPORTER_OTLP_ENDPOINT: `http://${BUILTIN_HOSTS.otel}`,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
   };
 }

@@ -36,6 +36,8 @@ export interface GatewayOptions {
   upstreamCa: string[];
   /** Where the `llm` destination goes: the model proxy. */
   modelProxyUrl: string;
+  /** The OpenTelemetry collector sandboxes export to at otel.crewhouse.internal (OTLP/HTTP), or null when there is none. */
+  otlpEndpoint: string | null;
 }
 
 /** What the gateway knows about a connection: the addresses of the link it came in on and, inside a CONNECT tunnel, where it was going. */
@@ -86,6 +88,16 @@ export function createGatewayServer(opts: GatewayOptions) {
   // One TLS context for every upstream connection: building one from the CA list costs milliseconds.
   const httpsAgent = new https.Agent({ keepAlive: true, maxFreeSockets: 256, secureContext: tls.createSecureContext({ ca: opts.upstreamCa }) });
   const modelProxy = new URL(opts.modelProxyUrl);
+  const collector = opts.otlpEndpoint ? new URL(opts.otlpEndpoint) : null;
+  /** Where a service of this deployment (the model proxy, the collector) is reached: as configured, not through the address rules. */
+  const ownService = (url: URL) => ({
+    scheme: url.protocol === 'https:' ? ('https' as const) : ('http' as const),
+    address: url.hostname.replace(/^\[|\]$/g, ''),
+    port: Number(url.port) || (url.protocol === 'https:' ? 443 : 80),
+    servername: url.hostname,
+    hostHeader: url.host,
+    pathPrefix: url.pathname.replace(/\/+$/, ''),
+  });
   const meta = new WeakMap<net.Socket, ConnMeta>();
 
   const contextFor = (who: SandboxIdentity) =>
@@ -286,17 +298,14 @@ export function createGatewayServer(opts: GatewayOptions) {
       };
       // `/<server>` is the server's URL itself, `/<server>/x` is below it.
       upstreamPath = m[2] ?? '';
+    } else if (decision.destination?.builtin && decision.destination.name === 'otel') {
+      // OTLP/HTTP from the sandbox's own tools, to the deployment's collector.
+      if (!collector) return refuse(deny('not_configured', 'no telemetry collector is configured on this deployment (SERVICE_OTLP_ENDPOINT)', 'otel'));
+      upstream = ownService(collector);
     } else if (decision.destination?.builtin) {
-      if (decision.destination.name !== 'llm') return refuse(deny('not_configured', `the built-in destination "${decision.destination.name}" has no upstream on this gateway yet`, decision.destination.name));
+      if (decision.destination.name !== 'llm') return refuse(deny('not_configured', `the built-in destination "${decision.destination.name}" has no upstream on this gateway`, decision.destination.name));
       // The model proxy is this service's own component: reachable wherever it listens.
-      upstream = {
-        scheme: modelProxy.protocol === 'https:' ? 'https' : 'http',
-        address: modelProxy.hostname.replace(/^\[|\]$/g, ''),
-        port: Number(modelProxy.port) || (modelProxy.protocol === 'https:' ? 443 : 80),
-        servername: modelProxy.hostname,
-        hostHeader: modelProxy.host,
-        pathPrefix: modelProxy.pathname.replace(/\/+$/, ''),
-      };
+      upstream = ownService(modelProxy);
     } else {
       const addresses = await dial(target.host, decision.destination);
       if (!Array.isArray(addresses)) return refuse(addresses);
