@@ -56,6 +56,8 @@ export interface Config {
   sandboxCapacity: { vcpus: number; memoryMib: number; diskGib: number };
   /** Jobs the worker performs at once. */
   jobConcurrency: number;
+  /** Seconds a worker holds a job without renewing it: how soon another takes over a dead worker's jobs. */
+  jobLeaseSeconds: number;
 }
 
 export class ConfigError extends Error {}
@@ -244,5 +246,6 @@ export function loadConfig(env: Env = process.env): Config {
       diskGib: int(env, 'SERVICE_SANDBOX_DISK_GIB', 0, 0, 1024 * 1024),
     },
     jobConcurrency: int(env, 'SERVICE_JOB_CONCURRENCY', 4, 1, 256),
+    jobLeaseSeconds: int(env, 'SERVICE_JOB_LEASE_SECONDS', 60, 5, 3600),
   };
 }

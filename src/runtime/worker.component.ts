@@ -94,7 +94,7 @@ export const workerComponent: Component = {
         proposeMcpServer: (actor, team, input) => services.mcpServers.propose(actor, team, input),
       }),
     };
-    const runner = createJobRunner({ db, logger, metrics: ctx.metrics, handlers, concurrency: config.jobConcurrency });
+    const runner = createJobRunner({ db, logger, metrics: ctx.metrics, handlers, concurrency: config.jobConcurrency, leaseMs: config.jobLeaseSeconds * 1000 });
     await runner.start();
     return {
       stop: async () => {

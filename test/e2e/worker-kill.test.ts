@@ -82,7 +82,8 @@ describe('kill -9 of the worker mid-run', { skip }, () => {
   }
 
   before(async () => {
-    stack = await startStack({ script, worker: false });
+    // A short job lease: each takeover of the killed worker's run waits for it to run out.
+    stack = await startStack({ script, worker: false, config: { SERVICE_JOB_LEASE_SECONDS: '10' } });
   });
 
   after(async () => {
