@@ -139,6 +139,7 @@ export const configReference: Array<{ name: string; default: string; meaning: st
   { name: 'SERVICE_SANDBOX_MEMORY_MIB', default: '0 (total memory)', meaning: 'memory in MiB this host offers to sandboxes' },
   { name: 'SERVICE_SANDBOX_DISK_GIB', default: '0 (free disk under the sandbox dir)', meaning: 'disk in GiB this host offers to sandboxes' },
   { name: 'SERVICE_JOB_CONCURRENCY', default: '4', meaning: 'jobs (revoking keys, destroying sandboxes, outbound calls) each worker process performs at once' },
+  { name: 'SERVICE_JOB_LEASE_SECONDS', default: '60', meaning: "how long a worker holds a job without renewing it (renewed every third of it); a dead worker's jobs, runs included, are taken over after this" },
 ];
 
 /** SERVICE_SANDBOX_SUBNET: an IPv4 CIDR of at least a /30. */
