@@ -83,6 +83,8 @@ export async function createNetns(): Promise<Netns> {
           clearTimeout(timer);
           resolve({ code: code ?? 128 + (signal ? 9 : 0), stdout, stderr });
         });
+        // A program that exits without reading its input (curl) closes the pipe first: not a failure, its exit code says how it went.
+        child.stdin.on('error', () => undefined);
         child.stdin.end(opts.input ?? '');
       });
     },

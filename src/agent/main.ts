@@ -15,7 +15,6 @@
 import path from 'node:path';
 import { Journal } from './journal.ts';
 import { runTurn } from './loop.ts';
-import { McpToolbox } from './mcp.ts';
 import type { AgentEvent, AgentRequest } from './protocol.ts';
 
 const CONVERSATION = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -114,7 +113,8 @@ async function main(): Promise<number> {
     );
   }
   journal.onAppend(emit);
-  const mcp = request.config.mcp_servers?.length ? await McpToolbox.open(request.config.mcp_servers) : undefined;
+  // Loaded only for a role with MCP servers: the SDK is not in every image (the microVM's minimal one).
+  const mcp = request.config.mcp_servers?.length ? await (await import('./mcp.ts')).McpToolbox.open(request.config.mcp_servers) : undefined;
   try {
     await runTurn(request.config, journal, request.input, { signal: tools, stream: true, env: process.env, mcp });
   } finally {

@@ -111,6 +111,8 @@ test('web console: agents, templates and teams through the forms; 412; field err
     await tform.getByRole('button', { name: 'Create template' }).click();
     await page.waitForURL(new RegExp(`#/team-templates/${template}$`));
     const chain = page.getByRole('list', { name: 'pipeline' });
+    // The page loads the template after the address changes: wait for its chain before reading it.
+    await chain.getByRole('listitem').nth(1).waitFor();
     assert.deepEqual((await chain.getByRole('listitem').allInnerTexts()).map((s) => s.replace('→', '').trim()), ['lead', 'dev']);
     await shot('res-06-template');
 
