@@ -11,7 +11,7 @@ import { consoleComponent } from './console/component.ts';
 import { DatabaseLockedError, openDatabase, type OpenDatabase } from './db/database.ts';
 import { migrateToLatest, MigrationError } from './db/migrate.ts';
 import { Registry } from './http/metrics.ts';
-import { createLogger } from './logger.ts';
+import { createLogger, flushLogs } from './logger.ts';
 import { gatewayComponent } from './gateway/gateway.component.ts';
 import { modelProxyComponent } from './modelproxy/component.ts';
 import { CipherError } from './secrets/cipher.ts';
@@ -96,6 +96,7 @@ async function serve(config: Config, only: string | undefined) {
     const timer = setTimeout(() => process.exit(1), 15_000).unref();
     for (const { r } of running.reverse()) await r.stop().catch((err) => logger.error({ err }, 'stop failed'));
     await close();
+    await flushLogs(logger);
     clearTimeout(timer);
     process.exit(0);
   };

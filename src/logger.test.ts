@@ -7,13 +7,16 @@ const LOGGER = path.join(import.meta.dirname, 'logger.ts');
 
 /** Starts a process that logs `lines` lines of `bytes` bytes through the service's logger, then (after `waitMs`) exits. */
 function logAndExit(lines: number, bytes: number, waitMs = 0) {
+  // Exits as the service does: the lines flushed (bounded), then process.exit.
   const script = `
-    import { createLogger } from ${JSON.stringify(LOGGER)};
+    import { createLogger, flushLogs } from ${JSON.stringify(LOGGER)};
     const logger = createLogger({ level: 'info' });
     for (let i = 0; i < ${lines}; i++) logger.info({ i, pad: 'x'.repeat(${bytes}) }, 'line');
-    setTimeout(() => process.exit(0), ${waitMs});
+    setTimeout(() => flushLogs(logger).then(() => process.exit(0)), ${waitMs});
   `;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // Not a test process itself: without the runner's NODE_TEST_CONTEXT, as the service runs.
+  const { NODE_TEST_CONTEXT: _, ...env } = process.env;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'], env });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   // The process ended and its output was all read.
   const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));

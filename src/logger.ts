@@ -25,15 +25,16 @@ export const REDACT_PATHS = [
 
 /** Log lines held for a destination that does not take them; beyond this, new lines are dropped. */
 const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
-/** A write the destination has not taken for this long means the destination is stuck. */
-const STUCK_AFTER_MS = 1000;
+/** A destination that has taken nothing for this long is stuck (long enough that a reader starved of CPU on a busy machine is not taken for one). */
+const STUCK_AFTER_MS = 5000;
 
 /**
  * Standard output, written behind the callers (off the event loop), so that a log reader that
  * stopped reading cannot hold the process: lines wait in memory up to a bound, then are
  * dropped. At exit, pino writes what is left synchronously, which on a stuck destination would
- * wait forever (in the kernel, or in a retry loop on EAGAIN): when a write has been pending for
- * STUCK_AFTER_MS, what is left is dropped instead, and the process ends.
+ * wait forever (in the kernel, or in a retry loop on EAGAIN): when the destination has taken
+ * nothing for STUCK_AFTER_MS, what is left is dropped instead, and the process ends; a slow
+ * reader that keeps reading gets every line.
  */
 export function stdoutDestination(): pino.DestinationStream {
   // Node opens its stdout on first use, and a pipe or socket it opens is made non-blocking: a
@@ -42,13 +43,23 @@ export function stdoutDestination(): pino.DestinationStream {
   // threads at exit).
   const fd = process.stdout.fd;
   let atExit = false;
-  let exitStarted = 0;
+  // At exit: when the destination last took bytes, and how many were left then.
+  let exitProgressAt = 0;
+  let exitLeft = Infinity;
   const stream = pino.destination({
     dest: fd,
     sync: false,
     maxLength: MAX_BUFFERED_BYTES,
-    // A full non-blocking pipe (EAGAIN) is retried later while running; at exit, only for a while.
-    retryEAGAIN: () => !atExit || Date.now() - exitStarted < STUCK_AFTER_MS,
+    // A full non-blocking pipe (EAGAIN) is retried later while running; at exit, as long as the
+    // reader keeps taking lines, and given up once it has taken nothing for STUCK_AFTER_MS.
+    retryEAGAIN: (_err: Error, writing: number, rest: number) => {
+      if (!atExit) return true;
+      if (writing + rest < exitLeft) {
+        exitLeft = writing + rest;
+        exitProgressAt = Date.now();
+      }
+      return Date.now() - exitProgressAt < STUCK_AFTER_MS;
+    },
   }) as ReturnType<typeof pino.destination> & { _writing: boolean };
   // When the pending write started or last made progress.
   let progressAt = Date.now();
@@ -63,7 +74,8 @@ export function stdoutDestination(): pino.DestinationStream {
     // Nothing is said about lines dropped here: the log is where it would be said, and it is what is stuck.
     if (stream._writing && Date.now() - progressAt > STUCK_AFTER_MS) return;
     atExit = true;
-    exitStarted = Date.now();
+    exitProgressAt = Date.now();
+    exitLeft = Infinity;
     try {
       flushSync();
     } catch {
@@ -129,4 +141,24 @@ export function logIgnored(logger: Pick<Logger, 'warn'>, what: string, fields: R
   return (err: unknown): void => {
     logger.warn({ ...fields, cause: err instanceof Error ? err.message : String(err) }, what);
   };
+}
+
+/**
+ * Waits (at most `ms`) until the lines logged so far are written: what the service does before
+ * it exits, so that a write still on its way at exit is not lost. A stuck destination gets `ms`.
+ */
+export function flushLogs(logger: Pick<Logger, 'flush'>, ms = STUCK_AFTER_MS): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    timer.unref();
+    try {
+      logger.flush(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    } catch {
+      clearTimeout(timer);
+      resolve();
+    }
+  });
 }
