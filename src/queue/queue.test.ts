@@ -396,6 +396,12 @@ describe(`job queue (${dbKind})`, () => {
     assert.match(text, /# TYPE crewhouse_jobs gauge/);
   });
 
+  test('a target is checked at enqueue', async () => {
+    for (const target of ['', 'x'.repeat(201), 'a\u0000b']) {
+      await assert.rejects(enqueue(db, { kind: newKind(), payload: {}, target }), (e: Error) => e instanceof JobInputError && /target must be 1 to 200 characters/.test(e.message));
+    }
+  });
+
   describe('several runners on PostgreSQL', { skip: TEST_DATABASE_URL ? false : 'FOR UPDATE SKIP LOCKED between runners needs PostgreSQL (the embedded database has one connection)' }, () => {
     test('a job locked by another transaction is skipped, not waited for', async () => {
       const kind = newKind();
@@ -485,12 +491,6 @@ describe(`job queue (${dbKind})`, () => {
         assert.equal(performed.length, 4, 'each job performed once');
       } finally {
         await db.updateTable('sandbox_hosts').set({ stopped_at: sql`now()` }).where('id', 'in', [hostA, hostB]).execute();
-      }
-    });
-
-    test('a target is checked at enqueue', async () => {
-      for (const target of ['', 'x'.repeat(201), 'a\u0000b']) {
-        await assert.rejects(enqueue(db, { kind: newKind(), payload: {}, target }), (e: Error) => e instanceof JobInputError && /target must be 1 to 200 characters/.test(e.message));
       }
     });
 
