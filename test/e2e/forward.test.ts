@@ -126,16 +126,15 @@ describe('a run placed on another sandbox host is forwarded to its worker', { sk
     assert.ok(!written(hostA.dir), 'nothing of the dev ran on host A');
 
     // Forwarded, not failed: A sent the run to B for the dev, B sent it back to A for the lead,
-    // each with a job only that host's worker takes, and each said so in its log.
-    const forwarded = await stack.t.db.selectFrom('jobs').select(['target', 'state', 'key']).where('kind', '=', 'run.advance').where('target', 'is not', null).orderBy('id').execute();
-    assert.deepEqual(
-      forwarded.map((j) => [j.target, j.state]),
-      [
-        [idB, 'done'],
-        [idA, 'done'],
-      ],
-      JSON.stringify(forwarded),
-    );
+    // each with a job only that host's worker takes, and each said so in its log. (A job of the
+    // run that found it busy is retried later and then finds nothing to do; under load one may
+    // drive a step itself and forward once more, so the jobs are counted by target, not listed.)
+    const runJobs = () => stack.t.db.selectFrom('jobs').select(['id', 'target', 'state', 'last_error']).where('kind', '=', 'run.advance').orderBy('id').execute();
+    await waitFor('every run.advance job to be done', async () => (await runJobs()).every((j) => j.state === 'done'));
+    const forwarded = (await runJobs()).filter((j) => j.target !== null);
+    assert.equal(forwarded[0]?.target, idB, `A forwards first, to B: ${JSON.stringify(forwarded)}`);
+    assert.ok(forwarded.some((j) => j.target === idA), `B forwards back to A: ${JSON.stringify(forwarded)}`);
+    assert.ok(forwarded.every((j) => j.target === idA || j.target === idB));
     const said = (h: Host, to: string) => h.lines.some((l) => l.includes('run forwarded to the worker of the host its sandbox is placed on') && l.includes(to) && l.includes(id));
     assert.ok(said(hostA, idB), 'host A logged forwarding the run to B');
     assert.ok(said(hostB, idA), 'host B logged forwarding the run to A');

@@ -220,7 +220,7 @@ export function createRunEngine(deps: EngineDeps) {
 
   /**
    * Drives the run while this worker holds its lease; the lease is renewed, and lost leases stop
-   * the work. True when the run waits for a sandbox; a host's id when another host must drive it.
+   * the work. True when the run waits for a sandbox; the host to forward it to when another host must drive it.
    */
   async function drive(runId: string, jobSignal: AbortSignal): Promise<boolean | { forwardTo: string }> {
     const lease = deps.leaseSeconds ?? 30;
