@@ -19,6 +19,7 @@ const present = (j: Job) => ({
   max_attempts: j.max_attempts,
   run_at: j.run_at,
   key: j.key,
+  target: j.target,
   last_error: j.last_error,
   lease_owner: j.lease_owner,
   lease_until: j.lease_until,

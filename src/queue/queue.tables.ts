@@ -10,6 +10,8 @@ export interface QueueTables {
     kind: string;
     payload: Json<unknown>;
     key: string | null;
+    /** The one runner that takes the job (a sandbox host's id), while that host lives; null: any runner. */
+    target: string | null;
     state: Generated<JobState>;
     attempts: Generated<number>;
     max_attempts: number;

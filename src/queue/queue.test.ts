@@ -8,6 +8,7 @@ import type { Db } from '../db/database.ts';
 import { Registry } from '../http/metrics.ts';
 import { runJobsCommand } from './cli.ts';
 import { channelSql, enqueue, getJob, JobInputError, jobType, PermanentJobError, type Job, type JobContext, type JobHandler } from './queue.ts';
+import { liveHostIds } from '../runtime/sandboxes/placement.ts';
 import { backoffMs, createJobRunner, describeError, LeaseLostError, type JobRunnerOptions } from './runner.ts';
 
 describe(`job queue (${dbKind})`, () => {
@@ -395,6 +396,12 @@ describe(`job queue (${dbKind})`, () => {
     assert.match(text, /# TYPE crewhouse_jobs gauge/);
   });
 
+  test('a target is checked at enqueue', async () => {
+    for (const target of ['', 'x'.repeat(201), 'a\u0000b']) {
+      await assert.rejects(enqueue(db, { kind: newKind(), payload: {}, target }), (e: Error) => e instanceof JobInputError && /target must be 1 to 200 characters/.test(e.message));
+    }
+  });
+
   describe('several runners on PostgreSQL', { skip: TEST_DATABASE_URL ? false : 'FOR UPDATE SKIP LOCKED between runners needs PostgreSQL (the embedded database has one connection)' }, () => {
     test('a job locked by another transaction is skipped, not waited for', async () => {
       const kind = newKind();
@@ -442,6 +449,48 @@ describe(`job queue (${dbKind})`, () => {
         await waitFor('the runner to perform the job', () => seen.length === 1);
       } finally {
         await r.stop();
+      }
+    });
+
+    test('a targeted job is taken only by its host\'s runner while that host lives; by any runner once it is dead', async () => {
+      const kind = newKind();
+      // Host rows that run no provider, so no placement of another test picks them.
+      const [hostA, hostB] = [uniq('host-a'), uniq('host-b')];
+      await db.insertInto('sandbox_hosts').values([hostA, hostB].map((id) => ({ id, address: '127.0.0.1', providers: sql<string[]>`'{}'::text[]`, vcpus: 1, memory_mib: 1024, disk_gib: 1 }))).execute();
+      const alive = () => liveHostIds(db, 30);
+      const performed: Array<{ n: number; by: string }> = [];
+      const handler = (by: string): JobHandler => ({ perform: async (p: { n: number }) => void performed.push({ n: p.n, by }) });
+      const a = runner({ [kind]: handler('a') }, { target: { id: hostA, alive } });
+      const b = runner({ [kind]: handler('b') }, { target: { id: hostB, alive } });
+      try {
+        const toB = await enqueue(db, { kind, payload: { n: 1 }, target: hostB });
+        await enqueue(db, { kind, payload: { n: 2 } });
+        await a.r.drain();
+        assert.deepEqual(performed, [{ n: 2, by: 'a' }], 'host A takes the untargeted job and leaves the one for host B');
+        assert.equal((await getJob(db, toB.id))?.state, 'queued');
+        const listed = (await runJobsCommand(['--kind', kind], db)).trim().split('\n').map((l) => JSON.parse(l) as { id: number; target: string | null });
+        assert.equal(listed.find((j) => j.id === toB.id)?.target, hostB, '`crewhouse jobs` shows the target');
+        await b.r.drain();
+        assert.deepEqual(performed.at(-1), { n: 1, by: 'b' });
+
+        // Host B's heartbeat is older than the bound: its job is anyone's, not stuck.
+        const stranded = await enqueue(db, { kind, payload: { n: 3 }, target: hostB });
+        await a.r.drain();
+        assert.equal((await getJob(db, stranded.id))?.state, 'queued', 'not yet: host B lives');
+        await db.updateTable('sandbox_hosts').set({ heartbeat_at: sql`now() - interval '1 hour'` }).where('id', '=', hostB).execute();
+        await a.r.drain();
+        assert.deepEqual(performed.at(-1), { n: 3, by: 'a' });
+        assert.equal((await getJob(db, stranded.id))?.state, 'done');
+
+        // A stopped host is dead at once.
+        const ofStopped = await enqueue(db, { kind, payload: { n: 4 }, target: hostA });
+        await db.updateTable('sandbox_hosts').set({ stopped_at: sql`now()` }).where('id', '=', hostA).execute();
+        await b.r.drain();
+        assert.deepEqual(performed.at(-1), { n: 4, by: 'b' });
+        assert.equal((await getJob(db, ofStopped.id))?.state, 'done');
+        assert.equal(performed.length, 4, 'each job performed once');
+      } finally {
+        await db.updateTable('sandbox_hosts').set({ stopped_at: sql`now()` }).where('id', 'in', [hostA, hostB]).execute();
       }
     });
 

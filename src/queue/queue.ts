@@ -14,6 +14,7 @@ export interface Job {
   kind: string;
   payload: unknown;
   key: string | null;
+  target: string | null;
   state: JobState;
   attempts: number;
   max_attempts: number;
@@ -35,6 +36,11 @@ export interface EnqueueInput {
   key?: string;
   runAt?: Date;
   maxAttempts?: number;
+  /**
+   * Only the runner started with this target (a sandbox host's id) takes the job, until that
+   * host is dead; then any runner does.
+   */
+  target?: string;
 }
 
 /** What a job's handler gets besides its payload. */
@@ -114,6 +120,9 @@ function checkInput(input: EnqueueInput): void {
   if (input.key !== undefined && (typeof input.key !== 'string' || input.key.length < 1 || input.key.length > 300 || input.key.includes('\u0000'))) {
     throw new JobInputError(`job ${input.kind}: key must be 1 to 300 characters without NUL`);
   }
+  if (input.target !== undefined && (typeof input.target !== 'string' || input.target.length < 1 || input.target.length > 200 || input.target.includes('\u0000'))) {
+    throw new JobInputError(`job ${input.kind}: target must be 1 to 200 characters without NUL`);
+  }
   if (input.runAt !== undefined && !(input.runAt instanceof Date && Number.isFinite(input.runAt.getTime()))) throw new JobInputError(`job ${input.kind}: runAt must be a valid Date`);
   if (input.maxAttempts !== undefined && !(Number.isInteger(input.maxAttempts) && input.maxAttempts >= 1 && input.maxAttempts <= 100)) {
     throw new JobInputError(`job ${input.kind}: maxAttempts must be a whole number from 1 to 100`);
@@ -132,8 +141,8 @@ export async function enqueue(q: Q, input: EnqueueInput): Promise<Job> {
   const inserted = (
     await sql<Job>`
       with added as (
-        insert into jobs (kind, payload, key, max_attempts, run_at)
-        values (${input.kind}, ${JSON.stringify(input.payload)}::jsonb, ${input.key ?? null}, ${input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS}, ${input.runAt ? sql`${input.runAt.toISOString()}::timestamptz` : sql`now()`})
+        insert into jobs (kind, payload, key, target, max_attempts, run_at)
+        values (${input.kind}, ${JSON.stringify(input.payload)}::jsonb, ${input.key ?? null}, ${input.target ?? null}, ${input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS}, ${input.runAt ? sql`${input.runAt.toISOString()}::timestamptz` : sql`now()`})
         on conflict (key) do nothing
         returning *
       )

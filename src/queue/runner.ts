@@ -37,6 +37,12 @@ export interface JobRunnerOptions {
   keepDoneMs?: number;
   /** Names this runner in leases and logs. */
   owner?: string;
+  /**
+   * What this runner is a target of (a sandbox host's id), and the targets alive now: it claims
+   * jobs targeted at none, at it, or at a target not alive (so a dead host's jobs do not wait
+   * forever). Without it, targets are not looked at: every job is this runner's (one process).
+   */
+  target?: { id: string; alive(): Promise<string[]> };
 }
 
 export const DEFAULT_BACKOFF: BackoffOptions = { baseMs: 2_000, maxMs: 3_600_000 };
@@ -138,6 +144,8 @@ export function createJobRunner(opts: JobRunnerOptions) {
     });
 
   async function claim(n: number): Promise<Job[]> {
+    const alive = opts.target ? await opts.target.alive() : [];
+    const own = opts.target?.id ?? null;
     const result = await sql<Job>`
       update jobs j
       set state = 'running', attempts = j.attempts + 1, generation = j.generation + 1,
@@ -146,6 +154,7 @@ export function createJobRunner(opts: JobRunnerOptions) {
         select id from jobs
         where kind in (${sql.join(kinds)})
           and ((state = 'queued' and run_at <= ${now()}) or (state = 'running' and lease_until < ${now()}))
+          and (target is null or target = ${own} or not (target = any(${alive}::text[])))
         order by run_at, id
         limit ${n}
         for update skip locked

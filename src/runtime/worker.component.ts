@@ -3,7 +3,7 @@ import { deploymentCaCertificate } from '../gateway/ca.ts';
 import { egressEventsOf } from '../gateway/events.ts';
 import { BUILTIN_HOSTS } from '../gateway/server.ts';
 import { createJobRunner } from '../queue/runner.ts';
-import { createRunEngine } from './engine/engine.ts';
+import { createRunEngine, PlacedElsewhere } from './engine/engine.ts';
 import { roleSetup } from './engine/role-config.ts';
 import { proposalJobHandlers } from './engine/proposals.ts';
 import { runJobHandlers } from './engine/run-job.ts';
@@ -54,6 +54,8 @@ export const workerComponent: Component = {
         const { plan } = await setup(work);
         const claimId = claimOf(work.run.id, work.task.role);
         const placement = await host.place({ teamId: work.team.id, role: work.task.role, claimId });
+        // Only the owning host execs in a sandbox: the run goes to that host's worker.
+        if (placement.hostId !== host.id) throw new PlacedElsewhere(placement.hostId, `sandbox ${placement.sandboxId} of role "${work.task.role}" is placed on host ${placement.hostId}`);
         const status = await host.ensureRunning(placement.sandboxId);
         // Node's fetch honours HTTP(S)_PROXY only when asked: the agent runtime's model calls go through the gateway.
         const exec = (req: ExecRequest) => host.exec(placement.sandboxId, { ...req, env: { NODE_USE_ENV_PROXY: '1', ...req.env } });
@@ -85,7 +87,7 @@ export const workerComponent: Component = {
     const handlers = {
       ...jobHandlers({ db, proxy: services.proxy, webhooks: services.webhooks, codeHostDelivery: services.codeHostDelivery }),
       [destroyTeamSandboxesJob.kind]: destroyTeamSandboxesJob.handler((p) => destroy.destroyTeamSandboxes(p.team_id).then(() => undefined)),
-      ...runJobHandlers(engine),
+      ...runJobHandlers(engine, db),
       ...traceJobHandlers({ endpoint: config.otlpEndpoint, logger }),
       ...proposalJobHandlers({
         runs: services.runs,
@@ -94,7 +96,15 @@ export const workerComponent: Component = {
         proposeMcpServer: (actor, team, input) => services.mcpServers.propose(actor, team, input),
       }),
     };
-    const runner = createJobRunner({ db, logger, metrics: ctx.metrics, handlers, concurrency: config.jobConcurrency, leaseMs: config.jobLeaseSeconds * 1000 });
+    const runner = createJobRunner({
+      db,
+      logger,
+      metrics: ctx.metrics,
+      handlers,
+      concurrency: config.jobConcurrency,
+      leaseMs: config.jobLeaseSeconds * 1000,
+      target: { id: host.id, alive: () => host.liveHosts() },
+    });
     await runner.start();
     return {
       stop: async () => {

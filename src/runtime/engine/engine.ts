@@ -53,6 +53,16 @@ export interface EngineDeps {
 
 export class RuntimeStopped extends Error {}
 
+/** The role's sandbox is placed on another sandbox host: that host's worker drives the run (the engine's caller forwards it there). */
+export class PlacedElsewhere extends Error {
+  readonly hostId: string;
+  constructor(hostId: string, message: string) {
+    super(message);
+    this.hostId = hostId;
+    this.name = 'PlacedElsewhere';
+  }
+}
+
 /** Another worker drives the run now; the job is tried again later (the owner picks new work up before it lets go). */
 export class RunBusy extends Error {}
 
@@ -208,8 +218,11 @@ export function createRunEngine(deps: EngineDeps) {
     throw new RuntimeStopped(`the agent runtime of ${task.role} stopped before its turn ended (exit ${result.code})${result.stderr.trim() ? `: ${result.stderr.trim().slice(-500)}` : ''}`);
   }
 
-  /** Drives the run while this worker holds its lease; the lease is renewed, and lost leases stop the work. True when the run waits for a sandbox. */
-  async function drive(runId: string, jobSignal: AbortSignal): Promise<boolean> {
+  /**
+   * Drives the run while this worker holds its lease; the lease is renewed, and lost leases stop
+   * the work. True when the run waits for a sandbox; the host to forward it to when another host must drive it.
+   */
+  async function drive(runId: string, jobSignal: AbortSignal): Promise<boolean | { forwardTo: string }> {
     const lease = deps.leaseSeconds ?? 30;
     // One name per drive, not per worker: two jobs of one run in the same worker must not both drive it.
     const owner = `${deps.owner}:${crypto.randomUUID()}`;
@@ -243,18 +256,21 @@ export function createRunEngine(deps: EngineDeps) {
     /**
      * The job's perform: drives a run until it waits, ends, or is no longer ours. After letting
      * the lease go it looks once more for work, so a task that arrived while another job found
-     * the run busy is never left waiting.
+     * the run busy is never left waiting. Answers the host that must drive the run from here
+     * (its role's sandbox is placed there), with the run's lease already let go; else null.
      */
-    async advance(runId: string, signal: AbortSignal): Promise<void> {
-      let blocked = false;
+    async advance(runId: string, signal: AbortSignal): Promise<{ forwardTo: string } | null> {
+      let blocked: boolean | { forwardTo: string } = false;
       do {
         blocked = await drive(runId, signal);
+        if (typeof blocked === 'object') return blocked;
       } while (!blocked && !signal.aborted && (await runs.nextWork(runId)) !== null);
+      return null;
     },
   };
 
-  /** Runs the run's tasks one turn after another until there is nothing to do; true when the next one waits for a sandbox of its role. */
-  async function steps(runId: string, signal: AbortSignal): Promise<boolean> {
+  /** Runs the run's tasks one turn after another until there is nothing to do; true when the next one waits for a sandbox of its role, a host's id when it runs on another host. */
+  async function steps(runId: string, signal: AbortSignal): Promise<boolean | { forwardTo: string }> {
     let restarts = 0;
     for (;;) {
       if (signal.aborted) return false;
@@ -265,6 +281,10 @@ export function createRunEngine(deps: EngineDeps) {
         outcome = await turn(work, signal);
       } catch (err) {
         if (signal.aborted) return false;
+        if (err instanceof PlacedElsewhere) {
+          logger.info({ run: runId, task: work.task.id, role: work.task.role, host: err.hostId }, 'the role\'s sandbox is placed on another host; its worker drives the run from here');
+          return { forwardTo: err.hostId };
+        }
         if (err instanceof PlacementError && err.code === 'full') {
           // Every sandbox of the role is busy with other runs of the team: this run waits, its task
           // queued, until one of them ends (which queues this run's engine again), or a person cancels it.

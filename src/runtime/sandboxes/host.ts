@@ -16,7 +16,7 @@ import type { Db } from '../../db/database.ts';
 import type { Histogram, Registry } from '../../http/metrics.ts';
 import { logIgnored, type Logger } from '../../logger.ts';
 import { createKeyedQueue } from './keyed-queue.ts';
-import { canTakeWork, placeSandbox, releaseClaim, type Placement, type PlacementSettings, type TeamDirectory } from './placement.ts';
+import { canTakeWork, placeSandbox, liveHostIds, releaseClaim, type Placement, type PlacementSettings, type TeamDirectory } from './placement.ts';
 import { createLocalProvider } from './providers/local.ts';
 import {
   SANDBOX_CA_PATH,
@@ -55,6 +55,8 @@ export interface SandboxHost {
   readonly providers: string[];
   place(req: { teamId: number; role: string; claimId: string }): Promise<Placement>;
   release(claimId: string): Promise<void>;
+  /** The ids of the sandbox hosts alive now (this one's included while it heartbeats). */
+  liveHosts(): Promise<string[]>;
   /** Makes the sandbox (first use, or after it was re-placed) or wakes it; it must be placed on this host. */
   ensureRunning(sandboxId: string): Promise<SandboxStatus>;
   /** Runs a command, waking the sandbox first when it sleeps. */
@@ -362,6 +364,7 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
     providers: [...serves],
     place: (req) => placeSandbox(db, settings, opts.teams, req),
     release: (claimId) => releaseClaim(db, claimId),
+    liveHosts: () => liveHostIds(db, config.sandboxHostDeadAfter),
     ensureRunning,
     async exec(sandboxId, req) {
       busy(sandboxId, 1);

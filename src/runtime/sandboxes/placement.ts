@@ -242,6 +242,12 @@ async function freeLink(trx: Transaction<Database>, settings: PlacementSettings,
   throw new PlacementError('capacity', `every /30 of the sandbox subnet is in use (${links.count}); widen SERVICE_SANDBOX_SUBNET`);
 }
 
+/** The ids of the hosts alive now (heartbeating, not stopped): a job targeted at any other host is anyone's. */
+export async function liveHostIds(db: Db, deadAfterSeconds: number): Promise<string[]> {
+  const rows = await db.selectFrom('sandbox_hosts as h').select('h.id').where(alive(deadAfterSeconds)).execute();
+  return rows.map((r) => r.id);
+}
+
 /** Ends a claim (its run finished or moved); the sandbox may then sleep when idle. */
 export async function releaseClaim(db: Db, claimId: string): Promise<void> {
   const gone = await db.deleteFrom('sandbox_claims').where('id', '=', claimId).returning('sandbox_id').executeTakeFirst();
