@@ -169,6 +169,15 @@ test('web console: agents, templates and teams through the forms; 412; field err
     await page.waitForURL(new RegExp(`#/skills/${skill}$`));
     assert.match((await api('GET', `/skills/${skill}`)).body.body, new RegExp(`name: ${skill}`));
 
+    // An integration: the webhook URL the service gives out, its secrets' state, a test, its deliveries.
+    await open(page, '#/integrations/code_host');
+    await page.getByLabel('webhook URL').getByText(`${app.config.publicBaseUrl.replace(/\/+$/, '')}/webhooks/code_host`).waitFor();
+    await page.getByRole('table', { name: 'integration secrets' }).getByRole('row').filter({ hasText: 'app_key' }).waitFor();
+    await page.getByRole('button', { name: 'Test the connection' }).click();
+    await page.getByRole('status').filter({ hasText: /error|unknown/ }).waitFor();
+    await page.getByText('No webhook deliveries yet.').waitFor();
+    await shot('res-09-integration-code-host');
+
     // Every section and page, for the screenshots and for script errors under the CSP.
     const pages = ['#/agents', '#/team-templates', '#/teams', '#/destinations', '#/destinations/new', '#/environments', `#/environments/${env.name}`, '#/skills', '#/skills/new', '#/integrations', '#/mcp-servers', '#/secrets', '#/users', '#/audit', '#/account'];
     for (const [i, hash] of pages.entries()) {

@@ -6,7 +6,10 @@ import { updateIfVersion } from '../../db/conditional.ts';
 import { API_PREFIX } from '../../http/openapi.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { problems, type FieldProblem } from '../../http/problems.ts';
-import { CodeHostError, createCodeHostApp, type CodeHostApp, type Coverage } from '../../integrations/code-host/app.ts';
+import type { CodeHostApp, Coverage } from '../../integrations/code-host/app.ts';
+
+/** Octokit is loaded on first use: a deployment without the code host never holds it in memory. */
+const codeHostModule = () => import('../../integrations/code-host/app.ts');
 import type { SecretsService } from '../../secrets/secrets.service.ts';
 import type { Integration, IntegrationPut, IntegrationTestResult } from './integrations.schemas.ts';
 import * as store from './integrations.store.ts';
@@ -228,6 +231,7 @@ export function createIntegrationsService(deps: IntegrationsDeps) {
     if (cached?.key === key) return cached.app;
     const pem = await secrets.reveal(secretName('code_host', 'app_key'));
     if (!pem) return null;
+    const { createCodeHostApp } = await codeHostModule();
     cached = { key, app: createCodeHostApp({ ...settings, privateKey: pem }, { log: appLog, now: deps.codeHostClock }) };
     return cached.app;
   }
@@ -243,7 +247,7 @@ export function createIntegrationsService(deps: IntegrationsDeps) {
     try {
       return await app.coversRepository(repo);
     } catch (err) {
-      const reason = err instanceof CodeHostError ? err.message : 'the code host could not be asked';
+      const reason = err instanceof (await codeHostModule()).CodeHostError ? (err as Error).message : 'the code host could not be asked';
       return { covered: false, reason: `could not check that the code-host app is installed on ${repo}: ${reason}` };
     }
   }
@@ -319,6 +323,7 @@ export function createIntegrationsService(deps: IntegrationsDeps) {
         return { kind: k, state: 'error', detail: `code_host is not configured: missing ${missing.join(', ')}`, tested_at: at() };
       }
       // A client of its own: the test asks the code host now, with the settings as stored (enabled or not).
+      const { createCodeHostApp } = await codeHostModule();
       const result = await createCodeHostApp({ ...settings, privateKey: pem }, { log: appLog }).check();
       return { kind: k, state: result.state, detail: result.detail, tested_at: at() };
     },
