@@ -188,9 +188,10 @@ describe('runs under faults', { skip: stackSkip }, () => {
     assert.match(again.body.detail, /already cancelled/);
 
     await waitFor('the long tool to be gone from the sandbox', async () => processesWith(sleeper).length === 0);
+    // The first turn ended at the confirmation; wait for the turn the cancel ends.
     const events = await waitFor('the agent loop to end cancelled', async () => {
       const j = journalOf(stack, `${id}.lead`);
-      return j.some((e) => e.type === 'turn_end') ? j : null;
+      return j.filter((e) => e.type === 'turn_end').length >= 2 ? j : null;
     });
     assert.deepEqual(events.at(-1)!.outcome, { kind: 'cancelled' });
     assertEveryCallSettled(events);
