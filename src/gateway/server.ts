@@ -1,5 +1,3 @@
-import http from 'node:http';
-import https from 'node:https';
 import net from 'node:net';
 import type { Readable } from 'node:stream';
 import tls from 'node:tls';
@@ -13,10 +11,12 @@ import type { SandboxIdentity } from '../runtime/sandboxes/identify.ts';
 import type { LeafIssuer } from './ca.ts';
 import { checkAddress, decide, decideConnect, deny, type Decision, type DecisionContext, type EgressRequest, type Refusal } from './decide.ts';
 import { recordEgressEvent } from './events.ts';
+import { forward, serveConnection, type ConnectionHooks, type Exchange } from './exchange.ts';
 import { readPushHead, refusedCommand, refusePushBody, type PushCommand } from './git-push.ts';
-import { redactStream, redactText } from './redact.ts';
+import type { Head, Headers } from './http1.ts';
 import type { Resolve } from './resolve.ts';
 import type { Credential, GatewaySources } from './sources.ts';
+import { createUpstreamPool, type UpstreamAddress } from './upstreams.ts';
 
 /** The host names sandboxes reach the built-in destinations at, through the gateway. */
 export const BUILTIN_HOSTS: Readonly<Record<string, string>> = {
@@ -52,9 +52,10 @@ const UPSTREAM_IDLE_MS = 300_000;
 // A sandbox that keeps knocking on closed doors is recorded this many times a minute; the metric counts all.
 const EVENTS_PER_MINUTE = 120;
 const CREDENTIAL_TTL_MS = 10_000;
-const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host'];
-// What a request needs to be a request at all; every other header only through the destination's header_allowlist.
-const FRAMING = ['content-length', 'content-type', 'content-encoding'];
+// The gateway frames bodies itself and speaks for its own hop: none of these pass.
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'content-length', 'upgrade', 'host', 'expect']);
+// What a body needs to be understood; every other header only through the destination's header_allowlist.
+const FRAMING = ['content-type', 'content-encoding'];
 
 /** A short-lived cache of promises (a failed one is forgotten at once). */
 function ttlCache<T>(ttlMs: number, max = 10_000) {
@@ -84,9 +85,8 @@ export function createGatewayServer(opts: GatewayOptions) {
   const policyOf = ttlCache<DecisionContext>(POLICY_TTL_MS);
   const credentialOf = ttlCache<Awaited<ReturnType<GatewaySources['credential']>>>(CREDENTIAL_TTL_MS);
   const mcpServerOf = ttlCache<Awaited<ReturnType<GatewaySources['mcpServer']>>>(CREDENTIAL_TTL_MS);
-  const httpAgent = new http.Agent({ keepAlive: true, maxFreeSockets: 256 });
-  // One TLS context for every upstream connection: building one from the CA list costs milliseconds.
-  const httpsAgent = new https.Agent({ keepAlive: true, maxFreeSockets: 256, secureContext: tls.createSecureContext({ ca: opts.upstreamCa }) });
+  // Kept-alive upstream connections, with one TLS context for all of them (building one from the CA list costs milliseconds).
+  const pool = createUpstreamPool(opts.upstreamCa);
   const modelProxy = new URL(opts.modelProxyUrl);
   const collector = opts.otlpEndpoint ? new URL(opts.otlpEndpoint) : null;
   /** Where a service of this deployment (the model proxy, the collector) is reached: as configured, not through the address rules. */
@@ -94,11 +94,10 @@ export function createGatewayServer(opts: GatewayOptions) {
     scheme: url.protocol === 'https:' ? ('https' as const) : ('http' as const),
     address: url.hostname.replace(/^\[|\]$/g, ''),
     port: Number(url.port) || (url.protocol === 'https:' ? 443 : 80),
-    servername: url.hostname,
+    servername: net.isIP(url.hostname.replace(/^\[|\]$/g, '')) ? null : url.hostname,
     hostHeader: url.host,
     pathPrefix: url.pathname.replace(/\/+$/, ''),
   });
-  const meta = new WeakMap<net.Socket, ConnMeta>();
 
   const contextFor = (who: SandboxIdentity) =>
     policyOf(`${who.sandboxId}\n${who.role}`, async () => {
@@ -107,7 +106,7 @@ export function createGatewayServer(opts: GatewayOptions) {
     });
 
   const identityOf = ttlCache<SandboxIdentity | null>(IDENTITY_TTL_MS);
-  const linkOf = (socket: net.Socket) => meta.get(socket)?.link ?? { local: socket.localAddress ?? '', remote: socket.remoteAddress ?? '' };
+  const linkOf = (socket: net.Socket) => ({ local: socket.localAddress ?? '', remote: socket.remoteAddress ?? '' });
   /** The sandbox at the other end of the link, looked up again (at most every second) for each request, so a destroyed sandbox's open connections stop too. */
   const identify = (link: ConnMeta['link']) => (link.local && link.remote ? identityOf(`${link.local}\n${link.remote}`, () => sources.identify(link.local, link.remote)) : Promise.resolve(null));
 
@@ -146,21 +145,15 @@ export function createGatewayServer(opts: GatewayOptions) {
     `Crewhouse gateway refused ${req.method} ${req.host}${req.path}${who ? ` (role ${who.role})` : ''}: ${d.reason} [rule: ${d.rule}]\n`;
   const statusOf = (d: Refusal) => (d.rule === 'upstream' || d.rule === 'dns' ? 502 : d.rule === 'bad_request' ? 400 : 403);
 
-  function answerRefusal(res: http.ServerResponse, req: { method: string; host: string; path: string }, d: Refusal, who: SandboxIdentity | null) {
-    if (res.headersSent) {
-      res.destroy();
-      return;
-    }
-    const body = refusalText(req, d, who);
-    res.writeHead(statusOf(d), { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-crewhouse-gateway-rule': d.rule });
-    res.end(body);
+  function answerRefusal(x: Exchange, req: { method: string; host: string; path: string }, d: Refusal, who: SandboxIdentity | null) {
+    x.answer(statusOf(d), [['content-type', 'text/plain; charset=utf-8'], ['x-crewhouse-gateway-rule', d.rule]], refusalText(req, d, who));
   }
 
   /** The request's target from its absolute-form URL, or inside a tunnel from the CONNECT and its Host header (which must agree). */
-  function targetOf(req: http.IncomingMessage, conn: ConnMeta): { ok: true; target: EgressRequest; search: string; hostHeader: string } | { ok: false; decision: Refusal; host: string; path: string } {
-    const method = (req.method ?? 'GET').toUpperCase();
-    const rawUrl = req.url ?? '/';
-    const hostHeader = String(req.headers.host ?? '');
+  function targetOf(x: Exchange, conn: ConnMeta): { ok: true; target: EgressRequest; search: string; hostHeader: string } | { ok: false; decision: Refusal; host: string; path: string } {
+    const method = x.method;
+    const rawUrl = x.target;
+    const hostHeader = x.get('host') ?? '';
     const bad = (rule: 'bad_request' | 'host_mismatch', reason: string, host = hostHeader, path = rawUrl) => ({ ok: false as const, decision: deny(rule, reason), host, path });
     let scheme: 'http' | 'https';
     let host: string;
@@ -197,41 +190,41 @@ export function createGatewayServer(opts: GatewayOptions) {
     return { ok: true, target: { method, scheme, host, port, path }, search, hostHeader: port === (scheme === 'https' ? 443 : 80) ? host : `${host}:${port}` };
   }
 
-  function outgoingHeaders(req: http.IncomingMessage, d: Decision & { allow: true }, credential: Credential | null, hostHeader: string): http.OutgoingHttpHeaders {
-    const named = new Set(String(req.headers.connection ?? '').toLowerCase().split(',').map((s) => s.trim()));
+  function outgoingHeaders(x: Exchange, d: Decision & { allow: true }, credential: Credential | null, hostHeader: string): Headers {
+    const named = new Set((x.get('connection') ?? '').toLowerCase().split(',').map((v) => v.trim()));
     const allow = d.destination ? new Set([...FRAMING, ...d.destination.header_allowlist.map((h) => h.toLowerCase())]) : null;
-    const out: http.OutgoingHttpHeaders = {};
-    for (const [name, value] of Object.entries(req.headers)) {
-      if (value === undefined || HOP_BY_HOP.includes(name) || named.has(name) || name.startsWith('proxy-')) continue;
+    const out: Headers = [['host', hostHeader]];
+    for (const [name, value] of x.headers) {
+      if (HOP_BY_HOP.has(name) || named.has(name) || name.startsWith('proxy-')) continue;
       if (allow && !allow.has(name)) continue;
       if (credential && (name === 'authorization' || name === 'cookie' || name === credential.header)) continue;
-      out[name] = value;
+      if (credential && name === 'accept-encoding') continue;
+      out.push([name, value]);
     }
-    out.host = hostHeader;
     if (credential) {
-      out[credential.header] = credential.value;
+      out.push([credential.header, credential.value]);
       // Bodies are scanned for the credential on the way back: ask for them uncompressed.
-      out['accept-encoding'] = 'identity';
+      out.push(['accept-encoding', 'identity']);
     }
     return out;
   }
 
-  async function handle(req: http.IncomingMessage, res: http.ServerResponse) {
-    const conn: ConnMeta = meta.get(req.socket) ?? { link: linkOf(req.socket), tunnel: null };
+  async function handle(x: Exchange, conn: ConnMeta) {
+    if (!conn.tunnel && x.target === '/healthz' && x.method === 'GET') return x.answer(200, [['content-type', 'text/plain']], 'ok\n');
     const who = await identify(conn.link);
-    const t = targetOf(req, conn);
+    const t = targetOf(x, conn);
     if (!t.ok) {
-      const view = { method: req.method ?? '?', host: t.host, path: t.path };
+      const view = { method: x.method, host: t.host, path: t.path };
       refused(who, view, t.decision);
-      return answerRefusal(res, view, t.decision, who);
+      return answerRefusal(x, view, t.decision, who);
     }
     const { target } = t;
     const view = { method: target.method, host: target.port === (target.scheme === 'https' ? 443 : 80) ? target.host : `${target.host}:${target.port}`, path: target.path };
     const refuse = (d: Refusal) => {
       refused(who, view, d);
-      answerRefusal(res, view, d, who);
+      answerRefusal(x, view, d, who);
     };
-    if (!who) return refuse(deny('unknown_sandbox', `no sandbox owns the link ${req.socket.remoteAddress} -> ${req.socket.localAddress}`));
+    if (!who) return refuse(deny('unknown_sandbox', `no sandbox owns the link ${conn.link.remote} -> ${conn.link.local}`));
     let ctx: DecisionContext;
     try {
       ctx = await contextFor(who);
@@ -271,7 +264,7 @@ export function createGatewayServer(opts: GatewayOptions) {
       return addresses;
     };
 
-    let upstream: { scheme: 'http' | 'https'; address: string; port: number; servername: string | null; hostHeader: string; pathPrefix: string };
+    let upstream: UpstreamAddress & { hostHeader: string; pathPrefix: string };
     let upstreamPath = target.path;
     if (decision.destination?.builtin && decision.destination.name === 'mcp') {
       // http(s)://mcp.crewhouse.internal/<server>/<path>: one of the role's MCP servers, with its credential.
@@ -313,11 +306,11 @@ export function createGatewayServer(opts: GatewayOptions) {
     }
 
     requests.inc({ decision: 'allow' });
-    const headers = outgoingHeaders(req, decision, credential, upstream.hostHeader);
+    const headers = outgoingHeaders(x, decision, credential, upstream.hostHeader);
     const secrets = credential ? [credential.value, credential.value.replace(/^(Bearer|token|Basic) /, ''), ...(credential.bare ? [credential.bare] : [])] : [];
-    let body: Readable = req;
+    let body: Readable | undefined;
     if (target.method === 'POST' && target.path.endsWith('/git-receive-pack')) {
-      const push = await readPush(req);
+      const push = await readPush(x);
       const globs = decision.destination?.git_push_ref_globs ?? [];
       if (push.state === 'bad') return refuse(deny('git_push', push.reason, decision.destination?.name ?? null));
       const no = refusedCommand(push.commands, globs);
@@ -325,68 +318,38 @@ export function createGatewayServer(opts: GatewayOptions) {
         const d = deny('git_push', no.reason, decision.destination?.name ?? null);
         refused(who, view, d);
         await drain(push.rest);
-        const answer = refusePushBody(push.commands, push.capabilities, no);
-        res.writeHead(200, { 'content-type': 'application/x-git-receive-pack-result', 'cache-control': 'no-cache', 'content-length': answer.length, 'x-crewhouse-gateway-rule': 'git_push' });
-        res.end(answer);
+        x.answer(200, [['content-type', 'application/x-git-receive-pack-result'], ['cache-control', 'no-cache'], ['x-crewhouse-gateway-rule', 'git_push']], refusePushBody(push.commands, push.capabilities, no));
         return;
       }
+      // The pack goes on as it was read: decompressed, and chunked.
       body = push.rest;
       if (push.decompressed) {
-        delete headers['content-length'];
-        delete headers['content-encoding'];
+        const i = headers.findIndex(([n]) => n === 'content-encoding');
+        if (i >= 0) headers.splice(i, 1);
       }
     }
 
     logger.info({ sandbox: who.sandboxId, team: who.teamName, role: who.role, method: target.method, host: view.host, path: target.path, decision: 'allow', rule: decision.rule, destination: decision.destination?.name ?? null }, 'egress');
-    const options: https.RequestOptions = {
-      host: upstream.address,
-      port: upstream.port,
+    const done = await forward(x, pool, {
+      upstream,
       method: target.method,
       path: (upstream.pathPrefix + upstreamPath || '/') + t.search,
       headers,
-      setHost: false,
-      agent: upstream.scheme === 'https' ? httpsAgent : httpAgent,
-    };
-    if (upstream.scheme === 'https' && upstream.servername) options.servername = upstream.servername;
-    const upReq = (upstream.scheme === 'https' ? https : http).request(options);
-    // An upstream that answers nothing for this long (a model may think for minutes) is given up on.
-    upReq.setTimeout(UPSTREAM_IDLE_MS, () => upReq.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
-    upReq.on('response', (upRes) => {
-      const out: http.OutgoingHttpHeaders = {};
-      const named = new Set(String(upRes.headers.connection ?? '').toLowerCase().split(',').map((s) => s.trim()));
-      for (const [name, value] of Object.entries(upRes.headers)) {
-        if (value === undefined || (HOP_BY_HOP.includes(name) && name !== 'host') || named.has(name)) continue;
-        out[name] = secrets.length ? (Array.isArray(value) ? value.map((v) => redactText(v, secrets)) : redactText(String(value), secrets)) : value;
-      }
-      if (secrets.length) delete out['content-length'];
-      res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, out);
-      // pipe(), not pipeline(): pipeline makes an AbortController (and a DOMException) per request.
-      upRes.on('error', () => res.destroy());
-      if (secrets.length) {
-        const redact = redactStream(secrets);
-        redact.on('error', () => res.destroy());
-        upRes.pipe(redact).pipe(res);
-      } else {
-        upRes.pipe(res);
-      }
+      body,
+      secrets,
+      idleMs: UPSTREAM_IDLE_MS,
     });
-    upReq.on('error', (err) => {
-      if (res.headersSent) return res.destroy();
-      const d = deny('upstream', `the upstream ${view.host} failed: ${(err as NodeJS.ErrnoException).code ?? err.message}`, decision.destination?.name ?? null);
-      refused(who, view, d);
-      answerRefusal(res, view, d, who);
-    });
-    res.on('close', () => {
-      if (!res.writableFinished) upReq.destroy();
-    });
-    body.on('error', () => upReq.destroy());
-    body.pipe(upReq);
+    if (!done.ok) {
+      const err = done.error;
+      refuse(deny('upstream', `the upstream ${view.host} failed: ${err.code ?? err.message}`, decision.destination?.name ?? null));
+    }
   }
 
   /** Reads a receive-pack body up to the end of its commands; `rest` replays what was read, then streams the remainder (the pack). */
-  async function readPush(req: http.IncomingMessage): Promise<{ state: 'bad'; reason: string } | { state: 'done'; commands: PushCommand[]; capabilities: string[]; rest: Readable; decompressed: boolean }> {
-    const decompressed = String(req.headers['content-encoding'] ?? '').toLowerCase() === 'gzip';
-    const source: Readable = decompressed ? req.pipe(zlib.createGunzip()) : req;
+  async function readPush(x: Exchange): Promise<{ state: 'bad'; reason: string } | { state: 'done'; commands: PushCommand[]; capabilities: string[]; rest: Readable; decompressed: boolean }> {
+    const decompressed = (x.get('content-encoding') ?? '').toLowerCase() === 'gzip';
+    const body = x.bodyStream();
+    const source: Readable = decompressed ? body.pipe(zlib.createGunzip()) : body;
     const chunks: Buffer[] = [];
     for (;;) {
       const chunk: Buffer | null = source.read();
@@ -432,53 +395,45 @@ export function createGatewayServer(opts: GatewayOptions) {
       s.resume();
     });
 
-  const inner = http.createServer({ keepAlive: true }, (req, res) => {
-    handle(req, res).catch((err) => {
-      logger.error({ err }, 'gateway request failed');
-      if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' }).end('Crewhouse gateway error\n');
-      else res.destroy();
-    });
-  });
-  // Requests that do not parse get a 400 saying so, never a dropped connection without a word.
-  const badRequest = (_err: Error, socket: net.Socket | import('node:stream').Duplex) => {
-    const body = 'Crewhouse gateway: the request is not valid HTTP/1.1 [rule: bad_request]\n';
-    if (socket.writable) socket.end(`HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
-    else socket.destroy();
+  /** Every sandbox connection, to end them all when the gateway stops. */
+  const open = new Set<net.Socket>();
+  const track = (socket: net.Socket) => {
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
   };
-  inner.on('clientError', badRequest);
-
-  const outer = http.createServer({ keepAlive: true }, (req, res) => {
-    if (req.url === '/healthz' && req.method === 'GET') {
-      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
-      return;
-    }
-    inner.emit('request', req, res);
+  const hooksFor = (conn: ConnMeta): ConnectionHooks => ({
+    request: (x) => handle(x, conn),
+    connect: (head, socket, rest) => {
+      void connect(head, socket, rest, conn.link).catch((err) => {
+        logger.error({ err }, 'gateway CONNECT failed');
+        socket.destroy();
+      });
+    },
+    // Requests that do not parse get a 400 saying so, never a dropped connection without a word.
+    malformed: (_socket, reason) => logger.info({ link: conn.link, reason }, 'gateway request not valid HTTP'),
+    failed: (err) => logger.error({ err }, 'gateway request failed'),
   });
-  outer.on('clientError', badRequest);
 
-  outer.on('connect', (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
+  const outer = net.createServer((socket) => {
+    track(socket);
     socket.on('error', () => socket.destroy());
-    void connect(req, socket, head).catch((err) => {
-      logger.error({ err }, 'gateway CONNECT failed');
-      socket.destroy();
-    });
+    serveConnection(socket, hooksFor({ link: linkOf(socket), tunnel: null }));
   });
 
   function endRaw(socket: net.Socket, status: string, body: string, rule: string) {
     socket.end(`HTTP/1.1 ${status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-crewhouse-gateway-rule: ${rule}\r\nconnection: close\r\n\r\n${body}`);
   }
 
-  async function connect(req: http.IncomingMessage, socket: net.Socket, head: Buffer) {
-    const link = linkOf(socket);
+  async function connect(req: Head, socket: net.Socket, head: Buffer, link: ConnMeta['link']) {
     const who = await identify(link);
-    const target = String(req.url ?? '');
+    const target = req.target;
     const parsed = parseHost(target);
     const view = { method: 'CONNECT', host: target.slice(0, 300), path: '' };
     const refuseTunnel = (d: Refusal) => {
       refused(who, view, d);
       endRaw(socket, d.rule === 'bad_request' ? '400 Bad Request' : '403 Forbidden', refusalText(view, d, who), d.rule);
     };
-    if (!who) return refuseTunnel(deny('unknown_sandbox', `no sandbox owns the link ${socket.remoteAddress} -> ${socket.localAddress}`));
+    if (!who) return refuseTunnel(deny('unknown_sandbox', `no sandbox owns the link ${link.remote} -> ${link.local}`));
     if (!parsed.ok || parsed.port === null || parsed.wildcard) return refuseTunnel(deny('bad_request', `CONNECT needs host:port, got "${target.slice(0, 100)}"`));
     let ctx: DecisionContext;
     try {
@@ -497,8 +452,7 @@ export function createGatewayServer(opts: GatewayOptions) {
       socket.unshift(first);
       if (first[0] !== 0x16) {
         // Plain HTTP inside the tunnel: each request is still decided, against the tunnel's target.
-        meta.set(socket, { link, tunnel: { host: tunnelHost, port: parsed.port!, scheme: 'http' } });
-        inner.emit('connection', socket);
+        serveConnection(socket, hooksFor({ link, tunnel: { host: tunnelHost, port: parsed.port!, scheme: 'http' } }));
         return;
       }
       const secure = new tls.TLSSocket(socket, {
@@ -517,8 +471,7 @@ export function createGatewayServer(opts: GatewayOptions) {
         },
       });
       secure.on('error', () => secure.destroy());
-      meta.set(secure, { link, tunnel: { host: tunnelHost, port: parsed.port!, scheme: 'https' } });
-      inner.emit('connection', secure);
+      serveConnection(secure, hooksFor({ link, tunnel: { host: tunnelHost, port: parsed.port!, scheme: 'https' } }));
     });
   }
 
@@ -527,11 +480,9 @@ export function createGatewayServer(opts: GatewayOptions) {
     async close() {
       await new Promise<void>((resolve) => {
         outer.close(() => resolve());
-        outer.closeAllConnections();
-        inner.closeAllConnections();
+        for (const socket of open) socket.destroy();
       });
-      httpAgent.destroy();
-      httpsAgent.destroy();
+      pool.close();
     },
   };
 }

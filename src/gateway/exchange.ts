@@ -1,0 +1,574 @@
+import type net from 'node:net';
+import { PassThrough, type Readable } from 'node:stream';
+import {
+  BodyReader,
+  chunk,
+  connectionTokens,
+  framingOf,
+  headerOf,
+  LAST_CHUNK,
+  parseHead,
+  reasonOf,
+  writeHead,
+  type Framing,
+  type Head,
+  type Headers,
+} from './http1.ts';
+import { redactStream, redactText } from './redact.ts';
+import type { UpstreamAddress, UpstreamPool } from './upstreams.ts';
+
+/**
+ * The gateway's HTTP/1.1 data path: a connection from a sandbox is read request by request
+ * (each one decided on its own), and a request that passes is written to a kept-alive upstream
+ * connection and its answer streamed back. Bodies go through without being buffered, and with
+ * their bytes untouched unless a credential was injected (then the answer is decoded, scrubbed
+ * of the credential and framed again). Heads are always written by the gateway from what it
+ * parsed, never copied.
+ */
+
+/** A sandbox connection with nothing to say for this long is closed. */
+const CLIENT_IDLE_MS = 300_000;
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length']);
+
+export interface ConnectionHooks {
+  /** A request: decide it, then answer or forward it; the exchange ends when its answer is written. */
+  request(x: Exchange): Promise<void>;
+  /** A CONNECT request: the socket is the caller's from here (`rest` is what followed the CONNECT head). */
+  connect(head: Head, socket: net.Socket, rest: Buffer): void;
+  /** A request that does not parse: its answer has been written and the connection closes. */
+  malformed(socket: net.Socket, reason: string): void;
+  /** What the handler threw (after its answer, or the connection's end). */
+  failed(err: unknown): void;
+}
+
+/** One request from a sandbox and its answer. */
+export class Exchange {
+  readonly method: string;
+  readonly target: string;
+  readonly minor: 0 | 1;
+  readonly headers: Headers;
+  readonly framing: Framing;
+  /** Whether the client waits for `100 Continue` before it sends the body. */
+  readonly expectsContinue: boolean;
+  /** Whether the connection may carry another request after this one. */
+  keepAlive: boolean;
+  /** Bytes have been written toward the client: a failure now can only end the connection. */
+  headSent = false;
+  answered = false;
+  aborted = false;
+  private reader: BodyReader | null = null;
+  private bodyEnded: Promise<void> | null = null;
+  private onAbort: Array<() => void> = [];
+
+  readonly socket: net.Socket;
+  private readonly conn: Connection;
+
+  constructor(head: Head, framing: Framing, socket: net.Socket, conn: Connection) {
+    this.socket = socket;
+    this.conn = conn;
+    this.method = head.method.toUpperCase();
+    this.target = head.target;
+    this.minor = head.minor;
+    this.headers = head.headers;
+    this.framing = framing;
+    const tokens = connectionTokens(head.headers);
+    this.keepAlive = head.minor === 1 ? !tokens.has('close') : tokens.has('keep-alive');
+    this.expectsContinue = head.minor === 1 && (headerOf(head.headers, 'expect') ?? '').toLowerCase() === '100-continue';
+  }
+
+  get(name: string): string | undefined {
+    return headerOf(this.headers, name);
+  }
+
+  get hasBody(): boolean {
+    return this.framing.kind !== 'none';
+  }
+
+  get bodyDone(): boolean {
+    return this.framing.kind === 'none' || (this.reader?.done ?? false);
+  }
+
+  /** Calls `fn` if the client goes away before the exchange ends. */
+  whenAborted(fn: () => void) {
+    if (this.aborted) fn();
+    else this.onAbort.push(fn);
+  }
+
+  abort() {
+    if (this.aborted) return;
+    this.aborted = true;
+    for (const fn of this.onAbort.splice(0)) fn();
+  }
+
+  /**
+   * Reads the request body, handing its payload (framing taken off) to `onPayload`; resolves
+   * when it has ended, rejects if the connection ends first or the framing is broken. Once.
+   */
+  readBody(onPayload: (payload: Buffer) => void): Promise<void> {
+    if (this.bodyEnded) throw new Error('the request body is read once');
+    if (this.framing.kind === 'none') return (this.bodyEnded = Promise.resolve());
+    if (this.expectsContinue && !this.headSent) this.socket.write('HTTP/1.1 100 Continue\r\n\r\n');
+    this.reader = new BodyReader(this.framing, onPayload);
+    this.bodyEnded = this.conn.readBody(this.reader);
+    return this.bodyEnded;
+  }
+
+  /** The request body's payload as a stream (for a body the gateway must read into: a git push). */
+  bodyStream(): Readable {
+    const out = new PassThrough();
+    this.readBody((payload) => {
+      if (!out.write(payload)) {
+        this.pauseBody();
+        out.once('drain', () => this.resumeBody());
+      }
+    }).then(
+      () => out.end(),
+      (err: Error) => out.destroy(err),
+    );
+    return out;
+  }
+
+  pauseBody() {
+    this.socket.pause();
+  }
+
+  resumeBody() {
+    if (!this.bodyDone) this.socket.resume();
+  }
+
+  /** Writes bytes of the answer. */
+  write(data: string | Buffer): boolean {
+    this.headSent = true;
+    return this.socket.write(data);
+  }
+
+  /** A whole answer from the gateway itself (a refusal, the health check). */
+  answer(status: number, headers: Headers, body: string | Buffer) {
+    if (this.headSent) {
+      this.socket.destroy();
+      return;
+    }
+    const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
+    const head = writeHead(`HTTP/1.1 ${status} ${reasonOf(status)}`, [...headers, ['content-length', String(bytes.length)], ['connection', this.keepAlive ? 'keep-alive' : 'close']]);
+    this.socket.cork();
+    this.write(head);
+    if (this.method !== 'HEAD') this.write(bytes);
+    this.socket.uncork();
+    this.end();
+  }
+
+  /** The answer is complete: the connection reads the next request (after the rest of this one's body), or closes. */
+  end() {
+    if (this.answered) return;
+    this.answered = true;
+    this.conn.ended(this);
+  }
+}
+
+/** Reads requests off one sandbox connection, one at a time. */
+class Connection {
+  private buf: Buffer | null = null;
+  private current: Exchange | null = null;
+  private body: { reader: BodyReader; resolve: () => void; reject: (err: Error) => void } | null = null;
+  private closed = false;
+
+  private readonly socket: net.Socket;
+  private readonly hooks: ConnectionHooks;
+
+  constructor(socket: net.Socket, hooks: ConnectionHooks) {
+    this.socket = socket;
+    this.hooks = hooks;
+    socket.setNoDelay?.(true);
+    socket.setTimeout(CLIENT_IDLE_MS, () => socket.destroy());
+    socket.on('data', this.onData);
+    socket.on('error', () => socket.destroy());
+    socket.on('close', this.onClose);
+    socket.resume();
+  }
+
+  private onData = (data: Buffer) => {
+    if (this.body) {
+      const at = this.body.reader.feed(data, 0);
+      if (typeof at !== 'number') return this.bodyFailed(at.error);
+      if (at < data.length) this.buf = this.buf ? Buffer.concat([this.buf, data.subarray(at)]) : data.subarray(at);
+      if (this.body.reader.done) this.bodyDone();
+      return;
+    }
+    this.buf = this.buf ? Buffer.concat([this.buf, data]) : data;
+    if (this.current) {
+      // The next request arrived before this one's answer went out: it waits.
+      this.socket.pause();
+      return;
+    }
+    this.next();
+  };
+
+  private onClose = () => {
+    this.closed = true;
+    if (this.body) {
+      const { reader, reject } = this.body;
+      this.body = null;
+      if (!reader.finish()) reject(Object.assign(new Error('the client closed the connection during the request body'), { code: 'ECONNRESET' }));
+    }
+    this.current?.abort();
+  };
+
+  private bodyFailed(reason: string) {
+    const body = this.body!;
+    this.body = null;
+    body.reject(Object.assign(new Error(reason), { code: 'HPE_INVALID_CHUNK' }));
+    this.socket.destroy();
+  }
+
+  private bodyDone() {
+    const body = this.body!;
+    this.body = null;
+    this.socket.pause();
+    body.resolve();
+    if (this.current?.answered) this.finish(this.current);
+  }
+
+  /** Starts reading a body: first what is buffered, then the socket. */
+  readBody(reader: BodyReader): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.closed) return reject(Object.assign(new Error('the client closed the connection'), { code: 'ECONNRESET' }));
+      this.body = { reader, resolve, reject };
+      if (this.buf) {
+        const data = this.buf;
+        this.buf = null;
+        const at = reader.feed(data, 0);
+        if (typeof at !== 'number') return this.bodyFailed(at.error);
+        if (at < data.length) this.buf = data.subarray(at);
+      }
+      if (reader.done) this.bodyDone();
+      else this.socket.resume();
+    });
+  }
+
+  /** Reads and handles the next request in the buffer, if a whole head is there. */
+  private next() {
+    if (this.current || this.closed || !this.buf) {
+      if (!this.current && !this.closed) this.socket.resume();
+      return;
+    }
+    const r = parseHead(this.buf, 0, 'request');
+    if (r.state === 'more') {
+      this.socket.resume();
+      return;
+    }
+    if (r.state === 'bad') return this.malformed(r.status, r.reason);
+    const rest = this.buf.subarray(r.end);
+    this.buf = rest.length ? rest : null;
+    if (r.head.method === 'CONNECT') {
+      this.socket.off('data', this.onData);
+      this.socket.off('close', this.onClose);
+      this.socket.setTimeout(0);
+      this.socket.pause();
+      this.buf = null;
+      this.hooks.connect(r.head, this.socket, rest);
+      return;
+    }
+    const framing = framingOf(r.head, 'request');
+    if (!framing.ok) return this.malformed(400, framing.reason);
+    this.socket.pause();
+    const x = new Exchange(r.head, framing.framing, this.socket, this);
+    this.current = x;
+    this.hooks.request(x).catch((err) => {
+      this.hooks.failed(err);
+      if (!x.answered) x.answer(502, [['content-type', 'text/plain']], 'Crewhouse gateway error\n');
+    });
+  }
+
+  private malformed(status: 400 | 431, reason: string) {
+    this.socket.off('data', this.onData);
+    this.buf = null;
+    const body = `Crewhouse gateway: the request is not valid HTTP/1.1: ${reason} [rule: bad_request]\n`;
+    if (this.socket.writable) this.socket.end(`HTTP/1.1 ${status} ${reasonOf(status)}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-crewhouse-gateway-rule: bad_request\r\nconnection: close\r\n\r\n${body}`);
+    else this.socket.destroy();
+    this.hooks.malformed(this.socket, reason);
+  }
+
+  /** The exchange's answer is written. */
+  ended(x: Exchange) {
+    if (x !== this.current) return;
+    if (!x.keepAlive || this.closed) return this.close(x);
+    if (!x.bodyDone) {
+      // Not forwarded (a refusal): a client waiting for 100 Continue will not send the body;
+      // any other is read to its end and dropped, so the connection can go on.
+      if (x.expectsContinue || this.body) return this.close(x);
+      x.readBody(() => {}).catch(() => this.socket.destroy());
+      return;
+    }
+    this.finish(x);
+  }
+
+  private finish(x: Exchange) {
+    if (x !== this.current || !x.answered) return;
+    if (!x.keepAlive) return this.close(x);
+    this.current = null;
+    this.next();
+  }
+
+  private close(x: Exchange) {
+    this.current = x;
+    this.buf = null;
+    this.socket.end();
+  }
+}
+
+/** Serves HTTP/1.1 requests on a sandbox's connection (the proxy connection, or what a CONNECT tunnel carries). */
+export function serveConnection(socket: net.Socket, hooks: ConnectionHooks): void {
+  new Connection(socket, hooks);
+}
+
+export interface Forward {
+  upstream: UpstreamAddress;
+  /** The request line and headers to send, without framing headers (the gateway frames the body itself). */
+  method: string;
+  path: string;
+  headers: Headers;
+  /** The body to send instead of the request's own (already decoded; sent chunked). */
+  body?: Readable;
+  /** Values that must not come back to the sandbox: with any, the answer is decoded, scrubbed and framed again. */
+  secrets: string[];
+  /** An upstream that answers nothing for this long is given up on. */
+  idleMs: number;
+}
+
+export type ForwardResult = { ok: true } | { ok: false; error: NodeJS.ErrnoException };
+
+/**
+ * Sends the request to the upstream on a kept-alive connection and streams the answer back.
+ * Resolves `ok: false` only while nothing has been written to the client (the caller answers);
+ * after that a failure ends the client connection.
+ */
+export async function forward(x: Exchange, pool: UpstreamPool, f: Forward, retried = false): Promise<ForwardResult> {
+  let lease;
+  try {
+    lease = await pool.take(f.upstream);
+  } catch (err) {
+    return { ok: false, error: err as NodeJS.ErrnoException };
+  }
+  const up = lease.socket;
+  if (x.aborted) {
+    up.destroy();
+    return { ok: true };
+  }
+  const own = f.body ? ({ kind: 'chunked' } as const) : x.framing;
+  const framingHeaders: Headers = own.kind === 'length' ? [['content-length', String(own.length)]] : own.kind === 'chunked' ? [['transfer-encoding', 'chunked']] : x.get('content-length') !== undefined ? [['content-length', '0']] : [];
+  const head = writeHead(`${f.method} ${f.path} HTTP/1.1`, [...f.headers, ...framingHeaders]);
+  const redacting = f.secrets.length > 0;
+
+  return new Promise<ForwardResult>((resolve) => {
+    let settled = false;
+    let buf: Buffer | null = null;
+    let reader: BodyReader | null = null;
+    let responseHead: Head | null = null;
+    let sentAll = own.kind === 'none';
+    let out: ((payload: Buffer) => void) | null = null;
+    let finishOut: (() => void) | null = null;
+    let closeClient = false;
+    const settle = (r: ForwardResult) => {
+      if (settled) return;
+      settled = true;
+      up.off('data', onData);
+      up.off('end', onEnd);
+      up.off('close', onEnd);
+      up.off('error', onError);
+      up.off('timeout', onTimeout);
+      resolve(r);
+    };
+    const fail = (error: NodeJS.ErrnoException) => {
+      up.destroy();
+      if (settled) return;
+      if (x.headSent) {
+        x.socket.destroy();
+        settle({ ok: true });
+        return;
+      }
+      // A kept-alive connection the upstream closed as the request went out: once more on a new one, if nothing needs replaying.
+      if (lease.reused && !retried && own.kind === 'none' && responseHead === null && !buf) {
+        settled = true;
+        resolve(forward(x, pool, f, true));
+        return;
+      }
+      settle({ ok: false, error });
+    };
+    const complete = () => {
+      finishOut?.();
+      const reusable = sentAll && !buf?.length && responseHead!.minor === 1 && !connectionTokens(responseHead!.headers).has('close') && reader!.framing.kind !== 'close';
+      settle({ ok: true });
+      if (reusable) {
+        up.setTimeout(0);
+        pool.give(f.upstream, up);
+      } else up.destroy();
+      if (closeClient) x.keepAlive = false;
+      x.end();
+    };
+
+    const startAnswer = (h: Head): boolean => {
+      const fr = framingOf(h, 'response', x.method);
+      if (!fr.ok) {
+        fail(Object.assign(new Error(fr.reason), { code: 'HPE_UPSTREAM_FRAMING' }));
+        return false;
+      }
+      const framing = fr.framing;
+      const named = connectionTokens(h.headers);
+      const headers: Headers = [];
+      for (const [n, v] of h.headers) {
+        if (HOP_BY_HOP.has(n) || named.has(n) || n.startsWith('proxy-')) continue;
+        headers.push([n, redacting ? redactText(v, f.secrets) : v]);
+      }
+      // Passed through as it came, or decoded (to scrub a credential, or for an HTTP/1.0 client) and framed again.
+      const raw = !redacting && (framing.kind !== 'chunked' || x.minor === 1);
+      if (framing.kind === 'close') closeClient = true;
+      if (raw) {
+        if (framing.kind === 'length') headers.push(['content-length', String(framing.length)]);
+        else if (framing.kind === 'chunked') headers.push(['transfer-encoding', 'chunked']);
+        else if (framing.kind === 'none') {
+          const cl = headerOf(h.headers, 'content-length');
+          if (cl !== undefined && /^\d+$/.test(cl)) headers.push(['content-length', cl]);
+        }
+      } else if (framing.kind !== 'none') {
+        if (x.minor === 1) headers.push(['transfer-encoding', 'chunked']);
+        else closeClient = true;
+      }
+      if (closeClient) x.keepAlive = false;
+      headers.push(['connection', x.keepAlive ? 'keep-alive' : 'close']);
+      x.socket.cork();
+      x.write(writeHead(`HTTP/1.1 ${h.status} ${h.reason || reasonOf(h.status)}`, headers));
+      process.nextTick(() => x.socket.uncork());
+      const backpressure = (ok: boolean) => {
+        if (!ok) {
+          up.pause();
+          x.socket.once('drain', () => up.resume());
+        }
+      };
+      if (raw) {
+        reader = new BodyReader(framing, () => {});
+        out = null;
+      } else {
+        const chunked = x.minor === 1;
+        const emit = (b: Buffer) => {
+          if (b.length === 0) return;
+          if (chunked) for (const part of chunk(b)) backpressure(x.write(part));
+          else backpressure(x.write(b));
+        };
+        if (redacting) {
+          const scrub = redactStream(f.secrets);
+          scrub.on('data', emit);
+          out = (p) => scrub.write(p);
+          finishOut = () => {
+            scrub.end();
+            if (chunked) x.write(LAST_CHUNK);
+          };
+        } else {
+          out = emit;
+          finishOut = () => {
+            if (chunked) x.write(LAST_CHUNK);
+          };
+        }
+        if (framing.kind === 'none') finishOut = null;
+        reader = new BodyReader(framing, (p) => out!(p));
+      }
+      return true;
+    };
+
+    const onData = (data: Buffer) => {
+      let at = 0;
+      if (!reader) {
+        buf = buf ? Buffer.concat([buf, data]) : data;
+        for (;;) {
+          const r = parseHead(buf, 0, 'response');
+          if (r.state === 'more') return;
+          if (r.state === 'bad') return fail(Object.assign(new Error(`the upstream's answer is not HTTP/1.1: ${r.reason}`), { code: 'HPE_UPSTREAM' }));
+          const rest = buf.subarray(r.end);
+          buf = rest.length ? rest : null;
+          // Interim answers (100 Continue, 103) are the gateway's to take: the sandbox's Expect is answered by the gateway itself.
+          if (r.head.status >= 100 && r.head.status < 200) {
+            if (r.head.status === 101) return fail(Object.assign(new Error('the upstream switched protocols, which the gateway does not pass'), { code: 'HPE_UPSTREAM' }));
+            if (!buf) return;
+            continue;
+          }
+          responseHead = r.head;
+          if (!startAnswer(r.head)) return;
+          data = buf ?? Buffer.alloc(0);
+          buf = null;
+          break;
+        }
+      }
+      const r = reader!;
+      const end = r.feed(data, at);
+      if (typeof end !== 'number') return fail(Object.assign(new Error(`the upstream's answer is broken: ${end.error}`), { code: 'HPE_UPSTREAM' }));
+      if (out === null && end > at) backpressureWrite(at === 0 && end === data.length ? data : data.subarray(at, end));
+      at = end;
+      if (at < data.length) buf = data.subarray(at);
+      if (r.done) complete();
+    };
+    const backpressureWrite = (b: Buffer) => {
+      if (!x.write(b)) {
+        up.pause();
+        x.socket.once('drain', () => up.resume());
+      }
+    };
+    const onEnd = () => {
+      if (settled) return;
+      if (reader && reader.finish()) return complete();
+      fail(Object.assign(new Error('the upstream closed the connection before its answer ended'), { code: 'ECONNRESET' }));
+    };
+    const onError = (err: Error) => fail(err as NodeJS.ErrnoException);
+    const onTimeout = () => fail(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' }));
+
+    up.on('data', onData);
+    up.on('end', onEnd);
+    up.on('close', onEnd);
+    up.on('error', onError);
+    up.setTimeout(f.idleMs);
+    up.on('timeout', onTimeout);
+    x.whenAborted(() => {
+      up.destroy();
+      settle({ ok: true });
+    });
+    up.resume();
+
+    if (f.body) {
+      up.write(head);
+      const body = f.body;
+      body.on('data', (p: Buffer) => {
+        let ok = true;
+        for (const part of chunk(p)) ok = up.write(part) && ok;
+        if (!ok) {
+          body.pause();
+          up.once('drain', () => body.resume());
+        }
+      });
+      body.once('end', () => {
+        sentAll = true;
+        up.write(LAST_CHUNK);
+      });
+      body.once('error', (err: Error) => fail(err as NodeJS.ErrnoException));
+    } else if (own.kind === 'none') {
+      up.write(head);
+    } else {
+      const chunked = own.kind === 'chunked';
+      up.cork();
+      up.write(head);
+      x.readBody((p) => {
+        let ok = true;
+        if (chunked) for (const part of chunk(p)) ok = up.write(part) && ok;
+        else ok = up.write(p);
+        if (!ok) {
+          x.pauseBody();
+          up.once('drain', () => x.resumeBody());
+        }
+      }).then(
+        () => {
+          sentAll = true;
+          if (chunked) up.write(LAST_CHUNK);
+        },
+        (err: Error) => fail(err as NodeJS.ErrnoException),
+      );
+      process.nextTick(() => up.uncork());
+    }
+  });
+}
