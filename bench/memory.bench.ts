@@ -64,20 +64,16 @@ function descendants(pid: number): number[] {
 }
 
 /**
- * Samples, until stopped, the service's resident set plus the peak so far of each process it
- * started (a child's peak may fall between two samples; its VmHWM keeps it), and keeps the highest sum.
+ * Samples, until stopped, the service's resident set plus the peak so far (VmHWM) of each process
+ * it has running, and keeps the highest sum. A child's last moments between two samples are missed.
  */
 function watchTree(pid: number): () => number {
-  const childPeaks = new Map<number, number>();
   let highest = 0;
   const sample = () => {
-    for (const child of descendants(pid)) {
-      const s = status(child);
-      if (s) childPeaks.set(child, Math.max(childPeaks.get(child) ?? 0, s.hwm));
-    }
     const own = status(pid);
     if (!own) return;
-    highest = Math.max(highest, own.rss + [...childPeaks.values()].reduce((a, b) => a + b, 0));
+    const children = descendants(pid).map((child) => status(child)?.hwm ?? 0);
+    highest = Math.max(highest, own.rss + children.reduce((a, b) => a + b, 0));
   };
   const timer = setInterval(sample, 50);
   return () => {
