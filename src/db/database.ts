@@ -229,15 +229,20 @@ const NODE_FLAGS = JSON.parse(fs.readFileSync(path.join(here, '..', '..', 'bin',
  * Creates a new embedded database's files in pgDir from a short-lived process (see
  * pglite-initdb.ts): what initdb allocates goes back to the system when it exits, instead of
  * staying in this process's C heap. The files are made beside pgDir and renamed into place, so
- * an interrupted first start leaves no half-made database behind.
+ * an interrupted first start leaves no half-made database behind. The caller holds the data
+ * directory's lock, so what an earlier, interrupted start left beside pgDir is no one's.
  */
 async function initdbApart(pgDir: string): Promise<void> {
-  const building = `${pgDir}.initdb`;
-  fs.rmSync(building, { recursive: true, force: true });
+  const parent = path.dirname(pgDir);
+  const prefix = `${path.basename(pgDir)}.initdb-`;
+  for (const left of fs.readdirSync(parent).filter((f) => f.startsWith(prefix))) fs.rmSync(path.join(parent, left), { recursive: true, force: true });
+  // Named after this process: the child of an interrupted start, until it notices (its stdin
+  // closes with its parent), writes only into its own directory.
+  const building = path.join(parent, `${prefix}${process.pid}`);
   const child = spawn(
     process.execPath,
     [...NODE_FLAGS, path.join(here, 'pglite-initdb.ts'), building, ...EMBEDDED_SETTINGS.flatMap((s) => ['-c', s])],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
+    { stdio: ['pipe', 'ignore', 'pipe'] },
   );
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
@@ -245,6 +250,7 @@ async function initdbApart(pgDir: string): Promise<void> {
     child.once('error', reject);
     child.once('close', (...r) => resolve(r));
   })) as [number | null, NodeJS.Signals | null];
+  child.stdin!.destroy();
   if (code !== 0 || !fs.existsSync(path.join(building, 'PG_VERSION'))) {
     fs.rmSync(building, { recursive: true, force: true });
     throw new Error(`creating the embedded database in ${pgDir} failed (${signal ?? `exit code ${code}`}): ${stderr.trim()}`);
