@@ -2,7 +2,7 @@
 // in DIR (initdb) and exits. openDatabase runs this in a process of its own on a first start: the
 // memory initdb takes (a second engine, its data directory copied through the JavaScript heap,
 // several hundred MB at the peak) is then returned to the system when the process exits, where
-// in the service's own process the C heap kept about 60 MB of it for good.
+// in the service's own process the C heap kept about 55 MB of it for good.
 import { PGlite } from '@electric-sql/pglite';
 
 // The parent holds stdin open while it waits: when it is gone, so is the reason to go on.
