@@ -1,5 +1,7 @@
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { Kysely, PostgresDialect, sql } from 'kysely';
@@ -178,8 +180,10 @@ async function openPGlite(dataDir: string, loadDataDir?: Blob | File): Promise<O
     release = lockDataDir(dataDir);
   }
   try {
+    const pgDir = path.join(dataDir, 'pg');
+    if (!memory && !loadDataDir && isEmptyDir(pgDir)) await initdbApart(pgDir);
     const pgl = await PGlite.create({
-      ...(memory ? {} : { dataDir: path.join(dataDir, 'pg') }),
+      ...(memory ? {} : { dataDir: pgDir }),
       ...(loadDataDir ? { loadDataDir } : {}),
       parsers,
       startParams: [...PGlite.defaultStartParams, ...EMBEDDED_SETTINGS.flatMap((s) => ['-c', s])],
@@ -213,6 +217,46 @@ async function openPGlite(dataDir: string, loadDataDir?: Blob | File): Promise<O
     release();
     throw err;
   }
+}
+
+const isEmptyDir = (dir: string) => !fs.existsSync(dir) || fs.readdirSync(dir).length === 0;
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+// The V8 flags the service runs with (bin/crewhouse.js): the child's peak is bounded as the service's is.
+const NODE_FLAGS = JSON.parse(fs.readFileSync(path.join(here, '..', '..', 'bin', 'node-flags.json'), 'utf8')) as string[];
+
+/**
+ * Creates a new embedded database's files in pgDir from a short-lived process (see
+ * pglite-initdb.ts): what initdb allocates goes back to the system when it exits, instead of
+ * staying in this process's C heap. The files are made beside pgDir and renamed into place, so
+ * an interrupted first start leaves no half-made database behind. The caller holds the data
+ * directory's lock, so what an earlier, interrupted start left beside pgDir is no one's.
+ */
+async function initdbApart(pgDir: string): Promise<void> {
+  const parent = path.dirname(pgDir);
+  const prefix = `${path.basename(pgDir)}.initdb-`;
+  for (const left of fs.readdirSync(parent).filter((f) => f.startsWith(prefix))) fs.rmSync(path.join(parent, left), { recursive: true, force: true });
+  // Named after this process: the child of an interrupted start, until it notices (its stdin
+  // closes with its parent), writes only into its own directory.
+  const building = path.join(parent, `${prefix}${process.pid}`);
+  const child = spawn(
+    process.execPath,
+    [...NODE_FLAGS, path.join(here, 'pglite-initdb.ts'), building, ...EMBEDDED_SETTINGS.flatMap((s) => ['-c', s])],
+    { stdio: ['pipe', 'ignore', 'pipe'] },
+  );
+  let stderr = '';
+  child.stderr!.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
+  const [code, signal] = (await new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (...r) => resolve(r));
+  })) as [number | null, NodeJS.Signals | null];
+  child.stdin!.destroy();
+  if (code !== 0 || !fs.existsSync(path.join(building, 'PG_VERSION'))) {
+    fs.rmSync(building, { recursive: true, force: true });
+    throw new Error(`creating the embedded database in ${pgDir} failed (${signal ?? `exit code ${code}`}): ${stderr.trim()}`);
+  }
+  if (fs.existsSync(pgDir)) fs.rmdirSync(pgDir); // empty, as checked; rmdir refuses anything else
+  fs.renameSync(building, pgDir);
 }
 
 /**
