@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
+import tls from 'node:tls';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -101,6 +102,31 @@ async function startSquid(dir: string): Promise<{ port: number; proc: ChildProce
   throw new Error(`squid did not start; see ${path.join(dir, 'cache.log')}`);
 }
 
+/**
+ * The floor for interception in this runtime: a relay that terminates TLS and makes it again,
+ * with no policy, no parsing and no pool (bytes piped both ways). What the gateway adds above it
+ * is its own; what it shows below squid is Node's TLS.
+ */
+async function startRelay(leaf: { certPem: string; keyPem: string }, upstreamCaPem: string, upstream: { port: number; name: string }): Promise<net.Server> {
+  const serverContext = tls.createSecureContext({ cert: leaf.certPem, key: leaf.keyPem });
+  const clientContext = tls.createSecureContext({ ca: upstreamCaPem });
+  const relay = net.createServer((socket) => {
+    socket.setNoDelay(true);
+    socket.on('error', () => socket.destroy());
+    socket.once('data', () => {
+      socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      const inside = new tls.TLSSocket(socket, { isServer: true, secureContext: serverContext });
+      const out = tls.connect({ host: '127.0.0.1', port: upstream.port, servername: upstream.name, secureContext: clientContext });
+      out.setNoDelay(true);
+      inside.on('error', () => out.destroy());
+      out.on('error', () => inside.destroy());
+      inside.pipe(out).pipe(inside);
+    });
+  });
+  await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
+  return relay;
+}
+
 export default async function gatewayBench(): Promise<BenchReport[]> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crewhouse-gw-bench-'));
   fs.chmodSync(dir, 0o777);
@@ -113,6 +139,8 @@ export default async function gatewayBench(): Promise<BenchReport[]> {
   const reports: BenchReport[] = [];
   let squid: { port: number; proc: ChildProcess } | null = null;
   let gw: Awaited<ReturnType<typeof startGateway>> | null = null;
+  const relayCa = mintCertificateAuthority('Bench relay CA');
+  const relay = await startRelay(mintLeaf(issuerOf(relayCa), NAME), upstreamCa.certPem, { port: ports.https, name: NAME });
   try {
     for (const [name, port] of [['bench-https', ports.https], ['bench-http', ports.http]] as const) {
       const r = await t.request({ method: 'POST', url: '/api/v1/destinations', token: t.adminToken, body: { name, host: `${NAME}:${port}`, dev_only: true, methods: ['GET'], paths: ['/bench'], header_allowlist: ['accept'] } });
@@ -133,15 +161,16 @@ export default async function gatewayBench(): Promise<BenchReport[]> {
       direct: () => load({ mode: 'direct', tls: true, upstream: secure, ca: upstreamCa.certPem }),
       gateway: () => load({ mode: 'tunnel', tls: true, upstream: secure, proxy, ca: gw!.caPem, localAddress: SANDBOX_ADDRESS }),
       squid: () => load({ mode: 'tunnel', tls: true, upstream: secure, proxy: { host: '127.0.0.1', port: squid!.port }, ca: upstreamCa.certPem, localAddress: SANDBOX_ADDRESS }),
+      relay: () => load({ mode: 'tunnel', tls: true, upstream: secure, proxy: { host: '127.0.0.1', port: (relay.address() as net.AddressInfo).port }, ca: relayCa.certPem, localAddress: SANDBOX_ADDRESS }),
       plainDirect: () => load({ mode: 'direct', tls: false, upstream: plain }),
       plainGateway: () => load({ mode: 'forward', tls: false, upstream: plain, proxy, localAddress: SANDBOX_ADDRESS }),
     };
     if (squidPath) squid = await startSquid(dir);
     // Warm every path (JIT, leaf certificate, kept-alive upstreams, the policy cache).
-    for (const run of [paths.direct, paths.gateway, paths.plainDirect, paths.plainGateway, ...(squid ? [paths.squid] : [])]) await run();
+    for (const run of [paths.direct, paths.gateway, paths.relay, paths.plainDirect, paths.plainGateway, ...(squid ? [paths.squid] : [])]) await run();
 
     const plainRounds: Array<{ direct: Result; gateway: Result }> = [];
-    const tlsRounds: Array<{ direct: Result; gateway: Result; squid: Result | null }> = [];
+    const tlsRounds: Array<{ direct: Result; gateway: Result; relay: Result; squid: Result | null }> = [];
     // CPU time per request, besides wall-clock figures: on a machine shared with other work,
     // what each proxy spends on a request is the steadier comparison.
     const cpu = { plain: 0, plainN: 0, tls: 0, tlsN: 0, squid: 0, squidN: 0 };
@@ -155,7 +184,7 @@ export default async function gatewayBench(): Promise<BenchReport[]> {
     };
     for (let i = 0; i < ROUNDS; i++) {
       plainRounds.push({ direct: await paths.plainDirect(), gateway: await measured('plain', paths.plainGateway) });
-      tlsRounds.push({ direct: await paths.direct(), gateway: await measured('tls', paths.gateway), squid: squid ? await measured('squid', paths.squid) : null });
+      tlsRounds.push({ direct: await paths.direct(), gateway: await measured('tls', paths.gateway), relay: await paths.relay(), squid: squid ? await measured('squid', paths.squid) : null });
     }
     const usPer = (k: 'plain' | 'tls' | 'squid') => (cpu[`${k}N`] ? (cpu[k] / cpu[`${k}N`]) * 1e6 : NaN);
     const clean = (rs: Result[]) => rs.every((r) => r.errors === 0 && r.non2xx === 0);
@@ -181,9 +210,10 @@ export default async function gatewayBench(): Promise<BenchReport[]> {
       name: 'gateway, HTTPS intercepted (TLS terminated and made again) against direct and against squid tunnelling',
       lines: [
         `${CONNECTIONS} kept-alive tunnels, ${SECONDS} s each, ${ROUNDS} rounds`,
-        ...tlsRounds.map((r, i) => `round ${i + 1}: direct ${fmt(r.direct)} | gateway ${fmt(r.gateway)}${r.squid ? ` | squid ${fmt(r.squid)}` : ''}`),
+        ...tlsRounds.map((r, i) => `round ${i + 1}: direct ${fmt(r.direct)} | gateway ${fmt(r.gateway)} | bare relay ${fmt(r.relay)}${r.squid ? ` | squid ${fmt(r.squid)}` : ''}`),
         `median added against direct: p50 ${tAdded50.toFixed(3)} ms, p90 ${tAdded90.toFixed(3)} ms`,
-        squid ? `median throughput ratio gateway/squid: ${vsSquid.toFixed(3)}` : 'squid is not installed (apt-get install squid): no peer measured',
+        squid ? `median throughput ratio gateway/squid: ${vsSquid.toFixed(3)}; a bare TLS-terminating relay in Node (no policy, bytes piped): ${mid(tlsRounds.map((r) => r.relay.rps / r.squid!.rps)).toFixed(3)} of squid` : 'squid is not installed (apt-get install squid): no peer measured',
+        `gateway / bare relay: ${mid(tlsRounds.map((r) => r.gateway.rps / r.relay.rps)).toFixed(3)}`,
         `CPU per request: gateway ${usPer('tls').toFixed(0)} µs (TLS both ways)${squid ? `, squid ${usPer('squid').toFixed(0)} µs (bytes through a tunnel)` : ''}`,
       ],
       goal: "throughput at least squid's (median ratio >= 1), no errors",
@@ -213,6 +243,7 @@ export default async function gatewayBench(): Promise<BenchReport[]> {
   } finally {
     await gw?.stop();
     squid?.proc.kill('SIGKILL');
+    relay.close();
     await upstream.close();
     await dns.close();
     await t.close();

@@ -25,13 +25,13 @@ describe('gateway data path (HTTP/1.1 between real sockets)', () => {
   let rawAnswer: { bytes: string[]; close?: boolean } = { bytes: [] };
   const upstreamConnections = new Set<net.Socket>();
   const seen: Array<{ method: string; url: string; headers: http.IncomingHttpHeaders; body: string }> = [];
-  const pool = createUpstreamPool([]);
+  const pool = createUpstreamPool([], 5000);
 
   const handle = async (x: Exchange) => {
     const url = new URL(x.target);
     const port = Number(url.port);
     const secrets = url.pathname.startsWith('/secret') ? [SECRET] : [];
-    const done = await forward(x, pool, { upstream: { scheme: 'http', address: '127.0.0.1', port, servername: null }, method: x.method, path: url.pathname, headers: [['host', url.host], ...x.headers.filter(([n]) => n === 'content-type')], secrets, idleMs: 5000 });
+    const done = await forward(x, pool, { upstream: { scheme: 'http', address: '127.0.0.1', port, servername: null }, method: x.method, path: url.pathname, headers: [['host', url.host], ...x.headers.filter(([n]) => n === 'content-type')], secrets });
     if (!done.ok) x.answer(502, [], `failed: ${done.error.code}`);
   };
 

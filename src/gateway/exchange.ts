@@ -15,7 +15,7 @@ import {
   type Headers,
 } from './http1.ts';
 import { redactStream, redactText } from './redact.ts';
-import type { UpstreamAddress, UpstreamPool } from './upstreams.ts';
+import { UpstreamConnection, type UpstreamAddress, type UpstreamPool } from './upstreams.ts';
 
 /**
  * The gateway's HTTP/1.1 data path: a connection from a sandbox is read request by request
@@ -331,8 +331,6 @@ export interface Forward {
   body?: Readable;
   /** Values that must not come back to the sandbox: with any, the answer is decoded, scrubbed and framed again. */
   secrets: string[];
-  /** An upstream that answers nothing for this long is given up on. */
-  idleMs: number;
 }
 
 export type ForwardResult = { ok: true } | { ok: false; error: NodeJS.ErrnoException };
@@ -343,15 +341,16 @@ export type ForwardResult = { ok: true } | { ok: false; error: NodeJS.ErrnoExcep
  * after that a failure ends the client connection.
  */
 export async function forward(x: Exchange, pool: UpstreamPool, f: Forward, retried = false): Promise<ForwardResult> {
-  let lease;
+  let lease: UpstreamConnection;
   try {
-    lease = await pool.take(f.upstream);
+    const taken = pool.take(f.upstream);
+    lease = taken instanceof UpstreamConnection ? taken : await taken;
   } catch (err) {
     return { ok: false, error: err as NodeJS.ErrnoException };
   }
   const up = lease.socket;
   if (x.aborted) {
-    up.destroy();
+    lease.destroy();
     return { ok: true };
   }
   const own = f.body ? ({ kind: 'chunked' } as const) : x.framing;
@@ -371,15 +370,11 @@ export async function forward(x: Exchange, pool: UpstreamPool, f: Forward, retri
     const settle = (r: ForwardResult) => {
       if (settled) return;
       settled = true;
-      up.off('data', onData);
-      up.off('end', onEnd);
-      up.off('close', onEnd);
-      up.off('error', onError);
-      up.off('timeout', onTimeout);
+      lease.owner = null;
       resolve(r);
     };
     const fail = (error: NodeJS.ErrnoException) => {
-      up.destroy();
+      lease.destroy();
       if (settled) return;
       if (x.headSent) {
         x.socket.destroy();
@@ -398,10 +393,8 @@ export async function forward(x: Exchange, pool: UpstreamPool, f: Forward, retri
       finishOut?.();
       const reusable = sentAll && !buf?.length && responseHead!.minor === 1 && !connectionTokens(responseHead!.headers).has('close') && reader!.framing.kind !== 'close';
       settle({ ok: true });
-      if (reusable) {
-        up.setTimeout(0);
-        pool.give(f.upstream, up);
-      } else up.destroy();
+      if (reusable) pool.give(lease);
+      else lease.destroy();
       if (closeClient) x.keepAlive = false;
       x.end();
     };
@@ -519,14 +512,11 @@ export async function forward(x: Exchange, pool: UpstreamPool, f: Forward, retri
     const onError = (err: Error) => fail(err as NodeJS.ErrnoException);
     const onTimeout = () => fail(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' }));
 
-    up.on('data', onData);
-    up.on('end', onEnd);
-    up.on('close', onEnd);
-    up.on('error', onError);
-    up.setTimeout(f.idleMs);
-    up.on('timeout', onTimeout);
+    lease.owner = { data: onData, ended: onEnd, error: onError, timeout: onTimeout };
     x.whenAborted(() => {
-      up.destroy();
+      // Only while this exchange holds the connection: once given back, it may be another's.
+      if (settled) return;
+      lease.destroy();
       settle({ ok: true });
     });
     up.resume();

@@ -86,7 +86,7 @@ export function createGatewayServer(opts: GatewayOptions) {
   const credentialOf = ttlCache<Awaited<ReturnType<GatewaySources['credential']>>>(CREDENTIAL_TTL_MS);
   const mcpServerOf = ttlCache<Awaited<ReturnType<GatewaySources['mcpServer']>>>(CREDENTIAL_TTL_MS);
   // Kept-alive upstream connections, with one TLS context for all of them (building one from the CA list costs milliseconds).
-  const pool = createUpstreamPool(opts.upstreamCa);
+  const pool = createUpstreamPool(opts.upstreamCa, UPSTREAM_IDLE_MS);
   const modelProxy = new URL(opts.modelProxyUrl);
   const collector = opts.otlpEndpoint ? new URL(opts.otlpEndpoint) : null;
   /** Where a service of this deployment (the model proxy, the collector) is reached: as configured, not through the address rules. */
@@ -337,7 +337,6 @@ export function createGatewayServer(opts: GatewayOptions) {
       headers,
       body,
       secrets,
-      idleMs: UPSTREAM_IDLE_MS,
     });
     if (!done.ok) {
       const err = done.error;
