@@ -201,7 +201,11 @@ export function createRunsService(deps: RunsDeps) {
     await store.endOpenTasks(trx, run.id, 'cancelled');
     const { last_seq } = await trx.selectFrom('runs').select('last_seq').where('id', '=', run.id).executeTakeFirstOrThrow();
     await changed(trx, { run_id: run.id, team: run.team_name, event: 'finished', state, seq: last_seq });
-    if (deps.traces && run.trace_id) await deps.traces.ended(trx, { trace_id: run.trace_id, id: run.id, team: run.team_name, created_at: run.created_at, state });
+    if (deps.traces && run.trace_id) {
+      // This end closes the run's latest activation: its first (the root span) or the follow-up that last reopened it.
+      const reopening = await store.reopeningAt(trx, run.id, last_seq);
+      await deps.traces.ended(trx, { trace_id: run.trace_id, id: run.id, team: run.team_name, created_at: run.created_at, state }, reopening ? { seq: reopening.seq, started_at: iso(reopening.created_at)! } : null);
+    }
     const lead = team.roles.find((r) => r.role === team.lead);
     if (state !== 'cancelled' && lead?.memory.write_outcomes && fields.summary !== undefined) {
       const d = fields.delivery ?? run.delivery;
@@ -470,7 +474,9 @@ export function createRunsService(deps: RunsDeps) {
         const fresh = events.filter((e) => e.seq > task.events_seen);
         if (!fresh.length) return null;
         if (deps.traces && run.trace_id) {
-          const context = { trace_id: run.trace_id, run_id: run.id, team: run.team_name, task_id: task.id, role: task.role, model, conversation: task.conversation, task_started_at: iso(task.started_at ?? task.created_at) };
+          // Only a task's own span (made at its last turn's end) names the activation it belongs to: looked up only then.
+          const activation = fresh.some((e) => e.type === 'turn_end') ? ((await store.reopeningAt(trx, run.id, task.post_seq))?.seq ?? null) : null;
+          const context = { trace_id: run.trace_id, run_id: run.id, team: run.team_name, task_id: task.id, role: task.role, model, conversation: task.conversation, task_started_at: iso(task.started_at ?? task.created_at), activation };
           await deps.traces.recorded(trx, context, fresh);
         }
         let cost = 0;
