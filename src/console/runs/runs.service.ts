@@ -357,11 +357,14 @@ export function createRunsService(deps: RunsDeps) {
         if (run.state === 'cancelled') throw problems.conflict(`run ${id} was cancelled; give the team a new task instead`);
         if (run.state === 'waiting') throw problems.conflict(`run ${id} waits for an answer to question ${run.open_question_seq}: reply with in_reply_to ${run.open_question_seq}`);
         const seq = await store.appendPost(trx, id, { kind: 'reply', role: team.lead, text: input.text, data: { by: actor.name, reopened: FINISHED.includes(run.state) } });
-        if (FINISHED.includes(run.state)) {
+        const reopened = FINISHED.includes(run.state);
+        if (reopened) {
           await trx.updateTable('runs').set({ state: 'running', finished_at: null, failure_reason: null, row_version: sql`nextval('row_version_seq')` }).where('id', '=', id).execute();
         }
         await addTask(trx, run, team, team.lead, seq, { kind: 'task', from: 'person', text: input.text });
         await deps.advance(trx, id);
+        // Told once per reopening: the follow-up's post is the change's seq, and this transaction makes it once.
+        if (reopened) await changed(trx, { run_id: id, team: run.team_name, event: 'resumed', state: 'running', seq });
         await recordAudit(trx, actor, 'run.reply', { type: 'run', id }, { follow_up: true });
         return { run_id: id, seq, state: 'running' as const };
       });
