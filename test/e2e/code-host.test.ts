@@ -8,6 +8,7 @@
 // request is recorded on the run.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
+import { sql } from 'kysely';
 import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -236,6 +237,15 @@ describe('the code host end to end: an issue becomes a run that ends in a pull r
     assert.equal(again2.id, progressJobs[0].id, 'the same key is the same job');
     await stack.t.services.codeHostDelivery.progress(runId, 'resumed', followUp.seq);
     assert.equal(fake.comments.filter((c) => c.body.includes(marker)).length, 1, 'the retried job posted nothing more');
+    // The comment's delivery was settled in the follow-up's own transaction (the same xmin), so its job
+    // run again after the reply committed (a worker killed) finds it done and gives no second follow-up.
+    const row = await stack.t.db.selectFrom('webhook_deliveries').select(['id', 'outcome', sql<string>`xmin::text`.as('xmin')]).where('event', '=', 'issue_comment').where('run_id', '=', runId).where('detail', 'like', '%follow-up%').executeTakeFirstOrThrow();
+    assert.equal(row.outcome, 'processed');
+    const replyRow = await stack.t.db.selectFrom('run_posts').select(sql<string>`xmin::text`.as('xmin')).where('run_id', '=', runId).where('seq', '=', followUp.seq).executeTakeFirstOrThrow();
+    assert.equal(row.xmin, replyRow.xmin, 'the delivery is settled with the reply');
+    await stack.t.services.webhooks.process(String(row.id));
+    assert.equal((await stack.posts(runId)).filter((p) => p.kind === 'reply').length, 1, 'the follow-up was taken once');
+    assert.equal((await stack.run(runId)).state, 'succeeded');
 
     // Merged on the code host: recorded on the run.
     fake.closePull(REPO, pr.number, { merged: true, user: 'alice' });

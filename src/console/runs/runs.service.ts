@@ -320,8 +320,12 @@ export function createRunsService(deps: RunsDeps) {
       return { items, next_cursor: more ? String(items[items.length - 1].seq) : null };
     },
 
-    /** `POST /runs/{id}/replies`: an answer to the open question, or a follow-up task. */
-    async reply(actor: Actor, id: string, input: { text: string; in_reply_to?: number | null; approve?: boolean }) {
+    /**
+     * `POST /runs/{id}/replies`: an answer to the open question, or a follow-up task. `within`
+     * runs in the reply's transaction (an integration records there that its delivery was done,
+     * so a retried delivery job cannot reply twice).
+     */
+    async reply(actor: Actor, id: string, input: { text: string; in_reply_to?: number | null; approve?: boolean }, within?: (trx: Trx) => Promise<void>) {
       if (!input.text.trim()) throw problems.validation([{ field: 'text', message: 'is blank: write the answer or the follow-up' }]);
       // The team is read before the transaction: on the embedded database a read outside it would wait for its one connection.
       const team = await teamOfRun(await mustGet(id));
@@ -351,6 +355,7 @@ export function createRunsService(deps: RunsDeps) {
           const task = await trx.selectFrom('run_tasks').select('id').where('run_id', '=', id).where('role', '=', waiting.role).where('state', '=', 'waiting').orderBy('created_at', 'desc').executeTakeFirst();
           if (task) await store.setTask(trx, task.id, { state: 'queued', input: answer });
           await deps.advance(trx, id);
+          if (within) await within(trx);
           await recordAudit(trx, actor, 'run.reply', { type: 'run', id }, { in_reply_to: input.in_reply_to });
           return { run_id: id, seq, state: 'running' as const };
         }
@@ -364,6 +369,7 @@ export function createRunsService(deps: RunsDeps) {
         await addTask(trx, run, team, team.lead, seq, { kind: 'task', from: 'person', text: input.text });
         await deps.advance(trx, id);
         // Told once per reopening: the follow-up's post is the change's seq, and this transaction makes it once.
+        if (within) await within(trx);
         if (reopened) await changed(trx, { run_id: id, team: run.team_name, event: 'resumed', state: 'running', seq });
         await recordAudit(trx, actor, 'run.reply', { type: 'run', id }, { follow_up: true });
         return { run_id: id, seq, state: 'running' as const };
