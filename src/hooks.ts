@@ -13,11 +13,14 @@ export type RefQuery = Kysely<Database> | Transaction<Database> | undefined;
 /** What is locked and looked up as the owner of another module's rows (documents, team MCP servers). */
 export type OwnerKind = 'agent' | 'team';
 
-/** A run started, began waiting for a person, or ended (`seq`: the run's post that says so; unique per change). */
+/**
+ * A run started, was reopened by a follow-up (`resumed`), began waiting for a person, or ended
+ * (`seq`: the run's post that says so, the follow-up for `resumed`; unique per change).
+ */
 export interface RunChange {
   run_id: string;
   team: string;
-  event: 'started' | 'waiting' | 'finished';
+  event: 'started' | 'resumed' | 'waiting' | 'finished';
   state: 'running' | 'waiting' | 'succeeded' | 'failed' | 'cancelled';
   seq: number;
 }
@@ -52,7 +55,7 @@ export type HookSignatures = {
   teamArchived: Reaction<{ id: number; name: string }>;
   /** A secret's reference was removed: nothing may go on injecting it. */
   secretRemoved: Reaction<string>;
-  /** A run started, waits for a person, or ended: integrations queue what they tell the run's origin. */
+  /** A run started, was reopened, waits for a person, or ended: integrations queue what they tell the run's origin. */
   runChanged: Reaction<RunChange>;
 };
 

@@ -32,6 +32,10 @@ export function spanIdOf(traceId: string, key: string): string {
 }
 
 export const runSpanId = (traceId: string) => spanIdOf(traceId, 'run');
+/** The span of a reopening of the run: the follow-up (its post's seq) to the run's next end. */
+export const resumeSpanId = (traceId: string, seq: number) => spanIdOf(traceId, `resume:${seq}`);
+/** The span a task's span is a child of: the run's root for its first activation, else the reopening's. */
+export const activationSpanId = (traceId: string, activation: number | null) => (activation === null ? runSpanId(traceId) : resumeSpanId(traceId, activation));
 export const taskSpanId = (traceId: string, taskId: string) => spanIdOf(traceId, `task:${taskId}`);
 
 /** Outcomes after which a task is over (the others wait for a person or the engine, and the task goes on). */
@@ -49,6 +53,8 @@ export interface TaskContext {
   conversation: string;
   /** When the task's first turn began (falls back to the event's own time). */
   task_started_at: string | null;
+  /** The seq of the follow-up that reopened the run before this task was given, or null (the run's first activation). */
+  activation: number | null;
 }
 
 const iso = (v: string | Date) => new Date(v).toISOString();
@@ -109,7 +115,7 @@ export function spansOfEvents(ctx: TaskContext, events: readonly AgentEvent[]): 
         out.push({
           trace_id: ctx.trace_id,
           span_id: taskSpanId(ctx.trace_id, ctx.task_id),
-          parent_span_id: runSpanId(ctx.trace_id),
+          parent_span_id: activationSpanId(ctx.trace_id, ctx.activation),
           name: `invoke_agent ${ctx.role}`,
           kind: 'internal',
           start: iso(ctx.task_started_at ?? e.at),
@@ -134,18 +140,63 @@ export function spansOfEvents(ctx: TaskContext, events: readonly AgentEvent[]): 
   return out;
 }
 
-/** The run's root span, made when the run ends (again, with the same id, when a follow-up reopens and ends it). */
-export function runSpan(run: { trace_id: string; id: string; team: string; created_at: string | Date; state: string }, end: Date): SpanRecord {
+export interface RunOfSpan {
+  trace_id: string;
+  id: string;
+  team: string;
+  created_at: string | Date;
+  /** The state the run ended in. */
+  state: string;
+}
+
+/** What a reopened run's activation began with: the follow-up's post. */
+export interface Reopening {
+  seq: number;
+  /** ISO 8601. */
+  started_at: string;
+}
+
+const endAttributes = (run: RunOfSpan): Record<string, AttributeValue> => ({
+  'crewhouse.run.id': run.id,
+  'crewhouse.team': run.team,
+  'crewhouse.run.state': run.state,
+  ...(run.state === 'failed' ? { 'error.type': 'run_failed' } : {}),
+});
+
+/**
+ * The span of the run's activation that just ended. Each span id is made once, so a collector
+ * never gets one id with two end times:
+ *
+ * - the first end makes the root span `run <team>`, from the run's creation to that end;
+ * - each end after a follow-up reopened the run makes a `run.resume <team>` span, a child of the
+ *   root named by the follow-up's seq, from the follow-up to that end. The follow-up's tasks are
+ *   its children, so a trace viewer shows the work of each (re)opening under its own bar.
+ */
+export function activationSpan(run: RunOfSpan, reopening: Reopening | null, end: Date): SpanRecord {
+  const failed = run.state === 'failed';
+  if (!reopening) {
+    return {
+      trace_id: run.trace_id,
+      span_id: runSpanId(run.trace_id),
+      parent_span_id: null,
+      name: `run ${run.team}`,
+      kind: 'internal',
+      start: iso(run.created_at),
+      end: end.toISOString(),
+      status: failed ? 'error' : 'unset',
+      attributes: endAttributes(run),
+    };
+  }
   return {
     trace_id: run.trace_id,
-    span_id: runSpanId(run.trace_id),
-    parent_span_id: null,
-    name: `run ${run.team}`,
+    span_id: resumeSpanId(run.trace_id, reopening.seq),
+    parent_span_id: runSpanId(run.trace_id),
+    name: `run.resume ${run.team}`,
     kind: 'internal',
-    start: iso(run.created_at),
+    start: iso(reopening.started_at),
     end: end.toISOString(),
-    status: run.state === 'failed' ? 'error' : 'unset',
-    attributes: { 'crewhouse.run.id': run.id, 'crewhouse.team': run.team, 'crewhouse.run.state': run.state, ...(run.state === 'failed' ? { 'error.type': 'run_failed' } : {}) },
+    status: failed ? 'error' : 'unset',
+    attributes: { ...endAttributes(run), 'crewhouse.run.follow_up.seq': reopening.seq },
   };
 }
 

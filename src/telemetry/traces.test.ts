@@ -4,10 +4,10 @@ import type { AgentEvent } from '../agent/protocol.ts';
 import { PermanentJobError, type JobContext } from '../queue/queue.ts';
 import { startFakeCollector, type FakeCollector } from '../../test/fakes/otlp-collector.ts';
 import { captureLogger } from '../../test/harness.ts';
-import { otlpRequest, runSpan, runSpanId, spansOfEvents, taskSpanId, type TaskContext } from './spans.ts';
+import { activationSpan, otlpRequest, resumeSpanId, runSpanId, spansOfEvents, taskSpanId, type TaskContext } from './spans.ts';
 import { traceExport, traceJobHandlers } from './traces.ts';
 
-const ctx: TaskContext = { trace_id: 'a'.repeat(32), run_id: 'run_1', team: 't', task_id: 'task_1', role: 'dev', model: 'fast', conversation: 'run_1.dev', task_started_at: '2026-01-01T00:00:00.000Z' };
+const ctx: TaskContext = { trace_id: 'a'.repeat(32), run_id: 'run_1', team: 't', task_id: 'task_1', role: 'dev', model: 'fast', conversation: 'run_1.dev', task_started_at: '2026-01-01T00:00:00.000Z', activation: null };
 const call = { id: 'call_1', name: 'shell', arguments: '{"command":"echo hidden-argument"}' };
 const events: AgentEvent[] = [
   { seq: 1, at: '2026-01-01T00:00:00.000Z', type: 'input', input: { kind: 'task', text: 'hidden-task', from: 'person' } },
@@ -46,8 +46,35 @@ describe('run spans', () => {
     assert.equal(ended[0].start, ctx.task_started_at);
   });
 
+  it('give each reopening of the run its own span under the root, and its tasks under it; no id is made twice', () => {
+    const run = { trace_id: ctx.trace_id, id: 'run_1', team: 't', created_at: '2026-01-01T00:00:00.000Z' };
+    const first = activationSpan({ ...run, state: 'succeeded' }, null, new Date('2026-01-01T00:00:10.000Z'));
+    const second = activationSpan({ ...run, state: 'failed' }, { seq: 12, started_at: '2026-01-01T01:00:00.000Z' }, new Date('2026-01-01T01:00:30.000Z'));
+    const third = activationSpan({ ...run, state: 'succeeded' }, { seq: 20, started_at: '2026-01-01T02:00:00.000Z' }, new Date('2026-01-01T02:00:30.000Z'));
+    assert.equal(first.span_id, runSpanId(ctx.trace_id));
+    assert.equal(first.parent_span_id, null);
+    assert.equal(first.name, 'run t');
+    assert.equal(first.end, '2026-01-01T00:00:10.000Z');
+    assert.equal(new Set([first.span_id, second.span_id, third.span_id]).size, 3, 'each activation has its own id');
+    for (const [s, seq] of [[second, 12], [third, 20]] as const) {
+      assert.equal(s.span_id, resumeSpanId(ctx.trace_id, seq));
+      assert.equal(s.parent_span_id, first.span_id);
+      assert.equal(s.name, 'run.resume t');
+      assert.equal(s.attributes['crewhouse.run.follow_up.seq'], seq);
+    }
+    assert.equal(second.start, '2026-01-01T01:00:00.000Z');
+    assert.equal(second.status, 'error');
+    assert.equal(second.attributes['crewhouse.run.state'], 'failed');
+    // The same end made again (a retried transaction) is the same span.
+    assert.deepEqual(activationSpan({ ...run, state: 'failed' }, { seq: 12, started_at: '2026-01-01T01:00:00.000Z' }, new Date('2026-01-01T01:00:30.000Z')), second);
+
+    const turnEnd: AgentEvent = { seq: 30, at: '2026-01-01T01:00:20.000Z', type: 'turn_end', outcome: { kind: 'finished', outcome: 'succeeded', summary: 'hidden', branch: null, pull_request_url: null } };
+    const [task] = spansOfEvents({ ...ctx, task_id: 'task_2', activation: 12 }, [turnEnd]);
+    assert.equal(task.parent_span_id, second.span_id, 'a follow-up\'s task is a child of its reopening');
+  });
+
   it('encode as OTLP JSON: hex ids, nanosecond strings, typed values', () => {
-    const root = runSpan({ trace_id: ctx.trace_id, id: 'run_1', team: 't', created_at: '2026-01-01T00:00:00.000Z', state: 'failed' }, new Date('2026-01-01T00:00:10.000Z'));
+    const root = activationSpan({ trace_id: ctx.trace_id, id: 'run_1', team: 't', created_at: '2026-01-01T00:00:00.000Z', state: 'failed' }, null, new Date('2026-01-01T00:00:10.000Z'));
     const body = otlpRequest([root, ...spansOfEvents(ctx, events)], { 'service.name': 'crewhouse' }) as any;
     const spans = body.resourceSpans[0].scopeSpans[0].spans;
     assert.equal(spans[0].parentSpanId, undefined);

@@ -11,7 +11,7 @@ import { Type } from 'typebox';
 import type { AgentEvent } from '../agent/protocol.ts';
 import type { Database } from '../db/schema.ts';
 import { jobType, PermanentJobError, type JobHandler } from '../queue/queue.ts';
-import { otlpRequest, runSpan, spansOfEvents, type SpanRecord, type TaskContext } from './spans.ts';
+import { activationSpan, otlpRequest, spansOfEvents, type Reopening, type RunOfSpan, type SpanRecord, type TaskContext } from './spans.ts';
 
 type Trx = Transaction<Database>;
 
@@ -38,15 +38,15 @@ export const traceExport = jobType('trace.export', Type.Object({ spans: Type.Arr
 export interface RunTraces {
   /** Events of a task, recorded for the first time in `trx`. */
   recorded(trx: Trx, task: TaskContext, events: readonly AgentEvent[]): Promise<void>;
-  /** The run ended (succeeded, failed, cancelled) in `trx`. */
-  ended(trx: Trx, run: { trace_id: string; id: string; team: string; created_at: string | Date; state: string }): Promise<void>;
+  /** The run ended (succeeded, failed, cancelled) in `trx`: its first activation (`reopening` null) or the one a follow-up reopened. */
+  ended(trx: Trx, run: RunOfSpan, reopening: Reopening | null): Promise<void>;
 }
 
 async function queue(trx: Trx, spans: SpanRecord[]): Promise<void> {
   for (let i = 0; i < spans.length; i += SPANS_PER_JOB) {
     const chunk = spans.slice(i, i + SPANS_PER_JOB);
-    // The key makes a repeated enqueue of the same spans a no-op; the end time tells a reopened run's second root span from its first.
-    await traceExport.enqueue(trx, { spans: chunk }, { key: `trace:${chunk[0].trace_id}:${chunk[0].span_id}:${Date.parse(chunk[0].end)}` });
+    // The key makes a repeated enqueue of the same spans a no-op (a span id is made once: a reopened run's end gets a span of its own).
+    await traceExport.enqueue(trx, { spans: chunk }, { key: `trace:${chunk[0].trace_id}:${chunk[0].span_id}` });
   }
 }
 
@@ -57,8 +57,8 @@ export function createRunTraces(opts: { endpoint: string | null }): RunTraces | 
       const spans = spansOfEvents(task, events);
       if (spans.length) await queue(trx, spans);
     },
-    async ended(trx, run) {
-      await queue(trx, [runSpan(run, new Date())]);
+    async ended(trx, run, reopening) {
+      await queue(trx, [activationSpan(run, reopening, new Date())]);
     },
   };
 }

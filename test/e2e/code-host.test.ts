@@ -4,15 +4,19 @@
 // installation token narrowed to the repository; the run succeeds, a job opens the pull
 // request on the fake host and tells the issue. A comment on the pull request becomes a
 // follow-up in the same run, after the first token's hour has passed (the gateway gets a fresh
-// one); merging the pull request is recorded on the run.
+// one); the issue is told once that the run resumed, naming the follow-up; merging the pull
+// request is recorded on the run.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
+import { sql } from 'kysely';
 import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { issuerOf, mintCertificateAuthority, mintLeaf } from '../../src/gateway/certificates.ts';
+import { PostProgress } from '../../src/integrations/webhooks/webhooks.jobs.ts';
+import { listJobs } from '../../src/queue/queue.ts';
 import { startFakeCodeHost, type FakeCodeHost } from '../fakes/code-host.ts';
 import { startFakeDns, type FakeDns } from '../fakes/dns-server.ts';
 import type { ScriptedAnswer, ScriptedRequest } from '../fakes/scripted-model.ts';
@@ -210,6 +214,38 @@ describe('the code host end to end: an issue becomes a run that ends in a pull r
     const branch = fake.refs(REPO)[`refs/heads/${again.delivery.branch}`];
     assert.ok(branch);
     assert.equal(fake.pulls.filter((p) => p.head === again.delivery.branch).length, 1, 'the pull request is not opened twice');
+
+    // The issue is told the run resumed, naming the follow-up, once; then that it finished again.
+    const issueNumber = fake.comments.find((c) => c.user.type === 'Bot' && c.body.includes('is on it'))!.issue;
+    const followUp = posts.find((p) => p.kind === 'reply' && p.text.includes('please add a test'))!;
+    const marker = `<!-- crewhouse:${runId}:resumed:${followUp.seq} -->`;
+    const ours = await waitFor('the resumed and second finished comments', async () => {
+      const c = fake.comments.filter((x) => x.issue === issueNumber && x.user.type === 'Bot');
+      return c.length >= 5 ? c : null;
+    });
+    assert.equal(ours.length, 5, ours.map((c) => c.body).join('\n---\n'));
+    const resumed = ours.filter((c) => /resumed/.test(c.body));
+    assert.equal(resumed.length, 1);
+    assert.match(resumed[0].body, new RegExp(`^Team \`${team}\` resumed work on a follow-up from @bob:\n\n> please add a test\n\n\\[Run ${runId}\\]`));
+    assert.ok(resumed[0].body.includes(marker));
+    assert.ok(ours.indexOf(resumed[0]) > ours.findIndex((c) => c.body.includes(`/pull/${pr.number}`)), 'after the first finished comment');
+    assert.equal(ours.filter((c) => /finished\. Pull request:/.test(c.body)).length, 2, 'each end is told');
+    // The job was queued once for the reopening; run again (a worker killed after posting), it finds its comment.
+    const progressJobs = (await listJobs(stack.t.db, { kind: PostProgress.kind, limit: 100 })).filter((j) => (j.payload as { event: string }).event === 'resumed');
+    assert.equal(progressJobs.length, 1);
+    const again2 = await stack.t.db.transaction().execute((trx) => PostProgress.enqueue(trx, { run_id: runId, event: 'resumed', seq: followUp.seq }, { key: `code_host.progress:${runId}:resumed:${followUp.seq}` }));
+    assert.equal(again2.id, progressJobs[0].id, 'the same key is the same job');
+    await stack.t.services.codeHostDelivery.progress(runId, 'resumed', followUp.seq);
+    assert.equal(fake.comments.filter((c) => c.body.includes(marker)).length, 1, 'the retried job posted nothing more');
+    // The comment's delivery was settled in the follow-up's own transaction (the same xmin), so its job
+    // run again after the reply committed (a worker killed) finds it done and gives no second follow-up.
+    const row = await stack.t.db.selectFrom('webhook_deliveries').select(['id', 'outcome', sql<string>`xmin::text`.as('xmin')]).where('event', '=', 'issue_comment').where('run_id', '=', runId).where('detail', 'like', '%follow-up%').executeTakeFirstOrThrow();
+    assert.equal(row.outcome, 'processed');
+    const replyRow = await stack.t.db.selectFrom('run_posts').select(sql<string>`xmin::text`.as('xmin')).where('run_id', '=', runId).where('seq', '=', followUp.seq).executeTakeFirstOrThrow();
+    assert.equal(row.xmin, replyRow.xmin, 'the delivery is settled with the reply');
+    await stack.t.services.webhooks.process(String(row.id));
+    assert.equal((await stack.posts(runId)).filter((p) => p.kind === 'reply').length, 1, 'the follow-up was taken once');
+    assert.equal((await stack.run(runId)).state, 'succeeded');
 
     // Merged on the code host: recorded on the run.
     fake.closePull(REPO, pr.number, { merged: true, user: 'alice' });

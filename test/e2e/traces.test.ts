@@ -2,13 +2,14 @@
 // semantic conventions, exported over OTLP/HTTP (JSON) through the job queue to a collector that
 // is down when the run ends and comes up later; every span arrives exactly once, parented right,
 // with no prompt, completion or tool content, and the trace route reads them back from Jaeger's
-// query API.
+// query API. A run reopened by follow-ups keeps its root span as it was first sent; each reopening
+// is a span of its own under it, holding the follow-up's tasks.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { listJobs } from '../../src/queue/queue.ts';
 import { startFakeCollector, type FakeCollector } from '../fakes/otlp-collector.ts';
 import type { ScriptedAnswer, ScriptedRequest } from '../fakes/scripted-model.ts';
-import { roleOf, startStack, stackSkip, waitFor, type Stack } from './stack.ts';
+import { lastText, roleOf, startStack, stackSkip, waitFor, type Stack } from './stack.ts';
 
 const SECRET_WORD = 'PINEAPPLE-7731';
 
@@ -24,6 +25,8 @@ describe('run traces over OTLP', { skip: stackSkip }, () => {
       if (toolResults === 0) return { content: `Writing the word ${SECRET_WORD}.`, tool_calls: [{ name: 'write_file', arguments: { path: 'word.txt', content: `${SECRET_WORD}\n` } }], usage: { prompt_tokens: 120, completion_tokens: 30 } };
       return { tool_calls: [{ name: 'hand_off', arguments: { summary: 'word.txt is written' } }], usage: { prompt_tokens: 150, completion_tokens: 12 } };
     }
+    // A follow-up to the ended run: the lead finishes again at once.
+    if (role === 'lead' && lastText(req).includes('FOLLOW-UP')) return { tool_calls: [{ name: 'finish', arguments: { outcome: 'succeeded', summary: 'checked again' } }] };
     if (req.body.messages.some((m) => String(m.content ?? '').includes('word.txt is written'))) return { tool_calls: [{ name: 'finish', arguments: { outcome: 'succeeded', summary: 'done' } }] };
     return { content: 'Handing it to the dev.', tool_calls: [{ name: 'hand_off', arguments: { summary: `Write word.txt holding ${SECRET_WORD}.` } }] };
   }
@@ -112,5 +115,53 @@ describe('run traces over OTLP', { skip: stackSkip }, () => {
     const traced = trace.body.spans.find((s: { span_id: string }) => s.span_id === write.spanId);
     assert.equal(traced.parent_span_id, write.parentSpanId);
     assert.equal(traced.attributes['gen_ai.tool.name'], 'write_file');
+  });
+
+  it('a run reopened twice keeps its root span; each reopening is a span of its own under it, holding its tasks', async () => {
+    const team = await stack.makeTeam({ roles: { lead: { tools: ['hand_off', 'finish'] }, dev: { tools: ['write_file', 'hand_off'] } }, pipeline: { lead: 'dev' } });
+    const runId = await stack.giveTask(team, 'Write word.txt.');
+    await stack.waitForState(runId, 'succeeded');
+    const followUps: number[] = [];
+    for (const n of [1, 2]) {
+      const reply = await stack.t.request({ method: 'POST', url: `/api/v1/runs/${runId}/replies`, token: stack.t.adminToken, body: { text: `FOLLOW-UP ${n}: check it again.` } });
+      assert.equal(reply.status, 202, reply.text);
+      followUps.push(reply.body.seq);
+      await stack.waitForState(runId, 'succeeded');
+    }
+    const run = await stack.run(runId);
+    assert.deepEqual(run.tasks.map((x: { role: string }) => x.role), ['lead', 'dev', 'lead', 'lead', 'lead']);
+
+    const traceId = (await stack.t.services.runs.traceId(runId))!;
+    const spans = await waitFor('the reopenings\' spans to be exported', async () => {
+      const jobs = await listJobs(stack.t.db, { kind: 'trace.export', limit: 500 });
+      const got = collector.spans.filter((s) => s.traceId === traceId);
+      return jobs.every((j) => j.state === 'done') && got.filter((s) => s.name === `run.resume ${team}`).length === 2 ? got : null;
+    });
+    assert.equal(new Set(spans.map((s) => s.spanId)).size, spans.length, 'no span id arrived twice (the root is not sent again with a later end)');
+
+    const roots = spans.filter((s) => s.parentSpanId === null);
+    assert.equal(roots.length, 1);
+    const root = roots[0];
+    assert.equal(root.name, `run ${team}`);
+    const resumes = spans.filter((s) => s.name === `run.resume ${team}`).sort((a, b) => Number(a.startNs - b.startNs));
+    assert.deepEqual(resumes.map((s) => s.attributes['crewhouse.run.follow_up.seq']), followUps);
+    assert.ok(resumes[0].startNs >= root.endNs, 'the first reopening begins after the run first ended');
+    assert.ok(resumes[1].startNs >= resumes[0].endNs, 'the second after the first ended');
+    for (const r of resumes) {
+      assert.equal(r.parentSpanId, root.spanId, 'a reopening is a child of the run');
+      assert.equal(r.attributes['crewhouse.run.id'], runId);
+      assert.equal(r.attributes['crewhouse.run.state'], 'succeeded');
+      assert.ok(r.endNs >= r.startNs);
+    }
+
+    // The first activation's tasks are the root's children; each follow-up's lead task is its reopening's.
+    const tasks = spans.filter((s) => s.attributes['gen_ai.operation.name'] === 'invoke_agent');
+    assert.equal(tasks.length, 5);
+    assert.deepEqual(tasks.filter((t) => t.parentSpanId === root.spanId).map((t) => t.attributes['gen_ai.agent.name']).sort(), ['dev', 'lead', 'lead']);
+    for (const r of resumes) {
+      const under = tasks.filter((t) => t.parentSpanId === r.spanId);
+      assert.deepEqual(under.map((t) => t.attributes['gen_ai.agent.name']), ['lead']);
+      assert.ok(under[0].startNs >= r.startNs && under[0].endNs <= r.endNs, 'the follow-up\'s task lies within its reopening');
+    }
   });
 });

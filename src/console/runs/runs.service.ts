@@ -201,7 +201,11 @@ export function createRunsService(deps: RunsDeps) {
     await store.endOpenTasks(trx, run.id, 'cancelled');
     const { last_seq } = await trx.selectFrom('runs').select('last_seq').where('id', '=', run.id).executeTakeFirstOrThrow();
     await changed(trx, { run_id: run.id, team: run.team_name, event: 'finished', state, seq: last_seq });
-    if (deps.traces && run.trace_id) await deps.traces.ended(trx, { trace_id: run.trace_id, id: run.id, team: run.team_name, created_at: run.created_at, state });
+    if (deps.traces && run.trace_id) {
+      // This end closes the run's latest activation: its first (the root span) or the follow-up that last reopened it.
+      const reopening = await store.reopeningAt(trx, run.id, last_seq);
+      await deps.traces.ended(trx, { trace_id: run.trace_id, id: run.id, team: run.team_name, created_at: run.created_at, state }, reopening ? { seq: reopening.seq, started_at: iso(reopening.created_at)! } : null);
+    }
     const lead = team.roles.find((r) => r.role === team.lead);
     if (state !== 'cancelled' && lead?.memory.write_outcomes && fields.summary !== undefined) {
       const d = fields.delivery ?? run.delivery;
@@ -316,8 +320,12 @@ export function createRunsService(deps: RunsDeps) {
       return { items, next_cursor: more ? String(items[items.length - 1].seq) : null };
     },
 
-    /** `POST /runs/{id}/replies`: an answer to the open question, or a follow-up task. */
-    async reply(actor: Actor, id: string, input: { text: string; in_reply_to?: number | null; approve?: boolean }) {
+    /**
+     * `POST /runs/{id}/replies`: an answer to the open question, or a follow-up task. `within`
+     * runs in the reply's transaction (an integration records there that its delivery was done,
+     * so a retried delivery job cannot reply twice).
+     */
+    async reply(actor: Actor, id: string, input: { text: string; in_reply_to?: number | null; approve?: boolean }, within?: (trx: Trx) => Promise<void>) {
       if (!input.text.trim()) throw problems.validation([{ field: 'text', message: 'is blank: write the answer or the follow-up' }]);
       // The team is read before the transaction: on the embedded database a read outside it would wait for its one connection.
       const team = await teamOfRun(await mustGet(id));
@@ -347,17 +355,22 @@ export function createRunsService(deps: RunsDeps) {
           const task = await trx.selectFrom('run_tasks').select('id').where('run_id', '=', id).where('role', '=', waiting.role).where('state', '=', 'waiting').orderBy('created_at', 'desc').executeTakeFirst();
           if (task) await store.setTask(trx, task.id, { state: 'queued', input: answer });
           await deps.advance(trx, id);
+          if (within) await within(trx);
           await recordAudit(trx, actor, 'run.reply', { type: 'run', id }, { in_reply_to: input.in_reply_to });
           return { run_id: id, seq, state: 'running' as const };
         }
         if (run.state === 'cancelled') throw problems.conflict(`run ${id} was cancelled; give the team a new task instead`);
         if (run.state === 'waiting') throw problems.conflict(`run ${id} waits for an answer to question ${run.open_question_seq}: reply with in_reply_to ${run.open_question_seq}`);
         const seq = await store.appendPost(trx, id, { kind: 'reply', role: team.lead, text: input.text, data: { by: actor.name, reopened: FINISHED.includes(run.state) } });
-        if (FINISHED.includes(run.state)) {
+        const reopened = FINISHED.includes(run.state);
+        if (reopened) {
           await trx.updateTable('runs').set({ state: 'running', finished_at: null, failure_reason: null, row_version: sql`nextval('row_version_seq')` }).where('id', '=', id).execute();
         }
         await addTask(trx, run, team, team.lead, seq, { kind: 'task', from: 'person', text: input.text });
         await deps.advance(trx, id);
+        // Told once per reopening: the follow-up's post is the change's seq, and this transaction makes it once.
+        if (within) await within(trx);
+        if (reopened) await changed(trx, { run_id: id, team: run.team_name, event: 'resumed', state: 'running', seq });
         await recordAudit(trx, actor, 'run.reply', { type: 'run', id }, { follow_up: true });
         return { run_id: id, seq, state: 'running' as const };
       });
@@ -470,7 +483,9 @@ export function createRunsService(deps: RunsDeps) {
         const fresh = events.filter((e) => e.seq > task.events_seen);
         if (!fresh.length) return null;
         if (deps.traces && run.trace_id) {
-          const context = { trace_id: run.trace_id, run_id: run.id, team: run.team_name, task_id: task.id, role: task.role, model, conversation: task.conversation, task_started_at: iso(task.started_at ?? task.created_at) };
+          // Only a task's own span (made at its last turn's end) names the activation it belongs to: looked up only then.
+          const activation = fresh.some((e) => e.type === 'turn_end') ? ((await store.reopeningAt(trx, run.id, task.post_seq))?.seq ?? null) : null;
+          const context = { trace_id: run.trace_id, run_id: run.id, team: run.team_name, task_id: task.id, role: task.role, model, conversation: task.conversation, task_started_at: iso(task.started_at ?? task.created_at), activation };
           await deps.traces.recorded(trx, context, fresh);
         }
         let cost = 0;

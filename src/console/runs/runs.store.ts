@@ -78,6 +78,24 @@ export async function appendPost(trx: Transaction<Database>, runId: string, draf
   return last_seq;
 }
 
+/**
+ * The follow-up that reopened an ended run most recently at or before `seq` (null: none, the
+ * run's first activation): each reopening is an activation of its own in the run's trace.
+ */
+export async function reopeningAt(db: Q, runId: string, seq: number): Promise<{ seq: number; created_at: Date | string } | null> {
+  const row = await db
+    .selectFrom('run_posts')
+    .select(['seq', 'created_at'])
+    .where('run_id', '=', runId)
+    .where('seq', '<=', seq)
+    .where('kind', '=', 'reply')
+    .where(sql<boolean>`(data->>'reopened')::boolean is true`)
+    .orderBy('seq', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row ?? null;
+}
+
 export async function insertTask(
   trx: Transaction<Database>,
   t: { id: string; run_id: string; role: string; post_seq: number; input: unknown; agent_version: number | null; conversation: string; events_seen: number },

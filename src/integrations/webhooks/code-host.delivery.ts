@@ -116,13 +116,17 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
     },
 
     /** The job: a progress comment on the run's issue. */
-    async progress(runId: string, event: 'started' | 'waiting' | 'finished', seq: number): Promise<void> {
+    async progress(runId: string, event: 'started' | 'resumed' | 'waiting' | 'finished', seq: number): Promise<void> {
       const app = await deps.codeHost();
       if (!app) return;
       const { run } = await runs.get(runId);
       let body: string;
       if (event === 'started') body = `Team \`${run.team}\` is on it: [run ${run.id}](${runUrl(run.id)}).`;
-      else if (event === 'waiting') {
+      else if (event === 'resumed') {
+        const followUp = (await runs.posts(runId, seq - 1, 1)).items[0];
+        if (!followUp || followUp.seq !== seq || followUp.kind !== 'reply') return;
+        body = resumedText(run, followUp);
+      } else if (event === 'waiting') {
         const q = run.open_question;
         if (!q || q.seq !== seq) return;
         const how = run.waiting_for?.kind === 'confirmation' ? 'Answer with a comment `/crewhouse approve` or `/crewhouse refuse`.' : 'Answer with a comment that mentions `/crewhouse`.';
@@ -188,6 +192,21 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
       }
     },
   };
+
+  /**
+   * Names the follow-up that reopened the run: a comment on the code host is quoted with its
+   * author (it is public there already); one given in the console is not quoted.
+   */
+  function resumedText(run: Run, followUp: Post): string {
+    const by = typeof followUp.data?.by === 'string' ? followUp.data.by : null;
+    const link = `[Run ${run.id}](${runUrl(run.id)})`;
+    if (by?.startsWith('code_host:')) {
+      // An HTML comment in the quote could pose as another comment's key marker: it is shown, not hidden.
+      const quoted = clip(followUp.text.trim(), 500).replaceAll('<!--', '&lt;!--').split('\n').join('\n> ');
+      return `Team \`${run.team}\` resumed work on a follow-up from @${by.slice('code_host:'.length)}:\n\n> ${quoted}\n\n${link}`;
+    }
+    return `Team \`${run.team}\` resumed work on a follow-up given in the Crewhouse console. ${link}`;
+  }
 
   function finishedText(run: Run): string {
     const pr = run.delivery?.pull_request;

@@ -6,10 +6,14 @@ import type { WebhooksService } from './webhooks.service.ts';
 /** A verified delivery's work (a task, a reply, a pull request recorded): one job per delivery id. */
 export const ProcessDelivery = jobType('webhook.process', Type.Object({ delivery: Type.String({ pattern: '^[0-9]{1,20}$' }) }));
 
-/** A progress comment on the issue a run came from (started, a question waiting, finished). */
+/** A progress comment on the issue a run came from (started, reopened by a follow-up, a question waiting, finished). */
 export const PostProgress = jobType(
   'code_host.progress',
-  Type.Object({ run_id: Type.String({ minLength: 1, maxLength: 64 }), event: Type.Union([Type.Literal('started'), Type.Literal('waiting'), Type.Literal('finished')]), seq: Type.Integer({ minimum: 0 }) }),
+  Type.Object({
+    run_id: Type.String({ minLength: 1, maxLength: 64 }),
+    event: Type.Union([Type.Literal('started'), Type.Literal('resumed'), Type.Literal('waiting'), Type.Literal('finished')]),
+    seq: Type.Integer({ minimum: 0 }),
+  }),
 );
 
 /** A succeeded run's delivery: its pull request opened, then the issue told. */

@@ -89,14 +89,16 @@ export function createWebhooksService(deps: WebhooksDeps) {
     if (!work) return store.settleDelivery(db, deliveryRow, { outcome: 'ignored', detail: `#${intent.number} of ${intent.repo} is not the issue or pull request of a run` });
     const { run } = await runs.get(work.run_id);
     const question = run.open_question;
+    const what = question ? `answered question ${question.seq}` : 'became a follow-up task';
     try {
-      await runs.reply(systemActor(`code_host:${intent.author}`), run.id, { text: intent.text, in_reply_to: question ? question.seq : null });
+      // Settled with the reply: a job run again after the reply committed (a worker killed) finds the delivery done.
+      await runs.reply(systemActor(`code_host:${intent.author}`), run.id, { text: intent.text, in_reply_to: question ? question.seq : null }, (trx) =>
+        store.settleDelivery(trx, deliveryRow, { outcome: 'processed', detail: `the comment on #${intent.number} ${what} of run ${run.id}`, run_id: run.id }),
+      );
     } catch (err) {
       if (!refusedBy(err)) throw err;
       return store.settleDelivery(db, deliveryRow, { outcome: 'refused', detail: (err as Problem).detail, run_id: run.id });
     }
-    const what = question ? `answered question ${question.seq}` : 'became a follow-up task';
-    await store.settleDelivery(db, deliveryRow, { outcome: 'processed', detail: `the comment on #${intent.number} ${what} of run ${run.id}`, run_id: run.id });
   }
 
   async function pullClosed(deliveryRow: string, intent: Extract<CodeHostIntent, { kind: 'pull_closed' }>) {
