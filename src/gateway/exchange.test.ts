@@ -69,7 +69,8 @@ describe('gateway data path (HTTP/1.1 between real sockets)', () => {
     });
     await new Promise<void>((r) => raw.listen(0, '127.0.0.1', r));
     rawPort = (raw.address() as net.AddressInfo).port;
-    proxy = net.createServer((s) => serveConnection(s, { request: handle, connect: (_h, sock) => sock.destroy(), malformed: () => {}, failed: (err) => console.error(err) }));
+    // A head must arrive within 300 ms here (60 s in the gateway).
+    proxy = net.createServer((s) => serveConnection(s, { request: handle, connect: (_h, sock) => sock.destroy(), malformed: () => {}, failed: (err) => console.error(err) }, 300));
     await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
     proxyPort = (proxy.address() as net.AddressInfo).port;
   });
@@ -196,5 +197,19 @@ describe('gateway data path (HTTP/1.1 between real sockets)', () => {
     const smuggle = await rawExchange(`POST http://127.0.0.1:${upstreamPort}/s HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`);
     assert.match(smuggle, /^HTTP\/1\.1 400 .*[\s\S]*both Transfer-Encoding and Content-Length/);
     assert.equal(seen.filter((s) => s.url === '/s').length, 0);
+  });
+
+  test('a client that dribbles a head past the deadline is answered 408 and cut off', async () => {
+    const out = await new Promise<string>((resolve) => {
+      const s = net.connect(proxyPort, '127.0.0.1', () => s.write('GET http://127.0.0.1/ HTTP/1.1\r\n'));
+      let got = '';
+      s.setEncoding('latin1');
+      s.on('data', (c) => (got += c));
+      s.on('close', () => resolve(got));
+      // One more byte well after the deadline: the gateway looks at the clock when bytes arrive.
+      setTimeout(() => s.write('X'), 600);
+    });
+    assert.match(out, /^HTTP\/1\.1 408 Request Timeout/);
+    assert.match(out, /did not arrive within 0\.3 s/);
   });
 });

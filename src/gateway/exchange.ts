@@ -28,6 +28,8 @@ import { UpstreamConnection, type UpstreamAddress, type UpstreamPool } from './u
 
 /** A sandbox connection with nothing to say for this long is closed. */
 const CLIENT_IDLE_MS = 300_000;
+/** A request head must be complete this long after its first byte (a client dribbling one is cut off). */
+export const HEAD_DEADLINE_MS = 60_000;
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length']);
 
 export interface ConnectionHooks {
@@ -171,13 +173,18 @@ class Connection {
   private current: Exchange | null = null;
   private body: { reader: BodyReader; resolve: () => void; reject: (err: Error) => void } | null = null;
   private closed = false;
+  /** When the first byte of a head that is not yet complete arrived (0: none pending). */
+  private headSince = 0;
 
   private readonly socket: net.Socket;
   private readonly hooks: ConnectionHooks;
 
-  constructor(socket: net.Socket, hooks: ConnectionHooks) {
+  private readonly headDeadlineMs: number;
+
+  constructor(socket: net.Socket, hooks: ConnectionHooks, headDeadlineMs: number) {
     this.socket = socket;
     this.hooks = hooks;
+    this.headDeadlineMs = headDeadlineMs;
     socket.setNoDelay?.(true);
     socket.setTimeout(CLIENT_IDLE_MS, () => socket.destroy());
     socket.on('data', this.onData);
@@ -253,9 +260,12 @@ class Connection {
     }
     const r = parseHead(this.buf, 0, 'request');
     if (r.state === 'more') {
+      this.headSince ||= Date.now();
+      if (Date.now() - this.headSince > this.headDeadlineMs) return this.malformed(408, `the request head did not arrive within ${this.headDeadlineMs / 1000} s`);
       this.socket.resume();
       return;
     }
+    this.headSince = 0;
     if (r.state === 'bad') return this.malformed(r.status, r.reason);
     const rest = this.buf.subarray(r.end);
     this.buf = rest.length ? rest : null;
@@ -279,7 +289,7 @@ class Connection {
     });
   }
 
-  private malformed(status: 400 | 431, reason: string) {
+  private malformed(status: 400 | 408 | 431, reason: string) {
     this.socket.off('data', this.onData);
     this.buf = null;
     const body = `Crewhouse gateway: the request is not valid HTTP/1.1: ${reason} [rule: bad_request]\n`;
@@ -317,8 +327,8 @@ class Connection {
 }
 
 /** Serves HTTP/1.1 requests on a sandbox's connection (the proxy connection, or what a CONNECT tunnel carries). */
-export function serveConnection(socket: net.Socket, hooks: ConnectionHooks): void {
-  new Connection(socket, hooks);
+export function serveConnection(socket: net.Socket, hooks: ConnectionHooks, headDeadlineMs = HEAD_DEADLINE_MS): void {
+  new Connection(socket, hooks, headDeadlineMs);
 }
 
 export interface Forward {

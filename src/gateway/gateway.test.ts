@@ -257,6 +257,22 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
     assert.match(garbage.stdout, /400 Bad Request/);
     const origin = await inside(['curl', '-sS', '--noproxy', '*', '-w', '\n%{http_code}', `http://${ns.hostAddress}:${gw.port}/some/path`]);
     assert.match(origin.stdout, /send absolute URLs[\s\S]*400$/);
+    // A CONNECT inside a plain-HTTP tunnel: refused, not a tunnel within the tunnel.
+    const nested = `
+      import http from 'node:http';
+      const u = new URL(process.env.HTTPS_PROXY);
+      const req = http.request({ host: u.hostname, port: u.port, method: 'CONNECT', path: 'plain.crewhouse.test:${plain.port}' });
+      req.on('connect', (res, socket) => {
+        console.log('outer', res.statusCode);
+        socket.write('CONNECT echo.crewhouse.test:${echo.port} HTTP/1.1\\r\\nHost: echo.crewhouse.test:${echo.port}\\r\\n\\r\\n');
+        let got = '';
+        socket.on('data', (c) => (got += c));
+        socket.on('close', () => console.log('inner', got.split('\\r\\n')[0], got.includes('CONNECT inside a tunnel')));
+      });
+      req.end();`;
+    const inner = await inside([process.execPath, '--input-type=module', '-e', nested]);
+    assert.match(inner.stdout, /outer 200/);
+    assert.match(inner.stdout, /inner HTTP\/1\.1 400 Bad Request true/);
   });
 
   test('a destination needing the code-host token is refused, saying why', async () => {

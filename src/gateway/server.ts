@@ -403,6 +403,11 @@ export function createGatewayServer(opts: GatewayOptions) {
   const hooksFor = (conn: ConnMeta): ConnectionHooks => ({
     request: (x) => handle(x, conn),
     connect: (head, socket, rest) => {
+      if (conn.tunnel) {
+        // A tunnel inside a tunnel would only hide what is already decided request by request.
+        endRaw(socket, '400 Bad Request', 'Crewhouse gateway: CONNECT inside a tunnel is not accepted [rule: bad_request]\n', 'bad_request');
+        return;
+      }
       void connect(head, socket, rest, conn.link).catch((err) => {
         logger.error({ err }, 'gateway CONNECT failed');
         socket.destroy();
