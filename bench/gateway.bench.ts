@@ -173,8 +173,8 @@ export default async function gatewayBench(): Promise<BenchReport[]> {
     const tlsRounds: Array<{ direct: Result; gateway: Result; relay: Result; squid: Result | null }> = [];
     // CPU time per request, besides wall-clock figures: on a machine shared with other work,
     // what each proxy spends on a request is the steadier comparison.
-    const cpu = { plain: 0, plainN: 0, tls: 0, tlsN: 0, squid: 0, squidN: 0 };
-    const measured = async (kind: 'plain' | 'tls' | 'squid', run: () => Promise<Result>) => {
+    const cpu = { plain: 0, plainN: 0, tls: 0, tlsN: 0, relay: 0, relayN: 0, squid: 0, squidN: 0 };
+    const measured = async (kind: 'plain' | 'tls' | 'relay' | 'squid', run: () => Promise<Result>) => {
       const pid = kind === 'squid' ? squid!.proc.pid! : process.pid;
       const before = cpuOf(pid);
       const r = await run();
@@ -184,9 +184,9 @@ export default async function gatewayBench(): Promise<BenchReport[]> {
     };
     for (let i = 0; i < ROUNDS; i++) {
       plainRounds.push({ direct: await paths.plainDirect(), gateway: await measured('plain', paths.plainGateway) });
-      tlsRounds.push({ direct: await paths.direct(), gateway: await measured('tls', paths.gateway), relay: await paths.relay(), squid: squid ? await measured('squid', paths.squid) : null });
+      tlsRounds.push({ direct: await paths.direct(), gateway: await measured('tls', paths.gateway), relay: await measured('relay', paths.relay), squid: squid ? await measured('squid', paths.squid) : null });
     }
-    const usPer = (k: 'plain' | 'tls' | 'squid') => (cpu[`${k}N`] ? (cpu[k] / cpu[`${k}N`]) * 1e6 : NaN);
+    const usPer = (k: 'plain' | 'tls' | 'relay' | 'squid') => (cpu[`${k}N`] ? (cpu[k] / cpu[`${k}N`]) * 1e6 : NaN);
     const clean = (rs: Result[]) => rs.every((r) => r.errors === 0 && r.non2xx === 0);
 
     const pAdded50 = mid(plainRounds.map((r) => r.gateway.p50 - r.direct.p50));
@@ -214,7 +214,7 @@ export default async function gatewayBench(): Promise<BenchReport[]> {
         `median added against direct: p50 ${tAdded50.toFixed(3)} ms, p90 ${tAdded90.toFixed(3)} ms`,
         squid ? `median throughput ratio gateway/squid: ${vsSquid.toFixed(3)}; a bare TLS-terminating relay in Node (no policy, bytes piped): ${mid(tlsRounds.map((r) => r.relay.rps / r.squid!.rps)).toFixed(3)} of squid` : 'squid is not installed (apt-get install squid): no peer measured',
         `gateway / bare relay: ${mid(tlsRounds.map((r) => r.gateway.rps / r.relay.rps)).toFixed(3)}`,
-        `CPU per request: gateway ${usPer('tls').toFixed(0)} µs (TLS both ways)${squid ? `, squid ${usPer('squid').toFixed(0)} µs (bytes through a tunnel)` : ''}`,
+        `CPU per request: gateway ${usPer('tls').toFixed(0)} µs (TLS both ways), bare relay ${usPer('relay').toFixed(0)} µs${squid ? `, squid ${usPer('squid').toFixed(0)} µs (bytes through a tunnel)` : ''}`,
       ],
       goal: "throughput at least squid's (median ratio >= 1), no errors",
       met: squid !== null && vsSquid >= 1 && clean(tlsRounds.map((r) => r.gateway)),
