@@ -209,6 +209,77 @@ export function createGatewayServer(opts: GatewayOptions) {
     return out;
   }
 
+  type Route = UpstreamAddress & { hostHeader: string; pathPrefix: string };
+
+  /** Resolves a name and checks every address under `destination`'s rules: the addresses, or the refusal. */
+  async function dial(host: string, ctx: DecisionContext, destination: PolicyDestination | null): Promise<string[] | Refusal> {
+    let addresses: string[];
+    try {
+      addresses = await opts.resolve(host);
+    } catch (err) {
+      return deny('dns', `${host} does not resolve (${(err as NodeJS.ErrnoException).code ?? 'error'})`, destination?.name ?? null);
+    }
+    for (const ip of addresses) {
+      const bad = checkAddress(ip, host, ctx.policy, destination);
+      if (bad) return bad;
+    }
+    return addresses;
+  }
+
+  /**
+   * Where an allowed request goes: the built-in destinations to this deployment's own services
+   * (the model proxy, the collector) or to one of the role's MCP servers, anything else to the
+   * address the gateway resolved and checked for the request's host.
+   */
+  async function upstreamFor(
+    who: SandboxIdentity,
+    ctx: DecisionContext,
+    target: EgressRequest,
+    decision: Decision & { allow: true },
+    hostHeader: string,
+  ): Promise<{ ok: true; upstream: Route; upstreamPath: string; credential?: Credential | null } | { ok: false; refusal: Refusal }> {
+    const refusal = (r: Refusal) => ({ ok: false as const, refusal: r });
+    const d = decision.destination;
+    if (!d?.builtin) {
+      const addresses = await dial(target.host, ctx, d);
+      if (!Array.isArray(addresses)) return refusal(addresses);
+      return { ok: true, upstream: { scheme: target.scheme, address: addresses[0], port: target.port, servername: net.isIP(target.host) ? null : target.host, hostHeader, pathPrefix: '' }, upstreamPath: target.path };
+    }
+    if (d.name === 'llm') {
+      // The model proxy is this service's own component: reachable wherever it listens.
+      return { ok: true, upstream: ownService(modelProxy), upstreamPath: target.path };
+    }
+    if (d.name === 'otel') {
+      // OTLP/HTTP from the sandbox's own tools, to the deployment's collector.
+      if (!collector) return refusal(deny('not_configured', 'no telemetry collector is configured on this deployment (SERVICE_OTLP_ENDPOINT)', 'otel'));
+      return { ok: true, upstream: ownService(collector), upstreamPath: target.path };
+    }
+    if (d.name !== 'mcp') return refusal(deny('not_configured', `the built-in destination "${d.name}" has no upstream on this gateway`, d.name));
+    // http(s)://mcp.crewhouse.internal/<server>/<path>: one of the role's MCP servers, with its credential.
+    const m = /^\/([A-Za-z0-9][A-Za-z0-9._-]{0,127})(\/.*)?$/.exec(target.path);
+    if (!m) return refusal(deny('path', `MCP servers are reached at ${BUILTIN_HOSTS.mcp}/<server name>/…, not ${target.path}`, 'mcp'));
+    const server = await mcpServerOf(`${who.sandboxId}\n${who.role}\n${m[1]}`, () => sources.mcpServer(who, m[1]));
+    if (!server.ok) return refusal(deny('not_configured', server.reason, 'mcp'));
+    // An allowlist must name the server's destination; its address rules (dev-only, say) apply in either mode.
+    if (ctx.policy.mode === 'allowlist' && !ctx.policy.destinations.some((x) => x.name === server.destination)) {
+      return refusal(deny('no_destination', `the MCP server "${m[1]}" is reached through the destination "${server.destination}", which is not in the role's egress`, 'mcp'));
+    }
+    const url = new URL(server.url);
+    const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+    const addresses = await dial(host, ctx, server.rules);
+    if (!Array.isArray(addresses)) return refusal(addresses);
+    const upstream: Route = {
+      scheme: url.protocol === 'https:' ? 'https' : 'http',
+      address: addresses[0],
+      port: Number(url.port) || (url.protocol === 'https:' ? 443 : 80),
+      servername: net.isIP(host) ? null : host,
+      hostHeader: url.host,
+      pathPrefix: url.pathname.replace(/\/+$/, ''),
+    };
+    // `/<server>` is the server's URL itself, `/<server>/x` is below it.
+    return { ok: true, upstream, upstreamPath: m[2] ?? '', credential: server.credential };
+  }
+
   async function handle(x: Exchange, conn: ConnMeta) {
     if (!conn.tunnel && x.target === '/healthz' && x.method === 'GET') return x.answer(200, [['content-type', 'text/plain']], 'ok\n');
     const who = await identify(conn.link);
@@ -249,61 +320,11 @@ export function createGatewayServer(opts: GatewayOptions) {
       credential = got.credential;
     }
 
-    /** Resolves a name and checks every address under `destination`'s rules: the addresses, or the refusal. */
-    const dial = async (host: string, destination: PolicyDestination | null): Promise<string[] | Refusal> => {
-      let addresses: string[];
-      try {
-        addresses = await opts.resolve(host);
-      } catch (err) {
-        return deny('dns', `${host} does not resolve (${(err as NodeJS.ErrnoException).code ?? 'error'})`, destination?.name ?? null);
-      }
-      for (const ip of addresses) {
-        const bad = checkAddress(ip, host, ctx.policy, destination);
-        if (bad) return bad;
-      }
-      return addresses;
-    };
-
-    let upstream: UpstreamAddress & { hostHeader: string; pathPrefix: string };
-    let upstreamPath = target.path;
-    if (decision.destination?.builtin && decision.destination.name === 'mcp') {
-      // http(s)://mcp.crewhouse.internal/<server>/<path>: one of the role's MCP servers, with its credential.
-      const m = /^\/([A-Za-z0-9][A-Za-z0-9._-]{0,127})(\/.*)?$/.exec(target.path);
-      if (!m) return refuse(deny('path', `MCP servers are reached at ${BUILTIN_HOSTS.mcp}/<server name>/…, not ${target.path}`, 'mcp'));
-      const server = await mcpServerOf(`${who.sandboxId}\n${who.role}\n${m[1]}`, () => sources.mcpServer(who, m[1]));
-      if (!server.ok) return refuse(deny('not_configured', server.reason, 'mcp'));
-      const url = new URL(server.url);
-      // An allowlist must name the server's destination; its address rules (dev-only, say) apply in either mode.
-      if (ctx.policy.mode === 'allowlist' && !ctx.policy.destinations.some((d) => d.name === server.destination)) {
-        return refuse(deny('no_destination', `the MCP server "${m[1]}" is reached through the destination "${server.destination}", which is not in the role's egress`, 'mcp'));
-      }
-      const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
-      const addresses = await dial(host, server.rules);
-      if (!Array.isArray(addresses)) return refuse(addresses);
-      credential = server.credential;
-      upstream = {
-        scheme: url.protocol === 'https:' ? 'https' : 'http',
-        address: addresses[0],
-        port: Number(url.port) || (url.protocol === 'https:' ? 443 : 80),
-        servername: net.isIP(host) ? null : host,
-        hostHeader: url.host,
-        pathPrefix: url.pathname.replace(/\/+$/, ''),
-      };
-      // `/<server>` is the server's URL itself, `/<server>/x` is below it.
-      upstreamPath = m[2] ?? '';
-    } else if (decision.destination?.builtin && decision.destination.name === 'otel') {
-      // OTLP/HTTP from the sandbox's own tools, to the deployment's collector.
-      if (!collector) return refuse(deny('not_configured', 'no telemetry collector is configured on this deployment (SERVICE_OTLP_ENDPOINT)', 'otel'));
-      upstream = ownService(collector);
-    } else if (decision.destination?.builtin) {
-      if (decision.destination.name !== 'llm') return refuse(deny('not_configured', `the built-in destination "${decision.destination.name}" has no upstream on this gateway`, decision.destination.name));
-      // The model proxy is this service's own component: reachable wherever it listens.
-      upstream = ownService(modelProxy);
-    } else {
-      const addresses = await dial(target.host, decision.destination);
-      if (!Array.isArray(addresses)) return refuse(addresses);
-      upstream = { scheme: target.scheme, address: addresses[0], port: target.port, servername: net.isIP(target.host) ? null : target.host, hostHeader: t.hostHeader, pathPrefix: '' };
-    }
+    const route = await upstreamFor(who, ctx, target, decision, t.hostHeader);
+    if (!route.ok) return refuse(route.refusal);
+    const { upstream, upstreamPath } = route;
+    // An MCP server's route carries that server's credential.
+    if (route.credential !== undefined) credential = route.credential;
 
     requests.inc({ decision: 'allow' });
     const headers = outgoingHeaders(x, decision, credential, upstream.hostHeader);
