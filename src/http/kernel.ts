@@ -5,6 +5,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Bindings, ChildLoggerOptions, LogFn, Logger } from 'pino';
 import { redactUrl } from '../logger.ts';
 import type { Registry } from './metrics.ts';
+import { serializerCompiler } from './serializer.ts';
 import { validatorCompiler } from './validation.ts';
 
 export type App = FastifyInstance<any, any, any, Logger, TypeBoxTypeProvider>;
@@ -41,6 +42,7 @@ export function createServer(opts: {
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
   app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
 
   // On close, requests in flight may finish and idle keep-alive connections are closed
   // (forceCloseConnections: 'idle'), but only those idle at that moment: a connection whose
