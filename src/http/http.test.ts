@@ -254,3 +254,36 @@ describe('deeply nested JSON', () => {
     assert.doesNotMatch(shallow.body.detail, /nests deeper/);
   });
 });
+
+describe('request loggers', () => {
+  test("a request's lines carry its id, through children and at the configured level only, and redaction still holds", async () => {
+    const { logger, lines } = captureLogger('warn');
+    const app = createServer({ logger, metrics: new Registry(), component: 'console' });
+    app.get('/quiet', async (req) => {
+      req.log.info('not written at warn');
+      return { ok: true };
+    });
+    app.get('/loud', async (req) => {
+      assert.equal(req.log.isLevelEnabled('info'), false);
+      assert.equal(req.log.level, 'warn');
+      req.log.warn({ headers: { authorization: 'Bearer chk_never-logged' } }, 'a warning');
+      req.log.child({ part: 'inner' }).error('from a child');
+      assert.equal(req.log.bindings().reqId, 'loud-1');
+      return { ok: true };
+    });
+    try {
+      await app.ready();
+      assert.equal((await app.inject({ method: 'GET', url: '/quiet', headers: { 'x-request-id': 'quiet-1' } })).statusCode, 200);
+      assert.equal(lines.length, 0);
+      assert.equal((await app.inject({ method: 'GET', url: '/loud', headers: { 'x-request-id': 'loud-1' } })).statusCode, 200);
+      const logged = lines.map((l) => JSON.parse(l));
+      assert.deepEqual(logged.map((l) => [l.msg, l.reqId, l.component, l.part]), [
+        ['a warning', 'loud-1', 'console', undefined],
+        ['from a child', 'loud-1', 'console', 'inner'],
+      ]);
+      assert.ok(!lines.join('\n').includes('chk_never-logged'));
+    } finally {
+      await app.close();
+    }
+  });
+});

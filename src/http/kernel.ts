@@ -2,9 +2,10 @@ import crypto from 'node:crypto';
 import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Logger } from 'pino';
+import type { Bindings, ChildLoggerOptions, LogFn, Logger } from 'pino';
 import { redactUrl } from '../logger.ts';
 import type { Registry } from './metrics.ts';
+import { serializerCompiler } from './serializer.ts';
 import { validatorCompiler } from './validation.ts';
 
 export type App = FastifyInstance<any, any, any, Logger, TypeBoxTypeProvider>;
@@ -33,6 +34,7 @@ export function createServer(opts: {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : crypto.randomUUID();
     },
     logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: requestLogger as unknown as FastifyServerOptions['childLoggerFactory'],
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1000 },
@@ -40,6 +42,7 @@ export function createServer(opts: {
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
   app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
 
   // On close, requests in flight may finish and idle keep-alive connections are closed
   // (forceCloseConnections: 'idle'), but only those idle at that moment: a connection whose
@@ -64,18 +67,85 @@ export function createServer(opts: {
 
   const requests = opts.metrics?.counter(`${opts.component}_http_requests_total`, 'HTTP requests by method, route and status');
   const durations = opts.metrics?.histogram(`${opts.component}_http_request_duration_seconds`, 'HTTP request duration by method and route');
+  // The series of each method, route and status, found once: their label keys are made once.
+  const series = new Map<string, { count: () => void; observe: (seconds: number) => void }>();
+  const seriesOf = (method: string, route: string, status: number) => {
+    const name = `${method} ${status} ${route}`;
+    let found = series.get(name);
+    if (!found) {
+      const count = requests?.seriesOf({ method, route, status: String(status) });
+      const observe = durations?.seriesOf({ method, route });
+      series.set(name, (found = { count: () => count?.(), observe: (seconds) => observe?.(seconds) }));
+    }
+    return found;
+  };
 
-  app.addHook('onRequest', async (request, reply) => {
+  // Hooks that do not wait take a callback: an async one costs a promise and its turns per request.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched';
-    const seconds = reply.elapsedTime / 1000;
-    requests?.inc({ method: request.method, route, status: String(reply.statusCode) });
-    durations?.observe({ method: request.method, route }, seconds);
-    const line = { method: request.method, url: redactUrl(request.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime) };
-    if (reply.statusCode >= 500) request.log.error(line, 'request failed');
-    else request.log.info(line, 'request');
+    const status = reply.statusCode;
+    const ms = reply.elapsedTime;
+    const { count, observe } = seriesOf(request.method, route, status);
+    count();
+    observe(ms / 1000);
+    if (status >= 500) request.log.error({ method: request.method, url: redactUrl(request.url), status, ms: Math.round(ms) }, 'request failed');
+    else if ((request.log as Logger).isLevelEnabled('info')) request.log.info({ method: request.method, url: redactUrl(request.url), status, ms: Math.round(ms) }, 'request');
+    done();
   });
   return app;
+}
+
+const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
+const CHILD = Symbol('child');
+const BINDINGS = Symbol('bindings');
+type LazyLogger = Logger & { [CHILD]: Logger | undefined; [BINDINGS]: Bindings };
+const lazyPrototypes = new WeakMap<Logger, object>();
+
+/**
+ * A request's logger (Fastify's childLoggerFactory). Fastify makes a pino child per request to
+ * carry its id, and making one (its bindings serialised, redaction set up) was a sizeable part
+ * of a small request's time, while most requests write no line at the configured level. This
+ * one makes that child when a line is first written at an enabled level (or a child or the
+ * bindings are asked for); until then the rest is the server logger's, which it inherits.
+ */
+function requestLogger(parent: Logger, bindings: Bindings, opts: ChildLoggerOptions): Logger {
+  if (opts.level !== undefined || opts.serializers !== undefined) return parent.child(bindings, opts);
+  let proto = lazyPrototypes.get(parent);
+  if (!proto) lazyPrototypes.set(parent, (proto = lazyPrototype(parent)));
+  const logger = Object.create(proto) as LazyLogger;
+  logger[CHILD] = undefined;
+  logger[BINDINGS] = bindings;
+  return logger;
+}
+
+function lazyPrototype(parent: Logger): object {
+  const real = (self: LazyLogger) => (self[CHILD] ??= parent.child(self[BINDINGS]));
+  const proto = Object.create(parent) as Record<string, unknown>;
+  for (const level of LEVELS) {
+    proto[level] = function (this: LazyLogger, ...args: Parameters<LogFn>) {
+      if (this[CHILD] !== undefined || parent.isLevelEnabled(level)) real(this)[level](...args);
+    };
+  }
+  proto.child = function (this: LazyLogger, ...args: Parameters<Logger['child']>) {
+    return real(this).child(...args);
+  };
+  proto.bindings = function (this: LazyLogger) {
+    return real(this).bindings();
+  };
+  proto.isLevelEnabled = function (this: LazyLogger, level: string) {
+    return (this[CHILD] ?? parent).isLevelEnabled(level);
+  };
+  Object.defineProperty(proto, 'level', {
+    get(this: LazyLogger) {
+      return (this[CHILD] ?? parent).level;
+    },
+    set(this: LazyLogger, level: string) {
+      real(this).level = level;
+    },
+  });
+  return proto;
 }

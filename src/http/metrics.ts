@@ -19,6 +19,11 @@ export class Counter {
     const k = key(labels);
     this.values.set(k, (this.values.get(k) ?? 0) + by);
   }
+  /** `inc` for one set of labels, their key made once (for a caller that counts the same series often). */
+  seriesOf(labels: Labels): (by?: number) => void {
+    const k = key(labels);
+    return (by = 1) => void this.values.set(k, (this.values.get(k) ?? 0) + by);
+  }
   render(): string {
     const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} counter`];
     for (const [k, v] of this.values) lines.push(`${this.name}${k ? `{${k}}` : ''} ${v}`);
@@ -37,7 +42,14 @@ export class Histogram {
     this.buckets = buckets;
   }
   observe(labels: Labels, value: number) {
+    this.observeKey(key(labels), value);
+  }
+  /** `observe` for one set of labels, their key made once. */
+  seriesOf(labels: Labels): (value: number) => void {
     const k = key(labels);
+    return (value) => this.observeKey(k, value);
+  }
+  private observeKey(k: string, value: number) {
     let s = this.series.get(k);
     if (!s) this.series.set(k, (s = { counts: this.buckets.map(() => 0), sum: 0, count: 0 }));
     for (let i = 0; i < this.buckets.length; i++) if (value <= this.buckets[i]) s.counts[i]++;
