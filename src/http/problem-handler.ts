@@ -15,7 +15,9 @@ declare module 'fastify' {
 export function toProblem(err: FastifyError & { code?: string }, request: FastifyRequest): Problem {
   if (err instanceof Problem) return err;
   if (err.validation) {
-    const errors = fieldProblems(err.validation as any, err.validationContext);
+    // A trailing `*` parameter is named in errors as the contract names it (`name`, not `*`).
+    const wildcard = err.validationContext === 'params' ? request.routeOptions.config?.openapiWildcard : undefined;
+    const errors = fieldProblems(err.validation as any, err.validationContext).map((e) => (wildcard && e.field === '*' ? { ...e, field: wildcard } : e));
     const where = err.validationContext === 'body' ? 'the body' : `the ${err.validationContext ?? 'request'}`;
     return problems.badRequest(`${where} is not valid: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, errors);
   }
