@@ -1017,6 +1017,11 @@ export const consoleExamples: ContractExamples = {
     "TemplatePatch": {
       "description": "A lead and a coder for small web changes"
     },
+    "TemplateNewVersion": {
+      "from_version": 1,
+      "budget_usd_per_day": 20,
+      "note": "version 1 again, with a bigger budget"
+    },
     "TemplateVersionInput": {
       "lead": "lead",
       "roles": {

@@ -4,17 +4,26 @@ import type { App } from './kernel.ts';
 import { Problem, problems } from './problems.ts';
 import { fieldProblems, inspectJson, MAX_JSON_DEPTH } from './validation.ts';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** What a route's body must be, as its 415 says; JSON when not given. */
+    accepts?: string;
+  }
+}
+
 /** Maps any error to a problem: ours, validation, body parsing, a domain or database error, or a 500 without internals. */
 export function toProblem(err: FastifyError & { code?: string }, request: FastifyRequest): Problem {
   if (err instanceof Problem) return err;
   if (err.validation) {
-    const errors = fieldProblems(err.validation as any, err.validationContext);
+    // A trailing `*` parameter is named in errors as the contract names it (`name`, not `*`).
+    const wildcard = err.validationContext === 'params' ? request.routeOptions.config?.openapiWildcard : undefined;
+    const errors = fieldProblems(err.validation as any, err.validationContext).map((e) => (wildcard && e.field === '*' ? { ...e, field: wildcard } : e));
     const where = err.validationContext === 'body' ? 'the body' : `the ${err.validationContext ?? 'request'}`;
     return problems.badRequest(`${where} is not valid: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, errors);
   }
   switch (err.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return problems.unsupportedMediaType(`content type ${JSON.stringify(request.headers['content-type'] ?? '')} is not accepted here; send application/json`);
+      return problems.unsupportedMediaType(`content type ${JSON.stringify(request.headers['content-type'] ?? '')} is not accepted here; send ${request.routeOptions.config?.accepts ?? 'application/json'}`);
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return problems.badRequest('Content-Length does not match the body');
     case 'FST_ERR_CTP_BODY_TOO_LARGE':

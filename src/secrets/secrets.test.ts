@@ -239,6 +239,11 @@ describe('secrets API', () => {
       const res = await req({ method: 'PUT', url: `/api/v1/secrets/${bad}`, token: t.adminToken, body: { value: v } });
       assert.ok([400, 404].includes(res.status), `${bad}: ${res.status}`);
     }
+    // The path's name is named as the contract names it, not as the router's `*`.
+    const badName = await req({ method: 'PUT', url: '/api/v1/secrets/a%2F.b', token: t.adminToken, body: { value: v } });
+    assert.equal(badName.status, 400, badName.text);
+    assert.deepEqual(badName.body.errors.map((e: { field: string }) => e.field), ['name']);
+    assert.doesNotMatch(badName.body.detail, /\*/);
     const big = await req({ method: 'PUT', url: `/api/v1/secrets/${uniq('big')}`, token: t.adminToken, body: { value: 'x'.repeat(64 * 1024 + 1) } });
     assert.equal(big.status, 400);
   });

@@ -141,7 +141,7 @@ export function agentsRoutes(app: App, deps: { agents: AgentsService; documents:
   app.register(async (scope: App) => {
     scope.addContentTypeParser(/^image\/[A-Za-z0-9.+-]+$/, { parseAs: 'buffer', bodyLimit: AVATAR_MAX_BYTES }, (_req, body, done) => done(null, body));
     scope.put('/agents/:name/avatar', {
-      config: { auth: { role: 'admin' } },
+      config: { auth: { role: 'admin' }, accepts: 'an image/* body (PNG, JPEG, GIF or WebP)' },
       bodyLimit: AVATAR_MAX_BYTES,
       schema: {
         operationId: 'putAgentAvatar',

@@ -91,7 +91,11 @@ describe('agent avatars', () => {
     assert.match(String(svg.headers['content-type']), /problem\+json/);
     assert.equal((await put(name, Buffer.from('hello'), { type: 'image/png' })).status, 415);
     assert.equal((await put(name, Buffer.alloc(0), { type: 'image/png' })).status, 415);
-    assert.equal((await put(name, PNG, { type: 'application/octet-stream' })).status, 415);
+    const octets = await put(name, PNG, { type: 'application/octet-stream' });
+    assert.equal(octets.status, 415);
+    // The refusal says what this route takes, not the JSON every other route does.
+    assert.match(JSON.parse(octets.text).detail, /image\/\*/);
+    assert.doesNotMatch(JSON.parse(octets.text).detail, /application\/json/);
     assert.equal((await put(name, Buffer.from('{"a":1}'), { type: 'application/json' })).status, 415);
     assert.equal((await get(name)).statusCode, 404);
   });

@@ -3,7 +3,7 @@ import { setEtag } from '../../http/etag.ts';
 import type { App } from '../../http/kernel.ts';
 import { Page, limitOf } from '../../http/pagination.ts';
 import { TeamParams } from '../teams/teams.schemas.ts';
-import { MAX_REPLY_CHARS, MAX_TASK_CHARS, Post, PostsQuery, ReplyAccepted, ReplyInput, Run, RunListQuery, RunParams, RunSummary, TaskAccepted, TaskInput, Trace } from './runs.schemas.ts';
+import { MAX_REPLY_CHARS, MAX_TASK_CHARS, Post, PostsQuery, ReplyAccepted, ReplyInput, Run, RunListQuery, RunParams, RunSummary, TaskAccepted, TaskInput, TeamRunListQuery, Trace } from './runs.schemas.ts';
 import type { RunsService } from './runs.service.ts';
 import type { TraceReader } from './trace.ts';
 
@@ -48,7 +48,7 @@ export function runsRoutes(app: App, deps: { runs: RunsService; traces: TraceRea
 
   app.get('/teams/:name/runs', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'listTeamRuns', summary: "List a team's runs", tags, description: "A team's runs, newest first.", params: TeamParams, querystring: RunListQuery, response: { 200: Page(RunSummary) } },
+    schema: { operationId: 'listTeamRuns', summary: "List a team's runs", tags, description: "A team's runs, newest first.", params: TeamParams, querystring: TeamRunListQuery, response: { 200: Page(RunSummary) } },
     handler: (req) => runs.listOfTeam(req.params.name, { limit: limitOf(req.query), cursor: req.query.cursor, state: req.query.state }),
   });
 

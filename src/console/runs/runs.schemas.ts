@@ -89,6 +89,9 @@ export const RunListQuery = Type.Object(
   { additionalProperties: false },
 );
 
+/** A team's runs: the team is the path's, so there is no `team` filter to offer. */
+export const TeamRunListQuery = Type.Object({ ...ListQuery.properties, state: Type.Optional(RunStateSchema) }, { additionalProperties: false });
+
 export const PostsQuery = Type.Object(
   {
     cursor: Type.Optional(Type.String({ pattern: '^[0-9]{1,9}$', description: 'the last `seq` seen: only newer posts are returned' })),

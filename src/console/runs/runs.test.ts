@@ -31,6 +31,11 @@ describe('runs routes', () => {
     const list = await t.request({ method: 'GET', url: `/api/v1/teams/${team.name}/runs`, token: t.adminToken });
     assert.equal(list.status, 200);
     assert.deepEqual(list.body.items, []);
+    // The team is the path's: `team` is no filter of this list, neither served nor in the contract.
+    assert.equal((await t.request({ method: 'GET', url: `/api/v1/teams/${team.name}/runs?team=other`, token: t.adminToken })).status, 400);
+    const doc = await t.request({ method: 'GET', url: '/api/v1/openapi.json', token: t.adminToken });
+    const params = (doc.body.paths['/teams/{name}/runs'].get.parameters as { name: string; in: string }[]).filter((p) => p.in === 'query').map((p) => p.name);
+    assert.deepEqual(params.sort(), ['cursor', 'limit', 'state']);
     // A viewer may not give tasks.
     const viewer = await t.user('viewer');
     assert.equal((await t.request({ method: 'POST', url, token: viewer.token, body: { text: 'x' } })).status, 403);

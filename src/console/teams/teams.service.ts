@@ -149,6 +149,11 @@ const TEAM_MANUAL = ['budget_usd_per_day', 'rework_rounds', 'idle_after_seconds'
 export const RESERVED_TEAM_NAMES = ['platform'];
 const KEY_LIMITS = ['max_budget', 'budget_duration', 'rpm_limit', 'tpm_limit'] as const;
 
+/** The body fields a problem with the chosen template version names: `template.*` on create, the upgrade body's `version`. */
+type TemplateFields = { name: string; version: string };
+const CREATE_FIELDS: TemplateFields = { name: 'template.name', version: 'template.version' };
+const UPGRADE_FIELDS: TemplateFields = { name: 'version', version: 'version' };
+
 /**
  * The team as the model proxy knows it: name and id, so a new team that takes an archived
  * team's name starts with no spend and no budget history of the old one.
@@ -259,32 +264,32 @@ export function createTeamsService(deps: {
     }
   }
 
-  async function resolveTemplate(name: string, version: number | null | undefined, field: string) {
+  async function resolveTemplate(name: string, version: number | null | undefined, fields: TemplateFields) {
     let template;
     try {
       template = await deps.templates.get(name);
     } catch {
-      throw problems.validation([{ field: `${field}.name`, message: `no team template named "${name}"` }]);
+      throw problems.validation([{ field: fields.name, message: `no team template named "${name}"` }]);
     }
     const v = version ?? template.current_version;
     let row;
     try {
       row = await deps.templates.getVersion(name, v);
     } catch {
-      throw problems.validation([{ field: `${field}.version`, message: `team template "${name}" has no version ${v}` }]);
+      throw problems.validation([{ field: fields.version, message: `team template "${name}" has no version ${v}` }]);
     }
-    await checkVersionNames(row, field);
+    await checkVersionNames(row, fields);
     return row;
   }
 
   /** An older template version may name an agent or model alias that is gone since (asked on `q`): 422. */
-  async function checkVersionNames(row: { template_name: string; version: number; content: { roles: Record<string, { agent: string; model: string }> } }, field: string, q?: RefQuery) {
+  async function checkVersionNames(row: { template_name: string; version: number; content: { roles: Record<string, { agent: string; model: string }> } }, fields: TemplateFields, q?: RefQuery) {
     const roles = Object.values(row.content.roles);
     const missingAgents = await deps.references.unknown('agent', roles.map((r) => r.agent), q);
     const missingModels = roles.map((r) => r.model).filter((m) => !deps.models.get(m));
     if (missingAgents.length || missingModels.length) {
       const what = [...missingAgents.map((a) => `agent "${a}"`), ...[...new Set(missingModels)].map((m) => `model alias "${m}"`)].join(', ');
-      throw problems.validation([{ field: `${field}.version`, message: `version ${row.version} of team template "${row.template_name}" names ${what}, which no longer exists` }]);
+      throw problems.validation([{ field: fields.version, message: `version ${row.version} of team template "${row.template_name}" names ${what}, which no longer exists` }]);
     }
   }
 
@@ -292,13 +297,13 @@ export function createTeamsService(deps: {
    * In the transaction that makes a team use a template version: holds the template and its
    * agents against deletion until commit, and checks again that they exist.
    */
-  async function guardTemplateVersion(trx: Transaction<Database>, row: Parameters<typeof checkVersionNames>[0], field: string) {
+  async function guardTemplateVersion(trx: Transaction<Database>, row: Parameters<typeof checkVersionNames>[0], fields: TemplateFields) {
     await deps.references.guard(trx, 'template', [row.template_name], 'use');
     await deps.references.guard(trx, 'agent', Object.values(row.content.roles).map((r) => r.agent), 'use');
     if ((await deps.references.unknown('template', [row.template_name], trx)).length > 0) {
-      throw problems.validation([{ field: `${field}.name`, message: `no team template named "${row.template_name}"` }]);
+      throw problems.validation([{ field: fields.name, message: `no team template named "${row.template_name}"` }]);
     }
-    await checkVersionNames(row, field, trx);
+    await checkVersionNames(row, fields, trx);
   }
 
   /** Mints one model-proxy key per role; on failure queues the revocation of what it minted and rethrows. */
@@ -401,7 +406,7 @@ export function createTeamsService(deps: {
      */
     async create(actor: Actor, input: TeamCreate) {
       if (RESERVED_TEAM_NAMES.includes(input.name)) throw problems.validation([{ field: 'name', message: `"${input.name}" is reserved` }]);
-      const version = await resolveTemplate(input.template.name, input.template.version, 'template');
+      const version = await resolveTemplate(input.template.name, input.template.version, CREATE_FIELDS);
       const content = version.content;
       if (content.requires_repo && !input.repo_url) {
         throw problems.validation([{ field: 'repo_url', message: `team template "${input.template.name}" requires a repository` }]);
@@ -415,7 +420,7 @@ export function createTeamsService(deps: {
       const home = input.home ?? null;
       const budget = input.budget_usd_per_day ?? content.budget_usd_per_day ?? 0;
       const team = await db.transaction().execute(async (trx) => {
-        await guardTemplateVersion(trx, version, 'template');
+        await guardTemplateVersion(trx, version, CREATE_FIELDS);
         const t = await trx
           .insertInto('teams')
           .values({
@@ -575,7 +580,7 @@ export function createTeamsService(deps: {
       const team = await mustGetLive(name);
       if (team.row_version !== expected) throw problems.preconditionFailed();
       if (team.archiving_at) throw problems.conflict(`team "${name}" is being archived`);
-      const version = await resolveTemplate(team.template_name, toVersion, 'template');
+      const version = await resolveTemplate(team.template_name, toVersion, UPGRADE_FIELDS);
       const content = version.content;
       const oldRoles = await store.rolesOf(db, [team.id]);
       const fresh = rolesFromTemplate(team.id, content);
@@ -585,7 +590,7 @@ export function createTeamsService(deps: {
       const keep = new Map(oldRoles.map((o) => [o.role, o]));
       try {
         await db.transaction().execute(async (trx) => {
-          await guardTemplateVersion(trx, version, 'template');
+          await guardTemplateVersion(trx, version, UPGRADE_FIELDS);
           const manual = new Set(team.manual_fields);
           const set: Record<string, unknown> = {
             template_version: version.version,

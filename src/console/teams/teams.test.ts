@@ -311,6 +311,13 @@ describe('teams', () => {
     });
     assert.equal(v2.status, 201, v2.text);
     assert.equal((await t.request({ method: 'POST', url: `/api/v1/teams/${team.name}/upgrade`, token: t.adminToken, body: {} })).status, 428);
+    // A version the template lacks is a 422 naming the field of the body that was sent: `version` here, `template.version` on create.
+    const missing = await t.request({ method: 'POST', url: `/api/v1/teams/${team.name}/upgrade`, token: t.adminToken, headers: { 'if-match': String(patched.headers.etag) }, body: { version: 99 } });
+    assert.equal(missing.status, 422, missing.text);
+    assert.deepEqual(missing.body.errors.map((e: { field: string }) => e.field), ['version']);
+    const created = await t.request({ method: 'POST', url: '/api/v1/teams', token: t.adminToken, body: { name: `${team.name}-x`, template: { name: tpl.name, version: 99 } } });
+    assert.equal(created.status, 422, created.text);
+    assert.deepEqual(created.body.errors.map((e: { field: string }) => e.field), ['template.version']);
     const up = await t.request({ method: 'POST', url: `/api/v1/teams/${team.name}/upgrade`, token: t.adminToken, headers: { 'if-match': String(patched.headers.etag) }, body: { version: 2 } });
     assert.equal(up.status, 200, up.text);
     assert.equal(up.body.template.version, 2);

@@ -4,7 +4,7 @@ import { requireIfMatch, setEtag } from '../../http/etag.ts';
 import type { App } from '../../http/kernel.ts';
 import { ListQuery, Page, limitOf } from '../../http/pagination.ts';
 import { IfMatchHeader, NoContent } from '../../http/schemas.ts';
-import { TEMPLATE_NAME, TeamTemplate, TeamTemplateSummary, TeamTemplateVersion, TemplateCreate, TemplatePatch, TemplateVersionInput, VersionMeta } from './templates.schemas.ts';
+import { TEMPLATE_NAME, TeamTemplate, TeamTemplateSummary, TeamTemplateVersion, TemplateCreate, TemplateNewVersion, TemplatePatch, VersionMeta } from './templates.schemas.ts';
 import { presentVersion, type TemplatesService } from './templates.service.ts';
 
 const NameParams = Type.Object({ name: Type.String({ pattern: TEMPLATE_NAME, maxLength: 63 }) });
@@ -83,10 +83,12 @@ export function templatesRoutes(app: App, deps: { templates: TemplatesService })
       summary: 'Add a team template version',
       location: true,
       tags,
-      description: 'Adds a version and makes it current. If-Match is the template\'s ETag.',
+      description:
+        'Adds a version and makes it current. If-Match is the template\'s ETag. The body is a whole version (the create body less name and description), ' +
+        'or with `from_version` a stored version with only the fields present changed: `{"from_version": 1}` alone makes version 1\'s content current again.',
       params: NameParams,
       headers: IfMatchHeader,
-      body: TemplateVersionInput,
+      body: TemplateNewVersion,
       response: { 201: TeamTemplateVersion },
     },
     handler: async (req, reply) => {

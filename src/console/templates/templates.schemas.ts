@@ -61,8 +61,24 @@ const versionFields = {
   note: Type.Optional(Type.String({ maxLength: 500 })),
 };
 
+/** A whole version's content: the create body less name and description. */
 export const TemplateVersionInput = Type.Object(versionFields, { additionalProperties: false });
 export type TemplateVersionInput = Static<typeof TemplateVersionInput>;
+
+/**
+ * The body of a new version: a whole version, or with `from_version` a stored one with only the
+ * fields present changed (an older one alone makes its content current again).
+ */
+export const TemplateNewVersion = Type.Object(
+  {
+    ...Type.Partial(TemplateVersionInput).properties,
+    from_version: Type.Optional(
+      Nullable(Type.Integer({ minimum: 1, maximum: 2147483647, description: 'start from this stored version: only the fields present change; without it lead, roles, sleep, idle_after_seconds, deep_sleep_after_seconds and budget_usd_per_day are required' })),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type TemplateNewVersion = Static<typeof TemplateNewVersion>;
 
 export const TemplateCreate = Type.Object(
   {

@@ -8,7 +8,7 @@ import { problems, type FieldProblem } from '../../http/problems.ts';
 import type { ModelCatalog } from '../../models/catalog.ts';
 import type { References, RefQuery } from '../references.ts';
 import { canonicalJson, sha256Hex } from './canonical.ts';
-import type { TeamTemplateVersion, TemplateContent, TemplateCreate, TemplateRole, TemplateVersionInput } from './templates.schemas.ts';
+import type { TeamTemplateVersion, TemplateContent, TemplateCreate, TemplateNewVersion, TemplateRole, TemplateVersionInput } from './templates.schemas.ts';
 import * as store from './templates.store.ts';
 
 /** The values a template version copies from an environment when it is created. */
@@ -60,6 +60,8 @@ export function pipelineProblems(pipeline: Record<string, string>, roles: string
   return errors;
 }
 
+const REQUIRED_WITHOUT_BASE = ['lead', 'roles', 'sleep', 'idle_after_seconds', 'deep_sleep_after_seconds', 'budget_usd_per_day'] as const;
+
 export function createTemplatesService(deps: {
   db: Db;
   references: References;
@@ -93,6 +95,56 @@ export function createTemplatesService(deps: {
     for (const { kind, pick } of NAMED) await references.guard(trx, kind, roles.flatMap(pick), 'use');
     const errors = await unknownNames(input, trx);
     if (errors.length) throw problems.validation(errors);
+  }
+
+  /**
+   * The whole version a new-version body describes: the body itself, or with `from_version` that
+   * stored version with the fields present in the body changed; `keepRoles` when its roles stay.
+   */
+  async function wholeVersion(name: string, body: TemplateNewVersion): Promise<{ input: TemplateVersionInput; keepRoles: Record<string, TemplateRole> | null }> {
+    const { from_version: from, ...given } = body;
+    const present = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as Partial<TemplateVersionInput>;
+    if (from === undefined || from === null) {
+      const missing = REQUIRED_WITHOUT_BASE.filter((k) => present[k] === undefined);
+      if (missing.length) throw problems.validation(missing.map((field) => ({ field, message: 'is required when from_version is not given' })));
+      return { input: present as TemplateVersionInput, keepRoles: null };
+    }
+    const base = await store.getVersion(db, name, from);
+    if (!base) throw problems.validation([{ field: 'from_version', message: `team template "${name}" has no version ${from}` }]);
+    const c = base.content;
+    const roles: TemplateVersionInput['roles'] = {};
+    for (const [role, r] of Object.entries(c.roles)) {
+      roles[role] = {
+        agent: r.agent,
+        model: r.model,
+        vm: r.vm,
+        replicas: { max: r.replicas.max },
+        concurrent_runs: r.concurrent_runs,
+        max_iterations: r.max_iterations,
+        confirmation_policy: r.confirmation_policy as InputRole['confirmation_policy'],
+        memory: r.memory,
+        max_budget: r.max_budget,
+        budget_duration: r.budget_duration,
+        rpm_limit: r.rpm_limit,
+        tpm_limit: r.tpm_limit,
+        skills: r.skills,
+        mcp_servers: r.mcp_servers,
+      };
+    }
+    const stored: TemplateVersionInput = {
+      lead: c.lead ?? '',
+      roles,
+      // The top-level durations are the stored ones; `sleep` only repeats them.
+      sleep: {},
+      idle_after_seconds: c.idle_after_seconds,
+      deep_sleep_after_seconds: c.deep_sleep_after_seconds,
+      budget_usd_per_day: c.budget_usd_per_day ?? 0,
+      isolation: c.isolation,
+      requires_repo: c.requires_repo,
+      rework_rounds: c.rework_rounds ?? undefined,
+      pipeline: c.pipeline ?? {},
+    };
+    return { input: { ...stored, ...present }, keepRoles: present.roles === undefined ? c.roles : null };
   }
 
   /** Validates a version body and resolves it into stored content, copying each role's environment. */
@@ -217,9 +269,12 @@ export function createTemplatesService(deps: {
       });
     },
 
-    async createVersion(actor: Actor, name: string, expected: number, input: TemplateVersionInput) {
+    async createVersion(actor: Actor, name: string, expected: number, body: TemplateNewVersion) {
       await this.get(name);
+      const { input, keepRoles } = await wholeVersion(name, body);
       const content = await contentOf(input);
+      // Roles taken unchanged from the stored version keep the environment values it copied.
+      if (keepRoles) content.roles = keepRoles;
       return db.transaction().execute(async (trx) => {
         await guardNames(trx, input);
         const version = await store.nextVersion(trx, name);

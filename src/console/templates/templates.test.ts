@@ -134,6 +134,27 @@ describe('team templates', () => {
     assert.equal(v1.body.budget_usd_per_day, 10);
     assert.equal((await t.request({ method: 'GET', url: `${url}/7`, token: t.adminToken })).status, 404);
     assert.equal((await t.request({ method: 'GET', url: `/api/v1/team-templates/${uniq('none')}/versions`, token: t.adminToken })).status, 404);
+
+    // from_version: an old version alone makes its content current again; with fields, only those change.
+    const etag = async () => String((await t.request({ method: 'GET', url: `/api/v1/team-templates/${tpl.name}`, token: t.adminToken })).headers.etag);
+    const back = await t.request({ method: 'POST', url, token: t.adminToken, body: { from_version: 1, note: 'back to 1' }, headers: { 'if-match': await etag() } });
+    assert.equal(back.status, 201, back.text);
+    assert.equal(back.body.version, 3);
+    assert.equal(back.body.note, 'back to 1');
+    assert.equal(back.body.content_sha256, v1.body.content_sha256, 'the same content as version 1');
+    assert.deepEqual(back.body.roles, v1.body.roles);
+    assert.equal((await t.request({ method: 'GET', url: `/api/v1/team-templates/${tpl.name}`, token: t.adminToken })).body.current_version, 3);
+    const derived = await t.request({ method: 'POST', url, token: t.adminToken, body: { from_version: 2, rework_rounds: 5 }, headers: { 'if-match': await etag() } });
+    assert.equal(derived.status, 201, derived.text);
+    assert.equal(derived.body.budget_usd_per_day, 99, 'from version 2');
+    assert.equal(derived.body.rework_rounds, 5, 'changed');
+    assert.deepEqual(derived.body.roles, made.body.roles);
+    const unknown = await t.request({ method: 'POST', url, token: t.adminToken, body: { from_version: 99 }, headers: { 'if-match': await etag() } });
+    assert.equal(unknown.status, 422, unknown.text);
+    assert.deepEqual(unknown.body.errors.map((e: { field: string }) => e.field), ['from_version']);
+    const partial = await t.request({ method: 'POST', url, token: t.adminToken, body: { note: 'no base', budget_usd_per_day: 5 }, headers: { 'if-match': await etag() } });
+    assert.equal(partial.status, 422, partial.text);
+    assert.deepEqual(partial.body.errors.map((e: { field: string }) => e.field).sort(), ['deep_sleep_after_seconds', 'idle_after_seconds', 'lead', 'roles', 'sleep']);
   });
 
   test('editing an environment later changes no template version', async () => {
