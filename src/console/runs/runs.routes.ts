@@ -1,3 +1,4 @@
+import { Type } from 'typebox';
 import { actorOf } from '../../http/auth.ts';
 import { setEtag } from '../../http/etag.ts';
 import type { App } from '../../http/kernel.ts';
@@ -6,6 +7,11 @@ import { TeamParams } from '../teams/teams.schemas.ts';
 import { MAX_REPLY_CHARS, MAX_TASK_CHARS, Post, PostsQuery, ReplyAccepted, ReplyInput, Run, RunListQuery, RunParams, RunSummary, TaskAccepted, TaskInput, TeamRunListQuery, Trace } from './runs.schemas.ts';
 import type { RunsService } from './runs.service.ts';
 import type { TraceReader } from './trace.ts';
+
+/** The stream resumes after the post whose seq a reconnecting client names (the EventSource standard's header). */
+const PostsStreamHeaders = Type.Object({
+  'last-event-id': Type.Optional(Type.String({ description: 'With `Accept: text/event-stream`: resume after this seq (what EventSource sends when it reconnects); it takes precedence over `cursor`', maxLength: 20 })),
+});
 
 const HEARTBEAT_MS = 15_000;
 const POLL_MS = 1_000;
@@ -80,7 +86,20 @@ export function runsRoutes(app: App, deps: { runs: RunsService; traces: TraceRea
         'The conversation in order. `cursor` = the last `seq` seen returns only newer posts. With `Accept: text/event-stream` the same route streams posts as they come (each event\'s `id` is its seq, `event` its kind, `data` the post as JSON), starting after `cursor` or the `Last-Event-ID` header; comments keep the connection alive.',
       params: RunParams,
       querystring: PostsQuery,
-      response: { 200: Page(Post) },
+      headers: PostsStreamHeaders,
+      response: {
+        200: {
+          description: 'A page of posts; or, asked for with `Accept: text/event-stream`, the stream of posts',
+          content: {
+            'application/json': { schema: Page(Post) },
+            'text/event-stream': {
+              schema: Type.String({ description: 'Server-sent events: `id: <seq>`, `event: <kind>`, `data: <the post as JSON>`, and `:` comments that keep the connection alive; it goes on until the client closes it',
+                examples: [': stream of run posts\n\nid: 8\nevent: message\ndata: {"seq":8,"kind":"message","role":"dev","text":"Pushed agent/fix-login.","data":null,"created_at":"2026-11-02T10:05:00Z"}\n\n'],
+              }),
+            },
+          },
+        },
+      },
     },
     handler: async (req, reply) => {
       const after = Number(req.query.cursor ?? 0);
