@@ -1,7 +1,8 @@
 // The sandbox host on a real database (both kinds): registration and what it serves, the
 // life of a sandbox through the host (made on first use, idle sleep, woken by work with its
 // processes intact, deep sleep, destroyed by the archive job), a failed create that leaves the
-// host working, metrics, and recovery after the host process is killed with SIGKILL.
+// host working and gives its capacity back, metrics, and recovery after the host process is
+// killed with SIGKILL.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -20,6 +21,7 @@ import { createDestroyTeamSandboxes } from './jobs/destroy-team-sandboxes.ts';
 import { resourceTag } from './network.ts';
 import { SandboxError } from './provider.ts';
 import { createLocalProvider } from './providers/local.ts';
+import { createMicrovmProvider } from './providers/microvm/index.ts';
 
 const root = path.resolve(import.meta.dirname, '../../..');
 const skip = localSkipReason();
@@ -142,6 +144,78 @@ describe('sandbox host running local sandboxes', { skip: skip ?? false }, () => 
     const ok = await host.place({ teamId: good.teamId, role: good.role, claimId: 'run-good' });
     assert.equal((await hostExec(host, ok.sandboxId, ['/bin/echo', 'fine'])).stdout, 'fine\n');
     for (const tm of [team, good]) await createDestroyTeamSandboxes({ db: t.db, deadAfterSeconds: 30, host }).destroyTeamSandboxes(tm.teamId);
+  });
+});
+
+describe('sandbox host with little room', { skip: skip ?? false }, () => {
+  test('a sandbox that could not be made (a microVM image never built) gives its share of the host back at once; a sleeping one keeps its share', async () => {
+    const t = await testDb();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chhost-'));
+    const vmDir = fs.mkdtempSync(path.join(os.tmpdir(), 'chvm-'));
+    const microvmDir = path.join(vmDir, 'sandboxes');
+    const imagesDir = path.join(vmDir, 'images');
+    fs.mkdirSync(imagesDir);
+    const { logger, lines } = captureLogger();
+    const metrics = new Registry();
+    const config = testConfig({ SERVICE_SANDBOX_DIR: dir, SERVICE_SANDBOX_SUBNET: randomSubnet(), SERVICE_SANDBOX_VCPUS: '2', SERVICE_SANDBOX_MEMORY_MIB: '4096', SERVICE_SANDBOX_DISK_GIB: '20' });
+    const microvm = createMicrovmProvider({ dir: microvmDir, imagesDir, logger, snapshotBudgetBytes: 1 });
+    const host = await startSandboxHost({ config, db: t.db, teams: teamDirectory(t.db), logger, metrics, microvm, microvmUsable: true, tickMs: 3_600_000 });
+    const job = createDestroyTeamSandboxes({ db: t.db, deadAfterSeconds: 30, host });
+    const teams: Array<{ teamId: number }> = [];
+    try {
+      assert.deepEqual([...host.providers].sort(), ['local', 'microvm']);
+      const vm = await makeTeamRows(t.db, { provider: 'microvm' });
+      teams.push(vm);
+      const failed = await host.place({ teamId: vm.teamId, role: vm.role, claimId: 'run-vm' });
+      assert.equal(failed.provider, 'microvm');
+      await assert.rejects(host.ensureRunning(failed.sandboxId), (e: SandboxError) => e.code === 'image' && /no microVM image/.test(e.message));
+      // The run that needed it fails with that cause, and ends its claim (the engine's part).
+      await host.release('run-vm');
+      const row = await t.db.selectFrom('sandboxes').select(['state', 'created', 'failure', 'released_at']).where('id', '=', failed.sandboxId).executeTakeFirstOrThrow();
+      assert.equal(row.state, 'destroyed', 'nothing was made: it holds no place on the host');
+      assert.equal(row.created, false);
+      assert.match(row.failure ?? '', /no microVM image/, 'the cause is kept');
+      assert.ok(row.released_at, 'and there is nothing left for the host to free');
+      assert.equal(fs.existsSync(path.join(microvmDir, failed.sandboxId)), false);
+      await assert.rejects(host.ensureRunning(failed.sandboxId), (e: SandboxError) => e.code === 'failed' && /could not be made \(.*no microVM image/.test(e.message), 'work still holding it hears why');
+
+      // The role's next work gets a new sandbox, made anew (failing again while no image is built).
+      const again = await host.place({ teamId: vm.teamId, role: vm.role, claimId: 'run-vm-2' });
+      assert.notEqual(again.sandboxId, failed.sandboxId);
+      assert.equal(again.replica, 0);
+      await assert.rejects(host.ensureRunning(again.sandboxId), (e: SandboxError) => e.code === 'image');
+      await host.release('run-vm-2');
+
+      // An idle team's sandbox sleeps and keeps its vCPU (waking it must find room); the failed ones hold none.
+      const idle = await makeTeamRows(t.db, { idleAfter: 0 });
+      teams.push(idle);
+      const asleep = await host.place({ teamId: idle.teamId, role: idle.role, claimId: 'run-idle' });
+      await host.ensureRunning(asleep.sandboxId);
+      await host.release('run-idle');
+      await host.tick();
+      assert.equal((await t.db.selectFrom('sandboxes').select('state').where('id', '=', asleep.sandboxId).executeTakeFirstOrThrow()).state, 'sleeping');
+      assert.doesNotMatch(metrics.render(), /crewhouse_sandboxes\{provider="microvm"/, 'the host holds no failed sandbox');
+
+      // Another team's run finds room: 2 vCPUs, one sleeping sandbox.
+      const other = await makeTeamRows(t.db);
+      teams.push(other);
+      const placed = await host.place({ teamId: other.teamId, role: other.role, claimId: 'run-other' });
+      assert.equal(placed.hostId, host.id);
+      assert.equal((await hostExec(host, placed.sandboxId, ['/bin/echo', 'fine'])).stdout, 'fine\n');
+      // Now the host is full: the sleeping sandbox's share counts.
+      const third = await makeTeamRows(t.db);
+      teams.push(third);
+      await assert.rejects(host.place({ teamId: third.teamId, role: third.role, claimId: 'run-third' }), /no live sandbox host has room/);
+      assert.ok(lines.some((l) => l.includes(failed.sandboxId) && /could not be made or woken/.test(l)));
+    } finally {
+      for (const tm of teams) await job.destroyTeamSandboxes(tm.teamId).catch(() => {});
+      await host.stop();
+      const p = createLocalProvider({ root: dir, gatewayPort: 1 });
+      for (const id of await p.list()) await p.destroy(id).catch(() => {});
+      fs.rmSync(dir, { recursive: true, force: true });
+      fs.rmSync(vmDir, { recursive: true, force: true });
+      await t.close();
+    }
   });
 });
 

@@ -242,6 +242,7 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
       .selectAll()
       .where('id', '=', sandboxId)
       .executeTakeFirst();
+    if (row?.state === 'destroyed' && !row.created && row.failure) throw new SandboxError('failed', `sandbox ${sandboxId} could not be made (${row.failure}); the role's next work is placed on a new one`);
     if (!row || row.state === 'destroyed') throw new SandboxError('not_found', `no sandbox ${sandboxId}`);
     if (row.host_id !== id) throw new SandboxError('wrong_state', `sandbox ${sandboxId} is placed on host ${row.host_id ?? '(none)'}, not on this one`);
     return row;
@@ -256,10 +257,12 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
     const row = await ownRow(sandboxId);
     const p = providerOf(row.provider);
     const started = performance.now();
+    let making = false;
     try {
       let status: SandboxStatus | null = null;
       if (row.created) status = await p.status(sandboxId).catch((err) => (err instanceof SandboxError && err.code === 'not_found' ? null : Promise.reject(err)));
       if (!status) {
+        making = true;
         const hostAddress = row.host_address!;
         const network = { hostAddress, sandboxAddress: row.sandbox_address!, hostInterface: row.host_interface! };
         const made = await p.create({ id: sandboxId, vcpus: row.vcpus, memoryMib: row.memory_mib, diskGib: row.disk_gib, image: null, env: sandboxEnv(hostAddress, config.gatewayPort), network, caPem: opts.caPem ?? null });
@@ -282,9 +285,30 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
       const cause = (err as Error).message;
       // The work that needed the sandbox gets the error; the host goes on with the others.
       log.error({ sandbox: sandboxId, provider: p.name, cause }, 'a sandbox could not be made or woken');
-      await db.updateTable('sandboxes').set({ failure: cause.slice(0, 2000), updated_at: sql`now()` }).where('id', '=', sandboxId).execute();
+      if (making) await unmade(sandboxId, p, cause);
+      else await db.updateTable('sandboxes').set({ failure: cause.slice(0, 2000), updated_at: sql`now()` }).where('id', '=', sandboxId).execute();
       throw err instanceof SandboxError ? err : new SandboxError('failed', cause, { cause: err });
     }
+  }
+
+  /**
+   * A create that failed made nothing (the providers remove what they began; asked again here
+   * in case), so the sandbox gives up its place at once: its share of this host's capacity and
+   * its link, which would otherwise stay held until the team is archived. The row is destroyed
+   * with the failure kept; the role's next work is placed on a new sandbox (on whichever host
+   * has room then), and the work that needed this one gets the error.
+   */
+  async function unmade(sandboxId: string, p: SandboxProvider, cause: string) {
+    const freed = await p.destroy(sandboxId).then(
+      () => true,
+      (err) => (log.error({ sandbox: sandboxId, cause: (err as Error).message }, 'could not remove what a failed create left; the next heartbeat tries again'), false),
+    );
+    await db
+      .updateTable('sandboxes')
+      .set({ state: 'destroyed', created: false, failure: cause.slice(0, 2000), released_at: freed ? sql`now()` : null, updated_at: sql`now()` })
+      .where('id', '=', sandboxId)
+      .where('state', '<>', 'destroyed')
+      .execute();
   }
 
   const ensureRunning = (sandboxId: string) => serial(sandboxId, () => open(sandboxId));
