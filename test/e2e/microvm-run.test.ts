@@ -31,7 +31,21 @@ describe('a run in a microvm sandbox', { skip }, () => {
 
   after(async () => {
     await stack?.stop();
-    if (microvmDir) fs.rmSync(microvmDir, { recursive: true, force: true });
+    if (microvmDir) {
+      // QEMU runs daemonized (a VM outlives its host): the test's own VMs are stopped here.
+      for (const id of fs.existsSync(microvmDir) ? fs.readdirSync(microvmDir) : []) {
+        const pidFile = path.join(microvmDir, id, 'qemu.pid');
+        const pid = fs.existsSync(pidFile) ? Number(fs.readFileSync(pidFile, 'utf8').trim()) : 0;
+        if (pid > 0) {
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch {
+            // already gone
+          }
+        }
+      }
+      fs.rmSync(microvmDir, { recursive: true, force: true });
+    }
   });
 
   it('runs the agent runtime the image carries and succeeds', async () => {

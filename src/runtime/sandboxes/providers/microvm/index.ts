@@ -417,7 +417,7 @@ export function createMicrovmProvider(opts: MicrovmOptions): SandboxProvider {
 
   /** Wakes a sandbox: from its snapshot when usable, otherwise a cold boot from its disk. */
   async function wakeUp(s: StateFile): Promise<SandboxStatus> {
-    const accel = await accelerator(qemu, log, opts.accel);
+    const accel = await accelerator(qemu, log, opts.accel, s.image.kernel.path);
     // A restore cut short by a host crash may have left its QEMU behind: never two on one disk.
     await stopQemu(s.id);
     const started = performance.now();
@@ -526,7 +526,7 @@ export function createMicrovmProvider(opts: MicrovmOptions): SandboxProvider {
         if (fs.existsSync(file(spec.id, 'state.json'))) throw new SandboxError('wrong_state', `sandbox ${spec.id} exists already`);
         await provider.check();
         const image = await resolveImage(spec.image);
-        const accel = await accelerator(qemu, log, opts.accel);
+        const accel = await accelerator(qemu, log, opts.accel, image.kernel.path);
         const s: StateFile = { id: spec.id, spec, image, state: 'starting', coldBooted: false };
         const started = performance.now();
         await fsp.mkdir(dirOf(spec.id), { recursive: true });
@@ -586,7 +586,7 @@ export function createMicrovmProvider(opts: MicrovmOptions): SandboxProvider {
         }
         if (s.state !== 'running') throw new SandboxError('wrong_state', `sandbox ${id} is ${s.state}; only a running sandbox can ${depth === 'deep' ? 'deep-sleep' : 'sleep'}`);
         const step = (name: LifecycleStep) => opts.onStep?.(id, name);
-        const accel = await accelerator(qemu, log, opts.accel);
+        const accel = await accelerator(qemu, log, opts.accel, s.image.kernel.path);
         let snapshot = depth === 'sleep';
         if (snapshot) {
           const used = await snapshotBytes();

@@ -122,6 +122,27 @@ describe('microvm provider under TCG', { skip: skip ?? false }, () => {
     return createMicrovmProvider({ dir, imagesDir, logger, snapshotBudgetBytes: 8 * 1024 ** 3, accel: 'tcg', ...extra });
   }
 
+  test("KVM is chosen only where it boots the sandboxes' kernel (a guest that runs its setup code and then hangs does not count)", async () => {
+    const manifest = JSON.parse(await fsp.readFile(path.join(imagesDir, 'crewhouse-test-1.json'), 'utf8'));
+    const kernel = path.join(imagesDir, manifest.kernel.file);
+    const lines: string[] = [];
+    const captured = createLogger({ level: 'info', destination: { write: (l: string) => void lines.push(l) } });
+    // A path of its own, so the decision is not one another test already cached.
+    const qemu = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'mvm-q-')), 'qemu-system-x86_64');
+    fs.symlinkSync('/usr/bin/qemu-system-x86_64', qemu);
+    cleanups.push(() => fsp.rm(path.dirname(qemu), { recursive: true, force: true }));
+    const boots = await kvmUsable(qemu, kernel);
+    assert.equal(await accelerator(qemu, captured, 'auto', kernel), boots ? 'kvm' : 'tcg');
+    assert.equal(lines.filter((l) => l.includes('using TCG')).length, boots ? 0 : 1);
+    if (!boots) return;
+    // Where the probe says KVM, a sandbox under it boots and runs a command.
+    const p = provider({ accel: 'kvm', qemu });
+    const spec = specFor(`sbx-${crypto.randomBytes(4).toString('hex')}`);
+    cleanups.push(() => p.destroy(spec.id));
+    await p.create(spec);
+    assert.match((await collect(p, spec.id, ['echo', 'under kvm'])).stdout, /under kvm/);
+  });
+
   test('an image that is missing or corrupt fails create with a clear error and leaves nothing behind', async () => {
     const bad = await fsp.mkdtemp(path.join(os.tmpdir(), 'mvm-img-'));
     cleanups.push(() => fsp.rm(bad, { recursive: true, force: true }));
