@@ -631,11 +631,16 @@ export function createTeamsService(deps: {
       return (await store.getTeamById(db, team.id))!;
     },
 
-    /** For the tasks route: has the team spent its budget for today (UTC)? */
+    /**
+     * For the tasks route: has the team spent its budget for today (UTC)? Counted as the proxy
+     * enforces it: what is settled plus what calls in flight hold reserved. The proxy writes
+     * settlements behind the answers, so a run that was just refused for its budget may not
+     * show the call that spent it as settled yet; it is still held.
+     */
     async isBudgetSpent(name: string): Promise<boolean> {
       const team = await mustGetLive(name);
       const s = await spend.teamNow(proxyTeamOf(team), 1);
-      return s.spent_today_usd >= team.budget_usd_per_day;
+      return s.spent_today_usd + s.reserved_usd >= team.budget_usd_per_day;
     },
 
     /** The model-proxy key of a team's role, for the worker; never for a route. */
