@@ -292,9 +292,7 @@ class Connection {
   private malformed(status: 400 | 408 | 431, reason: string) {
     this.socket.off('data', this.onData);
     this.buf = null;
-    const body = `Crewhouse gateway: the request is not valid HTTP/1.1: ${reason} [rule: bad_request]\n`;
-    if (this.socket.writable) this.socket.end(`HTTP/1.1 ${status} ${reasonOf(status)}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-crewhouse-gateway-rule: bad_request\r\nconnection: close\r\n\r\n${body}`);
-    else this.socket.destroy();
+    answerAndClose(this.socket, status, `Crewhouse gateway: the request is not valid HTTP/1.1: ${reason} [rule: bad_request]\n`, 'bad_request');
     this.hooks.malformed(this.socket, reason);
   }
 
@@ -323,6 +321,26 @@ class Connection {
     this.current = x;
     this.buf = null;
     this.socket.end();
+  }
+}
+
+/** A whole answer from the gateway on a connection that then closes (a request that does not parse, a refused CONNECT). */
+export function answerAndClose(socket: net.Socket, status: number, body: string, rule: string) {
+  if (!socket.writable) return socket.destroy();
+  socket.end(writeHead(`HTTP/1.1 ${status} ${reasonOf(status)}`, [['content-type', 'text/plain; charset=utf-8'], ['content-length', String(Buffer.byteLength(body))], ['x-crewhouse-gateway-rule', rule], ['connection', 'close']]) + body);
+}
+
+/**
+ * Writes a payload toward `to` (as one chunk of a chunked body when `chunked`); when `to` is
+ * full, `from` is paused until it drains.
+ */
+function relay(to: net.Socket, payload: Buffer, chunked: boolean, from: { pause(): unknown; resume(): unknown }) {
+  let ok = true;
+  if (chunked) for (const part of chunk(payload)) ok = to.write(part) && ok;
+  else ok = to.write(payload);
+  if (!ok) {
+    from.pause();
+    to.once('drain', () => from.resume());
   }
 }
 
@@ -441,21 +459,13 @@ export async function forward(x: Exchange, pool: UpstreamPool, f: Forward, retri
       x.socket.cork();
       x.write(writeHead(`HTTP/1.1 ${h.status} ${h.reason || reasonOf(h.status)}`, headers));
       process.nextTick(() => x.socket.uncork());
-      const backpressure = (ok: boolean) => {
-        if (!ok) {
-          up.pause();
-          x.socket.once('drain', () => up.resume());
-        }
-      };
       if (raw) {
         reader = new BodyReader(framing, () => {});
         out = null;
       } else {
         const chunked = x.minor === 1;
         const emit = (b: Buffer) => {
-          if (b.length === 0) return;
-          if (chunked) for (const part of chunk(b)) backpressure(x.write(part));
-          else backpressure(x.write(b));
+          if (b.length > 0) relay(x.socket, b, chunked, up);
         };
         if (redacting) {
           const scrub = redactStream(f.secrets);
@@ -503,16 +513,10 @@ export async function forward(x: Exchange, pool: UpstreamPool, f: Forward, retri
       const r = reader!;
       const end = r.feed(data, at);
       if (typeof end !== 'number') return fail(Object.assign(new Error(`the upstream's answer is broken: ${end.error}`), { code: 'HPE_UPSTREAM' }));
-      if (out === null && end > at) backpressureWrite(at === 0 && end === data.length ? data : data.subarray(at, end));
+      if (out === null && end > at) relay(x.socket, at === 0 && end === data.length ? data : data.subarray(at, end), false, up);
       at = end;
       if (at < data.length) buf = data.subarray(at);
       if (r.done) complete();
-    };
-    const backpressureWrite = (b: Buffer) => {
-      if (!x.write(b)) {
-        up.pause();
-        x.socket.once('drain', () => up.resume());
-      }
     };
     const onEnd = () => {
       if (settled) return;
@@ -534,14 +538,7 @@ export async function forward(x: Exchange, pool: UpstreamPool, f: Forward, retri
     if (f.body) {
       up.write(head);
       const body = f.body;
-      body.on('data', (p: Buffer) => {
-        let ok = true;
-        for (const part of chunk(p)) ok = up.write(part) && ok;
-        if (!ok) {
-          body.pause();
-          up.once('drain', () => body.resume());
-        }
-      });
+      body.on('data', (p: Buffer) => relay(up, p, true, body));
       body.once('end', () => {
         sentAll = true;
         up.write(LAST_CHUNK);
@@ -553,15 +550,7 @@ export async function forward(x: Exchange, pool: UpstreamPool, f: Forward, retri
       const chunked = own.kind === 'chunked';
       up.cork();
       up.write(head);
-      x.readBody((p) => {
-        let ok = true;
-        if (chunked) for (const part of chunk(p)) ok = up.write(part) && ok;
-        else ok = up.write(p);
-        if (!ok) {
-          x.pauseBody();
-          up.once('drain', () => x.resumeBody());
-        }
-      }).then(
+      x.readBody((p) => relay(up, p, chunked, { pause: () => x.pauseBody(), resume: () => x.resumeBody() })).then(
         () => {
           sentAll = true;
           if (chunked) up.write(LAST_CHUNK);

@@ -11,7 +11,7 @@ import type { SandboxIdentity } from '../runtime/sandboxes/identify.ts';
 import type { LeafIssuer } from './ca.ts';
 import { checkAddress, decide, decideConnect, deny, type Decision, type DecisionContext, type EgressRequest, type Refusal } from './decide.ts';
 import { recordEgressEvent } from './events.ts';
-import { forward, serveConnection, type ConnectionHooks, type Exchange } from './exchange.ts';
+import { answerAndClose, forward, serveConnection, type ConnectionHooks, type Exchange } from './exchange.ts';
 import { readPushHead, refusedCommand, refusePushBody, type PushCommand } from './git-push.ts';
 import type { Head, Headers } from './http1.ts';
 import type { Resolve } from './resolve.ts';
@@ -426,7 +426,7 @@ export function createGatewayServer(opts: GatewayOptions) {
     connect: (head, socket, rest) => {
       if (conn.tunnel) {
         // A tunnel inside a tunnel would only hide what is already decided request by request.
-        endRaw(socket, '400 Bad Request', 'Crewhouse gateway: CONNECT inside a tunnel is not accepted [rule: bad_request]\n', 'bad_request');
+        answerAndClose(socket, 400, 'Crewhouse gateway: CONNECT inside a tunnel is not accepted [rule: bad_request]\n', 'bad_request');
         return;
       }
       void connect(head, socket, rest, conn.link).catch((err) => {
@@ -445,10 +445,6 @@ export function createGatewayServer(opts: GatewayOptions) {
     serveConnection(socket, hooksFor({ link: linkOf(socket), tunnel: null }));
   });
 
-  function endRaw(socket: net.Socket, status: string, body: string, rule: string) {
-    socket.end(`HTTP/1.1 ${status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-crewhouse-gateway-rule: ${rule}\r\nconnection: close\r\n\r\n${body}`);
-  }
-
   async function connect(req: Head, socket: net.Socket, head: Buffer, link: ConnMeta['link']) {
     const who = await identify(link);
     const target = req.target;
@@ -456,7 +452,7 @@ export function createGatewayServer(opts: GatewayOptions) {
     const view = { method: 'CONNECT', host: target.slice(0, 300), path: '' };
     const refuseTunnel = (d: Refusal) => {
       refused(who, view, d);
-      endRaw(socket, d.rule === 'bad_request' ? '400 Bad Request' : '403 Forbidden', refusalText(view, d, who), d.rule);
+      answerAndClose(socket, d.rule === 'bad_request' ? 400 : 403, refusalText(view, d, who), d.rule);
     };
     if (!who) return refuseTunnel(deny('unknown_sandbox', `no sandbox owns the link ${link.remote} -> ${link.local}`));
     if (!parsed.ok || parsed.port === null || parsed.wildcard) return refuseTunnel(deny('bad_request', `CONNECT needs host:port, got "${target.slice(0, 100)}"`));
