@@ -69,8 +69,12 @@ function totals(s: Array<{ spend_usd: number; tokens: number; requests: number }
 }
 
 /** The admin side of the model proxy: keys, team budgets, spend. Every write is audited in its transaction. */
-/** `admission` is told of every change to limits: admission that keeps them in memory must hear of each (pass it always). */
-export function createModelProxyService(deps: { db: Db; catalog: ModelCatalog; admission: Pick<Admission, 'limitsChanged'> }) {
+/**
+ * `admission` is told of every change to limits: admission that keeps them in memory must hear
+ * of each (pass it always). Its `drain`, when it has one, writes the settlements it queued behind
+ * answers already sent, before a team's spend is read.
+ */
+export function createModelProxyService(deps: { db: Db; catalog: ModelCatalog; admission: Pick<Admission, 'limitsChanged'> & Partial<Pick<Admission, 'drain'>> }) {
   const { db, catalog } = deps;
   /** After a commit that changed limits: admission that keeps them in memory rereads them before the answer goes out. */
   const limitsChanged = (target: { keyId?: string; team?: string }) => deps.admission.limitsChanged(target);
@@ -193,6 +197,9 @@ export function createModelProxyService(deps: { db: Db; catalog: ModelCatalog; a
 
     /** A team's budget, what it spent today (settled) and holds reserved, and its per-UTC-day series. */
     async teamSpend(team: string, days: number) {
+      // What calls already answered cost is settled behind the answer: written first, so a run
+      // refused for its budget is followed by a spend that shows it (the tasks route decides on it).
+      await deps.admission.drain?.();
       const [state, rows] = await Promise.all([store.teamState(db, team), store.spendByTeamDay(db, { from: utcDay(-(days - 1)), team })]);
       const s = series(rows, days);
       return {
