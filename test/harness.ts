@@ -1,4 +1,8 @@
 import crypto from 'node:crypto';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Writable } from 'node:stream';
 import type { InjectOptions } from 'fastify';
 import { sql } from 'kysely';
@@ -33,8 +37,38 @@ export interface TestDb {
 }
 
 /**
- * A fresh, migrated database: an in-memory PGlite restored from a migrated image made once
- * per process, or a new schema on the test PostgreSQL, dropped on close.
+ * The embedded database with every migration applied, as a data-directory image. Making it
+ * costs seconds (PGlite's first start, then the migrations), so it is made once per version of
+ * the migrations and kept in the system's temporary directory for every later test process;
+ * a changed migration file, or another PGlite, names another image.
+ */
+async function migratedImage(): Promise<Blob> {
+  const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'src', 'db', 'migrations');
+  const hash = crypto.createHash('sha256');
+  const pgliteVersion = JSON.parse(await fs.readFile(path.join(path.dirname(fileURLToPath(import.meta.resolve('@electric-sql/pglite'))), '..', 'package.json'), 'utf8').catch(() => '{}')).version ?? '?';
+  hash.update(`pglite ${pgliteVersion}\n`);
+  for (const f of (await fs.readdir(dir)).sort()) hash.update(`${f}\n`).update(await fs.readFile(path.join(dir, f)));
+  const file = path.join(os.tmpdir(), `crewhouse-test-db-${hash.digest('hex').slice(0, 16)}.tar`);
+  const cached = await fs.readFile(file).catch(() => null);
+  if (cached) return new Blob([cached]);
+  const { PGlite } = await import('@electric-sql/pglite');
+  const pg = await PGlite.create();
+  const { Kysely } = await import('kysely');
+  const { PGliteDialect } = await import('../src/db/pglite-dialect.ts');
+  const k = new Kysely<any>({ dialect: new PGliteDialect(pg) });
+  await migrateToLatest(k);
+  const image = (await pg.dumpDataDir('none')) as Blob;
+  await k.destroy();
+  // Written beside, then renamed: a process reading it never sees half an image.
+  const part = `${file}.${process.pid}.part`;
+  await fs.writeFile(part, Buffer.from(await image.arrayBuffer()));
+  await fs.rename(part, file);
+  return image;
+}
+
+/**
+ * A fresh, migrated database: an in-memory PGlite restored from the migrated image (see
+ * migratedImage), or a new schema on the test PostgreSQL, dropped on close.
  */
 export async function testDb(): Promise<TestDb> {
   if (TEST_DATABASE_URL) {
@@ -63,16 +97,7 @@ export async function testDb(): Promise<TestDb> {
       },
     };
   }
-  if (!template) {
-    const { PGlite } = await import('@electric-sql/pglite');
-    const pg = await PGlite.create();
-    const { Kysely } = await import('kysely');
-    const { PGliteDialect } = await import('../src/db/pglite-dialect.ts');
-    const k = new Kysely<any>({ dialect: new PGliteDialect(pg) });
-    await migrateToLatest(k);
-    template = (await pg.dumpDataDir('none')) as Blob;
-    await k.destroy();
-  }
+  template ??= await migratedImage();
   const opened = await openDatabase({ databaseUrl: null, dataDir: ':memory:', pgliteData: template });
   return { db: opened.db, close: opened.close, schema: null, url: null };
 }
