@@ -48,6 +48,21 @@ describe('the decision', () => {
     assert.ok(!pathMatches('/files/*/raw', '/files/a/b/raw'));
     assert.ok(pathMatches('/deep/**/end', '/deep/a/b/c/end'));
     assert.ok(!pathMatches('/a.b', '/axb'), 'a dot is literal');
+  });
+
+  test('a pattern without `*` matches at segment boundaries, never a longer name that starts the same', () => {
+    assert.ok(pathMatches('/api/allowed', '/api/allowed'));
+    assert.ok(pathMatches('/api/allowed', '/api/allowed/'));
+    assert.ok(pathMatches('/api/allowed', '/api/allowed/deeper/still'));
+    for (const p of ['/api/allowed-not-really', '/api/allowedx', '/api/allowed.json', '/api/allowed%2f', '/api/allowe', '/api']) assert.ok(!pathMatches('/api/allowed', p), p);
+    assert.ok(pathMatches('/', '/anything/at/all'), '`/` is every path');
+    assert.ok(pathMatches('/api/', '/api/x') && !pathMatches('/api/', '/api') && !pathMatches('/api/', '/apix'));
+    // Through decide: the query is not part of the path, and the credential's destination is not matched by a neighbour.
+    const narrow = ctxOf('allowlist', [dest('narrow', { paths: ['/api/allowed'], inject_secret: 'secret:narrow' })]);
+    assert.equal(decide(req('narrow.example.com', '/api/allowed'), narrow).allow, true);
+    assert.equal(decide(req('narrow.example.com', '/api/allowed/x'), narrow).allow, true);
+    const neighbour = decide(req('narrow.example.com', '/api/allowed-not-really'), narrow);
+    assert.equal(neighbour.allow ? 'allow' : neighbour.rule, 'path');
     for (const p of ['/v1/../admin', '/v1/%2e%2e/admin', '/v1/./x', '/v1/a%2fb', '/v1/a%5cb', '/v1/a\\b']) {
       const d = decide(req('api.example.com', p), ctx);
       assert.equal(d.allow ? 'allow' : d.rule, 'path', p);
