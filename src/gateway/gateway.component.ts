@@ -36,7 +36,13 @@ export async function startGateway(ctx: ComponentContext & { sources?: GatewaySo
     upstreamCa: upstreamCa(config.gatewayUpstreamCaFile),
     modelProxyUrl: config.modelProxyUrl ?? `http://127.0.0.1:${config.modelProxyPort}`,
     otlpEndpoint: config.otlpEndpoint,
+    cleartextHosts: config.gatewayCleartextHosts,
+    maxConnectionsPerSandbox: config.gatewayMaxConnectionsPerSandbox,
   });
+  // Said at every start, so an opt-in to cleartext credentials is never silent.
+  if (config.gatewayCleartextHosts.length > 0) {
+    logger.warn({ hosts: config.gatewayCleartextHosts }, `the gateway may send credentials unencrypted (plain HTTP) to these dev-only hosts: ${config.gatewayCleartextHosts.join(', ')} (SERVICE_GATEWAY_CLEARTEXT_HOSTS)`);
+  }
   const listen = ctx.listen ?? { host: config.host, port: config.gatewayPort };
   await new Promise<void>((resolve, reject) => {
     gateway.server.once('error', reject);
