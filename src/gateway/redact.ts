@@ -1,6 +1,44 @@
 import { Transform } from 'node:stream';
 
 const MASK = '[redacted by the gateway]';
+/** A base64 run shorter than this is too common to take out of an answer (a credential is far longer). */
+const MIN_CORE = 8;
+
+/**
+ * The forms a credential takes when an upstream echoes it back encoded, each to be taken out of
+ * the answer: the value itself; base64 and base64url, with and without padding, and (for a value
+ * inside a longer encoded text) the characters that depend on the value alone at each of the
+ * three alignments; URL-encoding (upper and lower case escapes, and `+` for spaces as forms
+ * write it); hex in lower and upper case. Longest first, so a longer form is replaced whole.
+ */
+export function scrubForms(values: readonly string[]): string[] {
+  const forms = new Set<string>();
+  for (const value of values) {
+    if (!value) continue;
+    const bytes = Buffer.from(value, 'utf8');
+    forms.add(value);
+    for (const alphabet of ['base64', 'base64url'] as const) {
+      const padded = alphabet === 'base64' ? bytes.toString('base64') : bytes.toString('base64').replace(/\+/g, '-').replace(/\//g, '_');
+      forms.add(padded);
+      forms.add(padded.replace(/=+$/, ''));
+      for (let k = 0; k < 3; k++) {
+        // The value after k other bytes: the characters that carry only its bits.
+        const encoded = Buffer.concat([Buffer.alloc(k), bytes]).toString(alphabet).replace(/=+$/, '');
+        const core = encoded.slice(Math.ceil((8 * k) / 6), Math.floor((8 * (k + bytes.length)) / 6));
+        if (core.length >= MIN_CORE) forms.add(core);
+      }
+    }
+    const url = encodeURIComponent(value);
+    forms.add(url);
+    forms.add(url.replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase()));
+    forms.add(url.replace(/%20/g, '+'));
+    // What encodeURIComponent leaves alone, some encoders escape too (RFC 3986 reserved characters).
+    forms.add(url.replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`));
+    forms.add(bytes.toString('hex'));
+    forms.add(bytes.toString('hex').toUpperCase());
+  }
+  return [...forms].filter(Boolean).sort((a, b) => b.length - a.length);
+}
 
 /** Replaces every occurrence of the values in a string (a response header an upstream echoed back). */
 export function redactText(text: string, values: readonly string[]): string {
