@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import zlib from 'node:zlib';
 import { forward, serveConnection, type Exchange } from './exchange.ts';
 import { createUpstreamPool } from './upstreams.ts';
 
@@ -21,7 +22,7 @@ describe('gateway data path (HTTP/1.1 between real sockets)', () => {
   let upstreamPort = 0;
   let raw: net.Server;
   let rawPort = 0;
-  /** What the raw upstream answers next (bytes written as they are, then optionally the connection closed). */
+  /** What the raw upstream answers next (strings of bytes, latin1, written as they are, then optionally the connection closed). */
   let rawAnswer: { bytes: string[]; close?: boolean } = { bytes: [] };
   const upstreamConnections = new Set<net.Socket>();
   const seen: Array<{ method: string; url: string; headers: http.IncomingHttpHeaders; body: string }> = [];
@@ -63,7 +64,7 @@ describe('gateway data path (HTTP/1.1 between real sockets)', () => {
     upstreamPort = (upstream.address() as net.AddressInfo).port;
     raw = net.createServer((s) => {
       s.once('data', () => {
-        for (const b of rawAnswer.bytes) s.write(b);
+        for (const b of rawAnswer.bytes) s.write(Buffer.from(b, 'latin1'));
         if (rawAnswer.close) s.end();
       });
     });
@@ -152,6 +153,43 @@ describe('gateway data path (HTTP/1.1 between real sockets)', () => {
     const r = await viaProxy('/secret-chunked');
     assert.equal(r.body, 'before [redacted by the gateway] after');
     assert.equal(r.headers['x-echo'], 'token [redacted by the gateway]');
+  });
+
+  test('with a credential injected, a compressed answer is decoded before it is scrubbed; a coding the gateway cannot decode is not passed on', async () => {
+    const plain = `before ${SECRET} middle ${Buffer.from(SECRET).toString('base64')} after`;
+    for (const [coding, bytes] of [
+      ['gzip', zlib.gzipSync(plain)],
+      ['deflate', zlib.deflateSync(plain)],
+      ['deflate', zlib.deflateRawSync(plain)],
+      ['br', zlib.brotliCompressSync(plain)],
+      ['gzip, br', zlib.brotliCompressSync(zlib.gzipSync(plain))],
+    ] as const) {
+      // Chunked, in pieces of 5 bytes: the compressed stream, and so the secret in it, split across chunks.
+      const pieces: string[] = [];
+      for (let i = 0; i < bytes.length; i += 5) pieces.push(bytes.subarray(i, i + 5).toString('latin1'));
+      rawAnswer = { bytes: [`HTTP/1.1 200 OK\r\ncontent-encoding: ${coding}\r\ntransfer-encoding: chunked\r\n\r\n`, ...pieces.map((p) => `${Buffer.byteLength(p, 'latin1').toString(16)}\r\n${p}\r\n`), '0\r\n\r\n'], close: true };
+      const r = await viaProxy('/secret-compressed', { port: rawPort });
+      assert.equal(r.status, 200, coding);
+      assert.equal(r.headers['content-encoding'], undefined, `${coding}: the answer goes on decoded`);
+      assert.equal(r.body, 'before [redacted by the gateway] middle [redacted by the gateway] after', coding);
+    }
+    // Without a credential the bytes pass untouched, encoded as they came.
+    const gz = zlib.gzipSync('no secret here');
+    rawAnswer = { bytes: [`HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\ncontent-length: ${gz.length}\r\n\r\n${gz.toString('latin1')}`], close: true };
+    const untouched = await viaProxy('/open', { port: rawPort });
+    assert.equal(untouched.headers['content-encoding'], 'gzip');
+    assert.equal(zlib.gunzipSync(Buffer.from(untouched.body, 'latin1')).toString(), 'no secret here');
+
+    rawAnswer = { bytes: ['HTTP/1.1 200 OK\r\ncontent-encoding: zstd\r\ncontent-length: 4\r\n\r\nabcd'], close: true };
+    const zstd = await viaProxy('/secret-zstd', { port: rawPort });
+    assert.equal(zstd.status, 502);
+    assert.equal(zstd.body, 'failed: EGATEWAY_ENCODING');
+    // A body that claims gzip and is not: the head is sent, so the client connection ends rather than pass it on.
+    const notGzip = `not gzip at all, ${SECRET.slice(0, 12)}`;
+    rawAnswer = { bytes: [`HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\ncontent-length: ${notGzip.length}\r\n\r\n${notGzip}`], close: true };
+    const broken = await rawExchange(`GET http://127.0.0.1:${rawPort}/secret-broken HTTP/1.1\r\nHost: x\r\n\r\n`, 5000);
+    assert.match(broken, /^HTTP\/1\.1 200 /);
+    assert.ok(!broken.includes('not gzip'), broken);
   });
 
   test('Expect: 100-continue is answered by the gateway when it forwards the body', async () => {

@@ -49,37 +49,46 @@ export function redactText(text: string, values: readonly string[]): string {
 
 /**
  * A stream that replaces every occurrence of the values in a body, also across chunk
- * boundaries: it holds back the last (longest value - 1) bytes until more arrive.
+ * boundaries: it holds back the last (longest value - 1) bytes until more arrive, and takes a
+ * match only where every value that could start there is whole in what it has (so a longer form
+ * of the credential is never cut short by a shorter one that happens to end first).
  */
 export function redactStream(values: readonly string[]): Transform {
   const needles = values.filter(Boolean).map((v) => Buffer.from(v, 'utf8'));
   const mask = Buffer.from(MASK, 'utf8');
   const keep = Math.max(0, ...needles.map((n) => n.length - 1));
   let tail: Buffer = Buffer.alloc(0);
-  const scrub = (buf: Buffer): Buffer => {
-    let out: Buffer = buf;
-    for (const n of needles) {
-      if (out.indexOf(n) < 0) continue;
-      const parts: Buffer[] = [];
-      let from = 0;
-      for (let i = out.indexOf(n); i >= 0; i = out.indexOf(n, from)) {
-        parts.push(out.subarray(from, i), mask);
-        from = i + n.length;
+  /** Replaces the matches that start before `limit` (the leftmost first, the longest at a place); answers the pieces and where the rest, not yet looked at, begins. */
+  const scan = (buf: Buffer, limit: number): { parts: Buffer[]; rest: number } => {
+    const parts: Buffer[] = [];
+    let from = 0;
+    for (;;) {
+      let at = -1;
+      let length = 0;
+      for (const n of needles) {
+        const i = buf.indexOf(n, from);
+        if (i >= 0 && (at < 0 || i < at || (i === at && n.length > length))) {
+          at = i;
+          length = n.length;
+        }
       }
-      parts.push(out.subarray(from));
-      out = Buffer.concat(parts);
+      if (at < 0 || at >= limit) break;
+      parts.push(buf.subarray(from, at), mask);
+      from = at + length;
     }
-    return out;
+    const rest = Math.max(from, limit);
+    parts.push(buf.subarray(from, rest));
+    return { parts, rest };
   };
   return new Transform({
     transform(chunk: Buffer, _enc, cb) {
-      const all = scrub(Buffer.concat([tail, chunk]));
-      const cut = Math.max(0, all.length - keep);
-      tail = all.subarray(cut);
-      cb(null, all.subarray(0, cut));
+      const all = tail.length ? Buffer.concat([tail, chunk]) : chunk;
+      const { parts, rest } = scan(all, Math.max(0, all.length - keep));
+      tail = all.subarray(rest);
+      cb(null, Buffer.concat(parts));
     },
     flush(cb) {
-      cb(null, scrub(tail));
+      cb(null, Buffer.concat(scan(tail, tail.length).parts));
     },
   });
 }

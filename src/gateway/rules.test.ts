@@ -9,7 +9,7 @@ import { effectiveEgressPolicy, type PolicyDestination } from '../egress/policy.
 import { issuerOf, mintCertificateAuthority, mintLeaf } from './certificates.ts';
 import { checkAddress, decide, decideConnect, pathMatches, type DecisionContext, type EgressRequest } from './decide.ts';
 import { readPushHead, refusedCommand, refusePushBody } from './git-push.ts';
-import { redactStream, redactText } from './redact.ts';
+import { redactStream, redactText, scrubForms } from './redact.ts';
 import { BUILTIN_HOSTS } from './server.ts';
 
 const dest = (name: string, extra: Partial<PolicyDestination> = {}): PolicyDestination => ({
@@ -228,6 +228,53 @@ describe('redaction', () => {
       const out = await text(Readable.from(chunks).pipe(redactStream([secret])));
       assert.equal(out, 'a[redacted by the gateway]b[redacted by the gateway][redacted by the gateway]c', `chunks of ${size}`);
     }
+  });
+
+  test('the encoded forms of a value are taken out too, wherever they sit in a longer encoded text and across chunk boundaries', async () => {
+    const secret = `ghp_${crypto.randomBytes(18).toString('base64url')}`;
+    const value = `Bearer ${secret}`;
+    const forms = scrubForms([value, secret]);
+    const b64 = (s: string) => Buffer.from(s).toString('base64');
+    const encodings = [
+      b64(value),
+      b64(value).replace(/=+$/, ''),
+      Buffer.from(value).toString('base64url'),
+      b64(`a${value}`),
+      b64(`ab${value}`),
+      b64(`authorization: ${value}, and more`),
+      Buffer.from(`{"auth":"${value}"}`).toString('base64url'),
+      encodeURIComponent(value),
+      encodeURIComponent(value).replace('%20', '+'),
+      encodeURIComponent(value).replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase()),
+      Buffer.from(value).toString('hex'),
+      Buffer.from(value).toString('hex').toUpperCase(),
+      Buffer.from(`x${secret}`).toString('hex'),
+    ];
+    const body = encodings.map((e, i) => `${i}:${e}`).join('\n');
+    const leaks = (out: string) =>
+      out.split('\n').flatMap((line) => {
+        const v = line.slice(line.indexOf(':') + 1);
+        const decoded = [v, Buffer.from(v, 'base64').toString('latin1'), Buffer.from(v, 'base64url').toString('latin1'), Buffer.from(v, 'hex').toString('latin1'), Buffer.from(v.toLowerCase(), 'hex').toString('latin1')];
+        try {
+          decoded.push(decodeURIComponent(v.replace(/\+/g, ' ')));
+        } catch {
+          // a masked escape no longer decodes
+        }
+        // Eight characters of the secret in a row is more than the few edge bits an encoding can leave.
+        return decoded.some((d) => d.includes(secret.slice(4, 12)) || d.includes(secret.slice(-8))) ? [line] : [];
+      });
+    assert.equal(leaks(body).length, encodings.length, 'every line holds the secret before scrubbing');
+    assert.deepEqual(leaks(redactText(body, forms)), []);
+    const whole = Buffer.from(body);
+    for (const size of [1, 2, 5, 13, 64]) {
+      const chunks = [];
+      for (let i = 0; i < whole.length; i += size) chunks.push(whole.subarray(i, i + size));
+      const out = await text(Readable.from(chunks).pipe(redactStream(forms)));
+      assert.deepEqual(leaks(out), [], `chunks of ${size}`);
+    }
+    // An unrelated text is left as it is.
+    const plain = 'Nothing secret here: aGVsbG8gd29ybGQ= 68656c6c6f hello%20world';
+    assert.equal(redactText(plain, forms), plain);
   });
 });
 
