@@ -524,14 +524,19 @@ export async function forward(x: Exchange, pool: UpstreamPool, f: Forward, retri
           const first = chain[0];
           const last = chain.at(-1)!;
           // An answer that does not decode can only end the connection (its head is sent).
-          for (const s of chain) s.once('error', () => x.socket.destroy());
+          for (const s of chain) s.on('error', () => x.socket.destroy());
           last.on('data', (b: Buffer) => {
             if (b.length > 0) relay(x.socket, b, chunked, last);
           });
+          let waiting = false;
           out = (p) => {
-            if (!first.write(p)) {
+            if (!first.write(p) && !waiting) {
+              waiting = true;
               up.pause();
-              first.once('drain', () => up.resume());
+              first.once('drain', () => {
+                waiting = false;
+                up.resume();
+              });
             }
           };
           finishOut = (done) => {
