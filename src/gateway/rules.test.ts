@@ -5,6 +5,7 @@ import crypto from 'node:crypto';
 import { Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import { describe, test } from 'node:test';
+import { ConfigError, loadConfig } from '../config.ts';
 import { effectiveEgressPolicy, type PolicyDestination } from '../egress/policy.ts';
 import { issuerOf, mintCertificateAuthority, mintLeaf } from './certificates.ts';
 import { checkAddress, decide, decideConnect, pathMatches, type DecisionContext, type EgressRequest } from './decide.ts';
@@ -275,6 +276,24 @@ describe('redaction', () => {
     // An unrelated text is left as it is.
     const plain = 'Nothing secret here: aGVsbG8gd29ybGQ= 68656c6c6f hello%20world';
     assert.equal(redactText(plain, forms), plain);
+  });
+});
+
+describe('settings', () => {
+  const load = (env: Record<string, string>) => loadConfig({ SERVICE_DATA_DIR: ':memory:', ...env });
+
+  test('cleartext hosts: host:port pairs in normal form; anything else is refused naming the entry', () => {
+    assert.deepEqual(load({}).gatewayCleartextHosts, []);
+    assert.deepEqual(load({ SERVICE_GATEWAY_CLEARTEXT_HOSTS: 'Git.Test.:8080, 127.1:9000,[::1]:7000' }).gatewayCleartextHosts, ['git.test:8080', '127.0.0.1:9000', '[::1]:7000']);
+    for (const bad of ['git.test', '*.test:80', 'git.test:0', 'git.test:99999', 'a b:80']) {
+      assert.throws(() => load({ SERVICE_GATEWAY_CLEARTEXT_HOSTS: bad }), (err: Error) => err instanceof ConfigError && err.message.includes(`got "${bad}"`) && err.message.includes('host:port pairs'), bad);
+    }
+  });
+
+  test('the connection cap: 256 by default, a whole number of at least 1', () => {
+    assert.equal(load({}).gatewayMaxConnectionsPerSandbox, 256);
+    assert.equal(load({ SERVICE_GATEWAY_MAX_CONNECTIONS_PER_SANDBOX: '32' }).gatewayMaxConnectionsPerSandbox, 32);
+    for (const bad of ['0', '-1', 'many', '1.5']) assert.throws(() => load({ SERVICE_GATEWAY_MAX_CONNECTIONS_PER_SANDBOX: bad }), ConfigError, bad);
   });
 });
 
