@@ -173,6 +173,14 @@ describe('gateway data path (HTTP/1.1 between real sockets)', () => {
       assert.equal(r.headers['content-encoding'], undefined, `${coding}: the answer goes on decoded`);
       assert.equal(r.body, 'before [redacted by the gateway] middle [redacted by the gateway] after', coding);
     }
+    // The status line's reason and a header's name are scrubbed as well as values.
+    rawAnswer = { bytes: [`HTTP/1.1 200 OK ${SECRET}\r\nx-${SECRET}: 1\r\nx-b64: ${Buffer.from(SECRET).toString('base64')}\r\ncontent-length: 2\r\n\r\nok`], close: true };
+    const head = await rawExchange(`GET http://127.0.0.1:${rawPort}/secret-head HTTP/1.1\r\nHost: x\r\n\r\n`, 5000);
+    assert.match(head, /^HTTP\/1\.1 200 OK \[redacted by the gateway\]\r\n/);
+    assert.match(head, /x-redacted-by-the-gateway: 1\r\n/);
+    assert.match(head, /x-b64: \[redacted by the gateway\]\r\n/);
+    assert.ok(!head.includes(SECRET), head);
+
     // Without a credential the bytes pass untouched, encoded as they came.
     const gz = zlib.gzipSync('no secret here');
     rawAnswer = { bytes: [`HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\ncontent-length: ${gz.length}\r\n\r\n${gz.toString('latin1')}`], close: true };

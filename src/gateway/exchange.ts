@@ -430,6 +430,7 @@ export async function forward(x: Exchange, pool: UpstreamPool, f: Forward, retri
   const redacting = f.secrets.length > 0;
   // The credential as an upstream might echo it: as it is and in its common encodings.
   const needles = redacting ? scrubForms(f.secrets) : [];
+  const lowerNeedles = needles.map((n) => n.toLowerCase());
 
   return new Promise<ForwardResult>((resolve) => {
     let settled = false;
@@ -491,7 +492,9 @@ export async function forward(x: Exchange, pool: UpstreamPool, f: Forward, retri
       for (const [n, v] of h.headers) {
         if (HOP_BY_HOP.has(n) || named.has(n) || n.startsWith('proxy-')) continue;
         if (n === 'content-encoding' && decoding.decoders.length > 0) continue;
-        headers.push([n, redacting ? redactText(v, needles) : v]);
+        // A name can carry the credential as well as a value can (a token is a valid header name).
+        const name = redacting && lowerNeedles.some((l) => n.includes(l)) ? 'x-redacted-by-the-gateway' : n;
+        headers.push([name, redacting ? redactText(v, needles) : v]);
       }
       // Passed through as it came, or decoded (to scrub a credential, or for an HTTP/1.0 client) and framed again.
       const raw = !redacting && (framing.kind !== 'chunked' || x.minor === 1);
@@ -510,7 +513,8 @@ export async function forward(x: Exchange, pool: UpstreamPool, f: Forward, retri
       if (closeClient) x.keepAlive = false;
       headers.push(['connection', x.keepAlive ? 'keep-alive' : 'close']);
       x.socket.cork();
-      x.write(writeHead(`HTTP/1.1 ${h.status} ${h.reason || reasonOf(h.status)}`, headers));
+      const reason = redacting && h.reason ? redactText(h.reason, needles) : h.reason;
+      x.write(writeHead(`HTTP/1.1 ${h.status} ${reason || reasonOf(h.status)}`, headers));
       process.nextTick(() => x.socket.uncork());
       if (raw) {
         reader = new BodyReader(framing, () => {});
