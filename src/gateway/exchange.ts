@@ -347,6 +347,8 @@ function relay(to: net.Socket, payload: Buffer, chunked: boolean, from: { pause(
 
 /** The codings the gateway decodes to scrub an answer; `identity` is none. */
 const DECODABLE = new Set(['gzip', 'x-gzip', 'deflate', 'br']);
+/** Codings of IANA's HTTP Content Coding Registry the gateway does not decode (named in its refusal). */
+const REGISTERED = new Set(['zstd', 'compress', 'x-compress', 'exi', 'pack200-gzip', 'aes128gcm', 'dcb', 'dcz']);
 
 /**
  * Decoders for an answer's Content-Encoding (in the order to apply them: the last coding applied
@@ -359,7 +361,11 @@ function decodersFor(headers: Headers): { ok: true; decoders: Transform[] } | { 
     .map((c) => c.trim().toLowerCase())
     .filter((c) => c !== '' && c !== 'identity');
   const unknown = codings.find((c) => !DECODABLE.has(c));
-  if (unknown !== undefined) return { ok: false, reason: `the upstream answered in the content encoding "${unknown.slice(0, 40)}", which the gateway cannot decode to take the injected credential out of it, so the answer was not passed on` };
+  if (unknown !== undefined) {
+    // Only a registered coding is named: whatever else the upstream wrote there could be the credential itself.
+    const which = REGISTERED.has(unknown) ? `the content encoding "${unknown}"` : 'a content encoding the gateway does not know';
+    return { ok: false, reason: `the upstream answered in ${which}, which the gateway cannot decode to take the injected credential out of it, so the answer was not passed on` };
+  }
   if (codings.length > 4) return { ok: false, reason: `the upstream answered with ${codings.length} content encodings stacked, more than the gateway decodes to take the injected credential out of an answer` };
   return { ok: true, decoders: codings.reverse().map((c) => (c === 'br' ? zlib.createBrotliDecompress() : c === 'deflate' ? inflateEither() : zlib.createGunzip())) };
 }
