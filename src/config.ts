@@ -1,5 +1,6 @@
 import os from 'node:os';
 import path from 'node:path';
+import { parseHost } from './egress/hosts.ts';
 
 /** Every SERVICE_* variable, parsed once at start. Nothing else reads process.env. */
 export interface Config {
@@ -24,6 +25,10 @@ export interface Config {
   gatewayUpstreamCaFile: string | null;
   /** DNS servers the gateway resolves names through (`ip` or `ip:port`); empty: the system resolver. */
   gatewayDns: string[];
+  /** `host:port` pairs (normal form) the gateway may send a credential to in cleartext, for a dev-only destination only; empty: none. */
+  gatewayCleartextHosts: string[];
+  /** Connections one sandbox may hold open to the gateway at once (tunnels included); more are refused. */
+  gatewayMaxConnectionsPerSandbox: number;
   chatPort: number;
   /** Requests per user per window on the chat API (Zulip's `api_by_user` rule); null when off. */
   chatRateLimit: { calls: number; seconds: number } | null;
@@ -118,6 +123,8 @@ export const configReference: Array<{ name: string; default: string; meaning: st
   { name: 'SERVICE_GATEWAY_PORT', default: '8082', meaning: 'port of the credential gateway (the sandboxes\' HTTP proxy)' },
   { name: 'SERVICE_GATEWAY_UPSTREAM_CA_FILE', default: '(unset)', meaning: 'PEM file of extra certificate authorities the gateway trusts for upstreams, besides the system store (a private git server)' },
   { name: 'SERVICE_GATEWAY_DNS', default: '(unset: the system resolver)', meaning: 'comma-separated DNS servers (ip or ip:port) the gateway resolves names through' },
+  { name: 'SERVICE_GATEWAY_CLEARTEXT_HOSTS', default: '(unset: none)', meaning: 'comma-separated host:port pairs of dev-only destinations the gateway may send an injected credential to over plain HTTP (a test server on loopback); logged at start. Every other credential goes only over TLS the gateway verified' },
+  { name: 'SERVICE_GATEWAY_MAX_CONNECTIONS_PER_SANDBOX', default: '256', meaning: 'connections one sandbox may hold open to the gateway at once (tunnels included); beyond it a connection is answered 429 and closed, and the refusal recorded' },
   { name: 'SERVICE_CHAT_PORT', default: '8083', meaning: 'port of the chat server' },
   { name: 'SERVICE_CHAT_RATE_LIMIT', default: '200/60', meaning: 'chat API requests each user may make per window, as <calls>/<seconds>; 0 turns the limit off' },
   { name: 'SERVICE_OTLP_ENDPOINT', default: 'unset', meaning: 'base URL of an OpenTelemetry collector (OTLP/HTTP, JSON): the spans of runs, their tasks and their model and tool calls are exported to `{endpoint}/v1/traces` through the job queue, retried while it is down' },
@@ -181,6 +188,22 @@ function dnsServers(env: Env): string[] {
   return out;
 }
 
+/** SERVICE_GATEWAY_CLEARTEXT_HOSTS: comma-separated `host:port`, each with its port; answered in normal form (`name:port`, `[v6]:port`). */
+function cleartextHosts(env: Env): string[] {
+  const raw = str(env, 'SERVICE_GATEWAY_CLEARTEXT_HOSTS');
+  if (raw === null) return [];
+  const out: string[] = [];
+  for (const item of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+    const h = parseHost(item);
+    if (!h.ok || h.wildcard || h.port === null) throw new ConfigError(`SERVICE_GATEWAY_CLEARTEXT_HOSTS must be host:port pairs, each with its port and no wildcard (git.test:8080, 127.0.0.1:9000), got "${item}"`);
+    out.push(hostPortKey(h.host, h.port));
+  }
+  return out;
+}
+
+/** How a host and port are written in SERVICE_GATEWAY_CLEARTEXT_HOSTS's normal form (the host as parseHost gives it). */
+export const hostPortKey = (host: string, port: number) => `${host.includes(':') ? `[${host}]` : host}:${port}`;
+
 /** SERVICE_CHAT_RATE_LIMIT: `<calls>/<seconds>`, or 0 for no limit. */
 function chatRateLimit(env: Env): { calls: number; seconds: number } | null {
   const raw = str(env, 'SERVICE_CHAT_RATE_LIMIT') ?? '200/60';
@@ -224,6 +247,8 @@ export function loadConfig(env: Env = process.env): Config {
     gatewayPort: int(env, 'SERVICE_GATEWAY_PORT', 8082),
     gatewayUpstreamCaFile: str(env, 'SERVICE_GATEWAY_UPSTREAM_CA_FILE') === null ? null : path.resolve(str(env, 'SERVICE_GATEWAY_UPSTREAM_CA_FILE')!),
     gatewayDns: dnsServers(env),
+    gatewayCleartextHosts: cleartextHosts(env),
+    gatewayMaxConnectionsPerSandbox: int(env, 'SERVICE_GATEWAY_MAX_CONNECTIONS_PER_SANDBOX', 256, 1, 1_000_000),
     chatPort: int(env, 'SERVICE_CHAT_PORT', 8083),
     chatRateLimit: chatRateLimit(env),
     egressDevDestinations: bool(env, 'SERVICE_EGRESS_DEV_DESTINATIONS'),

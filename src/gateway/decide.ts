@@ -24,6 +24,9 @@ export type Rule =
   | 'deny_cidr'
   | 'dns'
   | 'git_push'
+  | 'cleartext'
+  | 'encoding'
+  | 'connections'
   | 'upstream';
 
 /** A request as the gateway sees it, after parsing; nothing here identifies the sandbox. */
@@ -85,9 +88,17 @@ function hostMatches(d: PolicyDestination, req: EgressRequest, builtinHosts: Dec
   return parsed.host === req.host;
 }
 
-/** A path pattern: without `*` a prefix; with it a whole-path glob where `*` stays inside a segment and `**` does not. */
+/**
+ * A path pattern: without `*` a prefix at a segment boundary (`/api/x` is `/api/x` and what is
+ * below it, `/api/x/…`, never `/api/x-other`; a pattern ending in `/` is everything below it);
+ * with it a whole-path glob where `*` stays inside a segment and `**` does not. The query is
+ * not part of the path.
+ */
 export function pathMatches(pattern: string, path: string): boolean {
-  if (!pattern.includes('*')) return path.startsWith(pattern);
+  if (!pattern.includes('*')) {
+    if (pattern.endsWith('/')) return path.startsWith(pattern);
+    return path === pattern || (path.startsWith(pattern) && path[pattern.length] === '/');
+  }
   return globToRegExp(pattern).test(path);
 }
 

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import zlib from 'node:zlib';
 import { forward, serveConnection, type Exchange } from './exchange.ts';
 import { createUpstreamPool } from './upstreams.ts';
 
@@ -21,7 +22,7 @@ describe('gateway data path (HTTP/1.1 between real sockets)', () => {
   let upstreamPort = 0;
   let raw: net.Server;
   let rawPort = 0;
-  /** What the raw upstream answers next (bytes written as they are, then optionally the connection closed). */
+  /** What the raw upstream answers next (strings of bytes, latin1, written as they are, then optionally the connection closed). */
   let rawAnswer: { bytes: string[]; close?: boolean } = { bytes: [] };
   const upstreamConnections = new Set<net.Socket>();
   const seen: Array<{ method: string; url: string; headers: http.IncomingHttpHeaders; body: string }> = [];
@@ -32,7 +33,7 @@ describe('gateway data path (HTTP/1.1 between real sockets)', () => {
     const port = Number(url.port);
     const secrets = url.pathname.startsWith('/secret') ? [SECRET] : [];
     const done = await forward(x, pool, { upstream: { scheme: 'http', address: '127.0.0.1', port, servername: null }, method: x.method, path: url.pathname, headers: [['host', url.host], ...x.headers.filter(([n]) => n === 'content-type')], secrets });
-    if (!done.ok) x.answer(502, [], `failed: ${done.error.code}`);
+    if (!done.ok) x.answer(502, [], `failed: ${done.error.code}: ${done.error.message}`);
   };
 
   before(async () => {
@@ -63,7 +64,7 @@ describe('gateway data path (HTTP/1.1 between real sockets)', () => {
     upstreamPort = (upstream.address() as net.AddressInfo).port;
     raw = net.createServer((s) => {
       s.once('data', () => {
-        for (const b of rawAnswer.bytes) s.write(b);
+        for (const b of rawAnswer.bytes) s.write(Buffer.from(b, 'latin1'));
         if (rawAnswer.close) s.end();
       });
     });
@@ -152,6 +153,57 @@ describe('gateway data path (HTTP/1.1 between real sockets)', () => {
     const r = await viaProxy('/secret-chunked');
     assert.equal(r.body, 'before [redacted by the gateway] after');
     assert.equal(r.headers['x-echo'], 'token [redacted by the gateway]');
+  });
+
+  test('with a credential injected, a compressed answer is decoded before it is scrubbed; a coding the gateway cannot decode is not passed on', async () => {
+    const plain = `before ${SECRET} middle ${Buffer.from(SECRET).toString('base64')} after`;
+    for (const [coding, bytes] of [
+      ['gzip', zlib.gzipSync(plain)],
+      ['deflate', zlib.deflateSync(plain)],
+      ['deflate', zlib.deflateRawSync(plain)],
+      ['br', zlib.brotliCompressSync(plain)],
+      ['gzip, br', zlib.brotliCompressSync(zlib.gzipSync(plain))],
+    ] as const) {
+      // Chunked, in pieces of 5 bytes: the compressed stream, and so the secret in it, split across chunks.
+      const pieces: string[] = [];
+      for (let i = 0; i < bytes.length; i += 5) pieces.push(bytes.subarray(i, i + 5).toString('latin1'));
+      rawAnswer = { bytes: [`HTTP/1.1 200 OK\r\ncontent-encoding: ${coding}\r\ntransfer-encoding: chunked\r\n\r\n`, ...pieces.map((p) => `${Buffer.byteLength(p, 'latin1').toString(16)}\r\n${p}\r\n`), '0\r\n\r\n'], close: true };
+      const r = await viaProxy('/secret-compressed', { port: rawPort });
+      assert.equal(r.status, 200, coding);
+      assert.equal(r.headers['content-encoding'], undefined, `${coding}: the answer goes on decoded`);
+      assert.equal(r.body, 'before [redacted by the gateway] middle [redacted by the gateway] after', coding);
+    }
+    // The status line's reason and a header's name are scrubbed as well as values.
+    rawAnswer = { bytes: [`HTTP/1.1 200 OK ${SECRET}\r\nx-${SECRET}: 1\r\nx-b64: ${Buffer.from(SECRET).toString('base64')}\r\ncontent-length: 2\r\n\r\nok`], close: true };
+    const head = await rawExchange(`GET http://127.0.0.1:${rawPort}/secret-head HTTP/1.1\r\nHost: x\r\n\r\n`, 5000);
+    assert.match(head, /^HTTP\/1\.1 200 OK \[redacted by the gateway\]\r\n/);
+    assert.match(head, /x-redacted-by-the-gateway: 1\r\n/);
+    assert.match(head, /x-b64: \[redacted by the gateway\]\r\n/);
+    assert.ok(!head.includes(SECRET), head);
+
+    // Without a credential the bytes pass untouched, encoded as they came.
+    const gz = zlib.gzipSync('no secret here');
+    rawAnswer = { bytes: [`HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\ncontent-length: ${gz.length}\r\n\r\n${gz.toString('latin1')}`], close: true };
+    const untouched = await viaProxy('/open', { port: rawPort });
+    assert.equal(untouched.headers['content-encoding'], 'gzip');
+    assert.equal(zlib.gunzipSync(Buffer.from(untouched.body, 'latin1')).toString(), 'no secret here');
+
+    rawAnswer = { bytes: ['HTTP/1.1 200 OK\r\ncontent-encoding: zstd\r\ncontent-length: 4\r\n\r\nabcd'], close: true };
+    const zstd = await viaProxy('/secret-zstd', { port: rawPort });
+    assert.equal(zstd.status, 502);
+    assert.match(zstd.body, /^failed: EGATEWAY_ENCODING: the upstream answered in the content encoding "zstd", which the gateway cannot decode/);
+    // A coding the gateway does not know is not named (it could be the echoed credential).
+    rawAnswer = { bytes: [`HTTP/1.1 200 OK\r\ncontent-encoding: ${SECRET}\r\ncontent-length: 4\r\n\r\nabcd`], close: true };
+    const odd = await viaProxy('/secret-odd', { port: rawPort });
+    assert.equal(odd.status, 502);
+    assert.match(odd.body, /^failed: EGATEWAY_ENCODING: the upstream answered in a content encoding the gateway does not know/);
+    assert.ok(!odd.body.includes(SECRET));
+    // A body that claims gzip and is not: the head is sent, so the client connection ends rather than pass it on.
+    const notGzip = `not gzip at all, ${SECRET.slice(0, 12)}`;
+    rawAnswer = { bytes: [`HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\ncontent-length: ${notGzip.length}\r\n\r\n${notGzip}`], close: true };
+    const broken = await rawExchange(`GET http://127.0.0.1:${rawPort}/secret-broken HTTP/1.1\r\nHost: x\r\n\r\n`, 5000);
+    assert.match(broken, /^HTTP\/1\.1 200 /);
+    assert.ok(!broken.includes('not gzip'), broken);
   });
 
   test('Expect: 100-continue is answered by the gateway when it forwards the body', async () => {

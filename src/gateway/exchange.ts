@@ -1,5 +1,6 @@
 import type net from 'node:net';
-import { PassThrough, type Readable } from 'node:stream';
+import { PassThrough, type Readable, type Transform } from 'node:stream';
+import zlib from 'node:zlib';
 import {
   BodyReader,
   chunk,
@@ -14,7 +15,7 @@ import {
   type Head,
   type Headers,
 } from './http1.ts';
-import { redactStream, redactText } from './redact.ts';
+import { redactStream, redactText, scrubForms } from './redact.ts';
 import { UpstreamConnection, type UpstreamAddress, type UpstreamPool } from './upstreams.ts';
 
 /**
@@ -344,6 +345,54 @@ function relay(to: net.Socket, payload: Buffer, chunked: boolean, from: { pause(
   }
 }
 
+/** The codings the gateway decodes to scrub an answer; `identity` is none. */
+const DECODABLE = new Set(['gzip', 'x-gzip', 'deflate', 'br']);
+/** Codings of IANA's HTTP Content Coding Registry the gateway does not decode (named in its refusal). */
+const REGISTERED = new Set(['zstd', 'compress', 'x-compress', 'exi', 'pack200-gzip', 'aes128gcm', 'dcb', 'dcz']);
+
+/**
+ * Decoders for an answer's Content-Encoding (in the order to apply them: the last coding applied
+ * is undone first), or why the gateway cannot read it.
+ */
+function decodersFor(headers: Headers): { ok: true; decoders: Transform[] } | { ok: false; reason: string } {
+  const codings = headers
+    .filter(([n]) => n === 'content-encoding')
+    .flatMap(([, v]) => v.split(','))
+    .map((c) => c.trim().toLowerCase())
+    .filter((c) => c !== '' && c !== 'identity');
+  const unknown = codings.find((c) => !DECODABLE.has(c));
+  if (unknown !== undefined) {
+    // Only a registered coding is named: whatever else the upstream wrote there could be the credential itself.
+    const which = REGISTERED.has(unknown) ? `the content encoding "${unknown}"` : 'a content encoding the gateway does not know';
+    return { ok: false, reason: `the upstream answered in ${which}, which the gateway cannot decode to take the injected credential out of it, so the answer was not passed on` };
+  }
+  if (codings.length > 4) return { ok: false, reason: `the upstream answered with ${codings.length} content encodings stacked, more than the gateway decodes to take the injected credential out of an answer` };
+  return { ok: true, decoders: codings.reverse().map((c) => (c === 'br' ? zlib.createBrotliDecompress() : c === 'deflate' ? inflateEither() : zlib.createGunzip())) };
+}
+
+/** HTTP's `deflate` is zlib-wrapped, but some servers send it raw: the first byte tells which. */
+function inflateEither(): Transform {
+  let inner: zlib.Inflate | zlib.InflateRaw | null = null;
+  return new (class extends PassThrough {
+    override _transform(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void) {
+      if (!inner) {
+        // A zlib header: compression method 8 in the low nibble and a checksum over the first two bytes (RFC 1950).
+        const zlibHeader = (chunk[0] & 0x0f) === 8 && (chunk.length < 2 || ((chunk[0] << 8) | chunk[1]) % 31 === 0);
+        inner = zlibHeader ? zlib.createInflate() : zlib.createInflateRaw();
+        inner.on('data', (d: Buffer) => this.push(d));
+        inner.on('error', (err) => this.destroy(err));
+      }
+      if (inner.write(chunk)) cb();
+      else inner.once('drain', () => cb());
+    }
+    override _flush(cb: (err?: Error | null) => void) {
+      if (!inner) return cb();
+      inner.once('end', () => cb());
+      inner.end();
+    }
+  })();
+}
+
 /** Serves HTTP/1.1 requests on a sandbox's connection (the proxy connection, or what a CONNECT tunnel carries). */
 export function serveConnection(socket: net.Socket, hooks: ConnectionHooks, headDeadlineMs = HEAD_DEADLINE_MS): void {
   new Connection(socket, hooks, headDeadlineMs);
@@ -385,6 +434,9 @@ export async function forward(x: Exchange, pool: UpstreamPool, f: Forward, retri
   const framingHeaders: Headers = own.kind === 'length' ? [['content-length', String(own.length)]] : own.kind === 'chunked' ? [['transfer-encoding', 'chunked']] : x.get('content-length') !== undefined ? [['content-length', '0']] : [];
   const head = writeHead(`${f.method} ${f.path} HTTP/1.1`, [...f.headers, ...framingHeaders]);
   const redacting = f.secrets.length > 0;
+  // The credential as an upstream might echo it: as it is and in its common encodings.
+  const needles = redacting ? scrubForms(f.secrets) : [];
+  const lowerNeedles = needles.map((n) => n.toLowerCase());
 
   return new Promise<ForwardResult>((resolve) => {
     let settled = false;
@@ -393,7 +445,8 @@ export async function forward(x: Exchange, pool: UpstreamPool, f: Forward, retri
     let responseHead: Head | null = null;
     let sentAll = own.kind === 'none';
     let out: ((payload: Buffer) => void) | null = null;
-    let finishOut: (() => void) | null = null;
+    /** Ends what is written toward the client; `done` once the last byte is written. */
+    let finishOut: ((done: () => void) => void) | null = null;
     let closeClient = false;
     const settle = (r: ForwardResult) => {
       if (settled) return;
@@ -418,13 +471,13 @@ export async function forward(x: Exchange, pool: UpstreamPool, f: Forward, retri
       settle({ ok: false, error });
     };
     const complete = () => {
-      finishOut?.();
       const reusable = sentAll && !buf?.length && responseHead!.minor === 1 && !connectionTokens(responseHead!.headers).has('close') && reader!.framing.kind !== 'close';
       settle({ ok: true });
       if (reusable) pool.give(lease);
       else lease.destroy();
       if (closeClient) x.keepAlive = false;
-      x.end();
+      if (finishOut) finishOut(() => x.end());
+      else x.end();
     };
 
     const startAnswer = (h: Head): boolean => {
@@ -434,11 +487,20 @@ export async function forward(x: Exchange, pool: UpstreamPool, f: Forward, retri
         return false;
       }
       const framing = fr.framing;
+      // Where a credential was injected the body is scrubbed, so it is decoded first: an encoding the gateway cannot decode is not passed on.
+      const decoding = redacting && framing.kind !== 'none' ? decodersFor(h.headers) : { ok: true as const, decoders: [] };
+      if (!decoding.ok) {
+        fail(Object.assign(new Error(decoding.reason), { code: 'EGATEWAY_ENCODING' }));
+        return false;
+      }
       const named = connectionTokens(h.headers);
       const headers: Headers = [];
       for (const [n, v] of h.headers) {
         if (HOP_BY_HOP.has(n) || named.has(n) || n.startsWith('proxy-')) continue;
-        headers.push([n, redacting ? redactText(v, f.secrets) : v]);
+        if (n === 'content-encoding' && decoding.decoders.length > 0) continue;
+        // A name can carry the credential as well as a value can (a token is a valid header name).
+        const name = redacting && lowerNeedles.some((l) => n.includes(l)) ? 'x-redacted-by-the-gateway' : n;
+        headers.push([name, redacting ? redactText(v, needles) : v]);
       }
       // Passed through as it came, or decoded (to scrub a credential, or for an HTTP/1.0 client) and framed again.
       const raw = !redacting && (framing.kind !== 'chunked' || x.minor === 1);
@@ -457,28 +519,50 @@ export async function forward(x: Exchange, pool: UpstreamPool, f: Forward, retri
       if (closeClient) x.keepAlive = false;
       headers.push(['connection', x.keepAlive ? 'keep-alive' : 'close']);
       x.socket.cork();
-      x.write(writeHead(`HTTP/1.1 ${h.status} ${h.reason || reasonOf(h.status)}`, headers));
+      const reason = redacting && h.reason ? redactText(h.reason, needles) : h.reason;
+      x.write(writeHead(`HTTP/1.1 ${h.status} ${reason || reasonOf(h.status)}`, headers));
       process.nextTick(() => x.socket.uncork());
       if (raw) {
         reader = new BodyReader(framing, () => {});
         out = null;
       } else {
         const chunked = x.minor === 1;
-        const emit = (b: Buffer) => {
-          if (b.length > 0) relay(x.socket, b, chunked, up);
-        };
         if (redacting) {
-          const scrub = redactStream(f.secrets);
-          scrub.on('data', emit);
-          out = (p) => scrub.write(p);
-          finishOut = () => {
-            scrub.end();
-            if (chunked) x.write(LAST_CHUNK);
+          // upstream -> decoders (if any) -> scrub -> client; a full client pauses the scrub, and that pauses the upstream in turn.
+          const chain: Transform[] = [...decoding.decoders, redactStream(needles)];
+          for (let i = 1; i < chain.length; i++) chain[i - 1].pipe(chain[i]);
+          const first = chain[0];
+          const last = chain.at(-1)!;
+          // An answer that does not decode can only end the connection (its head is sent).
+          for (const s of chain) s.on('error', () => x.socket.destroy());
+          last.on('data', (b: Buffer) => {
+            if (b.length > 0) relay(x.socket, b, chunked, last);
+          });
+          let waiting = false;
+          out = (p) => {
+            if (!first.write(p) && !waiting) {
+              waiting = true;
+              up.pause();
+              first.once('drain', () => {
+                waiting = false;
+                up.resume();
+              });
+            }
+          };
+          finishOut = (done) => {
+            last.once('end', () => {
+              if (chunked) x.write(LAST_CHUNK);
+              done();
+            });
+            first.end();
           };
         } else {
-          out = emit;
-          finishOut = () => {
+          out = (b: Buffer) => {
+            if (b.length > 0) relay(x.socket, b, chunked, up);
+          };
+          finishOut = (done) => {
             if (chunked) x.write(LAST_CHUNK);
+            done();
           };
         }
         if (framing.kind === 'none') finishOut = null;

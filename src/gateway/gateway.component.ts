@@ -26,6 +26,12 @@ export interface RunningGateway {
 export async function startGateway(ctx: ComponentContext & { sources?: GatewaySources; listen?: { host: string; port: number } }): Promise<RunningGateway> {
   const { config, db, logger } = ctx;
   const ca = await loadDeploymentCa(db, ctx.cipher);
+  const modelProxyUrl = config.modelProxyUrl ?? `http://127.0.0.1:${config.modelProxyPort}`;
+  // The hop to the model proxy carries a role's key; plain HTTP is fine on this host, not across a network.
+  const proxyHost = new URL(modelProxyUrl).hostname.replace(/^\[|\]$/g, '');
+  if (new URL(modelProxyUrl).protocol === 'http:' && !['localhost', '::1'].includes(proxyHost) && !proxyHost.startsWith('127.')) {
+    logger.warn({ modelProxyUrl }, `the gateway reaches the model proxy at ${modelProxyUrl} over plain HTTP, so the roles' model keys cross the network unencrypted; give SERVICE_MODEL_PROXY_URL an https:// address when the proxy runs on another machine`);
+  }
   const gateway = createGatewayServer({
     sources: ctx.sources ?? createGatewaySources({ db, services: ctx.services }),
     db,
@@ -34,9 +40,15 @@ export async function startGateway(ctx: ComponentContext & { sources?: GatewaySo
     leaves: createLeafIssuer(ca),
     resolve: createResolver(config.gatewayDns),
     upstreamCa: upstreamCa(config.gatewayUpstreamCaFile),
-    modelProxyUrl: config.modelProxyUrl ?? `http://127.0.0.1:${config.modelProxyPort}`,
+    modelProxyUrl,
     otlpEndpoint: config.otlpEndpoint,
+    cleartextHosts: config.gatewayCleartextHosts,
+    maxConnectionsPerSandbox: config.gatewayMaxConnectionsPerSandbox,
   });
+  // Said at every start, so an opt-in to cleartext credentials is never silent.
+  if (config.gatewayCleartextHosts.length > 0) {
+    logger.warn({ hosts: config.gatewayCleartextHosts }, `the gateway may send credentials unencrypted (plain HTTP) to these dev-only hosts: ${config.gatewayCleartextHosts.join(', ')} (SERVICE_GATEWAY_CLEARTEXT_HOSTS)`);
+  }
   const listen = ctx.listen ?? { host: config.host, port: config.gatewayPort };
   await new Promise<void>((resolve, reject) => {
     gateway.server.once('error', reject);

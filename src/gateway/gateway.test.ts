@@ -54,6 +54,7 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
   let team: { name: string };
   let sandboxId: string;
   let metrics: Registry;
+  let gatewayLog: string[];
   const echoSecret = `echo-secret-${crypto.randomBytes(12).toString('hex')}`;
   /** Everything the sandbox received: every client's output. */
   const received: string[] = [];
@@ -109,6 +110,8 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
       'wrong.crewhouse.test': loop,
       'other.crewhouse.test': loop,
       'loop.crewhouse.test': loop,
+      'cleartext.crewhouse.test': loop,
+      'optin.crewhouse.test': loop,
       'rebind.crewhouse.test': (n) => (n === 1 ? loop : ['93.184.216.34']),
     });
 
@@ -124,9 +127,12 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
     await dest({ name: 'git', host: `git.crewhouse.test:${git.port}`, header_allowlist: ['git-protocol', 'accept', 'user-agent'], git_push_ref_globs: ['agent/*', 'refs/tags/v*', 'delete:agent/*'] });
     await dest({ name: 'codehost', host: `ch.crewhouse.test:${plain.port}`, inject_secret: 'code_host_installation_token' });
     await dest({ name: 'wrong-cert', host: `wrong.crewhouse.test:${echo.port}` });
+    // A credential toward a plain-HTTP server, and one whose host:port the operator lists as a cleartext host.
+    await dest({ name: 'plain-secret', host: `cleartext.crewhouse.test:${plain.port}`, inject_secret: 'secret:echo-token' });
+    await dest({ name: 'opt-in', host: `optin.crewhouse.test:${plain.port}`, inject_secret: 'secret:echo-token' });
     team = await makeTeam(t);
     for (const [role, egress] of [
-      ['lead', { mode: 'allowlist', destinations: ['echo', 'echo-plain', 'git', 'codehost', 'wrong-cert'] }],
+      ['lead', { mode: 'allowlist', destinations: ['echo', 'echo-plain', 'git', 'codehost', 'wrong-cert', 'plain-secret', 'opt-in'] }],
       ['dev', { mode: 'allow_all', destinations: ['echo-plain'] }],
     ] as const) {
       const url = `/teams/${team.name}/roles/${role}/egress`;
@@ -150,8 +156,11 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
       SERVICE_GATEWAY_DNS: dns.server,
       SERVICE_GATEWAY_UPSTREAM_CA_FILE: path.join(tmp, 'upstream-ca.pem'),
       SERVICE_OTLP_ENDPOINT: collector.url,
+      SERVICE_GATEWAY_CLEARTEXT_HOSTS: `optin.crewhouse.test:${plain.port}`,
     });
-    gw = await startGateway({ config, db: t.db, logger: captureLogger().logger, metrics, ...sharedServices(config, t.db), listen: { host: ns.hostAddress, port: 0 } });
+    const captured = captureLogger();
+    gatewayLog = captured.lines;
+    gw = await startGateway({ config, db: t.db, logger: captured.logger, metrics, ...sharedServices(config, t.db), listen: { host: ns.hostAddress, port: 0 } });
     fs.writeFileSync(path.join(tmp, 'gateway-ca.pem'), gw.caPem);
     fs.mkdirSync(path.join(tmp, 'home'));
     env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: path.join(tmp, 'home'), GIT_TERMINAL_PROMPT: '0', ...sandboxProxyEnv(gw.url, path.join(tmp, 'gateway-ca.pem')) };
@@ -275,10 +284,88 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
     assert.match(inner.stdout, /inner HTTP\/1\.1 400 Bad Request true/);
   });
 
+  test('a credential never travels in cleartext: absolute http:// and plain HTTP inside a CONNECT tunnel are refused, saying why; a listed dev-only host is the visible exception', async () => {
+    await setRole('lead');
+    const reached = plain.seen.length;
+    for (const [url, args] of [
+      // Absolute-form http:// toward a destination with a credential (the gateway would dial port 80 or the named port in the clear).
+      [`http://cleartext.crewhouse.test:${plain.port}/absolute`, []],
+      // CONNECT, then plain HTTP inside the tunnel instead of TLS.
+      [`http://cleartext.crewhouse.test:${plain.port}/tunnelled`, ['--proxytunnel']],
+      // The same toward a TLS destination's own port: the gateway would speak plain HTTP to it.
+      [`http://echo.crewhouse.test:${echo.port}/allowed/x`, ['--proxytunnel']],
+      [`http://echo.crewhouse.test:${echo.port}/allowed/x`, []],
+    ] as const) {
+      const r = await curl(url, [...args]);
+      assert.equal(r.status, 403, `${url} ${args.join(' ')}: ${r.stderr}${r.body}`);
+      assert.match(r.body, /would carry it unencrypted over plain HTTP/);
+      assert.match(r.body, /only over TLS it verified itself/);
+      assert.match(r.body, /\[rule: cleartext\]/);
+    }
+    assert.equal(plain.seen.length, reached, 'nothing reached the plain-HTTP upstream');
+    const recorded = await eventually(async () => {
+      const e = await events('cleartext');
+      return e.length >= 4 && e;
+    }, 'the cleartext refusals');
+    assert.deepEqual(new Set(recorded.map((e) => e.destination)), new Set(['plain-secret', 'echo']));
+
+    // The opt-in: a dev-only destination whose host:port the operator listed, said in the log at start.
+    assert.ok(gatewayLog.some((l) => l.includes('unencrypted') && l.includes(`optin.crewhouse.test:${plain.port}`)), 'the opt-in is logged at start');
+    const opted = await curl(`http://optin.crewhouse.test:${plain.port}/opted`);
+    assert.equal(opted.status, 200, opted.body);
+    assert.equal(plain.seen.at(-1)!.headers.authorization, `Bearer ${echoSecret}`);
+    assert.ok(!opted.body.includes(echoSecret));
+  });
+
+  test('an echoed credential is taken out whatever the encoding: compressed answers are decoded, encoded echoes masked; a coding the gateway cannot read is refused', async () => {
+    await setRole('lead');
+    const base = `https://echo.crewhouse.test:${echo.port}`;
+    for (const as of ['gzip', 'deflate', 'deflate-raw', 'br']) {
+      const r = await curl(`${base}/reflect/encoded?as=${as}`);
+      assert.equal(r.status, 200, `${as}: ${r.stderr}`);
+      assert.equal(echo.seen.at(-1)!.headers.authorization, `Bearer ${echoSecret}`);
+      // Decoded by the gateway (curl was not asked to decompress): plain JSON, the credential masked.
+      const echoed = JSON.parse(r.body);
+      assert.equal(echoed.headers.authorization, '[redacted by the gateway]', as);
+    }
+    const zstd = await curl(`${base}/reflect/encoded?as=zstd`);
+    assert.equal(zstd.status, 502, zstd.body);
+    assert.match(zstd.body, /content encoding "zstd", which the gateway cannot decode/);
+    assert.match(zstd.body, /\[rule: encoding\]/);
+    await eventually(async () => (await events('encoding')).length > 0, 'the encoding refusal');
+
+    const text = await curl(`${base}/reflect/encoded?as=text`, ['-D', '-']);
+    assert.equal(text.status, 200, text.stderr);
+    const forms = [`Bearer ${echoSecret}`, echoSecret].flatMap((v) => {
+      const b = Buffer.from(v);
+      return [b.toString('base64'), b.toString('base64').replace(/=+$/, ''), b.toString('base64url'), b.toString('hex'), b.toString('hex').toUpperCase(), encodeURIComponent(v), v];
+    });
+    for (const f of forms) assert.ok(!text.body.includes(f), `the answer holds ${f}`);
+    // Decoding what is left of each encoded line does not give the credential back either.
+    for (const line of text.body.split('\n')) {
+      const value = line.split(' ').slice(1).join(' ').trim();
+      if (!value) continue;
+      for (const decoded of [Buffer.from(value, 'base64').toString('latin1'), Buffer.from(value, 'base64url').toString('latin1'), Buffer.from(value, 'hex').toString('latin1'), (() => { try { return decodeURIComponent(value); } catch { return ''; } })()]) {
+        assert.ok(!decoded.includes(echoSecret.slice(0, 16)), `${line} decodes to the credential`);
+      }
+    }
+    assert.match(text.body, /x-reflected-base64: \[redacted by the gateway\]/i);
+  });
+
+  test('a path pattern without * is matched at segment boundaries: a longer name that starts the same is refused', async () => {
+    await setRole('lead');
+    const base = `https://echo.crewhouse.test:${echo.port}`;
+    const neighbour = await curl(`${base}/reflect-not-really`);
+    assert.equal(neighbour.status, 403, neighbour.body);
+    assert.match(neighbour.body, /\[rule: path\]/);
+    assert.equal((await curl(`${base}/reflect?x=1`)).status, 200);
+    assert.equal((await curl(`${base}/reflect/below`)).status, 200);
+  });
+
   test('a destination needing the code-host token is refused, saying why', async () => {
     await setRole('lead');
-    const r = await curl(`http://ch.crewhouse.test:${plain.port}/`);
-    assert.equal(r.status, 403);
+    const r = await curl(`https://ch.crewhouse.test:${plain.port}/`);
+    assert.equal(r.status, 403, r.stderr + r.body);
     assert.match(r.body, /code-host integration is not set up/);
     assert.match(r.body, /\[rule: credential\]/);
   });

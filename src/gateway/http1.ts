@@ -221,5 +221,5 @@ export function writeHead(startLine: string, headers: Headers): string {
   return `${s}\r\n`;
 }
 
-const REASONS: Record<number, string> = { 100: 'Continue', 200: 'OK', 400: 'Bad Request', 403: 'Forbidden', 404: 'Not Found', 408: 'Request Timeout', 413: 'Content Too Large', 431: 'Request Header Fields Too Large', 502: 'Bad Gateway', 504: 'Gateway Timeout' };
+const REASONS: Record<number, string> = { 100: 'Continue', 200: 'OK', 400: 'Bad Request', 403: 'Forbidden', 404: 'Not Found', 408: 'Request Timeout', 413: 'Content Too Large', 429: 'Too Many Requests', 431: 'Request Header Fields Too Large', 502: 'Bad Gateway', 504: 'Gateway Timeout' };
 export const reasonOf = (status: number) => REASONS[status] ?? 'Status';

@@ -1,6 +1,44 @@
 import { Transform } from 'node:stream';
 
 const MASK = '[redacted by the gateway]';
+/** A base64 run shorter than this is too common to take out of an answer (a credential is far longer). */
+const MIN_CORE = 8;
+
+/**
+ * The forms a credential takes when an upstream echoes it back encoded, each to be taken out of
+ * the answer: the value itself; base64 and base64url, with and without padding, and (for a value
+ * inside a longer encoded text) the characters that depend on the value alone at each of the
+ * three alignments; URL-encoding (upper and lower case escapes, and `+` for spaces as forms
+ * write it); hex in lower and upper case. Longest first, so a longer form is replaced whole.
+ */
+export function scrubForms(values: readonly string[]): string[] {
+  const forms = new Set<string>();
+  for (const value of values) {
+    if (!value) continue;
+    const bytes = Buffer.from(value, 'utf8');
+    forms.add(value);
+    for (const alphabet of ['base64', 'base64url'] as const) {
+      const padded = alphabet === 'base64' ? bytes.toString('base64') : bytes.toString('base64').replace(/\+/g, '-').replace(/\//g, '_');
+      forms.add(padded);
+      forms.add(padded.replace(/=+$/, ''));
+      for (let k = 0; k < 3; k++) {
+        // The value after k other bytes: the characters that carry only its bits.
+        const encoded = Buffer.concat([Buffer.alloc(k), bytes]).toString(alphabet).replace(/=+$/, '');
+        const core = encoded.slice(Math.ceil((8 * k) / 6), Math.floor((8 * (k + bytes.length)) / 6));
+        if (core.length >= MIN_CORE) forms.add(core);
+      }
+    }
+    const url = encodeURIComponent(value);
+    forms.add(url);
+    forms.add(url.replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase()));
+    forms.add(url.replace(/%20/g, '+'));
+    // What encodeURIComponent leaves alone, some encoders escape too (RFC 3986 reserved characters).
+    forms.add(url.replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`));
+    forms.add(bytes.toString('hex'));
+    forms.add(bytes.toString('hex').toUpperCase());
+  }
+  return [...forms].filter(Boolean).sort((a, b) => b.length - a.length);
+}
 
 /** Replaces every occurrence of the values in a string (a response header an upstream echoed back). */
 export function redactText(text: string, values: readonly string[]): string {
@@ -11,37 +49,46 @@ export function redactText(text: string, values: readonly string[]): string {
 
 /**
  * A stream that replaces every occurrence of the values in a body, also across chunk
- * boundaries: it holds back the last (longest value - 1) bytes until more arrive.
+ * boundaries: it holds back the last (longest value - 1) bytes until more arrive, and takes a
+ * match only where every value that could start there is whole in what it has (so a longer form
+ * of the credential is never cut short by a shorter one that happens to end first).
  */
 export function redactStream(values: readonly string[]): Transform {
   const needles = values.filter(Boolean).map((v) => Buffer.from(v, 'utf8'));
   const mask = Buffer.from(MASK, 'utf8');
   const keep = Math.max(0, ...needles.map((n) => n.length - 1));
   let tail: Buffer = Buffer.alloc(0);
-  const scrub = (buf: Buffer): Buffer => {
-    let out: Buffer = buf;
-    for (const n of needles) {
-      if (out.indexOf(n) < 0) continue;
-      const parts: Buffer[] = [];
-      let from = 0;
-      for (let i = out.indexOf(n); i >= 0; i = out.indexOf(n, from)) {
-        parts.push(out.subarray(from, i), mask);
-        from = i + n.length;
+  /** Replaces the matches that start before `limit` (the leftmost first, the longest at a place); answers the pieces and where the rest, not yet looked at, begins. */
+  const scan = (buf: Buffer, limit: number): { parts: Buffer[]; rest: number } => {
+    const parts: Buffer[] = [];
+    let from = 0;
+    for (;;) {
+      let at = -1;
+      let length = 0;
+      for (const n of needles) {
+        const i = buf.indexOf(n, from);
+        if (i >= 0 && (at < 0 || i < at || (i === at && n.length > length))) {
+          at = i;
+          length = n.length;
+        }
       }
-      parts.push(out.subarray(from));
-      out = Buffer.concat(parts);
+      if (at < 0 || at >= limit) break;
+      parts.push(buf.subarray(from, at), mask);
+      from = at + length;
     }
-    return out;
+    const rest = Math.max(from, limit);
+    parts.push(buf.subarray(from, rest));
+    return { parts, rest };
   };
   return new Transform({
     transform(chunk: Buffer, _enc, cb) {
-      const all = scrub(Buffer.concat([tail, chunk]));
-      const cut = Math.max(0, all.length - keep);
-      tail = all.subarray(cut);
-      cb(null, all.subarray(0, cut));
+      const all = tail.length ? Buffer.concat([tail, chunk]) : chunk;
+      const { parts, rest } = scan(all, Math.max(0, all.length - keep));
+      tail = all.subarray(rest);
+      cb(null, Buffer.concat(parts));
     },
     flush(cb) {
-      cb(null, scrub(tail));
+      cb(null, Buffer.concat(scan(tail, tail.length).parts));
     },
   });
 }

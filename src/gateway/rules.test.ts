@@ -5,11 +5,12 @@ import crypto from 'node:crypto';
 import { Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import { describe, test } from 'node:test';
+import { ConfigError, loadConfig } from '../config.ts';
 import { effectiveEgressPolicy, type PolicyDestination } from '../egress/policy.ts';
 import { issuerOf, mintCertificateAuthority, mintLeaf } from './certificates.ts';
 import { checkAddress, decide, decideConnect, pathMatches, type DecisionContext, type EgressRequest } from './decide.ts';
 import { readPushHead, refusedCommand, refusePushBody } from './git-push.ts';
-import { redactStream, redactText } from './redact.ts';
+import { redactStream, redactText, scrubForms } from './redact.ts';
 import { BUILTIN_HOSTS } from './server.ts';
 
 const dest = (name: string, extra: Partial<PolicyDestination> = {}): PolicyDestination => ({
@@ -48,6 +49,21 @@ describe('the decision', () => {
     assert.ok(!pathMatches('/files/*/raw', '/files/a/b/raw'));
     assert.ok(pathMatches('/deep/**/end', '/deep/a/b/c/end'));
     assert.ok(!pathMatches('/a.b', '/axb'), 'a dot is literal');
+  });
+
+  test('a pattern without `*` matches at segment boundaries, never a longer name that starts the same', () => {
+    assert.ok(pathMatches('/api/allowed', '/api/allowed'));
+    assert.ok(pathMatches('/api/allowed', '/api/allowed/'));
+    assert.ok(pathMatches('/api/allowed', '/api/allowed/deeper/still'));
+    for (const p of ['/api/allowed-not-really', '/api/allowedx', '/api/allowed.json', '/api/allowed%2f', '/api/allowe', '/api']) assert.ok(!pathMatches('/api/allowed', p), p);
+    assert.ok(pathMatches('/', '/anything/at/all'), '`/` is every path');
+    assert.ok(pathMatches('/api/', '/api/x') && !pathMatches('/api/', '/api') && !pathMatches('/api/', '/apix'));
+    // Through decide: the query is not part of the path, and the credential's destination is not matched by a neighbour.
+    const narrow = ctxOf('allowlist', [dest('narrow', { paths: ['/api/allowed'], inject_secret: 'secret:narrow' })]);
+    assert.equal(decide(req('narrow.example.com', '/api/allowed'), narrow).allow, true);
+    assert.equal(decide(req('narrow.example.com', '/api/allowed/x'), narrow).allow, true);
+    const neighbour = decide(req('narrow.example.com', '/api/allowed-not-really'), narrow);
+    assert.equal(neighbour.allow ? 'allow' : neighbour.rule, 'path');
     for (const p of ['/v1/../admin', '/v1/%2e%2e/admin', '/v1/./x', '/v1/a%2fb', '/v1/a%5cb', '/v1/a\\b']) {
       const d = decide(req('api.example.com', p), ctx);
       assert.equal(d.allow ? 'allow' : d.rule, 'path', p);
@@ -213,6 +229,71 @@ describe('redaction', () => {
       const out = await text(Readable.from(chunks).pipe(redactStream([secret])));
       assert.equal(out, 'a[redacted by the gateway]b[redacted by the gateway][redacted by the gateway]c', `chunks of ${size}`);
     }
+  });
+
+  test('the encoded forms of a value are taken out too, wherever they sit in a longer encoded text and across chunk boundaries', async () => {
+    const secret = `ghp_${crypto.randomBytes(18).toString('base64url')}`;
+    const value = `Bearer ${secret}`;
+    const forms = scrubForms([value, secret]);
+    const b64 = (s: string) => Buffer.from(s).toString('base64');
+    const encodings = [
+      b64(value),
+      b64(value).replace(/=+$/, ''),
+      Buffer.from(value).toString('base64url'),
+      b64(`a${value}`),
+      b64(`ab${value}`),
+      b64(`authorization: ${value}, and more`),
+      Buffer.from(`{"auth":"${value}"}`).toString('base64url'),
+      encodeURIComponent(value),
+      encodeURIComponent(value).replace('%20', '+'),
+      encodeURIComponent(value).replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase()),
+      Buffer.from(value).toString('hex'),
+      Buffer.from(value).toString('hex').toUpperCase(),
+      Buffer.from(`x${secret}`).toString('hex'),
+    ];
+    const body = encodings.map((e, i) => `${i}:${e}`).join('\n');
+    const leaks = (out: string) =>
+      out.split('\n').flatMap((line) => {
+        const v = line.slice(line.indexOf(':') + 1);
+        const decoded = [v, Buffer.from(v, 'base64').toString('latin1'), Buffer.from(v, 'base64url').toString('latin1'), Buffer.from(v, 'hex').toString('latin1'), Buffer.from(v.toLowerCase(), 'hex').toString('latin1')];
+        try {
+          decoded.push(decodeURIComponent(v.replace(/\+/g, ' ')));
+        } catch {
+          // a masked escape no longer decodes
+        }
+        // Eight characters of the secret in a row is more than the few edge bits an encoding can leave.
+        return decoded.some((d) => d.includes(secret.slice(4, 12)) || d.includes(secret.slice(-8))) ? [line] : [];
+      });
+    assert.equal(leaks(body).length, encodings.length, 'every line holds the secret before scrubbing');
+    assert.deepEqual(leaks(redactText(body, forms)), []);
+    const whole = Buffer.from(body);
+    for (const size of [1, 2, 5, 13, 64]) {
+      const chunks = [];
+      for (let i = 0; i < whole.length; i += size) chunks.push(whole.subarray(i, i + size));
+      const out = await text(Readable.from(chunks).pipe(redactStream(forms)));
+      assert.deepEqual(leaks(out), [], `chunks of ${size}`);
+    }
+    // An unrelated text is left as it is.
+    const plain = 'Nothing secret here: aGVsbG8gd29ybGQ= 68656c6c6f hello%20world';
+    assert.equal(redactText(plain, forms), plain);
+  });
+});
+
+describe('settings', () => {
+  const load = (env: Record<string, string>) => loadConfig({ SERVICE_DATA_DIR: ':memory:', ...env });
+
+  test('cleartext hosts: host:port pairs in normal form; anything else is refused naming the entry', () => {
+    assert.deepEqual(load({}).gatewayCleartextHosts, []);
+    assert.deepEqual(load({ SERVICE_GATEWAY_CLEARTEXT_HOSTS: 'Git.Test.:8080, 127.1:9000,[::1]:7000' }).gatewayCleartextHosts, ['git.test:8080', '127.0.0.1:9000', '[::1]:7000']);
+    for (const bad of ['git.test', '*.test:80', 'git.test:0', 'git.test:99999', 'a b:80']) {
+      assert.throws(() => load({ SERVICE_GATEWAY_CLEARTEXT_HOSTS: bad }), (err: Error) => err instanceof ConfigError && err.message.includes(`got "${bad}"`) && err.message.includes('host:port pairs'), bad);
+    }
+  });
+
+  test('the connection cap: 256 by default, a whole number of at least 1', () => {
+    assert.equal(load({}).gatewayMaxConnectionsPerSandbox, 256);
+    assert.equal(load({ SERVICE_GATEWAY_MAX_CONNECTIONS_PER_SANDBOX: '32' }).gatewayMaxConnectionsPerSandbox, 32);
+    for (const bad of ['0', '-1', 'many', '1.5']) assert.throws(() => load({ SERVICE_GATEWAY_MAX_CONNECTIONS_PER_SANDBOX: bad }), ConfigError, bad);
   });
 });
 

@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import tls from 'node:tls';
 import zlib from 'node:zlib';
 import type { Logger } from 'pino';
+import { hostPortKey } from '../config.ts';
 import type { Db } from '../db/database.ts';
 import { parseHost } from '../egress/hosts.ts';
 import type { PolicyDestination } from '../egress/policy.ts';
@@ -38,6 +39,10 @@ export interface GatewayOptions {
   modelProxyUrl: string;
   /** The OpenTelemetry collector sandboxes export to at otel.crewhouse.internal (OTLP/HTTP), or null when there is none. */
   otlpEndpoint: string | null;
+  /** `host:port` pairs (hostPortKey) of dev-only destinations whose credential may go over plain HTTP (SERVICE_GATEWAY_CLEARTEXT_HOSTS). */
+  cleartextHosts?: readonly string[];
+  /** Connections one sandbox may hold open at once (SERVICE_GATEWAY_MAX_CONNECTIONS_PER_SANDBOX). */
+  maxConnectionsPerSandbox?: number;
 }
 
 /** What the gateway knows about a connection: the addresses of the link it came in on and, inside a CONNECT tunnel, where it was going. */
@@ -143,7 +148,7 @@ export function createGatewayServer(opts: GatewayOptions) {
 
   const refusalText = (req: { method: string; host: string; path: string }, d: Refusal, who: SandboxIdentity | null) =>
     `Crewhouse gateway refused ${req.method} ${req.host}${req.path}${who ? ` (role ${who.role})` : ''}: ${d.reason} [rule: ${d.rule}]\n`;
-  const statusOf = (d: Refusal) => (d.rule === 'upstream' || d.rule === 'dns' ? 502 : d.rule === 'bad_request' ? 400 : 403);
+  const statusOf = (d: Refusal) => (d.rule === 'upstream' || d.rule === 'dns' || d.rule === 'encoding' ? 502 : d.rule === 'bad_request' ? 400 : 403);
 
   function answerRefusal(x: Exchange, req: { method: string; host: string; path: string }, d: Refusal, who: SandboxIdentity | null) {
     x.answer(statusOf(d), [['content-type', 'text/plain; charset=utf-8'], ['x-crewhouse-gateway-rule', d.rule]], refusalText(req, d, who));
@@ -210,6 +215,31 @@ export function createGatewayServer(opts: GatewayOptions) {
   }
 
   type Route = UpstreamAddress & { hostHeader: string; pathPrefix: string };
+  /**
+   * What the cleartext rule needs of a route: whether it goes to this deployment's own service
+   * (the model proxy, the collector: configured by the operator, not a destination), else where
+   * it goes and the destination whose rules apply there.
+   */
+  type Cleartext = { own: true } | { own: false; where: string; rules: PolicyDestination | null; what: string };
+  const OWN: Cleartext = { own: true };
+  const cleartextHosts = new Set(opts.cleartextHosts ?? []);
+
+  /**
+   * A credential goes only over TLS the gateway itself verified: plain HTTP toward a destination
+   * with one (an absolute http:// URL, plain HTTP inside a CONNECT tunnel, an MCP server at an
+   * http:// URL) is refused, unless the operator listed its host:port as a dev-only cleartext host.
+   */
+  function cleartextRefusal(route: Route, c: Cleartext): Refusal | null {
+    if (c.own || route.scheme === 'https') return null;
+    if (c.rules?.dev_only && cleartextHosts.has(c.where)) return null;
+    const name = c.rules?.name ?? null;
+    const listed = cleartextHosts.has(c.where) ? ` (${c.where} is listed as a cleartext host, but only a dev-only destination may use that)` : '';
+    return deny(
+      'cleartext',
+      `${c.what} has a credential the gateway adds to requests, and this request would carry it unencrypted over plain HTTP to ${c.where}${listed}; the gateway sends credentials only over TLS it verified itself: use https://`,
+      name,
+    );
+  }
 
   /** Resolves a name and checks every address under `destination`'s rules: the addresses, or the refusal. */
   async function dial(host: string, ctx: DecisionContext, destination: PolicyDestination | null): Promise<string[] | Refusal> {
@@ -237,22 +267,23 @@ export function createGatewayServer(opts: GatewayOptions) {
     target: EgressRequest,
     decision: Decision & { allow: true },
     hostHeader: string,
-  ): Promise<{ ok: true; upstream: Route; upstreamPath: string; credential?: Credential | null } | { ok: false; refusal: Refusal }> {
+  ): Promise<{ ok: true; upstream: Route; upstreamPath: string; credential?: Credential | null; cleartext: Cleartext } | { ok: false; refusal: Refusal }> {
     const refusal = (r: Refusal) => ({ ok: false as const, refusal: r });
     const d = decision.destination;
     if (!d?.builtin) {
       const addresses = await dial(target.host, ctx, d);
       if (!Array.isArray(addresses)) return refusal(addresses);
-      return { ok: true, upstream: { scheme: target.scheme, address: addresses[0], port: target.port, servername: net.isIP(target.host) ? null : target.host, hostHeader, pathPrefix: '' }, upstreamPath: target.path };
+      const upstream: Route = { scheme: target.scheme, address: addresses[0], port: target.port, servername: net.isIP(target.host) ? null : target.host, hostHeader, pathPrefix: '' };
+      return { ok: true, upstream, upstreamPath: target.path, cleartext: { own: false, where: hostPortKey(target.host, target.port), rules: d, what: d ? `destination "${d.name}"` : 'the destination' } };
     }
     if (d.name === 'llm') {
       // The model proxy is this service's own component: reachable wherever it listens.
-      return { ok: true, upstream: ownService(modelProxy), upstreamPath: target.path };
+      return { ok: true, upstream: ownService(modelProxy), upstreamPath: target.path, cleartext: OWN };
     }
     if (d.name === 'otel') {
       // OTLP/HTTP from the sandbox's own tools, to the deployment's collector.
       if (!collector) return refusal(deny('not_configured', 'no telemetry collector is configured on this deployment (SERVICE_OTLP_ENDPOINT)', 'otel'));
-      return { ok: true, upstream: ownService(collector), upstreamPath: target.path };
+      return { ok: true, upstream: ownService(collector), upstreamPath: target.path, cleartext: OWN };
     }
     if (d.name !== 'mcp') return refusal(deny('not_configured', `the built-in destination "${d.name}" has no upstream on this gateway`, d.name));
     // http(s)://mcp.crewhouse.internal/<server>/<path>: one of the role's MCP servers, with its credential.
@@ -277,7 +308,7 @@ export function createGatewayServer(opts: GatewayOptions) {
       pathPrefix: url.pathname.replace(/\/+$/, ''),
     };
     // `/<server>` is the server's URL itself, `/<server>/x` is below it.
-    return { ok: true, upstream, upstreamPath: m[2] ?? '', credential: server.credential };
+    return { ok: true, upstream, upstreamPath: m[2] ?? '', credential: server.credential, cleartext: { own: false, where: hostPortKey(host, upstream.port), rules: server.rules, what: `the MCP server "${m[1]}"` } };
   }
 
   async function handle(x: Exchange, conn: ConnMeta) {
@@ -307,9 +338,18 @@ export function createGatewayServer(opts: GatewayOptions) {
     if (!decision.allow) return refuse(decision);
     if (decision.rule === 'report') reported(who, view, decision.would);
 
+    const route = await upstreamFor(who, ctx, target, decision, t.hostHeader);
+    if (!route.ok) return refuse(route.refusal);
+    const { upstream, upstreamPath } = route;
+
     let credential: Credential | null = null;
     // Report mode passes what the rules would refuse, but never with a credential.
     const inject = decision.rule === 'report' ? null : (decision.destination?.inject_secret ?? null);
+    // Decided before the credential is read: one that would travel in cleartext is never fetched.
+    if (inject || route.credential) {
+      const plain = cleartextRefusal(upstream, route.cleartext);
+      if (plain) return refuse(plain);
+    }
     if (inject) {
       // Git's smart HTTP and an API take a credential in different forms (the code host's token: basic auth for git).
       const use = /\/(info\/refs|git-upload-pack|git-receive-pack)$/.test(target.path) ? 'git' : 'api';
@@ -320,9 +360,6 @@ export function createGatewayServer(opts: GatewayOptions) {
       credential = got.credential;
     }
 
-    const route = await upstreamFor(who, ctx, target, decision, t.hostHeader);
-    if (!route.ok) return refuse(route.refusal);
-    const { upstream, upstreamPath } = route;
     // An MCP server's route carries that server's credential.
     if (route.credential !== undefined) credential = route.credential;
 
@@ -361,7 +398,8 @@ export function createGatewayServer(opts: GatewayOptions) {
     });
     if (!done.ok) {
       const err = done.error;
-      refuse(deny('upstream', `the upstream ${view.host} failed: ${err.code ?? err.message}`, decision.destination?.name ?? null));
+      if (err.code === 'EGATEWAY_ENCODING') refuse(deny('encoding', err.message, decision.destination?.name ?? null));
+      else refuse(deny('upstream', `the upstream ${view.host} failed: ${err.code ?? err.message}`, decision.destination?.name ?? null));
     }
   }
 
@@ -439,11 +477,45 @@ export function createGatewayServer(opts: GatewayOptions) {
     failed: (err) => logger.error({ err }, 'gateway request failed'),
   });
 
+  /** Open connections by link (one link is one sandbox), so one sandbox cannot take every descriptor the process has. */
+  const maxPerLink = opts.maxConnectionsPerSandbox ?? 256;
+  const perLink = new Map<string, number>();
   const outer = net.createServer((socket) => {
     track(socket);
     socket.on('error', () => socket.destroy());
-    serveConnection(socket, hooksFor({ link: linkOf(socket), tunnel: null }));
+    const link = linkOf(socket);
+    const key = `${link.local}\n${link.remote}`;
+    const held = perLink.get(key) ?? 0;
+    if (held >= maxPerLink) return refuseConnection(socket, link);
+    perLink.set(key, held + 1);
+    socket.once('close', () => {
+      const left = (perLink.get(key) ?? 1) - 1;
+      if (left > 0) perLink.set(key, left);
+      else perLink.delete(key);
+    });
+    serveConnection(socket, hooksFor({ link, tunnel: null }));
   });
+
+  /** A connection past the sandbox's cap: answered at once (429, saying why) and closed; the sandbox's other connections and every other sandbox go on. */
+  function refuseConnection(socket: net.Socket, link: ConnMeta['link']) {
+    const d = deny('connections', `the sandbox already holds ${maxPerLink} connections to the gateway, the most one sandbox may hold at once; finish or close connections it no longer uses before opening more`);
+    requests.inc({ decision: 'deny' });
+    refusals.inc({ rule: d.rule });
+    // Whatever the client sends is not read: the answer goes out and the connection closes.
+    socket.on('data', () => {});
+    socket.setTimeout(10_000, () => socket.destroy());
+    answerAndClose(socket, 429, `Crewhouse gateway refused a new connection: ${d.reason} [rule: ${d.rule}]\n`, d.rule);
+    const gateway = `${link.local.includes(':') ? `[${link.local}]` : link.local}:${socket.localPort ?? ''}`;
+    void identify(link).then(
+      (who) => {
+        // A sandbox that keeps opening connections is logged and recorded as often as any other refusal, not once a connection.
+        if (!mayRecord(who?.sandboxId ?? `link:${link.remote}`)) return;
+        logger.info({ sandbox: who?.sandboxId, team: who?.teamName, role: who?.role, link, decision: 'deny', rule: d.rule, reason: d.reason }, 'egress refused');
+        if (who) recordEgressEvent(opts.db, who, { method: '', host: gateway, path: '', destination: null, rule: d.rule, reason: d.reason }).catch((err) => logger.error({ err }, 'could not record an egress refusal'));
+      },
+      (err) => logger.error({ err }, 'could not identify a refused connection'),
+    );
+  }
 
   async function connect(req: Head, socket: net.Socket, head: Buffer, link: ConnMeta['link']) {
     const who = await identify(link);

@@ -26,7 +26,8 @@ describe('an agent uses its team MCP server through the gateway', { skip: stackS
 
   before(async () => {
     mcp = await startFakeMcpServer();
-    stack = await startStack({ script, config: { SERVICE_EGRESS_DEV_DESTINATIONS: '1' } });
+    // The fake server speaks plain HTTP on loopback: its credential may go in cleartext only because this dev-only host:port is listed.
+    stack = await startStack({ script, config: { SERVICE_EGRESS_DEV_DESTINATIONS: '1', SERVICE_GATEWAY_CLEARTEXT_HOSTS: new URL(mcp.url).host } });
   });
 
   after(async () => {
