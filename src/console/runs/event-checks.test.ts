@@ -124,4 +124,14 @@ describe('what the host believes of agent events', () => {
     assert.match(checkEvents(view(), events(1, { type: 'turn_end', outcome: { kind: 'merged' } })).refusal!.reason, /\("merged"\)/);
     assert.equal(checkEvents(view(), events(1, { type: 'turn_end', outcome: { kind: 'iteration_cap', iterations: 3 } })).refusal, null);
   });
+
+  it('lets a refused event change nothing: neither the calls nor the turn\'s end', () => {
+    const big = checkEvents(view({ lead: true, tools: ['finish'] }), events(1, reply(['f', 'finish']), { type: 'turn_end', outcome: { kind: 'finished', outcome: 'succeeded', summary: 's', branch: null, pull_request_url: null }, padding: 'x'.repeat(LIMITS.event) }));
+    assert.match(big.refusal!.reason, /turn_end 2: an event of [\d,]+ characters is larger than the 12,582,912 allowed/);
+    assert.equal(big.turnEnd, null);
+    assert.equal(big.accepted.length, 1);
+    const dup = checkEvents(view(), events(1, reply(['c1', 'shell']), reply(['c2', 'shell'], ['c2', 'shell'])));
+    assert.match(dup.refusal!.reason, /names the call c2 twice/);
+    assert.deepEqual([...dup.calls.keys()], ['c1']);
+  });
 });

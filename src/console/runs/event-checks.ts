@@ -319,6 +319,8 @@ export function checkEvents(view: ConversationView, events: readonly AgentEvent[
   for (const e of events) {
     const raw = e as unknown as Record<string, unknown>;
     const seq = typeof raw?.seq === 'number' && Number.isSafeInteger(raw.seq) ? raw.seq : null;
+    // A refused event changes nothing: what it did to the calls and the turn's end is undone.
+    const callsBefore = new Map(calls);
     try {
       if (!isObject(raw)) throw new Refused('an event is not an object');
       if (seq === null || seq !== expected) {
@@ -327,11 +329,15 @@ export function checkEvents(view: ConversationView, events: readonly AgentEvent[
       if (seq > LIMITS.seq) throw new Refused(`an event's sequence number ${seq.toLocaleString('en-US')} is beyond what a conversation can hold`);
       time(raw.at, 'the event\'s time');
       if (turnEnd) throw new Refused('an event came after the turn had ended');
+      check(e);
+      // What the kind allows is checked first (its words are clearer); then the whole, extra fields and all.
       const size = JSON.stringify(raw).length;
       if (size > LIMITS.event) throw new Refused(`an event of ${size.toLocaleString('en-US')} characters is larger than the ${LIMITS.event.toLocaleString('en-US')} allowed`);
-      check(e);
     } catch (err) {
       if (!(err instanceof Refused)) throw err;
+      calls.clear();
+      for (const [id, c] of callsBefore) calls.set(id, c);
+      if (turnEnd && (turnEnd as { seq: number }).seq === seq) turnEnd = null;
       const kind = isObject(raw) && typeof raw.type === 'string' ? raw.type.slice(0, 40) : 'an event';
       return { accepted, calls, turnEnd, refusal: { seq, reason: `${kind}${seq !== null && seq === expected ? ` ${seq}` : ''}: ${err.message}` } };
     }
