@@ -53,7 +53,7 @@ describe('the gateway\'s record of pushes', () => {
     after(() => db.close());
 
     it('keeps what the upstream accepted, by sandbox, for the run engine to read after a cursor', async () => {
-      const who = { sandboxId: 'sb_pushes_test', teamId: 7, role: 'coder' };
+      const who = { sandboxId: 'sb_pushes_test', teamId: 7, teamName: 'pushers', role: 'coder' };
       const rec = pushRecorder(db.db, pino({ level: 'silent' }), who, { destination: 'git', repository: 'git.example/repo.git', commands, capabilities: ['report-status', 'side-band-64k'] });
       const answer = sideband(report('unpack ok', 'ok refs/heads/crewhouse/run-1', 'ok refs/heads/crewhouse/new'));
       for (let i = 0; i < answer.length; i += 5) rec.observe(answer.subarray(i, i + 5));
