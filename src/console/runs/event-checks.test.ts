@@ -109,6 +109,8 @@ describe('what the host believes of agent events', () => {
     assert.match(checkEvents(view({ tools: ['finish'] }), events(1, reply(['f', 'finish']), finished)).refusal!.reason, /the coder role tried to end the run, which only the lead may do/);
     assert.equal(checkEvents(lead, events(1, reply(['f', 'finish']), finished)).refusal, null);
     assert.match(checkEvents(lead, events(1, finished)).refusal!.reason, /never called finish/);
+    // A finish call already answered in this batch ends nothing.
+    assert.match(checkEvents({ ...lead, calls: open([['f', 'finish']]) }, events(1, result('f', 'finish'), finished)).refusal!.reason, /never called finish/);
     assert.match(checkEvents(lead, events(1, reply(['f', 'finish']), finished, { type: 'progress', text: 'later' })).refusal!.reason, /after the turn had ended/);
     const pr = (id: string) => ({ type: 'turn_end', outcome: { kind: 'pull_request', call: { id, name: 'open_pull_request', arguments: '{}' }, title: 't', body: '', head: null, base: null, draft: false } });
     assert.match(checkEvents(lead, events(1, pr('forged'))).refusal!.reason, /open a pull request, but the model never asked for it/);

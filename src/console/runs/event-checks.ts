@@ -154,6 +154,8 @@ export function checkEvents(view: ConversationView, events: readonly AgentEvent[
   let turnEnd: CheckAnswer['turnEnd'] = null;
   let expected = view.eventsSeen + 1;
 
+  /** Whether a call of `name` is open, as the batch so far left the calls. */
+  const anyOpen = (name: string) => [...new Map([...view.calls, ...calls]).values()].some((c) => c.name === name && c.state === 'open');
   /** The open call `id` of a tool among `names`, which the role has. */
   const openCall = (id: unknown, names: readonly string[], what: string): CallState => {
     const c = typeof id === 'string' ? callOf(id) : undefined;
@@ -171,7 +173,7 @@ export function checkEvents(view: ConversationView, events: readonly AgentEvent[
         if (!Array.isArray(o.options)) throw new Refused('the question\'s options are not a list');
         if (o.options.length > LIMITS.options) throw new Refused(`the question has ${o.options.length} options, more than the ${LIMITS.options} allowed`);
         for (const opt of o.options) text(opt, 'an option of the question', LIMITS.option, { min: 1 });
-        if (![...calls.values(), ...view.calls.values()].some((c) => c.name === 'ask_person' && c.state === 'open') || !hasTool('ask_person')) throw new Refused('the turn ended with a question, but the model never called ask_person');
+        if (!anyOpen('ask_person') || !hasTool('ask_person')) throw new Refused('the turn ended with a question, but the model never called ask_person');
         break;
       }
       case 'confirmation':
@@ -185,7 +187,7 @@ export function checkEvents(view: ConversationView, events: readonly AgentEvent[
         text(o.branch, 'the hand-off\'s branch', LIMITS.branch, { min: 1, nullable: true });
         if (o.to_role !== null && !view.roles.includes(o.to_role as string)) throw new Refused(`the turn handed the work to "${o.to_role as string}", which is not a role of the team`);
         if (o.to_role === view.role) throw new Refused('the turn handed the work to its own role');
-        if (![...calls.values(), ...view.calls.values()].some((c) => c.name === 'hand_off' && c.state === 'open') || !hasTool('hand_off')) throw new Refused('the turn handed the work on, but the model never called hand_off');
+        if (!anyOpen('hand_off') || !hasTool('hand_off')) throw new Refused('the turn handed the work on, but the model never called hand_off');
         break;
       case 'finished':
         if (!view.lead) throw new Refused(`the ${view.role} role tried to end the run, which only the lead may do`);
@@ -193,7 +195,7 @@ export function checkEvents(view: ConversationView, events: readonly AgentEvent[
         text(o.summary, 'the summary', LIMITS.summary, { min: 1 });
         text(o.branch, 'the branch', LIMITS.branch, { min: 1, nullable: true });
         text(o.pull_request_url, 'the pull request\'s URL', LIMITS.url, { min: 1, nullable: true });
-        if (![...calls.values(), ...view.calls.values()].some((c) => c.name === 'finish' && c.state === 'open') || !hasTool('finish')) throw new Refused('the turn ended the run, but the model never called finish');
+        if (!anyOpen('finish') || !hasTool('finish')) throw new Refused('the turn ended the run, but the model never called finish');
         break;
       case 'pull_request':
         toolCall(o.call, 'the pull request call');
