@@ -408,6 +408,8 @@ export interface Forward {
   body?: Readable;
   /** Values that must not come back to the sandbox: with any, the answer is decoded, scrubbed and framed again. */
   secrets: string[];
+  /** Sees each piece of the answer's body as it came (unframed), before it goes on (the record of a git push reads its report). */
+  observe?: (payload: Buffer) => void;
 }
 
 export type ForwardResult = { ok: true } | { ok: false; error: NodeJS.ErrnoException };
@@ -523,7 +525,7 @@ export async function forward(x: Exchange, pool: UpstreamPool, f: Forward, retri
       x.write(writeHead(`HTTP/1.1 ${h.status} ${reason || reasonOf(h.status)}`, headers));
       process.nextTick(() => x.socket.uncork());
       if (raw) {
-        reader = new BodyReader(framing, () => {});
+        reader = new BodyReader(framing, (p) => f.observe?.(p));
         out = null;
       } else {
         const chunked = x.minor === 1;
@@ -566,7 +568,10 @@ export async function forward(x: Exchange, pool: UpstreamPool, f: Forward, retri
           };
         }
         if (framing.kind === 'none') finishOut = null;
-        reader = new BodyReader(framing, (p) => out!(p));
+        reader = new BodyReader(framing, (p) => {
+          f.observe?.(p);
+          out!(p);
+        });
       }
       return true;
     };

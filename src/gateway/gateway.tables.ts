@@ -23,4 +23,17 @@ export interface GatewayTables {
     reason: string;
     enforced: Generated<boolean>;
   };
+  /** Every ref a code host accepted from a sandbox's push (read from the upstream's report). */
+  git_pushes: {
+    id: Generated<string>;
+    at: Timestamp;
+    sandbox_id: string;
+    team_id: number;
+    role: string;
+    destination: string | null;
+    repository: string;
+    ref: string;
+    old_commit: string;
+    new_commit: string;
+  };
 }

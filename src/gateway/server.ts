@@ -12,6 +12,8 @@ import type { SandboxIdentity } from '../runtime/sandboxes/identify.ts';
 import type { LeafIssuer } from './ca.ts';
 import { checkAddress, decide, decideConnect, deny, type Decision, type DecisionContext, type EgressRequest, type Refusal } from './decide.ts';
 import { recordEgressEvent } from './events.ts';
+import { pushRecorder } from './pushes.ts';
+import { sandboxRequestId } from '../modelproxy/sandbox-spend.ts';
 import { answerAndClose, forward, serveConnection, type ConnectionHooks, type Exchange } from './exchange.ts';
 import { readPushHead, refusedCommand, refusePushBody, type PushCommand } from './git-push.ts';
 import type { Head, Headers } from './http1.ts';
@@ -365,8 +367,14 @@ export function createGatewayServer(opts: GatewayOptions) {
 
     requests.inc({ decision: 'allow' });
     const headers = outgoingHeaders(x, decision, credential, upstream.hostHeader);
+    if (decision.destination?.name === 'llm') {
+      // The model proxy logs each call's cost under this id: it names the sandbox, whatever the sandbox sent.
+      for (let i = headers.length - 1; i >= 0; i--) if (headers[i][0] === 'x-request-id') headers.splice(i, 1);
+      headers.push(['x-request-id', sandboxRequestId(who.sandboxId)]);
+    }
     const secrets = credential ? [credential.value, credential.value.replace(/^(Bearer|token|Basic) /, ''), ...(credential.bare ? [credential.bare] : [])] : [];
     let body: Readable | undefined;
+    let pushed: ReturnType<typeof pushRecorder> | null = null;
     if (target.method === 'POST' && target.path.endsWith('/git-receive-pack')) {
       const push = await readPush(x);
       const globs = decision.destination?.git_push_ref_globs ?? [];
@@ -381,6 +389,8 @@ export function createGatewayServer(opts: GatewayOptions) {
       }
       // The pack goes on as it was read: decompressed, and chunked.
       body = push.rest;
+      // What the upstream accepts of it is recorded from its own answer (the run's delivery comes from there).
+      pushed = pushRecorder(opts.db, logger, who, { destination: decision.destination?.name ?? null, repository: `${view.host}${target.path.slice(0, -'/git-receive-pack'.length)}`, commands: push.commands, capabilities: push.capabilities });
       if (push.decompressed) {
         const i = headers.findIndex(([n]) => n === 'content-encoding');
         if (i >= 0) headers.splice(i, 1);
@@ -395,7 +405,9 @@ export function createGatewayServer(opts: GatewayOptions) {
       headers,
       body,
       secrets,
+      ...(pushed ? { observe: pushed.observe } : {}),
     });
+    if (pushed) await pushed.finish();
     if (!done.ok) {
       const err = done.error;
       if (err.code === 'EGATEWAY_ENCODING') refuse(deny('encoding', err.message, decision.destination?.name ?? null));

@@ -1,6 +1,8 @@
 import type { Component } from '../components.ts';
 import { deploymentCaCertificate } from '../gateway/ca.ts';
 import { egressEventsOf } from '../gateway/events.ts';
+import { pushesOf } from '../gateway/pushes.ts';
+import { sandboxSpendOf } from '../modelproxy/sandbox-spend.ts';
 import { BUILTIN_HOSTS } from '../gateway/server.ts';
 import { createJobRunner } from '../queue/runner.ts';
 import { createRunEngine, PlacedElsewhere } from './engine/engine.ts';
@@ -46,6 +48,8 @@ export const workerComponent: Component = {
       runtimeArgv: [...RUNTIME_ARGV],
       openPullRequest: (runId, req) => services.codeHostDelivery.openFor(runId, req),
       egressRefusals: (sandboxId, afterId, since) => egressEventsOf(db, sandboxId, afterId, 100, since),
+      gitPushes: (sandboxId, afterId, since) => pushesOf(db, sandboxId, afterId, 100, since),
+      modelSpend: (sandboxId, afterId, since) => sandboxSpendOf(db, sandboxId, afterId, since),
       async configFor(work) {
         return (await setup(work)).config;
       },

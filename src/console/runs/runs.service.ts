@@ -1,14 +1,15 @@
 import crypto from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { sql, type Kysely, type Transaction } from 'kysely';
-import type { AgentEvent, AgentInput, Proposal, TurnOutcome } from '../../agent/protocol.ts';
+import type { AgentConfig, AgentEvent, AgentInput, Proposal, TurnOutcome } from '../../agent/protocol.ts';
 import { recordAudit, systemActor, type Actor } from '../../audit/audit.ts';
 import type { Database } from '../../db/schema.ts';
 import type { HookCaller, RunChange } from '../../hooks.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { problems } from '../../http/problems.ts';
 import type { RunTraces } from '../../telemetry/traces.ts';
-import { approvalOf, memoryBlock, outcomeEntry, postOfEvent, pushOf, transitionOf, type PostDraft, type RunView } from '../../runtime/engine/rules.ts';
+import { approvalOf, memoryBlock, outcomeEntry, postOfEvent, transitionOf, type PostDraft, type RunView } from '../../runtime/engine/rules.ts';
+import { checkEvents } from './event-checks.ts';
 import * as store from './runs.store.ts';
 import type { Post, Run } from './runs.schemas.ts';
 import type { Delivery, RunState, WaitingFor } from './runs.tables.ts';
@@ -62,6 +63,9 @@ export interface RunsDeps {
   /** Queues the storing of what an agent proposed for its team (a skill, an MCP server), in the recording transaction. */
   propose?(trx: Trx, p: { run_id: string; team: string; team_id: number; role: string; source: string; proposal: Proposal }): Promise<void>;
 }
+
+/** What the host set up for a role's conversation, that its events are checked against. */
+export type EventHost = Pick<AgentConfig, 'model' | 'lead' | 'tools' | 'roles' | 'mcp_servers'>;
 
 const FINISHED: RunState[] = ['succeeded', 'failed', 'cancelled'];
 
@@ -216,6 +220,21 @@ export function createRunsService(deps: RunsDeps) {
         outcomeEntry({ text: run.text, state, summary: fields.summary, branch: d?.branch ?? null, commit: d?.commit ?? null, pull_request_url: d?.pull_request?.url ?? null }),
       );
     }
+  }
+
+  /** Fails a run whose agent sent what the host refuses: a failed post and the reason, never a team-memory entry (the agent's words stay out of later prompts). */
+  async function failRefused(runId: string, reason: string) {
+    const before = await store.getRun(db, runId);
+    if (!before) return;
+    const team = (await deps.team(before.team_name)) ?? { id: before.team_id, name: before.team_name, status: 'archived', surface: 'console', lead: before.lead, rework_rounds: 0, repo_url: null, roles: [] };
+    const done = await db.transaction().execute(async (trx) => {
+      const run = await store.lockRun(trx, runId);
+      if (!run || FINISHED.includes(run.state)) return false;
+      await store.appendPost(trx, runId, { kind: 'failed', role: null, text: reason, data: { refused: true } });
+      await finish(trx, run, team, 'failed', { failure_reason: reason });
+      return true;
+    });
+    if (done) published(runId);
   }
 
   return {
@@ -468,54 +487,106 @@ export function createRunsService(deps: RunsDeps) {
     },
 
     /**
-     * Records a task's agent events after those already seen: each becomes at most one post
-     * (once, by its source), usage becomes cost, a push becomes an artifact and the delivery.
-     * Safe to call again with the same events.
+     * Records a task's agent events after those already seen, once each, after checking them
+     * against what the host knows (event-checks.ts): each accepted event becomes at most one post
+     * (once, by its source), a proposal is queued. A refused event fails the turn and the run,
+     * saying what the agent tried; nothing of it, nor of what follows it, is recorded. Cost and
+     * deliveries are not the agent's to say: they come from the model proxy's ledger
+     * (chargeSpend) and the gateway's record of pushes (recordPush). Safe to call again with the
+     * same events. Answers the refusal, if any, and the turn end the host accepted last.
      */
-    async recordEvents(taskId: string, model: string, events: AgentEvent[]) {
-      if (!events.length) return;
-      const price = deps.price(model);
+    async recordEvents(taskId: string, host: EventHost, events: AgentEvent[]): Promise<{ refused: string | null; turnEnd: { seq: number; outcome: TurnOutcome } | null; seen: number }> {
+      const answer = await db.transaction().execute(async (trx) => {
+        const task = await store.getTask(trx, taskId);
+        if (!task) return null;
+        const run = await store.lockRun(trx, task.run_id);
+        if (!run) return null;
+        const recorded = task.turn_end_seq !== null && task.turn_end !== null ? { seq: task.turn_end_seq, outcome: task.turn_end as TurnOutcome } : null;
+        // What the host recorded stays as recorded: a journal rewritten below events_seen changes nothing.
+        const fresh = events.filter((e) => !(Number.isSafeInteger(e?.seq) && e.seq <= task.events_seen));
+        if (!fresh.length) return { run, task, refused: null, turnEnd: recorded, published: false, seen: task.events_seen };
+        const checked = checkEvents(
+          { role: task.role, lead: host.lead, tools: host.tools, mcpServers: (host.mcp_servers ?? []).map((m) => m.name), roles: host.roles, eventsSeen: task.events_seen, calls: await store.openCalls(trx, task.conversation) },
+          fresh,
+        );
+        const accepted = checked.accepted;
+        if (accepted.length) {
+          if (deps.traces && run.trace_id) {
+            // Only a task's own span (made at its last turn's end) names the activation it belongs to: looked up only then.
+            const activation = checked.turnEnd ? ((await store.reopeningAt(trx, run.id, task.post_seq))?.seq ?? null) : null;
+            const context = { trace_id: run.trace_id, run_id: run.id, team: run.team_name, task_id: task.id, role: task.role, model: host.model, conversation: task.conversation, task_started_at: iso(task.started_at ?? task.created_at), activation };
+            await deps.traces.recorded(trx, context, accepted);
+          }
+          let iterations = 0;
+          for (const e of accepted) {
+            const source = `${task.conversation}:${e.seq}`;
+            if (e.type === 'model_call') iterations++;
+            if (e.type === 'proposal' && deps.propose) await deps.propose(trx, { run_id: run.id, team: run.team_name, team_id: run.team_id, role: task.role, source, proposal: e.proposal });
+            const draft = postOfEvent(task.role, e);
+            if (draft && run.state !== 'cancelled') await store.appendPost(trx, run.id, draft, source);
+          }
+          await store.saveCalls(trx, task.conversation, checked.calls);
+          await trx
+            .updateTable('run_tasks')
+            .set({
+              events_seen: accepted[accepted.length - 1].seq,
+              iterations: sql`iterations + ${iterations}`,
+              ...(checked.turnEnd ? { turn_end_seq: checked.turnEnd.seq, turn_end: JSON.stringify(checked.turnEnd.outcome) } : {}),
+            })
+            .where('id', '=', taskId)
+            .execute();
+        }
+        return { run, task, refused: checked.refusal, turnEnd: checked.turnEnd ?? recorded, published: accepted.length > 0, seen: accepted.length ? accepted[accepted.length - 1].seq : task.events_seen };
+      });
+      if (!answer) return { refused: null, turnEnd: null, seen: 0 };
+      if (answer.published) published(answer.run.id);
+      if (!answer.refused) return { refused: null, turnEnd: answer.turnEnd, seen: answer.seen };
+      const reason = `the ${answer.task.role} role's agent runtime sent something the host does not accept, so its turn failed (${answer.refused.reason})`;
+      // Its own step: a worker killed before it replays the same events, refused the same way.
+      await failRefused(answer.run.id, reason);
+      return { refused: reason, turnEnd: null, seen: answer.seen };
+    },
+
+    /**
+     * Charges a task for model-proxy ledger lines of its sandbox's calls (what the proxy really
+     * spent), each line once ever: the task's and the run's cost grow by what is new.
+     */
+    async chargeSpend(taskId: string, sandboxId: string, lines: Array<{ id: string; cost_usd: number }>): Promise<void> {
+      if (!lines.length) return;
       const runId = await db.transaction().execute(async (trx) => {
         const task = await store.getTask(trx, taskId);
         if (!task) return null;
         const run = await store.lockRun(trx, task.run_id);
         if (!run) return null;
-        const fresh = events.filter((e) => e.seq > task.events_seen);
-        if (!fresh.length) return null;
-        if (deps.traces && run.trace_id) {
-          // Only a task's own span (made at its last turn's end) names the activation it belongs to: looked up only then.
-          const activation = fresh.some((e) => e.type === 'turn_end') ? ((await store.reopeningAt(trx, run.id, task.post_seq))?.seq ?? null) : null;
-          const context = { trace_id: run.trace_id, run_id: run.id, team: run.team_name, task_id: task.id, role: task.role, model, conversation: task.conversation, task_started_at: iso(task.started_at ?? task.created_at), activation };
-          await deps.traces.recorded(trx, context, fresh);
-        }
-        let cost = 0;
-        let iterations = 0;
-        let delivery = run.delivery;
-        for (const e of fresh) {
-          const source = `${task.conversation}:${e.seq}`;
-          if (e.type === 'model_call') iterations++;
-          if (e.type === 'model_reply' && e.usage) cost += (e.usage.prompt_tokens * price.input + e.usage.completion_tokens * price.output) / 1_000_000;
-          if (e.type === 'proposal' && deps.propose) await deps.propose(trx, { run_id: run.id, team: run.team_name, team_id: run.team_id, role: task.role, source, proposal: e.proposal });
-          const push = pushOf(e);
-          if (push) {
-            await store.appendPost(trx, run.id, { kind: 'artifact', role: task.role, text: `pushed ${push.branch} at ${push.commit}`, data: { branch: push.branch, commit: push.commit } }, source);
-            delivery = { branch: push.branch, commit: push.commit, pull_request: delivery?.pull_request ?? null };
-            continue;
-          }
-          const draft = postOfEvent(task.role, e);
-          if (draft && run.state !== 'cancelled') await store.appendPost(trx, run.id, draft, source);
-        }
-        const last = fresh[fresh.length - 1].seq;
-        await trx
-          .updateTable('run_tasks')
-          .set({ events_seen: last, iterations: sql`iterations + ${iterations}`, cost_usd: sql`cost_usd + ${cost}` })
-          .where('id', '=', taskId)
-          .execute();
-        await trx
-          .updateTable('runs')
-          .set({ cost_usd: sql`cost_usd + ${cost}`, ...(delivery !== run.delivery ? { delivery: JSON.stringify(delivery) } : {}) })
-          .where('id', '=', run.id)
-          .execute();
+        const cost = await store.chargeSpend(trx, { run_id: run.id, task_id: task.id, sandbox_id: sandboxId }, lines);
+        if (cost === 0) return null;
+        await trx.updateTable('run_tasks').set({ cost_usd: sql`cost_usd + ${cost}` }).where('id', '=', taskId).execute();
+        await trx.updateTable('runs').set({ cost_usd: sql`cost_usd + ${cost}` }).where('id', '=', run.id).execute();
+        return run.id;
+      });
+      if (runId) published(runId);
+    },
+
+    /** The newest ledger line already charged for a sandbox's calls: where reading the ledger goes on from. */
+    spendCursor: (sandboxId: string) => store.spendCursor(db, sandboxId),
+
+    /**
+     * A push the gateway saw a code host accept from the task's sandbox: an artifact post (once
+     * per push) and the run's delivery (the branch and the commit it now points at).
+     */
+    async recordPush(taskId: string, push: { id: string; ref: string; new_commit: string }): Promise<void> {
+      if (!push.ref.startsWith('refs/heads/')) return;
+      const branch = push.ref.slice('refs/heads/'.length);
+      const runId = await db.transaction().execute(async (trx) => {
+        const task = await store.getTask(trx, taskId);
+        if (!task) return null;
+        const run = await store.lockRun(trx, task.run_id);
+        if (!run) return null;
+        const source = `push:${push.id}`;
+        if (await trx.selectFrom('run_posts').select('seq').where('run_id', '=', run.id).where('source', '=', source).executeTakeFirst()) return null;
+        await store.appendPost(trx, run.id, { kind: 'artifact', role: task.role, text: `pushed ${branch} at ${push.new_commit}`, data: { branch, commit: push.new_commit } }, source);
+        const delivery: Delivery = { branch, commit: push.new_commit, pull_request: run.delivery?.pull_request ?? null };
+        await trx.updateTable('runs').set({ delivery: JSON.stringify(delivery), row_version: sql`nextval('row_version_seq')` }).where('id', '=', run.id).execute();
         return run.id;
       });
       if (runId) published(runId);
@@ -562,10 +633,9 @@ export function createRunsService(deps: RunsDeps) {
             break;
           case 'succeeded': {
             await store.setTask(trx, taskId, { state: 'done', outcome, finished: true });
-            const d = run.delivery;
-            const branch = t.branch ?? d?.branch ?? null;
-            const delivery: Delivery | null = branch || t.pull_request_url ? { branch, commit: d && d.branch === branch ? d.commit : null, pull_request: t.pull_request_url ? { url: t.pull_request_url, number: null, state: null } : (d?.pull_request ?? null) } : d;
-            await finish(trx, run, team, 'succeeded', { summary: t.summary, delivery });
+            // The delivery is what the host recorded (the gateway's pushes, the pull request the engine
+            // opened): a branch or pull request the lead only names is not believed.
+            await finish(trx, run, team, 'succeeded', { summary: t.summary, delivery: run.delivery });
             break;
           }
           case 'failed':

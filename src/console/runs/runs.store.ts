@@ -180,3 +180,38 @@ export async function pinnedVersionInSandbox(db: Q, sandboxId: string, role: str
   if (!row) return null;
   return row.agent_version ?? row.agent_versions?.[role] ?? null;
 }
+
+/** The calls of a conversation still waiting for their result (what the host saw the model request). */
+export async function openCalls(db: Q, conversation: string): Promise<Map<string, { name: string; state: 'open' | 'settled'; proposed: boolean }>> {
+  const rows = await db.selectFrom('run_calls').select(['call_id', 'name', 'state', 'proposed']).where('conversation', '=', conversation).where('state', '=', 'open').execute();
+  return new Map(rows.map((r) => [r.call_id, { name: r.name, state: r.state, proposed: r.proposed }]));
+}
+
+/** Stores what became of a conversation's calls (a model reply that names an id again opens it again). */
+export async function saveCalls(trx: Transaction<Database>, conversation: string, calls: Map<string, { name: string; state: 'open' | 'settled'; proposed: boolean }>) {
+  for (const [id, c] of calls) {
+    await trx
+      .insertInto('run_calls')
+      .values({ conversation, call_id: id, name: c.name, state: c.state, proposed: c.proposed })
+      .onConflict((oc) => oc.columns(['conversation', 'call_id']).doUpdateSet({ name: c.name, state: c.state, proposed: c.proposed }))
+      .execute();
+  }
+}
+
+/** Charges ledger lines to a task, each once ever: the cost of the lines no task had yet. */
+export async function chargeSpend(trx: Transaction<Database>, t: { run_id: string; task_id: string; sandbox_id: string }, lines: Array<{ id: string; cost_usd: number }>): Promise<number> {
+  if (!lines.length) return 0;
+  const rows = await trx
+    .insertInto('run_spend')
+    .values(lines.map((l) => ({ ledger_id: l.id, run_id: t.run_id, task_id: t.task_id, sandbox_id: t.sandbox_id, cost_usd: l.cost_usd })))
+    .onConflict((oc) => oc.column('ledger_id').doNothing())
+    .returning('cost_usd')
+    .execute();
+  return rows.reduce((n, r) => n + Number(r.cost_usd), 0);
+}
+
+/** The newest ledger line charged for a sandbox's calls ('0': none). */
+export async function spendCursor(db: Q, sandboxId: string): Promise<string> {
+  const row = await db.selectFrom('run_spend').select(sql<string | null>`max(ledger_id)`.as('last')).where('sandbox_id', '=', sandboxId).executeTakeFirst();
+  return row?.last ? String(row.last) : '0';
+}

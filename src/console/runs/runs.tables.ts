@@ -75,9 +75,29 @@ export interface RunsTables {
     iterations: Defaulted<number>;
     cost_usd: Defaulted<number>;
     outcome: JsonNull<unknown>;
+    /** The turn end the host accepted last (its seq and outcome): the only outcome the engine acts on. */
+    turn_end_seq: Defaulted<number | null>;
+    turn_end: JsonNull<unknown>;
     created_at: Timestamp;
     started_at: NullableTimestamp;
     finished_at: NullableTimestamp;
+  };
+  /** The tool calls the host saw the model request in a conversation, and whether each was answered. */
+  run_calls: {
+    conversation: string;
+    call_id: string;
+    name: string;
+    state: 'open' | 'settled';
+    proposed: Defaulted<boolean>;
+  };
+  /** Each model-proxy ledger line charged to a task, once. */
+  run_spend: {
+    ledger_id: string;
+    run_id: string;
+    task_id: string;
+    sandbox_id: string;
+    cost_usd: number;
+    at: Timestamp;
   };
   team_memory: {
     id: Generated<string>;

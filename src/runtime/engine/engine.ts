@@ -43,6 +43,12 @@ export interface EngineDeps {
   runtimeRestarts?: number;
   /** The gateway's refusals of a sandbox's requests after `afterId`, not before `since` (the gateway's record). */
   egressRefusals(sandboxId: string, afterId: string, since: Date): Promise<Array<{ id: string; role: string; method: string; host: string; rule: string; reason: string; enforced: boolean }>>;
+  /** The refs a code host accepted from a sandbox's pushes after `afterId`, not before `since` (the gateway's record): the run's delivery. */
+  gitPushes(sandboxId: string, afterId: string, since: Date): Promise<Array<{ id: string; ref: string; new_commit: string }>>;
+  /** The model proxy's ledger lines of a sandbox's calls after line `afterId`, not before `since`: what a turn costs. */
+  modelSpend(sandboxId: string, afterId: string, since: Date): Promise<Array<{ id: string; cost_usd: number }>>;
+  /** How long a turn's end waits for the model proxy to write the cost of its last calls (ms). */
+  spendWaitMs?: number;
   /** Who this worker is, for the run's lease. */
   owner: string;
   /** Seconds a run's lease lasts without renewal (renewed at a third of it). */
@@ -150,10 +156,13 @@ export function createRunEngine(deps: EngineDeps) {
     const argv = sandbox.runtimeArgv ?? deps.runtimeArgv;
     const replay = await runRuntime(sandbox, argv, { op: 'events', conversation: task.conversation, workspace: config.workspace, after: from }, signal, async (e) => void caught.push(e));
     if (replay.code !== 0) throw new RuntimeStopped(`the agent runtime could not read its journal (exit ${replay.code}): ${replay.stderr.trim().slice(-500)}`);
-    await runs.recordEvents(task.id, config.model, caught);
-    const last = caught.length ? caught[caught.length - 1].seq : from;
+    // Every event is checked on the host before it is believed (event-checks.ts); a refused one failed the run.
+    const caughtUp = await runs.recordEvents(task.id, config, caught);
+    if (caughtUp.refused) return null;
+    const last = caught.length ? caughtUp.seen : from;
     const begun = await runs.beginTurn(task.id, last, sandbox.id);
     if (!begun || begun.state !== 'running') return null;
+    const turnFrom = begun.turn_from ?? last;
     // The gateway's refusals of this task's requests become notices, once per distinct refusal.
     const since = begun.started_at ? new Date(begun.started_at) : new Date();
     let egressCursor = '0';
@@ -170,9 +179,30 @@ export function createRunEngine(deps: EngineDeps) {
       }
     };
     await postRefusals();
-    const thisTurn = caught.filter((e) => e.seq > (begun.turn_from ?? last));
-    const ended = thisTurn.find((e) => e.type === 'turn_end');
-    if (ended && ended.type === 'turn_end') return ended.outcome;
+    // What the task cost and delivered is the host's own record: the model proxy's ledger and the gateway's pushes.
+    const started = new Date(begun.started_at ?? Date.now());
+    let spendCursor = await runs.spendCursor(sandbox.id);
+    let pushCursor = '0';
+    let spendLines = 0;
+    const collect = async () => {
+      for (;;) {
+        const lines = await deps.modelSpend(sandbox.id, spendCursor, started);
+        if (!lines.length) break;
+        await runs.chargeSpend(task.id, sandbox.id, lines);
+        spendCursor = lines[lines.length - 1].id;
+        spendLines += lines.length;
+      }
+      for (;;) {
+        const pushes = await deps.gitPushes(sandbox.id, pushCursor, started);
+        if (!pushes.length) break;
+        for (const p of pushes) await runs.recordPush(task.id, p);
+        pushCursor = pushes[pushes.length - 1].id;
+      }
+    };
+    await collect();
+    const thisTurn = caught.filter((e) => e.seq > turnFrom);
+    // Only a turn end the host accepted and recorded counts (a journal rewritten after the fact changes nothing).
+    if (caughtUp.turnEnd && caughtUp.turnEnd.seq > turnFrom) return caughtUp.turnEnd.outcome;
     // Anything the runtime recorded for this turn (settled calls, its input) means it began: resume it.
     const input: AgentInput = thisTurn.length > 0 ? { kind: 'resume' } : (begun.input as AgentInput);
 
@@ -186,9 +216,20 @@ export function createRunEngine(deps: EngineDeps) {
       );
       // One look at a time: a slow database must not pile them up.
       refusals = refusals.then(postRefusals).catch((err) => logger.warn({ err, run: run.id }, 'could not read the gateway refusals of the run'));
+      refusals = refusals.then(collect).catch((err) => logger.warn({ err, run: run.id }, 'could not read the cost and pushes of the run'));
     }, pollMs);
     let outcome: TurnOutcome | null = null;
+    let refused = false;
+    let replies = 0;
     let pending: AgentEvent[] = [];
+    const record = async (batch: AgentEvent[]) => {
+      const rec = await runs.recordEvents(task.id, config, batch);
+      if (rec.refused) {
+        // The run failed saying why; the runtime is stopped and nothing more of this turn is believed.
+        refused = true;
+        stop.abort();
+      } else if (rec.turnEnd && rec.turnEnd.seq > turnFrom) outcome = rec.turnEnd.outcome;
+    };
     let result;
     try {
       const control = { cancel: stop.signal, leave: signal, graceMs: deps.stopGraceMs ?? 30_000 };
@@ -198,12 +239,13 @@ export function createRunEngine(deps: EngineDeps) {
         { op: 'turn', conversation: task.conversation, config, input },
         signal,
         async (e) => {
+          if (refused) return;
           pending.push(e);
-          if (e.type === 'turn_end') outcome = e.outcome;
+          if (e.type === 'model_reply') replies++;
           // Record before anything is published; a burst is written in one transaction.
           const batch = pending;
           pending = [];
-          await runs.recordEvents(task.id, config.model, batch);
+          await record(batch);
         },
         control,
       );
@@ -212,7 +254,15 @@ export function createRunEngine(deps: EngineDeps) {
     }
     await refusals;
     await postRefusals();
-    if (pending.length) await runs.recordEvents(task.id, config.model, pending);
+    if (pending.length && !refused) await record(pending);
+    // The proxy writes a call's cost just after its answer: the turn's end waits (bounded) for the lines of the replies it saw.
+    const deadline = Date.now() + (deps.spendWaitMs ?? 10_000);
+    for (;;) {
+      await collect();
+      if (spendLines >= replies || Date.now() >= deadline || signal.aborted) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    if (refused) return null;
     if (outcome) return outcome;
     if (stop.signal.aborted || signal.aborted) return null;
     throw new RuntimeStopped(`the agent runtime of ${task.role} stopped before its turn ended (exit ${result.code})${result.stderr.trim() ? `: ${result.stderr.trim().slice(-500)}` : ''}`);

@@ -169,13 +169,6 @@ export function postOfEvent(role: string, e: AgentEvent): PostDraft | null {
   }
 }
 
-/** A git push the agent made, read from its tool result: the delivery's branch and commit. */
-export function pushOf(e: AgentEvent): { branch: string; commit: string } | null {
-  if (e.type !== 'tool_result' || e.name !== 'git_push' || !e.ok) return null;
-  const m = /^pushed (\S+) at ([0-9a-f]{40})/.exec(e.output);
-  return m ? { branch: m[1], commit: m[2] } : null;
-}
-
 /** How a person's reply to a confirmation reads: approve or refuse, or null when it says neither. */
 export function approvalOf(text: string): boolean | null {
   const word = text.trim().toLowerCase().split(/[\s.,!:;]+/)[0] ?? '';
