@@ -124,7 +124,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
   const bwrapName = opts.bwrap ?? 'bwrap';
   let tools: { bwrap: string; ip: string; nft: string; nsenter: string; setpriv: string; mkfs: string | null; mount: string; umount: string; cgroups: CgroupVersion } | null = null;
   let warnedNoLoop = false;
-  let hardening: { bash: string; disableUserns: boolean; node: string | null; seccomp: Buffer } | null = null;
+  let hardening: { bash: string; disableUserns: boolean; tmpfsSize: boolean; node: string | null; seccomp: Buffer } | null = null;
 
   async function check() {
     const bwrap = requireProgram(bwrapName, 'bwrap');
@@ -186,7 +186,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
         await fs.rename(tmp, node);
       }
     }
-    return { bash, disableUserns, node, seccomp: sandboxFilter() };
+    return { bash, disableUserns, tmpfsSize: help.stdout.includes('--size'), node, seccomp: sandboxFilter() };
   }
 
   const dirOf = (id: string) => {
@@ -248,11 +248,12 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
   /**
    * bubblewrap's options for one process tree of a sandbox (its init, or one exec): its own user,
    * PID, IPC, UTS and cgroup namespaces (the network namespace is the sandbox's, joined before),
-   * the seccomp filter, no nested user namespaces, killed with its parent; the same mounts each time.
+   * the seccomp filter, no nested user namespaces; the same mounts each time.
    */
-  function bwrapArgs(dir: string, h: { disableUserns: boolean; node: string | null }): string[] {
+  function bwrapArgs(dir: string, h: { disableUserns: boolean; tmpfsSize: boolean; node: string | null }): string[] {
     const args = ['--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--uid', String(INSIDE_UID), '--gid', String(INSIDE_UID), '--hostname', 'sandbox', '--cap-drop', 'ALL'];
-    args.push('--die-with-parent', '--seccomp', String(SECCOMP_FD));
+    // No --die-with-parent: a sandbox's processes outlive a host process that is killed (a restart adopts them).
+    args.push('--seccomp', String(SECCOMP_FD));
     if (h.disableUserns) args.push('--disable-userns', '--assert-userns-disabled');
     args.push('--ro-bind', '/usr', '/usr');
     for (const d of ['bin', 'lib', 'lib64', 'sbin', 'lib32', 'libx32']) {
@@ -266,7 +267,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     for (const m of opts.readOnly ?? []) args.push('--ro-bind', m.source, m.target);
     if (h.node && opts.node) args.push('--ro-bind', h.node, opts.node.target);
     // /tmp is the sandbox's (shared by its execs, bounded: see mountTmp); /run is each exec's own, small.
-    args.push('--proc', '/proc', '--dev', '/dev', '--bind', path.join(dir, 'tmp'), '/tmp', '--size', String(RUN_BYTES), '--tmpfs', '/run', '--bind', path.join(dir, 'workspace'), '/workspace', '--chdir', '/workspace');
+    args.push('--proc', '/proc', '--dev', '/dev', '--bind', path.join(dir, 'tmp'), '/tmp', ...(h.tmpfsSize ? ['--size', String(RUN_BYTES)] : []), '--tmpfs', '/run', '--bind', path.join(dir, 'workspace'), '/workspace', '--chdir', '/workspace');
     return args;
   }
 
@@ -466,6 +467,8 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     // env(1) would read a first word with "=" as a variable, not as the command.
     if (req.argv[0].includes('=')) throw new SandboxError('failed', `exec: "${req.argv[0].slice(0, 100)}" is not a command name`);
     const rec = await requireRunning(id);
+    // A sandbox made before /tmp was a mount of its own (adopted after an upgrade) gets it now.
+    if (!(await mounted(tmpOf(id)))) await serial(id, () => mountTmp(id, rec.spec.memoryMib));
     const env: Record<string, string> = { PATH: DEFAULT_PATH, HOME: '/workspace', USER: 'agent', LANG: 'C.UTF-8', ...rec.spec.env, ...req.env };
     const assignments = Object.entries(env).filter(([k]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(k)).map(([k, v]) => `${k}=${v}`);
     const cwd = req.cwd ?? '/workspace';
