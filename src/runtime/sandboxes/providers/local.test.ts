@@ -368,6 +368,28 @@ describe('local provider', { skip: skip ?? false }, () => {
       assert.doesNotMatch(ps.stdout, /sleep/, 'another exec sees none of them');
     });
 
+    test('an exec ends when its command does even while another exec holds a copy of its stdout', { skip: fs.existsSync('/usr/bin/python3') ? false : 'needs /usr/bin/python3 to pass a descriptor' }, async () => {
+      // The holder: a command of another exec that receives a descriptor over a socket in /tmp and keeps it.
+      const ac = new AbortController();
+      const holder = await hardened.exec(s.id, {
+        argv: ['/usr/bin/python3', '-c', "import socket, time\ns = socket.socket(socket.AF_UNIX)\ns.bind('/tmp/hold')\ns.listen()\nc, _ = s.accept()\nmsg, fds, _, _ = socket.recv_fds(c, 10, 4)\nprint('held', len(fds), flush=True)\ntime.sleep(600)"],
+        signal: ac.signal,
+      });
+      let held = '';
+      holder.stdout.on('data', (d: Buffer) => (held += d.toString()));
+      holder.stderr.resume();
+      try {
+        assert.ok(await pollUntil(() => fs.existsSync(path.join(root, s.id, 'tmp', 'hold')), 400, 25), 'the holder listens');
+        const giver = await execText(hardened, s.id, ['/usr/bin/python3', '-c', "import socket\nc = socket.socket(socket.AF_UNIX)\nc.connect('/tmp/hold')\nsocket.send_fds(c, [b'x'], [1])\nprint('sent', flush=True)"]);
+        assert.equal(giver.code, 0, giver.stderr);
+        assert.equal(giver.stdout, 'sent\n');
+        assert.ok(await pollUntil(() => held === 'held 1\n', 400, 25), 'the other exec holds the copy of its stdout');
+      } finally {
+        ac.abort();
+        await holder.exit;
+      }
+    });
+
     test('the runtime is out of its tools\' reach: its descriptors cannot be opened, traced or taken', async () => {
       // What a tool would run against the runtime that started it ($PPID).
       const attack = [
@@ -460,6 +482,9 @@ describe('local provider', { skip: skip ?? false }, () => {
       assert.equal(hog.code, 137, 'killed by the kernel');
       assert.ok(await pollUntil(async () => (await provider.oomKills(s.id)) > before, 400, 25), 'the OOM kill is counted');
       assert.equal((await provider.status(s.id)).state, 'running', 'the sandbox is still running');
+      const rec = JSON.parse(fs.readFileSync(path.join(root, s.id, 'sandbox.json'), 'utf8')) as { pid: number };
+      assert.equal(fs.readFileSync(`/proc/${rec.pid}/oom_score_adj`, 'utf8').trim(), '0');
+      assert.equal((await execText(provider, s.id, ['/bin/cat', '/proc/self/oom_score_adj'])).stdout, '500\n', 'an exec\'s processes are picked before the init');
       assert.equal((await execText(provider, s.id, ['/bin/echo', 'ok'])).stdout, 'ok\n', 'the next exec works, /tmp still full');
 
       await provider.sleep(s.id, 'deep');

@@ -88,14 +88,20 @@ const INSIDE_UID = 1000;
 const INIT_COMMAND = ['/usr/bin/sleep', 'infinity'];
 const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin';
 /**
- * Run by bash before anything else: enters the cgroup (so no child is ever outside it), closes
- * every descriptor above CH_KEEP_FDS (whatever the service inherited from what started it), and
- * clears the environment (nothing of the host's reaches bubblewrap or the sandbox).
+ * Run by bash before anything else: closes every descriptor above CH_KEEP_FDS (whatever the
+ * service inherited from what started it), enters the cgroup (so no child is ever outside it),
+ * makes an exec's processes the kernel's first pick when memory runs out (raising needs no
+ * privilege; the init stays at 0, so a sandbox out of memory loses the process that used it, not
+ * its init), and clears the environment (nothing of the host's reaches bubblewrap or the sandbox).
+ *
+ * An exec's bubblewrap (with --die-with-parent) dies with its parent: there bash stays, outside the
+ * cgroup, as that parent, so that an exec outlives a host process that is killed, as the init does.
  */
 const ENTER_CGROUP = [
-  'for f in $CH_CGROUP_PROCS; do echo $$ > "$f" || exit 125; done',
   'for p in /proc/$$/fd/*; do n=${p##*/}; if [ "$n" -gt "$CH_KEEP_FDS" ] 2>/dev/null; then eval "exec $n>&-"; fi; done',
-  'exec /usr/bin/env -i "$@"',
+  'enter() { for f in $CH_CGROUP_PROCS; do echo $BASHPID > "$f" || exit 125; done; echo "$CH_OOM_SCORE_ADJ" > /proc/self/oom_score_adj; }',
+  'if [ "$CH_STAY" = 1 ]; then (enter; exec /usr/bin/env -i "$@"); exit $?; fi',
+  'enter; exec /usr/bin/env -i "$@"',
 ].join('\n');
 /** The descriptors bubblewrap reads: its options (so that no host path shows in a command line inside) and the seccomp filter; init adds its info descriptor. */
 const ARGS_FD = 3;
@@ -103,6 +109,8 @@ const SECCOMP_FD = 4;
 const INFO_FD = 5;
 /** After a command ends, how long its output may take to drain before its pipes are closed (a copy held elsewhere cannot keep an exec open). */
 const OUTPUT_GRACE_MS = 2000;
+/** What an exec's processes add to their OOM score (the init's stays 0). */
+const EXEC_OOM_SCORE_ADJ = 500;
 /** Host files bound read-only into the sandbox's own /etc when they exist. */
 const HOST_ETC = ['alternatives', 'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'localtime', 'ssl/openssl.cnf', 'nsswitch.conf', 'mime.types', 'gitconfig'];
 
@@ -250,10 +258,13 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
    * PID, IPC, UTS and cgroup namespaces (the network namespace is the sandbox's, joined before),
    * the seccomp filter, no nested user namespaces; the same mounts each time.
    */
-  function bwrapArgs(dir: string, h: { disableUserns: boolean; tmpfsSize: boolean; node: string | null }): string[] {
+  function bwrapArgs(dir: string, h: { disableUserns: boolean; tmpfsSize: boolean; node: string | null }, stdio: 'exec' | 'init'): string[] {
     const args = ['--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--uid', String(INSIDE_UID), '--gid', String(INSIDE_UID), '--hostname', 'sandbox', '--cap-drop', 'ALL'];
-    // No --die-with-parent: a sandbox's processes outlive a host process that is killed (a restart adopts them).
     args.push('--seccomp', String(SECCOMP_FD));
+    // An exec's PID 1 (bubblewrap's reaper) dies with the outer bubblewrap, which exits when the
+    // command does: the kernel then ends everything else in the exec's namespace. (The init must
+    // not: it would end with a killed host process, and a restart adopts running sandboxes.)
+    if (stdio === 'exec') args.push('--die-with-parent');
     if (h.disableUserns) args.push('--disable-userns', '--assert-userns-disabled');
     args.push('--ro-bind', '/usr', '/usr');
     for (const d of ['bin', 'lib', 'lib64', 'sbin', 'lib32', 'libx32']) {
@@ -288,7 +299,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
         // Detached: its own process group, which an abort kills whole.
         detached: true,
         stdio: stdio === 'init' ? ['ignore', 'ignore', 'pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'],
-        env: { PATH: DEFAULT_PATH, CH_CGROUP_PROCS: cg.procsFiles().join(' '), CH_KEEP_FDS: String(keep) },
+        env: { PATH: DEFAULT_PATH, CH_CGROUP_PROCS: cg.procsFiles().join(' '), CH_KEEP_FDS: String(keep), CH_OOM_SCORE_ADJ: stdio === 'init' ? '0' : String(EXEC_OOM_SCORE_ADJ), CH_STAY: stdio === 'init' ? '0' : '1' },
       },
     );
     const feed = (fd: number, data: Buffer) => {
@@ -297,7 +308,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
       w.on('error', () => {});
       w.end(data);
     };
-    feed(ARGS_FD, Buffer.from(bwrapArgs(dirOf(id), t).map((a) => `${a}\0`).join('')));
+    feed(ARGS_FD, Buffer.from(bwrapArgs(dirOf(id), t, stdio).map((a) => `${a}\0`).join('')));
     feed(SECCOMP_FD, t.seccomp);
     return child;
   }
@@ -342,8 +353,6 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
       }
       throw new SandboxError('failed', `sandbox ${id} did not start: ${exited ?? 'its init process never ran'}${stderr.trim() ? `: ${stderr.trim()}` : ''}`);
     }
-    // The process that marks the sandbox running is the last the kernel picks when memory runs out.
-    await fs.writeFile(`/proc/${initPid}/oom_score_adj`, '-1000').catch(() => {});
     return initPid;
   }
 
