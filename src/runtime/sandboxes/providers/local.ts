@@ -30,7 +30,9 @@
 import { spawn } from 'node:child_process';
 import { existsSync, lstatSync } from 'node:fs';
 import fs from 'node:fs/promises';
+import type { Socket } from 'node:net';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import type { Logger } from '../../../logger.ts';
 import { Cgroup, cgroupVersion, type CgroupVersion } from '../cgroups.ts';
 import { createKeyedQueue } from '../keyed-queue.ts';
@@ -107,8 +109,12 @@ const ENTER_CGROUP = [
 const ARGS_FD = 3;
 const SECCOMP_FD = 4;
 const INFO_FD = 5;
-/** After a command ends, how long its output may take to drain before its pipes are closed (a copy held elsewhere cannot keep an exec open). */
+/**
+ * After a command ends, how long its output may stay idle, and at most how long it may take to
+ * drain, before its pipes are closed (a copy held elsewhere cannot keep an exec open).
+ */
 const OUTPUT_GRACE_MS = 2000;
+const OUTPUT_CAP_MS = 30_000;
 /** What an exec's processes add to their OOM score (the init's stays 0). */
 const EXEC_OOM_SCORE_ADJ = 500;
 /** Host files bound read-only into the sandbox's own /etc when they exist. */
@@ -495,19 +501,33 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     req.signal?.addEventListener('abort', killTree, { once: true });
     const stdout = child.stdout!;
     const stderr = child.stderr!;
-    const drained = (s: NodeJS.ReadableStream & { readableEnded: boolean; destroyed: boolean }) =>
-      s.readableEnded || s.destroyed ? Promise.resolve() : new Promise<void>((r) => (s.once('end', () => r()), s.once('close', () => r())));
-    // Resolves once the command has ended and its output is read to the end, or after a short
-    // grace: a copy of its pipes held by some other process cannot keep the exec open.
+    const ended = (s: Readable) => s.readableEnded || s.destroyed;
+    /** Resolves once stdout and stderr have ended, or have been idle for the grace (or the cap is reached). */
+    const settled = () =>
+      new Promise<void>((done) => {
+        if (ended(stdout) && ended(stderr)) return done();
+        const started = Date.now();
+        const received = () => (stdout as Socket).bytesRead + (stderr as Socket).bytesRead + stdout.readableLength + stderr.readableLength;
+        let last = received();
+        let idleSince = started;
+        const timer = setInterval(() => {
+          const now = received();
+          if (now !== last) [last, idleSince] = [now, Date.now()];
+          if ((ended(stdout) && ended(stderr)) || Date.now() - idleSince >= OUTPUT_GRACE_MS || Date.now() - started >= OUTPUT_CAP_MS) {
+            clearInterval(timer);
+            done();
+          }
+        }, 50);
+      });
+    // Resolves once the command has ended and its output is read to the end: output still
+    // coming is waited for, but a copy of its pipes held by some other process cannot keep the
+    // exec open (idle for the grace, or at most the cap, and the pipes are closed).
     const exit = new Promise<number>((resolve, reject) => {
       child.on('error', (err) => reject(new SandboxError('failed', `exec in sandbox ${id} failed: ${err.message}`)));
       child.on('exit', (code, signal) => {
         req.signal?.removeEventListener('abort', killTree);
         const result = code ?? 128 + (signal ? (signalNumbers[signal] ?? 1) : 1);
-        let timer: NodeJS.Timeout | undefined;
-        const grace = new Promise<void>((r) => (timer = setTimeout(r, OUTPUT_GRACE_MS)));
-        void Promise.race([Promise.all([drained(stdout), drained(stderr)]), grace]).then(() => {
-          clearTimeout(timer);
+        void settled().then(() => {
           stdout.destroy();
           stderr.destroy();
           resolve(result);
