@@ -5,7 +5,7 @@ import { openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { startSandboxHost } from '../src/runtime/sandboxes/host.ts';
 import { captureLogger, testConfig } from './harness.ts';
-import { execText, makeTeamRows, teamDirectory } from './sandboxes.ts';
+import { makeTeamRows, teamDirectory } from './sandboxes.ts';
 
 const args = JSON.parse(process.argv[2]) as { dbUrl: string | null; schema: string | null; dataDir: string; sandboxDir: string; subnet: string };
 fs.mkdirSync(args.dataDir, { recursive: true });
@@ -19,6 +19,10 @@ const a = await host.place({ teamId: kept.teamId, role: kept.role, claimId: 'run
 const b = await host.place({ teamId: archived.teamId, role: archived.role, claimId: 'run-archived' });
 await host.ensureRunning(a.sandboxId);
 await host.ensureRunning(b.sandboxId);
-await execText({ exec: (id, req) => host.exec(id, req) }, a.sandboxId, ['/bin/sh', '-c', '(while :; do date +%s%N > /workspace/tick; sleep 0.05; done) > /dev/null 2>&1 &']);
+// A command that runs on (each exec is its own PID namespace: a background process would end with its exec).
+const loop = await host.exec(a.sandboxId, { argv: ['/bin/sh', '-c', 'while :; do date +%s%N > /workspace/tick; sleep 0.05; done'] });
+loop.stdout.resume();
+loop.stderr.resume();
+loop.stdin.end();
 process.stdout.write(`${JSON.stringify({ kept: a.sandboxId, archived: b.sandboxId, archivedTeam: archived.teamId, hostId: host.id })}\n`);
 setInterval(() => {}, 60_000);

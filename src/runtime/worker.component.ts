@@ -9,7 +9,7 @@ import { createRunEngine, PlacedElsewhere } from './engine/engine.ts';
 import { roleSetup } from './engine/role-config.ts';
 import { proposalJobHandlers } from './engine/proposals.ts';
 import { runJobHandlers } from './engine/run-job.ts';
-import { MICROVM_RUNTIME_ARGV, RUNTIME_ARGV, RUNTIME_MOUNTS } from './engine/runtime-install.ts';
+import { MICROVM_RUNTIME_ARGV, RUNTIME_ARGV, RUNTIME_MOUNTS, RUNTIME_NODE } from './engine/runtime-install.ts';
 import { prepareWorkspace } from './engine/workspace.ts';
 import { traceJobHandlers } from '../telemetry/traces.ts';
 import { jobHandlers } from './jobs.ts';
@@ -34,7 +34,7 @@ export const workerComponent: Component = {
   async start(ctx) {
     const { config, db, logger, services } = ctx;
     const caPem = await deploymentCaCertificate(db, ctx.cipher);
-    const local = config.sandboxDir ? createLocalProvider({ root: config.sandboxDir, gatewayPort: config.gatewayPort, logger, readOnly: RUNTIME_MOUNTS }) : null;
+    const local = config.sandboxDir ? createLocalProvider({ root: config.sandboxDir, gatewayPort: config.gatewayPort, logger, readOnly: RUNTIME_MOUNTS, node: RUNTIME_NODE }) : null;
     const microvm = microvmProviderFromConfig(config, { logger, metrics: ctx.metrics });
     // Without KVM a microvm runs under TCG, unless the operator chose the local provider for it.
     const microvmUsable = config.sandboxMicrovmFallback === 'local' ? await kvmUsable() : true;

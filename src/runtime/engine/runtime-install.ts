@@ -3,22 +3,23 @@ import path from 'node:path';
 
 /** Where the service's own files are: the agent runtime runs from them, read-only, inside a sandbox. */
 const ROOT = path.resolve(import.meta.dirname, '../../..');
-const NODE_DIR = path.dirname(process.execPath);
 
 /**
  * What a `local` sandbox mounts read-only to run the agent runtime: the service's `src` and
- * `node_modules` and its package.json (never the data directory, where keys live), and the
- * directory of the Node that runs the service.
+ * `node_modules` and its package.json (never the data directory, where keys live), at neutral
+ * paths (no host path shows inside).
  */
 export const RUNTIME_MOUNTS: ReadonlyArray<{ source: string; target: string }> = [
   { source: path.join(ROOT, 'src'), target: '/opt/crewhouse/src' },
   { source: path.join(ROOT, 'node_modules'), target: '/opt/crewhouse/node_modules' },
   { source: path.join(ROOT, 'package.json'), target: '/opt/crewhouse/package.json' },
-  { source: NODE_DIR, target: '/opt/crewhouse-node' },
 ];
 
+/** The Node that runs the service, which a `local` sandbox binds execute-only for the runtime (it is then out of its tools' reach). */
+export const RUNTIME_NODE = { source: process.execPath, target: '/opt/crewhouse/bin/node' } as const;
+
 /** The agent runtime's command line inside a sandbox. */
-export const RUNTIME_ARGV: readonly string[] = [`/opt/crewhouse-node/${path.basename(process.execPath)}`, '/opt/crewhouse/src/agent/main.ts'];
+export const RUNTIME_ARGV: readonly string[] = [RUNTIME_NODE.target, '/opt/crewhouse/src/agent/main.ts'];
 
 /**
  * What a microVM image carries of the agent runtime (its guest cannot mount the host's files):

@@ -140,6 +140,15 @@ export class Cgroup {
     return Number((await readOr(file, '0')).trim()) || 0;
   }
 
+  /**
+   * How many processes the kernel has killed in this cgroup for want of memory since it was made
+   * (v2: memory.events; v1: memory.oom_control); 0 when the cgroup or the counter is missing.
+   */
+  async oomKills(): Promise<number> {
+    const file = this.version === 2 ? path.join(this.dirs()[0], 'memory.events') : path.join(this.dir('memory'), 'memory.oom_control');
+    return Number(/^oom_kill (\d+)$/m.exec(await readOr(file))?.[1] ?? 0);
+  }
+
   /** Whether a process is in this cgroup (guards against a recycled pid). */
   async holds(pid: number): Promise<boolean> {
     const text = await readOr(`/proc/${pid}/cgroup`);

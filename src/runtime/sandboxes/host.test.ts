@@ -22,6 +22,7 @@ import { resourceTag } from './network.ts';
 import { SandboxError } from './provider.ts';
 import { createLocalProvider } from './providers/local.ts';
 import { createMicrovmProvider } from './providers/microvm/index.ts';
+import { pollUntil } from './system.ts';
 
 const root = path.resolve(import.meta.dirname, '../../..');
 const skip = localSkipReason();
@@ -83,7 +84,7 @@ describe('sandbox host running local sandboxes', { skip: skip ?? false }, () => 
     await t.close();
   });
 
-  test('made on first use, asleep when idle, woken by work with its processes intact, deep sleep, destroyed by the archive job', async () => {
+  test('made on first use, asleep when idle, woken by work, deep sleep, destroyed by the archive job', async () => {
     assert.deepEqual(host.providers, ['local']);
     const team = await makeTeamRows(t.db, { idleAfter: 0, deepAfter: 3600 });
     const placed = await host.place({ teamId: team.teamId, role: team.role, claimId: 'run-1' });
@@ -96,18 +97,29 @@ describe('sandbox host running local sandboxes', { skip: skip ?? false }, () => 
     assert.equal(env.stdout.split('\n')[0], `http://${placed.network.hostAddress}:${(gateway.address() as net.AddressInfo).port} /etc/ssl/certs/ca-certificates.crt`);
     assert.match(env.stdout, /BEGIN CERTIFICATE/);
     await host.copyIn(placed.sandboxId, [{ path: 'context/a.md', content: 'doc' }]);
-    await hostExec(host, placed.sandboxId, ['/bin/sh', '-c', '(while :; do date +%s%N > /workspace/tick; sleep 0.05; done) > /dev/null 2>&1 &']);
+    // A command that runs on (each exec is its own PID namespace: nothing outlives its exec).
+    const ac = new AbortController();
+    const loop = await host.exec(placed.sandboxId, { argv: ['/bin/sh', '-c', 'while :; do date +%s%N > /workspace/tick; sleep 0.05; done'], signal: ac.signal });
+    loop.stdout.resume();
+    loop.stderr.resume();
+    const tick = path.join(dir, placed.sandboxId, 'workspace', 'tick');
+    assert.ok(await pollUntil(() => fs.existsSync(tick)));
 
     const state = async () => (await t.db.selectFrom('sandboxes').select('state').where('id', '=', placed.sandboxId).executeTakeFirstOrThrow()).state;
     await host.tick();
     assert.equal(await state(), 'running', 'a claimed sandbox does not sleep');
     await host.release('run-1');
     await host.tick();
+    assert.equal(await state(), 'running', 'nor one with an exec running');
+    const before = fs.readFileSync(tick, 'utf8');
+    assert.ok(await pollUntil(() => fs.readFileSync(tick, 'utf8') !== before), 'the exec runs on');
+    ac.abort();
+    assert.equal(await loop.exit, 137);
+    await host.tick();
     assert.equal(await state(), 'sleeping');
     assert.match(metrics.render(), /crewhouse_sandboxes\{provider="local",state="sleeping"\} 1/);
 
-    const ps = await hostExec(host, placed.sandboxId, ['/bin/ps', '-eo', 'args']);
-    assert.match(ps.stdout, /date \+%s/, 'the process started before sleep runs after wake');
+    assert.equal((await hostExec(host, placed.sandboxId, ['/bin/cat', 'context/a.md'])).stdout, 'doc', 'work wakes it');
     assert.equal(await state(), 'running');
     assert.match(metrics.render(), /crewhouse_sandbox_wake_seconds_count\{from="sleeping",provider="local"\} 1/);
     assert.match(metrics.render(), /crewhouse_sandbox_cold_boot_seconds_count\{provider="local"\} 1/);
@@ -283,8 +295,9 @@ describe('sandbox host killed with SIGKILL', { skip: skip ?? false }, () => {
       assert.equal(fs.existsSync(`/run/netns/chs-${resourceTag(ready.archived)}`), false, 'nothing of the archived sandbox leaks');
       const row = await db.selectFrom('sandboxes').select(['state', 'created']).where('id', '=', ready.kept).executeTakeFirstOrThrow();
       assert.deepEqual(row, { state: 'running', created: true });
-      const ps = await hostExec(host, ready.kept, ['/bin/ps', '-eo', 'args']);
-      assert.match(ps.stdout, /date \+%s/, 'the process started under the old host still runs');
+      const tick = path.join(sandboxDir, ready.kept, 'workspace', 'tick');
+      const seen = fs.readFileSync(tick, 'utf8');
+      assert.ok(await pollUntil(() => fs.readFileSync(tick, 'utf8') !== seen), 'the process started under the old host still runs');
       const released = await db.selectFrom('sandboxes').select('released_at').where('id', '=', ready.archived).executeTakeFirstOrThrow();
       assert.ok(released.released_at);
       await host.destroy(ready.kept);

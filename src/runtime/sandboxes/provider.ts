@@ -84,6 +84,11 @@ export interface SandboxProvider {
   status(id: string): Promise<SandboxStatus>;
   /** After a host restart: the ids this provider still has resources for (to adopt or clean up). */
   list(): Promise<string[]>;
+  /**
+   * How many of the sandbox's processes the kernel has killed for want of memory, counted since
+   * its resources were made (compare before and after a turn); absent where a provider cannot tell.
+   */
+  oomKills?(id: string): Promise<number>;
 }
 
 export type SandboxErrorCode = 'unavailable' | 'not_found' | 'wrong_state' | 'image' | 'resources' | 'failed';

@@ -14,6 +14,7 @@ import { execText, localSkipReason, randomLink, sandboxId } from '../../../../te
 import { Cgroup, cgroupVersion, MAX_PROCESSES } from '../cgroups.ts';
 import { firewallExists, resourceTag } from '../network.ts';
 import { SandboxError, type SandboxSpec } from '../provider.ts';
+import { syscallNumber } from '../seccomp.ts';
 import { pollUntil } from '../system.ts';
 import { createLocalProvider } from './local.ts';
 
@@ -62,6 +63,19 @@ describe('local provider', { skip: skip ?? false }, () => {
     fs.rmSync(root, { recursive: true, force: true });
     for (const s of [gateway, other, loopback]) s.close();
   });
+
+  /** The command line of every process of a sandbox (its cgroup), read on the host. */
+  const sandboxCommands = async (id: string) => {
+    const out: string[] = [];
+    for (const pid of await new Cgroup(cgroupVersion()!, `chs-${resourceTag(id)}`).pids()) {
+      try {
+        out.push(fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim());
+      } catch {
+        // ended meanwhile
+      }
+    }
+    return out;
+  };
 
   /** Connects from inside to address:port, sends a line, prints the answer; exit 0 only when one came. */
   const tcp = (id: string, address: string, port: number) =>
@@ -137,8 +151,7 @@ describe('local provider', { skip: skip ?? false }, () => {
       long.stderr.resume();
       ac.abort();
       assert.equal(await long.exit, 137);
-      const left = await execText(provider, s.id, ['/bin/ps', '-eo', 'args']);
-      assert.doesNotMatch(left.stdout, /sleep 300/, 'the aborted command and its children are gone');
+      assert.ok(await pollUntil(async () => !(await sandboxCommands(s.id)).some((c) => c.includes('sleep 300')), 400, 25), 'the aborted command and its children are gone');
 
       await provider.copyIn(s.id, [{ path: 'context/notes.md', content: 'read me', mode: 0o444 }]);
       const copied = await execText(provider, s.id, ['/bin/sh', '-c', 'cat context/notes.md; stat -c %a context/notes.md']);
@@ -158,9 +171,11 @@ describe('local provider', { skip: skip ?? false }, () => {
     const s = spec();
     await provider.create(s);
     try {
-      const bg = await execText(provider, s.id, ['/bin/sh', '-c', '(while :; do date +%s%N > /workspace/tick; sleep 0.05; done) > /dev/null 2>&1 & echo $!']);
-      const pid = bg.stdout.trim();
-      assert.match(pid, /^\d+$/);
+      const bg = await provider.exec(s.id, { argv: ['/bin/sh', '-c', 'while :; do date +%s%N > /workspace/tick; sleep 0.05; done'] });
+      bg.stdout.resume();
+      bg.stderr.resume();
+      let bgExit: number | null = null;
+      void bg.exit.then((c) => (bgExit = c));
       const tick = path.join(root, s.id, 'workspace', 'tick');
       assert.ok(await pollUntil(() => fs.existsSync(tick)));
 
@@ -176,7 +191,7 @@ describe('local provider', { skip: skip ?? false }, () => {
       assert.equal(woke.state, 'running');
       assert.equal(woke.coldBooted, false);
       assert.ok(await pollUntil(() => fs.readFileSync(tick, 'utf8') !== frozenAt), 'the loop runs again after wake');
-      assert.equal((await execText(provider, s.id, ['/bin/kill', '-0', pid])).code, 0, 'the same process');
+      assert.equal(bgExit, null, 'the same process');
       await assert.rejects(provider.wake(s.id), (e: SandboxError) => e.code === 'wrong_state');
 
       await execText(provider, s.id, ['/bin/sh', '-c', 'echo kept > /workspace/kept']);
@@ -185,7 +200,8 @@ describe('local provider', { skip: skip ?? false }, () => {
       const cold = await provider.wake(s.id);
       assert.equal(cold.coldBooted, true);
       assert.equal((await execText(provider, s.id, ['/bin/cat', '/workspace/kept'])).stdout, 'kept\n');
-      assert.doesNotMatch((await execText(provider, s.id, ['/bin/ps', '-eo', 'args'])).stdout, /date \+%s/, 'processes did not survive deep sleep');
+      assert.notEqual(bgExit, null, 'the command running before the deep sleep ended');
+      assert.equal((await sandboxCommands(s.id)).some((c) => c.includes('date +%s')), false, 'processes did not survive deep sleep');
     } finally {
       await provider.destroy(s.id);
     }
@@ -284,6 +300,200 @@ describe('local provider', { skip: skip ?? false }, () => {
       await provider.destroy(s.id);
     }
     assert.equal(fs.existsSync(image), false, 'destroy removes the volume');
+  });
+
+  describe('its edge', () => {
+    // As the worker makes it: the runtime's sources at a neutral path, Node execute-only.
+    const checkout = path.resolve(import.meta.dirname, '../../../..');
+    const NODE = '/opt/crewhouse/bin/node';
+    let hardened: ReturnType<typeof createLocalProvider>;
+    let s: SandboxSpec;
+    const nr = (call: string) => syscallNumber(process.arch === 'arm64' ? 'aarch64' : 'x86_64', call);
+    /** A perl line that prints "<label>=<errno, or ok>" for a system call. */
+    const perlCall = (label: string, call: string, ...args: Array<number | string>) => `print "${label}=", (syscall(${[nr(call), ...args].join(', ')}) < 0 ? $!+0 : "ok"), "\n";`;
+
+    before(async () => {
+      hardened = createLocalProvider({ root, gatewayPort, readOnly: [{ source: path.join(checkout, 'src'), target: '/opt/crewhouse/src' }], node: { source: process.execPath, target: NODE } });
+      s = spec();
+      await hardened.create(s);
+    });
+    after(async () => {
+      await hardened.destroy(s.id);
+    });
+
+    test('an exec runs under the seccomp filter with no_new_privs and cannot make namespaces; ordinary work still runs', async () => {
+      const status = await execText(hardened, s.id, ['/bin/cat', '/proc/self/status']);
+      assert.match(status.stdout, /^Seccomp:\s+2$/m);
+      assert.match(status.stdout, /^NoNewPrivs:\s+1$/m);
+      for (const argv of [['/usr/bin/unshare', '-Ur', 'true'], ['/usr/bin/unshare', '-Urn', 'true'], ['/usr/bin/unshare', '-n', 'true'], ['/usr/bin/unshare', '-m', 'true']]) {
+        const r = await execText(hardened, s.id, argv);
+        assert.notEqual(r.code, 0, `${argv.join(' ')} fails`);
+      }
+      // Straight at the kernel: each refused call answers its errno (38 ENOSYS, 1 EPERM).
+      const calls = [
+        perlCall('io_uring_setup', 'io_uring_setup', 1, 0),
+        perlCall('bpf', 'bpf', 0, 0, 0),
+        perlCall('keyctl', 'keyctl', 0, -3, 0),
+        perlCall('perf_event_open', 'perf_event_open', 0, 0, -1, -1, 0),
+        perlCall('ptrace', 'ptrace', 0, 0, 0, 0),
+        perlCall('kcmp', 'kcmp', '$$', '$$', 0, 0, 0),
+        perlCall('userfaultfd', 'userfaultfd', 0),
+        perlCall('setns', 'setns', 0, 0),
+        perlCall('clone3', 'clone3', 0, 0),
+      ].join(' ');
+      const perl = await execText(hardened, s.id, ['/usr/bin/perl', '-e', calls]);
+      assert.equal(perl.code, 0, perl.stderr);
+      assert.deepEqual(Object.fromEntries(perl.stdout.trim().split('\n').map((l) => l.split('='))), {
+        io_uring_setup: '38', bpf: '1', keyctl: '1', perf_event_open: '1', ptrace: '1', kcmp: '1', userfaultfd: '1', setns: '1', clone3: '38',
+      });
+
+      const work = await execText(hardened, s.id, ['/bin/sh', '-c', `set -e; git init -q repo; cd repo; echo hi > f; git add f; git -c user.email=a@b -c user.name=a commit -q -m one; git log --oneline | wc -l; ${NODE} -e "const c = require('node:child_process'); console.log(c.execFileSync('/bin/sh', ['-c', 'echo from-node | tr a-z A-Z']).toString().trim())"`]);
+      assert.equal(work.code, 0, work.stderr);
+      assert.equal(work.stdout, '1\nFROM-NODE\n');
+    });
+
+    test('each exec is its own PID namespace: what a command leaves behind ends with it, and exit never waits on a copy of its pipes', async () => {
+      const daemon = await execText(hardened, s.id, ['/bin/sh', '-c', 'setsid sh -c "sleep 1000 &"; (sleep 1001 > /dev/null 2>&1 &); echo started']);
+      assert.equal(daemon.code, 0, daemon.stderr);
+      assert.equal(daemon.stdout, 'started\n');
+      assert.ok(await pollUntil(async () => !(await sandboxCommands(s.id)).some((c) => /sleep 100[01]/.test(c)), 400, 25), 'the setsid leftovers are gone');
+
+      // A background child holds stdout: the exec still ends when its command does.
+      const held = await execText(hardened, s.id, ['/bin/sh', '-c', 'sleep 1002 & echo hi; exit 3']);
+      assert.equal(held.code, 3);
+      assert.equal(held.stdout, 'hi\n');
+      assert.equal((await sandboxCommands(s.id)).some((c) => c.includes('sleep 1002')), false);
+
+      const ps = await execText(hardened, s.id, ['/bin/ps', '-eo', 'pid,args']);
+      assert.doesNotMatch(ps.stdout, /sleep/, 'another exec sees none of them');
+    });
+
+    test('an exec ends when its command does even while another exec holds a copy of its stdout', { skip: fs.existsSync('/usr/bin/python3') ? false : 'needs /usr/bin/python3 to pass a descriptor' }, async () => {
+      // The holder: a command of another exec that receives a descriptor over a socket in /tmp and keeps it.
+      const ac = new AbortController();
+      const holder = await hardened.exec(s.id, {
+        argv: ['/usr/bin/python3', '-c', "import socket, time\ns = socket.socket(socket.AF_UNIX)\ns.bind('/tmp/hold')\ns.listen()\nc, _ = s.accept()\nmsg, fds, _, _ = socket.recv_fds(c, 10, 4)\nprint('held', len(fds), flush=True)\ntime.sleep(600)"],
+        signal: ac.signal,
+      });
+      let held = '';
+      holder.stdout.on('data', (d: Buffer) => (held += d.toString()));
+      holder.stderr.resume();
+      try {
+        assert.ok(await pollUntil(() => fs.existsSync(path.join(root, s.id, 'tmp', 'hold')), 400, 25), 'the holder listens');
+        const giver = await execText(hardened, s.id, ['/usr/bin/python3', '-c', "import socket\nc = socket.socket(socket.AF_UNIX)\nc.connect('/tmp/hold')\nsocket.send_fds(c, [b'x'], [1])\nprint('sent', flush=True)"]);
+        assert.equal(giver.code, 0, giver.stderr);
+        assert.equal(giver.stdout, 'sent\n');
+        assert.ok(await pollUntil(() => held === 'held 1\n', 400, 25), 'the other exec holds the copy of its stdout');
+      } finally {
+        ac.abort();
+        await holder.exit;
+      }
+    });
+
+    test('the runtime is out of its tools\' reach: its descriptors cannot be opened, traced or taken', async () => {
+      // What a tool would run against the runtime that started it ($PPID).
+      const attack = [
+        'readlink /proc/$PPID/fd/1 && echo fd-visible',
+        'echo FORGED > /proc/$PPID/fd/1 && echo opened',
+        'cat /proc/$PPID/environ > /dev/null && echo environ-read',
+        `perl -e '${['my $p = getppid();', perlCall('ptrace_attach', 'ptrace', 16, '$p', 0, 0), 'my $fd = syscall(' + nr('pidfd_open') + ', $p, 0);', 'print "pidfd_getfd=", (syscall(' + nr('pidfd_getfd') + ', $fd, 1, 0) < 0 ? $!+0 : "ok"), "\\n";'].join(' ')}'`,
+      ].join('; ');
+      const viaRuntime = await execText(hardened, s.id, [NODE, '-e', `const r = require('node:child_process').spawnSync('/bin/sh', ['-c', process.argv[1]], { encoding: 'utf8' }); process.stderr.write(r.stdout + r.stderr);`, attack]);
+      assert.equal(viaRuntime.code, 0, viaRuntime.stderr);
+      assert.doesNotMatch(viaRuntime.stdout, /FORGED/, 'nothing reached the runtime\'s stdout');
+      assert.doesNotMatch(viaRuntime.stderr, /fd-visible|opened|environ-read/);
+      assert.match(viaRuntime.stderr, /Permission denied/);
+      assert.match(viaRuntime.stderr, /ptrace_attach=1\n/);
+      assert.match(viaRuntime.stderr, /pidfd_getfd=1\n/);
+
+      // The same look at a process that is not the runtime (a readable binary) does reach its descriptors.
+      const viaShell = await execText(hardened, s.id, ['/bin/sh', '-c', `/bin/sh -c 'readlink /proc/$PPID/fd/1 && echo fd-visible'; true`]);
+      assert.match(viaShell.stdout, /fd-visible/, 'the attack itself works: only the runtime is protected');
+    });
+
+    test('only stdin, stdout and stderr reach a sandbox, whatever the service inherited; no host path shows in any command line or environment', async () => {
+      // A service started with an extra descriptor (fd 251, a pipe's write end) runs an exec.
+      const child = spawn(
+        process.execPath,
+        [
+          '--input-type=module',
+          '-e',
+          `import fs from 'node:fs';
+           import { createLocalProvider } from ${JSON.stringify(path.join(import.meta.dirname, 'local.ts'))};
+           import { execText } from ${JSON.stringify(path.join(checkout, 'test/sandboxes.ts'))};
+           const [root, port, id] = process.argv.slice(1);
+           const held = fs.readlinkSync('/proc/self/fd/251');
+           const r = await execText(createLocalProvider({ root, gatewayPort: Number(port) }), id, ['/bin/sh', '-c', 'ls /proc/$$/fd']);
+           process.stdout.write(JSON.stringify({ held, ...r }));`,
+          root,
+          String(gatewayPort),
+          s.id,
+        ],
+        { stdio: ['ignore', 'pipe', 'inherit', ...Array<'ignore'>(248).fill('ignore'), 'pipe'] },
+      );
+      let out = '';
+      child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+      const code = await new Promise((r) => child.on('exit', r));
+      assert.equal(code, 0);
+      const inside = JSON.parse(out) as { held: string; code: number; stdout: string; stderr: string };
+      assert.match(inside.held, /^(pipe|socket):/, 'the service held an inherited descriptor at 251');
+      assert.equal(inside.code, 0, inside.stderr);
+      assert.deepEqual(inside.stdout.trim().split('\n'), ['0', '1', '2'], 'a sandbox process holds only 0, 1 and 2');
+
+      // Every process of the sandbox (init, its reaper, an exec running now), read on the host.
+      const ac = new AbortController();
+      const running = await hardened.exec(s.id, { argv: [NODE, '-e', 'setTimeout(() => {}, 60000)'], signal: ac.signal });
+      running.stdout.resume();
+      running.stderr.resume();
+      try {
+        const cg = new Cgroup(cgroupVersion()!, `chs-${resourceTag(s.id)}`);
+        assert.ok(await pollUntil(async () => (await sandboxCommands(s.id)).some((c) => c.startsWith(NODE)), 400, 25), 'the runtime-like process runs');
+        const pids = await cg.pids();
+        assert.ok(pids.length >= 4);
+        for (const pid of pids) {
+          for (const what of ['cmdline', 'environ']) {
+            const text = fs.readFileSync(`/proc/${pid}/${what}`, 'utf8').replaceAll('\0', ' ');
+            assert.equal(text.includes(checkout), false, `process ${pid}'s ${what} shows the checkout: ${text}`);
+            assert.equal(text.includes(root), false, `process ${pid}'s ${what} shows the sandbox directory: ${text}`);
+            assert.equal(text.includes('CH_CGROUP_PROCS'), false, `process ${pid}'s ${what}: ${text}`);
+          }
+        }
+      } finally {
+        ac.abort();
+        assert.equal(await running.exit, 137);
+      }
+    });
+  });
+
+  test('/tmp is bounded and shared by the execs; a process killed for memory is counted, and the next exec works', async () => {
+    const s = spec({ memoryMib: 256 });
+    await provider.create(s);
+    try {
+      const df = await execText(provider, s.id, ['/bin/df', '-B1', '--output=size', '/tmp']);
+      assert.equal(Number(df.stdout.trim().split('\n').pop()), 64 * 2 ** 20, 'a quarter of the memory');
+      assert.equal((await execText(provider, s.id, ['/bin/sh', '-c', 'echo shared > /tmp/note'])).code, 0);
+      assert.equal((await execText(provider, s.id, ['/bin/cat', '/tmp/note'])).stdout, 'shared\n', 'the next exec sees the same /tmp');
+      const fill = await execText(provider, s.id, ['/bin/dd', 'if=/dev/zero', 'of=/tmp/fill', 'bs=1M', 'count=200']);
+      assert.notEqual(fill.code, 0);
+      assert.match(fill.stderr, /No space left on device/);
+
+      const before = await provider.oomKills(s.id);
+      const hog = await execText(provider, s.id, ['/usr/bin/perl', '-e', '$x = "a" x (400 * 1024 * 1024); print length $x']);
+      assert.equal(hog.code, 137, 'killed by the kernel');
+      assert.ok(await pollUntil(async () => (await provider.oomKills(s.id)) > before, 400, 25), 'the OOM kill is counted');
+      assert.equal((await provider.status(s.id)).state, 'running', 'the sandbox is still running');
+      const rec = JSON.parse(fs.readFileSync(path.join(root, s.id, 'sandbox.json'), 'utf8')) as { pid: number };
+      assert.equal(fs.readFileSync(`/proc/${rec.pid}/oom_score_adj`, 'utf8').trim(), '0');
+      assert.equal((await execText(provider, s.id, ['/bin/cat', '/proc/self/oom_score_adj'])).stdout, '500\n', 'an exec\'s processes are picked before the init');
+      assert.equal((await execText(provider, s.id, ['/bin/echo', 'ok'])).stdout, 'ok\n', 'the next exec works, /tmp still full');
+
+      await provider.sleep(s.id, 'deep');
+      await provider.wake(s.id);
+      assert.notEqual((await execText(provider, s.id, ['/bin/cat', '/tmp/note'])).code, 0, '/tmp is empty after a deep sleep');
+      assert.equal(await provider.oomKills('lp-nonexistent-x').catch(() => 0), 0);
+    } finally {
+      await provider.destroy(s.id);
+    }
   });
 
   test('without loop devices /workspace is a plain directory, said once in the log', async () => {

@@ -16,14 +16,23 @@
  * again wherever it is missing (a host that rebooted). A host without loop devices falls back to
  * a plain directory with no size limit, says so once in the log, and records it per sandbox. Processes run as uid/gid 1000 inside, an unprivileged host uid outside.
  *
- * States: running (an init process holds the namespaces; exec joins them with nsenter);
- * sleeping (the cgroup is frozen: memory stays, nothing runs); deep_sleep (every process is
- * gone, /workspace and the link stay); wake thaws, or starts a new init after a deep sleep.
+ * Every process tree of a sandbox (its init, and each exec) is its own bubblewrap: joined to the
+ * sandbox's network namespace and cgroup, with the same mounts, in a PID namespace of its own
+ * (when an exec's command ends the kernel ends everything it started), under a seccomp filter
+ * (seccomp.ts) with no_new_privs and no nested user namespaces, with only the descriptors it
+ * needs and an empty environment. /tmp is a tmpfs of a quarter of the sandbox's memory, shared
+ * by its execs. docs/sandboxes-security.md says what is allowed and denied, and why.
+ *
+ * States: running (an init process marks it, in the cgroup); sleeping (the cgroup is frozen:
+ * memory stays, nothing runs); deep_sleep (every process is gone, /tmp with them; /workspace
+ * and the link stay); wake thaws, or starts a new init after a deep sleep.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, lstatSync } from 'node:fs';
 import fs from 'node:fs/promises';
+import type { Socket } from 'node:net';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import type { Logger } from '../../../logger.ts';
 import { Cgroup, cgroupVersion, type CgroupVersion } from '../cgroups.ts';
 import { createKeyedQueue } from '../keyed-queue.ts';
@@ -38,6 +47,7 @@ import {
   type SandboxState,
   type SandboxStatus,
 } from '../provider.ts';
+import { sandboxFilter } from '../seccomp.ts';
 import { pollUntil, requireProgram, run } from '../system.ts';
 
 export interface LocalProviderOptions {
@@ -49,8 +59,14 @@ export interface LocalProviderOptions {
   bwrap?: string;
   /** The host uid and gid sandbox processes run as (mapped to 1000 inside). */
   hostUid?: number;
-  /** Host paths bound read-only into every sandbox (the agent runtime and the Node that runs it); never a secret. */
+  /** Host paths bound read-only into every sandbox (the agent runtime); never a secret. */
   readOnly?: ReadonlyArray<{ source: string; target: string }>;
+  /**
+   * The Node binary the agent runtime runs with, bound at `target` from a copy the sandbox user
+   * may execute but not read: the kernel makes a process that runs it non-dumpable, so the
+   * agent's tools (the same uid) cannot ptrace the runtime or open its descriptors.
+   */
+  node?: { source: string; target: string };
   logger?: Logger;
   /** The loop control device; where it is missing, /workspace is a plain directory without a size limit. */
   loopControl?: string;
@@ -67,26 +83,62 @@ interface SandboxRecord {
 }
 
 const ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+/** Where the provider keeps what it shares between sandboxes (the execute-only Node); not a sandbox id. */
+const SHARED_DIR = '.shared';
 const INSIDE_UID = 1000;
 /** What holds a running sandbox's namespaces open. */
 const INIT_COMMAND = ['/usr/bin/sleep', 'infinity'];
 const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin';
-/** Enters the cgroup before anything else runs, so no child is ever outside it. */
-const ENTER_CGROUP = 'for f in $CH_CGROUP_PROCS; do echo $$ > "$f" || exit 125; done; exec "$@"';
+/**
+ * Run by bash before anything else: closes every descriptor above CH_KEEP_FDS (whatever the
+ * service inherited from what started it), enters the cgroup (so no child is ever outside it),
+ * makes an exec's processes the kernel's first pick when memory runs out (raising needs no
+ * privilege; the init stays at 0, so a sandbox out of memory loses the process that used it, not
+ * its init), and clears the environment (nothing of the host's reaches bubblewrap or the sandbox).
+ *
+ * An exec's bubblewrap (with --die-with-parent) dies with its parent: there bash stays, outside the
+ * cgroup, as that parent, so that an exec outlives a host process that is killed, as the init does.
+ */
+const ENTER_CGROUP = [
+  'for p in /proc/$$/fd/*; do n=${p##*/}; if [ "$n" -gt "$CH_KEEP_FDS" ] 2>/dev/null; then eval "exec $n>&-"; fi; done',
+  'enter() { for f in $CH_CGROUP_PROCS; do echo $BASHPID > "$f" || exit 125; done; echo "$CH_OOM_SCORE_ADJ" > /proc/self/oom_score_adj; }',
+  'if [ "$CH_STAY" = 1 ]; then (enter; exec /usr/bin/env -i "$@"); exit $?; fi',
+  'enter; exec /usr/bin/env -i "$@"',
+].join('\n');
+/** The descriptors bubblewrap reads: its options (so that no host path shows in a command line inside) and the seccomp filter; init adds its info descriptor. */
+const ARGS_FD = 3;
+const SECCOMP_FD = 4;
+const INFO_FD = 5;
+/**
+ * After a command ends, how long its output may stay idle, and at most how long it may take to
+ * drain, before its pipes are closed (a copy held elsewhere cannot keep an exec open).
+ */
+const OUTPUT_GRACE_MS = 2000;
+const OUTPUT_CAP_MS = 30_000;
+/** What an exec's processes add to their OOM score (the init's stays 0). */
+const EXEC_OOM_SCORE_ADJ = 500;
 /** Host files bound read-only into the sandbox's own /etc when they exist. */
 const HOST_ETC = ['alternatives', 'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'localtime', 'ssl/openssl.cnf', 'nsswitch.conf', 'mime.types', 'gitconfig'];
+
+/** /run, each exec's own scratch tmpfs. */
+const RUN_BYTES = 16 * 1024 * 1024;
+/** /tmp: a quarter of the sandbox's memory (its pages count against it), within these bounds. */
+const TMP_MIN_MIB = 16;
+const TMP_MAX_MIB = 2048;
+export const tmpSizeMib = (memoryMib: number) => Math.min(TMP_MAX_MIB, Math.max(TMP_MIN_MIB, Math.floor(memoryMib / 4)));
 
 /** The smallest volume made (ext4 with a journal needs a few MiB to be worth mounting). */
 const MIN_VOLUME_MIB = 16;
 
 const signalNumbers: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGABRT: 6, SIGKILL: 9, SIGSEGV: 11, SIGPIPE: 13, SIGALRM: 14, SIGTERM: 15 };
 
-export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider & { memoryBytes(id: string): Promise<number> } {
+export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider & { memoryBytes(id: string): Promise<number>; oomKills(id: string): Promise<number> } {
   const root = opts.root;
   const hostUid = opts.hostUid ?? 2_000_000;
   const bwrapName = opts.bwrap ?? 'bwrap';
   let tools: { bwrap: string; ip: string; nft: string; nsenter: string; setpriv: string; mkfs: string | null; mount: string; umount: string; cgroups: CgroupVersion } | null = null;
   let warnedNoLoop = false;
+  let hardening: { bash: string; disableUserns: boolean; tmpfsSize: boolean; node: string | null; seccomp: Buffer } | null = null;
 
   async function check() {
     const bwrap = requireProgram(bwrapName, 'bwrap');
@@ -116,7 +168,39 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
   }
   async function ready() {
     if (!tools) await check();
-    return tools!;
+    if (!hardening) hardening = await prepareHardening();
+    return { ...tools!, ...hardening };
+  }
+
+  /**
+   * What every sandbox process runs under, found or made once: the seccomp filter, whether this
+   * bubblewrap can disable nested user namespaces, bash (to close inherited descriptors), and
+   * the execute-only copy of the runtime's Node.
+   */
+  async function prepareHardening() {
+    const bash = requireProgram('bash');
+    const help = await run(tools!.bwrap, ['--help'], { allowFail: true });
+    const disableUserns = help.stdout.includes('--disable-userns');
+    if (!disableUserns) opts.logger?.warn('this bubblewrap cannot disable nested user namespaces (--disable-userns needs bubblewrap 0.8): the seccomp filter alone refuses them');
+    let node: string | null = null;
+    if (opts.node) {
+      const shared = path.join(root, SHARED_DIR);
+      await fs.mkdir(shared, { recursive: true, mode: 0o711 });
+      await fs.chmod(shared, 0o711);
+      node = path.join(shared, 'node');
+      const src = await fs.stat(opts.node.source);
+      const have = await fs.stat(node).catch(() => null);
+      // Owned by root, execute-only for everyone else: the sandbox user can run it, never read it.
+      if (!have || have.size !== src.size || have.mtimeMs !== src.mtimeMs || (have.mode & 0o777) !== 0o711 || have.uid !== 0) {
+        const tmp = `${node}.${process.pid}.${Date.now()}`;
+        await fs.copyFile(opts.node.source, tmp);
+        await fs.chown(tmp, 0, 0);
+        await fs.chmod(tmp, 0o711);
+        await fs.utimes(tmp, src.atime, src.mtime);
+        await fs.rename(tmp, node);
+      }
+    }
+    return { bash, disableUserns, tmpfsSize: help.stdout.includes('--size'), node, seccomp: sandboxFilter() };
   }
 
   const dirOf = (id: string) => {
@@ -175,8 +259,19 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     }
   }
 
-  function bwrapArgs(dir: string): string[] {
+  /**
+   * bubblewrap's options for one process tree of a sandbox (its init, or one exec): its own user,
+   * PID, IPC, UTS and cgroup namespaces (the network namespace is the sandbox's, joined before),
+   * the seccomp filter, no nested user namespaces; the same mounts each time.
+   */
+  function bwrapArgs(dir: string, h: { disableUserns: boolean; tmpfsSize: boolean; node: string | null }, stdio: 'exec' | 'init'): string[] {
     const args = ['--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--uid', String(INSIDE_UID), '--gid', String(INSIDE_UID), '--hostname', 'sandbox', '--cap-drop', 'ALL'];
+    args.push('--seccomp', String(SECCOMP_FD));
+    // An exec's PID 1 (bubblewrap's reaper) dies with the outer bubblewrap, which exits when the
+    // command does: the kernel then ends everything else in the exec's namespace. (The init must
+    // not: it would end with a killed host process, and a restart adopts running sandboxes.)
+    if (stdio === 'exec') args.push('--die-with-parent');
+    if (h.disableUserns) args.push('--disable-userns', '--assert-userns-disabled');
     args.push('--ro-bind', '/usr', '/usr');
     for (const d of ['bin', 'lib', 'lib64', 'sbin', 'lib32', 'libx32']) {
       const host = `/${d}`;
@@ -187,26 +282,52 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     args.push('--ro-bind', path.join(dir, 'etc'), '/etc');
     for (const f of HOST_ETC) if (existsSync(path.join('/etc', f))) args.push('--ro-bind', path.join('/etc', f), path.join('/etc', f));
     for (const m of opts.readOnly ?? []) args.push('--ro-bind', m.source, m.target);
-    args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--tmpfs', '/run', '--bind', path.join(dir, 'workspace'), '/workspace', '--chdir', '/workspace');
+    if (h.node && opts.node) args.push('--ro-bind', h.node, opts.node.target);
+    // /tmp is the sandbox's (shared by its execs, bounded: see mountTmp); /run is each exec's own, small.
+    args.push('--proc', '/proc', '--dev', '/dev', '--bind', path.join(dir, 'tmp'), '/tmp', ...(h.tmpfsSize ? ['--size', String(RUN_BYTES)] : []), '--tmpfs', '/run', '--bind', path.join(dir, 'workspace'), '/workspace', '--chdir', '/workspace');
     return args;
+  }
+
+  /**
+   * Starts one process tree of a sandbox: bash enters the cgroup, drops inherited descriptors
+   * and the environment, `ip netns exec` joins the network namespace, setpriv becomes the
+   * sandbox's host uid, and bubblewrap reads its options and the filter from descriptors.
+   */
+  async function spawnSandboxed(id: string, command: string[], stdio: 'exec' | 'init') {
+    const t = await ready();
+    const n = names(id);
+    const cg = await cgroupOf(id);
+    const keep = stdio === 'init' ? INFO_FD : SECCOMP_FD;
+    const child = spawn(
+      t.bash,
+      ['--norc', '--noprofile', '-c', ENTER_CGROUP, 'bash', t.ip, 'netns', 'exec', n.netns, t.setpriv, `--reuid=${hostUid}`, `--regid=${hostUid}`, '--clear-groups', t.bwrap, '--args', String(ARGS_FD), ...(stdio === 'init' ? ['--info-fd', String(INFO_FD)] : []), '--', ...command],
+      {
+        // Detached: its own process group, which an abort kills whole.
+        detached: true,
+        stdio: stdio === 'init' ? ['ignore', 'ignore', 'pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'],
+        env: { PATH: DEFAULT_PATH, CH_CGROUP_PROCS: cg.procsFiles().join(' '), CH_KEEP_FDS: String(keep), CH_OOM_SCORE_ADJ: stdio === 'init' ? '0' : String(EXEC_OOM_SCORE_ADJ), CH_STAY: stdio === 'init' ? '0' : '1' },
+      },
+    );
+    const feed = (fd: number, data: Buffer) => {
+      const w = (child.stdio as unknown[])[fd] as NodeJS.WritableStream & { on(e: 'error', f: () => void): void };
+      // A bubblewrap that failed before reading must not crash the host with EPIPE.
+      w.on('error', () => {});
+      w.end(data);
+    };
+    feed(ARGS_FD, Buffer.from(bwrapArgs(dirOf(id), t, stdio).map((a) => `${a}\0`).join('')));
+    feed(SECCOMP_FD, t.seccomp);
+    return child;
   }
 
   /** Starts the init process under bubblewrap inside the namespace and cgroup; resolves with its host pid. */
   async function startInit(id: string): Promise<number> {
-    const t = await ready();
-    const n = names(id);
-    const cg = await cgroupOf(id);
-    const child = spawn(
-      '/bin/sh',
-      ['-c', ENTER_CGROUP, 'sh', t.ip, 'netns', 'exec', n.netns, t.setpriv, `--reuid=${hostUid}`, `--regid=${hostUid}`, '--clear-groups', t.bwrap, ...bwrapArgs(dirOf(id)), '--info-fd', '3', '--', ...INIT_COMMAND],
-      // Detached with no stdio of ours: the sandbox outlives a host process that is killed.
-      { detached: true, stdio: ['ignore', 'ignore', 'pipe', 'pipe'], env: { PATH: DEFAULT_PATH, CH_CGROUP_PROCS: cg.procsFiles().join(' ') } },
-    );
+    // Detached with no stdio of ours: the sandbox outlives a host process that is killed.
+    const child = await spawnSandboxed(id, INIT_COMMAND, 'init');
     let stderr = '';
     let info = '';
     let exited: string | null = null;
     child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
-    const infoStream = child.stdio[3] as NodeJS.ReadableStream;
+    const infoStream = (child.stdio as unknown[])[INFO_FD] as NodeJS.ReadableStream;
     infoStream.on('data', (d: Buffer) => (info += d.toString()));
     child.on('exit', (code, signal) => (exited = `bubblewrap exited (${signal ?? code})`));
     child.on('error', (err) => (exited = err.message));
@@ -294,11 +415,35 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     if (r.code !== 0) await run(t.umount, ['-l', target]);
   }
 
+  const tmpOf = (id: string) => path.join(dirOf(id), 'tmp');
+
+  /**
+   * The sandbox's /tmp: a tmpfs of a quarter of its memory, mounted on the host and bound into
+   * every exec (so they share it). Its pages count against the sandbox's memory, but it can
+   * never take all of it: a full /tmp is ENOSPC inside, not an OOM kill of the runtime.
+   */
+  async function mountTmp(id: string, memoryMib: number) {
+    const t = await ready();
+    const target = tmpOf(id);
+    if (await mounted(target)) return;
+    await fs.mkdir(target, { recursive: true });
+    await run(t.mount, ['-t', 'tmpfs', '-o', `size=${tmpSizeMib(memoryMib)}m,mode=1777,nosuid,nodev`, 'tmpfs', target]);
+  }
+
+  async function unmountTmp(id: string) {
+    const t = await ready();
+    const target = tmpOf(id);
+    if (!(await mounted(target))) return;
+    const r = await run(t.umount, [target], { allowFail: true });
+    if (r.code !== 0) await run(t.umount, ['-l', target]);
+  }
+
   /** Everything a sandbox holds on the host besides its directory, made (again) where missing. */
   async function ensureHostSide(id: string, spec: SandboxRecord['spec'], disk: SandboxRecord['disk']) {
     const t = await ready();
     const n = names(id);
     if (disk === 'volume') await mountVolume(id);
+    await mountTmp(id, spec.memoryMib);
     await ensureVethNamespace(t.ip, n.netns, n.peer, spec.network);
     await ensureFirewall(t.nft, spec.network, opts.gatewayPort);
     await (await cgroupOf(id)).ensure({ vcpus: spec.vcpus, memoryMib: spec.memoryMib });
@@ -318,6 +463,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     };
     await step('processes', async () => (await cgroupOf(id)).remove());
     await step('disk', () => unmountVolume(id));
+    await step('tmp', () => unmountTmp(id));
     await step('network', () => removeVethNamespace(t.ip, n.netns, network?.hostInterface ?? `chv${resourceTag(id)}`));
     if (network) await step('firewall', () => removeFirewall(t.nft, network.hostInterface));
     if (!keepDir) await step('files', () => fs.rm(dirOf(id), { recursive: true, force: true }));
@@ -336,16 +482,14 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     // env(1) would read a first word with "=" as a variable, not as the command.
     if (req.argv[0].includes('=')) throw new SandboxError('failed', `exec: "${req.argv[0].slice(0, 100)}" is not a command name`);
     const rec = await requireRunning(id);
-    const t = await ready();
-    const cg = await cgroupOf(id);
+    // A sandbox made before /tmp was a mount of its own (adopted after an upgrade) gets it now.
+    if (!(await mounted(tmpOf(id)))) await serial(id, () => mountTmp(id, rec.spec.memoryMib));
     const env: Record<string, string> = { PATH: DEFAULT_PATH, HOME: '/workspace', USER: 'agent', LANG: 'C.UTF-8', ...rec.spec.env, ...req.env };
     const assignments = Object.entries(env).filter(([k]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(k)).map(([k, v]) => `${k}=${v}`);
     const cwd = req.cwd ?? '/workspace';
-    const child = spawn(
-      '/bin/sh',
-      ['-c', ENTER_CGROUP, 'sh', t.nsenter, '-t', String(rec.pid), '-U', '-m', '-p', '-i', '-n', '-u', '-C', '-r', '-w', '-S', String(INSIDE_UID), '-G', String(INSIDE_UID), '--', '/usr/bin/env', '-i', '-C', cwd, ...assignments, ...req.argv],
-      { detached: true, stdio: ['pipe', 'pipe', 'pipe'], env: { PATH: DEFAULT_PATH, CH_CGROUP_PROCS: cg.procsFiles().join(' ') } },
-    );
+    // Each exec is its own bubblewrap with its own PID namespace: when the command ends, the
+    // kernel ends everything it started (a daemon, a setsid), whoever holds its pipes.
+    const child = await spawnSandboxed(id, ['/usr/bin/env', '-i', '-C', cwd, ...assignments, ...req.argv], 'exec');
     const killTree = () => {
       try {
         process.kill(-child.pid!, 'SIGKILL');
@@ -355,18 +499,44 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     };
     if (req.signal?.aborted) killTree();
     req.signal?.addEventListener('abort', killTree, { once: true });
-    // Resolves once the command has ended and its output is read to the end (a background
-    // process still holding stdout keeps it open; an abort ends the whole process group).
+    const stdout = child.stdout!;
+    const stderr = child.stderr!;
+    const ended = (s: Readable) => s.readableEnded || s.destroyed;
+    /** Resolves once stdout and stderr have ended, or have been idle for the grace (or the cap is reached). */
+    const settled = () =>
+      new Promise<void>((done) => {
+        if (ended(stdout) && ended(stderr)) return done();
+        const started = Date.now();
+        const received = () => (stdout as Socket).bytesRead + (stderr as Socket).bytesRead + stdout.readableLength + stderr.readableLength;
+        let last = received();
+        let idleSince = started;
+        const timer = setInterval(() => {
+          const now = received();
+          if (now !== last) [last, idleSince] = [now, Date.now()];
+          if ((ended(stdout) && ended(stderr)) || Date.now() - idleSince >= OUTPUT_GRACE_MS || Date.now() - started >= OUTPUT_CAP_MS) {
+            clearInterval(timer);
+            done();
+          }
+        }, 50);
+      });
+    // Resolves once the command has ended and its output is read to the end: output still
+    // coming is waited for, but a copy of its pipes held by some other process cannot keep the
+    // exec open (idle for the grace, or at most the cap, and the pipes are closed).
     const exit = new Promise<number>((resolve, reject) => {
       child.on('error', (err) => reject(new SandboxError('failed', `exec in sandbox ${id} failed: ${err.message}`)));
-      child.on('close', (code, signal) => {
+      child.on('exit', (code, signal) => {
         req.signal?.removeEventListener('abort', killTree);
-        resolve(code ?? 128 + (signal ? (signalNumbers[signal] ?? 1) : 1));
+        const result = code ?? 128 + (signal ? (signalNumbers[signal] ?? 1) : 1);
+        void settled().then(() => {
+          stdout.destroy();
+          stderr.destroy();
+          resolve(result);
+        });
       });
     });
     // A command that stops reading its stdin must not crash the host with EPIPE.
     child.stdin!.on('error', () => {});
-    return { stdin: child.stdin!, stdout: child.stdout!, stderr: child.stderr!, exit };
+    return { stdin: child.stdin!, stdout, stderr, exit };
   }
 
   /** Runs a command to its end with `input` on stdin; resolves with its exit code and stderr. */
@@ -442,6 +612,8 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
         } else {
           if (now !== 'running' && now !== 'sleeping' && now !== 'deep_sleep') throw new SandboxError('wrong_state', `sandbox ${id} is ${now}; it cannot go into deep sleep`);
           await cg.killAll();
+          // Nothing of memory stays in deep sleep: /tmp goes with the processes.
+          await unmountTmp(id);
           rec.state = 'deep_sleep';
           rec.pid = null;
         }
@@ -483,6 +655,11 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
       const entries = await fs.readdir(root, { withFileTypes: true }).catch(() => []);
       // A directory without its record is a create cut short: listed, so that it is cleaned up.
       return entries.filter((e) => e.isDirectory() && ID.test(e.name)).map((e) => e.name);
+    },
+
+    /** How many of the sandbox's processes the kernel has killed for want of memory (since its cgroup was made). */
+    async oomKills(id) {
+      return (await cgroupOf(id)).oomKills();
     },
 
     /** Memory the sandbox's processes use now (for metrics and the bench). */
