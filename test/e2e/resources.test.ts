@@ -64,11 +64,11 @@ test('web console: agents, templates and teams through the forms; 412; field err
     await page.getByText('Loading…').first().waitFor({ state: 'detached' });
     await shot('res-03-agent');
 
-    // A second version through the YAML editor; compare it with the first; make the first current again.
+    // A second version through the version form; compare it with the first; make the first current again.
     await page.getByRole('button', { name: 'Edit as a new version' }).click();
     const versionForm = page.getByRole('form', { name: 'new version' });
-    const yaml = await versionForm.getByLabel('Version').inputValue();
-    await versionForm.getByLabel('Version').fill(yaml.replace('You write code.', 'You write careful code.'));
+    assert.equal(await versionForm.getByLabel('System prompt').inputValue(), 'You write code.');
+    await versionForm.getByLabel('System prompt').fill('You write careful code.');
     await versionForm.getByLabel('Note').fill('more care');
     await versionForm.getByRole('button', { name: 'Save as new version' }).click();
     await page.getByRole('heading', { name: 'Current version (2)' }).waitFor();
@@ -154,11 +154,10 @@ test('web console: agents, templates and teams through the forms; 412; field err
     await page.getByRole('region', { name: 'document notes.md' }).waitFor();
     assert.equal((await api('GET', `/teams/${team}/documents/notes.md`)).body.content, '# Notes\nBe kind.');
 
-    // A destination through the YAML editor, and a platform skill with its SKILL.md.
+    // A destination through its form (the sample's host kept), and a platform skill with its SKILL.md.
     const destination = uniq('e2e-dest');
     await open(page, '#/destinations/new');
-    const destEditor = page.getByRole('form', { name: 'new destination' }).getByLabel('destination');
-    await destEditor.fill((await destEditor.inputValue()).replace('name: example-api', `name: ${destination}`));
+    await page.getByRole('form', { name: 'new destination' }).getByLabel('Name', { exact: true }).fill(destination);
     await page.getByRole('button', { name: 'Create destination' }).click();
     await page.waitForURL(new RegExp(`#/destinations/${destination}$`));
     assert.equal((await api('GET', `/destinations/${destination}`)).body.host, 'api.example.com');

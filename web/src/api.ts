@@ -126,3 +126,20 @@ export function describe(err: unknown): string {
   }
   return err instanceof Error ? err.message : String(err);
 }
+
+/** The path of a secret: its name may hold slashes, which the route takes as they are. */
+export const secretPath = (name: string) => `/secrets/${name.split('/').map(encodeURIComponent).join('/')}`;
+
+/**
+ * Writes a secret's value (created, or replaced with the ETag just read). The value goes to the
+ * server once and is never read back.
+ */
+export async function setSecret(name: string, value: string): Promise<void> {
+  let etag: string | null = null;
+  try {
+    etag = (await call('GET', secretPath(name))).etag;
+  } catch (err) {
+    if (!(err instanceof ApiError && err.status === 404)) throw err;
+  }
+  await call('PUT', secretPath(name), { body: { value }, headers: etag ? { 'if-match': etag } : {} });
+}

@@ -111,10 +111,34 @@ export function columnsOf(rows: Array<Record<string, unknown>>): string[] {
   return keys;
 }
 
-/** A field name as a heading: `last_login_at` → `Last login at`. */
+/** Units and abbreviations a field name ends with, as a heading says them. */
+const UNITS: Array<[string, string]> = [
+  ['_usd_per_day', ' (USD per day)'],
+  ['_mib', ' (MiB)'],
+  ['_gib', ' (GiB)'],
+  ['_kib', ' (KiB)'],
+  ['_bytes', ' (bytes)'],
+  ['_seconds', ' (seconds)'],
+  ['_ms', ' (ms)'],
+  ['_usd', ' (USD)'],
+];
+const WORDS: Record<string, string> = { vcpus: 'vCPUs', id: 'ID', ids: 'IDs', url: 'URL', urls: 'URLs', mcp: 'MCP', api: 'API', http: 'HTTP', ssh: 'SSH', rpm: 'RPM', tpm: 'TPM', llm: 'LLM', ip: 'IP', ui: 'UI', sha256: 'SHA-256' };
+
+/** A field name as a heading: `last_login_at` → `Last login at`, `memory_mib` → `Memory (MiB)`. */
 export const heading = (key: string) => {
-  const words = key.replace(/_/g, ' ');
-  return words.charAt(0).toUpperCase() + words.slice(1);
+  let unit = '';
+  let base = key;
+  for (const [suffix, words] of UNITS) {
+    if (key.endsWith(suffix) && key.length > suffix.length) {
+      unit = words;
+      base = key.slice(0, -suffix.length);
+      break;
+    }
+  }
+  const parts = base.split('_');
+  const words = parts.map((w) => WORDS[w] ?? w).join(' ');
+  // An abbreviation keeps its own case (vCPUs).
+  return (WORDS[parts[0]] ? words : words.charAt(0).toUpperCase() + words.slice(1)) + unit;
 };
 
 /** A plain table of records; `actions` adds a last column per row. */
