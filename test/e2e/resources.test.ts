@@ -171,7 +171,7 @@ test('web console: agents, templates and teams through the forms; 412; field err
     // An integration: the webhook URL the service gives out, its secrets' state, a test, its deliveries.
     await open(page, '#/integrations/code_host');
     await page.getByLabel('webhook URL').getByText(`${app.config.publicBaseUrl.replace(/\/+$/, '')}/webhooks/code_host`).waitFor();
-    await page.getByRole('table', { name: 'integration secrets' }).getByRole('row').filter({ hasText: 'app_key' }).waitFor();
+    await page.getByRole('form', { name: 'secret app_key' }).getByText('no value').waitFor();
     await page.getByRole('button', { name: 'Test the connection' }).click();
     await page.getByRole('status').filter({ hasText: /error|unknown/ }).waitFor();
     await page.getByText('No webhook deliveries yet.').waitFor();

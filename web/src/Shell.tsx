@@ -60,6 +60,13 @@ export function Shell({ session, hash, onLoggedOut }: { session: SessionInfo; ha
               </li>
             ))}
           </ul>
+          <ul className="sidebar-extra">
+            <li>
+              <a href="/api/docs" target="_blank" rel="noreferrer">
+                API docs
+              </a>
+            </li>
+          </ul>
         </nav>
         <main className="content">
           <UserContext.Provider value={user}>

@@ -150,17 +150,21 @@ export function DataTable<T extends Record<string, unknown>>(props: {
   cells?: Partial<Record<string, (row: T) => ReactNode>>;
   empty?: ReactNode;
   label?: string;
+  /** `compact`: tighter cells and headers that wrap, for a wide table. */
+  variant?: 'compact';
+  /** Headings of columns the page names itself. */
+  headings?: Partial<Record<string, string>>;
 }) {
   const { rows, actions } = props;
   if (rows.length === 0) return typeof props.empty === 'string' || props.empty === undefined ? <p className="muted">{props.empty ?? 'Nothing here yet.'}</p> : <>{props.empty}</>;
   const columns = props.columns ?? columnsOf(rows);
   return (
-    <div className="table-wrap">
+    <div className={props.variant ? `table-wrap ${props.variant}` : 'table-wrap'}>
       <table aria-label={props.label}>
         <thead>
           <tr>
             {columns.map((c) => (
-              <th key={c}>{heading(c)}</th>
+              <th key={c}>{props.headings?.[c] ?? heading(c)}</th>
             ))}
             {actions && <th aria-label="actions" />}
           </tr>
