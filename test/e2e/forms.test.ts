@@ -3,7 +3,7 @@
  * (a refused name at its field before sending, the server's refusal at its field, then saved
  * and edited), a destination (a list field checked line by line), and an integration whose
  * settings come from its kind's definition, with a missing secret named at its box and set
- * there in place, never shown again.
+ * there in place, never shown again; and a template's new version, its roles a map of groups.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import type { Locator } from 'playwright-core';
+import { makeTemplate } from '../factories.ts';
 import { testApp, uniq } from '../harness.ts';
 import { open, openBrowser, signIn, skipWithoutChromium, webDir, type Browser } from './browser.ts';
 
@@ -134,6 +135,26 @@ test('web console forms: an environment, a destination and an integration throug
     assert.deepEqual(integration.settings, { url: 'https://chat.example.com' });
     assert.ok(!(await page.content()).includes(token), 'the secret is never shown');
     await shot('forms-06-integration-enabled');
+
+    // A template's new version: a map of roles, each a group of fields, in the same form.
+    const template = await makeTemplate(app);
+    await open(page, `#/team-templates/${template.name}`);
+    await page.getByRole('button', { name: 'Edit as a new version' }).click();
+    const versionForm = page.getByRole('form', { name: 'new version' });
+    await versionForm.getByLabel('Budget (USD per day)').fill('25');
+    const dev = versionForm.locator('[data-field="roles.dev"]');
+    await dev.getByLabel('Max iterations').fill('0');
+    await versionForm.getByRole('button', { name: 'Save as new version' }).click();
+    await errorsAt(dev, 'roles.dev.max_iterations').filter({ hasText: 'must be at least 1' }).waitFor();
+    await shot('forms-07-template-version-refused');
+    await dev.getByLabel('Max iterations').fill('40');
+    await versionForm.getByLabel('Note').fill('a bigger budget');
+    await versionForm.getByRole('button', { name: 'Save as new version' }).click();
+    await versionForm.waitFor({ state: 'detached' });
+    const stored = (await api(`/team-templates/${template.name}`)).body;
+    assert.equal(stored.current_version, 2);
+    assert.equal(stored.current.budget_usd_per_day, 25);
+    assert.equal(stored.current.roles.dev.max_iterations, 40);
 
     assert.deepEqual(problems, []);
   } finally {

@@ -165,7 +165,9 @@ function helpOf(s: Schema, nullable: boolean): string {
   const words = s['x-pattern-description'];
   const firstWords = (t: string) => t.split(/[ ,;]+/).slice(0, 2).join(' ');
   // A description that only says the pattern again gives way to the pattern's words.
-  if (s.description && !(words && firstWords(s.description) === firstWords(words))) parts.push(s.description.replace(/`/g, ''));
+  // Help is for people: a route named in a description ("(GET /models)") is left out.
+  const description = s.description?.replace(/`/g, '').replace(/\s*\((?:see |from )?(?:GET|PUT|POST|PATCH|DELETE) \/[^)]*\)/g, '').replace(/\s+(?:from|see|in) (?:GET|PUT|POST|PATCH|DELETE) \/\S+/g, '');
+  if (description && !(words && firstWords(description) === firstWords(words))) parts.push(description);
   if (words) parts.push(words);
   if (s.minimum !== undefined && s.maximum !== undefined) parts.push(`${s.minimum} to ${s.maximum}`);
   else if (s.maximum !== undefined) parts.push(`at most ${s.maximum}`);
@@ -180,6 +182,8 @@ const isMap = (s: Schema) => s.type === 'object' && !s.properties && typeof s.ad
 
 interface FieldProps {
   name: string;
+  /** The label as it is (a map entry's own name), instead of one made from `name`. */
+  title?: string;
   path: string;
   schema: Schema;
   value: unknown;
@@ -194,7 +198,7 @@ interface FieldProps {
 export function SchemaField(props: FieldProps) {
   const { schema, nullable, choices } = shapeOf(props.schema);
   const id = useId();
-  const label = `${heading(props.name)}${props.required ? '' : ' (optional)'}`;
+  const label = `${props.title ?? heading(props.name)}${props.required ? '' : ' (optional)'}`;
   const help = helpOf(schema, nullable && !props.required);
   const invalid = fieldErrors(props.error, props.path).length > 0;
   const wrap = (control: ReactNode, opts: { labelFor?: boolean } = {}) => (
@@ -221,11 +225,21 @@ export function SchemaField(props: FieldProps) {
       </select>,
     );
   }
+  if (type === 'boolean' && !props.required && schema.default === undefined) {
+    // Left out, it takes a default the schema does not state: "as default" is a choice of its own.
+    return wrap(
+      <select id={id} value={props.value === true ? 'yes' : props.value === false ? 'no' : ''} disabled={props.readOnly} onChange={(e) => props.onChange(e.target.value === '' ? undefined : e.target.value === 'yes')} aria-invalid={invalid}>
+        <option value="">(default)</option>
+        <option value="yes">yes</option>
+        <option value="no">no</option>
+      </select>,
+    );
+  }
   if (type === 'boolean') {
     return (
       <div className={invalid ? 'field invalid' : 'field'} data-field={props.path}>
         <label className="check">
-          <input type="checkbox" checked={props.value === true} disabled={props.readOnly} onChange={(e) => props.onChange(e.target.checked)} />
+          <input type="checkbox" checked={props.value === undefined ? schema.default === true : props.value === true} disabled={props.readOnly} onChange={(e) => props.onChange(e.target.checked)} />
           {heading(props.name)}
         </label>
         {help && <span className="hint">{help}</span>}
@@ -401,8 +415,7 @@ function MapField(props: FieldProps & { label: string; help: string }) {
       {props.help && <p className="hint">{props.help}</p>}
       {entries.map(([k, v], i) => (
         <div key={k} className="map-entry">
-          <div className="row">
-            <strong>{k}</strong>
+          <div className="row map-entry-head">
             {!props.readOnly && (
               <button type="button" className="secondary small" onClick={() => put(entries.filter((_, j) => j !== i))}>
                 Remove {k}
@@ -411,6 +424,7 @@ function MapField(props: FieldProps & { label: string; help: string }) {
           </div>
           <SchemaField
             name={k}
+            title={k}
             path={`${props.path}.${k}`}
             schema={inner}
             value={v}

@@ -121,8 +121,12 @@ export function fieldErrors(err: unknown, field: string): string[] {
 /** A problem as one line: the detail, then each named field. */
 export function describe(err: unknown): string {
   if (err instanceof ApiError) {
-    const fields = err.errors.map((e) => `${e.field}: ${e.message}`).join('; ');
-    return fields && !err.message.includes(fields) ? `${err.message} (${fields})` : err.message;
+    // Each problem once: the detail often says the fields' problems already.
+    const fields = err.errors
+      .filter((e) => !err.message.includes(e.message))
+      .map((e) => `${e.field}: ${e.message}`)
+      .join('; ');
+    return fields ? `${err.message} (${fields})` : err.message;
   }
   return err instanceof Error ? err.message : String(err);
 }
