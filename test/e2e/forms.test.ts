@@ -136,6 +136,14 @@ test('web console forms: an environment, a destination and an integration throug
     assert.ok(!(await page.content()).includes(token), 'the secret is never shown');
     await shot('forms-06-integration-enabled');
 
+    // From an integration to the Secrets page: a second link with ?name= fills the open form too.
+    await open(page, '#/secrets?name=integrations/chat_a/command_token');
+    const secretForm = page.getByRole('form', { name: 'set a secret' });
+    assert.equal(await secretForm.getByLabel('Secret name').inputValue(), 'integrations/chat_a/command_token');
+    await open(page, '#/secrets?name=integrations/chat_a/bot_token');
+    await page.waitForFunction(`document.querySelector('form[aria-label="set a secret"] input')?.value === 'integrations/chat_a/bot_token'`);
+    await secretForm.getByRole('button', { name: 'Replace value' }).waitFor();
+
     // A template's new version: a map of roles, each a group of fields, in the same form.
     const template = await makeTemplate(app);
     await open(page, `#/team-templates/${template.name}`);
