@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import { makeEnvironment } from '../../test/factories.ts';
+import { makeAgent, makeEnvironment } from '../../test/factories.ts';
 import { testApp, uniq, type TestApp } from '../../test/harness.ts';
 import { PATTERN_WORDS } from './schemas.ts';
 import { errorWords, fieldProblems } from './validation.ts';
@@ -119,15 +119,17 @@ describe('validation messages in words', () => {
     assertWords(await t.request({ method: 'GET', url: '/api/v1/teams/Not%20A%20Team', token: t.adminToken }));
     assertWords(await t.request({ method: 'PUT', url: '/api/v1/secrets/bad%20name', token: t.adminToken, body: { value: 'x' } }));
     const env = await makeEnvironment(t);
+    const agent = await makeAgent(t);
     const template = assertWords(
       await t.request({
         method: 'POST',
         url: '/api/v1/team-templates',
         token: t.adminToken,
-        body: { name: uniq('tpl'), lead: 'lead', roles: { lead: { agent: 'nobody', environment: env.name, model: 'no-such-model' } } },
+        body: { name: uniq('tpl'), lead: 'lead', roles: { lead: { agent: agent.name, vm: env.name, model: 'no-such-model' } }, sleep: {}, idle_after_seconds: 600, deep_sleep_after_seconds: 3600, budget_usd_per_day: 10 },
       }),
     );
-    const model = template.get('roles.lead.model');
-    if (model !== undefined) assert.match(model, /no model alias named "no-such-model"; the aliases are /);
+    assert.match(template.get('roles.lead.model')!, /^no model alias named "no-such-model"; the aliases are .*\bfast\b/);
+    const badAgent = assertWords(await t.request({ method: 'POST', url: '/api/v1/agents', token: t.adminToken, body: { name: 'Not An Agent', description: 'x', version: { system_prompt: 'x' } } }));
+    assert.equal(badAgent.get('name'), 'must be lowercase letters, digits, ".", "_" and "-", starting with a letter or digit; at most 63 characters');
   });
 });
