@@ -98,7 +98,7 @@ test('web console forms: an environment, a destination and an integration throug
     await destForm.getByLabel('Methods').fill('GET\nPOST');
     await destForm.getByLabel('Paths').fill('/v1/*\nv2');
     await destForm.getByRole('button', { name: 'Create destination' }).click();
-    await errorsAt(destForm, 'paths').filter({ hasText: 'must be a path starting with "/"' }).waitFor();
+    await errorsAt(destForm, 'paths').filter({ hasText: 'item 2: must be a path starting with "/"' }).waitFor();
     await shot('forms-04-destination-refused');
     await destForm.getByLabel('Paths').fill('/v1/*\n/v2/*');
     await destForm.getByRole('button', { name: 'Create destination' }).click();

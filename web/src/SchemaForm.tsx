@@ -146,7 +146,13 @@ export function FormProblem({ error, shown }: { error: unknown; shown: string[] 
 
 /** The problems of one field, each once, right below it. */
 function Problems({ error, path, exact }: { error: unknown; path: string; exact?: boolean }) {
-  const named = exact ? (error instanceof ApiError ? error.errors.filter((e) => e.field === path).map((e) => e.message) : []) : fieldErrors(error, path);
+  const all = error instanceof ApiError ? error.errors : [];
+  // A problem of one item of a list names the item (`paths.1` → "item 2: …").
+  const item = (field: string) => {
+    const rest = field.slice(path.length + 1);
+    return /^\d+$/.test(rest) ? `item ${Number(rest) + 1}: ` : rest ? `${rest.replace(/\./g, ' ')}: ` : '';
+  };
+  const named = exact ? all.filter((e) => e.field === path).map((e) => e.message) : fieldErrors(error, path).length > 0 ? all.filter((e) => e.field === path || e.field.startsWith(`${path}.`)).map((e) => `${item(e.field)}${e.message}`) : [];
   const messages = [...new Set(named)];
   return (
     <>

@@ -122,7 +122,7 @@ const UNITS: Array<[string, string]> = [
   ['_ms', ' (ms)'],
   ['_usd', ' (USD)'],
 ];
-const WORDS: Record<string, string> = { vcpus: 'vCPUs', id: 'ID', ids: 'IDs', url: 'URL', urls: 'URLs', mcp: 'MCP', api: 'API', http: 'HTTP', ssh: 'SSH', rpm: 'RPM', tpm: 'TPM', llm: 'LLM', ip: 'IP', ui: 'UI', sha256: 'SHA-256' };
+const WORDS: Record<string, string> = { vcpus: 'vCPUs', id: 'ID', ids: 'IDs', url: 'URL', urls: 'URLs', mcp: 'MCP', api: 'API', http: 'HTTP', ssh: 'SSH', rpm: 'RPM', tpm: 'TPM', llm: 'LLM', ip: 'IP', ui: 'UI', sha256: 'SHA-256', github: 'GitHub' };
 
 /** A field name as a heading: `last_login_at` → `Last login at`, `memory_mib` → `Memory (MiB)`. */
 export const heading = (key: string) => {
