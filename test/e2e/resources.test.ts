@@ -55,7 +55,11 @@ test('web console: agents, templates and teams through the forms; 412; field err
     await form.getByLabel('System prompt').fill('You write code.');
     await form.getByRole('button', { name: 'Create agent' }).click();
     await form.locator('.field.invalid').filter({ hasText: 'Name' }).locator('.field-error').first().waitFor();
-    assert.match(await form.locator('.field.invalid .field-error').first().innerText(), /^name: /);
+    assert.match(await form.locator('.field.invalid .field-error').first().innerText(), /^name: must be lowercase letters/);
+    // Said once: the line under the form counts the fields and leaves their problems to them.
+    const line = await form.locator('p.problem').innerText();
+    assert.match(line, /one field needs a change/);
+    assert.doesNotMatch(line, /lowercase/);
     await shot('res-02-agent-field-error');
     await form.getByLabel('Name', { exact: true }).fill(agent);
     await form.getByRole('button', { name: 'Create agent' }).click();

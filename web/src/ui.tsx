@@ -1,10 +1,35 @@
 import { cloneElement, createContext, isValidElement, useCallback, useContext, useEffect, useId, useMemo, useRef, useState, type ReactNode } from 'react';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
-import { describe, fieldErrors, get, type Page, type Role, type SessionUser } from './api.ts';
+import { ApiError, describe, fieldErrors, get, type Page, type Role, type SessionUser } from './api.ts';
 
-/** A failed request, in words: the problem's detail and the fields it names. */
+/**
+ * The field names a page draws with `Field`: a problem line leaves the problems of those fields
+ * to them, so each problem is said once.
+ */
+const DrawnFields = createContext<Set<string> | null>(null);
+
+/** Keeps the names of the fields drawn on one page (the Shell gives each page one). */
+export function FieldRegistry({ children }: { children: ReactNode }) {
+  const [drawn] = useState(() => new Set<string>());
+  return <DrawnFields.Provider value={drawn}>{children}</DrawnFields.Provider>;
+}
+
+/** A failed request, in words: the problem's detail and the fields it names (those not shown at a field of the page). */
 export function ProblemNote({ error }: { error: unknown }) {
+  const drawn = useContext(DrawnFields);
   if (error === null || error === undefined) return null;
+  if (error instanceof ApiError && error.errors.length > 0 && drawn !== null && drawn.size > 0) {
+    const atField = (f: string) => [...drawn].some((n) => f === n || f.startsWith(`${n}.`) || f.startsWith(`${n}[`) || f.startsWith(`${n}/`));
+    const rest = error.errors.filter((e) => !atField(e.field));
+    const marked = error.errors.length - rest.length;
+    if (marked > 0)
+      return (
+        <p className="problem" role="alert">
+          Not saved: {marked === 1 ? 'one field needs' : `${marked} fields need`} a change (marked in red).
+          {rest.length > 0 && ` ${rest.map((e) => `${e.field}: ${e.message}`).join('; ')}.`}
+        </p>
+      );
+  }
   return (
     <p className="problem" role="alert">
       {describe(error)}
@@ -292,6 +317,7 @@ export function Loaded<T>({ data, error, loading, children }: { data: T | null; 
 /** A labelled input with the field problems the server named for it right below. */
 export function Field({ label, name, error, hint, children }: { label: string; name: string; error: unknown; hint?: ReactNode; children: ReactNode }) {
   const messages = fieldErrors(error, name);
+  useContext(DrawnFields)?.add(name);
   const id = useId();
   // The label points at the control by id, so the control's name is the label's words alone.
   const control = isValidElement<{ id?: string }>(children) ? cloneElement(children, { id: children.props.id ?? id }) : children;

@@ -115,7 +115,7 @@ function Status({ integration }: { integration: Integration }) {
       {Object.entries(status).map(([k, v]) => (
         <div key={k}>
           <dt>{k.replace(/_/g, ' ')}</dt>
-          <dd>{k === 'applied' && v === 'pending' ? 'pending: the running service has not taken the change yet' : cellText(v)}</dd>
+          <dd>{k === 'applied' && v === 'pending' ? 'pending: the running service has not taken the change yet' : Array.isArray(v) ? v.join(', ') || 'none' : cellText(v)}</dd>
         </div>
       ))}
     </dl>
