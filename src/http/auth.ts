@@ -86,7 +86,7 @@ async function authenticate(db: Db, request: FastifyRequest, rule: AuthRule): Pr
   if (actor.via === 'session' && !SAFE_METHODS.has(request.method)) {
     const sent = typeof csrf === 'string' ? csrf : '';
     if (!request.sessionInfo || !safeEqual(sent, request.sessionInfo.csrfToken)) {
-      throw problems.forbidden(`a browser session must send the CSRF token from GET /api/v1/session in ${CSRF_HEADER}`);
+      throw problems.forbidden(`a browser session must send its CSRF token (given at sign-in and with the session) in the ${CSRF_HEADER} header; reload the page to get it again`);
     }
   }
   if (!roleAtLeast(actor.role, rule.role)) throw problems.forbidden(`this request needs the ${rule.role} role; you are ${actor.role}`);

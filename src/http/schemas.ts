@@ -29,4 +29,15 @@ export const isIfMatchRequired = (headers: { properties?: Record<string, unknown
 export const NoContent = Type.Null({ description: 'no content' });
 
 /** A path segment name: what most resources are called by. */
-export const NameParam = (pattern = '^[a-z0-9][a-z0-9._-]{0,62}$') => Type.String({ minLength: 1, maxLength: 128, pattern });
+export const NameParam = (pattern = '^[a-z0-9][a-z0-9._-]{0,62}$', words = 'lowercase letters, digits, ".", "_" and "-", starting with a letter or digit; at most 63 characters') =>
+  Type.String({ minLength: 1, maxLength: 128, ...matching(pattern, words) });
+
+/**
+ * The keyword beside a `pattern` that says in words what the pattern allows. Validation
+ * messages and the web console's forms show these words, never the expression itself; every
+ * pattern of the served contract has them (src/http/validation-words.test.ts).
+ */
+export const PATTERN_WORDS = 'x-pattern-description';
+
+/** A string's `pattern` and, beside it, what it allows in words ("lowercase letters, digits and -"). */
+export const matching = (pattern: string, words: string): { pattern: string; [PATTERN_WORDS]: string } => ({ pattern, [PATTERN_WORDS]: words });

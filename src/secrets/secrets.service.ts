@@ -14,6 +14,8 @@ import type { Cipher } from './cipher.ts';
  * (`integrations/<kind>/<setting>`), at most 200 characters.
  */
 export const SECRET_NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._-]{0,99}(/[A-Za-z0-9][A-Za-z0-9._-]{0,99}){0,4}$';
+/** What SECRET_NAME_PATTERN allows, in words. */
+export const SECRET_NAME_WORDS = 'one to five parts joined by "/", each of letters, digits, ".", "_" and "-" starting with a letter or digit, at most 100 characters';
 const SECRET_NAME = new RegExp(SECRET_NAME_PATTERN);
 export const SECRET_NAME_MAX = 200;
 /** Largest value, in bytes of UTF-8. */
@@ -91,7 +93,7 @@ export function createSecretsService(deps: { db: Db; cipher: Cipher; references?
   const present = async (row: MetaRow) => (await presentAll([row]))[0];
 
   function checkName(name: string) {
-    if (!isSecretName(name)) throw problems.invalidField('name', `must match ${SECRET_NAME_PATTERN} and be at most ${SECRET_NAME_MAX} characters`);
+    if (!isSecretName(name)) throw problems.invalidField('name', `must be ${SECRET_NAME_WORDS}`);
   }
 
   function checkValue(value: string) {

@@ -146,8 +146,9 @@ describe('web console: runs and spend', { skip }, () => {
     assert.equal(await viewer.page.getByRole('link', { name: 'Give a task' }).count(), 0);
     await viewer.shot('runs-5-viewer-list');
 
-    await question.getByLabel('Your answer').fill('yes');
-    await question.getByRole('button', { name: 'Send answer' }).click();
+    // The question's options are buttons: one click answers with it.
+    await question.getByRole('group', { name: 'options' }).getByRole('button', { name: 'no' }).waitFor();
+    await question.getByRole('group', { name: 'options' }).getByRole('button', { name: 'yes' }).click();
 
     // The risky shell command waits for a confirmation; Approve lets it run.
     const confirmation = page.getByRole('region', { name: 'confirmation', exact: true });
@@ -159,6 +160,10 @@ describe('web console: runs and spend', { skip }, () => {
     // The run succeeds, live: the badge, the completed post, every task done, the cost.
     await page.locator('h1 .run-state-succeeded').filter({ hasText: 'succeeded' }).waitFor({ timeout: LONG });
     await conversation.locator('.post-completed').waitFor();
+    // The stream's badge no longer says live; the dev's tool post says which file it wrote.
+    await page.getByRole('status').filter({ hasText: 'run ended' }).waitFor();
+    assert.equal(await page.locator('.stream-live').count(), 0);
+    await conversation.locator('.post-working .post-detail').filter({ hasText: /hello\.txt/ }).first().waitFor();
     // The viewer's list, left open at a narrow width, refreshes itself.
     await viewer.page.getByRole('table', { name: 'runs' }).getByRole('row').filter({ hasText: runId }).getByText('succeeded').waitFor();
     await viewer.shot('runs-5b-viewer-list-refreshed');

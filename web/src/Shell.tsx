@@ -4,7 +4,7 @@ import { locationOf } from './hash.ts';
 import { ResourceList } from './pages/ResourceList.tsx';
 import { matchRoute } from './routes.tsx';
 import { mayOpen, SECTIONS } from './sections.ts';
-import { ProblemNote, UserContext } from './ui.tsx';
+import { FieldRegistry, ProblemNote, UserContext } from './ui.tsx';
 
 const DEFAULT_SECTION = 'teams';
 
@@ -60,10 +60,19 @@ export function Shell({ session, hash, onLoggedOut }: { session: SessionInfo; ha
               </li>
             ))}
           </ul>
+          <ul className="sidebar-extra">
+            <li>
+              <a href="/api/docs" target="_blank" rel="noreferrer">
+                API docs
+              </a>
+            </li>
+          </ul>
         </nav>
         <main className="content">
           <UserContext.Provider value={user}>
-            <SectionPage key={segments.join('/')} segments={segments} query={location.query} session={session} />
+            <FieldRegistry key={segments.join('/')}>
+              <SectionPage segments={segments} query={location.query} session={session} />
+            </FieldRegistry>
           </UserContext.Provider>
         </main>
       </div>

@@ -121,8 +121,29 @@ export function fieldErrors(err: unknown, field: string): string[] {
 /** A problem as one line: the detail, then each named field. */
 export function describe(err: unknown): string {
   if (err instanceof ApiError) {
-    const fields = err.errors.map((e) => `${e.field}: ${e.message}`).join('; ');
-    return fields && !err.message.includes(fields) ? `${err.message} (${fields})` : err.message;
+    // Each problem once: the detail often says the fields' problems already.
+    const fields = err.errors
+      .filter((e) => !err.message.includes(e.message))
+      .map((e) => `${e.field}: ${e.message}`)
+      .join('; ');
+    return fields ? `${err.message} (${fields})` : err.message;
   }
   return err instanceof Error ? err.message : String(err);
+}
+
+/** The path of a secret: its name may hold slashes, which the route takes as they are. */
+export const secretPath = (name: string) => `/secrets/${name.split('/').map(encodeURIComponent).join('/')}`;
+
+/**
+ * Writes a secret's value (created, or replaced with the ETag just read). The value goes to the
+ * server once and is never read back.
+ */
+export async function setSecret(name: string, value: string): Promise<void> {
+  let etag: string | null = null;
+  try {
+    etag = (await call('GET', secretPath(name))).etag;
+  } catch (err) {
+    if (!(err instanceof ApiError && err.status === 404)) throw err;
+  }
+  await call('PUT', secretPath(name), { body: { value }, headers: etag ? { 'if-match': etag } : {} });
 }

@@ -1,10 +1,35 @@
 import { cloneElement, createContext, isValidElement, useCallback, useContext, useEffect, useId, useMemo, useRef, useState, type ReactNode } from 'react';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
-import { describe, fieldErrors, get, type Page, type Role, type SessionUser } from './api.ts';
+import { ApiError, describe, fieldErrors, get, type Page, type Role, type SessionUser } from './api.ts';
 
-/** A failed request, in words: the problem's detail and the fields it names. */
+/**
+ * The field names a page draws with `Field`: a problem line leaves the problems of those fields
+ * to them, so each problem is said once.
+ */
+const DrawnFields = createContext<Set<string> | null>(null);
+
+/** Keeps the names of the fields drawn on one page (the Shell gives each page one). */
+export function FieldRegistry({ children }: { children: ReactNode }) {
+  const [drawn] = useState(() => new Set<string>());
+  return <DrawnFields.Provider value={drawn}>{children}</DrawnFields.Provider>;
+}
+
+/** A failed request, in words: the problem's detail and the fields it names (those not shown at a field of the page). */
 export function ProblemNote({ error }: { error: unknown }) {
+  const drawn = useContext(DrawnFields);
   if (error === null || error === undefined) return null;
+  if (error instanceof ApiError && error.errors.length > 0 && drawn !== null && drawn.size > 0) {
+    const atField = (f: string) => [...drawn].some((n) => f === n || f.startsWith(`${n}.`) || f.startsWith(`${n}[`) || f.startsWith(`${n}/`));
+    const rest = error.errors.filter((e) => !atField(e.field));
+    const marked = error.errors.length - rest.length;
+    if (marked > 0)
+      return (
+        <p className="problem" role="alert">
+          Not saved: {marked === 1 ? 'one field needs' : `${marked} fields need`} a change (marked in red).
+          {rest.length > 0 && ` ${rest.map((e) => `${e.field}: ${e.message}`).join('; ')}.`}
+        </p>
+      );
+  }
   return (
     <p className="problem" role="alert">
       {describe(error)}
@@ -111,10 +136,34 @@ export function columnsOf(rows: Array<Record<string, unknown>>): string[] {
   return keys;
 }
 
-/** A field name as a heading: `last_login_at` → `Last login at`. */
+/** Units and abbreviations a field name ends with, as a heading says them. */
+const UNITS: Array<[string, string]> = [
+  ['_usd_per_day', ' (USD per day)'],
+  ['_mib', ' (MiB)'],
+  ['_gib', ' (GiB)'],
+  ['_kib', ' (KiB)'],
+  ['_bytes', ' (bytes)'],
+  ['_seconds', ' (seconds)'],
+  ['_ms', ' (ms)'],
+  ['_usd', ' (USD)'],
+];
+const WORDS: Record<string, string> = { vcpus: 'vCPUs', id: 'ID', ids: 'IDs', url: 'URL', urls: 'URLs', mcp: 'MCP', api: 'API', http: 'HTTP', ssh: 'SSH', rpm: 'RPM', tpm: 'TPM', llm: 'LLM', ip: 'IP', ui: 'UI', sha256: 'SHA-256', github: 'GitHub' };
+
+/** A field name as a heading: `last_login_at` → `Last login at`, `memory_mib` → `Memory (MiB)`. */
 export const heading = (key: string) => {
-  const words = key.replace(/_/g, ' ');
-  return words.charAt(0).toUpperCase() + words.slice(1);
+  let unit = '';
+  let base = key;
+  for (const [suffix, words] of UNITS) {
+    if (key.endsWith(suffix) && key.length > suffix.length) {
+      unit = words;
+      base = key.slice(0, -suffix.length);
+      break;
+    }
+  }
+  const parts = base.split('_');
+  const words = parts.map((w) => WORDS[w] ?? w).join(' ');
+  // An abbreviation keeps its own case (vCPUs).
+  return (WORDS[parts[0]] ? words : words.charAt(0).toUpperCase() + words.slice(1)) + unit;
 };
 
 /** A plain table of records; `actions` adds a last column per row. */
@@ -126,17 +175,21 @@ export function DataTable<T extends Record<string, unknown>>(props: {
   cells?: Partial<Record<string, (row: T) => ReactNode>>;
   empty?: ReactNode;
   label?: string;
+  /** `compact`: tighter cells and headers that wrap, for a wide table. */
+  variant?: 'compact';
+  /** Headings of columns the page names itself. */
+  headings?: Partial<Record<string, string>>;
 }) {
   const { rows, actions } = props;
   if (rows.length === 0) return typeof props.empty === 'string' || props.empty === undefined ? <p className="muted">{props.empty ?? 'Nothing here yet.'}</p> : <>{props.empty}</>;
   const columns = props.columns ?? columnsOf(rows);
   return (
-    <div className="table-wrap">
+    <div className={props.variant ? `table-wrap ${props.variant}` : 'table-wrap'}>
       <table aria-label={props.label}>
         <thead>
           <tr>
             {columns.map((c) => (
-              <th key={c}>{heading(c)}</th>
+              <th key={c}>{props.headings?.[c] ?? heading(c)}</th>
             ))}
             {actions && <th aria-label="actions" />}
           </tr>
@@ -264,6 +317,7 @@ export function Loaded<T>({ data, error, loading, children }: { data: T | null; 
 /** A labelled input with the field problems the server named for it right below. */
 export function Field({ label, name, error, hint, children }: { label: string; name: string; error: unknown; hint?: ReactNode; children: ReactNode }) {
   const messages = fieldErrors(error, name);
+  useContext(DrawnFields)?.add(name);
   const id = useId();
   // The label points at the control by id, so the control's name is the label's words alone.
   const control = isValidElement<{ id?: string }>(children) ? cloneElement(children, { id: children.props.id ?? id }) : children;

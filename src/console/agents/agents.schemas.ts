@@ -1,7 +1,10 @@
 import { Type, type Static, type TSchema } from 'typebox';
 import { Egress, EgressInput } from '../../egress/setting.ts';
+import { matching } from '../../http/schemas.ts';
 
 export const AGENT_NAME_PATTERN = '^[a-z0-9][a-z0-9._-]{0,62}$';
+/** What AGENT_NAME_PATTERN allows, in words. */
+export const AGENT_NAME_WORDS = 'lowercase letters, digits, ".", "_" and "-", starting with a letter or digit; at most 63 characters';
 export const AVATAR_MAX_BYTES = 512 * 1024;
 /** The serialized `context` of one version may not exceed this. */
 export const CONTEXT_MAX_BYTES = 64 * 1024;
@@ -83,7 +86,7 @@ const Description = Type.String({ maxLength: 2000 });
 
 export const AgentCreate = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 63, pattern: AGENT_NAME_PATTERN }),
+    name: Type.String({ minLength: 1, maxLength: 63, ...matching(AGENT_NAME_PATTERN, AGENT_NAME_WORDS) }),
     display_name: Type.Optional(Nullable(DisplayName)),
     kind: Type.Optional(Nullable(Kind)),
     description: Type.Optional(Nullable(Description)),

@@ -146,7 +146,7 @@ export function createAgentsService(deps: { db: Db; references: References; mode
       errors.push({ field: `${prefix}environment`, message: `no environment named "${content.environment}"` });
     }
     if (content.model !== null && !models.get(content.model)) {
-      errors.push({ field: `${prefix}model`, message: `no model alias "${content.model}" (see GET /models)` });
+      errors.push({ field: `${prefix}model`, message: `no model alias named "${content.model}"; the aliases are ${deps.models.aliases.map((a) => a.alias).join(', ')}` });
     }
     errors.push(...checkEgress(content.egress, `${prefix}egress`));
     const contextBytes = Buffer.byteLength(JSON.stringify(content.context));

@@ -1,6 +1,9 @@
 import { Type, type Static } from 'typebox';
+import { matching } from '../../http/schemas.ts';
 
 export const DESTINATION_NAME_PATTERN = '^[a-z0-9][a-z0-9_-]{0,62}$';
+/** What DESTINATION_NAME_PATTERN allows, in words. */
+export const DESTINATION_NAME_WORDS = 'lowercase letters, digits, "_" and "-", starting with a letter or digit; at most 63 characters';
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 const GithubScope = Type.Union([Type.Literal('api'), Type.Literal('git'), Type.Literal('repo_metadata'), Type.Literal('mcp')]);
 
@@ -23,9 +26,9 @@ export type Destination = Static<typeof Destination>;
 
 const fields = {
   host: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 300, description: 'DNS name (optionally *.name), IPv4 or IPv6 address, optional :port; a loopback or private host needs dev_only' }))),
-  methods: Type.Optional(Type.Array(Type.String({ pattern: '^[A-Za-z]{1,16}$' }), { maxItems: 16, description: 'HTTP methods; empty means any' })),
-  paths: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 512, pattern: '^/' }), { maxItems: 100, description: 'path prefixes or globs (`*`), each starting with /' })),
-  header_allowlist: Type.Optional(Type.Array(Type.String({ pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$" }), { maxItems: 100 })),
+  methods: Type.Optional(Type.Array(Type.String({ ...matching('^[A-Za-z]{1,16}$', 'an HTTP method such as GET or POST: letters only, at most 16') }), { maxItems: 16, description: 'HTTP methods; empty means any' })),
+  paths: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 512, ...matching('^/', 'a path starting with "/"') }), { maxItems: 100, description: 'path prefixes or globs (`*`), each starting with /' })),
+  header_allowlist: Type.Optional(Type.Array(Type.String({ ...matching("^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$", 'a header name such as content-type: letters, digits and the signs HTTP allows in names (no spaces or colons), at most 100 characters') }), { maxItems: 100 })),
   inject_secret: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 300 }))),
   git_push_ref_globs: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { maxItems: 50 })),
   what: Type.Optional(Type.String({ maxLength: 500 })),
@@ -35,7 +38,7 @@ const fields = {
   policy_name: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 100 }))),
 };
 
-export const DestinationCreate = Type.Object({ name: Type.String({ pattern: DESTINATION_NAME_PATTERN, description: 'lowercase letters, digits, _ and -; at most 63' }), ...fields }, { additionalProperties: false });
+export const DestinationCreate = Type.Object({ name: Type.String({ ...matching(DESTINATION_NAME_PATTERN, DESTINATION_NAME_WORDS), description: 'lowercase letters, digits, _ and -; at most 63' }), ...fields }, { additionalProperties: false });
 export type DestinationCreate = Static<typeof DestinationCreate>;
 
 export const DestinationPut = Type.Object(

@@ -47,7 +47,7 @@ export function createDestinationsService(deps: { db: Db; references: References
     if (ref.kind === 'invalid') return { field: 'inject_secret', message: `must be a gateway key (${GATEWAY_KEYS.map((k) => k.name).join(', ')}), mcp:<name> or secret:<name>` };
     if (ref.kind === 'mcp' && (await references.unknown('mcp_server', [ref.name], q)).length > 0) return { field: 'inject_secret', message: `no platform MCP server named "${ref.name}"` };
     if (ref.kind === 'secret' && (await references.unknown('secret', [ref.name], q)).length > 0) {
-      return { field: 'inject_secret', message: `no secret named "${ref.name}"; write it first with PUT /secrets/${ref.name}` };
+      return { field: 'inject_secret', message: `no secret named "${ref.name}"; an admin sets it first (on the Secrets page or with crewhouse secrets set)` };
     }
     return null;
   }

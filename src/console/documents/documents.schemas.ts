@@ -1,6 +1,8 @@
 import { Type, type Static } from 'typebox';
 
 export const DOCUMENT_NAME_PATTERN = '^[a-z0-9][a-z0-9._-]{0,62}$';
+/** What DOCUMENT_NAME_PATTERN allows, in words. */
+export const DOCUMENT_NAME_WORDS = 'lowercase letters, digits, ".", "_" and "-", starting with a letter or digit; at most 63 characters';
 export const DOCUMENT_MEDIA_TYPES = ['text/markdown', 'text/plain', 'text/csv', 'application/json', 'application/yaml'] as const;
 export const DOCUMENT_LIMITS = {
   contentBytes: 256 * 1024,

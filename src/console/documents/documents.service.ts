@@ -7,7 +7,7 @@ import type { Database } from '../../db/schema.ts';
 import type { HookCaller } from '../../hooks.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { problems, type FieldProblem } from '../../http/problems.ts';
-import { DOCUMENT_LIMITS, DOCUMENT_MEDIA_TYPES, DOCUMENT_NAME_PATTERN, type DocumentOut, type DocumentPut, type DocumentSummary } from './documents.schemas.ts';
+import { DOCUMENT_LIMITS, DOCUMENT_MEDIA_TYPES, DOCUMENT_NAME_PATTERN, DOCUMENT_NAME_WORDS, type DocumentOut, type DocumentPut, type DocumentSummary } from './documents.schemas.ts';
 import type { DocumentScope } from './documents.tables.ts';
 import * as store from './documents.store.ts';
 
@@ -54,7 +54,7 @@ export function presentDocument(row: DocumentRow): DocumentOut {
 /** The spec's rules for one document, each violation naming its field and the limit. */
 function checkDocument(name: string, input: DocumentPut): { size: number } {
   const errors: FieldProblem[] = [];
-  if (!NAME.test(name)) errors.push({ field: 'name', message: `must match ${DOCUMENT_NAME_PATTERN} (lower-case letters, digits, ".", "_", "-"; at most 63 characters)` });
+  if (!NAME.test(name)) errors.push({ field: 'name', message: `must be ${DOCUMENT_NAME_WORDS}` });
   if (!(DOCUMENT_MEDIA_TYPES as readonly string[]).includes(input.media_type)) {
     errors.push({ field: 'media_type', message: `must be one of ${DOCUMENT_MEDIA_TYPES.join(', ')}; binary files are unsupported` });
   }

@@ -168,7 +168,7 @@ export function createIntegrationsService(deps: IntegrationsDeps) {
         errors.push({
           field,
           message: secret
-            ? `is a secret, not a setting: write it with ${setWith(secretName(kind, name))}`
+            ? `is a secret, not a setting: an admin sets its value as the secret "${secretName(kind, name)}" (on the Secrets page or with crewhouse secrets set)`
             : `${kind} takes no setting "${name}"; its settings are ${def.settings.map((s) => s.name).join(', ') || 'none'}`,
         });
         continue;
@@ -284,7 +284,7 @@ export function createIntegrationsService(deps: IntegrationsDeps) {
               const [what, name] = m.split('.') as ['settings' | 'secrets', string];
               return what === 'settings'
                 ? { field: m, message: `required to enable ${k}` }
-                : { field: m, message: `required to enable ${k}: the secret ${secretName(k, name)} has no value; write it with ${setWith(secretName(k, name))}` };
+                : { field: m, message: `required to enable ${k}: the secret "${secretName(k, name)}" has no value yet; an admin sets it first (on the Secrets page or with crewhouse secrets set)` };
             }),
             `${k} cannot be enabled: missing ${missing.join(', ')}`,
           );

@@ -118,7 +118,7 @@ describe(`integrations (${dbKind})`, () => {
     assert.deepEqual(unknown.body.errors.map((e: any) => e.field), ['settings.colour']);
     const secret = await put('code_host', { enabled: false, settings: { app_key: '-----BEGIN RSA PRIVATE KEY-----' } });
     assert.equal(secret.status, 422);
-    assert.match(secret.body.errors[0].message, /is a secret.*PUT \/api\/v1\/secrets\/integrations\/code_host\/app_key/);
+    assert.match(secret.body.errors[0].message, /is a secret, not a setting: an admin sets its value as the secret "integrations\/code_host\/app_key"/);
     const bad = await put('code_host', { enabled: false, settings: { app_id: 'x y', installation_id: -1, api_url: 'ftp://example.com' } });
     assert.equal(bad.status, 400, 'a negative integer breaks the schema');
     const forms = await put('code_host', { enabled: false, settings: { app_id: 'x y', installation_id: 'abc', api_url: 'https://user:pw@example.com' } });
@@ -133,7 +133,8 @@ describe(`integrations (${dbKind})`, () => {
     assert.equal(partial.status, 422);
     assert.deepEqual(partial.body.errors.map((e: any) => e.field), ['settings.installation_id', 'secrets.app_key', 'secrets.webhook_secret']);
     assert.match(partial.body.detail, /code_host cannot be enabled: missing settings.installation_id, secrets.app_key, secrets.webhook_secret/);
-    assert.match(partial.body.errors[1].message, /write it with PUT \/api\/v1\/secrets\/integrations\/code_host\/app_key/);
+    assert.match(partial.body.errors[1].message, /the secret "integrations\/code_host\/app_key" has no value yet; an admin sets it first/);
+    for (const e of partial.body.errors) assert.doesNotMatch(e.message, /\/api\/|PUT /, 'no message names an API path');
 
     // Disabled, it may be incomplete; the secrets it needs are then listed, unset.
     const saved = await put('code_host', { enabled: false, settings: codeHostSettings() });

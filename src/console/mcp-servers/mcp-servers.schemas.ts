@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
-import { SECRET_NAME_MAX, SECRET_NAME_PATTERN } from '../../secrets/secrets.service.ts';
-import { MAX_ROLES, ROLE_NAME } from '../templates/templates.schemas.ts';
+import { matching } from '../../http/schemas.ts';
+import { SECRET_NAME_MAX, SECRET_NAME_PATTERN, SECRET_NAME_WORDS } from '../../secrets/secrets.service.ts';
+import { DASH_NAME_WORDS, MAX_ROLES, ROLE_NAME, ROLE_NAME_WORDS } from '../templates/templates.schemas.ts';
 
 export const MCP_SERVER_NAME = '^[a-z0-9][a-z0-9-]{0,62}$';
 /** The `{team}` path segment: a team's name, or `platform` for the platform servers. */
@@ -19,7 +20,7 @@ export const McpStatus = Type.Union([Type.Literal('curated'), Type.Literal('prop
 
 const SecretRef = Type.String({
   maxLength: SECRET_NAME_MAX + 7,
-  pattern: `^secret:${SECRET_NAME_PATTERN.slice(1)}`,
+  ...matching(`^secret:${SECRET_NAME_PATTERN.slice(1)}`, `"secret:" and a secret name: ${SECRET_NAME_WORDS}`),
   description: '`secret:<name>` of an existing secret reference (PUT /secrets/<name>); for bearer and header auth; left out, the server gets its own reference, created unset (`secret:teams/<team>/mcp/<name>`, or `secret:mcp/<name>` for a platform server), for an admin to give a value. Refused for none. A team server may only name its team\'s secrets, `secret:teams/<team>/<name>`, so no platform credential can be sent to a URL an operator chose',
 });
 
@@ -53,12 +54,12 @@ export const McpServer = Type.Object({
 export type McpServer = Static<typeof McpServer>;
 
 const fields = {
-  url: Type.String({ minLength: 8, maxLength: MCP_URL_MAX, pattern: '^[Hh][Tt][Tt][Pp][Ss]?://\\S+$', description: 'http(s) URL of the server, without credentials (put those in a secret)' }),
+  url: Type.String({ minLength: 8, maxLength: MCP_URL_MAX, ...matching('^[Hh][Tt][Tt][Pp][Ss]?://\\S+$', 'an http:// or https:// URL, without spaces'), description: 'http(s) URL of the server, without credentials (put those in a secret)' }),
   destination: Type.String({ minLength: 1, maxLength: 128, description: 'an existing destination (GET /destinations), built-ins included' }),
   auth: McpAuth,
-  header: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9-]*$', description: 'required for auth `header`, refused otherwise' }))),
+  header: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 64, ...matching('^[A-Za-z0-9][A-Za-z0-9-]*$', 'a header name: letters, digits and "-", starting with a letter or digit'), description: 'required for auth `header`, refused otherwise' }))),
   secret: Type.Optional(Nullable(SecretRef)),
-  roles: Type.Array(Type.String({ pattern: ROLE_NAME, maxLength: 32 }), {
+  roles: Type.Array(Type.String({ ...matching(ROLE_NAME, ROLE_NAME_WORDS), maxLength: 32 }), {
     maxItems: MAX_ROLES,
     uniqueItems: true,
     description: 'team roles that get the server; empty: every role of the team. Unknown roles are a 422; a platform server takes none.',
@@ -67,8 +68,8 @@ const fields = {
 
 export const McpServerCreate = Type.Object(
   {
-    team: Type.Optional(Nullable(Type.String({ pattern: TEAM_SEGMENT, maxLength: 63, description: 'a live team: a team server (operator); null or absent: a platform server (admin)' }))),
-    name: Type.String({ pattern: MCP_SERVER_NAME, maxLength: 63 }),
+    team: Type.Optional(Nullable(Type.String({ ...matching(TEAM_SEGMENT, DASH_NAME_WORDS), maxLength: 63, description: 'a live team: a team server (operator); null or absent: a platform server (admin)' }))),
+    name: Type.String({ ...matching(MCP_SERVER_NAME, DASH_NAME_WORDS), maxLength: 63 }),
     ...fields,
   },
   { additionalProperties: false },
@@ -89,8 +90,8 @@ export type McpServerPut = Static<typeof McpServerPut>;
 export type McpServerProposal = Omit<McpServerCreate, 'team'>;
 
 export const McpServerParams = Type.Object({
-  team: Type.String({ pattern: TEAM_SEGMENT, maxLength: 63, description: 'a team\'s name, or `platform` for a platform server' }),
-  name: Type.String({ pattern: MCP_SERVER_NAME, maxLength: 63 }),
+  team: Type.String({ ...matching(TEAM_SEGMENT, DASH_NAME_WORDS), maxLength: 63, description: 'a team\'s name, or `platform` for a platform server' }),
+  name: Type.String({ ...matching(MCP_SERVER_NAME, DASH_NAME_WORDS), maxLength: 63 }),
 });
 
 export const McpServerIdParams = Type.Object({

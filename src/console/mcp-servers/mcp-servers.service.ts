@@ -98,8 +98,8 @@ export function createMcpServersService(deps: {
   /** Locks a live team against archiving for the rest of the transaction; false when there is none. */
   const lockLiveTeam = async (trx: Transaction<Database>, team: string) => (await deps.hooks.ask('lock:team', trx, team)).some(Boolean);
 
-  const unknownDestination = (name: string): FieldProblem => ({ field: 'destination', message: `no destination named "${name}" (GET /destinations)` });
-  const unknownSecret = (name: string): FieldProblem => ({ field: 'secret', message: `no secret named "${name}"; an admin writes it first with PUT /secrets/<name>` });
+  const unknownDestination = (name: string): FieldProblem => ({ field: 'destination', message: `no destination named "${name}"; the Destinations page lists them` });
+  const unknownSecret = (name: string): FieldProblem => ({ field: 'secret', message: `no secret named "${name}"; an admin sets it first (on the Secrets page or with crewhouse secrets set)` });
 
   /** In a write's transaction: holds the server's destination and secret against deletion, then checks them again (422). */
   async function guardNames(trx: Transaction<Database>, columns: ServerColumns) {

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { ListQuery } from '../../http/pagination.ts';
+import { matching } from '../../http/schemas.ts';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 const Time = Type.String({ format: 'date-time' });
@@ -78,7 +79,7 @@ export const Post = Type.Object({
 });
 export type Post = Static<typeof Post>;
 
-export const RunParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' }) });
+export const RunParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, ...matching('^[A-Za-z0-9_-]+$', 'a run id: letters, digits, "_" and "-"') }) });
 
 export const RunListQuery = Type.Object(
   {
@@ -94,7 +95,7 @@ export const TeamRunListQuery = Type.Object({ ...ListQuery.properties, state: Ty
 
 export const PostsQuery = Type.Object(
   {
-    cursor: Type.Optional(Type.String({ pattern: '^[0-9]{1,9}$', description: 'the last `seq` seen: only newer posts are returned' })),
+    cursor: Type.Optional(Type.String({ ...matching('^[0-9]{1,9}$', 'a whole number of at most 9 digits'), description: 'the last `seq` seen: only newer posts are returned' })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 200 })),
   },
   { additionalProperties: false },

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
-import { SECRET_NAME_MAX, SECRET_NAME_PATTERN, SECRET_VALUE_MAX_BYTES } from '../../secrets/secrets.service.ts';
+import { matching } from '../../http/schemas.ts';
+import { SECRET_NAME_MAX, SECRET_NAME_PATTERN, SECRET_NAME_WORDS, SECRET_VALUE_MAX_BYTES } from '../../secrets/secrets.service.ts';
 
 /** A secret reference: metadata only, never a value. */
 export const SecretReference = Type.Object({
@@ -20,7 +21,7 @@ export const SecretPut = Type.Object(
 );
 
 export const SecretParams = Type.Object({
-  '*': Type.String({ minLength: 1, maxLength: SECRET_NAME_MAX, pattern: SECRET_NAME_PATTERN, description: 'the secret name; may contain `/`' }),
+  '*': Type.String({ minLength: 1, maxLength: SECRET_NAME_MAX, ...matching(SECRET_NAME_PATTERN, SECRET_NAME_WORDS), description: 'the secret name; may contain `/`' }),
 });
 
 export const SecretListQuery = Type.Object(

@@ -1,6 +1,6 @@
 import { parse as parseYaml } from 'yaml';
 import type { FieldProblem } from '../../http/problems.ts';
-import { SKILL_FILE_MAX_BYTES, SKILL_MAX_FILES, SKILL_NAME_MAX, SKILL_NAME_PATTERN, SKILL_TOTAL_MAX_BYTES } from './skills.schemas.ts';
+import { SKILL_FILE_MAX_BYTES, SKILL_MAX_FILES, SKILL_NAME_MAX, SKILL_NAME_PATTERN, SKILL_NAME_WORDS, SKILL_TOTAL_MAX_BYTES } from './skills.schemas.ts';
 
 const NAME = new RegExp(SKILL_NAME_PATTERN);
 const SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/;
@@ -38,7 +38,7 @@ export function resourcePathProblem(path: string): string | null {
  */
 export function checkSkill(name: string, body: string, resources: Record<string, string>) {
   const errors: FieldProblem[] = [];
-  if (!isSkillName(name)) errors.push({ field: 'name', message: `must match ${SKILL_NAME_PATTERN} and be at most ${SKILL_NAME_MAX} characters` });
+  if (!isSkillName(name)) errors.push({ field: 'name', message: `must be ${SKILL_NAME_WORDS}, at most ${SKILL_NAME_MAX} characters` });
   if (bytes(body) > SKILL_FILE_MAX_BYTES) errors.push({ field: 'body', message: `SKILL.md is ${bytes(body)} bytes; at most ${SKILL_FILE_MAX_BYTES}` });
   if (body.includes('\u0000')) errors.push({ field: 'body', message: 'must be text (no NUL characters)' });
   const fm = frontMatter(body);

@@ -1,6 +1,8 @@
 import { Type, type Static } from 'typebox';
 
 export const SKILL_NAME_PATTERN = '^[a-z0-9]+(-[a-z0-9]+)*$';
+/** What SKILL_NAME_PATTERN allows, in words. */
+export const SKILL_NAME_WORDS = 'words of lowercase letters and digits joined by single "-"';
 export const SKILL_NAME_MAX = 64;
 export const SKILL_FILE_MAX_BYTES = 64 * 1024;
 export const SKILL_MAX_FILES = 20;

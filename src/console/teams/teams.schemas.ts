@@ -1,5 +1,6 @@
 import { Type, type Static, type TSchema } from 'typebox';
-import { MemoryInput, TEMPLATE_NAME } from '../templates/templates.schemas.ts';
+import { matching } from '../../http/schemas.ts';
+import { DASH_NAME_WORDS, MemoryInput, TEMPLATE_NAME } from '../templates/templates.schemas.ts';
 
 export const TEAM_NAME = '^[a-z0-9][a-z0-9-]{0,62}$';
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
@@ -91,12 +92,12 @@ export const HomeInput = Type.Object(
 
 export const TeamCreate = Type.Object(
   {
-    name: Type.String({ pattern: TEAM_NAME, maxLength: 63 }),
+    name: Type.String({ ...matching(TEAM_NAME, DASH_NAME_WORDS), maxLength: 63 }),
     template: Type.Object(
-      { name: Type.String({ pattern: TEMPLATE_NAME, maxLength: 63 }), version: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: 2147483647, description: 'null: the current version' }))) },
+      { name: Type.String({ ...matching(TEMPLATE_NAME, DASH_NAME_WORDS), maxLength: 63 }), version: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: 2147483647, description: 'null: the current version' }))) },
       { additionalProperties: false },
     ),
-    repo_url: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 2000, pattern: '^(https?://|git@|ssh://)\\S+$' }))),
+    repo_url: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 2000, ...matching('^(https?://|git@|ssh://)\\S+$', 'an http(s)://, ssh:// or git@ address, without spaces') }))),
     home: Type.Optional(Nullable(HomeInput)),
     budget_usd_per_day: Type.Optional(Nullable(Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000, description: 'null: the template\'s' }))),
   },
@@ -154,5 +155,5 @@ export const TeamListQuery = Type.Object(
   { additionalProperties: false },
 );
 
-export const TeamParams = Type.Object({ name: Type.String({ pattern: TEAM_NAME, maxLength: 63 }) });
-export const RoleParams = Type.Object({ name: Type.String({ pattern: TEAM_NAME, maxLength: 63 }), role: Type.String({ minLength: 1, maxLength: 32 }) });
+export const TeamParams = Type.Object({ name: Type.String({ ...matching(TEAM_NAME, DASH_NAME_WORDS), maxLength: 63 }) });
+export const RoleParams = Type.Object({ name: Type.String({ ...matching(TEAM_NAME, DASH_NAME_WORDS), maxLength: 63 }), role: Type.String({ minLength: 1, maxLength: 32 }) });

@@ -481,7 +481,7 @@ export function createTeamsService(deps: {
         const current = roles.find((r) => r.role === role);
         if (!current) errors.push({ field: `role_settings.${role}`, message: `team "${name}" has no role "${role}"` });
         for (const k of KEY_LIMITS) if (k in p) errors.push({ field: `role_settings.${role}.${k}`, message: 'the model-proxy key limits of a role cannot be changed here' });
-        if (p.model !== undefined && !deps.models.get(p.model)) errors.push({ field: `role_settings.${role}.model`, message: `no model alias named "${p.model}" (GET /models)` });
+        if (p.model !== undefined && !deps.models.get(p.model)) errors.push({ field: `role_settings.${role}.model`, message: `no model alias named "${p.model}"; the aliases are ${deps.models.aliases.map((a) => a.alias).join(', ')}` });
       }
       const idle = body.idle_after_seconds ?? team.idle_after_seconds;
       const deep = body.deep_sleep_after_seconds ?? team.deep_sleep_after_seconds;

@@ -3,12 +3,12 @@ import { actorOf } from '../../http/auth.ts';
 import { requireIfMatch, setEtag } from '../../http/etag.ts';
 import type { App } from '../../http/kernel.ts';
 import { ListQuery, Page, limitOf } from '../../http/pagination.ts';
-import { IfMatchHeader, NoContent } from '../../http/schemas.ts';
-import { TEMPLATE_NAME, TeamTemplate, TeamTemplateSummary, TeamTemplateVersion, TemplateCreate, TemplateNewVersion, TemplatePatch, VersionMeta } from './templates.schemas.ts';
+import { IfMatchHeader, matching, NoContent } from '../../http/schemas.ts';
+import { DASH_NAME_WORDS, TEMPLATE_NAME, TeamTemplate, TeamTemplateSummary, TeamTemplateVersion, TemplateCreate, TemplateNewVersion, TemplatePatch, VersionMeta } from './templates.schemas.ts';
 import { presentVersion, type TemplatesService } from './templates.service.ts';
 
-const NameParams = Type.Object({ name: Type.String({ pattern: TEMPLATE_NAME, maxLength: 63 }) });
-const VersionParams = Type.Object({ name: Type.String({ pattern: TEMPLATE_NAME, maxLength: 63 }), version: Type.Integer({ minimum: 1, maximum: 2147483647 }) });
+const NameParams = Type.Object({ name: Type.String({ ...matching(TEMPLATE_NAME, DASH_NAME_WORDS), maxLength: 63 }) });
+const VersionParams = Type.Object({ name: Type.String({ ...matching(TEMPLATE_NAME, DASH_NAME_WORDS), maxLength: 63 }), version: Type.Integer({ minimum: 1, maximum: 2147483647 }) });
 
 export function templatesRoutes(app: App, deps: { templates: TemplatesService }) {
   const { templates } = deps;

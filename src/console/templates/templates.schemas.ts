@@ -1,7 +1,12 @@
 import { Type, type Static } from 'typebox';
+import { matching } from '../../http/schemas.ts';
 
 export const TEMPLATE_NAME = '^[a-z0-9][a-z0-9-]{0,62}$';
 export const ROLE_NAME = '^[a-z][a-z0-9_-]{0,31}$';
+/** What TEMPLATE_NAME (and the names of teams and MCP servers) allow, in words. */
+export const DASH_NAME_WORDS = 'lowercase letters, digits and "-", starting with a letter or digit; at most 63 characters';
+/** What ROLE_NAME allows, in words. */
+export const ROLE_NAME_WORDS = 'lowercase letters, digits, "_" and "-", starting with a letter; at most 32 characters';
 export const MAX_ROLES = 20;
 
 const Names = (description: string) => Type.Array(Type.String({ minLength: 1, maxLength: 128 }), { maxItems: 50, description });
@@ -29,7 +34,7 @@ export const TemplateRoleInput = Type.Object(
     confirmation_policy: Type.Optional(Nullable(Type.Union([Type.Literal('never_confirm'), Type.Literal('confirm_risky')], { description: 'null: the agent version\'s' }))),
     memory: Type.Optional(MemoryInput),
     max_budget: Type.Optional(Nullable(Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000, description: 'USD cap of the role\'s model-proxy key per budget_duration' }))),
-    budget_duration: Type.Optional(Nullable(Type.String({ pattern: '^[1-9][0-9]{0,3}[hd]$', description: 'e.g. 1d, 30d, 12h' }))),
+    budget_duration: Type.Optional(Nullable(Type.String({ ...matching('^[1-9][0-9]{0,3}[hd]$', 'a number of hours or days such as 12h, 1d or 30d'), description: 'e.g. 1d, 30d, 12h' }))),
     rpm_limit: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: 1_000_000 }))),
     tpm_limit: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: 1_000_000_000 }))),
     skills: Type.Optional(Names('platform skills added to the agent\'s')),
@@ -49,7 +54,7 @@ export const SleepInput = Type.Object(
 
 const versionFields = {
   lead: Type.String({ minLength: 1, maxLength: 32, description: 'the role every work item starts with; one of roles' }),
-  roles: Type.Record(Type.String({ pattern: ROLE_NAME }), TemplateRoleInput, { minProperties: 1, maxProperties: MAX_ROLES }),
+  roles: Type.Record(Type.String({ ...matching(ROLE_NAME, ROLE_NAME_WORDS) }), TemplateRoleInput, { minProperties: 1, maxProperties: MAX_ROLES }),
   sleep: SleepInput,
   idle_after_seconds: Type.Integer({ minimum: 60, maximum: 604800, description: 'idle time before an agent is snapshotted' }),
   deep_sleep_after_seconds: Type.Integer({ minimum: 60, maximum: 2592000, description: 'idle time before deep sleep; at least idle_after_seconds' }),
@@ -57,7 +62,7 @@ const versionFields = {
   isolation: Type.Optional(Type.Union([Type.Literal('shared'), Type.Literal('dedicated')], { description: 'default shared' })),
   requires_repo: Type.Optional(Type.Boolean({ description: 'team creation without repo_url is a 422 (default false)' })),
   rework_rounds: Type.Optional(Type.Integer({ minimum: 0, maximum: 10, description: 'review-and-fix cycles per work item (default 2)' })),
-  pipeline: Type.Optional(Type.Record(Type.String({ pattern: ROLE_NAME }), Type.String({ pattern: ROLE_NAME }), { maxProperties: MAX_ROLES, description: 'hand-off chain: role to next role' })),
+  pipeline: Type.Optional(Type.Record(Type.String({ ...matching(ROLE_NAME, ROLE_NAME_WORDS) }), Type.String({ ...matching(ROLE_NAME, ROLE_NAME_WORDS) }), { maxProperties: MAX_ROLES, description: 'hand-off chain: role to next role' })),
   note: Type.Optional(Type.String({ maxLength: 500 })),
 };
 
@@ -82,7 +87,7 @@ export type TemplateNewVersion = Static<typeof TemplateNewVersion>;
 
 export const TemplateCreate = Type.Object(
   {
-    name: Type.String({ pattern: TEMPLATE_NAME, maxLength: 63 }),
+    name: Type.String({ ...matching(TEMPLATE_NAME, DASH_NAME_WORDS), maxLength: 63 }),
     description: Type.Optional(Type.String({ maxLength: 2000 })),
     ...versionFields,
   },

@@ -161,7 +161,7 @@ export function createTemplatesService(deps: {
     const roles = Object.entries(input.roles);
     errors.push(...(await unknownNames(input)));
     for (const [name, r] of roles) {
-      if (!deps.models.get(r.model)) errors.push({ field: `roles.${name}.model`, message: `no model alias named "${r.model}" (GET /models)` });
+      if (!deps.models.get(r.model)) errors.push({ field: `roles.${name}.model`, message: `no model alias named "${r.model}"; the aliases are ${deps.models.aliases.map((a) => a.alias).join(', ')}` });
       if (r.budget_duration && (r.max_budget === undefined || r.max_budget === null)) errors.push({ field: `roles.${name}.budget_duration`, message: 'needs max_budget' });
     }
     if (errors.length) throw problems.validation(errors);

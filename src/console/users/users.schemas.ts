@@ -1,7 +1,8 @@
 import { Type, type Static } from 'typebox';
+import { matching } from '../../http/schemas.ts';
 
 export const RoleSchema = Type.Union([Type.Literal('viewer'), Type.Literal('operator'), Type.Literal('admin')]);
-const Name = Type.String({ minLength: 1, maxLength: 100, pattern: '^\\S(.*\\S)?$', description: 'log-in name, unique regardless of case' });
+const Name = Type.String({ minLength: 1, maxLength: 100, ...matching('^\\S(.*\\S)?$', 'a name that neither starts nor ends with a space'), description: 'log-in name, unique regardless of case' });
 const Email = Type.String({ maxLength: 254, format: 'email' });
 
 export const User = Type.Object({

@@ -1,9 +1,10 @@
 import { Type, type Static } from 'typebox';
+import { matching } from '../../http/schemas.ts';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 
 export const DeliveriesParams = Type.Object(
-  { kind: Type.String({ pattern: '^[a-z_]{1,32}$', description: 'chat_a, chat_b, code_host, tracker_a or tracker_b' }) },
+  { kind: Type.String({ ...matching('^[a-z_]{1,32}$', 'an integration kind: lowercase letters and "_"'), description: 'chat_a, chat_b, code_host, tracker_a or tracker_b' }) },
   { additionalProperties: false },
 );
 

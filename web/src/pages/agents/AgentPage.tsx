@@ -2,7 +2,9 @@ import { useState } from 'react';
 import { API, call, seg } from '../../api.ts';
 import { go } from '../../hash.ts';
 import { useDoc, type Doc } from '../../resource.ts';
-import { asYaml, cellText, ConfirmButton, Field, Loaded, PageHead, parseStructured, ProblemNote, StructuredEditor, useAction, useCan } from '../../ui.tsx';
+import { checked, type Schema } from '../../schema.ts';
+import { SchemaForm, useSchema } from '../../SchemaForm.tsx';
+import { asYaml, cellText, ConfirmButton, Field, Loaded, PageHead, ProblemNote, useAction, useCan } from '../../ui.tsx';
 import { Documents } from '../shared/Documents.tsx';
 import { Versions } from '../shared/Versions.tsx';
 import type { AgentSummary } from './AgentList.tsx';
@@ -113,27 +115,28 @@ function EditAgent({ agent, write }: { agent: Agent; write: Doc<Agent>['write'] 
 }
 
 function CurrentVersion({ agent, canWrite, write, reload }: { agent: Agent; canWrite: boolean; write: Doc<Agent>['write']; reload: () => Promise<unknown> }) {
-  const [text, setText] = useState<string | null>(null);
-  const [note, setNote] = useState('');
-  const { busy, error, run } = useAction();
+  const { schema, error: schemaError } = useSchema('AgentVersionInput');
+  const [value, setValue] = useState<Record<string, unknown> | null>(null);
+  const { busy, error, setError, run } = useAction();
   const cur = agent.current;
-  const start = () => setText(asYaml({ ...Object.fromEntries(EDITABLE.filter((k) => cur && k in cur).map((k) => [k, cur![k]])), model: agent.model ?? null, environment: agent.environment ?? null }));
-  const save = () =>
+  const start = () => {
+    setError(null);
+    setValue({ ...Object.fromEntries(EDITABLE.filter((k) => cur && k in cur && cur[k] !== null).map((k) => [k, cur![k]])), ...(agent.model ? { model: agent.model } : {}), ...(agent.environment ? { environment: agent.environment } : {}) });
+  };
+  const save = (s: Schema) =>
     run(async () => {
-      const parsed = parseStructured(text ?? '');
-      if (parsed.error || typeof parsed.value !== 'object' || parsed.value === null) throw new Error('The version is not a YAML or JSON object.');
-      await write('POST', `/agents/${seg(agent.name)}/versions`, { ...(parsed.value as object), note });
-      setText(null);
-      setNote('');
+      await write('POST', `/agents/${seg(agent.name)}/versions`, checked(s, value ?? {}));
+      setValue(null);
       await reload();
     });
   return (
     <div className="part">
       <h2>Current version {cur ? `(${String(cur.version)})` : ''}</h2>
-      {text === null ? (
+      <ProblemNote error={schemaError} />
+      {value === null || !schema ? (
         <>
           {cur ? <pre className="raw">{asYaml(Object.fromEntries(EDITABLE.filter((k) => k in cur).map((k) => [k, cur[k]])))}</pre> : <p className="muted">No current version.</p>}
-          {canWrite && (
+          {canWrite && schema && (
             <button type="button" onClick={start}>
               Edit as a new version
             </button>
@@ -143,21 +146,18 @@ function CurrentVersion({ agent, canWrite, write, reload }: { agent: Agent; canW
         <form
           className="panel"
           aria-label="new version"
+          noValidate
           onSubmit={(e) => {
             e.preventDefault();
-            void save();
+            void save(schema);
           }}
         >
-          <StructuredEditor label="Version" value={text} onChange={setText} rows={18} error={error} name="version" />
-          <Field label="Note" name="note" error={error}>
-            <input value={note} onChange={(e) => setNote(e.target.value)} placeholder="what changed" />
-          </Field>
-          <ProblemNote error={error} />
+          <SchemaForm schema={schema} value={value} onChange={setValue} error={error} fields={[...EDITABLE, 'model', 'environment', 'note']} omit={['from_version']} label="version" />
           <div className="row">
             <button type="submit" disabled={busy}>
               {busy ? 'Saving…' : 'Save as new version'}
             </button>
-            <button type="button" className="secondary" onClick={() => setText(null)}>
+            <button type="button" className="secondary" onClick={() => setValue(null)}>
               Cancel
             </button>
           </div>

@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import { cellText, DataTable, MoreButton, PageHead, ProblemNote, usePaged } from '../../ui.tsx';
+import { cellText, DataTable, heading, MoreButton, PageHead, ProblemNote, usePaged } from '../../ui.tsx';
 
 interface AuditEntry {
   id: number;
@@ -50,11 +50,27 @@ function Entries({ path }: { path: string }) {
           rows={list.data.items}
           label="audit log"
           columns={['at', 'actor', 'via', 'action', 'target_type', 'target', 'details']}
-          cells={{ details: (e) => (Object.keys(e.details).length ? <code>{cellText(e.details)}</code> : '—') }}
+          cells={{ details: (e) => <Details details={e.details} /> }}
           empty="Nothing recorded that matches."
         />
       )}
       <MoreButton paged={list} />
     </>
+  );
+}
+
+/** An entry's details as named fields, one per line (nested values as short text). */
+function Details({ details }: { details: Record<string, unknown> }) {
+  const entries = Object.entries(details ?? {});
+  if (entries.length === 0) return <>—</>;
+  return (
+    <dl className="details">
+      {entries.map(([k, v]) => (
+        <div key={k}>
+          <dt>{heading(k)}</dt>
+          <dd>{Array.isArray(v) && v.every((x) => typeof x !== 'object') ? v.join(', ') || '—' : cellText(v)}</dd>
+        </div>
+      ))}
+    </dl>
   );
 }

@@ -2,7 +2,9 @@ import { useState, type ReactNode } from 'react';
 import { call, seg, type Role } from '../../api.ts';
 import { go } from '../../hash.ts';
 import { useDoc } from '../../resource.ts';
-import { asYaml, cellText, ConfirmButton, DataTable, Empty, Field, Loaded, MoreButton, PageHead, parseStructured, ProblemNote, StructuredEditor, useAction, useCan, usePaged } from '../../ui.tsx';
+import { checked, type Schema } from '../../schema.ts';
+import { SchemaForm, useSchema } from '../../SchemaForm.tsx';
+import { cellText, ConfirmButton, DataTable, Empty, Field, Loaded, MoreButton, PageHead, ProblemNote, useAction, useCan, usePaged } from '../../ui.tsx';
 
 type Row = Record<string, unknown> & { name: string };
 
@@ -19,6 +21,10 @@ export interface Collection {
   fields: string[];
   /** A starting body for a new one. */
   sample: Record<string, unknown>;
+  /** The contract's schemas of a create and of a replace body: the forms are built from them. */
+  schemas: { create: string; replace: string };
+  /** Properties of those schemas the forms leave out (set by the service). */
+  omit?: string[];
   writeRole: Role;
   /** Why this one cannot be changed (a built-in), or null. */
   locked?: (row: Row) => string | null;
@@ -65,35 +71,37 @@ export function CollectionList({ c }: { c: Collection }) {
 }
 
 export function CollectionNew({ c }: { c: Collection }) {
-  const [text, setText] = useState(() => asYaml(c.sample));
+  const { schema, error: schemaError } = useSchema(c.schemas.create);
+  const [value, setValue] = useState<Record<string, unknown>>(() => ({ ...c.sample, name: '' }));
   const { busy, error, run } = useAction();
-  const save = () =>
+  const save = (s: Schema) =>
     run(async () => {
-      const parsed = parseStructured(text);
-      if (parsed.error) throw new Error(`Not valid YAML or JSON: ${parsed.error}`);
-      const { body } = await call<Row>('POST', `/${c.api}`, { body: parsed.value });
+      const { body } = await call<Row>('POST', `/${c.api}`, { body: checked(s, value) });
       go(`#/${c.route}/${seg(body.name)}`);
     });
   return (
     <section aria-labelledby="section-title">
-      <PageHead title={`New ${c.singular}`} back={{ href: `#/${c.route}`, label: c.title }} blurb={`Fields: ${c.fields.join(', ')}.`} />
-      <form
-        className="panel"
-        aria-label={`new ${c.singular}`}
-        onSubmit={(e) => {
-          e.preventDefault();
-          void save();
-        }}
-      >
-        <StructuredEditor label={c.singular} value={text} onChange={setText} error={error} name="body" />
-        <ProblemNote error={error} />
-        <div className="row">
-          <button type="submit" disabled={busy}>
-            {busy ? 'Creating…' : `Create ${c.singular}`}
-          </button>
-          <a href={`#/${c.route}`}>Cancel</a>
-        </div>
-      </form>
+      <PageHead title={`New ${c.singular}`} back={{ href: `#/${c.route}`, label: c.title }} blurb={c.blurb} />
+      <ProblemNote error={schemaError} />
+      {schema && (
+        <form
+          className="panel"
+          aria-label={`new ${c.singular}`}
+          noValidate
+          onSubmit={(e) => {
+            e.preventDefault();
+            void save(schema);
+          }}
+        >
+          <SchemaForm schema={schema} value={value} onChange={setValue} error={error} fields={['name', ...c.fields]} omit={c.omit} label={c.singular} />
+          <div className="row">
+            <button type="submit" disabled={busy}>
+              {busy ? 'Creating…' : `Create ${c.singular}`}
+            </button>
+            <a href={`#/${c.route}`}>Cancel</a>
+          </div>
+        </form>
+      )}
     </section>
   );
 }
@@ -101,15 +109,14 @@ export function CollectionNew({ c }: { c: Collection }) {
 export function CollectionItem({ c, name }: { c: Collection; name: string }) {
   const doc = useDoc<Row>(`/${c.api}/${seg(name)}`);
   const canWrite = useCan(c.writeRole);
-  const [text, setText] = useState<string | null>(null);
-  const { busy, error, run } = useAction();
+  const { schema, error: schemaError } = useSchema(c.schemas.replace);
+  const [value, setValue] = useState<Record<string, unknown> | null>(null);
+  const { busy, error, setError, run } = useAction();
   const locked = doc.data && c.locked ? c.locked(doc.data) : null;
-  const save = () =>
+  const save = (s: Schema) =>
     run(async () => {
-      const parsed = parseStructured(text ?? '');
-      if (parsed.error) throw new Error(`Not valid YAML or JSON: ${parsed.error}`);
-      await doc.write('PUT', undefined, parsed.value, { replace: true });
-      setText(null);
+      await doc.write('PUT', undefined, checked(s, value ?? {}), { replace: true });
+      setValue(null);
     });
   const remove = () =>
     run(async () => {
@@ -125,7 +132,7 @@ export function CollectionItem({ c, name }: { c: Collection; name: string }) {
         {(row) => (
           <>
             {locked && <p className="notice">{locked}</p>}
-            {text === null ? (
+            {value === null || !schema ? (
               <>
                 <dl className="fields">
                   {Object.entries(row).map(([k, v]) => (
@@ -135,8 +142,15 @@ export function CollectionItem({ c, name }: { c: Collection; name: string }) {
                     </div>
                   ))}
                 </dl>
-                {canWrite && !locked && (
-                  <button type="button" onClick={() => setText(asYaml(pick(row, c.fields)))}>
+                <ProblemNote error={schemaError} />
+                {canWrite && !locked && schema && (
+                  <button
+                    type="button"
+                    onClick={() => {
+                      setError(null);
+                      setValue(pick(row, c.fields));
+                    }}
+                  >
                     Edit
                   </button>
                 )}
@@ -145,26 +159,27 @@ export function CollectionItem({ c, name }: { c: Collection; name: string }) {
               <form
                 className="panel"
                 aria-label={`edit ${c.singular}`}
+                noValidate
                 onSubmit={(e) => {
                   e.preventDefault();
-                  void save();
+                  void save(schema);
                 }}
               >
-                <Field label="Name" name="name" error={error}>
+                <Field label="Name" name="name" error={null}>
                   <input value={name} readOnly />
                 </Field>
-                <StructuredEditor label={c.singular} value={text} onChange={setText} error={error} name="body" />
+                <SchemaForm schema={schema} value={value} onChange={setValue} error={error} fields={c.fields} omit={['name', ...(c.omit ?? [])]} label={c.singular} />
                 <div className="row">
                   <button type="submit" disabled={busy}>
                     {busy ? 'Saving…' : 'Save'}
                   </button>
-                  <button type="button" className="secondary" onClick={() => setText(null)}>
+                  <button type="button" className="secondary" onClick={() => setValue(null)}>
                     Cancel
                   </button>
                 </div>
               </form>
             )}
-            <ProblemNote error={error} />
+            {value === null && <ProblemNote error={error} />}
           </>
         )}
       </Loaded>

@@ -1,7 +1,9 @@
 import { useState } from 'react';
-import { ApiError, call, get, seg } from '../../api.ts';
+import { ApiError, call, fieldErrors, get, seg, setSecret } from '../../api.ts';
 import { useDoc, type Doc } from '../../resource.ts';
-import { asYaml, cellText, CopyButton, DataTable, Loaded, PageHead, parseStructured, ProblemNote, StructuredEditor, useAction, useCan, useLoad } from '../../ui.tsx';
+import { checked, type Schema } from '../../schema.ts';
+import { SchemaForm } from '../../SchemaForm.tsx';
+import { cellText, CopyButton, DataTable, Loaded, PageHead, ProblemNote, useAction, useCan, useLoad } from '../../ui.tsx';
 
 const KINDS: Record<string, string> = {
   chat_a: 'Chat A: rooms, threads, a slash command',
@@ -13,7 +15,39 @@ const KINDS: Record<string, string> = {
 /** Surfaces whose service calls us back: the webhook URL to give it. */
 const WEBHOOK_KINDS = new Set(['code_host', 'tracker_a', 'tracker_b']);
 
-type Integration = Record<string, unknown> & { kind?: string; enabled?: boolean; settings?: Record<string, unknown>; status?: Record<string, unknown> };
+interface SettingField {
+  name: string;
+  type: 'string' | 'id' | 'url' | 'boolean';
+  required: boolean;
+  default: string | boolean | null;
+  description: string;
+}
+interface SecretInfo {
+  name: string;
+  ref: string;
+  required: boolean;
+  status: 'set' | 'unset';
+  description: string;
+}
+type Integration = Record<string, unknown> & { kind?: string; enabled?: boolean; settings?: Record<string, unknown>; status?: Record<string, unknown>; fields?: SettingField[]; secrets?: SecretInfo[] };
+
+/** The settings of a kind as a schema, from its definition: what the form shows and checks. */
+function settingsSchema(fields: SettingField[], enabling: boolean): Schema {
+  const TYPE_HELP = { id: 'a number', url: 'an http(s) URL without credentials', string: '', boolean: '' };
+  return {
+    type: 'object',
+    properties: Object.fromEntries(
+      fields.map((f) => [
+        f.name,
+        f.type === 'boolean'
+          ? { type: 'boolean', description: f.description, default: f.default ?? undefined }
+          : { type: 'string', maxLength: 2000, format: f.type === 'url' ? 'uri' : undefined, description: [f.description, TYPE_HELP[f.type], f.required ? 'needed to enable' : ''].filter(Boolean).join('; '), default: f.default ?? undefined },
+      ]),
+    ),
+    // Required only to enable: a disabled integration may be saved incomplete.
+    required: enabling ? fields.filter((f) => f.required).map((f) => f.name) : [],
+  };
+}
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const itemsOf = (v: unknown): Integration[] => (Array.isArray(v) ? (v as Integration[]) : isRecord(v) && Array.isArray(v.items) ? (v.items as Integration[]) : []);
@@ -59,8 +93,7 @@ export function IntegrationPage({ kind }: { kind: string }) {
             <>
               <Status integration={i} />
               <Webhook kind={kind} integration={i} />
-              <Settings integration={i} canWrite={admin} write={doc.write} />
-              <Secrets kind={kind} integration={i} admin={admin} />
+              <Settings integration={i} canWrite={admin} write={doc.write} reload={doc.reload} />
               {operator && <Test kind={kind} />}
               <Deliveries kind={kind} />
             </>
@@ -82,7 +115,7 @@ function Status({ integration }: { integration: Integration }) {
       {Object.entries(status).map(([k, v]) => (
         <div key={k}>
           <dt>{k.replace(/_/g, ' ')}</dt>
-          <dd>{k === 'applied' && v === 'pending' ? 'pending: the running service has not taken the change yet' : cellText(v)}</dd>
+          <dd>{k === 'applied' && v === 'pending' ? 'pending: the running service has not taken the change yet' : Array.isArray(v) ? v.join(', ') || 'none' : cellText(v)}</dd>
         </div>
       ))}
     </dl>
@@ -108,82 +141,137 @@ function Webhook({ kind, integration }: { kind: string; integration: Integration
   );
 }
 
-function Settings({ integration, canWrite, write }: { integration: Integration; canWrite: boolean; write: Doc<Integration>['write'] }) {
+/** The kind's settings as a form, and each of its secrets with a box to set it in place. */
+function Settings({ integration, canWrite, write, reload }: { integration: Integration; canWrite: boolean; write: Doc<Integration>['write']; reload: () => Promise<unknown> }) {
   const [enabled, setEnabled] = useState<boolean | null>(null);
-  const [text, setText] = useState<string | null>(null);
+  const [value, setValue] = useState<Record<string, unknown> | null>(null);
   const [saved, setSaved] = useState(false);
   const { busy, error, run } = useAction();
   const settings = isRecord(integration.settings) ? integration.settings : {};
+  const fields = Array.isArray(integration.fields) ? integration.fields : [];
+  const enabling = enabled ?? Boolean(integration.enabled);
+  const schema = settingsSchema(fields, enabling);
   const save = () =>
     run(async () => {
-      const parsed = parseStructured(text ?? asYaml(settings));
-      if (parsed.error) throw new Error(`The settings are not valid YAML or JSON: ${parsed.error}`);
-      await write('PUT', undefined, { enabled: enabled ?? Boolean(integration.enabled), settings: parsed.value ?? {} }, { replace: true });
-      setText(null);
+      setSaved(false);
+      // Empty text is a setting left out (it takes its default).
+      const current = Object.fromEntries(Object.entries(value ?? settings).filter(([, v]) => v !== '' && v !== undefined && v !== null));
+      const body = checked({ type: 'object', properties: { enabled: { type: 'boolean' }, settings: schema } }, { enabled: enabling, settings: current });
+      await write('PUT', undefined, body, { replace: true });
+      setValue(null);
       setEnabled(null);
       setSaved(true);
     });
   return (
-    <form
-      className="part"
-      aria-label="integration settings"
-      onSubmit={(e) => {
-        e.preventDefault();
-        void save();
-      }}
-    >
-      <h2>Settings</h2>
-      {canWrite ? (
-        <>
-          <label className="check">
-            <input type="checkbox" checked={enabled ?? Boolean(integration.enabled)} onChange={(e) => setEnabled(e.target.checked)} />
-            Enabled
-          </label>
-          <StructuredEditor label="Settings" value={text ?? asYaml(settings)} onChange={setText} rows={8} error={error} name="settings" />
-          <ProblemNote error={error} />
-          {saved && <p className="notice">Saved.</p>}
-          <button type="submit" disabled={busy}>
-            {busy ? 'Saving…' : 'Save settings'}
-          </button>
-        </>
-      ) : (
-        <pre className="raw">{Object.keys(settings).length ? asYaml(settings) : 'No settings.'}</pre>
-      )}
-    </form>
+    <>
+      <form
+        className="part"
+        aria-label="integration settings"
+        noValidate
+        onSubmit={(e) => {
+          e.preventDefault();
+          void save();
+        }}
+      >
+        <h2>Settings</h2>
+        {canWrite ? (
+          <>
+            <label className="check">
+              <input type="checkbox" checked={enabling} onChange={(e) => setEnabled(e.target.checked)} />
+              Enabled
+            </label>
+            {fields.length === 0 ? <p className="muted">This kind takes no settings.</p> : <SchemaForm schema={schema} value={value ?? settings} onChange={setValue} error={error} label="settings" prefix="settings." shownElsewhere={['secrets']} />}
+            {saved && (
+              <p className="notice" role="status">
+                Saved.
+              </p>
+            )}
+            <button type="submit" disabled={busy}>
+              {busy ? 'Saving…' : 'Save settings'}
+            </button>
+          </>
+        ) : (
+          <dl className="fields">
+            {fields.map((f) => (
+              <div key={f.name}>
+                <dt>{f.name.replace(/_/g, ' ')}</dt>
+                <dd>{cellText(settings[f.name] ?? f.default)}</dd>
+              </div>
+            ))}
+          </dl>
+        )}
+      </form>
+      <Secrets kind={String(integration.kind ?? '')} integration={integration} admin={canWrite} enableError={error} onSet={reload} />
+    </>
   );
 }
 
-/** Each secret the integration needs, set or not: values are set on the Secrets page and never shown. */
-function Secrets({ kind, integration, admin }: { kind: string; integration: Integration; admin: boolean }) {
-  const raw = integration.secrets;
-  const rows: Array<{ name: string; state: string }> = Array.isArray(raw)
-    ? raw.map((s: unknown) => (isRecord(s) ? { name: String(s.name ?? s.setting ?? ''), state: String(s.status ?? (s.set === true ? 'set' : s.set === false ? 'unset' : '')) } : { name: String(s), state: '' }))
-    : isRecord(raw)
-      ? Object.entries(raw).map(([k, v]) => ({ name: k, state: isRecord(v) ? String(v.status ?? (v.set ? 'set' : 'unset')) : typeof v === 'boolean' ? (v ? 'set' : 'unset') : String(v) }))
-      : [];
+/** Each secret the kind takes, set or not, with a box that sets its value in place (never shown again). */
+function Secrets({ integration, admin, enableError, onSet }: { kind: string; integration: Integration; admin: boolean; enableError: unknown; onSet: () => Promise<unknown> }) {
+  const secrets = Array.isArray(integration.secrets) ? integration.secrets : [];
   return (
     <div className="part">
       <h2>Secrets</h2>
-      <DataTable
-        rows={rows}
-        label="integration secrets"
-        columns={['name', 'state']}
-        empty="This integration reports no secrets."
-        cells={{ state: (r) => <span className={`badge ${r.state === 'set' ? 'good' : 'warn'}`}>{r.state || 'unknown'}</span> }}
-        actions={
-          admin
-            ? (r) => {
-                const full = r.name.startsWith('integrations/') ? r.name : `integrations/${kind}/${r.name}`;
-                return (
-                  <a className="button secondary" href={`#/secrets?name=${encodeURIComponent(full)}`}>
-                    {r.state === 'set' ? 'Replace' : 'Set'}
-                  </a>
-                );
-              }
-            : undefined
-        }
-      />
+      <p className="muted">Values are written once and never shown again, not even to an admin.</p>
+      {secrets.length === 0 ? <p className="muted">This kind takes no secrets.</p> : secrets.map((s) => <SecretBox key={s.name} secret={s} admin={admin} enableError={enableError} onSet={onSet} />)}
     </div>
+  );
+}
+
+function SecretBox({ secret, admin, enableError, onSet }: { secret: SecretInfo; admin: boolean; enableError: unknown; onSet: () => Promise<unknown> }) {
+  const [value, setValue] = useState('');
+  const [done, setDone] = useState(false);
+  const { busy, error, run } = useAction();
+  const name = secret.ref.replace(/^secret:/, '');
+  const id = `secret-${secret.name}`;
+  const problems = [...fieldErrors(enableError, `secrets.${secret.name}`), ...(error instanceof ApiError ? error.errors.map((e) => e.message) : [])];
+  const set = () =>
+    run(async () => {
+      setDone(false);
+      if (value === '') throw new ApiError(400, 'Type the value first.', [{ field: 'value', message: 'must not be empty' }]);
+      await setSecret(name, value);
+      setValue('');
+      setDone(true);
+      await onSet();
+    });
+  return (
+    <form
+      className={problems.length > 0 ? 'field invalid secret-box' : 'field secret-box'}
+      aria-label={`secret ${secret.name}`}
+      noValidate
+      onSubmit={(e) => {
+        e.preventDefault();
+        void set();
+      }}
+    >
+      <div className="secret-head">
+        <label htmlFor={id}>{secret.name.replace(/_/g, ' ')}</label>
+        <span className={`badge ${secret.status === 'set' ? 'good' : 'warn'}`}>{secret.status === 'set' ? 'set' : 'no value'}</span>
+        {secret.required && <span className="muted">needed to enable</span>}
+      </div>
+      {admin && (
+        <div className="row">
+          <input id={id} type="password" value={value} onChange={(e) => setValue(e.target.value)} autoComplete="new-password" placeholder={secret.status === 'set' ? 'type a new value to replace it' : 'type the value'} />
+          <button type="submit" className="secondary" disabled={busy}>
+            {busy ? 'Saving…' : secret.status === 'set' ? 'Replace' : 'Set'}
+          </button>
+        </div>
+      )}
+      <span className="hint">
+        {secret.description}; kept as the secret {name}.
+      </span>
+      {[...new Set(problems)].map((m) => (
+        <span key={m} className="field-error" role="alert">
+          {m}
+        </span>
+      ))}
+      {error !== null && !(error instanceof ApiError && error.errors.length > 0) && <ProblemNote error={error} />}
+      {done && (
+        <span className="notice" role="status">
+          Stored. It will not be shown again.
+        </span>
+      )}
+    </form>
   );
 }
 

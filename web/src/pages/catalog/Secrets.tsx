@@ -1,4 +1,4 @@
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { ApiError, call, type Page } from '../../api.ts';
 import { Conflict } from '../../resource.ts';
 import { cellText, ConfirmButton, DataTable, Empty, Field, MoreButton, PageHead, ProblemNote, useAction, useCan, usePaged } from '../../ui.tsx';
@@ -32,6 +32,10 @@ export function Secrets({ preset }: { preset: string | null }) {
   const list = usePaged<SecretRef>('/secrets');
   const admin = useCan('admin');
   const [name, setName] = useState(preset ?? '');
+  // A link with ?name= followed while this page is open fills the form as well.
+  useEffect(() => {
+    if (preset !== null) setName(preset);
+  }, [preset]);
   const [value, setValue] = useState('');
   const [done, setDone] = useState<string | null>(null);
   const write = useAction();

@@ -86,7 +86,7 @@ export function RunPage({ id, user }: { id: string; user: SessionUser }) {
           <strong>Failed:</strong> {run.failure_reason}
         </p>
       )}
-      {run.open_question && run.waiting_for && <Waiting run={run} writer={writer} onAnswered={() => void reload()} />}
+      {run.open_question && run.waiting_for && <Waiting run={run} writer={writer} options={optionsOf(stream.items, run.open_question.seq)} onAnswered={() => void reload()} />}
       {run.surface !== 'console' && <p className="notice">This run lives on a chat surface ({run.surface}): answer and cancel it there.</p>}
 
       <dl className="fields run-facts">
@@ -134,9 +134,15 @@ export function RunPage({ id, user }: { id: string; user: SessionUser }) {
       <div className="part">
         <div className="row run-posts-head">
           <h2>Conversation</h2>
-          <span className={`stream stream-${stream.status}`} role="status">
-            {stream.status === 'live' ? 'live' : stream.status === 'connecting' ? 'connecting…' : stream.status === 'reconnecting' ? 'reconnecting…' : 'not live'}
-          </span>
+          {live ? (
+            <span className={`stream stream-${stream.status}`} role="status">
+              {stream.status === 'live' ? 'live' : stream.status === 'connecting' ? 'connecting…' : stream.status === 'reconnecting' ? 'reconnecting…' : 'not live'}
+            </span>
+          ) : (
+            <span className="stream stream-ended" role="status">
+              run ended
+            </span>
+          )}
         </div>
         <ProblemNote error={stream.error} />
         <Posts posts={stream.items} />
@@ -201,7 +207,7 @@ function Tasks({ run }: { run: Run }) {
             <tr key={t.id}>
               <td>{t.role}</td>
               <td>
-                <span className={`task-state task-state-${t.state}`}>{t.state}</span>
+                <TaskState run={run} state={t.state} />
               </td>
               <td>{t.agent_version === null ? '—' : `v${t.agent_version}`}</td>
               <td>{t.iterations}</td>
@@ -214,6 +220,35 @@ function Tasks({ run }: { run: Run }) {
       </table>
     </div>
   );
+}
+
+/**
+ * A task's state in words. When a run fails, the engine stops its other tasks, which are then
+ * stored as cancelled: they are shown as stopped by the failure, since nobody cancelled them.
+ */
+function TaskState({ run, state }: { run: Run; state: string }) {
+  if (run.state === 'failed' && (state === 'cancelled' || state === 'canceled'))
+    return (
+      <span className="task-state task-state-failed" title="stopped when the run failed">
+        stopped: the run failed
+      </span>
+    );
+  return <span className={`task-state task-state-${state}`}>{state}</span>;
+}
+
+/** The options a question offered, from its post (the agent's `ask` may give some). */
+function optionsOf(posts: Post[], seq: number): string[] {
+  const post = posts.find((p) => p.seq === seq);
+  const options = post?.data.options;
+  return Array.isArray(options) ? options.filter((o): o is string => typeof o === 'string' && o.trim() !== '') : [];
+}
+
+/** What a tool post worked on: the first line of its output (which file, which command), when the text does not say. */
+function workedOn(p: Post): string | null {
+  if (p.kind !== 'working' || typeof p.data.tool !== 'string' || typeof p.data.output !== 'string') return null;
+  const first = p.data.output.split('\n').find((l) => l.trim() !== '');
+  if (!first || p.text.includes(first.trim())) return null;
+  return first.trim().length > 200 ? `${first.trim().slice(0, 197)}…` : first.trim();
 }
 
 const KIND_LABEL: Partial<Record<Post['kind'], string>> = {
@@ -244,6 +279,13 @@ function Posts({ posts }: { posts: Post[] }) {
             </span>
           </div>
           <div className="post-text">{p.text}</div>
+          {workedOn(p) && <div className="post-detail">{workedOn(p)}</div>}
+          {p.kind === 'working' && typeof p.data.output === 'string' && p.data.output.includes('\n') && (
+            <details className="post-output">
+              <summary>output</summary>
+              <pre>{p.data.output}</pre>
+            </details>
+          )}
         </li>
       ))}
     </ol>
@@ -251,7 +293,7 @@ function Posts({ posts }: { posts: Post[] }) {
 }
 
 /** The open question (a reply box) or risky-action confirmation (Approve and Refuse). */
-function Waiting({ run, writer, onAnswered }: { run: Run; writer: boolean; onAnswered: () => void }) {
+function Waiting({ run, writer, options, onAnswered }: { run: Run; writer: boolean; options: string[]; onAnswered: () => void }) {
   const q = run.open_question!;
   const confirmation = run.waiting_for!.kind === 'confirmation';
   const [text, setText] = useState('');
@@ -295,8 +337,17 @@ function Waiting({ run, writer, onAnswered }: { run: Run; writer: boolean; onAns
         </>
       ) : (
         <form onSubmit={submit} aria-label="answer the question">
+          {options.length > 0 && (
+            <div className="row options" role="group" aria-label="options">
+              {options.map((o) => (
+                <button key={o} type="button" className="secondary" disabled={busy} onClick={() => void send({ text: o, in_reply_to: q.seq })}>
+                  {o}
+                </button>
+              ))}
+            </div>
+          )}
           <label>
-            Your answer
+            {options.length > 0 ? 'Or answer in your own words' : 'Your answer'}
             <textarea required rows={3} maxLength={16_000} value={text} onChange={(e) => setText(e.target.value)} />
           </label>
           <div className="row">

@@ -33,6 +33,8 @@ export function RoleSettings({ team, write, canWrite }: { team: Team; write: Doc
     key: r.role,
     limits: [r.max_budget !== null ? `$${r.max_budget}/${r.budget_duration ?? '?'}` : null, r.rpm_limit ? `${r.rpm_limit} rpm` : null, r.tpm_limit ? `${r.tpm_limit} tpm` : null].filter(Boolean).join(', ') || '—',
     memory_text: `${r.memory.inject ? `inject ${r.memory.max_entries}` : 'no injection'}${r.memory.own.length ? ` (own: ${r.memory.own.join(', ')})` : ''}`,
+    scale: `${r.replicas_max} × ${r.concurrent_runs}`,
+    confirmation: r.confirmation_policy === 'confirm_risky' ? 'risky actions' : r.confirmation_policy === 'never_confirm' ? 'never' : '—',
   }));
   const role = team.role_settings.find((r) => r.role === editing);
   return (
@@ -41,7 +43,9 @@ export function RoleSettings({ team, write, canWrite }: { team: Team; write: Doc
       <DataTable
         rows={rows}
         label="role settings"
-        columns={['role', 'agent', 'model', 'profile', 'replicas_max', 'concurrent_runs', 'max_iterations', 'confirmation_policy', 'pipeline_next_role', 'memory_text', 'limits']}
+        variant="compact"
+        columns={['role', 'agent', 'model', 'profile', 'scale', 'max_iterations', 'confirmation', 'pipeline_next_role', 'memory_text', 'limits']}
+        headings={{ scale: 'Replicas × runs each', max_iterations: 'Iteration cap', confirmation: 'Asks before', pipeline_next_role: 'Hands on to', memory_text: 'Memory' }}
         actions={
           canWrite
             ? (r) => (

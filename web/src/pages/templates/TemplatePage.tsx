@@ -2,7 +2,9 @@ import { useState } from 'react';
 import { seg } from '../../api.ts';
 import { go } from '../../hash.ts';
 import { useDoc, type Doc } from '../../resource.ts';
-import { asYaml, cellText, Chain, ConfirmButton, DataTable, Field, Loaded, PageHead, parseStructured, ProblemNote, StructuredEditor, useAction, useCan } from '../../ui.tsx';
+import { checked, type Schema } from '../../schema.ts';
+import { SchemaForm, useSchema } from '../../SchemaForm.tsx';
+import { cellText, Chain, ConfirmButton, DataTable, Field, Loaded, PageHead, ProblemNote, useAction, useCan } from '../../ui.tsx';
 import { Versions } from '../shared/Versions.tsx';
 import { chainOf } from './RolesEditor.tsx';
 
@@ -187,43 +189,47 @@ function Description({ tpl, write }: { tpl: Template; write: Doc<Template>['writ
 }
 
 function NewVersion({ tpl, write, reload }: { tpl: Template; write: Doc<Template>['write']; reload: () => Promise<unknown> }) {
-  const [text, setText] = useState<string | null>(null);
-  const [note, setNote] = useState('');
-  const { busy, error, run } = useAction();
-  if (text === null)
+  const { schema, error: schemaError } = useSchema('TemplateNewVersion');
+  const [value, setValue] = useState<Record<string, unknown> | null>(null);
+  const { busy, error, setError, run } = useAction();
+  if (value === null || !schema)
     return (
-      <button type="button" onClick={() => setText(asYaml(versionInput(tpl.current!)))}>
-        Edit as a new version
-      </button>
+      <>
+        <ProblemNote error={schemaError} />
+        <button
+          type="button"
+          disabled={!schema}
+          onClick={() => {
+            setError(null);
+            setValue(versionInput(tpl.current!) as Record<string, unknown>);
+          }}
+        >
+          Edit as a new version
+        </button>
+      </>
     );
-  const save = () =>
+  const save = (s: Schema) =>
     run(async () => {
-      const parsed = parseStructured(text);
-      if (parsed.error || typeof parsed.value !== 'object' || parsed.value === null) throw new Error('The version is not a YAML or JSON object.');
-      await write('POST', `/team-templates/${seg(tpl.name)}/versions`, { ...(parsed.value as object), note });
-      setText(null);
-      setNote('');
+      await write('POST', `/team-templates/${seg(tpl.name)}/versions`, checked(s, value));
+      setValue(null);
       await reload();
     });
   return (
     <form
       className="panel"
       aria-label="new version"
+      noValidate
       onSubmit={(e) => {
         e.preventDefault();
-        void save();
+        void save(schema);
       }}
     >
-      <StructuredEditor label="Version" value={text} onChange={setText} rows={22} error={error} name="version" />
-      <Field label="Note" name="note" error={error}>
-        <input value={note} onChange={(e) => setNote(e.target.value)} placeholder="what changed" />
-      </Field>
-      <ProblemNote error={error} />
+      <SchemaForm schema={schema} value={value} onChange={setValue} error={error} omit={['from_version', 'sleep']} label="version" />
       <div className="row">
         <button type="submit" disabled={busy}>
           {busy ? 'Saving…' : 'Save as new version'}
         </button>
-        <button type="button" className="secondary" onClick={() => setText(null)}>
+        <button type="button" className="secondary" onClick={() => setValue(null)}>
           Cancel
         </button>
       </div>
