@@ -84,6 +84,8 @@ export interface SandboxProvider {
   status(id: string): Promise<SandboxStatus>;
   /** After a host restart: the ids this provider still has resources for (to adopt or clean up). */
   list(): Promise<string[]>;
+  /** How many processes the sandbox's memory limit has killed since it was made (a count that only rises), where the provider can tell. */
+  oomKills?(id: string): Promise<number>;
 }
 
 export type SandboxErrorCode = 'unavailable' | 'not_found' | 'wrong_state' | 'image' | 'resources' | 'failed';
