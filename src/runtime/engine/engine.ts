@@ -185,8 +185,11 @@ async function runRuntime(sandbox: RoleSandbox, argv: string[], request: AgentRe
       await onEvent(e);
       if (e.type === 'turn_end') ending();
     }
-    // The output has ended: the exit is awaited a bounded time, then the runtime is killed, then abandoned.
+    // The output has ended (or is no longer listened to: a process left behind may hold it): our
+    // ends of the pipes go, and the exit is awaited a bounded time, then the runtime is killed, then abandoned.
     ending();
+    handle.stdout.destroy();
+    handle.stderr.destroy();
     for (const step of ['wait', 'kill', 'abandon'] as const) {
       if (exited || step === 'abandon') break;
       if (step === 'kill') killNow();
