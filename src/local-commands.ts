@@ -21,7 +21,7 @@ import { workerComponent } from './runtime/worker.component.ts';
 import { SandboxError } from './runtime/sandboxes/provider.ts';
 import { buildImage } from './runtime/sandboxes/providers/microvm/images.ts';
 import { rotateSecretKey } from './secrets/rotate.ts';
-import { supervise, SUPERVISED_ENV } from './supervisor.ts';
+import { supervise } from './supervisor.ts';
 import { createServices, loadShared } from './services.ts';
 
 /** Every component `crewhouse serve` can run, in start order. */
@@ -90,7 +90,8 @@ async function serve(config: Config, only: string | undefined) {
     running.push({ name: c.name, r });
     logger.info({ component: c.name, address: r.address }, 'component started');
   }
-  const supervised = process.env[SUPERVISED_ENV] === '1' && typeof process.send === 'function';
+  // Started by `crewhouse serve`'s supervisor (src/supervisor.ts), which listens on an IPC channel: tell it the service is up.
+  const supervised = typeof process.send === 'function';
   if (supervised) process.send!({ type: 'ready' });
 
   let stopping = false;
@@ -126,9 +127,9 @@ async function main(argv: string[]) {
         process.stdout.write(SERVE_USAGE + '\n');
         return;
       }
-      if (!values['no-supervise'] && process.env[SUPERVISED_ENV] !== '1') {
+      if (!values['no-supervise']) {
         // This process only supervises: the service (and the database it opens) is the child's.
-        const code = await supervise({ argv: [process.execPath, ...process.execArgv, process.argv[1], 'serve', ...rest], env: process.env, logger: createLogger({ level: config.logLevel }) });
+        const code = await supervise({ argv: [process.execPath, ...process.execArgv.filter((f) => !f.startsWith('--inspect')), process.argv[1], 'serve', ...rest, '--no-supervise'], logger: createLogger({ level: config.logLevel }) });
         process.exit(code);
       }
       return serve(config, values.only);

@@ -7,17 +7,17 @@
  * gives up and says what to do, instead of starting a broken service for ever; a child that
  * exits 2 (a known start failure: bad configuration, a database held by another process, a
  * migration that failed) is not tried again at all.
+ *
+ * The child is `crewhouse serve --no-supervise` with an IPC channel to us: over it, the service
+ * says `{type: 'ready'}` once its components are up, and it stops cleanly when the channel goes
+ * (this parent was killed).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Logger } from 'pino';
 
-/** Set in the child's environment: it runs the service itself and tells the parent when it is up. */
-export const SUPERVISED_ENV = 'CREWHOUSE_SUPERVISED';
-
 export interface SupervisorOptions {
-  /** The child's command line (this program, with `serve` and its options). */
+  /** The child's command line (this program, with `serve --no-supervise` and its options); it inherits our environment. */
   argv: string[];
-  env: NodeJS.ProcessEnv;
   logger: Logger;
   /** First wait before starting a dead child again (ms); it doubles up to `maxBackoffMs`. */
   backoffMs?: number;
@@ -65,34 +65,34 @@ export function supervise(opts: SupervisorOptions): Promise<number> {
       const startedAt = Date.now();
       let up = false;
       // The child's own output goes where ours does; the channel tells us when it is up.
-      const c = spawn(opts.argv[0], opts.argv.slice(1), { env: { ...opts.env, [SUPERVISED_ENV]: '1' }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+      const c = spawn(opts.argv[0], opts.argv.slice(1), { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
       child = c;
-      log.info({ pid: c.pid }, 'service process started');
+      log.info({ service_pid: c.pid }, 'service process started');
       c.on('message', (m: unknown) => {
         if ((m as { type?: string } | null)?.type !== 'ready') return;
         up = true;
         failedStarts = 0;
-        log.info({ pid: c.pid }, 'service process is up');
+        log.info({ service_pid: c.pid }, 'service process is up');
       });
       c.on('error', (err) => log.error({ err }, 'could not start the service process'));
       c.once('exit', (code, signal) => {
         child = null;
         if (stopping) {
-          log.info({ pid: c.pid, how: howItEnded(code, signal) }, 'service process stopped');
+          log.info({ service_pid: c.pid, how: howItEnded(code, signal) }, 'service process stopped');
           return finish(code === 0 ? 0 : 1);
         }
         if (!up && code === 2) {
-          log.error({ pid: c.pid }, 'the service could not start (see the error above); fix it and start the service again');
+          log.error({ service_pid: c.pid }, 'the service could not start (see the error above); fix it and start the service again');
           return finish(2);
         }
         if (!up && ++failedStarts >= startAttempts) {
-          log.error({ pid: c.pid, how: howItEnded(code, signal), attempts: failedStarts }, `the service died while starting ${failedStarts} times in a row; the errors above say why: fix the cause and start the service again`);
+          log.error({ service_pid: c.pid, how: howItEnded(code, signal), attempts: failedStarts }, `the service died while starting ${failedStarts} times in a row; the errors above say why: fix the cause and start the service again`);
           return finish(1);
         }
         if (Date.now() - startedAt >= stableMs) backoff = backoff0;
         const wait = backoff;
         backoff = Math.min(backoff * 2, maxBackoff);
-        log.error({ pid: c.pid, how: howItEnded(code, signal), restart_in_ms: wait }, up ? `the service process died (${howItEnded(code, signal)}); starting it again in ${Math.round(wait / 100) / 10} s` : `the service process died while starting (${howItEnded(code, signal)}); trying again in ${Math.round(wait / 100) / 10} s`);
+        log.error({ service_pid: c.pid, how: howItEnded(code, signal), restart_in_ms: wait }, up ? `the service process died (${howItEnded(code, signal)}); starting it again in ${Math.round(wait / 100) / 10} s` : `the service process died while starting (${howItEnded(code, signal)}); trying again in ${Math.round(wait / 100) / 10} s`);
         restartTimer = setTimeout(start, wait);
       });
     }
@@ -105,7 +105,7 @@ export function supervise(opts: SupervisorOptions): Promise<number> {
       child.kill(signal);
       const c = child;
       killTimer = setTimeout(() => {
-        log.error({ pid: c.pid, grace_ms: graceMs }, 'the service process did not stop in time; killing it');
+        log.error({ service_pid: c.pid, grace_ms: graceMs }, 'the service process did not stop in time; killing it');
         c.kill('SIGKILL');
       }, graceMs);
     }

@@ -112,9 +112,9 @@ describe('crewhouse serve supervises its service process', { concurrency: false 
       const started = lines.filter((l) => l.msg === 'service process started').at(-1);
       const ready = lines.filter((l) => l.msg === 'service process is up').at(-1);
       const address = lines.filter((l) => l.msg === 'component started' && l.component === 'console').at(-1)?.address;
-      if (!started || started.pid === notPid || ready?.pid !== started.pid || !address) return null;
+      if (!started || started.service_pid === notPid || ready?.service_pid !== started.service_pid || !address) return null;
       const res = await fetch(`${address}/healthz`).catch(() => null);
-      return res?.status === 200 ? { pid: started.pid as number, url: address as string } : null;
+      return res?.status === 200 ? { pid: started.service_pid as number, url: address as string } : null;
     });
   }
 
@@ -126,7 +126,7 @@ describe('crewhouse serve supervises its service process', { concurrency: false 
       process.kill(first.pid, 'SIGKILL');
       const second = await upAgain(s, first.pid);
       assert.ok(!alive(first.pid));
-      const why = s.lines().find((l) => l.component === 'supervisor' && l.pid === first.pid && l.level === 50);
+      const why = s.lines().find((l) => l.component === 'supervisor' && l.service_pid === first.pid && l.level === 50);
       assert.match(why?.msg ?? '', /^the service process died \(killed by SIGKILL\); starting it again in 1 s$/, s.output());
 
       s.child.kill('SIGTERM');
