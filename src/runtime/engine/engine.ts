@@ -179,11 +179,16 @@ async function runRuntime(sandbox: RoleSandbox, argv: string[], request: AgentRe
     stderr = (stderr + c.toString('utf8')).slice(-4000);
   });
   try {
+    // A turn's runtime writes nothing after its turn's end: what else comes is drained unread.
+    let over = false;
     for await (const line of reader.lines) {
-      if (isBlank(line)) continue;
+      if (over || isBlank(line)) continue;
       const e = eventOf(line);
       await onEvent(e);
-      if (e.type === 'turn_end') ending();
+      if (e.type === 'turn_end' && control) {
+        over = true;
+        ending();
+      }
     }
     // The output has ended (or is no longer listened to: a process left behind may hold it): our
     // ends of the pipes go, and the exit is awaited a bounded time, then the runtime is killed, then abandoned.
