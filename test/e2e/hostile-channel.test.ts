@@ -11,6 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import type { AgentConfig } from '../../src/agent/protocol.ts';
 import { createRunEngine, type RoleSandbox } from '../../src/runtime/engine/engine.ts';
 import { startSandboxHost, type SandboxHost } from '../../src/runtime/sandboxes/host.ts';
+import { resourceTag } from '../../src/runtime/sandboxes/network.ts';
 import type { ExecRequest } from '../../src/runtime/sandboxes/provider.ts';
 import type { ScriptedAnswer, ScriptedRequest } from '../fakes/scripted-model.ts';
 import { captureLogger } from '../harness.ts';
@@ -127,6 +128,21 @@ describe('the run engine against a hostile agent runtime in a real sandbox', { s
     await stack?.stop();
   });
 
+  /**
+   * The sandbox's count of processes its memory limit killed: the provider's, or else the
+   * kernel's own counter of the sandbox's cgroup (v1 `memory.oom_control`, v2 `memory.events`).
+   */
+  async function oomKills(sandboxId: string): Promise<number | null> {
+    const counted = await host.oomKills(sandboxId);
+    if (counted !== null) return counted;
+    const name = `chs-${resourceTag(sandboxId)}`;
+    for (const file of [`/sys/fs/cgroup/memory/crewhouse/${name}/memory.oom_control`, `/sys/fs/cgroup/crewhouse/${name}/memory.events`]) {
+      const m = fs.existsSync(file) ? /^oom_kill (\d+)$/m.exec(fs.readFileSync(file, 'utf8')) : null;
+      if (m) return Number(m[1]);
+    }
+    return null;
+  }
+
   /** An engine whose runtime is `script` (a shell script in the role's sandbox, given the request on stdin), with short waits. */
   function engine(script: string) {
     return createRunEngine({
@@ -145,13 +161,13 @@ describe('the run engine against a hostile agent runtime in a real sandbox', { s
       async sandboxFor(work): Promise<RoleSandbox> {
         const placement = await host.place({ teamId: work.team.id, role: work.task.role, claimId: `${work.run.id}.${work.task.role}` });
         await host.ensureRunning(placement.sandboxId);
-        return { id: placement.sandboxId, coldBooted: false, exec: (req: ExecRequest) => host.exec(placement.sandboxId, req), oomKills: () => host.oomKills(placement.sandboxId) };
+        return { id: placement.sandboxId, coldBooted: false, exec: (req: ExecRequest) => host.exec(placement.sandboxId, req), oomKills: () => oomKills(placement.sandboxId) };
       },
     });
   }
 
-  async function runWith(script: string, during?: (runId: string) => Promise<void>) {
-    const team = await stack.makeTeam({ roles: { lead: { tools: ['finish'], system_prompt: 'You lead.' } } });
+  async function runWith(script: string, during?: (runId: string) => Promise<void>, environment?: Record<string, unknown>) {
+    const team = await stack.makeTeam({ roles: { lead: { tools: ['finish'], system_prompt: 'You lead.' } }, environment });
     const id = await stack.giveTask(team, 'be hostile');
     const advancing = engine(script).advance(id, new AbortController().signal);
     await during?.(id);
@@ -203,5 +219,14 @@ describe('the run engine against a hostile agent runtime in a real sandbox', { s
     assert.match(run.failure_reason, /^the lead role could not go on: the agent runtime of the lead role stopped before its turn ended \(exit code 1\); the service log has its last output under run /);
     assert.doesNotMatch(run.failure_reason, /out of range/);
     assert.ok(lines.some((l) => l.includes('out of range for type integer') && l.includes(run.id)));
+  });
+
+  it('a runtime killed by the sandbox\'s memory limit says the sandbox ran out of memory, and what to do', async (t) => {
+    // A runtime that takes memory until the sandbox's limit kills it (tail keeps the endless line).
+    const { run } = await runWith('tail /dev/zero', undefined, { memory_mib: 256 });
+    const sandbox = await stack.t.db.selectFrom('sandboxes').select('id').where('team_id', '=', (await stack.t.db.selectFrom('teams').select('id').where('name', '=', run.team).executeTakeFirstOrThrow()).id).executeTakeFirstOrThrow();
+    if ((await oomKills(sandbox.id)) === null) return t.skip('neither the provider nor the kernel counts this sandbox\'s out-of-memory kills here');
+    assert.equal(run.state, 'failed');
+    assert.equal(run.failure_reason, "the lead role could not go on: the lead sandbox ran out of memory, and its agent runtime was killed; raise the memory of the role's environment, or give the team a lighter task");
   });
 });
