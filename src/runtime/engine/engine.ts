@@ -56,8 +56,6 @@ export interface EngineDeps {
 
 export class RuntimeStopped extends Error {}
 
-export { ChannelViolation };
-
 /** The message of an error of ours, written for people (a run's failure reason may carry it); null for anything else. */
 export function humanReason(err: unknown): string | null {
   if (err instanceof RuntimeStopped || err instanceof RunFailure || err instanceof PlacementError || err instanceof SandboxError) return err.message;
