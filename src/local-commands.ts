@@ -21,6 +21,7 @@ import { workerComponent } from './runtime/worker.component.ts';
 import { SandboxError } from './runtime/sandboxes/provider.ts';
 import { buildImage } from './runtime/sandboxes/providers/microvm/images.ts';
 import { rotateSecretKey } from './secrets/rotate.ts';
+import { supervise } from './supervisor.ts';
 import { createServices, loadShared } from './services.ts';
 
 /** Every component `crewhouse serve` can run, in start order. */
@@ -45,9 +46,11 @@ ${CHAT_USAGE}
 
 The service's configuration comes from SERVICE_* environment variables; see README.md.`;
 
-const SERVE_USAGE = `crewhouse serve [--only NAME,...]
+const SERVE_USAGE = `crewhouse serve [--only NAME,...] [--no-supervise]
 
-Runs the components of the service in this process: all of them by default, or those named.
+Runs the components of the service: all of them by default, or those named. They run in a
+child process that this one starts again when it dies (with backoff, logging why); SIGINT and
+SIGTERM stop both. --no-supervise runs them in this process (for a supervisor of your own).
 
   console     Console API, web console, webhooks, health and metrics (SERVICE_PORT)
   modelproxy  the OpenAI-compatible model proxy (SERVICE_MODEL_PROXY_PORT)
@@ -87,6 +90,9 @@ async function serve(config: Config, only: string | undefined) {
     running.push({ name: c.name, r });
     logger.info({ component: c.name, address: r.address }, 'component started');
   }
+  // Started by `crewhouse serve`'s supervisor (src/supervisor.ts), which listens on an IPC channel: tell it the service is up.
+  const supervised = typeof process.send === 'function';
+  if (supervised) process.send!({ type: 'ready' });
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -102,6 +108,8 @@ async function serve(config: Config, only: string | undefined) {
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
+  // A supervisor that is gone (killed) cannot restart us nor stop us: stop cleanly rather than linger.
+  if (supervised) process.on('disconnect', () => void stop('supervisor gone'));
 }
 
 async function main(argv: string[]) {
@@ -111,13 +119,18 @@ async function main(argv: string[]) {
     case 'serve': {
       let values;
       try {
-        ({ values } = parseArgs({ args: rest, options: { only: { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
+        ({ values } = parseArgs({ args: rest, options: { only: { type: 'string' }, 'no-supervise': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } }));
       } catch (err) {
         throw new ConfigError(`${(err as Error).message}\n\n${SERVE_USAGE}`);
       }
       if (values.help) {
         process.stdout.write(SERVE_USAGE + '\n');
         return;
+      }
+      if (!values['no-supervise']) {
+        // This process only supervises: the service (and the database it opens) is the child's.
+        const code = await supervise({ argv: [process.execPath, ...process.execArgv.filter((f) => !f.startsWith('--inspect')), process.argv[1], 'serve', ...rest, '--no-supervise'], logger: createLogger({ level: config.logLevel }) });
+        process.exit(code);
       }
       return serve(config, values.only);
     }

@@ -68,6 +68,8 @@ export const workerComponent: Component = {
           id: placement.sandboxId,
           exec,
           coldBooted: placement.replaced || (Boolean(status.coldBooted) && work.task.state === 'running'),
+          // The engine reads it around a turn, to say when a runtime died of the sandbox's memory limit.
+          oomKills: () => host.oomKills(placement.sandboxId),
           ...(placement.provider === 'microvm' ? { runtimeArgv: [...MICROVM_RUNTIME_ARGV] } : {}),
         };
       },

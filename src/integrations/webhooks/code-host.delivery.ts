@@ -167,7 +167,7 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
         return { ok: true, token: (await app.installationToken({ repositories: [repo] })).token };
       } catch (err) {
         logger.warn({ err, team, repo }, 'minting an installation token failed');
-        return { ok: false, reason: `the code host did not mint a token for ${repo}: ${err instanceof Error ? err.message : String(err)}` };
+        return { ok: false, reason: `the code host did not mint a token for ${repo}: ${codeHostReason(err)}` };
       }
     },
 
@@ -188,7 +188,7 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
         return { ok: true, url: pr.url, number: pr.number };
       } catch (err) {
         logger.warn({ err, run: runId, repo }, 'opening the pull request failed');
-        return { ok: false, reason: `the code host refused the pull request: ${err instanceof Error ? err.message : String(err)}` };
+        return { ok: false, reason: `the code host refused the pull request: ${codeHostReason(err)}` };
       }
     },
   };
@@ -216,3 +216,9 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
 }
 
 export type CodeHostDelivery = ReturnType<typeof createCodeHostDelivery>;
+
+/** Why a code-host call failed, for the agent and the run's posts: the code host's own one-line reason, never a raw error of ours (that is in the log). */
+function codeHostReason(err: unknown): string {
+  // By name: the code-host module is loaded only when an integration is set up.
+  return err instanceof Error && err.name === 'CodeHostError' ? err.message : 'the service could not complete the call (the service log has the details)';
+}

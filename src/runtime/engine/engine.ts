@@ -7,12 +7,13 @@
  * one that takes over neither lose nor repeat a post.
  */
 import crypto from 'node:crypto';
-import readline from 'node:readline';
 import type { Logger } from 'pino';
 import type { AgentConfig, AgentEvent, AgentInput, AgentRequest, TurnOutcome } from '../../agent/protocol.ts';
 import type { RunsService } from '../../console/runs/runs.service.ts';
 import { PlacementError } from '../sandboxes/placement.ts';
-import type { ExecHandle, ExecRequest } from '../sandboxes/provider.ts';
+import { SandboxError, type ExecHandle, type ExecRequest } from '../sandboxes/provider.ts';
+import { ChannelViolation, MAX_EVENT_BYTES, readLines } from './channel.ts';
+import { RunFailure } from './failures.ts';
 
 /** A role's sandbox as the engine uses it: ready to exec, its workspace prepared for the run. */
 export interface RoleSandbox {
@@ -22,6 +23,8 @@ export interface RoleSandbox {
   coldBooted: boolean;
   /** The runtime's command line in this sandbox, when its provider places it elsewhere than `runtimeArgv` says. */
   runtimeArgv?: string[];
+  /** How many processes the sandbox's memory limit has killed so far; null when its provider does not count them. */
+  oomKills?(): Promise<number | null>;
 }
 
 export interface EngineDeps {
@@ -59,6 +62,12 @@ export interface EngineDeps {
 
 export class RuntimeStopped extends Error {}
 
+/** The message of an error of ours, written for people (a run's failure reason may carry it); null for anything else. */
+export function humanReason(err: unknown): string | null {
+  if (err instanceof RuntimeStopped || err instanceof RunFailure || err instanceof PlacementError || err instanceof SandboxError) return err.message;
+  return null;
+}
+
 /** The role's sandbox is placed on another sandbox host: that host's worker drives the run (the engine's caller forwards it there). */
 export class PlacedElsewhere extends Error {
   readonly hostId: string;
@@ -85,13 +94,73 @@ interface TurnControl {
   graceMs: number;
 }
 
-/** Runs the agent runtime with one request; calls `onEvent` for each event line, in order. */
-async function runRuntime(sandbox: RoleSandbox, argv: string[], request: AgentRequest, signal: AbortSignal, onEvent: (e: AgentEvent) => Promise<void>, control?: TurnControl): Promise<{ code: number; stderr: string }> {
+/** After the runtime exited (or ended its turn, or was killed): how long a quiet stdout is still waited on (ms). */
+const DRAIN_QUIET_MS = 2_000;
+/** ... and how long anything still holding its stdout is listened to at most (ms). */
+const DRAIN_MAX_MS = 10_000;
+/** How long the exit of a runtime whose output has ended is waited on before it is killed, and then abandoned (ms). */
+const EXIT_WAIT_MS = 10_000;
+
+/** What a runtime's turn came to: its exit code (null when it never said, and was abandoned after a kill), and the tail of its stderr (for the log, never for people). */
+interface RuntimeResult {
+  code: number | null;
+  stderr: string;
+}
+
+/**
+ * Runs the agent runtime with one request; calls `onEvent` for each event line, in order.
+ *
+ * Nothing on the channel is trusted: each line is bounded (MAX_EVENT_BYTES) and must be a JSON
+ * event, else the runtime is killed and ChannelViolation ends the turn. The turn ends when the
+ * runtime does, whoever else holds its stdout: once it exited, ended its turn or was killed, its
+ * stdout is read only while it keeps coming (a bounded drain) and then let go, and its exit is
+ * awaited a bounded time, then it is killed, then abandoned. Every stream has its error handled.
+ */
+async function runRuntime(sandbox: RoleSandbox, argv: string[], request: AgentRequest, signal: AbortSignal, onEvent: (e: AgentEvent) => Promise<void>, control?: TurnControl): Promise<RuntimeResult> {
   const kill = new AbortController();
-  const handle = await sandbox.exec({ argv, cwd: '/workspace', signal: control ? kill.signal : signal });
+  const handle = await sandbox.exec({ argv, cwd: '/workspace', signal: control ? kill.signal : AbortSignal.any([signal, kill.signal]) });
+  const noop = () => {};
+  handle.stdin.on('error', noop);
+  handle.stdout.on('error', noop);
+  handle.stderr.on('error', noop);
+  let exitCode: number | null = null;
+  let exited = false;
+  const exit = handle.exit.then(
+    (code) => {
+      exited = true;
+      exitCode = code;
+      ending();
+      return code;
+    },
+    (err: unknown) => {
+      exited = true;
+      ending();
+      throw err;
+    },
+  );
+  exit.catch(noop);
+  const reader = readLines(handle.stdout, MAX_EVENT_BYTES);
+  let drainTimer: NodeJS.Timeout | undefined;
+  // The runtime is done (or made to be): read what it left, then stop listening to its stdout.
+  function ending() {
+    if (drainTimer) return;
+    reader.drain(DRAIN_QUIET_MS);
+    drainTimer = setTimeout(() => {
+      handle.stdout.destroy();
+      handle.stderr.destroy();
+    }, DRAIN_MAX_MS);
+  }
+  const killNow = () => {
+    kill.abort();
+    ending();
+  };
+  if (!control) {
+    if (signal.aborted) ending();
+    else signal.addEventListener('abort', ending, { once: true });
+  }
   let killTimer: NodeJS.Timeout | undefined;
   const killLater = () => {
-    killTimer ??= setTimeout(() => kill.abort(), control!.graceMs);
+    killTimer ??= setTimeout(killNow, control!.graceMs);
   };
   const onCancel = () => {
     handle.stdin.write(`${JSON.stringify({ op: 'cancel' })}\n`);
@@ -114,26 +183,65 @@ async function runRuntime(sandbox: RoleSandbox, argv: string[], request: AgentRe
     stderr = (stderr + c.toString('utf8')).slice(-4000);
   });
   try {
-    const lines = readline.createInterface({ input: handle.stdout, crlfDelay: Infinity });
-    for await (const line of lines) {
-      if (!line.trim()) continue;
-      let e: AgentEvent;
-      try {
-        e = JSON.parse(line) as AgentEvent;
-      } catch {
-        continue;
+    // A turn's runtime writes nothing after its turn's end: what else comes is drained unread.
+    let over = false;
+    for await (const line of reader.lines) {
+      if (over || isBlank(line)) continue;
+      const e = eventOf(line);
+      await onEvent(e);
+      if (e.type === 'turn_end' && control) {
+        over = true;
+        ending();
       }
-      if (typeof e?.seq === 'number' && typeof e?.type === 'string') await onEvent(e);
     }
-    return { code: await handle.exit, stderr };
+    // The output has ended (or is no longer listened to: a process left behind may hold it): our
+    // ends of the pipes go, and the exit is awaited a bounded time, then the runtime is killed, then abandoned.
+    ending();
+    handle.stdout.destroy();
+    handle.stderr.destroy();
+    for (const step of ['wait', 'kill', 'abandon'] as const) {
+      if (exited || step === 'abandon') break;
+      if (step === 'kill') killNow();
+      await Promise.race([exit.catch(noop), new Promise((r) => setTimeout(r, EXIT_WAIT_MS).unref())]);
+    }
+    if (exited) await exit;
+    return { code: exitCode, stderr };
+  } catch (err) {
+    // A channel that broke its protocol (or anything else that stops the reading): the runtime goes.
+    killNow();
+    throw err;
   } finally {
     clearTimeout(killTimer);
+    clearTimeout(drainTimer);
+    signal.removeEventListener('abort', ending);
+    handle.stdout.destroy();
+    handle.stderr.destroy();
     if (control) {
       control.cancel.removeEventListener('abort', onCancel);
       control.leave.removeEventListener('abort', onLeave);
-      if (!handle.stdin.writableEnded) handle.stdin.end();
     }
+    if (!handle.stdin.writableEnded) handle.stdin.end();
   }
+}
+
+function isBlank(line: Buffer): boolean {
+  for (const b of line) if (b !== 32 && b !== 9 && b !== 13) return false;
+  return true;
+}
+
+/** One line of the channel as an event, or ChannelViolation: the runtime writes nothing else on it. */
+function eventOf(line: Buffer): AgentEvent {
+  let e: unknown;
+  try {
+    e = JSON.parse(line.toString('utf8'));
+  } catch {
+    throw new ChannelViolation('the agent runtime sent something that is not a JSON event on its control channel; the run was stopped so it cannot harm the service');
+  }
+  const o = e as { seq?: unknown; type?: unknown } | null;
+  if (!o || typeof o !== 'object' || Array.isArray(o) || typeof o.seq !== 'number' || typeof o.type !== 'string') {
+    throw new ChannelViolation('the agent runtime sent a message without a sequence number and type on its control channel; the run was stopped so it cannot harm the service');
+  }
+  return e as AgentEvent;
 }
 
 export function createRunEngine(deps: EngineDeps) {
@@ -154,8 +262,9 @@ export function createRunEngine(deps: EngineDeps) {
     const caught: AgentEvent[] = [];
     const from = task.state === 'running' && task.turn_from !== null ? Math.min(task.turn_from, task.events_seen) : task.events_seen;
     const argv = sandbox.runtimeArgv ?? deps.runtimeArgv;
+    const oomBefore = await oomCount(sandbox, run.id);
     const replay = await runRuntime(sandbox, argv, { op: 'events', conversation: task.conversation, workspace: config.workspace, after: from }, signal, async (e) => void caught.push(e));
-    if (replay.code !== 0) throw new RuntimeStopped(`the agent runtime could not read its journal (exit ${replay.code}): ${replay.stderr.trim().slice(-500)}`);
+    if (replay.code !== 0) throw await stopped(sandbox, run.id, task.role, oomBefore, replay, `the agent runtime of the ${task.role} role could not read its journal`);
     // Every event is checked on the host before it is believed (event-checks.ts); a refused one failed the run.
     const caughtUp = await runs.recordEvents(task.id, config, caught);
     if (caughtUp.refused) return null;
@@ -231,6 +340,7 @@ export function createRunEngine(deps: EngineDeps) {
       } else if (rec.turnEnd && rec.turnEnd.seq > turnFrom) outcome = rec.turnEnd.outcome;
     };
     let result;
+    const oomAtStart = await oomCount(sandbox, run.id);
     try {
       const control = { cancel: stop.signal, leave: signal, graceMs: deps.stopGraceMs ?? 30_000 };
       result = await runRuntime(
@@ -265,7 +375,33 @@ export function createRunEngine(deps: EngineDeps) {
     if (refused) return null;
     if (outcome) return outcome;
     if (stop.signal.aborted || signal.aborted) return null;
-    throw new RuntimeStopped(`the agent runtime of ${task.role} stopped before its turn ended (exit ${result.code})${result.stderr.trim() ? `: ${result.stderr.trim().slice(-500)}` : ''}`);
+    throw await stopped(sandbox, run.id, task.role, oomAtStart, result, `the agent runtime of the ${task.role} role stopped before its turn ended`);
+  }
+
+  /** The sandbox's count of processes its memory limit killed, or null when its provider does not say (or cannot now). */
+  async function oomCount(sandbox: RoleSandbox, runId: string): Promise<number | null> {
+    if (!sandbox.oomKills) return null;
+    try {
+      return await sandbox.oomKills();
+    } catch (err) {
+      logger.warn({ err, run: runId, sandbox: sandbox.id }, 'could not read the sandbox\'s out-of-memory count');
+      return null;
+    }
+  }
+
+  /**
+   * Why a runtime stopped, for people: the sandbox ran out of memory when its count of OOM kills
+   * rose meanwhile; otherwise its exit code. Its stderr is the sandbox's text: it goes to the
+   * log with the run's id, never into the reason.
+   */
+  async function stopped(sandbox: RoleSandbox, runId: string, role: string, oomBefore: number | null, result: { code: number | null; stderr: string }, what: string): Promise<RuntimeStopped> {
+    const oomAfter = oomBefore === null ? null : await oomCount(sandbox, runId);
+    logger.warn({ run: runId, role, sandbox: sandbox.id, code: result.code, stderr: result.stderr.trim().slice(-2000), oom_kills: oomAfter }, 'the agent runtime stopped early');
+    if (oomBefore !== null && oomAfter !== null && oomAfter > oomBefore) {
+      return new RuntimeStopped(`the ${role} sandbox ran out of memory, and its agent runtime was killed; raise the memory of the role's environment, or give the team a lighter task`);
+    }
+    const how = result.code === null ? 'it did not exit when told to, and was abandoned' : `exit code ${result.code}`;
+    return new RuntimeStopped(`${what} (${how}); the service log has its last output under run ${runId}`);
   }
 
   /**
@@ -346,7 +482,9 @@ export function createRunEngine(deps: EngineDeps) {
           logger.warn({ err, run: runId, task: work.task.id }, 'agent runtime stopped; resuming the turn');
           continue;
         }
-        const reason = err instanceof Error ? err.message : String(err);
+        // Only our own errors' messages are written for people; anything else (a database
+        // error, a bug) is in the log under the run's id, and the reason says so.
+        const reason = humanReason(err) ?? `something went wrong in the service; the service log has the details under run ${runId}`;
         logger.error({ err, run: runId, task: work.task.id }, 'run failed outside the agents');
         await runs.failRun(runId, `the ${work.task.role} role could not go on: ${reason}`);
         return false;

@@ -1,5 +1,6 @@
 import type { AgentConfig } from '../../agent/protocol.ts';
 import type { RunsService } from '../../console/runs/runs.service.ts';
+import { RunFailure } from './failures.ts';
 import type { WorkspacePlan } from './workspace.ts';
 
 type Work = NonNullable<Awaited<ReturnType<RunsService['nextWork']>>>;
@@ -27,7 +28,7 @@ export const branchOf = (runId: string) => `crewhouse/${runId}`;
 export async function roleSetup(deps: RoleConfigDeps, work: Work): Promise<{ config: AgentConfig; plan: WorkspacePlan }> {
   const { run, task, team } = work;
   const role = team.roles.find((r) => r.role === task.role);
-  if (!role) throw new Error(`the team no longer has a role "${task.role}"`);
+  if (!role) throw new RunFailure(`the team no longer has a role "${task.role}"`);
   const version = await deps.agentVersion(role.agent, task.agent_version ?? run.agent_versions?.[role.role] ?? null);
   const documents = await deps.documents({ agent: role.agent, team: team.name });
   const skillNames = [...new Set([...version.skills, ...role.skills])];

@@ -1,4 +1,5 @@
 import type { ExecHandle, ExecRequest } from '../sandboxes/provider.ts';
+import { RunFailure } from './failures.ts';
 
 /** What a role finds in its workspace at the start of a task. */
 export interface WorkspacePlan {
@@ -46,10 +47,10 @@ export async function prepareWorkspace(ws: Workspace, plan: WorkspacePlan): Prom
   const has = await run(ws, ['test', '-d', '/workspace/repo/.git']);
   if (has.code !== 0) {
     const clone = await run(ws, ['git', 'clone', '--quiet', url, '/workspace/repo']);
-    if (clone.code !== 0) throw new Error(`could not clone the team's repository: ${scrub(clone.out)}`);
+    if (clone.code !== 0) throw new RunFailure(`could not clone the team's repository: ${scrub(clone.out)}`);
   } else {
     const fetch = await run(ws, ['git', 'fetch', '--quiet', '--prune', 'origin'], '/workspace/repo');
-    if (fetch.code !== 0) throw new Error(`could not fetch the team's repository: ${scrub(fetch.out)}`);
+    if (fetch.code !== 0) throw new RunFailure(`could not fetch the team's repository: ${scrub(fetch.out)}`);
   }
   const remote = await run(ws, ['git', 'rev-parse', '--verify', '--quiet', `refs/remotes/origin/${branch}`], '/workspace/repo');
   const local = await run(ws, ['git', 'rev-parse', '--verify', '--quiet', `refs/heads/${branch}`], '/workspace/repo');
@@ -65,9 +66,9 @@ export async function prepareWorkspace(ws: Workspace, plan: WorkspacePlan): Prom
           ? ['git', 'switch', '--quiet', '-c', branch, 'origin/HEAD']
           : ['git', 'switch', '--quiet', '--orphan', branch];
   const sw = await run(ws, args, '/workspace/repo');
-  if (sw.code !== 0) throw new Error(`could not switch to the run's branch ${branch}: ${scrub(sw.out)}`);
+  if (sw.code !== 0) throw new RunFailure(`could not switch to the run's branch ${branch}: ${scrub(sw.out)}`);
   if (local.code === 0 && remote.code === 0) {
     const ff = await run(ws, ['git', 'merge', '--ff-only', '--quiet', `origin/${branch}`], '/workspace/repo');
-    if (ff.code !== 0) throw new Error(`the run's branch ${branch} moved on the remote in a way that cannot fast-forward: ${scrub(ff.out)}`);
+    if (ff.code !== 0) throw new RunFailure(`the run's branch ${branch} moved on the remote in a way that cannot fast-forward: ${scrub(ff.out)}`);
   }
 }

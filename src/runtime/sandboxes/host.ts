@@ -62,6 +62,8 @@ export interface SandboxHost {
   /** Runs a command, waking the sandbox first when it sleeps. */
   exec(sandboxId: string, req: ExecRequest): Promise<ExecHandle>;
   copyIn(sandboxId: string, files: Array<{ path: string; content: Buffer | string; mode?: number }>): Promise<void>;
+  /** The sandbox's count of processes its memory limit killed, or null when its provider does not count them. */
+  oomKills(sandboxId: string): Promise<number | null>;
   sleep(sandboxId: string, depth: 'sleep' | 'deep'): Promise<SandboxStatus>;
   destroy(sandboxId: string): Promise<void>;
   /** Whether a live host can take the team's work (the tasks route's 503). */
@@ -408,6 +410,10 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
         busy(sandboxId, -1);
         throw err;
       }
+    },
+    async oomKills(sandboxId) {
+      const p = providerOf((await ownRow(sandboxId)).provider);
+      return p.oomKills ? p.oomKills(sandboxId) : null;
     },
     async copyIn(sandboxId, files) {
       busy(sandboxId, 1);

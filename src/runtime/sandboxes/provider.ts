@@ -84,10 +84,7 @@ export interface SandboxProvider {
   status(id: string): Promise<SandboxStatus>;
   /** After a host restart: the ids this provider still has resources for (to adopt or clean up). */
   list(): Promise<string[]>;
-  /**
-   * How many of the sandbox's processes the kernel has killed for want of memory, counted since
-   * its resources were made (compare before and after a turn); absent where a provider cannot tell.
-   */
+  /** How many processes the sandbox's memory limit has killed since it was made (a count that only rises), where the provider can tell. */
   oomKills?(id: string): Promise<number>;
 }
 

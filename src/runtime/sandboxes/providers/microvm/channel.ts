@@ -13,12 +13,14 @@ import net from 'node:net';
 import { PassThrough, Writable } from 'node:stream';
 import type { ExecHandle, ExecRequest } from '../../provider.ts';
 import { SandboxError } from '../../provider.ts';
-import { encodeFrame, FrameDecoder, type Frame } from './guest/frames.ts';
+import { encodeFrame, FrameDecoder, FrameError, type Frame } from './guest/frames.ts';
 
 /** How often a hello goes out while a command or request is awaited. */
 const HEARTBEAT_MS = 2_000;
 /** How long an agent may say nothing while something is awaited (generous: a guest under TCG on a loaded host is slow). */
 const AGENT_SILENT_MS = 60_000;
+/** How much of one command's output (stdout or stderr) may wait unread on the host. */
+export const MAX_UNREAD_BYTES = 64 * 1024 * 1024;
 
 interface Running {
   stdout: PassThrough;
@@ -45,14 +47,22 @@ export class Channel {
     this.sock = sock;
     sock.on('data', (b: Buffer) => {
       this.lastHeard = Date.now();
-      let frames: Frame[];
+      // Nothing the guest sends may throw out of this listener: a frame that cannot be one, or
+      // anything that goes wrong handling one, closes this sandbox's channel and fails what it owed.
       try {
-        frames = this.decoder.push(b);
+        let frames: Frame[];
+        try {
+          frames = this.decoder.push(b);
+        } catch (err) {
+          // What came before the bad frame is passed on; then the channel closes.
+          if (err instanceof FrameError) for (const f of err.frames) this.onFrame(f);
+          throw err;
+        }
+        for (const f of frames) this.onFrame(f);
       } catch (err) {
-        this.close(new SandboxError('failed', `the guest agent sent a bad frame: ${(err as Error).message}`));
-        return;
+        const why = err instanceof FrameError ? err.message : 'a frame could not be handled';
+        this.close(new SandboxError('failed', `the sandbox's guest agent broke the control channel's protocol (${why}); the channel was closed and what ran in the sandbox was stopped`));
       }
-      for (const f of frames) this.onFrame(f);
     });
     sock.on('error', () => {});
     sock.on('close', () => this.close(new SandboxError('failed', 'the control channel to the guest closed')));
@@ -107,11 +117,26 @@ export class Channel {
         else if (f.h.nonce === this.nonce && this.boot !== null && String(f.h.boot) !== this.boot) this.agentRestarted(String(f.h.boot));
         return;
       case 'out':
-        this.execs.get(id)?.stdout.write(f.body);
+      case 'err': {
+        const r = this.execs.get(id);
+        if (!r) return;
+        const stream = f.h.t === 'out' ? r.stdout : r.stderr;
+        // A command's output the host has not read yet is bounded: past it the command is stopped.
+        if (stream.writableLength + stream.readableLength + f.body.length > MAX_UNREAD_BYTES) {
+          this.execs.delete(id);
+          try {
+            this.send({ t: 'kill', id, signal: 'SIGKILL' });
+          } catch {
+            // closed meanwhile
+          }
+          r.stdout.end();
+          r.stderr.end();
+          r.reject(new SandboxError('failed', `a command in the sandbox wrote more than ${MAX_UNREAD_BYTES / (1024 * 1024)} MiB of output faster than it was read; it was stopped`));
+          return;
+        }
+        stream.write(f.body);
         return;
-      case 'err':
-        this.execs.get(id)?.stderr.write(f.body);
-        return;
+      }
       case 'exit': {
         const r = this.execs.get(id);
         if (!r) return;
