@@ -147,7 +147,7 @@ describe('the run engine against a hostile agent runtime in a real sandbox', { s
       modelSpend: (sandboxId, afterId, since) => sandboxSpendOf(stack.t.db, sandboxId, afterId, since),
       releaseSandbox: async () => {},
       async configFor(work) {
-        return { role: work.task.role, lead: true, model: 'fast', base_url: 'http://llm.crewhouse.internal/v1', system_prompt: '', tools: [], confirmation_policy: 'never_confirm', max_iterations: 5, roles: [work.task.role], next_role: null, workspace: '/workspace', repo_dir: null, branch: null, documents: [], skills: [], context_tokens: 100_000 } satisfies AgentConfig;
+        return { role: work.task.role, lead: true, model: 'fast', base_url: 'http://llm.crewhouse.internal/v1', system_prompt: '', tools: ['finish'], confirmation_policy: 'never_confirm', max_iterations: 5, roles: [work.task.role], next_role: null, workspace: '/workspace', repo_dir: null, branch: null, documents: [], skills: [], context_tokens: 100_000 } satisfies AgentConfig;
       },
       async sandboxFor(work): Promise<RoleSandbox> {
         const placement = await host.place({ teamId: work.team.id, role: work.task.role, claimId: `${work.run.id}.${work.task.role}` });
@@ -197,8 +197,11 @@ describe('the run engine against a hostile agent runtime in a real sandbox', { s
 
   it('a turn ends with its runtime although a process left behind holds its stdout', async () => {
     const marker = `${crypto.randomInt(100000, 999999)}`;
-    const end = JSON.stringify({ seq: 1, at: new Date().toISOString(), type: 'turn_end', outcome: { kind: 'finished', outcome: 'succeeded', summary: 'done', branch: null, pull_request_url: null } });
-    const { run, lease } = await runWith(`(setsid sleep 600.${marker} &); echo '${end}'; exit 0`);
+    // A turn the host believes: the model's call of finish, then the turn's end answering it.
+    const at = new Date().toISOString();
+    const call = JSON.stringify({ seq: 1, at, type: 'model_reply', content: null, tool_calls: [{ id: 'c1', name: 'finish', arguments: '{}' }], usage: null, finish_reason: 'tool_calls' });
+    const end = JSON.stringify({ seq: 2, at, type: 'turn_end', outcome: { kind: 'finished', outcome: 'succeeded', summary: 'done', branch: null, pull_request_url: null } });
+    const { run, lease } = await runWith(`(setsid sleep 600.${marker} &); echo '${call}'; echo '${end}'; exit 0`);
     assert.equal(run.state, 'succeeded', run.failure_reason);
     assert.equal(lease.owner, null);
     for (const pid of await processesWith(['sleep', `600.${marker}`])) process.kill(pid, 'SIGKILL');
