@@ -6,7 +6,7 @@ import { createJobRunner } from '../queue/runner.ts';
 import { createRunEngine, PlacedElsewhere } from './engine/engine.ts';
 import { roleSetup } from './engine/role-config.ts';
 import { proposalJobHandlers } from './engine/proposals.ts';
-import { runJobHandlers } from './engine/run-job.ts';
+import { runAdvance, runJobHandlers } from './engine/run-job.ts';
 import { MICROVM_RUNTIME_ARGV, RUNTIME_ARGV, RUNTIME_MOUNTS } from './engine/runtime-install.ts';
 import { prepareWorkspace } from './engine/workspace.ts';
 import { traceJobHandlers } from '../telemetry/traces.ts';
@@ -36,7 +36,21 @@ export const workerComponent: Component = {
     const microvm = microvmProviderFromConfig(config, { logger, metrics: ctx.metrics });
     // Without KVM a microvm runs under TCG, unless the operator chose the local provider for it.
     const microvmUsable = config.sandboxMicrovmFallback === 'local' ? await kvmUsable() : true;
-    const host = await startSandboxHost({ config, db, logger, metrics: ctx.metrics, caPem, local, microvm, microvmUsable, teams: services.sandboxDirectory });
+    const host = await startSandboxHost({
+      config,
+      db,
+      logger,
+      metrics: ctx.metrics,
+      caPem,
+      local,
+      microvm,
+      microvmUsable,
+      teams: services.sandboxDirectory,
+      // Runs that waited for room on a host go on: their engine is queued again.
+      wake: async (runIds) => {
+        for (const runId of runIds) await runAdvance.enqueue(db, { run_id: runId });
+      },
+    });
     const destroy = createDestroyTeamSandboxes({ db, deadAfterSeconds: config.sandboxHostDeadAfter, host });
 
     const engine = createRunEngine({
@@ -53,7 +67,7 @@ export const workerComponent: Component = {
       async sandboxFor(work) {
         const { plan } = await setup(work);
         const claimId = claimOf(work.run.id, work.task.role);
-        const placement = await host.place({ teamId: work.team.id, role: work.task.role, claimId });
+        const placement = await host.place({ teamId: work.team.id, role: work.task.role, claimId, runId: work.run.id });
         // Only the owning host execs in a sandbox: the run goes to that host's worker.
         if (placement.hostId !== host.id) throw new PlacedElsewhere(placement.hostId, `sandbox ${placement.sandboxId} of role "${work.task.role}" is placed on host ${placement.hostId}`);
         const status = await host.ensureRunning(placement.sandboxId);

@@ -23,4 +23,18 @@ export interface SandboxHostsTables {
     sandbox_id: string;
     created_at: Timestamp;
   };
+  /** A run's claim waiting for room on a sandbox host (migration 0615); the oldest is served first. */
+  sandbox_waits: {
+    claim_id: string;
+    run_id: string;
+    team_id: number;
+    provider: string;
+    /** The one host that will do (the claim's sleeping sandbox is there); null: any host running the provider. */
+    host_id: string | null;
+    environment: string;
+    vcpus: number;
+    memory_mib: number;
+    disk_gib: number;
+    since: Timestamp;
+  };
 }

@@ -45,6 +45,7 @@ export function createSandboxesService(deps: { db: Db }) {
     async destroyAllOf(trx: Transaction<Database>, teamId: number): Promise<number> {
       // Placements under way finish first; later ones see the team archived.
       await lockTeamSandboxes(trx, teamId, 'archive');
+      await trx.deleteFrom('sandbox_waits').where('team_id', '=', teamId).execute();
       const rows = await trx.updateTable('sandboxes').set({ state: 'destroyed', updated_at: sql`now()` }).where('team_id', '=', teamId).where('state', '<>', 'destroyed').returning('id').execute();
       // Freeing what runs them (processes, links, disks) leaves the process: a job, after commit.
       if (rows.length) await destroyTeamSandboxesJob.enqueue(trx, { team_id: teamId }, { key: `sandboxes.destroy-team:${teamId}` });
