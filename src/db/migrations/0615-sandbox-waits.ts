@@ -11,6 +11,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('claim_id', 'text', (c) => c.primaryKey())
     .addColumn('run_id', 'text', (c) => c.notNull())
     .addColumn('team_id', 'integer', (c) => c.notNull())
+    .addColumn('team', 'text', (c) => c.notNull())
     .addColumn('provider', 'text', (c) => c.notNull())
     .addColumn('host_id', 'text')
     .addColumn('environment', 'text', (c) => c.notNull())

@@ -28,6 +28,8 @@ export interface SandboxHostsTables {
     claim_id: string;
     run_id: string;
     team_id: number;
+    /** The team's name when it began to wait (for the hosts view). */
+    team: string;
     provider: string;
     /** The one host that will do (the claim's sleeping sandbox is there); null: any host running the provider. */
     host_id: string | null;

@@ -22,6 +22,7 @@ export type PlacementErrorCode = 'unknown_role' | 'hosted' | 'no_host' | 'capaci
 
 /** What a waiting claim needs: recorded in `sandbox_waits` so the hosts serve the oldest first. */
 interface WaitNeed {
+  team: string;
   provider: string;
   hostId: string | null;
   environment: string;
@@ -210,7 +211,7 @@ export async function placeSandbox(db: Db, settings: PlacementSettings, teams: T
         const n = err.need;
         await db
           .insertInto('sandbox_waits')
-          .values({ claim_id: req.claimId, run_id: req.runId ?? req.claimId, team_id: req.teamId, provider: n.provider, host_id: n.hostId, environment: n.environment, vcpus: n.size.vcpus, memory_mib: n.size.memoryMib, disk_gib: n.size.diskGib })
+          .values({ claim_id: req.claimId, run_id: req.runId ?? req.claimId, team_id: req.teamId, team: n.team, provider: n.provider, host_id: n.hostId, environment: n.environment, vcpus: n.size.vcpus, memory_mib: n.size.memoryMib, disk_gib: n.size.diskGib })
           .onConflict((oc) => oc.column('claim_id').doUpdateSet({ host_id: n.hostId, provider: n.provider }))
           .execute();
         throw err;
@@ -275,6 +276,7 @@ async function placeIn(trx: Transaction<Database>, settings: PlacementSettings, 
     const before = await waitingBefore(trx, envProvider, req.claimId);
     if (!fitsIn(room, size) || before > 0) {
       throw new PlacementError('wait', waitMessage(role.vm, size, fitsIn(room, size) ? 'its host is promised to runs that waited longer' : shortOf([room], size).replace('on the host with the most room', 'on the host of its sleeping sandbox'), before), {
+        team: role.team,
         provider: envProvider,
         hostId: host.id,
         environment: role.vm,
@@ -286,7 +288,7 @@ async function placeIn(trx: Transaction<Database>, settings: PlacementSettings, 
     placed = { id: target.id, replica: target.replica, created: target.created, replaced: false };
   } else {
     const size = await sizeOf(trx, teams, role);
-    const host = await pickHost(trx, settings, envProvider, size, target?.id ?? null, role.vm, req.claimId);
+    const host = await pickHost(trx, settings, envProvider, size, target?.id ?? null, role.vm, req.claimId, role.team);
     const id = target?.id ?? `sb_${crypto.randomBytes(12).toString('hex')}`;
     const network = await freeLink(trx, settings, id);
     const values = {
@@ -351,7 +353,7 @@ async function sizeOf(trx: Transaction<Database>, teams: TeamDirectory, role: { 
  * memory. None can ever take the size: `capacity`; none has room now, or runs that waited longer
  * come first: `wait`.
  */
-async function pickHost(trx: Transaction<Database>, settings: PlacementSettings, provider: 'microvm' | 'local', size: { vcpus: number; memoryMib: number; diskGib: number }, moving: string | null, environment: string, claimId: string) {
+async function pickHost(trx: Transaction<Database>, settings: PlacementSettings, provider: 'microvm' | 'local', size: { vcpus: number; memoryMib: number; diskGib: number }, moving: string | null, environment: string, claimId: string, team: string) {
   const hosts = await trx
     .selectFrom('sandbox_hosts as h')
     .select(['h.id', 'h.address', 'h.vcpus', 'h.memory_mib', 'h.disk_gib', 'h.microvm_via_local'])
@@ -373,7 +375,7 @@ async function pickHost(trx: Transaction<Database>, settings: PlacementSettings,
   const free = rooms.filter((r) => fitsIn(r, size)).sort((a, b) => b.memoryMib - b.used.memoryMib - (a.memoryMib - a.used.memoryMib));
   const before = await waitingBefore(trx, provider, claimId);
   if (free.length === 0 || before > 0) {
-    throw new PlacementError('wait', waitMessage(environment, size, free.length === 0 ? shortOf(rooms, size) : 'the room there is is promised to runs that waited longer', before), { provider, hostId: null, environment, size });
+    throw new PlacementError('wait', waitMessage(environment, size, free.length === 0 ? shortOf(rooms, size) : 'the room there is is promised to runs that waited longer', before), { team, provider, hostId: null, environment, size });
   }
   return hosts.find((h) => h.id === free[0].hostId)!;
 }
