@@ -569,4 +569,17 @@ describe('crewhouse CLI through the API', () => {
       child.kill();
     }
   });
+
+  it('hosts: each host\'s room and use, and the runs waiting for room', async () => {
+    const id = await makeHostRow(t.db, { vcpus: 3, memoryMib: 3072, diskGib: 30 });
+    const out = await cli(['hosts']);
+    assert.equal(out.code, 0, out.stderr);
+    assert.match(out.stdout, /^HOST\s+STATUS\s+PROVIDERS\s+VCPUS USED\/SHARED\s+MEMORY MIB USED\/TOTAL\s+DISK GIB USED\/TOTAL\s+AWAKE\s+ASLEEP\s+ID$/m);
+    assert.match(out.stdout, new RegExp(`^${id}\\.test\\s+live\\s+local\\s+0/12\\s+0/3072\\s+0/30\\s+0\\s+0\\s+${id}$`, 'm'));
+    assert.match(out.stdout, /No run waits for room\./);
+    const hosts = await json(['hosts']);
+    assert.equal(hosts.hosts.find((h: any) => h.id === id).capacity.vcpus_shared, 12);
+    const viewer = await t.user('viewer');
+    await fails(['hosts'], 1, /403/, { env: { CREWHOUSE_TOKEN: viewer.token } });
+  });
 });

@@ -2,6 +2,7 @@ import { runGroup, type Group } from './command.ts';
 import { agents } from './commands/agents.ts';
 import { destinations } from './commands/destinations.ts';
 import { environments } from './commands/environments.ts';
+import { hosts } from './commands/hosts.ts';
 import { integrations } from './commands/integrations.ts';
 import { mcpServers } from './commands/mcp-servers.ts';
 import { runs, task } from './commands/runs.ts';
@@ -15,7 +16,7 @@ import { users } from './commands/users.ts';
 import { ApiError, CliError } from './errors.ts';
 
 /** The commands that work through the HTTP API with a token, in the order help lists them. */
-export const API_GROUPS: Group[] = [login, logout, whoami, task, runs, teams, templates, agents, environments, destinations, secrets, skills, mcpServers, integrations, users, spend];
+export const API_GROUPS: Group[] = [login, logout, whoami, task, runs, teams, templates, agents, environments, destinations, secrets, skills, mcpServers, integrations, users, spend, hosts];
 
 /** The API commands' lines of `crewhouse help`. */
 export const API_USAGE = API_GROUPS.map((g) => `  ${g.name.padEnd(36)}${g.summary.charAt(0).toLowerCase() + g.summary.slice(1)}`).join('\n');

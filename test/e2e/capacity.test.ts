@@ -5,12 +5,18 @@
 // `local` sandboxes, the real worker and gateway; the model is scripted and holds the first two
 // teams' runs until the test lets them finish.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ScriptedAnswer, ScriptedRequest } from '../fakes/scripted-model.ts';
+import { open, openBrowser, signIn, skipWithoutChromium, webDir, type Browser } from './browser.ts';
 import { startStack, stackSkip, waitFor, type Stack } from './stack.ts';
 
 describe('capacity: runs wait for room on a full host, oldest first', { skip: stackSkip }, () => {
   let stack: Stack;
+  let tmp: string;
+  let browser: Browser | null = null;
   const gates = new Map<string, { open: () => void; opened: Promise<void> }>();
   const firstSeen: string[] = [];
   const gate = (name: string) => {
@@ -29,12 +35,15 @@ describe('capacity: runs wait for room on a full host, oldest first', { skip: st
   }
 
   before(async () => {
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'crewhouse-capacity-'));
     // Room for two awake 512 MiB sandboxes.
-    stack = await startStack({ script, config: { SERVICE_SANDBOX_MEMORY_MIB: '1024' } });
+    stack = await startStack({ script, config: { SERVICE_SANDBOX_MEMORY_MIB: '1024', ...(skipWithoutChromium ? {} : { SERVICE_WEB_DIR: await webDir(tmp) }) } });
   });
   after(async () => {
     for (const g of gates.values()) g.open();
+    await browser?.context.close();
     await stack?.stop();
+    if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
   });
 
   const team = (name: string, environment?: Record<string, unknown>) => stack.makeTeam({ roles: { lead: { tools: ['finish'], system_prompt: `You lead ${name}.` } }, ...(environment ? { environment } : {}) });
@@ -59,6 +68,25 @@ describe('capacity: runs wait for room on a full host, oldest first', { skip: st
     assert.equal((await stack.run(runC)).state, 'running', 'a waiting run stays running');
     assert.equal((await stack.run(runD)).state, 'running');
     assert.ok(!firstSeen.includes('TEAM-C') && !firstSeen.includes('TEAM-D'), 'no waiting run started');
+
+    // An operator sees the line on the Hosts page: the full host, and C before D.
+    if (!skipWithoutChromium) {
+      await stack.t.app.listen({ host: '127.0.0.1', port: 0 });
+      const address = stack.t.app.server.address();
+      assert.ok(address && typeof address === 'object');
+      browser = await openBrowser(path.join(tmp, 'operator'));
+      const { page } = browser;
+      await signIn(page, `http://127.0.0.1:${address.port}`, stack.t.adminToken, stack.t.config.publicBaseUrl, 'operator');
+      await page.getByRole('link', { name: 'Hosts' }).click();
+      await open(page, '#/hosts');
+      await page.getByRole('table', { name: 'hosts' }).getByRole('row').filter({ hasText: '1024 of 1024 MiB' }).filter({ hasText: 'live' }).waitFor();
+      const line = page.getByRole('table', { name: 'runs waiting for room' }).getByRole('row');
+      await line.filter({ hasText: runD }).waitFor();
+      const rows = await line.allInnerTexts();
+      assert.ok(rows.findIndex((r) => r.includes(runC)) < rows.findIndex((r) => r.includes(runD)), 'the page lists the line oldest first');
+      assert.ok(rows.some((r) => r.includes(c) && r.includes('1 vCPU, 512 MiB, 1 GiB')));
+      assert.deepEqual(browser.problems, []);
+    }
 
     // A ends: its idle sandbox sleeps early and C, which waited longest, takes the room.
     gates.get('TEAM-A')!.open();
