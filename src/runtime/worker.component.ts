@@ -12,6 +12,7 @@ import { prepareWorkspace } from './engine/workspace.ts';
 import { traceJobHandlers } from '../telemetry/traces.ts';
 import { jobHandlers } from './jobs.ts';
 import { startSandboxHost } from './sandboxes/host.ts';
+import { reachableSandboxDir } from './sandboxes/sandbox-dir.ts';
 import { createDestroyTeamSandboxes, destroyTeamSandboxesJob } from './sandboxes/jobs/destroy-team-sandboxes.ts';
 import { createLocalProvider } from './sandboxes/providers/local.ts';
 import type { ExecRequest } from './sandboxes/provider.ts';
@@ -30,7 +31,11 @@ const claimOf = (runId: string, role: string) => `${runId}.${role}`;
 export const workerComponent: Component = {
   name: 'worker',
   async start(ctx) {
-    const { config, db, logger, services } = ctx;
+    const { db, logger, services } = ctx;
+    // Sandboxes go where the unprivileged sandbox user can reach them (not under a closed /root).
+    const place = await reachableSandboxDir(ctx.config);
+    if (place.moved) logger.info(place.moved);
+    const config = { ...ctx.config, sandboxDir: place.dir };
     const caPem = await deploymentCaCertificate(db, ctx.cipher);
     const local = config.sandboxDir ? createLocalProvider({ root: config.sandboxDir, gatewayPort: config.gatewayPort, logger, readOnly: RUNTIME_MOUNTS }) : null;
     const microvm = microvmProviderFromConfig(config, { logger, metrics: ctx.metrics });

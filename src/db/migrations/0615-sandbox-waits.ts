@@ -5,7 +5,10 @@ import { sql, type Kysely } from 'kysely';
 // and the hosts give room to the oldest first: they put idle sandboxes to sleep early and queue
 // the waiting runs again. `host_id` is set when only one host will do (the claim's sleeping
 // sandbox lives there); `run_id` is what is queued again.
+// A host also records why a provider it probed cannot run there (`provider_problems`, by
+// provider), so a task refused for want of a host says what to fix.
 export async function up(db: Kysely<any>): Promise<void> {
+  await db.schema.alterTable('sandbox_hosts').addColumn('provider_problems', 'jsonb', (c) => c.notNull().defaultTo(sql`'{}'::jsonb`)).execute();
   await db.schema
     .createTable('sandbox_waits')
     .addColumn('claim_id', 'text', (c) => c.primaryKey())
@@ -25,4 +28,5 @@ export async function up(db: Kysely<any>): Promise<void> {
 
 export async function down(db: Kysely<any>): Promise<void> {
   await db.schema.dropTable('sandbox_waits').execute();
+  await db.schema.alterTable('sandbox_hosts').dropColumn('provider_problems').execute();
 }

@@ -139,13 +139,16 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
 
   // Probe what this machine can run; a missing tool is logged with the package to install.
   const providers = new Map<ProviderName, SandboxProvider>();
+  // Why a provider cannot run here, in words: logged once and registered, so a refused task says it.
+  const problems: Record<string, string> = {};
   const local = opts.local === undefined ? (config.sandboxDir ? createLocalProvider({ root: config.sandboxDir, gatewayPort: config.gatewayPort, logger: log }) : null) : opts.local;
   if (local) {
     try {
       await local.check();
       providers.set('local', local);
     } catch (err) {
-      log.error({ provider: 'local', cause: (err as Error).message }, 'the local sandbox provider cannot run on this host');
+      problems.local = (err as Error).message;
+      log.error({ provider: 'local', cause: problems.local }, `the local sandbox provider cannot run on this host, so local environments get no sandboxes here: ${problems.local}`);
     }
   }
   let microvmViaLocal = false;
@@ -156,7 +159,8 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
       providers.set('microvm', opts.microvm);
       serves.add('microvm');
     } catch (err) {
-      log.error({ provider: 'microvm', cause: (err as Error).message }, 'the microvm sandbox provider cannot run on this host');
+      problems.microvm = (err as Error).message;
+      log.error({ provider: 'microvm', cause: problems.microvm }, 'the microvm sandbox provider cannot run on this host');
     }
   }
   if (!serves.has('microvm') && config.sandboxMicrovmFallback === 'local' && providers.has('local')) {
@@ -171,11 +175,12 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
   const register = () =>
     db
       .insertInto('sandbox_hosts')
-      .values({ id, address: config.sandboxHostAddress, providers: [...serves], microvm_via_local: microvmViaLocal, vcpus: capacity.vcpus, memory_mib: capacity.memoryMib, disk_gib: capacity.diskGib, heartbeat_at: sql`now()`, started_at: sql`now()` })
+      .values({ id, address: config.sandboxHostAddress, providers: [...serves], provider_problems: JSON.stringify(problems), microvm_via_local: microvmViaLocal, vcpus: capacity.vcpus, memory_mib: capacity.memoryMib, disk_gib: capacity.diskGib, heartbeat_at: sql`now()`, started_at: sql`now()` })
       .onConflict((oc) =>
         oc.column('id').doUpdateSet({
           address: config.sandboxHostAddress,
           providers: [...serves],
+          provider_problems: JSON.stringify(problems),
           microvm_via_local: microvmViaLocal,
           vcpus: capacity.vcpus,
           memory_mib: capacity.memoryMib,

@@ -13,6 +13,8 @@ export interface SandboxHostsTables {
     vcpus: number;
     memory_mib: number;
     disk_gib: number;
+    /** Why a provider it probed cannot run on it, by provider, in words (migration 0615). */
+    provider_problems: ColumnType<Record<string, string>, string | undefined, string>;
     started_at: Timestamp;
     heartbeat_at: Timestamp;
     stopped_at: NullableTimestamp;

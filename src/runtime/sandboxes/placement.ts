@@ -417,5 +417,14 @@ export async function canTakeWork(db: Db, settings: Pick<PlacementSettings, 'dea
     .$if(lead?.provider === 'hosted', (q) => q.where(sql<boolean>`cardinality(h.providers) > 0`))
     .executeTakeFirstOrThrow();
   if (Number(hosts.n) > 0) return { ok: true, reason: null };
-  return { ok: false, reason: lead ? `no live sandbox host runs ${provider} environments (environment "${lead.vm}" of the lead role)` : 'no live sandbox host' };
+  // A live host that tried the provider and could not run it says why: that is what to fix.
+  const tried = await db
+    .selectFrom('sandbox_hosts as h')
+    .select(['h.address', 'h.provider_problems'])
+    .where(alive(settings.deadAfterSeconds))
+    .orderBy('h.address')
+    .execute();
+  const why = tried.flatMap((h) => (h.provider_problems?.[provider] ? [`on host ${h.address}, ${h.provider_problems[provider]}`] : []));
+  const base = lead ? `no live sandbox host runs ${provider} environments (environment "${lead.vm}" of the lead role)` : 'no live sandbox host';
+  return { ok: false, reason: why.length ? `${base}: ${why.join('; ')}` : base };
 }
