@@ -75,7 +75,10 @@ async function serve(config: Config, only: string | undefined) {
   const first = await services.users.ensureFirstAdmin(systemActor('first-start'), config.adminToken);
   if (first.created && first.setupUrl) {
     // Printed once, on the first start only: the way in for the first admin.
-    process.stdout.write(`\nCrewhouse is ready. Set the admin password at:\n  ${first.setupUrl}\n\n`);
+    process.stdout.write(
+      `\nCrewhouse is ready. Set the admin password at:\n  ${first.setupUrl}\n` +
+        `or log the CLI in with that link (it asks for the link, then the password to choose):\n  npx crewhouse login --url ${config.publicBaseUrl}\n\n`,
+    );
   } else if (first.created) {
     logger.info('created the admin account with SERVICE_ADMIN_TOKEN as its token');
   }

@@ -582,4 +582,23 @@ describe('crewhouse CLI through the API', () => {
     const viewer = await t.user('viewer');
     await fails(['hosts'], 1, /403/, { env: { CREWHOUSE_TOKEN: viewer.token } });
   });
+
+  it('login through a setup link: the password is chosen, a token minted and stored; with no token and no terminal it says what to do', async () => {
+    const noEnv = { CREWHOUSE_URL: undefined, CREWHOUSE_TOKEN: undefined };
+    await fails(['login', '--url', base, '--token', ''], 2, /needs a token, and none was given \(is \$SERVICE_ADMIN_TOKEN empty\?.*paste the setup link the first start printed/, { env: noEnv });
+    const created = await t.request({ method: 'POST', url: '/api/v1/users', token: t.adminToken, body: { name: uniq('cli-setup'), email: null, role: 'operator' } });
+    assert.equal(created.status, 201, created.text);
+    const password = 'a long enough password';
+    const ok = await cli(['login', '--url', base, '--token', created.body.setup_url, '--password-stdin'], { env: noEnv, input: `${password}\n` });
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.match(ok.stdout, new RegExp(`as ${created.body.name} \\(operator\\)`));
+    const stored = JSON.parse(fs.readFileSync(path.join(home, 'config', 'crewhouse', 'config.json'), 'utf8'));
+    assert.match(stored.token, /^chk_/);
+    assert.equal((await json(['whoami'], { env: noEnv })).name, created.body.name);
+    // The password chosen signs in to the web console; the link is spent.
+    const session = await t.request({ method: 'POST', url: '/api/v1/session', body: { name: created.body.name, password } });
+    assert.equal(session.status, 201, session.text);
+    await fails(['login', '--url', base, '--token', created.body.setup_url, '--password-stdin'], 2, /that setup link is used, expired or unknown: an admin issues a fresh one/, { env: noEnv, input: `${password}\n` });
+    await cli(['logout'], { env: noEnv });
+  });
 });
