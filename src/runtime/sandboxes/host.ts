@@ -514,6 +514,10 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
       await again;
       // Sandboxes keep running; the next start adopts them. Others see this host gone at once.
       await db.updateTable('sandbox_hosts').set({ stopped_at: sql`now()` }).where('id', '=', id).execute();
+      const kept = await db.selectFrom('sandboxes').select((eb) => eb.fn.countAll<number>().as('n')).where('host_id', '=', id).where('state', '<>', 'destroyed').where('created', '=', true).executeTakeFirstOrThrow();
+      if (Number(kept.n) > 0) {
+        log.info({ sandboxes: Number(kept.n) }, `${kept.n} sandbox(es) keep running (with their workspaces and mounts); they are adopted at the next start. To remove them, stop the service and run crewhouse sandboxes destroy --all`);
+      }
     },
   };
 }

@@ -85,6 +85,50 @@ export function createSandboxesService(deps: { db: Db }) {
       };
     },
 
+    /** The sandboxes not destroyed (all, or those of one host), for `crewhouse sandboxes`. */
+    async list(hostId?: string) {
+      return db
+        .selectFrom('sandboxes')
+        .select(['id', 'team_id', 'role', 'replica', 'provider', 'state', 'host_id', 'environment', 'vcpus', 'memory_mib', 'disk_gib', 'last_active_at'])
+        .where('state', '<>', 'destroyed')
+        .$if(hostId !== undefined, (q) => q.where('host_id', '=', hostId!))
+        .orderBy('team_id')
+        .orderBy('role')
+        .orderBy('replica')
+        .execute();
+    },
+
+    /** Whether the host is alive (heartbeating within the bound, not stopped). */
+    async hostAlive(hostId: string, deadAfterSeconds: number): Promise<boolean> {
+      const row = await db
+        .selectFrom('sandbox_hosts')
+        .select('id')
+        .where('id', '=', hostId)
+        .where('stopped_at', 'is', null)
+        .where('heartbeat_at', '>', sql<string>`now() - make_interval(secs => ${deadAfterSeconds})`)
+        .executeTakeFirst();
+      return row !== undefined;
+    },
+
+    /**
+     * Records that a sandbox was destroyed by hand (`crewhouse sandboxes destroy`): its claims end,
+     * and `freed` says whether what ran it is gone (else its host frees it on its next sweep).
+     * The role's next work gets a new sandbox.
+     */
+    async markDestroyed(sandboxId: string, freed: boolean): Promise<boolean> {
+      return db.transaction().execute(async (trx) => {
+        await trx.deleteFrom('sandbox_claims').where('sandbox_id', '=', sandboxId).execute();
+        const row = await trx
+          .updateTable('sandboxes')
+          .set({ state: 'destroyed', updated_at: sql`now()`, ...(freed ? { released_at: sql`now()` } : {}) })
+          .where('id', '=', sandboxId)
+          .where('state', '<>', 'destroyed')
+          .returning('id')
+          .executeTakeFirst();
+        return row !== undefined;
+      });
+    },
+
     /** Each team's sandboxes at a glance; one query for all. */
     async stateOf(teamIds: number[]): Promise<Map<number, TeamSandboxes>> {
       const out = new Map<number, TeamSandboxes>(teamIds.map((id) => [id, 'none']));
