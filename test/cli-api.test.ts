@@ -11,6 +11,12 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { PassThrough } from 'node:stream';
+import { ApiClient } from '../src/cli/client.ts';
+import { runGroup } from '../src/cli/command.ts';
+import { renderPost } from '../src/cli/commands/runs.ts';
+import { teams as teamsGroup } from '../src/cli/commands/teams.ts';
+import { makeTeam, makeTemplate } from './factories.ts';
 import { testApp, uniq, waitFor, type TestApp } from './harness.ts';
 import { makeHostRow } from './sandboxes.ts';
 
@@ -600,5 +606,34 @@ describe('crewhouse CLI through the API', () => {
     assert.equal(session.status, 201, session.text);
     await fails(['login', '--url', base, '--token', created.body.setup_url, '--password-stdin'], 2, /that setup link is used, expired or unknown: an admin issues a fresh one/, { env: noEnv, input: `${password}\n` });
     await cli(['logout'], { env: noEnv });
+  });
+
+  it('help says "MCP servers"; agents list counts what uses an agent; a post of the service is not "you"', async () => {
+    const top = await cli(['help']);
+    assert.match(top.stdout, /^  mcp-servers\s+MCP servers/m);
+    assert.doesNotMatch(top.stdout, /mCP/);
+    const tpl = await makeTemplate(t);
+    const agent = tpl.current.roles.lead.agent as string;
+    const used = (await json(['agents', 'show', agent])).used_by;
+    assert.ok(used >= 1);
+    const list = await cli(['agents', 'list']);
+    assert.match(list.stdout, new RegExp(`^${agent}\\s+1\\s+\\S+\\s+\\S+\\s+${used}\\s+test agent$`, 'm'));
+    assert.equal(renderPost({ seq: 7, role: null, kind: 'failed', text: 'the lead role could not go on' }), '#7 crewhouse [failed] the lead role could not go on\n');
+    assert.equal(renderPost({ seq: 1, role: null, kind: 'task', text: 'do it' }), '#1 you [task] do it\n');
+    assert.equal(renderPost({ seq: 2, role: 'lead', kind: 'working', text: 'on it' }), '#2 lead [working] on it\n');
+  });
+
+  it('teams archive asks first on a terminal: no leaves the team; yes (or --yes) archives it', async () => {
+    const team = await makeTeam(t);
+    const terminal = (answer: string) => Object.assign(new PassThrough(), { isTTY: true }).end(answer) as PassThrough & { isTTY: boolean };
+    const io = (stdin: NodeJS.ReadableStream & { isTTY?: boolean }) => ({ env: { CREWHOUSE_URL: base, CREWHOUSE_TOKEN: t.adminToken }, stdin, out: { stdout: () => {}, progress: () => {} } });
+    assert.equal(await runGroup(teamsGroup, ['archive', team.name], io(terminal('n\n'))), 1);
+    const api = new ApiClient({ url: base, token: t.adminToken });
+    assert.equal((await api.get(`/teams/${team.name}`)).status, 'active');
+    assert.equal(await runGroup(teamsGroup, ['archive', team.name], io(terminal('y\n'))), 0);
+    assert.equal((await api.get(`/teams/${team.name}`)).status, 'archived');
+    const other = await makeTeam(t);
+    assert.equal(await runGroup(teamsGroup, ['archive', other.name, '--yes'], io(terminal(''))), 0);
+    assert.equal((await api.get(`/teams/${other.name}`)).status, 'archived');
   });
 });

@@ -19,7 +19,9 @@ import { ApiError, CliError } from './errors.ts';
 export const API_GROUPS: Group[] = [login, logout, whoami, task, runs, teams, templates, agents, environments, destinations, secrets, skills, mcpServers, integrations, users, spend, hosts];
 
 /** The API commands' lines of `crewhouse help`. */
-export const API_USAGE = API_GROUPS.map((g) => `  ${g.name.padEnd(36)}${g.summary.charAt(0).toLowerCase() + g.summary.slice(1)}`).join('\n');
+// A summary's first word is lowercased unless it is an acronym ("MCP servers" stays).
+const lowerFirst = (s: string) => (/^[A-Z][a-z]/.test(s) ? s.charAt(0).toLowerCase() + s.slice(1) : s);
+export const API_USAGE = API_GROUPS.map((g) => `  ${g.name.padEnd(36)}${lowerFirst(g.summary)}`).join('\n');
 
 export const isApiCommand = (name: string | undefined) => API_GROUPS.some((g) => g.name === name);
 
