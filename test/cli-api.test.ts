@@ -610,7 +610,7 @@ describe('crewhouse CLI through the API', () => {
 
   it('help says "MCP servers"; agents list counts what uses an agent; a post of the service is not "you"', async () => {
     const top = await cli(['help']);
-    assert.match(top.stdout, /^  mcp-servers\s+MCP servers/m);
+    assert.match(top.stdout, /^ {2}mcp-servers\s+MCP servers/m);
     assert.doesNotMatch(top.stdout, /mCP/);
     const tpl = await makeTemplate(t);
     const agent = tpl.current.roles.lead.agent as string;
