@@ -54,4 +54,13 @@ describe('runs: contract defects', () => {
     assert.equal(listed.status, 200, listed.text);
     assert.deepEqual(listed.body.items.map((r: { id: string }) => r.id), [mine], `not the archived team's run ${old}`);
   });
+
+  test('the served contract describes the team state transitions and its compatibility and deprecation policy', async () => {
+    const doc = (await t.request({ method: 'GET', url: '/api/v1/openapi.json', token: t.adminToken })).body;
+    const text: string = doc.info.description;
+    assert.match(text, /## Team state\n/);
+    assert.match(text, /A task moves an `idle` or `sleeping` team to `running`; a question moves it to `waiting` and the answer back to `running`/);
+    assert.match(text, /## Compatibility and deprecation\n/);
+    assert.match(text, /marked `deprecated: true`.*keeps working for at least two minor releases/);
+  });
 });
