@@ -636,4 +636,13 @@ describe('crewhouse CLI through the API', () => {
     assert.equal(await runGroup(teamsGroup, ['archive', other.name, '--yes'], io(terminal(''))), 0);
     assert.equal((await api.get(`/teams/${other.name}`)).status, 'archived');
   });
+
+  it('models lists the aliases; the local one needs no key', async () => {
+    const out = await cli(['models']);
+    assert.equal(out.code, 0, out.stderr);
+    assert.match(out.stdout, /^ALIAS\s+MODEL\s+API\s+UPSTREAM\s+ON THIS MACHINE/m);
+    for (const m of (await json(['models'])) as Array<{ alias: string; local: boolean }>) {
+      assert.match(out.stdout, new RegExp(`^${m.alias}\\s.*\\s${m.local ? 'yes \\(no key\\)' : 'no'}\\s`, 'm'));
+    }
+  });
 });

@@ -5,6 +5,7 @@ import { environments } from './commands/environments.ts';
 import { hosts } from './commands/hosts.ts';
 import { integrations } from './commands/integrations.ts';
 import { mcpServers } from './commands/mcp-servers.ts';
+import { models } from './commands/models.ts';
 import { runs, task } from './commands/runs.ts';
 import { secrets } from './commands/secrets.ts';
 import { login, logout, whoami } from './commands/session.ts';
@@ -16,7 +17,7 @@ import { users } from './commands/users.ts';
 import { ApiError, CliError } from './errors.ts';
 
 /** The commands that work through the HTTP API with a token, in the order help lists them. */
-export const API_GROUPS: Group[] = [login, logout, whoami, task, runs, teams, templates, agents, environments, destinations, secrets, skills, mcpServers, integrations, users, spend, hosts];
+export const API_GROUPS: Group[] = [login, logout, whoami, task, runs, teams, templates, agents, environments, destinations, secrets, skills, mcpServers, integrations, users, spend, hosts, models];
 
 /** The API commands' lines of `crewhouse help`. */
 // A summary's first word is lowercased unless it is an acronym ("MCP servers" stays).
