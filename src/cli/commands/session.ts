@@ -42,7 +42,7 @@ async function ask(ctx: Ctx, question: string, hidden: boolean): Promise<string>
 
 /**
  * Logs in through a setup link (the one `npm start` prints on a first start, or `crewhouse users
- * setup-link`): chooses the account's password, then mints an API token for this CLI with the
+ * setup-token`): chooses the account's password, then mints an API token for this CLI with the
  * session that opened. The password is asked twice on a terminal, or read from stdin.
  */
 async function tokenFromSetupLink(ctx: Ctx, url: string, setupToken: string, passwordStdin: boolean): Promise<string> {
@@ -66,7 +66,7 @@ async function tokenFromSetupLink(ctx: Ctx, url: string, setupToken: string, pas
   };
   const session = await post('/session/setup', { token: setupToken, password }).catch((err: unknown) => {
     const fields = err instanceof ApiError ? (err.problem.errors ?? []).map((e) => e.field) : [];
-    if (fields.includes('token')) throw new CliError('that setup link is used, expired or unknown: an admin issues a fresh one (crewhouse users setup-link NAME, or Users in the web console)');
+    if (fields.includes('token')) throw new CliError('that setup link is used, expired or unknown: an admin issues a fresh one (crewhouse users setup-token NAME, or Users in the web console)');
     if (fields.includes('password')) throw new CliError('that password is too short: choose one of at least 12 characters');
     throw err;
   });
