@@ -59,6 +59,8 @@ export interface Config {
   sandboxMicrovmFallback: 'none' | 'local';
   /** Capacity this host offers; 0 means measured (CPUs, memory, free disk under the sandbox dir). */
   sandboxCapacity: { vcpus: number; memoryMib: number; diskGib: number };
+  /** Awake sandboxes' vCPUs a host takes per vCPU it offers (vCPUs are shared; memory and disk are not). */
+  sandboxVcpuOvercommit: number;
   /** Jobs the worker performs at once. */
   jobConcurrency: number;
   /** Seconds a worker holds a job without renewing it: how soon another takes over a dead worker's jobs. */
@@ -75,6 +77,15 @@ function int(env: Env, name: string, fallback: number, min = 0, max = 65535): nu
   if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}`);
+  return value;
+}
+
+/** A decimal setting such as 1.5, between min and max. */
+function ratio(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : NaN;
+  if (!(value >= min && value <= max)) throw new ConfigError(`${name} must be a number from ${min} to ${max} (such as 1.5), got "${raw}"`);
   return value;
 }
 
@@ -144,6 +155,7 @@ export const configReference: Array<{ name: string; default: string; meaning: st
   { name: 'SERVICE_SANDBOX_MICROVM_FALLBACK', default: 'none', meaning: '`local` lets the local provider serve microvm environments on a host where KVM is unusable (logged at start); `none` refuses them' },
   { name: 'SERVICE_SANDBOX_VCPUS', default: '0 (the CPU count)', meaning: 'vCPUs this host offers to sandboxes' },
   { name: 'SERVICE_SANDBOX_MEMORY_MIB', default: '0 (total memory)', meaning: 'memory in MiB this host offers to sandboxes' },
+  { name: 'SERVICE_SANDBOX_VCPU_OVERCOMMIT', default: '4', meaning: 'how many times its vCPUs a host shares out to awake sandboxes (a decimal from 1 to 64); memory is held by awake sandboxes only, disk by all' },
   { name: 'SERVICE_SANDBOX_DISK_GIB', default: '0 (free disk under the sandbox dir)', meaning: 'disk in GiB this host offers to sandboxes' },
   { name: 'SERVICE_JOB_CONCURRENCY', default: '4', meaning: 'jobs (revoking keys, destroying sandboxes, outbound calls) each worker process performs at once' },
   { name: 'SERVICE_JOB_LEASE_SECONDS', default: '60', meaning: "how long a worker holds a job without renewing it (renewed every third of it); a dead worker's jobs, runs included, are taken over after this" },
@@ -271,6 +283,7 @@ export function loadConfig(env: Env = process.env): Config {
       memoryMib: int(env, 'SERVICE_SANDBOX_MEMORY_MIB', 0, 0, 64 * 1024 * 1024),
       diskGib: int(env, 'SERVICE_SANDBOX_DISK_GIB', 0, 0, 1024 * 1024),
     },
+    sandboxVcpuOvercommit: ratio(env, 'SERVICE_SANDBOX_VCPU_OVERCOMMIT', 4, 1, 64),
     jobConcurrency: int(env, 'SERVICE_JOB_CONCURRENCY', 4, 1, 256),
     jobLeaseSeconds: int(env, 'SERVICE_JOB_LEASE_SECONDS', 60, 5, 3600),
   };

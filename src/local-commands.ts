@@ -1,4 +1,6 @@
-import { parseArgs } from 'node:util';
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { readAudit, recordAudit, systemActor } from './audit/audit.ts';
 import { insertToken } from './auth/auth.service.ts';
 import { hashToken, newSecret } from './auth/credentials.ts';
@@ -20,6 +22,10 @@ import { JOBS_USAGE, runJobsCommand } from './queue/cli.ts';
 import { workerComponent } from './runtime/worker.component.ts';
 import { SandboxError } from './runtime/sandboxes/provider.ts';
 import { buildImage } from './runtime/sandboxes/providers/microvm/images.ts';
+import { microvmProviderFromConfig } from './runtime/sandboxes/providers/microvm/index.ts';
+import { createLocalProvider } from './runtime/sandboxes/providers/local.ts';
+import { reachableSandboxDir } from './runtime/sandboxes/sandbox-dir.ts';
+import type { SandboxProvider } from './runtime/sandboxes/provider.ts';
 import { rotateSecretKey } from './secrets/rotate.ts';
 import { supervise } from './supervisor.ts';
 import { createServices, loadShared } from './services.ts';
@@ -42,6 +48,8 @@ On this machine, opening the database (SERVICE_* variables):
   secrets rotate-key                  re-encrypt every secret under a new key (see README)
 ${JOBS_USAGE}
   images build [--name N] [--ca FILE] build a microVM image into SERVICE_IMAGES_DIR (see README)
+  sandboxes [list]                    the sandboxes of this deployment (they outlive a stop)
+  sandboxes destroy ID | --all        remove one sandbox, or (service stopped) every one of this machine
 ${CHAT_USAGE}
 
 The service's configuration comes from SERVICE_* environment variables; see README.md.`;
@@ -56,6 +64,34 @@ SIGTERM stop both. --no-supervise runs them in this process (for a supervisor of
   modelproxy  the OpenAI-compatible model proxy (SERVICE_MODEL_PROXY_PORT)
   chat        the Zulip-compatible chat server (SERVICE_CHAT_PORT)
   worker      performs queued jobs (see crewhouse jobs); on PostgreSQL several workers share them`;
+
+/** The usage of each command of this machine, printed with --help and after a wrong option. */
+const LOCAL_USAGE: Record<string, string> = {
+  migrate: 'crewhouse migrate\n\n  Brings the database schema up to date and exits.',
+  admin: 'crewhouse admin token --user NAME [--name LABEL]\n\n  Mints an API token for a user and prints it (the service may be running only on PostgreSQL).',
+  audit: 'crewhouse audit [--limit N] [--action A] [--target TYPE]\n\n  Prints the audit log, newest first, as JSON lines.',
+  secrets: 'crewhouse secrets rotate-key\n\n  Re-encrypts every secret under a new key; restart running consoles after it.',
+  images: 'crewhouse images build [--name N] [--ca CA.pem] [--variant debian|minimal]\n\n  Builds a microVM image into SERVICE_IMAGES_DIR; Ctrl-C stops it, and the same command goes on from the last finished step.',
+  sandboxes:
+    'crewhouse sandboxes [list]\ncrewhouse sandboxes destroy ID\ncrewhouse sandboxes destroy --all\n\n  Sandboxes outlive a stop of the service (the next start adopts them). list shows them; destroy ID removes one\n  (its role gets a new one on its next work); destroy --all removes every sandbox of this machine, once the\n  service is stopped.',
+};
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+/** A command's options; a wrong one is a usage error (exit 2) naming it, and --help prints the usage. */
+function argsOf(command: string, rest: string[], options: Options): { values: Record<string, any>; positionals: string[] } | null {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: rest, allowPositionals: true, options: { ...options, help: { type: 'boolean', short: 'h' } } });
+  } catch (err) {
+    throw new ConfigError(`${(err as Error).message.split('. To specify')[0]}\n\n${LOCAL_USAGE[command]}`);
+  }
+  if (parsed.values.help) {
+    process.stdout.write(`${LOCAL_USAGE[command]}\n`);
+    return null;
+  }
+  return parsed as { values: Record<string, any>; positionals: string[] };
+}
 
 async function open(config: Config): Promise<OpenDatabase> {
   const opened = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
@@ -78,7 +114,10 @@ async function serve(config: Config, only: string | undefined) {
   const first = await services.users.ensureFirstAdmin(systemActor('first-start'), config.adminToken);
   if (first.created && first.setupUrl) {
     // Printed once, on the first start only: the way in for the first admin.
-    process.stdout.write(`\nCrewhouse is ready. Set the admin password at:\n  ${first.setupUrl}\n\n`);
+    process.stdout.write(
+      `\nCrewhouse is ready. Set the admin password at:\n  ${first.setupUrl}\n` +
+        `or log the CLI in with that link (it asks for the link, then the password to choose):\n  npx crewhouse login --url ${config.publicBaseUrl}\n\n`,
+    );
   } else if (first.created) {
     logger.info('created the admin account with SERVICE_ADMIN_TOKEN as its token');
   }
@@ -135,14 +174,17 @@ async function main(argv: string[]) {
       return serve(config, values.only);
     }
     case 'migrate': {
+      if (!argsOf(command, rest, {})) return;
       const { close } = await open(config);
       await close();
       process.stdout.write('database is up to date\n');
       return;
     }
     case 'admin': {
-      const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { user: { type: 'string' }, name: { type: 'string' } } });
-      if (positionals[0] !== 'token' || !values.user) throw new ConfigError('usage: crewhouse admin token --user NAME [--name LABEL]');
+      const parsed = argsOf(command, rest, { user: { type: 'string' }, name: { type: 'string' } });
+      if (!parsed) return;
+      const { values, positionals } = parsed;
+      if (positionals[0] !== 'token' || !values.user) throw new ConfigError(LOCAL_USAGE.admin);
       const { db, close } = await open(config);
       try {
         // Names are unique regardless of case, as at log-in; an e-mail address is not a name here.
@@ -171,7 +213,9 @@ async function main(argv: string[]) {
       return;
     }
     case 'audit': {
-      const { values } = parseArgs({ args: rest, options: { limit: { type: 'string', default: '100' }, action: { type: 'string' }, target: { type: 'string' } } });
+      const parsed = argsOf(command, rest, { limit: { type: 'string', default: '100' }, action: { type: 'string' }, target: { type: 'string' } });
+      if (!parsed) return;
+      const { values } = parsed;
       const { db, close } = await open(config);
       try {
         const rows = await readAudit(db, { limit: Math.min(Number(values.limit) || 100, 10_000), action: values.action, targetType: values.target });
@@ -191,6 +235,9 @@ async function main(argv: string[]) {
       return;
     }
     case 'secrets': {
+      const parsed = argsOf(command, rest, {});
+      if (!parsed) return;
+      if (parsed.positionals[0] !== 'rotate-key') throw new ConfigError(LOCAL_USAGE.secrets);
       const { db, close } = await open(config);
       try {
         const r = await rotateSecretKey(db, config);
@@ -201,8 +248,10 @@ async function main(argv: string[]) {
       return;
     }
     case 'images': {
-      const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { name: { type: 'string', default: 'crewhouse-agent' }, ca: { type: 'string' }, variant: { type: 'string', default: 'debian' } } });
-      if (positionals[0] !== 'build' || (values.variant !== 'debian' && values.variant !== 'minimal')) throw new ConfigError('usage: crewhouse images build [--name N] [--ca CA.pem] [--variant debian|minimal]');
+      const parsed = argsOf(command, rest, { name: { type: 'string', default: 'crewhouse-agent' }, ca: { type: 'string' }, variant: { type: 'string', default: 'debian' } });
+      if (!parsed) return;
+      const { values, positionals } = parsed;
+      if (positionals[0] !== 'build' || (values.variant !== 'debian' && values.variant !== 'minimal')) throw new ConfigError(LOCAL_USAGE.images);
       if (!/^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$/.test(values.name)) throw new ConfigError('--name must be a short name (letters, digits, . _ + -)');
       // Ctrl-C stops the step under way; what finished is kept and a re-run goes on from there.
       const ac = new AbortController();
@@ -219,6 +268,11 @@ async function main(argv: string[]) {
       }
       return;
     }
+    case 'sandboxes': {
+      const parsed = argsOf(command, rest, { all: { type: 'boolean' } });
+      if (!parsed) return;
+      return sandboxesCommand(config, parsed.positionals, parsed.values.all === true);
+    }
     case undefined:
     case 'help':
     case '--help':
@@ -226,6 +280,63 @@ async function main(argv: string[]) {
       return;
     default:
       throw new ConfigError(`unknown command "${command}"\n\n${USAGE}`);
+  }
+}
+
+/**
+ * `crewhouse sandboxes`: what a stopped (or running, on PostgreSQL) deployment's sandboxes are,
+ * and removing them. Only this machine's providers can remove what they run; a row whose
+ * sandbox lives elsewhere is marked, and its host frees it on its next sweep.
+ */
+async function sandboxesCommand(config: Config, positionals: string[], all: boolean) {
+  const [verb = 'list', id] = positionals;
+  if (!['list', 'destroy'].includes(verb) || (verb === 'destroy' && !id === !all) || (verb === 'list' && (id || all))) throw new ConfigError(LOCAL_USAGE.sandboxes);
+  const logger = createLogger({ level: 'warn' });
+  const dir = (await reachableSandboxDir(config)).dir;
+  const idFile = dir ? path.join(dir, 'host-id') : null;
+  const hostId = idFile && fs.existsSync(idFile) ? fs.readFileSync(idFile, 'utf8').trim() : null;
+  const providers: SandboxProvider[] = [];
+  if (dir) providers.push(createLocalProvider({ root: dir, gatewayPort: config.gatewayPort, logger }));
+  if (fs.existsSync(config.microvmDir)) providers.push(microvmProviderFromConfig(config, { logger }));
+  const { db, close } = await open(config);
+  try {
+    const services = createServices({ config, db, logger, ...loadShared(config) });
+    const rows = await services.sandboxes.list();
+    if (verb === 'list') {
+      if (rows.length === 0) return void process.stdout.write('No sandboxes.\n');
+      const head = ['ID', 'TEAM ID', 'ROLE', 'PROVIDER', 'STATE', 'ENVIRONMENT', 'HOST', 'LAST ACTIVE'];
+      const cells = [head, ...rows.map((r) => [r.id, String(r.team_id), r.role, r.provider, r.state, r.environment ?? '-', r.host_id === hostId ? `${r.host_id} (this machine)` : (r.host_id ?? '-'), new Date(r.last_active_at).toISOString()])];
+      const widths = head.map((_, i) => Math.max(...cells.map((c) => c[i].length)));
+      process.stdout.write(cells.map((c) => c.map((v, i) => v.padEnd(widths[i])).join('  ').trimEnd()).join('\n') + '\n');
+      return;
+    }
+    const removeHere = async (sid: string) => {
+      for (const p of providers) if ((await p.list()).includes(sid)) await p.destroy(sid);
+    };
+    if (id) {
+      const row = rows.find((r) => r.id === id);
+      if (!row) throw new ConfigError(`no sandbox ${id} (crewhouse sandboxes lists them)`);
+      const here = row.host_id === hostId;
+      if (here) await removeHere(id);
+      await services.sandboxes.markDestroyed(id, here);
+      process.stdout.write(here ? `destroyed ${id}\n` : `marked ${id} destroyed; its host ${row.host_id} removes it on its next heartbeat\n`);
+      return;
+    }
+    if (hostId && (await services.sandboxes.hostAlive(hostId, config.sandboxHostDeadAfter))) {
+      throw new ConfigError('the service is running on this machine: stop it first (Ctrl-C or its service manager), then run crewhouse sandboxes destroy --all again');
+    }
+    let n = 0;
+    for (const p of providers) {
+      for (const sid of await p.list()) {
+        await p.destroy(sid);
+        await services.sandboxes.markDestroyed(sid, true);
+        n++;
+      }
+    }
+    for (const r of rows.filter((x) => x.host_id === hostId)) if (await services.sandboxes.markDestroyed(r.id, true)) n++;
+    process.stdout.write(`destroyed ${n} sandbox(es) of this machine; each role gets a new one on its next work\n`);
+  } finally {
+    await close();
   }
 }
 

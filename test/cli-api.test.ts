@@ -11,6 +11,12 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { PassThrough } from 'node:stream';
+import { ApiClient } from '../src/cli/client.ts';
+import { runGroup } from '../src/cli/command.ts';
+import { renderPost } from '../src/cli/commands/runs.ts';
+import { teams as teamsGroup } from '../src/cli/commands/teams.ts';
+import { makeTeam, makeTemplate } from './factories.ts';
 import { testApp, uniq, waitFor, type TestApp } from './harness.ts';
 import { makeHostRow } from './sandboxes.ts';
 
@@ -567,6 +573,76 @@ describe('crewhouse CLI through the API', () => {
       assert.equal(await t.services.secrets.reveal(name), value);
     } finally {
       child.kill();
+    }
+  });
+
+  it('hosts: each host\'s room and use, and the runs waiting for room', async () => {
+    const id = await makeHostRow(t.db, { vcpus: 3, memoryMib: 3072, diskGib: 30 });
+    const out = await cli(['hosts']);
+    assert.equal(out.code, 0, out.stderr);
+    assert.match(out.stdout, /^HOST\s+STATUS\s+PROVIDERS\s+VCPUS USED\/SHARED\s+MEMORY MIB USED\/TOTAL\s+DISK GIB USED\/TOTAL\s+AWAKE\s+ASLEEP\s+ID$/m);
+    assert.match(out.stdout, new RegExp(`^${id}\\.test\\s+live\\s+local\\s+0/12\\s+0/3072\\s+0/30\\s+0\\s+0\\s+${id}$`, 'm'));
+    assert.match(out.stdout, /No run waits for room\./);
+    const hosts = await json(['hosts']);
+    assert.equal(hosts.hosts.find((h: any) => h.id === id).capacity.vcpus_shared, 12);
+    const viewer = await t.user('viewer');
+    await fails(['hosts'], 1, /403/, { env: { CREWHOUSE_TOKEN: viewer.token } });
+  });
+
+  it('login through a setup link: the password is chosen, a token minted and stored; with no token and no terminal it says what to do', async () => {
+    const noEnv = { CREWHOUSE_URL: undefined, CREWHOUSE_TOKEN: undefined };
+    await fails(['login', '--url', base, '--token', ''], 2, /needs a token, and none was given \(is \$SERVICE_ADMIN_TOKEN empty\?.*paste the setup link the first start printed/, { env: noEnv });
+    const created = await t.request({ method: 'POST', url: '/api/v1/users', token: t.adminToken, body: { name: uniq('cli-setup'), email: null, role: 'operator' } });
+    assert.equal(created.status, 201, created.text);
+    const password = 'a long enough password';
+    const ok = await cli(['login', '--url', base, '--token', created.body.setup_url, '--password-stdin'], { env: noEnv, input: `${password}\n` });
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.match(ok.stdout, new RegExp(`as ${created.body.name} \\(operator\\)`));
+    const stored = JSON.parse(fs.readFileSync(path.join(home, 'config', 'crewhouse', 'config.json'), 'utf8'));
+    assert.match(stored.token, /^chk_/);
+    assert.equal((await json(['whoami'], { env: noEnv })).name, created.body.name);
+    // The password chosen signs in to the web console; the link is spent.
+    const session = await t.request({ method: 'POST', url: '/api/v1/session', body: { name: created.body.name, password } });
+    assert.equal(session.status, 201, session.text);
+    await fails(['login', '--url', base, '--token', created.body.setup_url, '--password-stdin'], 2, /that setup link is used, expired or unknown: an admin issues a fresh one/, { env: noEnv, input: `${password}\n` });
+    await cli(['logout'], { env: noEnv });
+  });
+
+  it('help says "MCP servers"; agents list counts what uses an agent; a post of the service is not "you"', async () => {
+    const top = await cli(['help']);
+    assert.match(top.stdout, /^ {2}mcp-servers\s+MCP servers/m);
+    assert.doesNotMatch(top.stdout, /mCP/);
+    const tpl = await makeTemplate(t);
+    const agent = tpl.current.roles.lead.agent as string;
+    const used = (await json(['agents', 'show', agent])).used_by;
+    assert.ok(used >= 1);
+    const list = await cli(['agents', 'list']);
+    assert.match(list.stdout, new RegExp(`^${agent}\\s+1\\s+\\S+\\s+\\S+\\s+${used}\\s+test agent$`, 'm'));
+    assert.equal(renderPost({ seq: 7, role: null, kind: 'failed', text: 'the lead role could not go on' }), '#7 crewhouse [failed] the lead role could not go on\n');
+    assert.equal(renderPost({ seq: 1, role: null, kind: 'task', text: 'do it' }), '#1 you [task] do it\n');
+    assert.equal(renderPost({ seq: 2, role: 'lead', kind: 'working', text: 'on it' }), '#2 lead [working] on it\n');
+  });
+
+  it('teams archive asks first on a terminal: no leaves the team; yes (or --yes) archives it', async () => {
+    const team = await makeTeam(t);
+    const terminal = (answer: string) => Object.assign(new PassThrough(), { isTTY: true }).end(answer) as PassThrough & { isTTY: boolean };
+    const io = (stdin: NodeJS.ReadableStream & { isTTY?: boolean }) => ({ env: { CREWHOUSE_URL: base, CREWHOUSE_TOKEN: t.adminToken }, stdin, out: { stdout: () => {}, progress: () => {} } });
+    assert.equal(await runGroup(teamsGroup, ['archive', team.name], io(terminal('n\n'))), 1);
+    const api = new ApiClient({ url: base, token: t.adminToken });
+    assert.equal((await api.get(`/teams/${team.name}`)).status, 'active');
+    assert.equal(await runGroup(teamsGroup, ['archive', team.name], io(terminal('y\n'))), 0);
+    assert.equal((await api.get(`/teams/${team.name}`)).status, 'archived');
+    const other = await makeTeam(t);
+    assert.equal(await runGroup(teamsGroup, ['archive', other.name, '--yes'], io(terminal(''))), 0);
+    assert.equal((await api.get(`/teams/${other.name}`)).status, 'archived');
+  });
+
+  it('models lists the aliases; the local one needs no key', async () => {
+    const out = await cli(['models']);
+    assert.equal(out.code, 0, out.stderr);
+    assert.match(out.stdout, /^ALIAS\s+MODEL\s+API\s+UPSTREAM\s+ON THIS MACHINE/m);
+    for (const m of (await json(['models'])) as Array<{ alias: string; local: boolean }>) {
+      assert.match(out.stdout, new RegExp(`^${m.alias}\\s.*\\s${m.local ? 'yes \\(no key\\)' : 'no'}\\s`, 'm'));
     }
   });
 });

@@ -203,6 +203,35 @@ describe('the crewhouse CLI', { concurrency: false }, () => {
     assert.match(missing.stderr, /no job 12345/);
   });
 
+  test('this machine\'s commands: --help prints the usage; an unknown option exits 2 naming it, with the usage', async () => {
+    const help = await run(['images', 'build', '--help'], a.env);
+    assert.equal(help.code, 0, help.stderr);
+    assert.match(help.stdout, /^crewhouse images build \[--name N\]/);
+    for (const [args, usage] of [
+      [['images', 'build', '--bogus'], /crewhouse images build \[--name N\]/],
+      [['admin', 'token', '--bogus'], /crewhouse admin token --user NAME/],
+      [['sandboxes', '--bogus'], /crewhouse sandboxes destroy --all/],
+    ] as const) {
+      const r = await run([...args], a.env);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, /^crewhouse: Unknown option '--bogus'\n\n/);
+      assert.match(r.stderr, usage);
+      assert.doesNotMatch(r.stderr, /TypeError|ERR_PARSE_ARGS|\n\s+at /, 'no stack trace');
+    }
+  });
+
+  test('`crewhouse sandboxes` lists none on a new deployment; destroy needs an id it knows, or --all', async () => {
+    const none = await run(['sandboxes'], a.env);
+    assert.equal(none.code, 0, none.stderr);
+    assert.equal(none.stdout, 'No sandboxes.\n');
+    const both = await run(['sandboxes', 'destroy'], a.env);
+    assert.equal(both.code, 2);
+    assert.match(both.stderr, /crewhouse sandboxes destroy ID/);
+    const unknown = await run(['sandboxes', 'destroy', 'sb_nope'], a.env);
+    assert.equal(unknown.code, 2);
+    assert.match(unknown.stderr, /no sandbox sb_nope \(crewhouse sandboxes lists them\)/);
+  });
+
   test('first start without SERVICE_ADMIN_TOKEN: an admin account and a setup link printed once', async () => {
     const server = await serve(a.env);
     let code: number | null;

@@ -2,8 +2,10 @@ import { runGroup, type Group } from './command.ts';
 import { agents } from './commands/agents.ts';
 import { destinations } from './commands/destinations.ts';
 import { environments } from './commands/environments.ts';
+import { hosts } from './commands/hosts.ts';
 import { integrations } from './commands/integrations.ts';
 import { mcpServers } from './commands/mcp-servers.ts';
+import { models } from './commands/models.ts';
 import { runs, task } from './commands/runs.ts';
 import { secrets } from './commands/secrets.ts';
 import { login, logout, whoami } from './commands/session.ts';
@@ -15,10 +17,12 @@ import { users } from './commands/users.ts';
 import { ApiError, CliError } from './errors.ts';
 
 /** The commands that work through the HTTP API with a token, in the order help lists them. */
-export const API_GROUPS: Group[] = [login, logout, whoami, task, runs, teams, templates, agents, environments, destinations, secrets, skills, mcpServers, integrations, users, spend];
+export const API_GROUPS: Group[] = [login, logout, whoami, task, runs, teams, templates, agents, environments, destinations, secrets, skills, mcpServers, integrations, users, spend, hosts, models];
 
 /** The API commands' lines of `crewhouse help`. */
-export const API_USAGE = API_GROUPS.map((g) => `  ${g.name.padEnd(36)}${g.summary.charAt(0).toLowerCase() + g.summary.slice(1)}`).join('\n');
+// A summary's first word is lowercased unless it is an acronym ("MCP servers" stays).
+const lowerFirst = (s: string) => (/^[A-Z][a-z]/.test(s) ? s.charAt(0).toLowerCase() + s.slice(1) : s);
+export const API_USAGE = API_GROUPS.map((g) => `  ${g.name.padEnd(36)}${lowerFirst(g.summary)}`).join('\n');
 
 export const isApiCommand = (name: string | undefined) => API_GROUPS.some((g) => g.name === name);
 

@@ -15,6 +15,7 @@ import { createServices, loadShared, type Services } from '../services.ts';
 import { agentsRoutes } from './agents/agents.routes.ts';
 import { catalogRoutes } from './catalog/catalog.routes.ts';
 import { auditRoutes } from './audit/audit.routes.ts';
+import { hostsRoutes } from './hosts/hosts.routes.ts';
 import { createAuditLog } from '../audit/audit.ts';
 import { destinationsRoutes } from './destinations/destinations.routes.ts';
 import { environmentsRoutes } from './environments/environments.routes.ts';
@@ -50,6 +51,7 @@ export async function buildConsoleApp(deps: { config: Config; db: Db; logger: Lo
       sessionRoutes(api, { sessions: services.sessions, publicBaseUrl: config.publicBaseUrl });
       usersRoutes(api, { users: services.users });
       auditRoutes(api, { audit: createAuditLog(db) });
+      hostsRoutes(api, { sandboxes: services.sandboxes, deadAfterSeconds: config.sandboxHostDeadAfter, vcpuOvercommit: config.sandboxVcpuOvercommit });
       agentsRoutes(api, { agents: services.agents, documents: services.documents });
       catalogRoutes(api, { catalog: services.catalog });
       secretsRoutes(api, { secrets: services.secrets });

@@ -287,7 +287,8 @@ export async function useOpenApi(app: App, opts: { publicBaseUrl: string; versio
         description:
           'Runs teams of coding agents in sandboxes. Errors are application/problem+json. Lists answer {items, next_cursor}; ' +
           'limit is 1 to 200 (default 50). Writes of existing resources need If-Match (428 missing, 412 stale). ' +
-          'A request that does not match a schema answers 400 naming each field; one that matches but breaks a rule answers 422.',
+          'A request that does not match a schema answers 400 naming each field; one that matches but breaks a rule answers 422.\n\n' +
+          CONTRACT_POLICY,
       },
       servers: [{ url: `${opts.publicBaseUrl}${API_PREFIX}` }],
       components: {
@@ -334,6 +335,27 @@ export async function useOpenApi(app: App, opts: { publicBaseUrl: string; versio
     transformObject: (documents) => finishDocument('openapiObject' in documents ? documents.openapiObject : documents.swaggerObject, opts.examples) as any,
   });
 }
+
+/**
+ * What the contract promises beyond its operations: how a team's derived `state` moves, and how
+ * the API changes over time. Served in the document's description, so clients read it where they
+ * read the rest.
+ */
+export const CONTRACT_POLICY = [
+  '## Team state',
+  'A team\'s `state` is derived, never set: `archived` once it is archived (final); otherwise `running` while one of its runs is in progress, ' +
+    'else `waiting` while a run waits for a person (an open question or confirmation), else `sleeping` when every sandbox placed for it is asleep, else `idle`. ' +
+    'A task moves an `idle` or `sleeping` team to `running`; a question moves it to `waiting` and the answer back to `running`; ' +
+    'when its last open run ends it is `idle`, and `sleeping` once its idle sandboxes have gone to sleep (after the team\'s idle_after_seconds, or earlier when a host needs the room). ' +
+    'A run waiting for room on a sandbox host is in progress: its team is `running`.',
+  '',
+  '## Compatibility and deprecation',
+  'Within `/api/v1` changes are additive: new operations, new optional request fields, new fields in answers, new values of open lists (post kinds, audit actions, problem types). ' +
+    'Clients ignore fields they do not know and must not rely on the order of object fields. A field, parameter or operation is never removed or given another meaning within v1: ' +
+    'one to be retired is first marked `deprecated: true` here, with what replaces it in its description, and keeps working for at least two minor releases (and at least 90 days) after that. ' +
+    'A change that is not additive gets a new prefix (`/api/v2`), served beside v1 for the same period. ' +
+    'Operations documented as extensions of this deployment (such as `GET /audit` and `GET /hosts`) follow the same rules.',
+].join('\n');
 
 /** The answer of GET /openapi.json: an OpenAPI 3.1 document (only its top level is described). */
 export const OpenApiDocument = Type.Object(

@@ -8,12 +8,13 @@ import { createJobRunner } from '../queue/runner.ts';
 import { createRunEngine, PlacedElsewhere } from './engine/engine.ts';
 import { roleSetup } from './engine/role-config.ts';
 import { proposalJobHandlers } from './engine/proposals.ts';
-import { runJobHandlers } from './engine/run-job.ts';
+import { runAdvance, runJobHandlers } from './engine/run-job.ts';
 import { MICROVM_RUNTIME_ARGV, RUNTIME_ARGV, RUNTIME_MOUNTS, RUNTIME_NODE } from './engine/runtime-install.ts';
 import { prepareWorkspace } from './engine/workspace.ts';
 import { traceJobHandlers } from '../telemetry/traces.ts';
 import { jobHandlers } from './jobs.ts';
 import { startSandboxHost } from './sandboxes/host.ts';
+import { reachableSandboxDir } from './sandboxes/sandbox-dir.ts';
 import { createDestroyTeamSandboxes, destroyTeamSandboxesJob } from './sandboxes/jobs/destroy-team-sandboxes.ts';
 import { createLocalProvider } from './sandboxes/providers/local.ts';
 import type { ExecRequest } from './sandboxes/provider.ts';
@@ -32,13 +33,31 @@ const claimOf = (runId: string, role: string) => `${runId}.${role}`;
 export const workerComponent: Component = {
   name: 'worker',
   async start(ctx) {
-    const { config, db, logger, services } = ctx;
+    const { db, logger, services } = ctx;
+    // Sandboxes go where the unprivileged sandbox user can reach them (not under a closed /root).
+    const place = await reachableSandboxDir(ctx.config);
+    if (place.moved) logger.info(place.moved);
+    const config = { ...ctx.config, sandboxDir: place.dir };
     const caPem = await deploymentCaCertificate(db, ctx.cipher);
     const local = config.sandboxDir ? createLocalProvider({ root: config.sandboxDir, gatewayPort: config.gatewayPort, logger, readOnly: RUNTIME_MOUNTS, node: RUNTIME_NODE }) : null;
     const microvm = microvmProviderFromConfig(config, { logger, metrics: ctx.metrics });
     // Without KVM a microvm runs under TCG, unless the operator chose the local provider for it.
     const microvmUsable = config.sandboxMicrovmFallback === 'local' ? await kvmUsable() : true;
-    const host = await startSandboxHost({ config, db, logger, metrics: ctx.metrics, caPem, local, microvm, microvmUsable, teams: services.sandboxDirectory });
+    const host = await startSandboxHost({
+      config,
+      db,
+      logger,
+      metrics: ctx.metrics,
+      caPem,
+      local,
+      microvm,
+      microvmUsable,
+      teams: services.sandboxDirectory,
+      // Runs that waited for room on a host go on: their engine is queued again.
+      wake: async (runIds) => {
+        for (const runId of runIds) await runAdvance.enqueue(db, { run_id: runId });
+      },
+    });
     const destroy = createDestroyTeamSandboxes({ db, deadAfterSeconds: config.sandboxHostDeadAfter, host });
 
     const engine = createRunEngine({
@@ -57,7 +76,7 @@ export const workerComponent: Component = {
       async sandboxFor(work) {
         const { plan } = await setup(work);
         const claimId = claimOf(work.run.id, work.task.role);
-        const placement = await host.place({ teamId: work.team.id, role: work.task.role, claimId });
+        const placement = await host.place({ teamId: work.team.id, role: work.task.role, claimId, runId: work.run.id });
         // Only the owning host execs in a sandbox: the run goes to that host's worker.
         if (placement.hostId !== host.id) throw new PlacedElsewhere(placement.hostId, `sandbox ${placement.sandboxId} of role "${work.task.role}" is placed on host ${placement.hostId}`);
         const status = await host.ensureRunning(placement.sandboxId);

@@ -8,6 +8,7 @@ import { McpServers } from './pages/shared/McpServers.tsx';
 import { CollectionItem, CollectionList, CollectionNew } from './pages/catalog/Collection.tsx';
 import { DESTINATIONS, ENVIRONMENTS } from './pages/catalog/collections.tsx';
 import { Audit } from './pages/catalog/Audit.tsx';
+import { Hosts } from './pages/Hosts.tsx';
 import { IntegrationList, IntegrationPage } from './pages/catalog/Integrations.tsx';
 import { Secrets } from './pages/catalog/Secrets.tsx';
 import { SkillList, SkillNew, SkillPage } from './pages/catalog/Skills.tsx';
@@ -67,6 +68,7 @@ export const ROUTES: Route[] = [
   { path: 'secrets', page: (p) => <Secrets preset={p.query.get('name')} /> },
   { path: 'mcp-servers', page: () => <Page title="MCP servers"><McpServers /></Page> },
   { path: 'audit', page: () => <Audit /> },
+  { path: 'hosts', page: () => <Hosts /> },
   { path: 'runs', page: (p) => <RunsList user={p.user} query={p.query} /> },
   { path: 'runs/new', page: (p) => <NewTask user={p.user} team={p.query.get('team') ?? ''} /> },
   { path: 'runs/:id', page: (p) => <RunPage id={p.params.id} user={p.user} /> },

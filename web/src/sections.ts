@@ -24,6 +24,7 @@ export const SECTIONS: Section[] = [
   { path: 'mcp-servers', label: 'MCP servers', api: '/mcp-servers', blurb: 'Platform MCP servers first, then each team\u2019s.' },
   { path: 'secrets', label: 'Secrets', api: '/secrets', blurb: 'Secret references; values are written once and never shown.' },
   { path: 'users', label: 'Users', role: 'admin', blurb: 'People who may use the Console.' },
+  { path: 'hosts', label: 'Hosts', role: 'operator', blurb: 'Sandbox hosts: their room, what is awake and asleep, and the runs waiting for room.' },
   { path: 'audit', label: 'Audit log', role: 'admin', blurb: 'Every write through the API, newest first.' },
   { path: 'spend', label: 'Spend', api: '/spend', blurb: 'Model spend of the active teams per UTC day.' },
   { path: 'account', label: 'Account', blurb: 'Your account, your API tokens and onboarding an agent.' },

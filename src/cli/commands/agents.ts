@@ -23,7 +23,7 @@ export const agents: Group = {
     listCommand({
       path: '/agents',
       summary: 'list agents',
-      columns: [['NAME', (a: any) => a.name], ['VERSION', (a) => a.current_version], ['MODEL', (a) => a.model], ['ENVIRONMENT', (a) => a.environment], ['USED BY', (a) => a.used_by?.length ?? 0], ['DESCRIPTION', (a) => a.description]],
+      columns: [['NAME', (a: any) => a.name], ['VERSION', (a) => a.current_version], ['MODEL', (a) => a.model], ['ENVIRONMENT', (a) => a.environment], ['USED BY', (a) => a.used_by], ['DESCRIPTION', (a) => a.description]],
     }),
     showCommand({ path: (n) => `/agents/${seg(n)}`, summary: 'show an agent and its current version', fields: [...SHOWN, 'current'] }),
     {

@@ -18,7 +18,9 @@ export const runColumns: Array<Column<any>> = [['ID', (r) => r.id], ['TEAM', (r)
 /** The exit status of a finished run: 0 when it succeeded. */
 export const exitOf = (state: string) => (state === 'succeeded' ? 0 : state === 'cancelled' ? 3 : 1);
 
-const renderPost = (p: any) => `#${p.seq} ${p.role ?? 'you'} [${p.kind}] ${p.text}\n`;
+/** Who a post is by: its role; else the person for what people post (a task, a reply, an answer), else the service (a notice, the end of the run). */
+const PEOPLE_POSTS = new Set(['task', 'reply', 'answer']);
+export const renderPost = (p: any) => `#${p.seq} ${p.role ?? (PEOPLE_POSTS.has(p.kind) ? 'you' : 'crewhouse')} [${p.kind}] ${p.text}\n`;
 
 function renderRun(r: any): string {
   let s = block(r, ['id', 'team', 'state', 'text', 'lead', 'cost_usd', 'failure_reason', 'created_by', 'created_at', 'finished_at', 'chat_thread_url', 'jaeger_url']);
@@ -57,7 +59,13 @@ export async function watchRun(ctx: Ctx, id: string): Promise<number> {
   };
   const interactive = Boolean(ctx.stdin.isTTY) && !ctx.out.json;
   const answer = async (p: any) => {
-    if (!interactive || asked.has(p.seq)) return;
+    if (!interactive) {
+      // No terminal to ask on: say how to answer, once per question.
+      if (!asked.has(p.seq) && !ctx.out.json) ctx.out.progress(`no terminal to answer on; answer with: crewhouse runs reply ${id} "..." --to ${p.seq}\n`);
+      asked.add(p.seq);
+      return;
+    }
+    if (asked.has(p.seq)) return;
     asked.add(p.seq);
     const text = await ask(ctx, `answer #${p.seq} (empty: skip)> `);
     if (!text) return;

@@ -1,3 +1,4 @@
+import readline from 'node:readline/promises';
 import { intArg, seg } from '../client.ts';
 import { LIMIT_HELP, LIMIT_OPTION, type Command, type Ctx } from '../command.ts';
 import { block, emit, table, type Column } from '../output.ts';
@@ -32,12 +33,21 @@ export function showCommand(opts: { path: (name: string) => string; summary: str
 }
 
 /** `delete NAME`: with If-Match from a fresh read, so a changed resource is not removed unseen. */
-export function deleteCommand(opts: { path: (name: string) => string; summary: string; arg?: string; name?: string; done?: string }): Command {
+export function deleteCommand(opts: { path: (name: string) => string; summary: string; arg?: string; name?: string; done?: string; /** Asked on a terminal unless --yes: the question, naming what is lost. */ confirm?: (name: string) => string }): Command {
   return {
     name: opts.name ?? 'delete',
     args: opts.arg ?? 'NAME',
     summary: opts.summary,
-    async run(ctx, [name]) {
+    ...(opts.confirm ? { options: { yes: { type: 'boolean' as const, short: 'y' } }, help: ['--yes, -y           do not ask first (for scripts; without a terminal nothing is asked)'] } : {}),
+    async run(ctx, [name], flags) {
+      if (opts.confirm && ctx.stdin.isTTY && !flags.yes) {
+        const rl = readline.createInterface({ input: ctx.stdin, output: process.stderr, terminal: true });
+        const said = await rl.question(`${opts.confirm(name)} [y/N] `).finally(() => rl.close());
+        if (!/^y(es)?$/i.test(said.trim())) {
+          ctx.out.progress('nothing done\n');
+          return 1;
+        }
+      }
       await ctx.api().write('DELETE', opts.path(name));
       emit(ctx.out, { deleted: name }, () => `${opts.done ?? 'deleted'} ${name}\n`);
     },

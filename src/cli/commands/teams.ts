@@ -100,7 +100,13 @@ export const teams: Group = {
         emit(ctx.out, res.body, () => `updated role ${role} of team ${name}\n${block(r ?? {})}`);
       },
     },
-    deleteCommand({ name: 'archive', path: (n) => `/teams/${seg(n)}`, summary: 'archive a team (its open runs are cancelled, its sandboxes and keys removed)', done: 'archived' }),
+    deleteCommand({
+      name: 'archive',
+      path: (n) => `/teams/${seg(n)}`,
+      summary: 'archive a team (its open runs are cancelled, its sandboxes and keys removed); asks first on a terminal',
+      done: 'archived',
+      confirm: (n) => `Archive team ${n}? Its open runs are cancelled and its sandboxes and model keys removed; this cannot be undone.`,
+    }),
     {
       name: 'upgrade',
       args: 'NAME [VERSION]',

@@ -275,7 +275,12 @@ export function createRunsService(deps: RunsDeps) {
       if (team.status === 'archived') throw problems.conflict(`team "${teamName}" is archived`);
       if (team.status !== 'active') throw problems.conflict(`team "${teamName}" is ${team.status}; try again when it is active`);
       if (team.surface === 'chat_a' || team.surface === 'chat_b') throw problems.conflict(`team "${teamName}" lives on ${team.surface}: give it work in its chat room`);
-      if (await deps.isBudgetSpent(teamName)) throw problems.tooManyRequests(`team "${teamName}" has spent its daily budget; new tasks are accepted again after 00:00 UTC`);
+      if (await deps.isBudgetSpent(teamName)) {
+        // Retry-After: the seconds until the UTC day turns, when the budget is whole again.
+        const now = new Date();
+        const untilMidnight = Math.max(1, Math.ceil((Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1) - now.getTime()) / 1000));
+        throw problems.tooManyRequests(`team "${teamName}" has spent its daily budget; new tasks are accepted again after 00:00 UTC`, untilMidnight);
+      }
       const hostProblem = await deps.hostProblem(teamName);
       if (hostProblem) throw problems.unavailable(hostProblem);
       const versions: Record<string, number> = {};
@@ -300,15 +305,16 @@ export function createRunsService(deps: RunsDeps) {
       return { run_id: run.id, work_item_id: run.work_item_id, state: run.state };
     },
 
-    /** A team's runs: 404 for a team that never was. */
+    /** A team's runs: 404 for a team that never was. Runs belong to the team that ran them, not to its name (a name an archived team had can be taken again). */
     async listOfTeam(team: string, query: { limit: number; cursor?: string; state?: RunState }) {
-      if (!(await deps.team(team))) throw problems.notFound('team', team);
-      return this.list({ ...query, team });
+      const found = await deps.team(team);
+      if (!found) throw problems.notFound('team', team);
+      return this.list({ ...query, teamId: found.id });
     },
 
-    async list(query: { limit: number; cursor?: string; state?: RunState; team?: string }) {
+    async list(query: { limit: number; cursor?: string; state?: RunState; team?: string; teamId?: number }) {
       const cursor = decodeCursor(query.cursor, ['string', 'string']);
-      const rows = await store.listRuns(db, { state: query.state, team: query.team }, cursor, query.limit);
+      const rows = await store.listRuns(db, { state: query.state, team: query.team, teamId: query.teamId }, cursor, query.limit);
       const page = toPage(rows, query.limit, (r) => [iso(r.created_at)!, r.id], (r) => r);
       const items = [];
       for (const r of page.items) items.push(summary(r, await openQuestion(r)));

@@ -19,10 +19,11 @@ export function lockRun(trx: Transaction<Database>, id: string) {
   return trx.selectFrom('runs').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
 }
 
-export function listRuns(db: Q, filter: { state?: RunState; team?: string }, cursor: CursorValue[] | null, limit: number) {
+export function listRuns(db: Q, filter: { state?: RunState; team?: string; teamId?: number }, cursor: CursorValue[] | null, limit: number) {
   let q = db.selectFrom('runs').selectAll();
   if (filter.state) q = q.where('state', '=', filter.state);
   if (filter.team) q = q.where('team_name', '=', filter.team);
+  if (filter.teamId !== undefined) q = q.where('team_id', '=', filter.teamId);
   return keyset(q, ['created_at', 'id'], 'desc', cursor, limit).execute();
 }
 

@@ -477,6 +477,11 @@ export function createRunEngine(deps: EngineDeps) {
           await runs.notice(runId, `${err.message}; this run goes on when another run of the team ends`, `full:${work.task.id}:${work.task.events_seen}`);
           return true;
         }
+        if (err instanceof PlacementError && err.code === 'wait') {
+          // No host has room now: the run waits in line; a host that makes room queues it again.
+          await runs.notice(runId, err.message, `wait:${work.task.id}:${work.task.events_seen}`);
+          return true;
+        }
         if (err instanceof RuntimeStopped && restarts < (deps.runtimeRestarts ?? 2)) {
           restarts++;
           logger.warn({ err, run: runId, task: work.task.id }, 'agent runtime stopped; resuming the turn');

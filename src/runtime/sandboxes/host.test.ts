@@ -19,6 +19,7 @@ import { execText, localSkipReason, makeTeamRows, randomSubnet, teamDirectory } 
 import { startSandboxHost, type SandboxHost } from './host.ts';
 import { createDestroyTeamSandboxes } from './jobs/destroy-team-sandboxes.ts';
 import { resourceTag } from './network.ts';
+import type { PlacementError } from './placement.ts';
 import { SandboxError } from './provider.ts';
 import { createLocalProvider } from './providers/local.ts';
 import { createMicrovmProvider } from './providers/microvm/index.ts';
@@ -160,7 +161,7 @@ describe('sandbox host running local sandboxes', { skip: skip ?? false }, () => 
 });
 
 describe('sandbox host with little room', { skip: skip ?? false }, () => {
-  test('a sandbox that could not be made (a microVM image never built) gives its share of the host back at once; a sleeping one keeps its share', async () => {
+  test('a sandbox that could not be made (a microVM image never built) gives its share of the host back at once; an idle one sleeps early for a run that waits for room', async () => {
     const t = await testDb();
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chhost-'));
     const vmDir = fs.mkdtempSync(path.join(os.tmpdir(), 'chvm-'));
@@ -169,9 +170,10 @@ describe('sandbox host with little room', { skip: skip ?? false }, () => {
     fs.mkdirSync(imagesDir);
     const { logger, lines } = captureLogger();
     const metrics = new Registry();
-    const config = testConfig({ SERVICE_SANDBOX_DIR: dir, SERVICE_SANDBOX_SUBNET: randomSubnet(), SERVICE_SANDBOX_VCPUS: '2', SERVICE_SANDBOX_MEMORY_MIB: '4096', SERVICE_SANDBOX_DISK_GIB: '20' });
+    const config = testConfig({ SERVICE_SANDBOX_DIR: dir, SERVICE_SANDBOX_SUBNET: randomSubnet(), SERVICE_SANDBOX_VCPUS: '2', SERVICE_SANDBOX_VCPU_OVERCOMMIT: '1', SERVICE_SANDBOX_MEMORY_MIB: '512', SERVICE_SANDBOX_DISK_GIB: '20' });
     const microvm = createMicrovmProvider({ dir: microvmDir, imagesDir, logger, snapshotBudgetBytes: 1 });
-    const host = await startSandboxHost({ config, db: t.db, teams: teamDirectory(t.db), logger, metrics, microvm, microvmUsable: true, tickMs: 3_600_000 });
+    const woken: string[][] = [];
+    const host = await startSandboxHost({ config, db: t.db, teams: teamDirectory(t.db), logger, metrics, microvm, microvmUsable: true, tickMs: 3_600_000, wake: async (ids) => void woken.push(ids) });
     const job = createDestroyTeamSandboxes({ db: t.db, deadAfterSeconds: 30, host });
     const teams: Array<{ teamId: number }> = [];
     try {
@@ -198,7 +200,7 @@ describe('sandbox host with little room', { skip: skip ?? false }, () => {
       await assert.rejects(host.ensureRunning(again.sandboxId), (e: SandboxError) => e.code === 'image');
       await host.release('run-vm-2');
 
-      // An idle team's sandbox sleeps and keeps its vCPU (waking it must find room); the failed ones hold none.
+      // An idle team's sandbox sleeps (a frozen cgroup: it keeps its memory, gives its vCPU back); the failed ones hold none.
       const idle = await makeTeamRows(t.db, { idleAfter: 0 });
       teams.push(idle);
       const asleep = await host.place({ teamId: idle.teamId, role: idle.role, claimId: 'run-idle' });
@@ -214,10 +216,19 @@ describe('sandbox host with little room', { skip: skip ?? false }, () => {
       const placed = await host.place({ teamId: other.teamId, role: other.role, claimId: 'run-other' });
       assert.equal(placed.hostId, host.id);
       assert.equal((await hostExec(host, placed.sandboxId, ['/bin/echo', 'fine'])).stdout, 'fine\n');
-      // Now the host is full: the sleeping sandbox's share counts.
+      // A third finds a vCPU (the sleeping one gave its back) but no memory (a frozen cgroup keeps its own): it waits.
       const third = await makeTeamRows(t.db);
       teams.push(third);
-      await assert.rejects(host.place({ teamId: third.teamId, role: third.role, claimId: 'run-third' }), /no live sandbox host has room/);
+      await assert.rejects(host.place({ teamId: third.teamId, role: third.role, claimId: 'run-third', runId: 'run-third' }), (e: PlacementError) => e.code === 'wait' && /sandboxes hold 512 of its 512 MiB/.test(e.message));
+      // The host's sweep puts the idle sandbox into deep sleep early (a frozen one would keep its memory) and queues the waiting run.
+      await host.tick();
+      assert.equal((await t.db.selectFrom('sandboxes').select('state').where('id', '=', asleep.sandboxId).executeTakeFirstOrThrow()).state, 'deep_sleep');
+      assert.deepEqual(woken.at(-1), ['run-third']);
+      assert.ok(lines.some((l) => l.includes(asleep.sandboxId) && l.includes('went to sleep early')));
+      const placedThird = await host.place({ teamId: third.teamId, role: third.role, claimId: 'run-third', runId: 'run-third' });
+      assert.equal(placedThird.hostId, host.id);
+      // The busy sandbox is never put to sleep for it.
+      assert.equal((await t.db.selectFrom('sandboxes').select('state').where('id', '=', placed.sandboxId).executeTakeFirstOrThrow()).state, 'running');
       assert.ok(lines.some((l) => l.includes(failed.sandboxId) && /could not be made or woken/.test(l)));
     } finally {
       for (const tm of teams) await job.destroyTeamSandboxes(tm.teamId).catch(() => {});

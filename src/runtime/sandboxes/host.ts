@@ -16,7 +16,7 @@ import type { Db } from '../../db/database.ts';
 import type { Histogram, Registry } from '../../http/metrics.ts';
 import { logIgnored, type Logger } from '../../logger.ts';
 import { createKeyedQueue } from './keyed-queue.ts';
-import { canTakeWork, placeSandbox, liveHostIds, releaseClaim, type Placement, type PlacementSettings, type TeamDirectory } from './placement.ts';
+import { canTakeWork, fitsOnHost, hostRooms, placeSandbox, liveHostIds, releaseClaim, type Placement, type PlaceRequest, type PlacementSettings, type TeamDirectory } from './placement.ts';
 import { createLocalProvider } from './providers/local.ts';
 import {
   SANDBOX_CA_PATH,
@@ -47,13 +47,15 @@ export interface SandboxHostOptions {
   microvmUsable?: boolean;
   /** Heartbeat and sweep period in ms (default: a third of SERVICE_SANDBOX_HOST_DEAD_AFTER). */
   tickMs?: number;
+  /** Queues the runs again that waited for room on a host (the engine's `run.advance`): room was made. */
+  wake?: (runIds: string[]) => Promise<void>;
 }
 
 export interface SandboxHost {
   readonly id: string;
   /** Environment providers this host serves. */
   readonly providers: string[];
-  place(req: { teamId: number; role: string; claimId: string }): Promise<Placement>;
+  place(req: PlaceRequest): Promise<Placement>;
   release(claimId: string): Promise<void>;
   /** The ids of the sandbox hosts alive now (this one's included while it heartbeats). */
   liveHosts(): Promise<string[]>;
@@ -129,7 +131,7 @@ class SandboxGauge {
 export async function startSandboxHost(opts: SandboxHostOptions): Promise<SandboxHost> {
   const { db, config, logger } = opts;
   const log = logger.child({ component: 'sandbox-host' });
-  const settings: PlacementSettings = { deadAfterSeconds: config.sandboxHostDeadAfter, subnet: config.sandboxSubnet };
+  const settings: PlacementSettings = { deadAfterSeconds: config.sandboxHostDeadAfter, subnet: config.sandboxSubnet, vcpuOvercommit: config.sandboxVcpuOvercommit };
   const id = await hostId(config.sandboxDir);
 
   const gauge = new SandboxGauge();
@@ -139,13 +141,16 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
 
   // Probe what this machine can run; a missing tool is logged with the package to install.
   const providers = new Map<ProviderName, SandboxProvider>();
+  // Why a provider cannot run here, in words: logged once and registered, so a refused task says it.
+  const problems: Record<string, string> = {};
   const local = opts.local === undefined ? (config.sandboxDir ? createLocalProvider({ root: config.sandboxDir, gatewayPort: config.gatewayPort, logger: log }) : null) : opts.local;
   if (local) {
     try {
       await local.check();
       providers.set('local', local);
     } catch (err) {
-      log.error({ provider: 'local', cause: (err as Error).message }, 'the local sandbox provider cannot run on this host');
+      problems.local = (err as Error).message;
+      log.error({ provider: 'local', cause: problems.local }, `the local sandbox provider cannot run on this host, so local environments get no sandboxes here: ${problems.local}`);
     }
   }
   let microvmViaLocal = false;
@@ -156,7 +161,8 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
       providers.set('microvm', opts.microvm);
       serves.add('microvm');
     } catch (err) {
-      log.error({ provider: 'microvm', cause: (err as Error).message }, 'the microvm sandbox provider cannot run on this host');
+      problems.microvm = (err as Error).message;
+      log.error({ provider: 'microvm', cause: problems.microvm }, 'the microvm sandbox provider cannot run on this host');
     }
   }
   if (!serves.has('microvm') && config.sandboxMicrovmFallback === 'local' && providers.has('local')) {
@@ -171,11 +177,12 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
   const register = () =>
     db
       .insertInto('sandbox_hosts')
-      .values({ id, address: config.sandboxHostAddress, providers: [...serves], microvm_via_local: microvmViaLocal, vcpus: capacity.vcpus, memory_mib: capacity.memoryMib, disk_gib: capacity.diskGib, heartbeat_at: sql`now()`, started_at: sql`now()` })
+      .values({ id, address: config.sandboxHostAddress, providers: [...serves], provider_problems: JSON.stringify(problems), microvm_via_local: microvmViaLocal, vcpus: capacity.vcpus, memory_mib: capacity.memoryMib, disk_gib: capacity.diskGib, heartbeat_at: sql`now()`, started_at: sql`now()` })
       .onConflict((oc) =>
         oc.column('id').doUpdateSet({
           address: config.sandboxHostAddress,
           providers: [...serves],
+          provider_problems: JSON.stringify(problems),
           microvm_via_local: microvmViaLocal,
           vcpus: capacity.vcpus,
           memory_mib: capacity.memoryMib,
@@ -321,7 +328,65 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
     await db.updateTable('sandboxes').set({ state: 'destroyed', released_at: sql`now()`, updated_at: sql`now()` }).where('id', '=', sandboxId).execute();
   }
 
+  /** Puts a sandbox that is still idle (no claim, no exec under way) to sleep; true when it slept. */
+  function sleepIdle(sandboxId: string, provider: string, depth: 'sleep' | 'deep', why: string): Promise<boolean> {
+    return serial(sandboxId, async () => {
+      // Work that arrived since the query keeps it awake.
+      if (inFlight.has(sandboxId)) return false;
+      const fresh = await db.selectFrom('sandboxes').select('state').where('id', '=', sandboxId).executeTakeFirst();
+      if (!fresh || fresh.state === 'destroyed' || (await db.selectFrom('sandbox_claims').select('id').where('sandbox_id', '=', sandboxId).executeTakeFirst())) return false;
+      const status = await providerOf(provider).sleep(sandboxId, depth);
+      await db.updateTable('sandboxes').set({ state: status.state, updated_at: sql`now()` }).where('id', '=', sandboxId).where('state', '<>', 'destroyed').execute();
+      log.info({ sandbox: sandboxId, state: status.state }, why);
+      return true;
+    }).catch((err) => (log.error({ sandbox: sandboxId, cause: (err as Error).message }, 'an idle sandbox could not sleep'), false));
+  }
+
+  /**
+   * Runs wait for room (placement recorded them, oldest first): while the oldest one this host
+   * could serve does not fit, idle sandboxes here go to sleep early, least recently used first
+   * (a local one into deep sleep, as only that frees its memory); once it fits, the waiting runs
+   * are queued again and the oldest takes the room (placement serves them in line).
+   */
+  async function makeRoom() {
+    if (serves.size === 0) return;
+    const waits = await db
+      .selectFrom('sandbox_waits')
+      .select(['run_id', 'vcpus', 'memory_mib', 'disk_gib'])
+      .where('provider', 'in', [...serves])
+      .where((eb) => eb.or([eb('host_id', 'is', null), eb('host_id', '=', id)]))
+      .orderBy('since')
+      .orderBy('claim_id')
+      .execute();
+    if (waits.length === 0) return;
+    const [room] = await hostRooms(db, [{ id, vcpus: capacity.vcpus, memory_mib: capacity.memoryMib, disk_gib: capacity.diskGib }], settings.vcpuOvercommit!);
+    const need = { vcpus: waits[0].vcpus, memoryMib: waits[0].memory_mib, diskGib: waits[0].disk_gib };
+    let slept = 0;
+    // Sleep frees vCPUs and memory, never disk.
+    if (!fitsOnHost(room, need) && room.diskGib - room.used.diskGib >= need.diskGib) {
+      const idle = await db
+        .selectFrom('sandboxes as s')
+        .select(['s.id', 's.provider', 's.state', 's.vcpus', 's.memory_mib'])
+        .where('s.host_id', '=', id)
+        .where('s.created', '=', true)
+        .where((eb) => eb.or([eb('s.state', '=', 'running'), eb.and([eb('s.state', '=', 'sleeping'), eb('s.provider', '=', 'local')])]))
+        .where(sql<boolean>`not exists (select 1 from sandbox_claims c where c.sandbox_id = s.id)`)
+        .orderBy('s.last_active_at')
+        .execute();
+      for (const s of idle) {
+        if (fitsOnHost(room, need)) break;
+        const depth = s.provider === 'local' ? 'deep' : 'sleep';
+        if (!(await sleepIdle(s.id, s.provider, depth, 'an idle sandbox went to sleep early: a run waits for room on this host'))) continue;
+        slept++;
+        if (s.state === 'running') room.used.vcpus -= s.vcpus;
+        room.used.memoryMib -= s.memory_mib;
+      }
+    }
+    if (slept > 0 || fitsOnHost(room, need)) await opts.wake?.([...new Set(waits.map((w) => w.run_id))]);
+  }
+
   let ticking: Promise<void> | null = null;
+  let again: Promise<void> | null = null;
   async function sweep() {
     await db.updateTable('sandbox_hosts').set({ heartbeat_at: sql`now()`, stopped_at: null }).where('id', '=', id).execute();
     // Sandboxes moved to another host while this one looked dead (a long stall) are not ours any more.
@@ -358,21 +423,24 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
     for (const s of idle) {
       const depth = s.deep ? 'deep' : 'sleep';
       if (depth === 'sleep' && s.state === 'sleeping') continue;
-      await serial(s.id, async () => {
-        // Work that arrived since the query keeps it awake.
-        if (inFlight.has(s.id)) return;
-        const fresh = await db.selectFrom('sandboxes').select('state').where('id', '=', s.id).executeTakeFirst();
-        if (!fresh || fresh.state === 'destroyed' || (await db.selectFrom('sandbox_claims').select('id').where('sandbox_id', '=', s.id).executeTakeFirst())) return;
-        const status = await providerOf(s.provider).sleep(s.id, depth);
-        await db.updateTable('sandboxes').set({ state: status.state, updated_at: sql`now()` }).where('id', '=', s.id).where('state', '<>', 'destroyed').execute();
-        log.info({ sandbox: s.id, state: status.state }, 'an idle sandbox went to sleep');
-      }).catch((err) => log.error({ sandbox: s.id, cause: (err as Error).message }, 'an idle sandbox could not sleep'));
+      await sleepIdle(s.id, s.provider, depth, 'an idle sandbox went to sleep');
     }
+    await makeRoom();
     const counts = await db.selectFrom('sandboxes').select(['provider', 'state', sql<number>`count(*)`.as('n')]).where('host_id', '=', id).where('state', '<>', 'destroyed').groupBy(['provider', 'state']).execute();
     gauge.counts = new Map(counts.map((c) => [`${c.provider}/${c.state}`, Number(c.n)]));
   }
-  const tick = () => {
-    ticking ??= sweep()
+  // A tick asked for while one runs (a run just ended) runs once more after it: what it asks to see may have come too late for the one under way.
+  let stopped = false;
+  const tick = (): Promise<void> => {
+    if (stopped) return Promise.resolve();
+    if (ticking) {
+      again ??= ticking.then(() => {
+        again = null;
+        return tick();
+      });
+      return again;
+    }
+    ticking = sweep()
       .catch((err) => log.error({ err }, 'sandbox host heartbeat failed'))
       .finally(() => (ticking = null));
     return ticking;
@@ -389,7 +457,11 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
     id,
     providers: [...serves],
     place: (req) => placeSandbox(db, settings, opts.teams, req),
-    release: (claimId) => releaseClaim(db, claimId),
+    async release(claimId) {
+      await releaseClaim(db, claimId);
+      // Its sandbox is idle now: a run waiting for room may have it at once.
+      void tick();
+    },
     liveHosts: () => liveHostIds(db, config.sandboxHostDeadAfter),
     ensureRunning,
     async exec(sandboxId, req) {
@@ -442,10 +514,16 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
     canTakeWork: (teamName) => canTakeWork(db, settings, opts.teams, teamName),
     tick,
     async stop() {
+      stopped = true;
       clearInterval(timer);
       await ticking;
+      await again;
       // Sandboxes keep running; the next start adopts them. Others see this host gone at once.
       await db.updateTable('sandbox_hosts').set({ stopped_at: sql`now()` }).where('id', '=', id).execute();
+      const kept = await db.selectFrom('sandboxes').select((eb) => eb.fn.countAll<number>().as('n')).where('host_id', '=', id).where('state', '<>', 'destroyed').where('created', '=', true).executeTakeFirstOrThrow();
+      if (Number(kept.n) > 0) {
+        log.info({ sandboxes: Number(kept.n) }, `${kept.n} sandbox(es) keep running (with their workspaces and mounts); they are adopted at the next start. To remove them, stop the service and run crewhouse sandboxes destroy --all`);
+      }
     },
   };
 }

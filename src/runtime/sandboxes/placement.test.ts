@@ -24,7 +24,8 @@ describe('sandbox placement', () => {
     t = await testDb();
     services = testServices(t.db);
     teams = services.sandboxDirectory;
-    settings = { deadAfterSeconds: 30, subnet: loadConfig({ SERVICE_SANDBOX_SUBNET: randomSubnet() }).sandboxSubnet };
+    // vCPUs not overcommitted here, so the arithmetic below reads plainly (the ratio has its own test).
+    settings = { deadAfterSeconds: 30, subnet: loadConfig({ SERVICE_SANDBOX_SUBNET: randomSubnet() }).sandboxSubnet, vcpuOvercommit: 1 };
     // Every test here starts from no live host but its own.
     await t.db.deleteFrom('sandbox_hosts').execute();
   });
@@ -55,7 +56,7 @@ describe('sandbox placement', () => {
     await createDestroyTeamSandboxes({ db: t.db, deadAfterSeconds: 30 }).destroyTeamSandboxes(team.teamId);
   });
 
-  test('capacity: a host takes sandboxes while it has room; another host takes the rest; none is a clear error', async () => {
+  test('capacity: a host takes sandboxes while it has room; a claim that finds none waits in line and gets the next room; one that can never fit fails', async () => {
     await t.db.updateTable('sandbox_hosts').set({ stopped_at: sql`now()` }).execute();
     const small = await makeHostRow(t.db, { vcpus: 4, memoryMib: 4096, diskGib: 50 });
     const team = await makeTeamRows(t.db, { replicasMax: 5, concurrentRuns: 1, vcpus: 2, memoryMib: 1024, diskGib: 10 });
@@ -63,14 +64,67 @@ describe('sandbox placement', () => {
     const b = await placeSandbox(t.db, settings, teams, { teamId: team.teamId, role: team.role, claimId: claim() });
     assert.equal(a.hostId, small);
     assert.equal(b.hostId, small);
-    await assert.rejects(placeSandbox(t.db, settings, teams, { teamId: team.teamId, role: team.role, claimId: claim() }), expectPlacementError('capacity', new RegExp(`"${team.environment}" \\(2 vCPU, 1024 MiB, 10 GiB\\)`)));
+    // The host's vCPUs are all held: the third waits, in line, and says for what.
+    const third = claim();
+    await assert.rejects(
+      placeSandbox(t.db, settings, teams, { teamId: team.teamId, role: team.role, claimId: third, runId: 'run-third' }),
+      expectPlacementError('wait', new RegExp(`"${team.environment}" \\(2 vCPU, 1024 MiB, 10 GiB\\): on the host with the most room, awake sandboxes hold 4 of the 4 vCPUs it shares out\\. This run waits its turn`)),
+    );
+    const fourth = claim();
+    await assert.rejects(placeSandbox(t.db, settings, teams, { teamId: team.teamId, role: team.role, claimId: fourth, runId: 'run-fourth' }), expectPlacementError('wait', /1 run\(s\) waited before this one/));
+    const waits = await t.db.selectFrom('sandbox_waits').select(['claim_id', 'run_id', 'vcpus']).orderBy('since').execute();
+    assert.deepEqual(waits.map((w) => w.run_id), ['run-third', 'run-fourth']);
+
+    // A sandbox in deep sleep holds only its disk: the oldest waiter takes the room; the younger still waits.
+    await t.db.updateTable('sandboxes').set({ state: 'deep_sleep', created: true }).where('id', '=', a.sandboxId).execute();
+    await assert.rejects(placeSandbox(t.db, settings, teams, { teamId: team.teamId, role: team.role, claimId: fourth, runId: 'run-fourth' }), expectPlacementError('wait', /1 run\(s\) waited before this one/));
+    assert.equal((await placeSandbox(t.db, settings, teams, { teamId: team.teamId, role: team.role, claimId: third })).hostId, small);
+    assert.deepEqual((await t.db.selectFrom('sandbox_waits').select('run_id').execute()).map((w) => w.run_id), ['run-fourth'], 'a placed claim leaves the line');
+    // Waking the sleeping sandbox needs its room back: its claim waits too, for that host.
+    const wake = claim();
+    await t.db.updateTable('sandboxes').set({ state: 'running' }).where('id', '=', b.sandboxId).execute();
+    await t.db.insertInto('sandbox_claims').values({ id: wake, sandbox_id: a.sandboxId }).execute();
+    await assert.rejects(placeSandbox(t.db, settings, teams, { teamId: team.teamId, role: team.role, claimId: wake }), expectPlacementError('wait', /on the host of its sleeping sandbox/));
+    assert.equal((await t.db.selectFrom('sandbox_waits').select('host_id').where('claim_id', '=', wake).executeTakeFirstOrThrow()).host_id, small);
+
+    // Another host with room serves the line in order.
     const big = await makeHostRow(t.db, { vcpus: 2, memoryMib: 2048, diskGib: 50 });
-    assert.equal((await placeSandbox(t.db, settings, teams, { teamId: team.teamId, role: team.role, claimId: claim() })).hostId, big);
+    assert.equal((await placeSandbox(t.db, settings, teams, { teamId: team.teamId, role: team.role, claimId: fourth })).hostId, big);
+    await releaseClaim(t.db, wake);
+    assert.equal((await t.db.selectFrom('sandbox_waits').select('claim_id').execute()).length, 0, 'a released claim leaves the line');
+
+    // Larger than any host could ever hold: a failure at once, saying what to change.
+    const huge = await makeTeamRows(t.db, { replicasMax: 1, vcpus: 1, memoryMib: 8192, diskGib: 1 });
+    await assert.rejects(placeSandbox(t.db, settings, teams, { teamId: huge.teamId, role: huge.role, claimId: claim() }), expectPlacementError('capacity', /is larger than any live sandbox host running local environments can ever hold \(the largest offers 4 vCPU, 4096 MiB, 50 GiB\): make the environment smaller/));
     // Destroyed sandboxes free their room.
     await createDestroyTeamSandboxes({ db: t.db, deadAfterSeconds: 30 }).destroyTeamSandboxes(team.teamId);
     const other = await makeTeamRows(t.db, { replicasMax: 1, vcpus: 4, memoryMib: 4096, diskGib: 50 });
     assert.equal((await placeSandbox(t.db, settings, teams, { teamId: other.teamId, role: other.role, claimId: claim() })).hostId, small);
-    await createDestroyTeamSandboxes({ db: t.db, deadAfterSeconds: 30 }).destroyTeamSandboxes(other.teamId);
+    for (const tm of [other, huge]) await createDestroyTeamSandboxes({ db: t.db, deadAfterSeconds: 30 }).destroyTeamSandboxes(tm.teamId);
+  });
+
+  test('vCPUs are shared by the overcommit ratio; memory is held by awake sandboxes (and a local one in light sleep), disk by all', async () => {
+    await t.db.updateTable('sandbox_hosts').set({ stopped_at: sql`now()` }).execute();
+    const host = await makeHostRow(t.db, { vcpus: 1, memoryMib: 2048, diskGib: 3 });
+    const shared = { ...settings, vcpuOvercommit: 2 };
+    const team = await makeTeamRows(t.db, { replicasMax: 4, concurrentRuns: 1, vcpus: 1, memoryMib: 1024, diskGib: 1 });
+    const a = await placeSandbox(t.db, shared, teams, { teamId: team.teamId, role: team.role, claimId: claim() });
+    const b = await placeSandbox(t.db, shared, teams, { teamId: team.teamId, role: team.role, claimId: claim() });
+    assert.deepEqual([a.hostId, b.hostId], [host, host], 'two 1-vCPU sandboxes on one vCPU shared twice');
+    await assert.rejects(placeSandbox(t.db, shared, teams, { teamId: team.teamId, role: team.role, claimId: claim() }), expectPlacementError('wait', /hold 2048 of its 2048 MiB of memory, and awake sandboxes hold 2 of the 2 vCPUs/));
+    // A local sandbox in light sleep is a frozen cgroup: its memory stays held, its vCPU is free.
+    await t.db.updateTable('sandboxes').set({ state: 'sleeping', created: true }).where('id', '=', a.sandboxId).execute();
+    await assert.rejects(placeSandbox(t.db, shared, teams, { teamId: team.teamId, role: team.role, claimId: claim() }), (e) => e instanceof PlacementError && e.code === 'wait' && /2048 of its 2048 MiB/.test(e.message) && !/vCPU/.test(e.message.split(':').slice(1).join(':')));
+    await t.db.deleteFrom('sandbox_waits').execute();
+    // In deep sleep it holds only its disk.
+    await t.db.updateTable('sandboxes').set({ state: 'deep_sleep' }).where('id', '=', a.sandboxId).execute();
+    const c = await placeSandbox(t.db, shared, teams, { teamId: team.teamId, role: team.role, claimId: claim() });
+    assert.equal(c.hostId, host);
+    // Disk is held by all, asleep or not: three 1 GiB sandboxes fill 3 GiB.
+    await t.db.updateTable('sandboxes').set({ state: 'deep_sleep', created: true }).where('team_id', '=', team.teamId).execute();
+    await assert.rejects(placeSandbox(t.db, shared, teams, { teamId: team.teamId, role: team.role, claimId: claim() }), expectPlacementError('wait', /its sandboxes hold 3 of its 3 GiB of disk/));
+    await t.db.deleteFrom('sandbox_waits').execute();
+    await createDestroyTeamSandboxes({ db: t.db, deadAfterSeconds: 30 }).destroyTeamSandboxes(team.teamId);
   });
 
   test('placements that race never overshoot a role or a host, and never share a link', async () => {
@@ -85,7 +139,7 @@ describe('sandbox placement', () => {
     const results = await Promise.allSettled(attempts);
     const ok = results.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<Awaited<(typeof attempts)[number]>>).value);
     const failed = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason);
-    for (const f of failed) assert.ok(f instanceof PlacementError && ['full', 'capacity'].includes(f.code), String(f));
+    for (const f of failed) assert.ok(f instanceof PlacementError && ['full', 'wait'].includes(f.code), String(f));
     const rows = await t.db.selectFrom('sandboxes').select(['id', 'team_id', 'sandbox_address', 'vcpus']).where('state', '<>', 'destroyed').where('team_id', 'in', [team.teamId, other.teamId]).execute();
     assert.ok(rows.reduce((n, r) => n + r.vcpus, 0) <= 6, 'the host holds at most its vCPUs');
     assert.ok(rows.filter((r) => r.team_id === team.teamId).length <= 4);
@@ -98,6 +152,7 @@ describe('sandbox placement', () => {
     const claims = await t.db.selectFrom('sandbox_claims').select('sandbox_id').where('sandbox_id', 'in', rows.map((r) => r.id)).execute();
     assert.equal(claims.length, ok.length, 'every answered placement holds exactly one claim');
     for (const tm of [team, other]) await createDestroyTeamSandboxes({ db: t.db, deadAfterSeconds: 30 }).destroyTeamSandboxes(tm.teamId);
+    assert.equal((await t.db.selectFrom('sandbox_waits').select('claim_id').execute()).length, 0, 'an archived team waits no more');
   });
 
   test('an archive racing placements leaves none of the team\'s sandboxes alive: each placement lands before it (and is destroyed with the team) or after it (and is refused)', async () => {

@@ -14,14 +14,30 @@ import type { Database } from '../../db/schema.ts';
 import { subnetLinks } from './network.ts';
 import type { ProviderName, SandboxNetwork } from './provider.ts';
 
-export type PlacementErrorCode = 'unknown_role' | 'hosted' | 'no_host' | 'capacity' | 'full';
+/**
+ * `full`: the role's replicas are busy with the team's other runs; `wait`: no host has room now
+ * for the sandbox to make or wake (the claim waits in line for it); `capacity`: it can never fit.
+ */
+export type PlacementErrorCode = 'unknown_role' | 'hosted' | 'no_host' | 'capacity' | 'full' | 'wait';
+
+/** What a waiting claim needs: recorded in `sandbox_waits` so the hosts serve the oldest first. */
+interface WaitNeed {
+  team: string;
+  provider: string;
+  hostId: string | null;
+  environment: string;
+  size: { vcpus: number; memoryMib: number; diskGib: number };
+}
 
 /** Why work cannot be placed, in words that name the team, role or environment. */
 export class PlacementError extends Error {
   readonly code: PlacementErrorCode;
-  constructor(code: PlacementErrorCode, message: string) {
+  /** For `wait`: what the claim waits for. */
+  readonly need: WaitNeed | null;
+  constructor(code: PlacementErrorCode, message: string, need: WaitNeed | null = null) {
     super(message);
     this.code = code;
+    this.need = need;
     this.name = 'PlacementError';
   }
 }
@@ -65,7 +81,104 @@ export interface PlacementSettings {
   /** Seconds without a heartbeat after which a host is dead. */
   deadAfterSeconds: number;
   subnet: { base: number; prefix: number };
+  /** Awake sandboxes' vCPUs a host takes per vCPU it offers (SERVICE_SANDBOX_VCPU_OVERCOMMIT; default DEFAULT_VCPU_OVERCOMMIT). */
+  vcpuOvercommit?: number;
 }
+
+/** vCPUs are shared: a host takes awake sandboxes asking up to this many times the vCPUs it offers. */
+export const DEFAULT_VCPU_OVERCOMMIT = 4;
+
+/**
+ * The states that hold a host's vCPUs and memory. Asleep, a microVM's memory is on disk and a
+ * local sandbox in deep sleep runs no process; a local sandbox's light sleep (a frozen cgroup)
+ * still holds its memory, so room is made by putting idle local sandboxes into deep sleep.
+ */
+export const AWAKE_STATES = ['starting', 'running'] as const;
+
+/** What a host offers and what its sandboxes hold: vCPUs and memory by the awake ones, disk by all. */
+export interface HostRoom {
+  hostId: string;
+  /** vCPUs it takes (what it offers times the overcommit ratio), memory and disk it offers. */
+  vcpus: number;
+  memoryMib: number;
+  diskGib: number;
+  used: { vcpus: number; memoryMib: number; diskGib: number };
+  awake: number;
+  asleep: number;
+}
+
+const fitsIn = (room: HostRoom, size: { vcpus: number; memoryMib: number; diskGib: number }) =>
+  room.vcpus - room.used.vcpus >= size.vcpus && room.memoryMib - room.used.memoryMib >= size.memoryMib && room.diskGib - room.used.diskGib >= size.diskGib;
+
+/** Whether the size fits in the room left on the host. */
+export { fitsIn as fitsOnHost };
+
+/** What each of the hosts offers and holds, leaving out one sandbox (the one being re-placed or woken). */
+export async function hostRooms(q: Q, hosts: Array<{ id: string; vcpus: number; memory_mib: number; disk_gib: number }>, overcommit: number, leaveOut: string | null = null): Promise<HostRoom[]> {
+  if (hosts.length === 0) return [];
+  const awake = sql.join(AWAKE_STATES.map((s) => sql.lit(s)));
+  const used = await q
+    .selectFrom('sandboxes')
+    .select([
+      'host_id',
+      sql<number>`coalesce(sum(vcpus) filter (where state in (${awake})), 0)`.as('vcpus'),
+      // A local sandbox's light sleep freezes its processes where they are: its memory stays held.
+      sql<number>`coalesce(sum(memory_mib) filter (where state in (${awake}) or (state = 'sleeping' and provider = 'local')), 0)`.as('memory_mib'),
+      sql<number>`coalesce(sum(disk_gib), 0)`.as('disk_gib'),
+      sql<number>`count(*) filter (where state in (${awake}))`.as('awake'),
+      sql<number>`count(*) filter (where state not in (${awake}))`.as('asleep'),
+    ])
+    .where('host_id', 'in', hosts.map((h) => h.id))
+    .where('state', '<>', 'destroyed')
+    .$if(leaveOut !== null, (qb) => qb.where('id', '<>', leaveOut!))
+    .groupBy('host_id')
+    .execute();
+  const usedBy = new Map(used.map((u) => [u.host_id, u]));
+  return hosts.map((h) => {
+    const u = usedBy.get(h.id);
+    return {
+      hostId: h.id,
+      vcpus: Math.floor(h.vcpus * overcommit),
+      memoryMib: h.memory_mib,
+      diskGib: h.disk_gib,
+      used: { vcpus: Number(u?.vcpus ?? 0), memoryMib: Number(u?.memory_mib ?? 0), diskGib: Number(u?.disk_gib ?? 0) },
+      awake: Number(u?.awake ?? 0),
+      asleep: Number(u?.asleep ?? 0),
+    };
+  });
+}
+
+/** How many claims of the provider's runs waited for room before this one (which may not wait yet). */
+async function waitingBefore(q: Q, provider: string, claimId: string): Promise<number> {
+  const mine = await q.selectFrom('sandbox_waits').select('since').where('claim_id', '=', claimId).executeTakeFirst();
+  const row = await q
+    .selectFrom('sandbox_waits')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('provider', '=', provider)
+    .where('claim_id', '<>', claimId)
+    .$if(mine !== undefined, (qb) => qb.where('since', '<', mine!.since))
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+const sizeText = (size: { vcpus: number; memoryMib: number; diskGib: number }) => `${size.vcpus} vCPU, ${size.memoryMib} MiB, ${size.diskGib} GiB`;
+
+/** What keeps the best of the hosts from taking the size now, in words. */
+function shortOf(rooms: HostRoom[], size: { vcpus: number; memoryMib: number; diskGib: number }): string {
+  const best = [...rooms].sort((a, b) => b.memoryMib - b.used.memoryMib - (a.memoryMib - a.used.memoryMib))[0];
+  const short: string[] = [];
+  if (best.memoryMib - best.used.memoryMib < size.memoryMib) short.push(`sandboxes hold ${best.used.memoryMib} of its ${best.memoryMib} MiB of memory`);
+  if (best.vcpus - best.used.vcpus < size.vcpus) short.push(`awake sandboxes hold ${best.used.vcpus} of the ${best.vcpus} vCPUs it shares out`);
+  if (best.diskGib - best.used.diskGib < size.diskGib) short.push(`its sandboxes hold ${best.used.diskGib} of its ${best.diskGib} GiB of disk`);
+  return short.length ? `on the host with the most room, ${short.join(', and ')}` : 'every host with room is promised to runs that waited longer';
+}
+
+/** The waiting notice's words. */
+function waitMessage(environment: string, size: { vcpus: number; memoryMib: number; diskGib: number }, why: string, before: number) {
+  const line = before > 0 ? `; ${before} run(s) waited before this one` : '';
+  return `no sandbox host has room now for environment "${environment}" (${sizeText(size)}): ${why}${line}. This run waits its turn and goes on when an idle sandbox goes to sleep or another run ends`;
+}
+
 
 export interface Placement {
   sandboxId: string;
@@ -88,11 +201,21 @@ export const DEFAULT_SIZE = { vcpus: 1, memoryMib: 1024, diskGib: 10 };
 const alive = (deadAfter: number) => sql<boolean>`(h.stopped_at is null and h.heartbeat_at > now() - make_interval(secs => ${deadAfter}))`;
 
 /** Places one claim (a run's hold, by the caller's id) on a sandbox of the role; the same claim always answers the same sandbox. */
-export async function placeSandbox(db: Db, settings: PlacementSettings, teams: TeamDirectory, req: { teamId: number; role: string; claimId: string }): Promise<Placement> {
+export async function placeSandbox(db: Db, settings: PlacementSettings, teams: TeamDirectory, req: PlaceRequest): Promise<Placement> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await db.transaction().execute((trx) => placeIn(trx, settings, teams, req));
     } catch (err) {
+      if (err instanceof PlacementError && err.code === 'wait' && err.need) {
+        // The claim takes its place in line once; trying again keeps its place.
+        const n = err.need;
+        await db
+          .insertInto('sandbox_waits')
+          .values({ claim_id: req.claimId, run_id: req.runId ?? req.claimId, team_id: req.teamId, team: n.team, provider: n.provider, host_id: n.hostId, environment: n.environment, vcpus: n.size.vcpus, memory_mib: n.size.memoryMib, disk_gib: n.size.diskGib })
+          .onConflict((oc) => oc.column('claim_id').doUpdateSet({ host_id: n.hostId, provider: n.provider }))
+          .execute();
+        throw err;
+      }
       // Two placers picked the same free link, or an archive of the team crossed this placement
       // (a deadlock PostgreSQL broke): the loser tries again and sees the outcome.
       if (['23505', '40P01', '40001'].includes((err as { code?: string }).code ?? '') && attempt < 8) continue;
@@ -101,7 +224,15 @@ export async function placeSandbox(db: Db, settings: PlacementSettings, teams: T
   }
 }
 
-async function placeIn(trx: Transaction<Database>, settings: PlacementSettings, teams: TeamDirectory, req: { teamId: number; role: string; claimId: string }): Promise<Placement> {
+/** A claim to place: `runId` is the run queued again when room comes (default: the claim's id). */
+export interface PlaceRequest {
+  teamId: number;
+  role: string;
+  claimId: string;
+  runId?: string;
+}
+
+async function placeIn(trx: Transaction<Database>, settings: PlacementSettings, teams: TeamDirectory, req: PlaceRequest): Promise<Placement> {
   await lockTeamSandboxes(trx, req.teamId, 'place');
   await lockRole(trx, req.teamId, req.role);
   // Read after the locks: an archive that committed while this waited is seen.
@@ -116,7 +247,7 @@ async function placeIn(trx: Transaction<Database>, settings: PlacementSettings, 
   const sandboxes = await trx
     .selectFrom('sandboxes as s')
     .leftJoin('sandbox_hosts as h', 'h.id', 's.host_id')
-    .select(['s.id', 's.replica', 's.created', 's.host_id', alive(settings.deadAfterSeconds).as('alive')])
+    .select(['s.id', 's.replica', 's.created', 's.host_id', 's.state', 's.vcpus', 's.memory_mib', 's.disk_gib', alive(settings.deadAfterSeconds).as('alive')])
     .select(sql<number>`(select count(*) from sandbox_claims c where c.sandbox_id = s.id and c.id <> ${req.claimId})`.as('claims'))
     .where('s.team_id', '=', req.teamId)
     .where('s.role', '=', req.role)
@@ -137,11 +268,27 @@ async function placeIn(trx: Transaction<Database>, settings: PlacementSettings, 
   }
 
   let placed: { id: string; replica: number; created: boolean; replaced: boolean };
-  if (target?.alive) {
+  if (target?.alive && target.created && !(AWAKE_STATES as readonly string[]).includes(target.state)) {
+    // Waking a sleeping sandbox takes back its vCPUs and memory on its host: there must be room.
+    const host = await trx.selectFrom('sandbox_hosts').select(['id', 'vcpus', 'memory_mib', 'disk_gib']).where('id', '=', target.host_id!).forUpdate().executeTakeFirstOrThrow();
+    const [room] = await hostRooms(trx, [host], settings.vcpuOvercommit ?? DEFAULT_VCPU_OVERCOMMIT, target.id);
+    const size = { vcpus: target.vcpus, memoryMib: target.memory_mib, diskGib: target.disk_gib };
+    const before = await waitingBefore(trx, envProvider, req.claimId);
+    if (!fitsIn(room, size) || before > 0) {
+      throw new PlacementError('wait', waitMessage(role.vm, size, fitsIn(room, size) ? 'its host is promised to runs that waited longer' : shortOf([room], size).replace('on the host with the most room', 'on the host of its sleeping sandbox'), before), {
+        team: role.team,
+        provider: envProvider,
+        hostId: host.id,
+        environment: role.vm,
+        size,
+      });
+    }
+    placed = { id: target.id, replica: target.replica, created: target.created, replaced: false };
+  } else if (target?.alive) {
     placed = { id: target.id, replica: target.replica, created: target.created, replaced: false };
   } else {
     const size = await sizeOf(trx, teams, role);
-    const host = await pickHost(trx, settings, envProvider, size, target?.id ?? null, role.vm);
+    const host = await pickHost(trx, settings, envProvider, size, target?.id ?? null, role.vm, req.claimId, role.team);
     const id = target?.id ?? `sb_${crypto.randomBytes(12).toString('hex')}`;
     const network = await freeLink(trx, settings, id);
     const values = {
@@ -173,6 +320,7 @@ async function placeIn(trx: Transaction<Database>, settings: PlacementSettings, 
   }
 
   if (!claimed) await trx.insertInto('sandbox_claims').values({ id: req.claimId, sandbox_id: placed.id }).execute();
+  await trx.deleteFrom('sandbox_waits').where('claim_id', '=', req.claimId).execute();
   await trx.updateTable('sandboxes').set({ last_active_at: sql`now()` }).where('id', '=', placed.id).execute();
   const row = await trx
     .selectFrom('sandboxes as s')
@@ -200,8 +348,12 @@ async function sizeOf(trx: Transaction<Database>, teams: TeamDirectory, role: { 
   return { vcpus: size?.vcpus ?? DEFAULT_SIZE.vcpus, memoryMib: size?.memory_mib ?? DEFAULT_SIZE.memoryMib, diskGib: size?.disk_gib ?? DEFAULT_SIZE.diskGib };
 }
 
-/** A live host that runs the provider and has room, its row locked; the one with the most free memory. */
-async function pickHost(trx: Transaction<Database>, settings: PlacementSettings, provider: 'microvm' | 'local', size: { vcpus: number; memoryMib: number; diskGib: number }, moving: string | null, environment: string) {
+/**
+ * A live host that runs the provider and has room now, its row locked; the one with the most free
+ * memory. None can ever take the size: `capacity`; none has room now, or runs that waited longer
+ * come first: `wait`.
+ */
+async function pickHost(trx: Transaction<Database>, settings: PlacementSettings, provider: 'microvm' | 'local', size: { vcpus: number; memoryMib: number; diskGib: number }, moving: string | null, environment: string, claimId: string, team: string) {
   const hosts = await trx
     .selectFrom('sandbox_hosts as h')
     .select(['h.id', 'h.address', 'h.vcpus', 'h.memory_mib', 'h.disk_gib', 'h.microvm_via_local'])
@@ -211,26 +363,21 @@ async function pickHost(trx: Transaction<Database>, settings: PlacementSettings,
     .forUpdate()
     .execute();
   if (hosts.length === 0) throw new PlacementError('no_host', `no live sandbox host runs ${provider} environments (environment "${environment}")`);
-  const used = await trx
-    .selectFrom('sandboxes')
-    .select(['host_id', sql<number>`sum(vcpus)`.as('vcpus'), sql<number>`sum(memory_mib)`.as('memory_mib'), sql<number>`sum(disk_gib)`.as('disk_gib')])
-    .where('host_id', 'in', hosts.map((h) => h.id))
-    .where('state', '<>', 'destroyed')
-    .$if(moving !== null, (q) => q.where('id', '<>', moving!))
-    .groupBy('host_id')
-    .execute();
-  const usedBy = new Map(used.map((u) => [u.host_id, u]));
-  const free = hosts
-    .map((h) => {
-      const u = usedBy.get(h.id);
-      return { host: h, vcpus: h.vcpus - Number(u?.vcpus ?? 0), memory: h.memory_mib - Number(u?.memory_mib ?? 0), disk: h.disk_gib - Number(u?.disk_gib ?? 0) };
-    })
-    .filter((f) => f.vcpus >= size.vcpus && f.memory >= size.memoryMib && f.disk >= size.diskGib)
-    .sort((a, b) => b.memory - a.memory);
-  if (free.length === 0) {
-    throw new PlacementError('capacity', `no live sandbox host has room for environment "${environment}" (${size.vcpus} vCPU, ${size.memoryMib} MiB, ${size.diskGib} GiB)`);
+  const rooms = await hostRooms(trx, hosts, settings.vcpuOvercommit ?? DEFAULT_VCPU_OVERCOMMIT, moving);
+  const empty = (r: HostRoom) => ({ ...r, used: { vcpus: 0, memoryMib: 0, diskGib: 0 } });
+  if (!rooms.some((r) => fitsIn(empty(r), size))) {
+    const big = [...rooms].sort((a, b) => b.memoryMib - a.memoryMib)[0];
+    throw new PlacementError(
+      'capacity',
+      `environment "${environment}" (${sizeText(size)}) is larger than any live sandbox host running ${provider} environments can ever hold (the largest offers ${big.vcpus} vCPU, ${big.memoryMib} MiB, ${big.diskGib} GiB): make the environment smaller, or give a host more with SERVICE_SANDBOX_VCPUS, SERVICE_SANDBOX_MEMORY_MIB or SERVICE_SANDBOX_DISK_GIB`,
+    );
   }
-  return free[0].host;
+  const free = rooms.filter((r) => fitsIn(r, size)).sort((a, b) => b.memoryMib - b.used.memoryMib - (a.memoryMib - a.used.memoryMib));
+  const before = await waitingBefore(trx, provider, claimId);
+  if (free.length === 0 || before > 0) {
+    throw new PlacementError('wait', waitMessage(environment, size, free.length === 0 ? shortOf(rooms, size) : 'the room there is is promised to runs that waited longer', before), { team, provider, hostId: null, environment, size });
+  }
+  return hosts.find((h) => h.id === free[0].hostId)!;
 }
 
 /** The lowest /30 of the subnet no sandbox that is not destroyed holds. */
@@ -250,6 +397,7 @@ export async function liveHostIds(db: Db, deadAfterSeconds: number): Promise<str
 
 /** Ends a claim (its run finished or moved); the sandbox may then sleep when idle. */
 export async function releaseClaim(db: Db, claimId: string): Promise<void> {
+  await db.deleteFrom('sandbox_waits').where('claim_id', '=', claimId).execute();
   const gone = await db.deleteFrom('sandbox_claims').where('id', '=', claimId).returning('sandbox_id').executeTakeFirst();
   if (gone) await db.updateTable('sandboxes').set({ last_active_at: sql`now()` }).where('id', '=', gone.sandbox_id).execute();
 }
@@ -269,5 +417,14 @@ export async function canTakeWork(db: Db, settings: Pick<PlacementSettings, 'dea
     .$if(lead?.provider === 'hosted', (q) => q.where(sql<boolean>`cardinality(h.providers) > 0`))
     .executeTakeFirstOrThrow();
   if (Number(hosts.n) > 0) return { ok: true, reason: null };
-  return { ok: false, reason: lead ? `no live sandbox host runs ${provider} environments (environment "${lead.vm}" of the lead role)` : 'no live sandbox host' };
+  // A live host that tried the provider and could not run it says why: that is what to fix.
+  const tried = await db
+    .selectFrom('sandbox_hosts as h')
+    .select(['h.address', 'h.provider_problems'])
+    .where(alive(settings.deadAfterSeconds))
+    .orderBy('h.address')
+    .execute();
+  const why = tried.flatMap((h) => (h.provider_problems?.[provider] ? [`on host ${h.address}, ${h.provider_problems[provider]}`] : []));
+  const base = lead ? `no live sandbox host runs ${provider} environments (environment "${lead.vm}" of the lead role)` : 'no live sandbox host';
+  return { ok: false, reason: why.length ? `${base}: ${why.join('; ')}` : base };
 }

@@ -28,6 +28,8 @@ export function createDestroyTeamSandboxes(deps: DestroyTeamSandboxesDeps) {
   /** Destroys every sandbox of the team; answers how many it marked and how many nobody holds any more. */
   async function destroyTeamSandboxes(teamId: number): Promise<{ marked: number; released: number }> {
     const { marked, released } = await deps.db.transaction().execute(async (trx) => {
+      // An archived team's runs wait for room no more.
+      await trx.deleteFrom('sandbox_waits').where('team_id', '=', teamId).execute();
       const ids = (await trx.selectFrom('sandboxes').select('id').where('team_id', '=', teamId).execute()).map((r) => r.id);
       if (ids.length === 0) return { marked: 0, released: 0 };
       await trx.deleteFrom('sandbox_claims').where('sandbox_id', 'in', ids).execute();

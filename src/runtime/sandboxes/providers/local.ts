@@ -161,7 +161,13 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     // bubblewrap runs as the unprivileged sandbox uid and must reach each sandbox's directory.
     await fs.chmod(root, 0o711);
     for (let dir = path.dirname(path.resolve(root)); ; dir = path.dirname(dir)) {
-      if (((await fs.stat(dir)).mode & 0o001) === 0) throw new SandboxError('unavailable', `${dir} is closed to the sandbox user: every directory above SERVICE_SANDBOX_DIR (${root}) must be searchable by others (chmod o+x ${dir})`);
+      const mode = (await fs.stat(dir)).mode;
+      if ((mode & 0o001) === 0) {
+        throw new SandboxError(
+          'unavailable',
+          `${dir} is closed to the unprivileged sandbox user (mode ${(mode & 0o777).toString(8).padStart(4, '0')}), which must pass through every directory above the sandbox directory ${root}: set SERVICE_SANDBOX_DIR to a directory whose parents every user may enter (such as /var/lib/crewhouse/sandboxes), or open ${dir} with chmod o+x ${dir}`,
+        );
+      }
       if (dir === path.dirname(dir)) break;
     }
     tools = { ...found, cgroups };

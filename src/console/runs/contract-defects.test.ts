@@ -1,0 +1,66 @@
+// Contract defects an audit found: the budget 429 of POST /teams/{name}/tasks carries
+// Retry-After (the seconds until the UTC day turns), as the served contract declares on every 429;
+// and a run belongs to the team that ran it, not to its name: a new team that takes an archived
+// team's name lists none of the archived team's runs.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { sql } from 'kysely';
+import { makeTeam, makeTemplate } from '../../../test/factories.ts';
+import { makeHostRow } from '../../../test/sandboxes.ts';
+import { systemActor } from '../../audit/audit.ts';
+import { testApp, type TestApp } from '../../../test/harness.ts';
+
+describe('runs: contract defects', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await testApp({ modelProxy: true });
+  });
+  after(() => t.close());
+
+  test('a task for a team whose daily budget is spent is a 429 with Retry-After until the UTC day turns', async () => {
+    const team = await makeTeam(t, { body: { budget_usd_per_day: 1 } });
+    // The model proxy's books say the day's budget is spent (as its settlements write them).
+    const { id } = await t.db.selectFrom('teams').select('id').where('name', '=', team.name).where('status', '=', 'active').executeTakeFirstOrThrow();
+    await t.db.updateTable('mp_teams').set({ day: sql`(now() at time zone 'utc')::date`, day_spend: 1 }).where('team', '=', `${team.name}.${id}`).execute();
+    const before = Date.now();
+    const res = await t.request({ method: 'POST', url: `/api/v1/teams/${team.name}/tasks`, token: t.adminToken, body: { text: 'go' } });
+    assert.equal(res.status, 429, res.text);
+    assert.match(res.body.detail, /spent its daily budget/);
+    const seconds = Number(res.headers['retry-after']);
+    const d = new Date(before);
+    const midnight = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() + 1);
+    assert.ok(Number.isInteger(seconds) && seconds >= 1 && seconds <= 86_400, String(res.headers['retry-after']));
+    assert.ok(Math.abs(before + seconds * 1000 - midnight) <= 60_000, 'it points at the next 00:00 UTC');
+    const doc = (await t.request({ method: 'GET', url: '/api/v1/openapi.json', token: t.adminToken })).body;
+    assert.ok(doc.paths['/teams/{name}/tasks'].post.responses['429'].headers['retry-after'], 'the contract declares it');
+  });
+
+  test('a new team that takes an archived team\'s name lists only its own runs', async () => {
+    await makeHostRow(t.db, { providers: ['local', 'microvm'] });
+    const task = async (team: string) => {
+      const res = await t.request({ method: 'POST', url: `/api/v1/teams/${team}/tasks`, token: t.adminToken, body: { text: 'work' } });
+      assert.equal(res.status, 202, res.text);
+      return res.body.run_id as string;
+    };
+    const tpl = await makeTemplate(t);
+    const first = await makeTeam(t, { template: tpl.name });
+    const old = await task(first.name);
+    const { row_version } = await t.services.teams.get(first.name);
+    await t.services.teams.archive(systemActor('test'), first.name, row_version);
+    const second = await makeTeam(t, { template: tpl.name, body: { name: first.name } });
+    assert.equal(second.name, first.name);
+    const mine = await task(second.name);
+    const listed = await t.request({ method: 'GET', url: `/api/v1/teams/${second.name}/runs`, token: t.adminToken });
+    assert.equal(listed.status, 200, listed.text);
+    assert.deepEqual(listed.body.items.map((r: { id: string }) => r.id), [mine], `not the archived team's run ${old}`);
+  });
+
+  test('the served contract describes the team state transitions and its compatibility and deprecation policy', async () => {
+    const doc = (await t.request({ method: 'GET', url: '/api/v1/openapi.json', token: t.adminToken })).body;
+    const text: string = doc.info.description;
+    assert.match(text, /## Team state\n/);
+    assert.match(text, /A task moves an `idle` or `sleeping` team to `running`; a question moves it to `waiting` and the answer back to `running`/);
+    assert.match(text, /## Compatibility and deprecation\n/);
+    assert.match(text, /marked `deprecated: true`.*keeps working for at least two minor releases/);
+  });
+});
