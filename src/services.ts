@@ -21,7 +21,7 @@ import { createTeamsService } from './console/teams/teams.service.ts';
 import { createTemplatesService, type EnvironmentSnapshot } from './console/templates/templates.service.ts';
 import { createUsersService } from './console/users/users.service.ts';
 import type { Db } from './db/database.ts';
-import { createHooks } from './hooks.ts';
+import { createHooks, type RefQuery } from './hooks.ts';
 import { loadModelCatalog, type ModelCatalog } from './models/catalog.ts';
 import { createModelProxyClient } from './modelproxy/client.ts';
 import { egressRefusalsOfTeam } from './gateway/events.ts';
@@ -69,7 +69,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   const documents = createDocumentsService({ db, hooks });
   const agents = createAgentsService({ db, references, models, documents, publicBaseUrl: config.publicBaseUrl });
   const catalog = createCatalogService({ models });
-  const environmentOf = (name: string): Promise<EnvironmentSnapshot | null> => environments.snapshot(name);
+  const environmentOf = (name: string, q?: RefQuery): Promise<EnvironmentSnapshot | null> => environments.snapshot(name, q);
   const templates = createTemplatesService({ db, references, models, environmentOf });
   const proxy = createModelProxyClient(config);
   const spend = createSpendService({ proxy });
