@@ -13,6 +13,7 @@ import { createReferences } from './console/references.ts';
 import { createRunsService } from './console/runs/runs.service.ts';
 import { createSessionService } from './console/session/session.service.ts';
 import { createSkillsService } from './console/skills/skills.service.ts';
+import { createImportService } from './console/import/import.service.ts';
 import { createSpendService } from './console/spend/spend.service.ts';
 import { createEgressOverridesService } from './console/teams/egress-overrides.service.ts';
 import { createIntegrationsService } from './console/integrations/integrations.service.ts';
@@ -206,7 +207,8 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   hooks.on('runChanged', (trx, _actor, change) => codeHostDelivery.onRunChanged(trx, change));
 
   const chat = createChatServices({ db, cipher });
-  return { hooks, references, models, runs, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, integrations, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery };
+  const imports = createImportService({ db, repository: config.importRepository, source: { codeHostApp: () => integrations.codeHostApp(), revealSecret: (name) => secrets.reveal(name) }, agents, templates, destinations, skills });
+  return { imports, hooks, references, models, runs, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, integrations, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery };
 }
 
 export type Services = ReturnType<typeof createServices>;

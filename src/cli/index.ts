@@ -8,6 +8,7 @@ import { runs, task } from './commands/runs.ts';
 import { secrets } from './commands/secrets.ts';
 import { login, logout, whoami } from './commands/session.ts';
 import { skills } from './commands/skills.ts';
+import { exportGroup, importGroup } from './commands/import.ts';
 import { spend } from './commands/spend.ts';
 import { teams } from './commands/teams.ts';
 import { templates } from './commands/templates.ts';
@@ -15,7 +16,7 @@ import { users } from './commands/users.ts';
 import { ApiError, CliError } from './errors.ts';
 
 /** The commands that work through the HTTP API with a token, in the order help lists them. */
-export const API_GROUPS: Group[] = [login, logout, whoami, task, runs, teams, templates, agents, environments, destinations, secrets, skills, mcpServers, integrations, users, spend];
+export const API_GROUPS: Group[] = [login, logout, whoami, task, runs, teams, templates, agents, environments, destinations, secrets, skills, mcpServers, integrations, users, spend, importGroup, exportGroup];
 
 /** The API commands' lines of `crewhouse help`. */
 export const API_USAGE = API_GROUPS.map((g) => `  ${g.name.padEnd(36)}${g.summary.charAt(0).toLowerCase() + g.summary.slice(1)}`).join('\n');

@@ -225,8 +225,8 @@ export function createAgentsService(deps: { db: Db; references: References; mode
 
     get: (name: string, q?: Q) => mustGet(q ?? db, name),
 
-    /** The stored version content a version input resolves to (rules 1 to 5, names asked on `q`), without writing it. */
-    resolveVersion: async (name: string, input: AgentVersionInput, q?: Q): Promise<Content> => (await versionInput(name, input, '', q)).content,
+    /** The stored version content a version input resolves to (rules 1 to 5, names asked on `q`, fields named after `prefix`), without writing it. */
+    resolveVersion: async (name: string, input: AgentVersionInput, q?: Q, prefix = ''): Promise<Content> => (await versionInput(name, input, prefix, q)).content,
 
     /** Creates an agent; given `trx`, as one step of the caller's transaction, which records the audit itself. */
     async create(actor: Actor, input: AgentCreate, trx?: Transaction<Database>) {

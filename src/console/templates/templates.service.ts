@@ -301,9 +301,9 @@ export function createTemplatesService(deps: {
       });
     },
 
-    async getVersion(name: string, version: number) {
-      await this.get(name);
-      const row = await store.getVersion(db, name, version);
+    async getVersion(name: string, version: number, q?: RefQuery) {
+      await this.get(name, q);
+      const row = await store.getVersion(q ?? db, name, version);
       if (!row) throw problems.notFound(`version of team template "${name}"`, version);
       return row;
     },
