@@ -22,6 +22,7 @@ import { RunPage } from './pages/runs/RunPage.tsx';
 import { RunsList } from './pages/runs/RunsList.tsx';
 import { SpendPage } from './pages/spend/SpendPage.tsx';
 import { Users } from './pages/Users.tsx';
+import { Import } from './pages/Import.tsx';
 import type { Section } from './sections.ts';
 import { Page } from './ui.tsx';
 
@@ -67,6 +68,7 @@ export const ROUTES: Route[] = [
   { path: 'secrets', page: (p) => <Secrets preset={p.query.get('name')} /> },
   { path: 'mcp-servers', page: () => <Page title="MCP servers"><McpServers /></Page> },
   { path: 'audit', page: () => <Audit /> },
+  { path: 'import', page: () => <Import /> },
   { path: 'runs', page: (p) => <RunsList user={p.user} query={p.query} /> },
   { path: 'runs/new', page: (p) => <NewTask user={p.user} team={p.query.get('team') ?? ''} /> },
   { path: 'runs/:id', page: (p) => <RunPage id={p.params.id} user={p.user} /> },

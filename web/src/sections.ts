@@ -25,6 +25,7 @@ export const SECTIONS: Section[] = [
   { path: 'secrets', label: 'Secrets', api: '/secrets', blurb: 'Secret references; values are written once and never shown.' },
   { path: 'users', label: 'Users', role: 'admin', blurb: 'People who may use the Console.' },
   { path: 'audit', label: 'Audit log', role: 'admin', blurb: 'Every write through the API, newest first.' },
+  { path: 'import', label: 'Import', role: 'admin', blurb: 'Definitions from the configuration repository: the plan, its diffs, and Apply.' },
   { path: 'spend', label: 'Spend', api: '/spend', blurb: 'Model spend of the active teams per UTC day.' },
   { path: 'account', label: 'Account', blurb: 'Your account, your API tokens and onboarding an agent.' },
 ];
