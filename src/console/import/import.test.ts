@@ -14,6 +14,7 @@ import { issuerOf, mintCertificateAuthority, mintLeaf } from '../../gateway/cert
 import { startGitServer } from '../../../test/fakes/git-server.ts';
 import { makeEnvironment } from '../../../test/factories.ts';
 import { testApp, type TestApp } from '../../../test/harness.ts';
+import { loadConfig } from '../../config.ts';
 
 const MAIN = path.resolve(import.meta.dirname, '../../main.ts');
 
@@ -254,5 +255,46 @@ pipeline: { lead: dev }
     assert.deepEqual(plan.body.problems, []);
     assert.deepEqual([...new Set(plan.body.entries.map((e: any) => e.action))], ['unchanged'], plan.text);
     assert.deepEqual(plan.body.left_alone, []);
+  });
+});
+
+describe('the configuration repository setting and a local directory', () => {
+  it('SERVICE_IMPORT_* refuse what cannot be a repository, in words', () => {
+    const load = (env: Record<string, string>) => () => loadConfig({ SERVICE_DATA_DIR: ':memory:', ...env });
+    assert.throws(load({ SERVICE_IMPORT_REPOSITORY: 'config-repo' }), /must be a git URL .* or an absolute directory/);
+    assert.throws(load({ SERVICE_IMPORT_REPOSITORY: 'https://me:hunter2@git.example.com/config.git' }), /must not carry a user or password/);
+    assert.throws(load({ SERVICE_IMPORT_REPOSITORY: 'https://git.example.com/config.git', SERVICE_IMPORT_REF: '--upload-pack=evil' }), /SERVICE_IMPORT_REF must be a branch, tag or commit name/);
+    assert.throws(load({ SERVICE_IMPORT_DEPLOY_KEY: 'deploy' }), /need SERVICE_IMPORT_REPOSITORY/);
+    assert.deepEqual(load({ SERVICE_IMPORT_REPOSITORY: 'git@git.example.com:team/config.git' })().importRepository, { kind: 'git', url: 'git@git.example.com:team/config.git', ref: 'main', caFile: null, deployKeySecret: null });
+    assert.equal(load({})().importRepository, null);
+  });
+
+  it('reads a directory without following symbolic links; without a repository the answer says what to set', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crewhouse-import-dir-'));
+    const t = await testApp({ config: { SERVICE_IMPORT_REPOSITORY: dir } });
+    const none = await testApp();
+    try {
+      fs.mkdirSync(path.join(dir, 'policies'));
+      fs.writeFileSync(path.join(dir, 'policies', 'docs.yaml'), 'host: docs.example.org\nwhat: documentation\n');
+      fs.symlinkSync('/etc/passwd', path.join(dir, 'policies', 'leak.yaml'));
+      const plan = await t.request({ method: 'POST', url: '/api/v1/import', token: t.adminToken, body: {} });
+      assert.equal(plan.status, 200, plan.text);
+      assert.equal(plan.body.commit, null);
+      assert.deepEqual(plan.body.entries.map((e: any) => `${e.action} ${e.kind}:${e.name}`), ['create policy:docs']);
+      assert.deepEqual(plan.body.problems, [{ file: 'policies/leak.yaml', line: null, field: null, message: 'is a symbolic link; only regular files are imported' }]);
+      assert.ok(!plan.text.includes('root:'), 'nothing of the link target is read');
+
+      const unset = await none.request({ method: 'POST', url: '/api/v1/import', token: none.adminToken, body: {} });
+      assert.equal(unset.status, 422, unset.text);
+      assert.match(unset.body.detail, /no configuration repository is set: set SERVICE_IMPORT_REPOSITORY/);
+      const viewer = await none.user('viewer');
+      assert.equal((await none.request({ method: 'POST', url: '/api/v1/import', token: viewer.token, body: {} })).status, 403);
+      const bad = await t.request({ method: 'POST', url: '/api/v1/import', token: t.adminToken, body: { dry_run: 'no' } });
+      assert.equal(bad.status, 400, bad.text);
+    } finally {
+      await t.close();
+      await none.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
