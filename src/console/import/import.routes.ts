@@ -16,8 +16,12 @@ export function importRoutes(app: App, deps: { imports: ImportService }) {
       response: { 200: ImportPlan },
       problems: { 502: 'the configuration repository could not be fetched' },
     },
+    // No body at all is the dry run with the defaults, as `{}` is.
+    preValidation: async (req) => {
+      if (req.body === undefined || req.body === null) req.body = {};
+    },
     handler: async (req) => {
-      const body = req.body ?? {};
+      const body = req.body;
       return deps.imports.run(actorOf(req), { dryRun: body.dry_run ?? true, force: body.force ?? false, prune: body.prune ?? false });
     },
   });
