@@ -238,12 +238,14 @@ pipeline: { lead: dev }
 
   it('crewhouse export writes the definitions in the layout, and importing them is all unchanged', async () => {
     const out = path.join(tmp, 'exported');
-    const r = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve, reject) => {
-      execFile(process.execPath, [MAIN, 'export', out], { env: { PATH: process.env.PATH ?? '', HOME: tmp, XDG_CONFIG_HOME: path.join(tmp, 'cfg'), CREWHOUSE_URL: base, CREWHOUSE_TOKEN: t.adminToken }, timeout: 120_000 }, (err, stdout, stderr) => {
-        if (err && typeof err.code !== 'number') return reject(err);
-        resolve({ code: err ? Number(err.code) : 0, stdout, stderr });
+    const cli = (...args: string[]) =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((resolve, reject) => {
+        execFile(process.execPath, [MAIN, ...args], { env: { PATH: process.env.PATH ?? '', HOME: tmp, XDG_CONFIG_HOME: path.join(tmp, 'cfg'), CREWHOUSE_URL: base, CREWHOUSE_TOKEN: t.adminToken }, timeout: 120_000 }, (err, stdout, stderr) => {
+          if (err && typeof err.code !== 'number') return reject(err);
+          resolve({ code: err ? Number(err.code) : 0, stdout, stderr });
+        });
       });
-    });
+    const r = await cli('export', out);
     assert.equal(r.code, 0, r.stderr);
     for (const f of ['agents/coder.yaml', 'templates/duo.yaml', 'policies/pypi.yaml', 'skills/changelog/SKILL.md', 'skills/changelog/templates/entry.md']) assert.ok(fs.existsSync(path.join(out, f)), `${f} exported`);
     // The repository becomes exactly what was exported.
@@ -255,6 +257,11 @@ pipeline: { lead: dev }
     assert.deepEqual(plan.body.problems, []);
     assert.deepEqual([...new Set(plan.body.entries.map((e: any) => e.action))], ['unchanged'], plan.text);
     assert.deepEqual(plan.body.left_alone, []);
+    // The CLI prints the same plan for people.
+    const printed = await cli('import');
+    assert.equal(printed.code, 0, printed.stderr);
+    assert.match(printed.stdout, /^Plan for commit [0-9a-f]{40} \(dry run: nothing written; --apply to write it\)\.$/m);
+    assert.match(printed.stdout, /^ {2}unchanged agent coder$/m);
   });
 });
 
