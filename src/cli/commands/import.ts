@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Group } from '../command.ts';
 import { CliError } from '../errors.ts';
 import { emit } from '../output.ts';
-import { agentFile, DIR_OF, policyFile, templateFile, toYaml } from '../../console/import/layout.ts';
+import { agentFile, DIR_OF, documentEntry, policyFile, templateFile, toYaml } from '../../console/import/layout.ts';
 import { seg } from './shared.ts';
 
 /** The plan as a person reads it: one line per entry, its reason and diff indented, then what is left alone and the problems. */
@@ -63,7 +63,17 @@ export const exportGroup: Group = {
           const p = path.join(dir, d);
           if (fs.existsSync(p) && fs.readdirSync(p).length) throw new CliError(`${p} is not empty: export into a new folder, so nothing stale stays beside the definitions`);
         }
-        for (const a of await api.list('/agents')) write(`${DIR_OF.agent}/${a.name}.yaml`, toYaml(agentFile((await api.read(`/agents/${seg(a.name)}`)).body)));
+        for (const a of await api.list('/agents')) {
+          const file = agentFile((await api.read(`/agents/${seg(a.name)}`)).body);
+          const described: Record<string, Record<string, string>> = {};
+          for (const d of await api.list(`/agents/${seg(a.name)}/documents`)) {
+            const doc = (await api.read(`/agents/${seg(a.name)}/documents/${seg(d.name)}`)).body;
+            write(`${DIR_OF.agent}/${a.name}/${d.name}`, doc.content);
+            const entry = documentEntry(doc);
+            if (entry) described[d.name] = entry;
+          }
+          write(`${DIR_OF.agent}/${a.name}.yaml`, toYaml(Object.keys(described).length ? { ...file, documents: described } : file));
+        }
         for (const tpl of await api.list('/team-templates')) write(`${DIR_OF.template}/${tpl.name}.yaml`, toYaml(templateFile((await api.read(`/team-templates/${seg(tpl.name)}`)).body)));
         for (const d of await api.list('/destinations')) if (!d.builtin) write(`${DIR_OF.policy}/${d.name}.yaml`, toYaml(policyFile(d)));
         for (const s of await api.list('/skills')) {

@@ -1,5 +1,5 @@
 import { sql, type Transaction } from 'kysely';
-import type { TSchema } from 'typebox';
+import { Type, type TSchema } from 'typebox';
 import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { ImportRepository } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
@@ -15,9 +15,11 @@ import type { DestinationsService } from '../destinations/destinations.service.t
 import { checkSkill, isSkillName } from '../skills/skills.rules.ts';
 import type { SkillsService } from '../skills/skills.service.ts';
 import { TemplateCreate } from '../templates/templates.schemas.ts';
+import { DOCUMENT_NAME_PATTERN, DocumentPut } from '../documents/documents.schemas.ts';
+import type { DocumentsService } from '../documents/documents.service.ts';
 import type { TemplatesService } from '../templates/templates.service.ts';
 import { presentVersion as presentTemplateVersion } from '../templates/templates.service.ts';
-import { compact, DIR_OF, KINDS, lineDiff, readYaml, toYaml, type Kind, type YamlFile } from './layout.ts';
+import { compact, DIR_OF, KINDS, lineDiff, mediaTypeOf, readYaml, toYaml, type Kind, type YamlFile } from './layout.ts';
 import type { ImportPlan, PlanEntry, PlanProblem } from './import.schemas.ts';
 import { readRepository, type RepositoryDeps, type Snapshot } from './repository.ts';
 
@@ -31,13 +33,32 @@ interface Definition {
   yaml: YamlFile | null;
   /** The API body (name included), or for a skill its SKILL.md and resources. */
   body: Record<string, unknown>;
+  /** An agent's context documents, by name: the API's document body and the file it came from. */
+  docs?: Record<string, DocumentPut & { file: string }>;
 }
+
+/** Problems found while writing one definition that belong to other files (an agent's documents). */
+class FileProblems extends Error {
+  readonly problems: PlanProblem[];
+  constructor(found: PlanProblem[]) {
+    super('problems of files');
+    this.problems = found;
+  }
+}
+
+/** An agent file's `documents` map: per document, its description and (when the extension does not tell) its media type. */
+const DocumentsMap = Type.Record(
+  Type.String({ pattern: DOCUMENT_NAME_PATTERN }),
+  Type.Object({ description: Type.Optional(DocumentPut.properties.description), media_type: Type.Optional(DocumentPut.properties.media_type) }, { additionalProperties: false }),
+);
 
 /** Thrown to roll back a dry run (or an apply that found problems) after the plan is made. */
 class RollBack extends Error {}
 
 const compile = (schema: TSchema) => validatorCompiler({ schema, httpPart: 'body', method: 'POST', url: '/import' } as never) as unknown as ((v: unknown) => boolean) & { errors?: Parameters<typeof fieldProblems>[0] | null };
 const validators: Record<'agent' | 'template' | 'policy', ReturnType<typeof compile>> = { agent: compile(AgentCreate), template: compile(TemplateCreate), policy: compile(DestinationCreate) };
+const validateDocuments = compile(DocumentsMap);
+const validateDocument = compile(DocumentPut);
 const YAML_NAME = /^([^/]+)\.ya?ml$/;
 
 /** Splits the repository's files into definitions and problems (YAML syntax, the API's body schemas, the layout). */
@@ -45,7 +66,16 @@ export function parseLayout(snap: Snapshot): { definitions: Definition[]; proble
   const out: Definition[] = [];
   const found: PlanProblem[] = snap.refused.map((r) => ({ file: r.file, line: null, field: null, message: r.message }));
   const skills = new Map<string, { file: string; body: string | null; resources: Record<string, string> }>();
+  const docFiles = new Map<string, Map<string, { file: string; text: string }>>();
   const seen = new Map<string, string>();
+  // An agent's documents first: its file is read with them.
+  for (const [file, text] of snap.files) {
+    const [dir, agent, doc, ...more] = file.split('/');
+    if (dir !== 'agents' || doc === undefined || more.length) continue;
+    const docs = docFiles.get(agent) ?? new Map<string, { file: string; text: string }>();
+    docFiles.set(agent, docs);
+    docs.set(doc, { file, text });
+  }
   for (const [file, text] of [...snap.files].sort(([a], [b]) => (a < b ? -1 : 1))) {
     const [dir, ...rest] = file.split('/');
     if (dir === 'skills') {
@@ -60,6 +90,7 @@ export function parseLayout(snap: Snapshot): { definitions: Definition[]; proble
       else skill.resources[inner.join('/')] = text;
       continue;
     }
+    if (dir === 'agents' && rest.length === 2) continue;
     const kind = (KINDS as string[]).find((k) => DIR_OF[k as Kind] === dir) as Exclude<Kind, 'skill'> | undefined;
     const m = rest.length === 1 ? YAML_NAME.exec(rest[0]) : null;
     if (!kind || !m) {
@@ -83,7 +114,42 @@ export function parseLayout(snap: Snapshot): { definitions: Definition[]; proble
       found.push({ file, line: 1, field: null, message: 'must be a YAML mapping of the fields of the definition' });
       continue;
     }
-    const fields = { ...(value as Record<string, unknown>) };
+    const { documents: docsMap, ...fields } = value as Record<string, unknown>;
+    if (kind !== 'agent' && docsMap !== undefined) fields.documents = docsMap;
+    let docs: Definition['docs'];
+    if (kind === 'agent') {
+      const described = (docsMap ?? {}) as Record<string, { description?: string; media_type?: string }>;
+      if (!validateDocuments(described)) {
+        for (const p of fieldProblems(validateDocuments.errors ?? [], 'body')) found.push({ file, line: yaml.lineOf(`documents.${p.field}`), field: `documents.${p.field}`, message: p.message });
+        continue;
+      }
+      const present = docFiles.get(name) ?? new Map<string, { file: string; text: string }>();
+      docFiles.delete(name);
+      docs = {};
+      let bad = false;
+      for (const doc of Object.keys(described)) {
+        if (!present.has(doc)) {
+          found.push({ file, line: yaml.lineOf(['documents', doc]), field: `documents.${doc}`, message: `names a document the repository does not hold: add agents/${name}/${doc}` });
+          bad = true;
+        }
+      }
+      for (const [doc, { file: docFile, text: content }] of present) {
+        const media_type = described[doc]?.media_type ?? mediaTypeOf(doc);
+        if (media_type === null) {
+          found.push({ file: docFile, line: null, field: 'media_type', message: `the extension does not tell the media type; name the file .md, .txt, .csv, .json or .yaml, or give documents.${doc}.media_type in ${file}` });
+          bad = true;
+          continue;
+        }
+        const input = { media_type, description: described[doc]?.description ?? '', content };
+        if (!validateDocument(input)) {
+          for (const p of fieldProblems(validateDocument.errors ?? [], 'body')) found.push({ file: docFile, line: null, field: p.field, message: p.message });
+          bad = true;
+          continue;
+        }
+        docs[doc] = { ...(input as DocumentPut), file: docFile };
+      }
+      if (bad) continue;
+    }
     if (fields.name !== undefined && fields.name !== name) {
       found.push({ file, line: yaml.lineOf('name'), field: 'name', message: `must be "${name}", the file's name (or be left out)` });
       continue;
@@ -98,7 +164,12 @@ export function parseLayout(snap: Snapshot): { definitions: Definition[]; proble
       found.push({ file, line: yaml.lineOf('version.from_version'), field: 'version.from_version', message: 'has no meaning in the repository: a file holds the whole version' });
       continue;
     }
-    out.push({ kind, name, file, yaml, body });
+    out.push({ kind, name, file, yaml, body, docs });
+  }
+  // Documents of an agent the repository has no file of (or whose file is broken: then its own problem says so).
+  for (const [agent, docs] of docFiles) {
+    if (snap.files.has(`agents/${agent}.yaml`) || snap.files.has(`agents/${agent}.yml`)) continue;
+    for (const { file } of docs.values()) found.push({ file, line: null, field: null, message: `is a document of the agent "${agent}", but there is no agents/${agent}.yaml` });
   }
   for (const [name, s] of skills) {
     if (s.body === null) {
@@ -151,10 +222,47 @@ export interface ImportDeps {
   templates: TemplatesService;
   destinations: DestinationsService;
   skills: SkillsService;
+  documents: DocumentsService;
 }
 
 export function createImportService(deps: ImportDeps) {
-  const { db, agents, templates, destinations, skills } = deps;
+  const { db, agents, templates, destinations, skills, documents } = deps;
+
+  /**
+   * Brings an agent's context documents to the repository's (inside the import's transaction):
+   * creates and replaces through the documents service, deletes only with prune. Answers the
+   * diff and, without prune, the documents left alone.
+   */
+  async function syncDocuments(trx: Transaction<Database>, actor: Actor, def: Definition, prune: boolean): Promise<{ diff: string; leftAlone: string[] }> {
+    const want = def.docs ?? {};
+    const have = new Map((await documents.allOf('agent', def.name, trx)).map((d) => [d.name, d]));
+    const form = (d: { media_type: string; description: string; content: string } | undefined) => (d ? `media_type: ${d.media_type}\ndescription: ${d.description}\n---\n${d.content}` : '');
+    const diffs: string[] = [];
+    const leftAlone: string[] = [];
+    const found: PlanProblem[] = [];
+    for (const name of [...new Set([...have.keys(), ...Object.keys(want)])].sort()) {
+      const now = have.get(name);
+      const next = want[name];
+      if (!next && !prune) {
+        leftAlone.push(name);
+        continue;
+      }
+      const diff = lineDiff(form(now), form(next && { ...next, description: next.description ?? '' }), `documents/${name}`);
+      if (!diff) continue;
+      try {
+        await step(trx, async () => {
+          if (!next) await documents.remove(actor, 'agent', def.name, name, now!.row_version, trx);
+          else await documents.put(actor, 'agent', def.name, name, now ? now.row_version : null, { media_type: next.media_type, description: next.description, content: next.content }, trx);
+        });
+        diffs.push(diff);
+      } catch (err) {
+        if (!(err instanceof Problem) || err.status >= 500) throw err;
+        for (const e of err.errors.length ? err.errors : [{ field: '', message: err.detail }]) found.push({ file: next?.file ?? def.file, line: null, field: e.field || null, message: e.message });
+      }
+    }
+    if (found.length) throw new FileProblems(found);
+    return { diff: diffs.join('\n'), leftAlone };
+  }
 
   /** Runs `fn` under a savepoint: a refusal undoes that one step and leaves the transaction usable. */
   async function step<T>(trx: Transaction<Database>, fn: () => Promise<T>): Promise<T> {
@@ -170,7 +278,7 @@ export function createImportService(deps: ImportDeps) {
   }
 
   /** One definition against the database, inside the import's transaction: its plan entry, written unless unchanged or skipped. */
-  async function upsert(trx: Transaction<Database>, actor: Actor, def: Definition, ctx: { commit: string | null; force: boolean; edited: Set<string>; deleted: Set<string> }): Promise<PlanEntry> {
+  async function upsert(trx: Transaction<Database>, actor: Actor, def: Definition, ctx: { commit: string | null; force: boolean; prune: boolean; edited: Set<string>; deleted: Set<string> }): Promise<PlanEntry> {
     const entry = (action: PlanEntry['action'], extra: Partial<PlanEntry> = {}): PlanEntry => ({ kind: def.kind, name: def.name, file: def.file, action, reason: null, diff: null, version: null, ...extra });
     const note = `imported from ${ctx.commit ? `commit ${ctx.commit}` : 'the configuration directory'}`;
     const notFound = (err: unknown) => err instanceof Problem && err.status === 404;
@@ -210,12 +318,15 @@ export function createImportService(deps: ImportDeps) {
         const want = toYaml({ ...compact(meta), version: content });
         if (!row) {
           await agents.create(actor, { ...body, version: { ...body.version, note: body.version.note ?? note } }, trx);
-          return entry('create', { diff: lineDiff('', want), version: 1 });
+          const docs = await syncDocuments(trx, actor, def, ctx.prune);
+          return entry('create', { diff: [lineDiff('', want), docs.diff].filter(Boolean).join('\n'), version: 1 });
         }
         const current = await agentVersionForRun(trx, def.name);
         const { version: _v, note: _n, created_by: _c, created_at: _a, ...had } = current;
-        const diff = lineDiff(toYaml({ ...compact({ display_name: row.display_name, kind: row.kind, description: row.description }), version: had }), want);
-        if (!diff) return entry('unchanged');
+        const docs = await syncDocuments(trx, actor, def, ctx.prune);
+        const leftAlone = docs.leftAlone.length ? `documents not in the repository, left alone: ${docs.leftAlone.join(', ')}` : null;
+        const diff = [lineDiff(toYaml({ ...compact({ display_name: row.display_name, kind: row.kind, description: row.description }), version: had }), want), docs.diff].filter(Boolean).join('\n');
+        if (!diff) return entry('unchanged', { reason: leftAlone });
         let version: number | null = null;
         let expected = row.row_version;
         if (toYaml(had) !== toYaml(content)) {
@@ -224,7 +335,7 @@ export function createImportService(deps: ImportDeps) {
           expected = added.agent.row_version;
         }
         if (meta.display_name !== row.display_name || meta.kind !== row.kind || meta.description !== row.description) await agents.patch(actor, def.name, expected, meta, trx);
-        return entry('update', { diff, version });
+        return entry('update', { diff, version, reason: leftAlone });
       }
       case 'template': {
         const { name: _name, description, ...input } = def.body as never as Parameters<TemplatesService['create']>[1];
@@ -286,12 +397,16 @@ export function createImportService(deps: ImportDeps) {
         await db.transaction().execute(async (trx) => {
           await lockKey(trx, IMPORT_LOCK);
           const state = await skills.importState(trx);
-          const ctx = { commit: snap.commit, force: opts.force, edited: new Set(state.edited), deleted: new Set(state.deleted.map((d) => d.name)) };
+          const ctx = { commit: snap.commit, force: opts.force, prune: opts.prune, edited: new Set(state.edited), deleted: new Set(state.deleted.map((d) => d.name)) };
           for (const kind of KINDS) {
             for (const def of parsed.definitions.filter((d) => d.kind === kind).sort((a, b) => (a.name < b.name ? -1 : 1))) {
               try {
                 plan.entries.push(await step(trx, () => upsert(trx, actor, def, ctx)));
               } catch (err) {
+                if (err instanceof FileProblems) {
+                  plan.problems.push(...err.problems);
+                  continue;
+                }
                 if (!(err instanceof Problem) || err.status >= 500) throw err;
                 plan.problems.push(...problemsOf(def, err));
               }

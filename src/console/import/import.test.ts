@@ -153,6 +153,35 @@ pipeline: { lead: dev }
     assert.ok(list.body.items.some((v: any) => v.version === 2 && v.note.includes(commit)), JSON.stringify(list.body.items));
   });
 
+  it("an agent's context documents live beside it: written, changed and left alone like the rest", async () => {
+    await push({
+      'agents/coder.yaml': `${agentYaml('You write careful code.')}documents:\n  style.md: { description: house style }\n  glossary: { media_type: text/plain }\n`,
+      'agents/coder/style.md': '# Style\n\nShort functions.\n',
+      'agents/coder/glossary': 'PR: pull request\n',
+    });
+    const made = await t.request({ method: 'PUT', url: '/api/v1/agents/coder/documents/notes.txt', token: t.adminToken, body: { media_type: 'text/plain', content: 'kept\n' } });
+    assert.equal(made.status, 201, made.text);
+    const applied = await post({ dry_run: false });
+    assert.equal(applied.status, 200, applied.text);
+    const entry = byName(applied.body)['agent:coder'];
+    assert.equal(entry.action, 'update');
+    assert.equal(entry.version, null, 'documents alone make no new version');
+    assert.match(entry.diff, /^--- documents\/style\.md$/m);
+    assert.match(entry.reason, /documents not in the repository, left alone: notes\.txt/);
+    const style = await t.request({ method: 'GET', url: '/api/v1/agents/coder/documents/style.md', token: t.adminToken });
+    assert.equal(style.body.description, 'house style');
+    assert.equal(style.body.media_type, 'text/markdown');
+    assert.equal((await t.request({ method: 'GET', url: '/api/v1/agents/coder/documents/glossary', token: t.adminToken })).body.media_type, 'text/plain');
+    assert.equal(byName((await post()).body)['agent:coder'].action, 'unchanged');
+    await push({ 'agents/coder/style.md': '# Style\n\nShort functions, clear names.\n' });
+    const changed = byName((await post({ dry_run: false })).body)['agent:coder'];
+    assert.match(changed.diff, /^\+ Short functions, clear names\.$/m);
+    const del = await t.request({ method: 'GET', url: '/api/v1/agents/coder/documents/notes.txt', token: t.adminToken });
+    assert.equal((await t.request({ method: 'DELETE', url: '/api/v1/agents/coder/documents/notes.txt', token: t.adminToken, headers: { 'if-match': String(del.headers.etag) } })).status, 204);
+    // The glossary leaves the repository: left alone until an import with prune (below) deletes it.
+    await push({ 'agents/coder.yaml': agentYaml('You write careful code.'), 'agents/coder/glossary': null });
+  });
+
   it('a skill deleted through the API returns; one edited through the API is skipped unless forced', async () => {
     const read = await t.request({ method: 'GET', url: '/api/v1/skills/changelog', token: t.adminToken });
     const del = await t.request({ method: 'DELETE', url: '/api/v1/skills/changelog', token: t.adminToken, headers: { 'if-match': String(read.headers.etag) } });
@@ -247,7 +276,8 @@ pipeline: { lead: dev }
       });
     const r = await cli('export', out);
     assert.equal(r.code, 0, r.stderr);
-    for (const f of ['agents/coder.yaml', 'templates/duo.yaml', 'policies/pypi.yaml', 'skills/changelog/SKILL.md', 'skills/changelog/templates/entry.md']) assert.ok(fs.existsSync(path.join(out, f)), `${f} exported`);
+    assert.equal((await t.request({ method: 'GET', url: '/api/v1/agents/coder/documents/glossary', token: t.adminToken })).status, 404, 'pruned');
+    for (const f of ['agents/coder.yaml', 'agents/coder/style.md', 'templates/duo.yaml', 'policies/pypi.yaml', 'skills/changelog/SKILL.md', 'skills/changelog/templates/entry.md']) assert.ok(fs.existsSync(path.join(out, f)), `${f} exported`);
     // The repository becomes exactly what was exported.
     for (const d of ['agents', 'templates', 'policies', 'skills']) fs.rmSync(path.join(work, d), { recursive: true, force: true });
     fs.cpSync(out, work, { recursive: true });

@@ -5,13 +5,25 @@ import { isMap, isScalar, LineCounter, parseDocument, stringify, type Document }
  * `crewhouse export`: which file holds what, the file form of each definition, a YAML reader
  * that keeps line numbers, and a line diff. Nothing here touches the database.
  *
- *   agents/<name>.yaml            an agent: display_name, kind, description, version (the API's create body, name from the file)
+ *   agents/<name>.yaml            an agent: display_name, kind, description, version (the API's create body, name from the file),
+ *                                 and `documents`: per context document, its description and media type where needed
+ *   agents/<name>/<document>      the agent's context documents, one file each, named as in the sandbox
  *   templates/<name>.yaml         a team template: the API's create body, name from the file
  *   policies/<name>.yaml          a gateway policy (an egress destination): the API's create body, name from the file
  *   skills/<name>/SKILL.md        a platform skill; every other file under skills/<name>/ is one of its resources
  */
 
 export type Kind = 'skill' | 'policy' | 'agent' | 'template';
+
+/** A context document's media type from its file name's extension (an agent's `documents` map may name another). */
+export const MEDIA_TYPE_OF_EXTENSION: Record<string, string> = { md: 'text/markdown', markdown: 'text/markdown', txt: 'text/plain', csv: 'text/csv', json: 'application/json', yaml: 'application/yaml', yml: 'application/yaml' };
+export const mediaTypeOf = (file: string): string | null => MEDIA_TYPE_OF_EXTENSION[/\.([A-Za-z0-9]+)$/.exec(file)?.[1].toLowerCase() ?? ''] ?? null;
+
+/** The `documents` entry of an agent's file for one document: its description and a media type its extension does not tell; null when neither is needed. */
+export function documentEntry(d: { name: string; media_type: string; description: string }): Record<string, string> | null {
+  const entry = compact({ description: d.description || null, media_type: mediaTypeOf(d.name) === d.media_type ? null : d.media_type }) as Record<string, string>;
+  return Object.keys(entry).length ? entry : null;
+}
 /** Written in this order (what a later kind names exists first); pruned in the reverse. */
 export const KINDS: Kind[] = ['skill', 'policy', 'agent', 'template'];
 export const DIR_OF: Record<Kind, string> = { skill: 'skills', policy: 'policies', agent: 'agents', template: 'templates' };
@@ -19,8 +31,8 @@ export const DIR_OF: Record<Kind, string> = { skill: 'skills', policy: 'policies
 /** A YAML file read with its positions: the value, and the line of a field path. */
 export interface YamlFile {
   value: unknown;
-  /** The 1-based line of `field` (`a.b.0.c`), else of its nearest parent present, else null. */
-  lineOf(field: string | null): number | null;
+  /** The 1-based line of `field` (`a.b.0.c`, or the keys as a list when one holds a dot), else of its nearest parent present, else null. */
+  lineOf(field: string | Array<string | number> | null): number | null;
   /** Syntax errors, each with its line. */
   errors: Array<{ line: number | null; message: string }>;
 }
@@ -29,9 +41,9 @@ export function readYaml(text: string): YamlFile {
   const lineCounter = new LineCounter();
   const doc: Document = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
   const errors = doc.errors.map((e) => ({ line: lineCounter.linePos(e.pos[0]).line, message: e.message.split('\n')[0] }));
-  const lineOf = (field: string | null): number | null => {
+  const lineOf = (field: string | Array<string | number> | null): number | null => {
     if (!doc.contents) return null;
-    const parts: Array<string | number> = field ? field.split('.').map((p) => (/^\d+$/.test(p) ? Number(p) : p)) : [];
+    const parts: Array<string | number> = Array.isArray(field) ? field : field ? field.split('.').map((p) => (/^\d+$/.test(p) ? Number(p) : p)) : [];
     for (let n = parts.length; n >= 0; n--) {
       const node = n === 0 ? doc.contents : doc.getIn(parts.slice(0, n), true);
       const range = (node as { range?: [number, number, number] } | undefined)?.range;
