@@ -12,6 +12,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { issuerOf, mintCertificateAuthority, mintLeaf } from '../../gateway/certificates.ts';
 import { startGitServer } from '../../../test/fakes/git-server.ts';
+import { startFakeCodeHost } from '../../../test/fakes/code-host.ts';
 import { makeEnvironment } from '../../../test/factories.ts';
 import { testApp, type TestApp } from '../../../test/harness.ts';
 import { loadConfig } from '../../config.ts';
@@ -333,6 +334,45 @@ describe('the configuration repository setting and a local directory', () => {
       await t.close();
       await none.close();
       fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('a configuration repository on the code host', () => {
+  it('is fetched with an installation token narrowed to it, which appears nowhere', async () => {
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'crewhouse-import-codehost-'));
+    const ca = mintCertificateAuthority('import code host CA');
+    fs.writeFileSync(path.join(tmp, 'ca.pem'), ca.certPem);
+    const fake = await startFakeCodeHost({ tls: mintLeaf(issuerOf(ca), '127.0.0.1') });
+    const installation = fake.addInstallation('acme');
+    fake.addRepo('acme/config', { installation, defaultBranch: 'main' });
+    const commit = fake.pushBranch('acme/config', 'main', { 'policies/docs.yaml': 'host: docs.example.org\nwhat: documentation\n' });
+    const t = await testApp({ codeHostClock: fake.now, config: { SERVICE_IMPORT_REPOSITORY: `https://127.0.0.1:${fake.httpsPort}/acme/config.git`, SERVICE_IMPORT_CA_FILE: path.join(tmp, 'ca.pem') } });
+    try {
+      const api = (method: string, url: string, body?: unknown, headers?: Record<string, string>) => t.request({ method, url: `/api/v1${url}`, token: t.adminToken, body, headers });
+      assert.equal((await api('PUT', '/secrets/integrations/code_host/app_key', { value: fake.app.privateKeyPem })).status, 201);
+      assert.equal((await api('PUT', '/secrets/integrations/code_host/webhook_secret', { value: 'whsec-import-test' })).status, 201);
+      const current = await api('GET', '/integrations/code_host');
+      const put = await api('PUT', '/integrations/code_host', { enabled: true, settings: { app_id: String(fake.app.id), installation_id: String(installation), api_url: fake.apiUrl } }, { 'if-match': String(current.headers.etag) });
+      assert.equal(put.status, 200, put.text);
+
+      const plan = await api('POST', '/import', { dry_run: false });
+      assert.equal(plan.status, 200, plan.text);
+      assert.equal(plan.body.commit, commit);
+      assert.deepEqual(plan.body.entries.map((e: any) => `${e.action} ${e.kind}:${e.name}`), ['create policy:docs']);
+      assert.ok(fake.requests.some((r) => r.path === '/acme/config.git/info/refs' && r.auth === 'basic'), 'git was asked with the token');
+      assert.ok(fake.tokens.length > 0);
+      assert.deepEqual(fake.tokens.at(-1)!.repositories, ['acme/config'], 'narrowed to the configuration repository');
+      for (const { token } of fake.tokens) {
+        assert.ok(!plan.text.includes(token), 'the token is not in the answer');
+        assert.ok(!t.logs.join('').includes(token), 'the token is not in a log line');
+      }
+      const audit = await api('GET', '/audit?action=import.apply');
+      assert.ok(!fake.tokens.some(({ token }) => audit.text.includes(token)));
+    } finally {
+      await t.close();
+      await fake.close();
+      fs.rmSync(tmp, { recursive: true, force: true });
     }
   });
 });

@@ -77,8 +77,9 @@ function codeHostRepository(url: string, app: CodeHostApp): string | null {
   } catch {
     return null;
   }
-  const apiHost = api.host.replace(/^api\./, '');
-  if (u.protocol !== 'https:' || (u.host !== api.host && u.host !== apiHost)) return null;
+  // github.com beside api.github.com; an enterprise server's API is on its own host (/api/v3).
+  const apiHost = api.hostname.replace(/^api\./, '');
+  if (u.protocol !== 'https:' || (u.hostname !== api.hostname && u.hostname !== apiHost)) return null;
   const m = /^\/([^/]+)\/([^/]+?)(?:\.git)?\/?$/.exec(u.pathname);
   return m ? `${m[1]}/${m[2]}` : null;
 }
