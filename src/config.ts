@@ -65,7 +65,14 @@ export interface Config {
   jobConcurrency: number;
   /** Seconds a worker holds a job without renewing it: how soon another takes over a dead worker's jobs. */
   jobLeaseSeconds: number;
+  /** The configuration repository `POST /import` reads (docs/import.md); null when none is set. */
+  importRepository: ImportRepository | null;
 }
+
+/** Where the configuration repository is: a git URL and ref, or a local directory. */
+export type ImportRepository =
+  | { kind: 'git'; url: string; ref: string; caFile: string | null; deployKeySecret: string | null }
+  | { kind: 'directory'; path: string };
 
 export class ConfigError extends Error {}
 
@@ -158,8 +165,31 @@ export const configReference: Array<{ name: string; default: string; meaning: st
   { name: 'SERVICE_SANDBOX_VCPU_OVERCOMMIT', default: '4', meaning: 'how many times its vCPUs a host shares out to awake sandboxes (a decimal from 1 to 64); memory is held by awake sandboxes only, disk by all' },
   { name: 'SERVICE_SANDBOX_DISK_GIB', default: '0 (free disk under the sandbox dir)', meaning: 'disk in GiB this host offers to sandboxes' },
   { name: 'SERVICE_JOB_CONCURRENCY', default: '4', meaning: 'jobs (revoking keys, destroying sandboxes, outbound calls) each worker process performs at once' },
+  { name: 'SERVICE_IMPORT_REPOSITORY', default: '(unset)', meaning: 'the configuration repository `POST /import` reads: a git URL (https, http, ssh or user@host:path) or an absolute local directory (docs/import.md)' },
+  { name: 'SERVICE_IMPORT_REF', default: 'main', meaning: 'the branch, tag or commit of a git configuration repository that is imported' },
+  { name: 'SERVICE_IMPORT_DEPLOY_KEY', default: '(unset)', meaning: 'name of a stored secret holding an SSH private key (a deploy key) for an ssh configuration repository; an https repository on the code host uses the installation token instead' },
+  { name: 'SERVICE_IMPORT_CA_FILE', default: '(unset)', meaning: 'PEM file of extra certificate authorities trusted when fetching an https configuration repository (a private git server)' },
   { name: 'SERVICE_JOB_LEASE_SECONDS', default: '60', meaning: "how long a worker holds a job without renewing it (renewed every third of it); a dead worker's jobs, runs included, are taken over after this" },
 ];
+
+/** SERVICE_IMPORT_*: the configuration repository, a git URL or an absolute directory. */
+function importRepository(env: Env): ImportRepository | null {
+  const source = str(env, 'SERVICE_IMPORT_REPOSITORY');
+  const ref = str(env, 'SERVICE_IMPORT_REF') ?? 'main';
+  const caFile = str(env, 'SERVICE_IMPORT_CA_FILE');
+  const deployKeySecret = str(env, 'SERVICE_IMPORT_DEPLOY_KEY');
+  if (source === null) {
+    if (caFile !== null || deployKeySecret !== null) throw new ConfigError('SERVICE_IMPORT_CA_FILE and SERVICE_IMPORT_DEPLOY_KEY need SERVICE_IMPORT_REPOSITORY (the configuration repository) to be set');
+    return null;
+  }
+  if (!/^[A-Za-z0-9._/@^~-]{1,200}$/.test(ref) || ref.startsWith('-') || ref.includes('..')) throw new ConfigError(`SERVICE_IMPORT_REF must be a branch, tag or commit name, got "${ref}"`);
+  if (/^(https?|ssh):\/\//.test(source) || /^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:/.test(source)) {
+    if (/^https?:\/\/[^/]*@/.test(source)) throw new ConfigError('SERVICE_IMPORT_REPOSITORY must not carry a user or password in the URL: use the code host installation or a deploy key (SERVICE_IMPORT_DEPLOY_KEY)');
+    return { kind: 'git', url: source, ref, caFile: caFile === null ? null : path.resolve(caFile), deployKeySecret };
+  }
+  if (!path.isAbsolute(source)) throw new ConfigError(`SERVICE_IMPORT_REPOSITORY must be a git URL (https://, http://, ssh://, user@host:path) or an absolute directory, got "${source}"`);
+  return { kind: 'directory', path: source };
+}
 
 /** SERVICE_SANDBOX_SUBNET: an IPv4 CIDR of at least a /30. */
 function sandboxSubnet(env: Env): Config['sandboxSubnet'] {
@@ -286,5 +316,6 @@ export function loadConfig(env: Env = process.env): Config {
     sandboxVcpuOvercommit: ratio(env, 'SERVICE_SANDBOX_VCPU_OVERCOMMIT', 4, 1, 64),
     jobConcurrency: int(env, 'SERVICE_JOB_CONCURRENCY', 4, 1, 256),
     jobLeaseSeconds: int(env, 'SERVICE_JOB_LEASE_SECONDS', 60, 5, 3600),
+    importRepository: importRepository(env),
   };
 }

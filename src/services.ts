@@ -13,6 +13,7 @@ import { createReferences } from './console/references.ts';
 import { createRunsService } from './console/runs/runs.service.ts';
 import { createSessionService } from './console/session/session.service.ts';
 import { createSkillsService } from './console/skills/skills.service.ts';
+import { createImportService } from './console/import/import.service.ts';
 import { createSpendService } from './console/spend/spend.service.ts';
 import { createEgressOverridesService } from './console/teams/egress-overrides.service.ts';
 import { createIntegrationsService } from './console/integrations/integrations.service.ts';
@@ -21,7 +22,7 @@ import { createTeamsService } from './console/teams/teams.service.ts';
 import { createTemplatesService, type EnvironmentSnapshot } from './console/templates/templates.service.ts';
 import { createUsersService } from './console/users/users.service.ts';
 import type { Db } from './db/database.ts';
-import { createHooks } from './hooks.ts';
+import { createHooks, type RefQuery } from './hooks.ts';
 import { loadModelCatalog, type ModelCatalog } from './models/catalog.ts';
 import { createModelProxyClient } from './modelproxy/client.ts';
 import { egressRefusalsOfTeam } from './gateway/events.ts';
@@ -69,7 +70,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   const documents = createDocumentsService({ db, hooks });
   const agents = createAgentsService({ db, references, models, documents, publicBaseUrl: config.publicBaseUrl });
   const catalog = createCatalogService({ models });
-  const environmentOf = (name: string): Promise<EnvironmentSnapshot | null> => environments.snapshot(name);
+  const environmentOf = (name: string, q?: RefQuery): Promise<EnvironmentSnapshot | null> => environments.snapshot(name, q);
   const templates = createTemplatesService({ db, references, models, environmentOf });
   const proxy = createModelProxyClient(config);
   const spend = createSpendService({ proxy });
@@ -206,7 +207,8 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   hooks.on('runChanged', (trx, _actor, change) => codeHostDelivery.onRunChanged(trx, change));
 
   const chat = createChatServices({ db, cipher });
-  return { hooks, references, models, runs, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, integrations, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery };
+  const imports = createImportService({ db, repository: config.importRepository, source: { codeHostApp: () => integrations.codeHostApp(), revealSecret: (name) => secrets.reveal(name) }, agents, templates, destinations, skills, documents });
+  return { imports, hooks, references, models, runs, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, integrations, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery };
 }
 
 export type Services = ReturnType<typeof createServices>;

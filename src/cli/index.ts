@@ -10,6 +10,7 @@ import { runs, task } from './commands/runs.ts';
 import { secrets } from './commands/secrets.ts';
 import { login, logout, whoami } from './commands/session.ts';
 import { skills } from './commands/skills.ts';
+import { exportGroup, importGroup } from './commands/import.ts';
 import { spend } from './commands/spend.ts';
 import { teams } from './commands/teams.ts';
 import { templates } from './commands/templates.ts';
@@ -17,7 +18,7 @@ import { users } from './commands/users.ts';
 import { ApiError, CliError } from './errors.ts';
 
 /** The commands that work through the HTTP API with a token, in the order help lists them. */
-export const API_GROUPS: Group[] = [login, logout, whoami, task, runs, teams, templates, agents, environments, destinations, secrets, skills, mcpServers, integrations, users, spend, hosts, models];
+export const API_GROUPS: Group[] = [login, logout, whoami, task, runs, teams, templates, agents, environments, destinations, secrets, skills, mcpServers, integrations, users, spend, hosts, models, importGroup, exportGroup];
 
 /** The API commands' lines of `crewhouse help`. */
 // A summary's first word is lowercased unless it is an acronym ("MCP servers" stays).

@@ -28,6 +28,7 @@ import { createTraceReader } from './runs/trace.ts';
 import { templatesRoutes } from './templates/templates.routes.ts';
 import { secretsRoutes } from './secrets/secrets.routes.ts';
 import { skillsRoutes } from './skills/skills.routes.ts';
+import { importRoutes } from './import/import.routes.ts';
 import { sessionRoutes } from './session/session.routes.ts';
 import { usersRoutes } from './users/users.routes.ts';
 import { consoleExamples } from './examples.ts';
@@ -58,6 +59,7 @@ export async function buildConsoleApp(deps: { config: Config; db: Db; logger: Lo
       destinationsRoutes(api, { destinations: services.destinations });
       environmentsRoutes(api, { environments: services.environments, images: services.images, checkpoints: services.checkpoints });
       skillsRoutes(api, { skills: services.skills });
+      importRoutes(api, { imports: services.imports });
       templatesRoutes(api, { templates: services.templates });
       teamsRoutes(api, { teams: services.teams, links: services.links, egress: services.egressOverrides, documents: services.documents });
       spendRoutes(api, { spend: services.spend, teams: services.teams });

@@ -57,14 +57,17 @@ export function createReferences(hooks: HookCaller) {
      * either committed first and is counted, or waits and then finds it gone.
      */
     async deleteUnlessUsed<T>(db: Kysely<Database>, kind: RefKind, name: string, inUse: (uses: number) => Problem, remove: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
-      const uses = await references.uses(kind, name);
-      if (uses > 0) throw inUse(uses);
-      return db.transaction().execute(async (trx) => {
+      const inside = async (trx: Transaction<Database>) => {
         await references.guard(trx, kind, [name], 'delete');
         const usesNow = await references.uses(kind, name, trx);
         if (usesNow > 0) throw inUse(usesNow);
         return remove(trx);
-      });
+      };
+      // Handed a transaction (one step of a larger write): everything is asked on it.
+      if (db.isTransaction) return inside(db as Transaction<Database>);
+      const uses = await references.uses(kind, name);
+      if (uses > 0) throw inUse(uses);
+      return db.transaction().execute(inside);
     },
   };
   return references;

@@ -23,6 +23,7 @@ import { RunPage } from './pages/runs/RunPage.tsx';
 import { RunsList } from './pages/runs/RunsList.tsx';
 import { SpendPage } from './pages/spend/SpendPage.tsx';
 import { Users } from './pages/Users.tsx';
+import { Import } from './pages/Import.tsx';
 import type { Section } from './sections.ts';
 import { Page } from './ui.tsx';
 
@@ -69,6 +70,7 @@ export const ROUTES: Route[] = [
   { path: 'mcp-servers', page: () => <Page title="MCP servers"><McpServers /></Page> },
   { path: 'audit', page: () => <Audit /> },
   { path: 'hosts', page: () => <Hosts /> },
+  { path: 'import', page: () => <Import /> },
   { path: 'runs', page: (p) => <RunsList user={p.user} query={p.query} /> },
   { path: 'runs/new', page: (p) => <NewTask user={p.user} team={p.query.get('team') ?? ''} /> },
   { path: 'runs/:id', page: (p) => <RunPage id={p.params.id} user={p.user} /> },

@@ -26,6 +26,7 @@ export const SECTIONS: Section[] = [
   { path: 'users', label: 'Users', role: 'admin', blurb: 'People who may use the Console.' },
   { path: 'hosts', label: 'Hosts', role: 'operator', blurb: 'Sandbox hosts: their room, what is awake and asleep, and the runs waiting for room.' },
   { path: 'audit', label: 'Audit log', role: 'admin', blurb: 'Every write through the API, newest first.' },
+  { path: 'import', label: 'Import', role: 'admin', blurb: 'Definitions from the configuration repository: the plan, its diffs, and Apply.' },
   { path: 'spend', label: 'Spend', api: '/spend', blurb: 'Model spend of the active teams per UTC day.' },
   { path: 'account', label: 'Account', blurb: 'Your account, your API tokens and onboarding an agent.' },
 ];

@@ -2,6 +2,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import { deleteIfVersion, touchVersion, updateIfVersion } from '../../db/conditional.ts';
+import { within } from '../../db/within.ts';
 import type { Database } from '../../db/schema.ts';
 import { decodeCursor, toPage, type CursorValue } from '../../http/pagination.ts';
 import { problems, type FieldProblem } from '../../http/problems.ts';
@@ -154,14 +155,14 @@ export function createAgentsService(deps: { db: Db; references: References; mode
     if (errors.length) throw problems.validation(errors);
   }
 
-  async function versionInput(name: string, input: AgentVersionInput, prefix: string) {
+  async function versionInput(name: string, input: AgentVersionInput, prefix: string, q?: Q) {
     let base: VersionRow | null = null;
     if (input.from_version !== undefined && input.from_version !== null) {
-      base = (await store.getVersion(db, name, input.from_version)) ?? null;
+      base = (await store.getVersion(q ?? db, name, input.from_version)) ?? null;
       if (!base) throw problems.invalidField(`${prefix}from_version`, `agent "${name}" has no version ${input.from_version}`);
     }
     const content = resolveContent(input, base, prefix);
-    await checkNames(content, prefix);
+    await checkNames(content, prefix, q);
     return { content, note: input.note ?? '', from: base?.version ?? null };
   }
 
@@ -222,15 +223,20 @@ export function createAgentsService(deps: { db: Db; references: References; mode
       return { items, next_cursor: page.next_cursor };
     },
 
-    get: (name: string) => mustGet(db, name),
+    get: (name: string, q?: Q) => mustGet(q ?? db, name),
 
-    async create(actor: Actor, input: AgentCreate) {
-      if (await store.getAgent(db, input.name)) throw problems.conflict(`an agent named "${input.name}" already exists`, [{ field: 'name', message: 'is taken' }]);
+    /** The stored version content a version input resolves to (rules 1 to 5, names asked on `q`, fields named after `prefix`), without writing it. */
+    resolveVersion: async (name: string, input: AgentVersionInput, q?: Q, prefix = ''): Promise<Content> => (await versionInput(name, input, prefix, q)).content,
+
+    /** Creates an agent; given `trx`, as one step of the caller's transaction, which records the audit itself. */
+    async create(actor: Actor, input: AgentCreate, trx?: Transaction<Database>) {
+      const outer = trx;
+      if (await store.getAgent(trx ?? db, input.name)) throw problems.conflict(`an agent named "${input.name}" already exists`, [{ field: 'name', message: 'is taken' }]);
       if (input.version.from_version !== undefined && input.version.from_version !== null) {
         throw problems.invalidField('version.from_version', 'a new agent has no versions to start from');
       }
-      const { content, note } = await versionInput(input.name, input.version, 'version.');
-      return db.transaction().execute(async (trx) => {
+      const { content, note } = await versionInput(input.name, input.version, 'version.', trx);
+      return within(db, trx, async (trx) => {
         await guardNames(trx, content, 'version.');
         const row = await store.insertAgent(trx, {
           name: input.name,
@@ -241,30 +247,33 @@ export function createAgentsService(deps: { db: Db; references: References; mode
           created_by: actor.name,
         });
         await store.insertVersion(trx, { agent_name: input.name, version: 1, note, created_by: actor.name, ...content });
-        await recordAudit(trx, actor, 'agent.create', { type: 'agent', id: input.name }, { version: 1 });
+        if (!outer) await recordAudit(trx, actor, 'agent.create', { type: 'agent', id: input.name }, { version: 1 });
         return row;
       });
     },
 
-    async patch(actor: Actor, name: string, expected: number, patch: AgentPatch) {
+    async patch(actor: Actor, name: string, expected: number, patch: AgentPatch, trx?: Transaction<Database>) {
+      const outer = trx;
       const set: Record<string, unknown> = {};
       if (patch.display_name !== undefined) set.display_name = patch.display_name;
       if (patch.kind !== undefined) set.kind = patch.kind;
       if (patch.description !== undefined) set.description = patch.description ?? '';
-      return db.transaction().execute(async (trx) => {
+      return within(db, trx, async (trx) => {
         const row = await updateIfVersion<AgentRow>(trx, { table: 'agents', where: { name }, expected, set, what: 'agent', label: name });
-        await recordAudit(trx, actor, 'agent.update', { type: 'agent', id: name }, { fields: Object.keys(patch) });
+        if (!outer) await recordAudit(trx, actor, 'agent.update', { type: 'agent', id: name }, { fields: Object.keys(patch) });
         return row;
       });
     },
 
     /** Deletes an agent with its versions, avatar and documents; 409 while a template or team uses it. */
-    async remove(actor: Actor, name: string, expected: number) {
-      await mustGet(db, name);
+    async remove(actor: Actor, name: string, expected: number, trx?: Transaction<Database>) {
+      const outer = trx;
+      await mustGet(trx ?? db, name);
       const inUse = (used: number) => problems.conflict(`agent "${name}" is used by ${used} template version(s) or team(s); remove those uses first`);
-      await references.deleteUnlessUsed(db, 'agent', name, inUse, async (trx) => {
+      await references.deleteUnlessUsed(trx ?? db, 'agent', name, inUse, async (trx) => {
         await deleteIfVersion(trx, { table: 'agents', where: { name }, expected, what: 'agent', label: name });
         const removed = await documents.deleteAllOf(trx, 'agent', name);
+        if (outer) return;
         await recordAudit(trx, actor, 'agent.delete', { type: 'agent', id: name }, { documents_removed: removed });
       });
     },
@@ -284,10 +293,11 @@ export function createAgentsService(deps: { db: Db; references: References; mode
     },
 
     /** Adds a version (rules 1 to 5) and makes it current; If-Match is the agent's ETag. */
-    async addVersion(actor: Actor, name: string, expected: number, input: AgentVersionInput) {
-      await mustGet(db, name);
-      const { content, note, from } = await versionInput(name, input, '');
-      return db.transaction().execute(async (trx) => {
+    async addVersion(actor: Actor, name: string, expected: number, input: AgentVersionInput, trx?: Transaction<Database>) {
+      const outer = trx;
+      await mustGet(trx ?? db, name);
+      const { content, note, from } = await versionInput(name, input, '', trx);
+      return within(db, trx, async (trx) => {
         await guardNames(trx, content, '');
         const agent = await updateIfVersion<AgentRow>(trx, {
           table: 'agents',
@@ -298,7 +308,7 @@ export function createAgentsService(deps: { db: Db; references: References; mode
           label: name,
         });
         const row = await store.insertVersion(trx, { agent_name: name, version: agent.current_version, note, created_by: actor.name, ...content });
-        await recordAudit(trx, actor, 'agent.version.create', { type: 'agent', id: name }, { version: row.version, from_version: from });
+        if (!outer) await recordAudit(trx, actor, 'agent.version.create', { type: 'agent', id: name }, { version: row.version, from_version: from });
         return { agent, version: presentVersion(row) };
       });
     },

@@ -3,6 +3,7 @@ import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import { deleteIfVersion, updateIfVersion } from '../../db/conditional.ts';
+import { within } from '../../db/within.ts';
 import { BUILTIN_DESTINATIONS, isBuiltinDestination } from '../../egress/builtins.ts';
 import { GATEWAY_KEYS, parseInjectSecret } from '../../egress/gateway-keys.ts';
 import { parseHost } from '../../egress/hosts.ts';
@@ -61,7 +62,7 @@ export function createDestinationsService(deps: { db: Db; references: References
   }
 
   /** Checks a body against the rules that need more than its schema, and gives the columns to store. */
-  async function toColumns(input: DestinationPut | DestinationCreate) {
+  async function toColumns(input: DestinationPut | DestinationCreate, q?: RefQuery) {
     const errors: FieldProblem[] = [];
     if (input.builtin === true) errors.push({ field: 'builtin', message: 'built-in destinations are defined by the service; send false or leave it out' });
     let host: string | null = null;
@@ -77,7 +78,7 @@ export function createDestinationsService(deps: { db: Db; references: References
       }
     }
     const inject = input.inject_secret ?? null;
-    const injectError = await injectProblem(inject);
+    const injectError = await injectProblem(inject, q);
     if (injectError) errors.push(injectError);
     if (errors.length) throw problems.validation(errors);
     return {
@@ -116,18 +117,28 @@ export function createDestinationsService(deps: { db: Db; references: References
     },
 
     /** One destination and its ETag (built-ins have the fixed ETag 0: they never change). */
-    async get(name: string): Promise<{ destination: Destination; version: number }> {
+    async get(name: string, q?: RefQuery): Promise<{ destination: Destination; version: number }> {
       const builtin = BUILTIN_DESTINATIONS.find((d) => d.name === name);
       if (builtin) return { destination: presentBuiltin(builtin), version: 0 };
-      const row = await store.getDestination(db, name);
+      const row = await store.getDestination(q ?? db, name);
       if (!row) throw problems.notFound('destination', name);
       return { destination: presentDestination(row), version: row.row_version };
     },
 
-    async create(actor: Actor, input: DestinationCreate) {
+    /** The destination a body describes, checked against every rule (names asked on `q`), as it would be stored; nothing is written. */
+    async resolve(input: DestinationCreate, q?: RefQuery): Promise<Destination> {
       if (isBuiltinDestination(input.name)) throw builtinConflict(input.name);
-      const columns = await toColumns(input);
-      return db.transaction().execute(async (trx) => {
+      const c = await toColumns(input, q);
+      const list = (v: string) => JSON.parse(v) as string[];
+      return { name: input.name, ...c, methods: list(c.methods), paths: list(c.paths), header_allowlist: list(c.header_allowlist), git_push_ref_globs: list(c.git_push_ref_globs), builtin: false };
+    },
+
+    /** Creates a destination; given `trx`, as one step of the caller's transaction, which records the audit itself. */
+    async create(actor: Actor, input: DestinationCreate, trx?: Transaction<Database>) {
+      const outer = trx;
+      if (isBuiltinDestination(input.name)) throw builtinConflict(input.name);
+      const columns = await toColumns(input, trx);
+      return within(db, trx, async (trx) => {
         await guardInject(trx, columns.inject_secret);
         const row = await trx
           .insertInto('destinations')
@@ -136,30 +147,32 @@ export function createDestinationsService(deps: { db: Db; references: References
           .returningAll()
           .executeTakeFirst();
         if (!row) throw problems.conflict(`a destination named "${input.name}" already exists`, [{ field: 'name', message: 'is taken' }]);
-        await recordAudit(trx, actor, 'destination.create', { type: 'destination', id: row.name }, { host: row.host, dev_only: row.dev_only, inject_secret: row.inject_secret });
+        if (!outer) await recordAudit(trx, actor, 'destination.create', { type: 'destination', id: row.name }, { host: row.host, dev_only: row.dev_only, inject_secret: row.inject_secret });
         return row;
       });
     },
 
     /** Replaces every field of a stored destination (If-Match); built-ins answer 409. */
-    async replace(actor: Actor, name: string, expected: number, input: DestinationPut) {
+    async replace(actor: Actor, name: string, expected: number, input: DestinationPut, trx?: Transaction<Database>) {
+      const outer = trx;
       if (isBuiltinDestination(name)) throw builtinConflict(name);
       if (input.name !== undefined && input.name !== name) throw problems.invalidField('name', 'must be the name in the path; a destination cannot be renamed');
-      const columns = await toColumns(input);
-      return db.transaction().execute(async (trx) => {
+      const columns = await toColumns(input, trx);
+      return within(db, trx, async (trx) => {
         await guardInject(trx, columns.inject_secret);
         const row = await updateIfVersion<DestinationRow>(trx, { table: 'destinations', where: { name }, expected, set: columns, what: 'destination', label: name });
-        await recordAudit(trx, actor, 'destination.update', { type: 'destination', id: name }, { host: row.host, dev_only: row.dev_only, inject_secret: row.inject_secret });
+        if (!outer) await recordAudit(trx, actor, 'destination.update', { type: 'destination', id: name }, { host: row.host, dev_only: row.dev_only, inject_secret: row.inject_secret });
         return row;
       });
     },
 
-    async remove(actor: Actor, name: string, expected: number) {
+    async remove(actor: Actor, name: string, expected: number, trx?: Transaction<Database>) {
+      const outer = trx;
       if (isBuiltinDestination(name)) throw builtinConflict(name);
       const inUse = (uses: number) => problems.conflict(`destination "${name}" is named by ${uses} current agent version(s) or team role override(s); remove it from their egress first`);
-      await references.deleteUnlessUsed(db, 'destination', name, inUse, async (trx) => {
+      await references.deleteUnlessUsed(trx ?? db, 'destination', name, inUse, async (trx) => {
         await deleteIfVersion(trx, { table: 'destinations', where: { name }, expected, what: 'destination', label: name });
-        await recordAudit(trx, actor, 'destination.delete', { type: 'destination', id: name });
+        if (!outer) await recordAudit(trx, actor, 'destination.delete', { type: 'destination', id: name });
       });
     },
 

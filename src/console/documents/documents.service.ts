@@ -3,6 +3,7 @@ import type { Kysely, Transaction } from 'kysely';
 import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import { deleteIfVersion, lockKey, updateIfVersion } from '../../db/conditional.ts';
+import { within } from '../../db/within.ts';
 import type { Database } from '../../db/schema.ts';
 import type { HookCaller } from '../../hooks.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
@@ -92,9 +93,9 @@ export function createDocumentsService(deps: { db: Db; hooks: HookCaller }) {
       return toPage(rows, query.limit, (r) => [r.name], presentDocumentSummary);
     },
 
-    async get(scope: DocumentScope, owner: string, name: string): Promise<DocumentRow> {
-      await assertOwner(db, scope, owner);
-      const row = await store.getDocument(db, scope, owner, name);
+    async get(scope: DocumentScope, owner: string, name: string, q?: Q): Promise<DocumentRow> {
+      await assertOwner(q ?? db, scope, owner);
+      const row = await store.getDocument(q ?? db, scope, owner, name);
       if (!row) throw problems.notFound('document', name);
       return row;
     },
@@ -104,11 +105,24 @@ export function createDocumentsService(deps: { db: Db; hooks: HookCaller }) {
      * Per-owner limits are checked under a per-owner lock, so concurrent writes cannot pass
      * them together.
      */
-    async put(actor: Actor, scope: DocumentScope, owner: string, name: string, expected: number | null, input: DocumentPut) {
+    /** Every document of an owner with its content, by name (asked on `q`): what the repository import compares. */
+    async allOf(scope: DocumentScope, owner: string, q?: Q): Promise<DocumentRow[]> {
+      const names = (await store.listDocuments(q ?? db, scope, owner, null, DOCUMENT_LIMITS.perOwner + 1)).map((r) => r.name);
+      const rows: DocumentRow[] = [];
+      for (const name of names) {
+        const row = await store.getDocument(q ?? db, scope, owner, name);
+        if (row) rows.push(row);
+      }
+      return rows;
+    },
+
+    /** Given `trx`, one step of the caller's transaction, which records the audit itself. */
+    async put(actor: Actor, scope: DocumentScope, owner: string, name: string, expected: number | null, input: DocumentPut, trx?: Transaction<Database>) {
+      const outer = trx;
       const { size } = checkDocument(name, input);
       const sha256 = crypto.createHash('sha256').update(input.content, 'utf8').digest('hex');
       const description = input.description ?? '';
-      return db.transaction().execute(async (trx) => {
+      return within(db, trx, async (trx) => {
         // Owner row first, then the owner's lock: the order deleting an owner takes them in.
         await assertOwner(trx, scope, owner);
         await lockKey(trx, `documents:${scope}:${owner}`);
@@ -129,21 +143,22 @@ export function createDocumentsService(deps: { db: Db; hooks: HookCaller }) {
         const details = { scope, owner, name, media_type: input.media_type, size_bytes: size, sha256 };
         if (!existing) {
           const row = await store.insertDocument(trx, { scope, owner, name, created_by: actor.name, ...fields });
-          await recordAudit(trx, actor, 'document.create', target, details);
+          if (!outer) await recordAudit(trx, actor, 'document.create', target, details);
           return { row, created: true };
         }
         const row = await updateIfVersion<DocumentRow>(trx, { table: 'context_documents', where: { scope, owner, name }, expected: expected as number, set: fields, what: 'document', label: name });
-        await recordAudit(trx, actor, 'document.update', target, details);
+        if (!outer) await recordAudit(trx, actor, 'document.update', target, details);
         return { row, created: false };
       });
     },
 
-    async remove(actor: Actor, scope: DocumentScope, owner: string, name: string, expected: number) {
-      await assertOwner(db, scope, owner);
-      await db.transaction().execute(async (trx) => {
+    async remove(actor: Actor, scope: DocumentScope, owner: string, name: string, expected: number, trx?: Transaction<Database>) {
+      const outer = trx;
+      await assertOwner(trx ?? db, scope, owner);
+      await within(db, trx, async (trx) => {
         await lockKey(trx, `documents:${scope}:${owner}`);
         await deleteIfVersion(trx, { table: 'context_documents', where: { scope, owner, name }, expected, what: 'document', label: name });
-        await recordAudit(trx, actor, 'document.delete', { type: 'document', id: `${scope}:${owner}/${name}` }, { scope, owner, name });
+        if (!outer) await recordAudit(trx, actor, 'document.delete', { type: 'document', id: `${scope}:${owner}/${name}` }, { scope, owner, name });
       });
     },
 

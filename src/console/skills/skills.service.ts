@@ -2,6 +2,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import { deleteIfVersion, lockKey, updateIfVersion } from '../../db/conditional.ts';
+import { within } from '../../db/within.ts';
 import type { Database } from '../../db/schema.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { problems } from '../../http/problems.ts';
@@ -49,8 +50,8 @@ export function createSkillsService(deps: { db: Db }) {
       return toPage(await q.execute(), query.limit, (r) => [r.name], (r) => ({ ...r, files: r.files }));
     },
 
-    async get(name: string) {
-      const row = isSkillName(name) ? await getRow(db, name) : undefined;
+    async get(name: string, q?: Kysely<Database> | Transaction<Database>) {
+      const row = isSkillName(name) ? await getRow(q ?? db, name) : undefined;
       if (!row) throw problems.notFound('skill', name);
       return row;
     },
@@ -89,10 +90,36 @@ export function createSkillsService(deps: { db: Db }) {
       });
     },
 
-    /** Deletes a skill (If-Match) and leaves a tombstone: the next import restores it if its file still exists. */
-    async remove(actor: Actor, name: string, expected: number) {
+    /**
+     * Writes a skill from the configuration repository, as one step of the import's transaction
+     * (which records the audit): the same rules as a PUT, the revision becomes the catalogue's
+     * highest plus one, the skill is no longer marked edited through the API, and its tombstone
+     * goes (a skill deleted through the API returns).
+     */
+    async importWrite(trx: Transaction<Database>, name: string, body: string, resources: Record<string, string>) {
+      const { description, size, errors } = checkSkill(name, body, resources);
+      if (errors.length) throw problems.validation(errors);
+      await lockKey(trx, CATALOGUE_LOCK);
+      const others = await trx.selectFrom('platform_skills').select((eb) => eb.fn.coalesce(eb.fn.sum<number>('size_bytes'), eb.val(0)).as('n')).where('name', '!=', name).executeTakeFirstOrThrow();
+      if (Number(others.n) + size > CATALOGUE_MAX_BYTES) {
+        throw problems.validation([{ field: 'body', message: `the catalogue would hold ${Number(others.n) + size} bytes; at most ${CATALOGUE_MAX_BYTES}` }]);
+      }
+      const revision = (await highestRevision(trx)) + 1;
+      const set = { description, body, resources: JSON.stringify(resources), size_bytes: size, revision, api_edited: false, source: 'import' as const };
+      // Under the catalogue lock no other writer of skills runs: the row read is the row written.
+      const existing = await getRow(trx, name);
+      const row = existing
+        ? await updateIfVersion<Row>(trx, { table: 'platform_skills', where: { name }, expected: existing.row_version, set, what: 'skill', label: name })
+        : await trx.insertInto('platform_skills').values({ name, ...set }).returningAll().executeTakeFirstOrThrow();
+      await trx.deleteFrom('platform_skill_tombstones').where('name', '=', name).execute();
+      return row;
+    },
+
+    /** Deletes a skill (If-Match) and leaves a tombstone: the next import restores it if its file still exists. Given `trx`, one step of the caller's transaction, which records the audit. */
+    async remove(actor: Actor, name: string, expected: number, trx?: Transaction<Database>) {
       if (!isSkillName(name)) throw problems.notFound('skill', name);
-      await db.transaction().execute(async (trx) => {
+      const outer = trx;
+      await within(db, trx, async (trx) => {
         await lockKey(trx, CATALOGUE_LOCK);
         // Read before the row goes: the deleted skill may hold the highest revision.
         const revision = (await highestRevision(trx)) + 1;
@@ -102,7 +129,7 @@ export function createSkillsService(deps: { db: Db }) {
           .values({ name, revision, deleted_by: actor.name })
           .onConflict((oc) => oc.column('name').doUpdateSet({ revision, deleted_by: actor.name, deleted_at: sql`now()` }))
           .execute();
-        await recordAudit(trx, actor, 'skill.delete', { type: 'skill', id: name }, { revision });
+        if (!outer) await recordAudit(trx, actor, 'skill.delete', { type: 'skill', id: name }, { revision });
       });
     },
 
@@ -111,9 +138,9 @@ export function createSkillsService(deps: { db: Db }) {
      * overwrite them without forcing) and skills deleted through the API (an import restores
      * one whose file still exists, and clears the mark).
      */
-    async importState(): Promise<{ edited: string[]; deleted: Array<{ name: string; revision: number; deleted_at: string }> }> {
-      const edited = await db.selectFrom('platform_skills').select('name').where('api_edited', '=', true).orderBy('name').execute();
-      const deleted = await db.selectFrom('platform_skill_tombstones').select(['name', 'revision', 'deleted_at']).orderBy('name').execute();
+    async importState(q: Kysely<Database> | Transaction<Database> = db): Promise<{ edited: string[]; deleted: Array<{ name: string; revision: number; deleted_at: string }> }> {
+      const edited = await q.selectFrom('platform_skills').select('name').where('api_edited', '=', true).orderBy('name').execute();
+      const deleted = await q.selectFrom('platform_skill_tombstones').select(['name', 'revision', 'deleted_at']).orderBy('name').execute();
       return { edited: edited.map((r) => r.name), deleted };
     },
 

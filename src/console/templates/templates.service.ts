@@ -3,6 +3,7 @@ import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import { deleteIfVersion, updateIfVersion } from '../../db/conditional.ts';
+import { within } from '../../db/within.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { problems, type FieldProblem } from '../../http/problems.ts';
 import type { ModelCatalog } from '../../models/catalog.ts';
@@ -66,7 +67,7 @@ export function createTemplatesService(deps: {
   db: Db;
   references: References;
   models: ModelCatalog;
-  environmentOf: (name: string) => Promise<EnvironmentSnapshot | null>;
+  environmentOf: (name: string, q?: RefQuery) => Promise<EnvironmentSnapshot | null>;
 }) {
   const { db, references } = deps;
 
@@ -101,7 +102,7 @@ export function createTemplatesService(deps: {
    * The whole version a new-version body describes: the body itself, or with `from_version` that
    * stored version with the fields present in the body changed; `keepRoles` when its roles stay.
    */
-  async function wholeVersion(name: string, body: TemplateNewVersion): Promise<{ input: TemplateVersionInput; keepRoles: Record<string, TemplateRole> | null }> {
+  async function wholeVersion(name: string, body: TemplateNewVersion, q?: RefQuery): Promise<{ input: TemplateVersionInput; keepRoles: Record<string, TemplateRole> | null }> {
     const { from_version: from, ...given } = body;
     const present = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as Partial<TemplateVersionInput>;
     if (from === undefined || from === null) {
@@ -109,7 +110,7 @@ export function createTemplatesService(deps: {
       if (missing.length) throw problems.validation(missing.map((field) => ({ field, message: 'is required when from_version is not given' })));
       return { input: present as TemplateVersionInput, keepRoles: null };
     }
-    const base = await store.getVersion(db, name, from);
+    const base = await store.getVersion(q ?? db, name, from);
     if (!base) throw problems.validation([{ field: 'from_version', message: `team template "${name}" has no version ${from}` }]);
     const c = base.content;
     const roles: TemplateVersionInput['roles'] = {};
@@ -148,7 +149,7 @@ export function createTemplatesService(deps: {
   }
 
   /** Validates a version body and resolves it into stored content, copying each role's environment. */
-  async function contentOf(input: TemplateVersionInput): Promise<TemplateContent> {
+  async function contentOf(input: TemplateVersionInput, q?: RefQuery): Promise<TemplateContent> {
     const errors: FieldProblem[] = [];
     const roleNames = Object.keys(input.roles);
     if (!roleNames.includes(input.lead)) errors.push({ field: 'lead', message: `must be one of the roles (${roleNames.join(', ')})` });
@@ -159,7 +160,7 @@ export function createTemplatesService(deps: {
     errors.push(...pipelineProblems(input.pipeline ?? {}, roleNames, input.lead));
 
     const roles = Object.entries(input.roles);
-    errors.push(...(await unknownNames(input)));
+    errors.push(...(await unknownNames(input, q)));
     for (const [name, r] of roles) {
       if (!deps.models.get(r.model)) errors.push({ field: `roles.${name}.model`, message: `no model alias named "${r.model}"; the aliases are ${deps.models.aliases.map((a) => a.alias).join(', ')}` });
       if (r.budget_duration && (r.max_budget === undefined || r.max_budget === null)) errors.push({ field: `roles.${name}.budget_duration`, message: 'needs max_budget' });
@@ -168,7 +169,7 @@ export function createTemplatesService(deps: {
 
     const resolved: Record<string, TemplateRole> = {};
     for (const [name, r] of roles) {
-      const env = await deps.environmentOf(r.vm);
+      const env = await deps.environmentOf(r.vm, q);
       if (!env) throw problems.validation([{ field: `roles.${name}.vm`, message: `no environment named "${r.vm}"` }]);
       resolved[name] = {
         agent: r.agent,
@@ -233,62 +234,76 @@ export function createTemplatesService(deps: {
       return { items, next_cursor: page.next_cursor };
     },
 
-    async get(name: string) {
-      const row = await store.getTemplate(db, name);
+    async get(name: string, q?: RefQuery) {
+      const row = await store.getTemplate(q ?? db, name);
       if (!row) throw problems.notFound('team template', name);
       return row;
     },
 
-    async create(actor: Actor, input: TemplateCreate) {
+    /**
+     * The stored content a version body (without from_version) resolves to, validated with names
+     * asked on `q`, and its content_sha256: what a new version would hold, without writing it.
+     */
+    async resolve(input: TemplateVersionInput, q?: RefQuery): Promise<{ content: TemplateContent; content_sha256: string }> {
+      const content = await contentOf(input, q);
+      return { content, content_sha256: sha256Hex(canonicalJson(content)) };
+    },
+
+    /** Creates a template; given `trx`, as one step of the caller's transaction, which records the audit itself. */
+    async create(actor: Actor, input: TemplateCreate, trx?: Transaction<Database>) {
+      const outer = trx;
       const { name, description, ...version } = input;
-      const content = await contentOf(version);
-      return db.transaction().execute(async (trx) => {
+      const content = await contentOf(version, trx);
+      return within(db, trx, async (trx) => {
         await guardNames(trx, version);
         if (await store.getTemplate(trx, name)) throw problems.conflict(`a team template named "${name}" already exists`, [{ field: 'name', message: 'is taken' }]);
         const row = await trx.insertInto('team_templates').values({ name, description: description ?? '', current_version: 1 }).returningAll().executeTakeFirstOrThrow();
         await store.insertVersion(trx, { template_name: name, version: 1, note: version.note ?? '', created_by: actor.name, content, content_sha256: sha256Hex(canonicalJson(content)) });
-        await recordAudit(trx, actor, 'team_template.create', { type: 'team_template', id: name }, { version: 1 });
+        if (!outer) await recordAudit(trx, actor, 'team_template.create', { type: 'team_template', id: name }, { version: 1 });
         return row;
       });
     },
 
-    async patch(actor: Actor, name: string, expected: number, description: string | null) {
-      return db.transaction().execute(async (trx) => {
+    async patch(actor: Actor, name: string, expected: number, description: string | null, trx?: Transaction<Database>) {
+      const outer = trx;
+      return within(db, trx, async (trx) => {
         const row = await updateIfVersion<TemplateRow>(trx, { table: 'team_templates', where: { name }, expected, set: { description: description ?? '' }, what: 'team template', label: name });
-        await recordAudit(trx, actor, 'team_template.update', { type: 'team_template', id: name }, { fields: ['description'] });
+        if (!outer) await recordAudit(trx, actor, 'team_template.update', { type: 'team_template', id: name }, { fields: ['description'] });
         return row;
       });
     },
 
-    async remove(actor: Actor, name: string, expected: number) {
-      await this.get(name);
+    async remove(actor: Actor, name: string, expected: number, trx?: Transaction<Database>) {
+      const outer = trx;
+      await this.get(name, trx);
       const inUse = (teams: number) => problems.conflict(`team template "${name}" is used by ${teams} active team(s); archive them first`);
-      await references.deleteUnlessUsed(db, 'template', name, inUse, async (trx) => {
+      await references.deleteUnlessUsed(trx ?? db, 'template', name, inUse, async (trx) => {
         await deleteIfVersion(trx, { table: 'team_templates', where: { name }, expected, what: 'team template', label: name });
-        await recordAudit(trx, actor, 'team_template.delete', { type: 'team_template', id: name });
+        if (!outer) await recordAudit(trx, actor, 'team_template.delete', { type: 'team_template', id: name });
       });
     },
 
-    async createVersion(actor: Actor, name: string, expected: number, body: TemplateNewVersion) {
-      await this.get(name);
-      const { input, keepRoles } = await wholeVersion(name, body);
-      const content = await contentOf(input);
+    async createVersion(actor: Actor, name: string, expected: number, body: TemplateNewVersion, trx?: Transaction<Database>) {
+      const outer = trx;
+      await this.get(name, trx);
+      const { input, keepRoles } = await wholeVersion(name, body, trx);
+      const content = await contentOf(input, trx);
       // Roles taken unchanged from the stored version keep the environment values it copied.
       if (keepRoles) content.roles = keepRoles;
-      return db.transaction().execute(async (trx) => {
+      return within(db, trx, async (trx) => {
         await guardNames(trx, input);
         const version = await store.nextVersion(trx, name);
         // The If-Match check and the move of current_version are one statement.
         await updateIfVersion(trx, { table: 'team_templates', where: { name }, expected, set: { current_version: version }, what: 'team template', label: name });
         const row = await store.insertVersion(trx, { template_name: name, version, note: input.note ?? '', created_by: actor.name, content, content_sha256: sha256Hex(canonicalJson(content)) });
-        await recordAudit(trx, actor, 'team_template.version', { type: 'team_template', id: name }, { version });
+        if (!outer) await recordAudit(trx, actor, 'team_template.version', { type: 'team_template', id: name }, { version });
         return row;
       });
     },
 
-    async getVersion(name: string, version: number) {
-      await this.get(name);
-      const row = await store.getVersion(db, name, version);
+    async getVersion(name: string, version: number, q?: RefQuery) {
+      await this.get(name, q);
+      const row = await store.getVersion(q ?? db, name, version);
       if (!row) throw problems.notFound(`version of team template "${name}"`, version);
       return row;
     },
