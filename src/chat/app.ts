@@ -8,11 +8,16 @@ import { createChatBotStorageService } from './bot-storage/bot-storage.service.t
 import { chatBotStorageRoutes } from './bot-storage/bot-storage.routes.ts';
 import { chatEmojiRoutes } from './emoji/emoji.routes.ts';
 import { createChatEmojiService } from './emoji/emoji.service.ts';
+import { chatEventsRoutes } from './events/events.routes.ts';
+import { createChatEventsService } from './events/events.service.ts';
+import type { QueueLimits } from './events/queues.ts';
 import { chatErrors } from './http/errors.ts';
 import { RateLimiter } from './http/rate-limit.ts';
 import { chatRouter, pathId, useChatConventions } from './http/server.ts';
 import { chatInvitesRoutes } from './invites/invites.routes.ts';
 import { createChatInvitesService } from './invites/invites.service.ts';
+import { chatMessagesRoutes } from './messages/messages.routes.ts';
+import { createChatMessagesService } from './messages/messages.service.ts';
 import { chatPlaygroundsRoutes } from './playgrounds/playgrounds.routes.ts';
 import { createChatPlaygroundsService } from './playgrounds/playgrounds.service.ts';
 import { chatProfileFieldsRoutes } from './profile-fields/profile-fields.routes.ts';
@@ -27,7 +32,7 @@ import { chatUsersRoutes } from './users/users.routes.ts';
 import { createChatUsersService } from './users/users.service.ts';
 
 /** The chat's composition root: every service built once, each given only what it needs. */
-export function createChatServices(deps: { db: Db; cipher: Cipher }) {
+export function createChatServices(deps: { db: Db; cipher: Cipher; queueLimits?: Partial<QueueLimits> }) {
   const { db, cipher } = deps;
   const users = createChatUsersService({ db, cipher });
   const realms = createChatRealmService({ db, users });
@@ -38,7 +43,10 @@ export function createChatServices(deps: { db: Db; cipher: Cipher }) {
   const invites = createChatInvitesService({ db, streams });
   const playgrounds = createChatPlaygroundsService({ db });
   const profileFields = createChatProfileFieldsService({ db });
-  return { users, realms, streams, emoji, status, botStorage, invites, playgrounds, profileFields };
+  // Writers nudge this process's event reader after they commit; other processes hear the NOTIFY.
+  const messages = createChatMessagesService({ db, streams, emoji, afterCommit: () => events.poke() });
+  const events = createChatEventsService({ db, messages, streams, profileFields, limits: deps.queueLimits });
+  return { users, realms, streams, emoji, status, botStorage, invites, playgrounds, profileFields, messages, events };
 }
 
 export type ChatServices = ReturnType<typeof createChatServices>;
@@ -49,6 +57,9 @@ export async function buildChatApp(deps: { config: Config; logger: Logger; metri
   const app = createServer({ logger: deps.logger, metrics: deps.metrics, bodyLimit: config.bodyLimit, trustProxy: config.trustProxy, component: 'chat' });
   useChatConventions(app);
   const limiter = config.chatRateLimit ? new RateLimiter(config.chatRateLimit) : null;
+  // The event queues live as long as this server: it reads the event log while it listens.
+  await services.events.start(deps.logger);
+  app.addHook('onClose', async () => services.events.stop());
 
   await app.register(
     async (api: App) => {
@@ -62,6 +73,8 @@ export async function buildChatApp(deps: { config: Config; logger: Logger; metri
       chatInvitesRoutes(r, services);
       chatPlaygroundsRoutes(r, services);
       chatProfileFieldsRoutes(r, services);
+      chatMessagesRoutes(r, services);
+      chatEventsRoutes(r, services);
     },
     { prefix: '/api/v1' },
   );

@@ -150,6 +150,21 @@ export function createChatStreamsService(deps: { db: Db }) {
       return rows.filter((s) => s.subscribed || !isGuest(caller.user)).map(presentStream);
     },
 
+    /** GET /streams/{stream_id}/members: active subscribers of a channel the caller can reach. */
+    async members(caller: Caller, id: number) {
+      const s = await byId(caller, id);
+      const rows = await db
+        .selectFrom('chat_subscriptions as sub')
+        .innerJoin('chat_users as u', 'u.id', 'sub.user_id')
+        .select('sub.user_id')
+        .where('sub.stream_id', '=', s.id)
+        .where('sub.active', '=', true)
+        .where('u.is_active', '=', true)
+        .orderBy('sub.user_id')
+        .execute();
+      return rows.map((r) => r.user_id);
+    },
+
     /** GET /get_stream_id. */
     async streamId(caller: Caller, name: string) {
       return (await byName(caller, name)).id;
