@@ -6,7 +6,7 @@ import { matches, type NarrowTerm, type Term } from '../messages/narrow.ts';
 import type { ChatProfileFieldsService } from '../profile-fields/profile-fields.service.ts';
 import { FEATURE_LEVEL, ZULIP_VERSION } from '../realm/realm.service.ts';
 import { MAX_STREAM_NAME_LENGTH, MAX_TOPIC_NAME_LENGTH, type ChatStreamsService } from '../streams/streams.service.ts';
-import { presentUser } from '../users/users.present.ts';
+import { presentUserForEvents } from '../users/users.present.ts';
 import * as usersStore from '../users/users.store.ts';
 import type { Caller } from '../users/users.service.ts';
 import { ChatEventReader, type ChatEventRow } from './events.bus.ts';
@@ -66,12 +66,12 @@ export function createChatEventsService(deps: {
   }
 
   async function subscriptionObjects(caller: Caller, includeSubscribers: boolean) {
-    const subs = await streams.subscriptions(caller);
+    const subs = await streams.subscriptionObjects(caller);
     const members = includeSubscribers && subs.length
       ? await db.selectFrom('chat_subscriptions as s').innerJoin('chat_users as u', 'u.id', 's.user_id').select(['s.stream_id', 's.user_id']).where('s.stream_id', 'in', subs.map((s) => s.stream_id)).where('s.active', '=', true).where('u.is_active', '=', true).orderBy('s.user_id').execute()
       : [];
     return subs.map((s) => ({
-      ...subscriptionObject(s),
+      ...s,
       ...(includeSubscribers ? { subscribers: members.filter((m) => m.stream_id === s.stream_id).map((m) => m.user_id) } : {}),
     }));
   }
@@ -135,7 +135,7 @@ export function createChatEventsService(deps: {
       }
       if (want.has('realm_user')) {
         const rows = await usersStore.listUsers(db, caller.realm.id);
-        const present = (r: (typeof rows)[number]) => presentUser(r, { caller: caller.user, realm: caller.realm, clientGravatar: v.clientGravatar });
+        const present = (r: (typeof rows)[number]) => presentUserForEvents(r, { caller: caller.user, realm: caller.realm, clientGravatar: v.clientGravatar });
         Object.assign(state, {
           realm_users: rows.filter((r) => r.is_active && !r.is_bot).map(present),
           realm_non_active_users: rows.filter((r) => !r.is_active && !r.is_bot).map(present),
@@ -148,13 +148,12 @@ export function createChatEventsService(deps: {
           is_owner: caller.user.role === 100,
           is_guest: caller.user.role === 600,
           is_moderator: caller.user.role === 300,
-          role: caller.user.role,
         });
       }
       if (want.has('subscription')) {
         Object.assign(state, { subscriptions: await subscriptionObjects(caller, v.includeSubscribers), unsubscribed: [], never_subscribed: [] });
       }
-      if (want.has('stream')) state.streams = (await streams.streams(caller)).map(basicChannel);
+      if (want.has('stream')) state.streams = await streams.channelObjects(caller);
       if (want.has('user_topic')) state.user_topics = await streams.userTopics(caller);
       if (want.has('muted_topics')) {
         const names = new Map((await streams.subscriptions(caller)).map((s) => [s.stream_id, s.name]));
@@ -201,62 +200,4 @@ export function createChatEventsService(deps: {
   };
 }
 
-type StreamLike = Awaited<ReturnType<ChatStreamsService['subscriptions']>>[number];
-
-/** Zulip's BasicChannel fields. */
-export function basicChannel(s: StreamLike) {
-  return {
-    stream_id: s.stream_id,
-    name: s.name,
-    description: s.description,
-    rendered_description: s.description ? `<p>${escapeHtml(s.description)}</p>` : '',
-    date_created: s.date_created,
-    creator_id: s.creator_id,
-    invite_only: s.invite_only,
-    is_web_public: false,
-    stream_post_policy: 1,
-    message_retention_days: null,
-    history_public_to_subscribers: !s.invite_only,
-    first_message_id: null,
-    is_recently_active: true,
-    is_announcement_only: false,
-    is_archived: s.is_archived,
-    stream_weekly_traffic: null,
-  };
-}
-
-/** Zulip's Subscription object (the caller's settings are the defaults: nothing is stored per subscription yet). */
-export function subscriptionObject(s: StreamLike) {
-  const b = basicChannel(s);
-  return {
-    stream_id: b.stream_id,
-    name: b.name,
-    description: b.description,
-    rendered_description: b.rendered_description,
-    date_created: b.date_created,
-    creator_id: b.creator_id,
-    invite_only: b.invite_only,
-    is_web_public: false,
-    desktop_notifications: null,
-    email_notifications: null,
-    wildcard_mentions_notify: null,
-    push_notifications: null,
-    audible_notifications: null,
-    pin_to_top: false,
-    is_muted: false,
-    in_home_view: true,
-    is_announcement_only: false,
-    color: COLORS[s.stream_id % COLORS.length],
-    stream_post_policy: 1,
-    message_retention_days: null,
-    history_public_to_subscribers: b.history_public_to_subscribers,
-    first_message_id: null,
-    is_recently_active: true,
-    stream_weekly_traffic: null,
-    is_archived: s.is_archived,
-  };
-}
-
-const COLORS = ['#76ce90', '#fae589', '#a6c7e5', '#e79ab5', '#bfd56f', '#f4ae55', '#b0a5fd', '#addfe5', '#f5ce6e', '#c2726a'];
-const escapeHtml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 export { unix };

@@ -657,25 +657,26 @@ export function createChatMessagesService(deps: { db: Db; streams: ChatStreamsSe
     /** POST /typing: typing notifications to the other people of a conversation or the channel's subscribers. */
     async typing(caller: Caller, v: { op: 'start' | 'stop'; type: 'direct' | 'stream'; to?: unknown; streamId?: number; topic?: string }) {
       const sender = { user_id: caller.user.id, email: caller.user.email };
-      await change(async (trx, emit) => {
-        if (v.type === 'stream') {
-          if (v.streamId === undefined) throw chatErrors.missing('stream_id');
-          if (v.topic === undefined) throw chatErrors.missing('topic');
-          const stream = await streams.byId(caller, v.streamId);
-          const subs = (await store.activeSubscribers(trx, stream.id)).filter((u) => u !== caller.user.id);
-          emit({ realmId: caller.realm.id, users: subs, payload: { type: 'typing', op: v.op, message_type: 'stream', sender, stream_id: stream.id, topic: v.topic } });
-        } else {
-          if (v.to === undefined) throw chatErrors.missing('to');
-          const ids = await usersFromOperand(caller, v.to);
-          if (!ids.length) throw chatErrors.bad('Empty list of recipients');
-          const people = await store.usersByIds(trx, caller.realm.id, [...new Set([...ids, caller.user.id])]);
-          emit({
-            realmId: caller.realm.id,
-            users: people.map((p) => p.id).filter((u) => u !== caller.user.id),
-            payload: { type: 'typing', op: v.op, message_type: 'direct', sender, recipients: people.map((p) => ({ user_id: p.id, email: p.email })) },
-          });
-        }
-      });
+      // Resolved before the write: on the embedded database a read outside the transaction would wait for it.
+      let event: ChatEventRecord;
+      if (v.type === 'stream') {
+        if (v.streamId === undefined) throw chatErrors.missing('stream_id');
+        if (v.topic === undefined) throw chatErrors.missing('topic');
+        const stream = await streams.byId(caller, v.streamId);
+        const subs = (await store.activeSubscribers(db, stream.id)).filter((u) => u !== caller.user.id);
+        event = { realmId: caller.realm.id, users: subs, payload: { type: 'typing', op: v.op, message_type: 'stream', sender, stream_id: stream.id, topic: v.topic } };
+      } else {
+        if (v.to === undefined) throw chatErrors.missing('to');
+        const ids = await usersFromOperand(caller, v.to);
+        if (!ids.length) throw chatErrors.bad('Empty list of recipients');
+        const people = await store.usersByIds(db, caller.realm.id, [...new Set([...ids, caller.user.id])]);
+        event = {
+          realmId: caller.realm.id,
+          users: people.map((p) => p.id).filter((u) => u !== caller.user.id),
+          payload: { type: 'typing', op: v.op, message_type: 'direct', sender, recipients: people.map((p) => ({ user_id: p.id, email: p.email })) },
+        };
+      }
+      await change(async (_trx, emit) => emit(event));
     },
 
     narrowConditions,
