@@ -1,3 +1,4 @@
+import swagger from '@fastify/swagger';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/database.ts';
@@ -28,8 +29,11 @@ import { chatStatusRoutes } from './status/status.routes.ts';
 import { createChatStatusService } from './status/status.service.ts';
 import { chatStreamsRoutes } from './streams/streams.routes.ts';
 import { createChatStreamsService } from './streams/streams.service.ts';
+import { FEATURE_LEVEL } from './realm/realm.service.ts';
 import { chatUsersRoutes } from './users/users.routes.ts';
 import { createChatUsersService } from './users/users.service.ts';
+
+const FEATURE_LEVEL_STRING = `feature level ${FEATURE_LEVEL}`;
 
 /** The chat's composition root: every service built once, each given only what it needs. */
 export function createChatServices(deps: { db: Db; cipher: Cipher; queueLimits?: Partial<QueueLimits> }) {
@@ -61,6 +65,25 @@ export async function buildChatApp(deps: { config: Config; logger: Logger; metri
   await services.events.start(deps.logger);
   app.addHook('onClose', async () => services.events.stop());
 
+  // The chat server's own contract, served at /api/v1/openapi.json (docs/chat-server.md): every
+  // route this server answers, registered before them so each is recorded.
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Crewhouse chat server (Zulip-compatible)',
+        version: FEATURE_LEVEL_STRING,
+        description:
+          'A Zulip-compatible chat server: paths are relative to {chat_base_url}/api/v1. Parameters are form-encoded (typed ones JSON-encoded), answers are ' +
+          '{result, msg, ...}; errors are {result: "error", msg, code}. Zulip Server\'s own OpenAPI description is the reference for each operation.',
+      },
+      servers: [{ url: '/api/v1' }],
+      components: { securitySchemes: { basicAuth: { type: 'http', scheme: 'basic', description: 'the account\'s API email address and API key' } } },
+      security: [{ basicAuth: [] }],
+    },
+    transform: ({ schema, url }) => ({ schema: schema as never, url: url.startsWith('/api/v1') ? url.slice('/api/v1'.length) || '/' : url }),
+  });
+
   await app.register(
     async (api: App) => {
       const r = chatRouter(api, { authenticate: (header) => services.users.authenticate(header), limiter });
@@ -75,6 +98,7 @@ export async function buildChatApp(deps: { config: Config; logger: Logger; metri
       chatProfileFieldsRoutes(r, services);
       chatMessagesRoutes(r, services);
       chatEventsRoutes(r, services);
+      api.get('/openapi.json', { schema: { operationId: 'getChatOpenApi', tags: ['meta'], description: 'This chat server\'s contract, as OpenAPI 3.1 JSON (public).' } }, async () => app.swagger());
     },
     { prefix: '/api/v1' },
   );

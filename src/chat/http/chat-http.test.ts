@@ -198,3 +198,21 @@ describe('chat rate limiting', () => {
     assert.equal((await t.raw('GET', '/users/me', { auth: other })).status, 200);
   });
 });
+
+describe('chat contract', () => {
+  test('the chat server publishes its own OpenAPI at /api/v1/openapi.json, listing the message and event endpoints', async () => {
+    const t = await chatTestServer();
+    try {
+      const res = await fetch(`${t.base}/api/v1/openapi.json`);
+      assert.equal(res.status, 200);
+      const doc = (await res.json()) as any;
+      assert.equal(doc.openapi, '3.1.0');
+      for (const [path, method] of [['/messages', 'post'], ['/messages', 'get'], ['/register', 'post'], ['/events', 'get'], ['/users', 'get'], ['/invites', 'get']]) {
+        assert.ok(doc.paths[path]?.[method], `${method} ${path} is in the contract`);
+      }
+      assert.equal(doc.paths['/messages'].post.operationId, 'sendMessage');
+    } finally {
+      await t.close();
+    }
+  });
+});
