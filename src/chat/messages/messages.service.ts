@@ -255,7 +255,8 @@ export function createChatMessagesService(deps: { db: Db; streams: ChatStreamsSe
         key = dmKey(recipients);
       }
 
-      const resolve = await mentionResolver(caller.realm.id);
+      // The organization's names are read only when the message can mention someone.
+      const resolve = content.includes('@**') || content.includes('@_**') ? await mentionResolver(caller.realm.id) : () => null;
       const rendered = renderMessage(content, resolve);
       const now = new Date();
       const recipientSet = new Set(recipients);
@@ -388,7 +389,7 @@ export function createChatMessagesService(deps: { db: Db; streams: ChatStreamsSe
       if (v.content !== undefined) {
         content = truncate(v.content.replace(/\r\n?/g, '\n').trimEnd(), MAX_MESSAGE_LENGTH, '\n[message truncated]');
         if (!content.trim()) content = '(deleted)';
-        rendered = renderMessage(content, await mentionResolver(caller.realm.id));
+        rendered = renderMessage(content, content.includes('@**') || content.includes('@_**') ? await mentionResolver(caller.realm.id) : () => null);
       }
       const now = new Date();
       const ts = Math.floor(now.getTime() / 1000);
