@@ -19,6 +19,7 @@ import { chatInvitesRoutes } from './invites/invites.routes.ts';
 import { createChatInvitesService } from './invites/invites.service.ts';
 import { chatMessagesRoutes } from './messages/messages.routes.ts';
 import { createChatMessagesService } from './messages/messages.service.ts';
+import { chatPresenceRoutes, createChatPresenceService } from './presence/presence.ts';
 import { chatPlaygroundsRoutes } from './playgrounds/playgrounds.routes.ts';
 import { createChatPlaygroundsService } from './playgrounds/playgrounds.service.ts';
 import { chatProfileFieldsRoutes } from './profile-fields/profile-fields.routes.ts';
@@ -49,8 +50,9 @@ export function createChatServices(deps: { db: Db; cipher: Cipher; queueLimits?:
   const profileFields = createChatProfileFieldsService({ db });
   // Writers nudge this process's event reader after they commit; other processes hear the NOTIFY.
   const messages = createChatMessagesService({ db, streams, emoji, afterCommit: () => events.poke() });
-  const events = createChatEventsService({ db, messages, streams, profileFields, limits: deps.queueLimits });
-  return { users, realms, streams, emoji, status, botStorage, invites, playgrounds, profileFields, messages, events };
+  const presence = createChatPresenceService({ db, afterCommit: () => events.poke() });
+  const events = createChatEventsService({ db, messages, streams, profileFields, presence, limits: deps.queueLimits });
+  return { users, realms, streams, emoji, status, botStorage, invites, playgrounds, profileFields, messages, events, presence };
 }
 
 export type ChatServices = ReturnType<typeof createChatServices>;
@@ -98,6 +100,7 @@ export async function buildChatApp(deps: { config: Config; logger: Logger; metri
       chatProfileFieldsRoutes(r, services);
       chatMessagesRoutes(r, services);
       chatEventsRoutes(r, services);
+      chatPresenceRoutes(r, services);
       api.get('/openapi.json', { schema: { operationId: 'getChatOpenApi', tags: ['meta'], description: 'This chat server\'s contract, as OpenAPI 3.1 JSON (public).' } }, async () => app.swagger());
     },
     { prefix: '/api/v1' },

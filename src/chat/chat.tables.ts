@@ -144,6 +144,12 @@ export interface ChatTables {
     reaction_type: string;
     created_at: Generated<string>;
   };
+  chat_presence: {
+    user_id: number;
+    realm_id: number;
+    last_active_time: NullableTimestamp;
+    last_connected_time: Timestamp;
+  };
   chat_events: {
     id: Generated<number>;
     realm_id: number;

@@ -15,7 +15,6 @@ export function chatEventsRoutes(r: ChatRouter, deps: { events: ChatEventsServic
       const eventTypes = params.stringList('event_types', { maxLength: 100 });
       const fetchEventTypes = params.stringList('fetch_event_types', { maxLength: 100 });
       params.has('client_capabilities');
-      params.has('slim_presence');
       params.has('presence_history_limit_days');
       const allPublicStreams = params.bool('all_public_streams') ?? false;
       return events.register(caller, {
@@ -26,6 +25,7 @@ export function chatEventsRoutes(r: ChatRouter, deps: { events: ChatEventsServic
         clientGravatar: params.bool('client_gravatar') ?? false,
         includeSubscribers: params.bool('include_subscribers') ?? false,
         allPublicStreams,
+        slimPresence: params.bool('slim_presence') ?? false,
       });
     },
   );

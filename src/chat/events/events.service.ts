@@ -3,6 +3,7 @@ import type { Db } from '../../db/database.ts';
 import { ChatError } from '../http/errors.ts';
 import { MAX_MESSAGE_LENGTH, type ChatMessagesService, type MessageEventHidden } from '../messages/messages.service.ts';
 import { matches, type NarrowTerm, type Term } from '../messages/narrow.ts';
+import type { ChatPresenceService } from '../presence/presence.ts';
 import type { ChatProfileFieldsService } from '../profile-fields/profile-fields.service.ts';
 import { FEATURE_LEVEL, ZULIP_VERSION } from '../realm/realm.service.ts';
 import { MAX_STREAM_NAME_LENGTH, MAX_TOPIC_NAME_LENGTH, type ChatStreamsService } from '../streams/streams.service.ts';
@@ -29,6 +30,7 @@ export function createChatEventsService(deps: {
   messages: ChatMessagesService;
   streams: ChatStreamsService;
   profileFields: ChatProfileFieldsService;
+  presence: ChatPresenceService;
   limits?: Partial<QueueLimits>;
 }) {
   const { db, messages, streams, profileFields } = deps;
@@ -99,7 +101,7 @@ export function createChatEventsService(deps: {
     /** POST /register: a queue, then the state asked for (so no change between the two is lost). */
     async register(
       caller: Caller,
-      v: { eventTypes?: string[]; fetchEventTypes?: string[]; narrow: NarrowTerm[]; applyMarkdown: boolean; clientGravatar: boolean; includeSubscribers: boolean; allPublicStreams: boolean },
+      v: { eventTypes?: string[]; fetchEventTypes?: string[]; narrow: NarrowTerm[]; applyMarkdown: boolean; clientGravatar: boolean; includeSubscribers: boolean; allPublicStreams: boolean; slimPresence: boolean },
     ) {
       if (caller.user.is_bot && caller.user.bot_type === 2) throw new ChatError('This API is not available to incoming webhook bots.');
       const { terms } = await messages.narrowConditions(caller, v.narrow);
@@ -179,7 +181,7 @@ export function createChatEventsService(deps: {
       }
       if (want.has('custom_profile_fields')) state.custom_profile_fields = await profileFields.list(caller);
       if (want.has('recent_private_conversations')) state.recent_private_conversations = await messages.recentPrivateConversations(caller);
-      if (want.has('presence')) Object.assign(state, { presences: {}, server_timestamp: Date.now() / 1000, presence_last_update_id: -1 });
+      if (want.has('presence')) Object.assign(state, { presences: await deps.presence.presences(caller, v.slimPresence), server_timestamp: Date.now() / 1000, presence_last_update_id: -1 });
       return state;
     },
 

@@ -132,6 +132,21 @@ describe('chat event queues: /register and /events as Zulip clients use them', (
     assert.equal(topic.topic_name, 'noise');
   });
 
+  test('presence: a person coming online reaches the queues; everyone\'s presence reads back', async () => {
+    const queue = await register(ann, { event_types: '["presence"]' });
+    const posted = await t.raw('POST', '/users/me/presence', { auth: bob, form: { status: 'active', slim_presence: 'true' } });
+    assert.equal(posted.status, 200, JSON.stringify(posted.body));
+    assertZulipResponse('POST', '/users/me/presence', posted.body);
+    assert.ok(posted.body.presences[String(bob.id)].active_timestamp > 0);
+    const e = await waitFor(t, ann, queue, (x) => x.type === 'presence');
+    assert.deepEqual([e.user_id, e.presence.website.status], [bob.id, 'active']);
+    const all = await t.raw('GET', '/realm/presence', { auth: ann });
+    assertZulipResponse('GET', '/realm/presence', all.body);
+    assert.equal(all.body.presences[bob.email].aggregated.status, 'active');
+    const bad = await t.raw('POST', '/users/me/presence', { auth: bob, form: { status: 'asleep' } });
+    assert.equal(bad.body.msg, 'Invalid status');
+  });
+
   test('register gives the initial state asked for, in zulip.yaml\'s shapes', async () => {
     const dm = await bob.client.messages.send({ type: 'direct', to: JSON.stringify([ann.id]), content: 'unread for you' });
     await t.raw('POST', '/users/me/status', { auth: ann, form: { status_text: 'here' } });

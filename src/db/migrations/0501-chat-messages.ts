@@ -51,6 +51,16 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addPrimaryKeyConstraint('chat_reactions_pkey', ['message_id', 'user_id', 'reaction_type', 'emoji_code'])
     .execute();
 
+  // Presence: when each person was last active and last connected (POST /users/me/presence).
+  await db.schema
+    .createTable('chat_presence')
+    .addColumn('user_id', 'integer', (c) => c.primaryKey().references('chat_users.id').onDelete('cascade'))
+    .addColumn('realm_id', 'integer', (c) => c.notNull().references('chat_realms.id').onDelete('cascade'))
+    .addColumn('last_active_time', 'timestamptz')
+    .addColumn('last_connected_time', 'timestamptz', (c) => c.notNull())
+    .execute();
+  await db.schema.createIndex('chat_presence_realm').on('chat_presence').columns(['realm_id']).execute();
+
   // Every event for the event queues, written in the transaction of the change it tells of;
   // each process reads what is new after a NOTIFY. `users` is who receives it (null: everyone
   // in the organization); `flags` the per-user message flags of a message event. Short-lived:
@@ -67,5 +77,5 @@ export async function up(db: Kysely<any>): Promise<void> {
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const t of ['chat_events', 'chat_reactions', 'chat_user_messages', 'chat_messages']) await db.schema.dropTable(t).execute();
+  for (const t of ['chat_events', 'chat_presence', 'chat_reactions', 'chat_user_messages', 'chat_messages']) await db.schema.dropTable(t).execute();
 }
