@@ -197,6 +197,26 @@ describe('chat messages', () => {
     assert.deepEqual(members.body.subscribers, [ann.id, x.id].sort((p, q) => p - q));
   });
 
+  test('concurrent writers lose nothing: flags set together, reactions added together, edits recorded in order', async () => {
+    const id = await send(ann, { type: 'stream', to: 'general', topic: 'busy', content: 'v0' });
+    // Starring and reading the same message at once: both bits stick (each write is one atomic update).
+    await Promise.all([bob.client.messages.flags.add({ flag: 'starred', messages: [id] }), bob.client.messages.flags.add({ flag: 'read', messages: [id] }), bob.client.messages.flags.add({ flag: 'collapsed', messages: [id] })]);
+    const flags = (await fetch(bob, { anchor: String(id), narrow: [{ operator: 'id', operand: id }] })).messages[0].flags.sort();
+    assert.deepEqual(flags, ['collapsed', 'read', 'starred']);
+    const people = [ann, bob, t.owner];
+    const results = await Promise.all(people.map((p) => p.client.reactions.add({ message_id: id, emoji_name: 'thumbs_up' })));
+    assert.ok(results.every((r) => r.result === 'success'), JSON.stringify(results));
+    const reacted = (await fetch(ann, { anchor: String(id), narrow: [{ operator: 'id', operand: id }] })).messages[0].reactions;
+    assert.deepEqual(reacted.map((r: any) => r.user_id).sort(), people.map((p) => p.id).sort());
+    // Edits at once: each lands in the history, none overwrites another's record.
+    await Promise.all([1, 2, 3].map((n) => ann.client.messages.update({ message_id: id, content: `v${n}` })));
+    const history = await t.db.selectFrom('chat_messages').select('edit_history').where('id', '=', id).executeTakeFirstOrThrow();
+    assert.equal(history.edit_history.length, 3);
+    // Each edit saw the one before it: the previous contents and the final one are v0..v3, each once.
+    const final = (await t.db.selectFrom('chat_messages').select('content').where('id', '=', id).executeTakeFirstOrThrow()).content;
+    assert.deepEqual([...history.edit_history.map((h) => h.prev_content), final].sort(), ['v0', 'v1', 'v2', 'v3']);
+  });
+
   test('limits and bad input: clear 400s, long messages cut as Zulip does', async () => {
     const long = await send(ann, { type: 'stream', to: 'general', topic: 't'.repeat(80), content: 'x'.repeat(10_050) });
     const m = (await call(ann, 'GET', `/messages/${long}`, '/messages/{message_id}')).body;
