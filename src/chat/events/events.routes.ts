@@ -14,9 +14,8 @@ export function chatEventsRoutes(r: ChatRouter, deps: { events: ChatEventsServic
     async ({ params, caller }) => {
       const eventTypes = params.stringList('event_types', { maxLength: 100 });
       const fetchEventTypes = params.stringList('fetch_event_types', { maxLength: 100 });
-      params.has('client_capabilities');
-      params.has('presence_history_limit_days');
-      const allPublicStreams = params.bool('all_public_streams') ?? false;
+      // Not acted on (client_capabilities, all_public_streams, presence_history_limit_days) stay
+      // unread, so the answer lists them in ignored_parameters_unsupported.
       return events.register(caller, {
         eventTypes,
         fetchEventTypes,
@@ -24,7 +23,6 @@ export function chatEventsRoutes(r: ChatRouter, deps: { events: ChatEventsServic
         applyMarkdown: params.bool('apply_markdown') ?? false,
         clientGravatar: params.bool('client_gravatar') ?? false,
         includeSubscribers: params.bool('include_subscribers') ?? false,
-        allPublicStreams,
         slimPresence: params.bool('slim_presence') ?? false,
       });
     },

@@ -101,7 +101,7 @@ export function createChatEventsService(deps: {
     /** POST /register: a queue, then the state asked for (so no change between the two is lost). */
     async register(
       caller: Caller,
-      v: { eventTypes?: string[]; fetchEventTypes?: string[]; narrow: NarrowTerm[]; applyMarkdown: boolean; clientGravatar: boolean; includeSubscribers: boolean; allPublicStreams: boolean; slimPresence: boolean },
+      v: { eventTypes?: string[]; fetchEventTypes?: string[]; narrow: NarrowTerm[]; applyMarkdown: boolean; clientGravatar: boolean; includeSubscribers: boolean; slimPresence: boolean },
     ) {
       if (caller.user.is_bot && caller.user.bot_type === 2) throw new ChatError('This API is not available to incoming webhook bots.');
       const { terms } = await messages.narrowConditions(caller, v.narrow);

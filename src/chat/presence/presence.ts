@@ -90,8 +90,6 @@ export function chatPresenceRoutes(r: ChatRouter, deps: { presence: ChatPresence
     async ({ params, caller }) => {
       const status = params.literal('status', ['active', 'idle'] as const, true);
       const pingOnly = params.bool('ping_only') ?? false;
-      params.has('new_user_input');
-      params.has('history_limit_days');
       const modern = (params.bool('slim_presence') ?? false) || params.has('last_update_id');
       params.int('last_update_id');
       return deps.presence.update(caller, { status, pingOnly, modern });
