@@ -1,3 +1,4 @@
+import swagger from '@fastify/swagger';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/database.ts';
@@ -8,11 +9,17 @@ import { createChatBotStorageService } from './bot-storage/bot-storage.service.t
 import { chatBotStorageRoutes } from './bot-storage/bot-storage.routes.ts';
 import { chatEmojiRoutes } from './emoji/emoji.routes.ts';
 import { createChatEmojiService } from './emoji/emoji.service.ts';
+import { chatEventsRoutes } from './events/events.routes.ts';
+import { createChatEventsService } from './events/events.service.ts';
+import type { QueueLimits } from './events/queues.ts';
 import { chatErrors } from './http/errors.ts';
 import { RateLimiter } from './http/rate-limit.ts';
 import { chatRouter, pathId, useChatConventions } from './http/server.ts';
 import { chatInvitesRoutes } from './invites/invites.routes.ts';
 import { createChatInvitesService } from './invites/invites.service.ts';
+import { chatMessagesRoutes } from './messages/messages.routes.ts';
+import { createChatMessagesService } from './messages/messages.service.ts';
+import { chatPresenceRoutes, createChatPresenceService } from './presence/presence.ts';
 import { chatPlaygroundsRoutes } from './playgrounds/playgrounds.routes.ts';
 import { createChatPlaygroundsService } from './playgrounds/playgrounds.service.ts';
 import { chatProfileFieldsRoutes } from './profile-fields/profile-fields.routes.ts';
@@ -23,11 +30,14 @@ import { chatStatusRoutes } from './status/status.routes.ts';
 import { createChatStatusService } from './status/status.service.ts';
 import { chatStreamsRoutes } from './streams/streams.routes.ts';
 import { createChatStreamsService } from './streams/streams.service.ts';
+import { FEATURE_LEVEL } from './realm/realm.service.ts';
 import { chatUsersRoutes } from './users/users.routes.ts';
 import { createChatUsersService } from './users/users.service.ts';
 
+const FEATURE_LEVEL_STRING = `feature level ${FEATURE_LEVEL}`;
+
 /** The chat's composition root: every service built once, each given only what it needs. */
-export function createChatServices(deps: { db: Db; cipher: Cipher }) {
+export function createChatServices(deps: { db: Db; cipher: Cipher; queueLimits?: Partial<QueueLimits> }) {
   const { db, cipher } = deps;
   const users = createChatUsersService({ db, cipher });
   const realms = createChatRealmService({ db, users });
@@ -38,7 +48,11 @@ export function createChatServices(deps: { db: Db; cipher: Cipher }) {
   const invites = createChatInvitesService({ db, streams });
   const playgrounds = createChatPlaygroundsService({ db });
   const profileFields = createChatProfileFieldsService({ db });
-  return { users, realms, streams, emoji, status, botStorage, invites, playgrounds, profileFields };
+  // Writers nudge this process's event reader after they commit; other processes hear the NOTIFY.
+  const messages = createChatMessagesService({ db, streams, emoji, afterCommit: () => events.poke() });
+  const presence = createChatPresenceService({ db, afterCommit: () => events.poke() });
+  const events = createChatEventsService({ db, messages, streams, profileFields, presence, limits: deps.queueLimits });
+  return { users, realms, streams, emoji, status, botStorage, invites, playgrounds, profileFields, messages, events, presence };
 }
 
 export type ChatServices = ReturnType<typeof createChatServices>;
@@ -49,6 +63,28 @@ export async function buildChatApp(deps: { config: Config; logger: Logger; metri
   const app = createServer({ logger: deps.logger, metrics: deps.metrics, bodyLimit: config.bodyLimit, trustProxy: config.trustProxy, component: 'chat' });
   useChatConventions(app);
   const limiter = config.chatRateLimit ? new RateLimiter(config.chatRateLimit) : null;
+  // The event queues live as long as this server: it reads the event log while it listens.
+  await services.events.start(deps.logger);
+  app.addHook('onClose', async () => services.events.stop());
+
+  // The chat server's own contract, served at /api/v1/openapi.json (docs/chat-server.md): every
+  // route this server answers, registered before them so each is recorded.
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Crewhouse chat server (Zulip-compatible)',
+        version: FEATURE_LEVEL_STRING,
+        description:
+          'A Zulip-compatible chat server: paths are relative to {chat_base_url}/api/v1. Parameters are form-encoded (typed ones JSON-encoded), answers are ' +
+          '{result, msg, ...}; errors are {result: "error", msg, code}. Zulip Server\'s own OpenAPI description is the reference for each operation.',
+      },
+      servers: [{ url: '/api/v1' }],
+      components: { securitySchemes: { basicAuth: { type: 'http', scheme: 'basic', description: 'the account\'s API email address and API key' } } },
+      security: [{ basicAuth: [] }],
+    },
+    transform: ({ schema, url }) => ({ schema: schema as never, url: url.startsWith('/api/v1') ? url.slice('/api/v1'.length) || '/' : url }),
+  });
 
   await app.register(
     async (api: App) => {
@@ -62,6 +98,10 @@ export async function buildChatApp(deps: { config: Config; logger: Logger; metri
       chatInvitesRoutes(r, services);
       chatPlaygroundsRoutes(r, services);
       chatProfileFieldsRoutes(r, services);
+      chatMessagesRoutes(r, services);
+      chatEventsRoutes(r, services);
+      chatPresenceRoutes(r, services);
+      api.get('/openapi.json', { schema: { operationId: 'getChatOpenApi', tags: ['meta'], description: 'This chat server\'s contract, as OpenAPI 3.1 JSON (public).' } }, async () => app.swagger());
     },
     { prefix: '/api/v1' },
   );

@@ -114,6 +114,50 @@ export interface ChatTables {
   };
   chat_invites: InviteColumns & { email: string; times_sent: Generated<number> };
   chat_multiuse_invites: InviteColumns & { confirmation_key: string };
+  chat_messages: {
+    id: Generated<number>;
+    realm_id: number;
+    sender_id: number;
+    type: 'stream' | 'private';
+    stream_id: number | null;
+    topic: Generated<string>;
+    dm_key: string | null;
+    content: string;
+    rendered_content: string;
+    client: Generated<string>;
+    date_sent: Timestamp;
+    last_edit_time: NullableTimestamp;
+    last_moved_time: NullableTimestamp;
+    edit_history: Json<EditHistoryEntry[]>;
+    row_version: RowVersion;
+  };
+  chat_user_messages: {
+    user_id: number;
+    message_id: number;
+    flags: Generated<number>;
+  };
+  chat_reactions: {
+    message_id: number;
+    user_id: number;
+    emoji_name: string;
+    emoji_code: string;
+    reaction_type: string;
+    created_at: Generated<string>;
+  };
+  chat_presence: {
+    user_id: number;
+    realm_id: number;
+    last_active_time: NullableTimestamp;
+    last_connected_time: Timestamp;
+  };
+  chat_events: {
+    id: Generated<number>;
+    realm_id: number;
+    users: Json<number[] | null>;
+    flags: Json<Record<string, string[]> | null>;
+    payload: Json<Record<string, unknown>>;
+    created_at: Generated<string>;
+  };
   chat_playgrounds: {
     id: Generated<number>;
     realm_id: number;
@@ -121,6 +165,18 @@ export interface ChatTables {
     pygments_language: string;
     url_template: string;
   };
+}
+
+/** One entry of a message's edit history, as Zulip's (newest first). */
+export interface EditHistoryEntry {
+  user_id: number | null;
+  timestamp: number;
+  prev_content?: string;
+  prev_rendered_content?: string;
+  prev_topic?: string;
+  topic?: string;
+  prev_stream?: number;
+  stream?: number;
 }
 
 interface InviteColumns {

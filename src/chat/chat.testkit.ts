@@ -10,6 +10,7 @@ import type { App } from '../http/kernel.ts';
 import { loadCipher } from '../secrets/cipher.ts';
 import { buildChatApp, createChatServices, type ChatServices } from './app.ts';
 import type { ChatRole } from './chat.tables.ts';
+import type { QueueLimits } from './events/queues.ts';
 import type { RealmRow, UserRow } from './users/users.store.ts';
 
 /** The zulip-js client as these tests use it (the package ships no types). */
@@ -24,6 +25,18 @@ export interface ZulipClient {
   streams: { retrieve(params?: Record<string, unknown>): Promise<any>; getStreamId(name: string): Promise<any>; subscriptions: { retrieve(params?: Record<string, unknown>): Promise<any> } };
   emojis: { retrieve(params?: Record<string, unknown>): Promise<any> };
   server: { settings(params?: Record<string, unknown>): Promise<any> };
+  messages: {
+    send(params: Record<string, unknown>): Promise<any>;
+    retrieve(params: Record<string, unknown>): Promise<any>;
+    update(params: Record<string, unknown>): Promise<any>;
+    getById(params: Record<string, unknown>): Promise<any>;
+    deleteById(params: Record<string, unknown>): Promise<any>;
+    flags: { add(params: Record<string, unknown>): Promise<any>; remove(params: Record<string, unknown>): Promise<any> };
+  };
+  reactions: { add(params: Record<string, unknown>): Promise<any>; remove(params: Record<string, unknown>): Promise<any> };
+  queues: { register(params?: Record<string, unknown>): Promise<any>; deregister(params: Record<string, unknown>): Promise<any> };
+  events: { retrieve(params: Record<string, unknown>): Promise<any> };
+  typing: { send(params: Record<string, unknown>): Promise<any> };
 }
 type ZulipFactory = (config: { realm: string; username: string; apiKey?: string; password?: string }) => Promise<ZulipClient>;
 export const zulip = createRequire(import.meta.url)('zulip-js') as ZulipFactory;
@@ -59,11 +72,11 @@ export interface ChatTestServer {
 
 export const basic = (email: string, key: string) => `Basic ${Buffer.from(`${email}:${key}`).toString('base64')}`;
 
-export async function chatTestServer(opts: { config?: Record<string, string> } = {}): Promise<ChatTestServer> {
-  const { db, close: closeDb } = await testDb();
+export async function chatTestServer(opts: { config?: Record<string, string>; queueLimits?: Partial<QueueLimits>; db?: Db } = {}): Promise<ChatTestServer> {
+  const { db, close: closeDb } = opts.db ? { db: opts.db, close: async () => {} } : await testDb();
   const config = testConfig({ SERVICE_CHAT_RATE_LIMIT: '0', ...opts.config });
   const { logger, lines } = captureLogger();
-  const services = createChatServices({ db, cipher: loadCipher(config) });
+  const services = createChatServices({ db, cipher: loadCipher(config), queueLimits: opts.queueLimits });
   const app = await buildChatApp({ config, logger, services });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;

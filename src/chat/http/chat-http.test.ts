@@ -10,6 +10,17 @@ describe('chat HTTP conventions', () => {
   });
   after(() => t.close());
 
+  test('the chat server publishes its own OpenAPI at /api/v1/openapi.json, listing the message and event endpoints', async () => {
+    const res = await fetch(`${t.base}/api/v1/openapi.json`);
+    assert.equal(res.status, 200);
+    const doc = (await res.json()) as any;
+    assert.equal(doc.openapi, '3.1.0');
+    for (const [path, method] of [['/messages', 'post'], ['/messages', 'get'], ['/register', 'post'], ['/events', 'get'], ['/users', 'get'], ['/invites', 'get']]) {
+      assert.ok(doc.paths[path]?.[method], `${method} ${path} is in the contract`);
+    }
+    assert.equal(doc.paths['/messages'].post.operationId, 'sendMessage');
+  });
+
   const unauthorized = (res: { status: number; headers: Headers; body: any }, msg: string) => {
     assert.equal(res.status, 401);
     assert.deepEqual(res.body, { result: 'error', msg, code: 'UNAUTHORIZED' });
@@ -197,4 +208,16 @@ describe('chat rate limiting', () => {
     const other = await t.account(400);
     assert.equal((await t.raw('GET', '/users/me', { auth: other })).status, 200);
   });
+
+  test('sending messages counts too: past the window a send is refused and nothing is stored', async () => {
+    const sender = await t.account(400);
+    const send = (n: number) => t.raw('POST', '/messages', { auth: sender, form: { type: 'direct', to: JSON.stringify([t.owner.id]), content: `note ${n}` } });
+    for (let i = 0; i < 3; i++) assert.equal((await send(i)).status, 200);
+    const refused = await send(3);
+    assert.equal(refused.status, 429);
+    assert.equal(refused.body.code, 'RATE_LIMIT_HIT');
+    const stored = await t.db.selectFrom('chat_messages').select((eb) => eb.fn.countAll().as('n')).where('sender_id', '=', sender.id).executeTakeFirstOrThrow();
+    assert.equal(Number(stored.n), 3);
+  });
 });
+

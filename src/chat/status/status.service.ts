@@ -1,6 +1,7 @@
 import { recordAudit } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import type { ChatEmojiService } from '../emoji/emoji.service.ts';
+import { writeEvents } from '../events/events.bus.ts';
 import { chatErrors } from '../http/errors.ts';
 import { chatActor, type Caller, type ChatUsersService } from '../users/users.service.ts';
 
@@ -43,6 +44,12 @@ export function createChatStatusService(deps: { db: Db; emoji: ChatEmojiService;
           .onConflict((oc) => oc.column('user_id').doUpdateSet(set))
           .execute();
         if (v.away !== undefined) await trx.updateTable('chat_users').set({ presence_enabled: !v.away }).where('id', '=', caller.user.id).execute();
+        // What changed, to everyone's queues (Zulip's user_status event).
+        const event: Record<string, unknown> = { type: 'user_status', user_id: caller.user.id };
+        if (v.away !== undefined) event.away = v.away;
+        if (v.statusText !== undefined) event.status_text = v.statusText;
+        if (v.emojiName !== undefined) Object.assign(event, { emoji_name: v.emojiName, emoji_code: emojiCode!, reaction_type: reactionType! });
+        await writeEvents(trx, [{ realmId: caller.realm.id, users: null, payload: event }]);
         await recordAudit(trx, chatActor(caller), 'chat.status.update', { type: 'chat_user', id: caller.user.id }, { changed: Object.keys(set).filter((k) => k !== 'updated_at').concat(v.away !== undefined ? ['away'] : []) });
       });
     },

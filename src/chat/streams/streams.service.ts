@@ -1,6 +1,7 @@
 import { recordAudit } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import { lockKey } from '../../db/conditional.ts';
+import { writeEvents, type ChatEventRecord } from '../events/events.bus.ts';
 import { ChatError, chatErrors } from '../http/errors.ts';
 import { dbId } from '../http/params.ts';
 import { isGuest } from '../users/users.present.ts';
@@ -37,6 +38,75 @@ export function presentStream(s: StreamRow) {
   };
 }
 
+const COLORS = ['#76ce90', '#fae589', '#a6c7e5', '#e79ab5', '#bfd56f', '#f4ae55', '#b0a5fd', '#addfe5', '#f5ce6e', '#c2726a'];
+const escapeHtml = (t: string) => t.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+
+/** Zulip's BasicChannel object (stream events, /register's streams). */
+export function channelEventObject(s: StreamRow) {
+  const p = presentStream(s);
+  return {
+    stream_id: p.stream_id,
+    name: p.name,
+    description: p.description,
+    rendered_description: p.description ? `<p>${escapeHtml(p.description)}</p>` : '',
+    date_created: p.date_created,
+    creator_id: p.creator_id,
+    invite_only: p.invite_only,
+    is_web_public: false,
+    stream_post_policy: 1,
+    message_retention_days: null,
+    history_public_to_subscribers: !p.invite_only,
+    first_message_id: null,
+    is_recently_active: true,
+    is_announcement_only: false,
+    is_archived: p.is_archived,
+    stream_weekly_traffic: null,
+    ...groupSettings(),
+  };
+}
+
+/**
+ * The channel permission settings as explicit (empty) user collections: this server has no
+ * user groups; who may post, subscribe or manage follows the roles (see docs/chat-server.md).
+ */
+const groupSettings = () => {
+  const none = () => ({ direct_members: [] as number[], direct_subgroups: [] as number[] });
+  return { can_add_subscribers_group: none(), can_remove_subscribers_group: none(), can_administer_channel_group: none(), can_send_message_group: none(), can_subscribe_group: none() };
+};
+
+/** Zulip's Subscription object, with the default per-subscription settings (none are stored yet). */
+export function subscriptionEventObject(s: Pick<StreamRow, 'id'> & Parameters<typeof presentStream>[0]) {
+  const b = channelEventObject(s);
+  return {
+    stream_id: b.stream_id,
+    name: b.name,
+    description: b.description,
+    rendered_description: b.rendered_description,
+    date_created: b.date_created,
+    creator_id: b.creator_id,
+    invite_only: b.invite_only,
+    is_web_public: false,
+    desktop_notifications: null,
+    email_notifications: null,
+    wildcard_mentions_notify: null,
+    push_notifications: null,
+    audible_notifications: null,
+    pin_to_top: false,
+    is_muted: false,
+    in_home_view: true,
+    is_announcement_only: false,
+    color: COLORS[s.id % COLORS.length],
+    stream_post_policy: 1,
+    message_retention_days: null,
+    history_public_to_subscribers: b.history_public_to_subscribers,
+    first_message_id: null,
+    is_recently_active: true,
+    stream_weekly_traffic: null,
+    is_archived: b.is_archived,
+    ...groupSettings(),
+  };
+}
+
 export type ChatStreamsService = ReturnType<typeof createChatStreamsService>;
 
 export function createChatStreamsService(deps: { db: Db }) {
@@ -61,6 +131,7 @@ export function createChatStreamsService(deps: { db: Db }) {
     await db.transaction().execute(async (trx) => {
       await lockKey(trx, `chat_user_topics:${caller.user.id}:${stream.id}`);
       await store.setTopicPolicy(trx, caller.user.id, stream.id, topic, policy);
+      await writeEvents(trx, [{ realmId: caller.realm.id, users: [caller.user.id], payload: { type: 'user_topic', stream_id: stream.id, topic_name: topic, last_updated: Math.floor(Date.now() / 1000), visibility_policy: policy } }]);
       await recordAudit(trx, chatActor(caller), 'chat.user_topic.update', { type: 'chat_stream', id: stream.id }, { topic, visibility_policy: policy });
     });
   }
@@ -98,6 +169,8 @@ export function createChatStreamsService(deps: { db: Db }) {
         await lockKey(trx, `chat_streams:${caller.realm.id}`);
         const subscribed: string[] = [];
         const already: string[] = [];
+        const events: ChatEventRecord[] = [];
+        const added: StreamRow[] = [];
         for (const { name, description } of names) {
           let s = await store.streamByName(trx, caller.realm.id, name, caller.user.id);
           if (!s) {
@@ -105,6 +178,8 @@ export function createChatStreamsService(deps: { db: Db }) {
             const { id } = await store.insertStream(trx, { realmId: caller.realm.id, name, description, inviteOnly: v.inviteOnly, creatorId: caller.user.id });
             await recordAudit(trx, chatActor(caller), 'chat.stream.create', { type: 'chat_stream', id }, { name, invite_only: v.inviteOnly });
             s = (await store.streamById(trx, caller.realm.id, id, caller.user.id))!;
+            // A public channel is news to everyone; a private one only to its creator.
+            events.push({ realmId: caller.realm.id, users: v.inviteOnly ? [caller.user.id] : null, payload: { type: 'stream', op: 'create', streams: [channelEventObject(s)] } });
           } else if (s.is_archived || (!s.subscribed && (s.invite_only || isGuest(caller.user)))) {
             throw chatErrors.bad(`Unable to access channel (${name}).`);
           }
@@ -114,8 +189,17 @@ export function createChatStreamsService(deps: { db: Db }) {
             await store.subscribe(trx, caller.user.id, s.id);
             await recordAudit(trx, chatActor(caller), 'chat.subscription.create', { type: 'chat_stream', id: s.id });
             subscribed.push(s.name);
+            added.push(s);
           }
         }
+        if (added.length) {
+          events.push({ realmId: caller.realm.id, users: [caller.user.id], payload: { type: 'subscription', op: 'add', subscriptions: added.map(subscriptionEventObject) } });
+          for (const s of added) {
+            const peers = (await store.subscriberIds(trx, s.id)).filter((u) => u !== caller.user.id);
+            if (peers.length) events.push({ realmId: caller.realm.id, users: peers, payload: { type: 'subscription', op: 'peer_add', stream_ids: [s.id], user_ids: [caller.user.id] } });
+          }
+        }
+        await writeEvents(trx, events);
         const key = String(caller.user.id);
         return { subscribed: subscribed.length ? { [key]: subscribed } : {}, already_subscribed: already.length ? { [key]: already } : {} };
       });
@@ -136,6 +220,11 @@ export function createChatStreamsService(deps: { db: Db }) {
           await store.unsubscribe(trx, caller.user.id, s.id);
           await recordAudit(trx, chatActor(caller), 'chat.subscription.delete', { type: 'chat_stream', id: s.id });
           removed.push(s.name);
+          const peers = await store.subscriberIds(trx, s.id);
+          await writeEvents(trx, [
+            { realmId: caller.realm.id, users: [caller.user.id], payload: { type: 'subscription', op: 'remove', subscriptions: [{ stream_id: s.id, name: s.name }] } },
+            ...(peers.length ? [{ realmId: caller.realm.id, users: peers, payload: { type: 'subscription', op: 'peer_remove', stream_ids: [s.id], user_ids: [caller.user.id] } }] : []),
+          ]);
         }
         return { removed, not_removed: notRemoved };
       });
@@ -145,9 +234,35 @@ export function createChatStreamsService(deps: { db: Db }) {
       return (await store.subscribedStreams(db, caller.realm.id, caller.user.id)).map(presentStream);
     },
 
+    /** The caller's subscriptions as Zulip's Subscription objects (for /register). */
+    async subscriptionObjects(caller: Caller) {
+      return (await store.subscribedStreams(db, caller.realm.id, caller.user.id)).map(subscriptionEventObject);
+    },
+
+    /** Channels the caller can see as BasicChannel objects (for /register). */
+    async channelObjects(caller: Caller) {
+      const rows = await store.visibleStreams(db, caller.realm.id, caller.user.id);
+      return rows.filter((s) => s.subscribed || !isGuest(caller.user)).map(channelEventObject);
+    },
+
     async streams(caller: Caller) {
       const rows = await store.visibleStreams(db, caller.realm.id, caller.user.id);
       return rows.filter((s) => s.subscribed || !isGuest(caller.user)).map(presentStream);
+    },
+
+    /** GET /streams/{stream_id}/members: active subscribers of a channel the caller can reach. */
+    async members(caller: Caller, id: number) {
+      const s = await byId(caller, id);
+      const rows = await db
+        .selectFrom('chat_subscriptions as sub')
+        .innerJoin('chat_users as u', 'u.id', 'sub.user_id')
+        .select('sub.user_id')
+        .where('sub.stream_id', '=', s.id)
+        .where('sub.active', '=', true)
+        .where('u.is_active', '=', true)
+        .orderBy('sub.user_id')
+        .execute();
+      return rows.map((r) => r.user_id);
     },
 
     /** GET /get_stream_id. */

@@ -104,3 +104,9 @@ export const UserObject = Type.Object({
   bot_owner_id: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
   profile_data: Type.Optional(Type.Record(Type.String(), Type.Object({ value: Type.String(), rendered_value: Type.Optional(Type.String()) }))),
 });
+
+/** A user object as /register and realm_user events carry it (zulip.yaml's User: no stub or deletion markers). */
+export function presentUserForEvents(...args: Parameters<typeof presentUser>) {
+  const { is_imported_stub: _stub, is_deleted: _deleted, ...rest } = presentUser(...args);
+  return rest;
+}

@@ -8,7 +8,8 @@ import type { Cipher } from '../../secrets/cipher.ts';
 import type { ChatRole } from '../chat.tables.ts';
 import { ChatError, chatErrors } from '../http/errors.ts';
 import { dbId } from '../http/params.ts';
-import { apiEmail, avatarUrl, isAdmin, isGuest, isOwner, presentUser, VISIBILITY, type ProfileData } from './users.present.ts';
+import { writeEvents } from '../events/events.bus.ts';
+import { apiEmail, avatarUrl, presentUserForEvents, isAdmin, isGuest, isOwner, presentUser, VISIBILITY, type ProfileData } from './users.present.ts';
 import * as store from './users.store.ts';
 import type { RealmRow, UserRow } from './users.store.ts';
 
@@ -127,6 +128,11 @@ export function createChatUsersService(deps: { db: Db; cipher: Cipher }) {
     });
     const email = apiEmail(realm, row.id, v.email, visibility, !!v.bot);
     if (email !== row.email) row = await store.updateUser(trx, row.id, { email });
+    // Everyone's event queues learn of the new account, as a member sees it.
+    if (row.is_active) {
+      const person = presentUserForEvents(row, { caller: { id: 0, role: 400 }, realm, clientGravatar: false, profile: row.is_bot ? undefined : new Map() });
+      await writeEvents(trx, [{ realmId: realm.id, users: null, payload: { type: 'realm_user', op: 'add', person } }]);
+    }
     return { row, apiKey: key };
   }
 
@@ -191,8 +197,9 @@ export function createChatUsersService(deps: { db: Db; cipher: Cipher }) {
 
     async me(caller: Caller) {
       const profile = caller.user.is_bot ? undefined : await profileMap(caller.realm.id, [caller.user.id]);
-      // No messages are stored by this server, so there is no newest message (Zulip answers -1).
-      return { ...presentUser(caller.user, { caller: caller.user, realm: caller.realm, clientGravatar: false, profile }), max_message_id: -1 };
+      // The newest message the caller received (Zulip answers -1 when there is none).
+      const max = await db.selectFrom('chat_user_messages').select((eb) => eb.fn.max('message_id').as('max')).where('user_id', '=', caller.user.id).executeTakeFirst();
+      return { ...presentUser(caller.user, { caller: caller.user, realm: caller.realm, clientGravatar: false, profile }), max_message_id: max?.max == null ? -1 : Number(max.max) };
     },
 
     accessUser,
@@ -254,6 +261,9 @@ export function createChatUsersService(deps: { db: Db; cipher: Cipher }) {
       if (!Object.keys(set).length) return;
       await db.transaction().execute(async (trx) => {
         await store.updateUser(trx, caller.user.id, set);
+        if (set.full_name !== undefined) {
+          await writeEvents(trx, [{ realmId: caller.realm.id, users: null, payload: { type: 'realm_user', op: 'update', person: { user_id: caller.user.id, full_name: set.full_name } } }]);
+        }
         await recordAudit(trx, chatActor(caller), 'chat.settings.update', { type: 'chat_user', id: caller.user.id }, { changed: Object.keys(set).filter((k) => k !== 'email') });
       });
     },
@@ -314,6 +324,7 @@ export function createChatUsersService(deps: { db: Db; cipher: Cipher }) {
   async function setActive(caller: Caller, target: UserRow, active: boolean) {
     await db.transaction().execute(async (trx) => {
       await store.updateUser(trx, target.id, { is_active: active });
+      await writeEvents(trx, [{ realmId: caller.realm.id, users: null, payload: { type: 'realm_user', op: 'update', person: { user_id: target.id, is_active: active } } }]);
       // A deactivated owner's bots stop with it, as in Zulip.
       if (!active && !target.is_bot) {
         await store.deactivateBotsOf(trx, target.id);
