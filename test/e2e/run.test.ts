@@ -75,6 +75,7 @@ describe('a team runs a task end to end', { skip: stackSkip }, () => {
     posts.forEach((p, i) => assert.equal(p.seq, i + 1, 'posts are numbered without gaps'));
     const kinds = posts.map((p) => p.kind);
     for (const k of ['task', 'working', 'question', 'answer', 'completed']) assert.ok(kinds.includes(k), `a ${k} post`);
+    assert.ok(posts.some((p) => p.kind === 'working' && p.role === 'dev' && p.text === 'write_file hello.txt: done'), 'the tool\'s post names the file it wrote');
     assert.equal(kinds.at(-1), 'completed', JSON.stringify(posts.map((p) => [p.seq, p.kind, p.role, p.text.slice(0, 60)])));
     assert.equal(new Set(posts.map((p) => `${p.kind}|${p.role}|${p.text}`)).size, posts.length, 'no post is repeated');
     const newer = (await t.request({ method: 'GET', url: `${runUrl}/posts?cursor=${posts.length - 1}`, token: t.adminToken })).body.items;

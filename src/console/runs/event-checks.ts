@@ -8,6 +8,7 @@
  */
 import type { AgentEvent, Proposal, ToolCall, TurnOutcome } from '../../agent/protocol.ts';
 import { mcpToolName } from '../../agent/mcp.ts';
+import { subjectOf } from '../../runtime/engine/rules.ts';
 
 /** Bounds on what an event may carry (characters unless said otherwise); docs/runs.md lists them. */
 export const LIMITS = {
@@ -59,6 +60,8 @@ export interface CallState {
   state: 'open' | 'settled';
   /** A proposal tool's call already made its one proposal. */
   proposed: boolean;
+  /** What the call works on (its file, its command), for its result's post; from the model's own call. */
+  subject?: string | null;
 }
 
 /** What the host knows of the conversation before the batch. */
@@ -249,7 +252,7 @@ export function checkEvents(view: ConversationView, events: readonly AgentEvent[
           if (ids.has(c.id)) throw new Refused(`the model reply names the call ${c.id.slice(0, 60)} twice`);
           ids.add(c.id);
         }
-        for (const c of raw.tool_calls as ToolCall[]) calls.set(c.id, { name: c.name, state: 'open', proposed: false });
+        for (const c of raw.tool_calls as ToolCall[]) calls.set(c.id, { name: c.name, state: 'open', proposed: false, subject: subjectOf(c.arguments) });
         return;
       }
       case 'model_error':

@@ -511,8 +511,9 @@ export function createRunsService(deps: RunsDeps) {
         // What the host recorded stays as recorded: a journal rewritten below events_seen changes nothing.
         const fresh = events.filter((e) => !(Number.isSafeInteger(e?.seq) && e.seq <= task.events_seen));
         if (!fresh.length) return { run, task, refused: null, turnEnd: recorded, published: false, seen: task.events_seen };
+        const known = await store.openCalls(trx, task.conversation);
         const checked = checkEvents(
-          { role: task.role, lead: host.lead, tools: host.tools, mcpServers: (host.mcp_servers ?? []).map((m) => m.name), roles: host.roles, eventsSeen: task.events_seen, calls: await store.openCalls(trx, task.conversation) },
+          { role: task.role, lead: host.lead, tools: host.tools, mcpServers: (host.mcp_servers ?? []).map((m) => m.name), roles: host.roles, eventsSeen: task.events_seen, calls: known },
           fresh,
         );
         const accepted = checked.accepted;
@@ -528,7 +529,7 @@ export function createRunsService(deps: RunsDeps) {
             const source = `${task.conversation}:${e.seq}`;
             if (e.type === 'model_call') iterations++;
             if (e.type === 'proposal' && deps.propose) await deps.propose(trx, { run_id: run.id, team: run.team_name, team_id: run.team_id, role: task.role, source, proposal: e.proposal });
-            const draft = postOfEvent(task.role, e);
+            const draft = postOfEvent(task.role, e, e.type === 'tool_result' ? ((checked.calls.get(e.call_id) ?? known.get(e.call_id))?.subject ?? null) : null);
             if (draft && run.state !== 'cancelled') await store.appendPost(trx, run.id, draft, source);
           }
           await store.saveCalls(trx, task.conversation, checked.calls);

@@ -183,18 +183,18 @@ export async function pinnedVersionInSandbox(db: Q, sandboxId: string, role: str
 }
 
 /** The calls of a conversation still waiting for their result (what the host saw the model request). */
-export async function openCalls(db: Q, conversation: string): Promise<Map<string, { name: string; state: 'open' | 'settled'; proposed: boolean }>> {
-  const rows = await db.selectFrom('run_calls').select(['call_id', 'name', 'state', 'proposed']).where('conversation', '=', conversation).where('state', '=', 'open').execute();
-  return new Map(rows.map((r) => [r.call_id, { name: r.name, state: r.state, proposed: r.proposed }]));
+export async function openCalls(db: Q, conversation: string): Promise<Map<string, { name: string; state: 'open' | 'settled'; proposed: boolean; subject: string | null }>> {
+  const rows = await db.selectFrom('run_calls').select(['call_id', 'name', 'state', 'proposed', 'subject']).where('conversation', '=', conversation).where('state', '=', 'open').execute();
+  return new Map(rows.map((r) => [r.call_id, { name: r.name, state: r.state, proposed: r.proposed, subject: r.subject }]));
 }
 
 /** Stores what became of a conversation's calls (a model reply that names an id again opens it again). */
-export async function saveCalls(trx: Transaction<Database>, conversation: string, calls: Map<string, { name: string; state: 'open' | 'settled'; proposed: boolean }>) {
+export async function saveCalls(trx: Transaction<Database>, conversation: string, calls: Map<string, { name: string; state: 'open' | 'settled'; proposed: boolean; subject?: string | null }>) {
   for (const [id, c] of calls) {
     await trx
       .insertInto('run_calls')
-      .values({ conversation, call_id: id, name: c.name, state: c.state, proposed: c.proposed })
-      .onConflict((oc) => oc.columns(['conversation', 'call_id']).doUpdateSet({ name: c.name, state: c.state, proposed: c.proposed }))
+      .values({ conversation, call_id: id, name: c.name, state: c.state, proposed: c.proposed, subject: c.subject ?? null })
+      .onConflict((oc) => oc.columns(['conversation', 'call_id']).doUpdateSet({ name: c.name, state: c.state, proposed: c.proposed, subject: c.subject ?? null }))
       .execute();
   }
 }

@@ -89,6 +89,7 @@ export interface RunsTables {
     name: string;
     state: 'open' | 'settled';
     proposed: Defaulted<boolean>;
+    subject: string | null;
   };
   /** Each model-proxy ledger line charged to a task, once. */
   run_spend: {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { approvalOf, memoryBlock, outcomeEntry, pipelineOrder, postOfEvent, routeHandOff, transitionOf, type RunView } from './rules.ts';
+import { approvalOf, memoryBlock, outcomeEntry, pipelineOrder, postOfEvent, routeHandOff, subjectOf, transitionOf, type RunView } from './rules.ts';
 
 const view = (over: Partial<RunView> = {}): RunView => ({
   lead: 'lead',
@@ -69,6 +69,19 @@ describe('run engine rules', () => {
     assert.equal(postOfEvent('lead', { seq: 4, at, type: 'tool_result', call_id: 'c', name: 'finish', ok: true, output: 'finish done; a new message follows.' }), null);
     assert.equal(postOfEvent('lead', { seq: 4, at, type: 'tool_result', call_id: 'c', name: 'ask_person', ok: false, output: 'refused' })?.kind, 'working');
     assert.equal(postOfEvent('coder', { seq: 5, at, type: 'context_masked', up_to_seq: 3, tool_results: 2, chars: 900 })?.kind, 'notice');
+  });
+
+  it('a tool\'s post says what it worked on: the file or the command of the model\'s call', () => {
+    const at = '2026-01-01T00:00:00Z';
+    assert.equal(subjectOf('{"path":"src/app.ts","content":"x"}'), 'src/app.ts');
+    assert.equal(subjectOf('{"command":"npm  test\\n  --silent"}'), 'npm test --silent');
+    assert.equal(subjectOf('{"content":"x"}'), null);
+    assert.equal(subjectOf('not json'), null);
+    assert.equal(subjectOf(JSON.stringify({ command: 'x'.repeat(500) }))?.length, 121);
+    const written = postOfEvent('coder', { seq: 6, at, type: 'tool_result', call_id: 'c', name: 'write_file', ok: true, output: 'wrote 3 bytes' }, 'src/app.ts');
+    assert.equal(written?.text, 'write_file src/app.ts: done');
+    assert.equal((written?.data as { subject?: string }).subject, 'src/app.ts');
+    assert.equal(postOfEvent('coder', { seq: 7, at, type: 'tool_result', call_id: 'd', name: 'shell', ok: false, output: '1 failing' })?.text, 'shell: failed');
   });
 
   it('reads approvals from a reply, and writes memory', () => {

@@ -138,7 +138,31 @@ export function transitionOf(view: RunView, role: string, outcome: TurnOutcome):
 }
 
 /** The post an agent event becomes, if any. Model calls and tool starts stay in the agent's journal only. */
-export function postOfEvent(role: string, e: AgentEvent): PostDraft | null {
+/** Argument names that say what a tool call works on, most telling first. */
+const SUBJECT_ARGS = ['path', 'file', 'command', 'cmd', 'pattern', 'query', 'url', 'name'];
+
+/**
+ * What a tool call works on, for its post ("write_file src/app.ts: done", "shell npm test:
+ * failed"): the first telling argument of the model's call, on one line, clipped; null when none.
+ */
+export function subjectOf(args: string): string | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(args);
+  } catch {
+    return null;
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return null;
+  for (const key of SUBJECT_ARGS) {
+    const v = (parsed as Record<string, unknown>)[key];
+    const text = Array.isArray(v) && v.every((x) => typeof x === 'string') ? v.join(' ') : v;
+    if (typeof text === 'string' && text.trim()) return clip(text.trim().replace(/\s+/g, ' '), 120);
+  }
+  return null;
+}
+
+/** The post an accepted event makes, if any; `subject` is what the result's call worked on (subjectOf). */
+export function postOfEvent(role: string, e: AgentEvent, subject: string | null = null): PostDraft | null {
   switch (e.type) {
     case 'model_reply':
       return e.content && e.content.trim() ? { kind: 'working', role, text: clip(e.content.trim(), 8000) } : null;
@@ -147,7 +171,7 @@ export function postOfEvent(role: string, e: AgentEvent): PostDraft | null {
       // A turn-ending call already has its post (the task, question, answer or completion); its
       // settling result (a follow-up reopening a finished run settles the lead's `finish`) is not work.
       if (e.ok && TURN_TOOLS.has(e.name)) return null;
-      return { kind: 'working', role, text: `${e.name}: ${e.ok ? 'done' : 'failed'}`, data: { tool: e.name, ok: e.ok, output: clip(e.output, 2000) } };
+      return { kind: 'working', role, text: `${e.name}${subject ? ` ${subject}` : ''}: ${e.ok ? 'done' : 'failed'}`, data: { tool: e.name, ok: e.ok, output: clip(e.output, 2000), ...(subject ? { subject } : {}) } };
     case 'progress':
       return { kind: 'working', role, text: e.text };
     case 'proposal': {
