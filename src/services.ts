@@ -25,6 +25,7 @@ import { createHooks } from './hooks.ts';
 import { loadModelCatalog, type ModelCatalog } from './models/catalog.ts';
 import { createModelProxyClient } from './modelproxy/client.ts';
 import { egressRefusalsOfTeam } from './gateway/events.ts';
+import { createChatAService } from './integrations/chat_a/chat_a.service.ts';
 import { createCodeHostDelivery } from './integrations/webhooks/code-host.delivery.ts';
 import type { CodeHostClient, WebhookSurface } from './integrations/webhooks/code-host.client.ts';
 import { createWebhooksService } from './integrations/webhooks/webhooks.service.ts';
@@ -140,6 +141,31 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
       const shown = await agents.present(row);
       return { displayName: shown.display_name, avatarUrl: shown.avatar_url };
     },
+    chatATest: () => chatA.test(),
+  });
+  // The chat_a adapter: its settings and secrets through the integrations and secrets services.
+  const chatA = createChatAService({
+    logger: deps.logger,
+    settings: async () => {
+      const { integration } = await integrations.get('chat_a');
+      return { enabled: integration.enabled, url: typeof integration.settings.url === 'string' ? integration.settings.url : null, slashCommand: integration.settings.slash_command === true };
+    },
+    reveal: (name) => secrets.reveal(name),
+    roles: async () => {
+      const out = [];
+      for (const t of await teams.homedOn('chat_a')) {
+        for (const r of t.roles) {
+          const row = await agents.get(r.agent).catch(() => null);
+          const shown = row ? await agents.present(row) : null;
+          const avatar = async () => {
+            const a = await agents.getAvatar(r.agent).catch(() => null);
+            return a ? { bytes: a.bytes, mediaType: a.media_type } : null;
+          };
+          out.push({ team: t.name, role: r.role, displayName: shown?.display_name ?? r.role, avatar });
+        }
+      }
+      return out;
+    },
   });
   const egressOverrides = createEgressOverridesService({ db, references });
   const mcpServers = createMcpServersService({ db, references, secrets, teams, hooks, logger: deps.logger });
@@ -151,7 +177,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     return { enabled: integration.enabled, secret: integration.enabled ? await integrations.webhookSecret(surface) : null };
   };
   const codeHost = (): Promise<CodeHostClient | null> => integrations.codeHostApp();
-  const webhooks = createWebhooksService({ db, runs, inbound, codeHost, teamsOfRepository: (repo, urls) => links.teamsOfRepository(repo, urls), logger: deps.logger });
+  const webhooks = createWebhooksService({ db, runs, inbound, codeHost, chatA, teamsOfRepository: (repo, urls) => links.teamsOfRepository(repo, urls), logger: deps.logger });
   const codeHostDelivery = createCodeHostDelivery({
     db,
     runs,
@@ -206,7 +232,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   hooks.on('runChanged', (trx, _actor, change) => codeHostDelivery.onRunChanged(trx, change));
 
   const chat = createChatServices({ db, cipher });
-  return { hooks, references, models, runs, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, integrations, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery };
+  return { hooks, references, models, runs, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, integrations, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery, chatA };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -3,6 +3,7 @@ import { verify } from '@octokit/webhooks-methods';
 import type { Logger } from 'pino';
 import { systemActor } from '../../audit/audit.ts';
 import type { RunsService } from '../../console/runs/runs.service.ts';
+import type { ChatAService } from '../chat_a/chat_a.service.ts';
 import type { Db } from '../../db/database.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { Problem, problems } from '../../http/problems.ts';
@@ -18,6 +19,8 @@ export interface WebhooksDeps {
   inbound(surface: WebhookSurface): Promise<{ enabled: boolean; secret: string | null }>;
   /** The code-host app while the integration is enabled, else null. */
   codeHost(): Promise<CodeHostClient | null>;
+  /** The chat_a adapter: its slash command arrives here and its jobs run with the webhooks' (optional: tests of this module alone). */
+  chatA?: ChatAService;
   /** The live teams whose repository `<owner>/<repo>` is (a code_host link, or a repo_url that is one of `urls`). */
   teamsOfRepository(repo: string, urls: string[]): Promise<string[]>;
   logger: Logger;
@@ -111,6 +114,9 @@ export function createWebhooksService(deps: WebhooksDeps) {
   }
 
   return {
+    /** The chat_a adapter, for its jobs (see webhooks.jobs.ts). */
+    chatA: deps.chatA,
+
     /**
      * `POST /webhooks/<surface>`: the signature is checked on the raw body before anything is
      * parsed; every delivery is recorded; a verified delivery id is processed once (its job is
