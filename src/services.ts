@@ -145,6 +145,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   });
   // The chat_a adapter: its settings and secrets through the integrations and secrets services.
   const chatA = createChatAService({
+    db,
     logger: deps.logger,
     settings: async () => {
       const { integration } = await integrations.get('chat_a');

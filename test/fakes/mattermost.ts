@@ -74,6 +74,8 @@ export class FakeMattermost {
   readonly teams = new Map<string, { id: string; name: string; display_name: string }>();
   readonly channels = new Map<string, FakeMmChannel>();
   readonly posts: FakeMmPost[] = [];
+  /** Ephemeral posts (POST /posts/ephemeral): shown to one user, never in the channel. */
+  readonly ephemerals: FakeMmPost[] = [];
   readonly profileImages = new Map<string, { bytes: Buffer; type: string }>();
   /** Every request: method, path, the Authorization scheme (never the token). */
   readonly requests: Array<{ method: string; path: string; auth: string | null }> = [];
@@ -268,7 +270,7 @@ export class FakeMattermost {
       props: body.props ?? {},
       ephemeral_to: ephemeralTo,
     };
-    if (!ephemeralTo) this.posts.push(p);
+    (ephemeralTo ? this.ephemerals : this.posts).push(p);
     const channel = this.channels.get(p.channel_id)!;
     const team = this.teams.get(channel.team_id);
     const sender = this.users.get(userId);

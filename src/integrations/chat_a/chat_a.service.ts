@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
+import type { Db } from '../../db/database.ts';
 import { Problem, problems } from '../../http/problems.ts';
 import { chatAClient, ChatAError, isChatAId, type ChatAClient } from './client.ts';
+import { createChatACommands } from './commands.ts';
 
 /**
  * The chat_a (Mattermost-compatible) adapter, the part that needs no run: the connection test,
@@ -11,7 +13,6 @@ import { chatAClient, ChatAError, isChatAId, type ChatAClient } from './client.t
  */
 
 export const BOT_TOKEN = 'integrations/chat_a/bot_token';
-export const COMMAND_TOKEN = 'integrations/chat_a/command_token';
 export const roleBotSecret = (team: string, role: string) => `integrations/chat_a/bots/${team}/${role}`;
 
 export interface ChatASettings {
@@ -31,6 +32,7 @@ export interface ChatARole {
 }
 
 export interface ChatADeps {
+  db: Db;
   logger: Logger;
   /** The chat_a integration as stored. */
   settings(): Promise<ChatASettings>;
@@ -59,6 +61,9 @@ export function createChatAService(deps: ChatADeps) {
 
   return {
     surfaceClient,
+
+    /** The slash command: `receive` for the route, `process` for its job. */
+    commands: createChatACommands({ db: deps.db, surfaceClient, settings: deps.settings, reveal: deps.reveal, logger: log }),
 
     /** `POST /integrations/chat_a/test`: asks the server who the bot is, with the settings as stored (enabled or not). */
     async test(): Promise<{ state: 'ok' | 'error'; detail: string }> {

@@ -102,3 +102,102 @@ describe('chat_a: the connection test and the role bots', () => {
     assert.ok(!t.logs.join('\n').includes(leadBotToken));
   });
 });
+
+describe('chat_a: the slash command at /webhooks/chat_a', () => {
+  let t: TestApp;
+  let mm: FakeMattermost;
+  const COMMAND_TOKEN = `cmd-${'c'.repeat(24)}`;
+  let alice: { id: string };
+  let room: { id: string };
+  const send = (cmd: { headers: Record<string, string>; body: string }) => t.request({ method: 'POST', url: '/webhooks/chat_a', headers: cmd.headers, raw: cmd.body });
+  const deliveries = async () => (await t.request({ method: 'GET', url: '/api/v1/integrations/chat_a/deliveries', token: t.adminToken })).body.items as Array<Record<string, any>>;
+
+  before(async () => {
+    mm = await startFakeMattermost();
+    t = await testApp();
+    const bot = mm.addUser({ username: 'crewhouse', bot: true, token: BOT_TOKEN });
+    alice = mm.addUser({ username: 'alice' });
+    room = mm.addChannel({ teamId: mm.addTeam('acme').id, name: 'dev', members: [bot.id, alice.id] });
+  });
+  after(async () => {
+    await t.close();
+    await mm.stop();
+  });
+
+  it('is refused, and recorded, while the slash command is not enabled', async () => {
+    const res = await send(mm.slashCommand({ token: COMMAND_TOKEN, channelId: room.id, userId: alice.id, text: 'help' }));
+    assert.equal(res.status, 409, res.text);
+    assert.match(res.body.detail, /slash command is not enabled/);
+    assert.equal((await deliveries())[0]!.outcome, 'refused');
+  });
+
+  it('refuses a bad command token (in the form or the header) with 401, records it, and never echoes a token', async () => {
+    await putSecret(t, 'integrations/chat_a/bot_token', BOT_TOKEN);
+    await putSecret(t, 'integrations/chat_a/command_token', COMMAND_TOKEN);
+    await setChatA(t, true, { url: mm.url, slash_command: true });
+    const bad = await send(mm.slashCommand({ token: 'wrong-command-token-xyz', channelId: room.id, userId: alice.id, text: 'help' }));
+    assert.equal(bad.status, 401, bad.text);
+    assert.match(bad.body.detail, /does not match the chat_a command token/);
+    // The right token in the form does not excuse a wrong one in the header.
+    const mixed = mm.slashCommand({ token: COMMAND_TOKEN, channelId: room.id, userId: alice.id, text: 'help' });
+    mixed.headers.authorization = 'Token wrong-command-token-xyz';
+    assert.equal((await send(mixed)).status, 401);
+    const none = mm.slashCommand({ token: COMMAND_TOKEN, channelId: room.id, userId: alice.id, text: 'help' });
+    const headers: Record<string, string> = { ...none.headers };
+    delete headers.authorization;
+    assert.equal((await send({ headers, body: new URLSearchParams([...new URLSearchParams(none.body)].filter(([k]) => k !== 'token')).toString() })).status, 401);
+    const recorded = await deliveries();
+    assert.deepEqual(recorded.slice(0, 3).map((d) => [d.outcome, d.signature_valid]), [['refused', false], ['refused', false], ['refused', false]]);
+    await t.drainJobs();
+    assert.equal(mm.ephemerals.length, 0, 'a refused command has no effect');
+    const all = [bad.text, JSON.stringify(recorded), ...t.logs].join('\n');
+    assert.ok(!all.includes(COMMAND_TOKEN) && !all.includes('wrong-command-token-xyz') && !all.includes(BOT_TOKEN));
+  });
+
+  it('accepts the token as Authorization: Token alone, answers 200 at once, and the job shows the command list; a replay has one effect', async () => {
+    const cmd = mm.slashCommand({ token: COMMAND_TOKEN, channelId: room.id, userId: alice.id, text: 'help' });
+    cmd.body = new URLSearchParams([...new URLSearchParams(cmd.body)].filter(([k]) => k !== 'token')).toString();
+    const first = await send(cmd);
+    assert.equal(first.status, 200, first.text);
+    assert.equal(first.body.response_type, 'ephemeral');
+    assert.equal(mm.ephemerals.length, 0, 'nothing is posted inline');
+    const again = await send(cmd);
+    assert.equal(again.status, 200);
+    await t.drainJobs();
+    assert.equal(mm.ephemerals.length, 1, 'a replayed command is one effect');
+    assert.equal(mm.ephemerals[0]!.ephemeral_to, alice.id);
+    assert.equal(mm.ephemerals[0]!.channel_id, room.id);
+    assert.match(mm.ephemerals[0]!.message, /`cancel <run id>`/);
+    const d = (await deliveries())[0]!;
+    assert.deepEqual([d.event, d.outcome, d.times_received, d.signature_valid], ['command.help', 'processed', 2, true]);
+  });
+
+  it('answers an unknown command with the list, and refuses work commands with an ephemeral answer saying chat-started runs are not enabled yet', async () => {
+    const unknown = await send(mm.slashCommand({ token: COMMAND_TOKEN, channelId: room.id, userId: alice.id, text: 'frobnicate now' }));
+    assert.equal(unknown.status, 200);
+    assert.match(unknown.body.text, /`\/crewhouse frobnicate` is not a Crewhouse command/);
+    for (const text of ['task fix the login page', 'status', 'cancel 123', 'skills accept lint']) {
+      const work = await send(mm.slashCommand({ token: COMMAND_TOKEN, channelId: room.id, userId: alice.id, text }));
+      assert.equal(work.status, 200, work.text);
+      assert.deepEqual(work.body, { response_type: 'ephemeral', text: work.body.text });
+      assert.match(work.body.text, /Chat-started runs are not enabled on this deployment yet/);
+    }
+    const before = mm.ephemerals.length;
+    await t.drainJobs();
+    assert.equal(mm.ephemerals.length, before + 1, 'only the unknown command is answered by a job');
+    assert.equal(mm.posts.length, 0, 'nothing is posted in the channel');
+    const recorded = await deliveries();
+    assert.deepEqual(recorded.slice(0, 4).map((d) => [d.event, d.outcome]).reverse(), [['command.task', 'refused'], ['command.status', 'refused'], ['command.cancel', 'refused'], ['command.skills', 'refused']]);
+  });
+
+  it('refuses a command that is not a form, or lacks its channel or user, with 400', async () => {
+    const cmd = mm.slashCommand({ token: COMMAND_TOKEN, channelId: room.id, userId: alice.id, text: 'help' });
+    const json = await send({ headers: { ...cmd.headers, 'content-type': 'application/json' }, body: '{}' });
+    assert.equal(json.status, 400);
+    assert.match(json.body.detail, /a slash command is a form/);
+    const noChannel = mm.slashCommand({ token: COMMAND_TOKEN, channelId: 'nope', userId: alice.id, text: 'help' });
+    const res = await send(noChannel);
+    assert.equal(res.status, 400);
+    assert.match(res.body.detail, /lacks a valid channel_id/);
+  });
+});

@@ -202,8 +202,8 @@ export function createWebhooksService(deps: WebhooksDeps) {
 
     /** `GET /integrations/{kind}/deliveries`: newest first. */
     async deliveries(kind: string, query: { limit: number; cursor?: string }) {
-      if (!isWebhookSurface(kind)) {
-        if (['chat_a', 'chat_b'].includes(kind)) return { items: [], next_cursor: null };
+      if (!isWebhookSurface(kind) && kind !== 'chat_a') {
+        if (kind === 'chat_b') return { items: [], next_cursor: null };
         throw problems.notFound('integration', kind);
       }
       const cursor = decodeCursor(query.cursor, ['string', 'string']);
@@ -215,6 +215,10 @@ export function createWebhooksService(deps: WebhooksDeps) {
     async process(deliveryRow: string): Promise<void> {
       const d = await store.getDelivery(db, deliveryRow);
       if (!d || d.outcome !== 'accepted') return;
+      if (d.surface === 'chat_a') {
+        if (!deps.chatA) throw new Error('a chat_a command was queued on a process without the chat_a adapter');
+        return deps.chatA.commands.process(deliveryRow, d.payload);
+      }
       const intent = intentOf(d.event, d.payload);
       if (intent.kind === 'ignore') return store.settleDelivery(db, deliveryRow, { outcome: 'ignored', detail: intent.reason });
       const app = await deps.codeHost();
