@@ -224,6 +224,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   hooks.on('checkpointUses', () => teams.checkpointUses());
   hooks.on('codeHost:covers', (repo) => integrations.coversRepository(repo));
   hooks.on('codeHost:coversUrl', (url) => integrations.coversRepositoryUrl(url));
+  hooks.on('chatA:room', (field, roomId) => chatA.checkRoom(field, roomId));
   // Reactions, inside the transaction of the change.
   hooks.on('teamArchived', (trx, _actor, team) => runs.cancelOpenRuns(trx, team.id));
   hooks.on('teamArchived', (trx, _actor, team) => sandboxes.destroyAllOf(trx, team.id));

@@ -79,6 +79,61 @@ describe('chat_a: the connection test and the role bots', () => {
     for (const secret of [BOT_TOKEN, 'person-token-000000000', 'not-a-known-token-000']) assert.ok(!all.includes(secret), 'no token in an answer or a log line');
   });
 
+  it('a team homed in a chat_a channel, or linked to one: the surface bot must read and post there; room_label is the channel\'s name', async () => {
+    const tpl = await makeTemplate(t);
+    const bot = [...mm.users.values()].find((u) => u.username === 'crewhouse')!;
+    const someone = mm.addUser({ username: uniq('bob') });
+    const acme = mm.addTeam(uniq('acme'));
+    const room = mm.addChannel({ teamId: acme.id, name: 'payments', displayName: 'Payments Team', members: [bot.id] });
+    const create = (home: Record<string, unknown>) =>
+      t.request({ method: 'POST', url: '/api/v1/teams', token: t.adminToken, body: { name: uniq('team'), template: { name: tpl.name, version: null }, home } });
+
+    const disabled = await create({ surface: 'chat_a', room_id: room.id });
+    assert.equal(disabled.status, 503, disabled.text);
+    assert.match(disabled.body.detail, /chat_a integration is not enabled/);
+    await setChatA(t, true, { url: mm.url });
+
+    const noRoom = await create({ surface: 'chat_a' });
+    assert.equal(noRoom.status, 422);
+    assert.equal(noRoom.body.errors[0].field, 'home.room_id');
+    const notAnId = await create({ surface: 'chat_a', room_id: 'general' });
+    assert.equal(notAnId.status, 422);
+    assert.match(notAnId.body.errors[0].message, /is not a chat_a channel id/);
+    const unknown = await create({ surface: 'chat_a', room_id: 'a'.repeat(26) });
+    assert.equal(unknown.status, 422);
+    assert.match(unknown.body.detail, /cannot see channel/);
+    const outside = mm.addChannel({ teamId: acme.id, name: 'elsewhere', displayName: 'Elsewhere', members: [someone.id] });
+    const notMember = await create({ surface: 'chat_a', room_id: outside.id });
+    assert.equal(notMember.status, 422);
+    assert.equal(notMember.body.errors[0].message, 'the chat_a bot @crewhouse is not a member of "Elsewhere": add it to the channel, then try again');
+    const readOnly = mm.addChannel({ teamId: acme.id, name: 'announcements', displayName: 'Announcements', readOnly: [bot.id] });
+    const cannotPost = await create({ surface: 'chat_a', room_id: readOnly.id });
+    assert.equal(cannotPost.status, 422);
+    assert.match(cannotPost.body.detail, /cannot post in "Announcements"/);
+    mm.failing = true;
+    try {
+      const down = await create({ surface: 'chat_a', room_id: room.id });
+      assert.equal(down.status, 502, down.text);
+      assert.match(down.body.detail, /the chat server failed \(HTTP 500\)/);
+    } finally {
+      mm.failing = false;
+    }
+
+    const ok = await create({ surface: 'chat_a', room_id: room.id, room_label: 'whatever the caller said' });
+    assert.equal(ok.status, 201, ok.text);
+    assert.deepEqual(ok.body.home, { surface: 'chat_a', room_id: room.id, room_label: 'Payments Team' });
+
+    const links = `/api/v1/teams/${ok.body.name}/links`;
+    const side = mm.addChannel({ teamId: acme.id, name: 'payments-ops', displayName: 'Payments Ops', members: [bot.id] });
+    const linked = await t.request({ method: 'PUT', url: links, token: t.adminToken, body: { surface: 'chat_a', external_id: side.id } });
+    assert.equal(linked.status, 201, linked.text);
+    assert.equal(linked.body.label, 'Payments Ops');
+    const refused = await t.request({ method: 'PUT', url: links, token: t.adminToken, body: { surface: 'chat_a', external_id: outside.id } });
+    assert.equal(refused.status, 422);
+    assert.equal(refused.body.errors[0].field, 'external_id');
+    assert.deepEqual((await t.request({ method: 'GET', url: links, token: t.adminToken })).body.items.map((l: any) => l.external_id), [side.id]);
+  });
+
   it('enabling chat_a queues a job that sets each role bot\'s display name and picture from its agent', async () => {
     const tpl = await makeTemplate(t);
     const leadAgent = tpl.current.roles.lead.agent as string;
