@@ -26,11 +26,15 @@ describe('the fake Mattermost server, through @mattermost/client', () => {
     const root = await c.post({ channel_id: ch.id, message: 'root' });
     await c.post({ channel_id: ch.id, message: 'reply', root_id: root.id });
     assert.deepEqual((await c.thread(root.id)).map((p) => p.message), ['root', 'reply']);
+    const link = c.permalink(await c.teamName(ch.team_id), root.id);
+    assert.equal(link, mm.permalink(root.id));
+    assert.equal((await fetch(link)).status, 200);
+    assert.equal((await fetch(c.permalink('other-team', root.id))).status, 404);
     await c.setBotDisplayName(bot.id, 'Lead');
     assert.equal(await c.botDisplayName(bot.id), 'Lead');
     await c.setProfileImage(bot.id, new Blob([Buffer.from('png-bytes')], { type: 'image/png' }));
     assert.equal(mm.profileImages.get(bot.id)?.bytes.toString(), 'png-bytes');
-    assert.deepEqual(mm.requests.filter((r) => r.auth?.toLowerCase() !== 'bearer'), []);
+    assert.deepEqual(mm.requests.filter((r) => r.path.startsWith('/api/v4/') && r.auth?.toLowerCase() !== 'bearer'), []);
     mm.throttleNext = 1;
     await assert.rejects(c.me(), (e: unknown) => e instanceof ChatAError && e.status === 429 && e.retryAfterSeconds === 1 && e.transient);
     await assert.rejects(chatAClient(mm.url, 'wrong-token-000000').me(), (e: unknown) => e instanceof ChatAError && e.status === 401 && !e.message.includes('wrong-token'));

@@ -302,6 +302,14 @@ export class FakeMattermost {
     const path = url.pathname;
     const scheme = /^(\S+) /.exec(req.headers.authorization ?? '')?.[1] ?? null;
     this.requests.push({ method: req.method ?? 'GET', path, auth: scheme });
+    // A permalink (`/<team name>/pl/<post id>`) is a page of the web app: it exists when the post is in one of the team's channels.
+    const pl = /^\/([^/]+)\/pl\/([a-z0-9]{26})$/.exec(path);
+    if (pl && req.method === 'GET') {
+      const post = this.posts.find((p) => p.id === pl[2]);
+      const team = post ? this.teams.get(this.channels.get(post.channel_id)?.team_id ?? '') : undefined;
+      res.writeHead(team?.name === decodeURIComponent(pl[1]!) ? 200 : 404, { 'content-type': 'text/html; charset=utf-8' });
+      return res.end('<!doctype html><title>Mattermost</title>');
+    }
     if (!path.startsWith('/api/v4/')) return this.error(res, 404, 'api.context.404.app_error', 'Sorry, we could not find the page.');
     if (this.throttleNext > 0) {
       this.throttleNext--;
