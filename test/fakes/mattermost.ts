@@ -267,7 +267,8 @@ export class FakeMattermost {
       root_id: body.root_id ?? '',
       message: body.message,
       type: '',
-      props: body.props ?? {},
+      // Mattermost marks a bot's post so clients can tell it from a person's.
+      props: { ...(body.props ?? {}), ...(this.users.get(userId)?.is_bot ? { from_bot: 'true' } : {}) },
       ephemeral_to: ephemeralTo,
     };
     (ephemeralTo ? this.ephemerals : this.posts).push(p);

@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { makeTeam, makeTemplate } from '../../../test/factories.ts';
 import { startFakeMattermost, type FakeMattermost } from '../../../test/fakes/mattermost.ts';
-import { testApp, uniq, type TestApp } from '../../../test/harness.ts';
+import { captureLogger, testApp, uniq, waitFor, type TestApp } from '../../../test/harness.ts';
+import { chatAClient } from './client.ts';
+import { startChatAListener } from './listener.ts';
 
 const BOT_TOKEN = `mm-surface-${'s'.repeat(20)}`;
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
@@ -254,5 +256,37 @@ describe('chat_a: the slash command at /webhooks/chat_a', () => {
     const res = await send(noChannel);
     assert.equal(res.status, 400);
     assert.match(res.body.detail, /lacks a valid channel_id/);
+  });
+});
+
+describe('chat_a: the inbound listener', () => {
+  it('hands on each person\'s message once, from the WebSocket or, for one sent while the socket was down, from the catch-up; its own posts, bots\' and system messages are dropped', async () => {
+    const mm = await startFakeMattermost();
+    const { logger } = captureLogger();
+    const bot = mm.addUser({ username: 'crewhouse', bot: true, token: BOT_TOKEN });
+    const other = mm.addUser({ username: 'otherbot', bot: true, token: 'other-bot-token-0000' });
+    const alice = mm.addUser({ username: 'alice' });
+    const room = mm.addChannel({ teamId: mm.addTeam('acme').id, name: 'dev', members: [bot.id, other.id, alice.id] });
+    const got: Array<[string, string]> = [];
+    const listener = startChatAListener({ url: mm.url, token: BOT_TOKEN, rooms: async () => [room.id], onMessage: (m) => void got.push([m.post.message, m.via]), logger, retry: { minMs: 50, maxMs: 200, jitterMs: 10 } });
+    try {
+      await listener.ready;
+      await waitFor('the connection', () => mm.openSockets === 1);
+      mm.post(alice.id, room.id, 'one');
+      await waitFor('the first message', () => got.length === 1);
+      mm.dropSockets();
+      // Sent while nobody listens: only the catch-up after the reconnection can see it.
+      mm.post(alice.id, room.id, 'two');
+      await waitFor('the catch-up', () => got.length === 2);
+      await waitFor('the reconnection', () => mm.openSockets === 1);
+      await chatAClient(mm.url, BOT_TOKEN).post({ channel_id: room.id, message: 'the bot itself' });
+      mm.post(other.id, room.id, 'another bot');
+      mm.post(alice.id, room.id, 'three');
+      await waitFor('the third message', () => got.some(([m]) => m === 'three'));
+      assert.deepEqual(got, [['one', 'event'], ['two', 'catch_up'], ['three', 'event']]);
+    } finally {
+      listener.stop();
+      await mm.stop();
+    }
   });
 });

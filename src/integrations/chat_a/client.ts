@@ -29,6 +29,12 @@ export interface ChatAPost {
   user_id: string;
   message: string;
   create_at: number;
+  update_at?: number;
+  edit_at?: number;
+  delete_at?: number;
+  /** Empty for a person's message; a system message has a type (`system_join_channel`, ...). */
+  type?: string;
+  props?: Record<string, unknown>;
 }
 
 /** What went wrong with a call: `status` 0 when the server could not be reached. Never carries the token. */
@@ -87,6 +93,8 @@ export interface ChatAClient {
   post(input: { channel_id: string; message: string; root_id?: string; props?: Record<string, unknown> }): Promise<ChatAPost>;
   ephemeral(userId: string, input: { channel_id: string; message: string; root_id?: string }): Promise<void>;
   thread(postId: string): Promise<ChatAPost[]>;
+  /** A channel's posts created or changed after `since` (ms), oldest first: the catch-up after a reconnection. */
+  postsSince(channelId: string, since: number): Promise<ChatAPost[]>;
   /** Sets a bot's display name (a bot may patch itself with its own token). */
   setBotDisplayName(botUserId: string, displayName: string): Promise<void>;
   botDisplayName(botUserId: string): Promise<string>;
@@ -134,6 +142,10 @@ export function chatAClient(url: string, token: string): ChatAClient {
     },
     async thread(postId) {
       const list = await call<{ order: string[]; posts: Record<string, ChatAPost> }>(`reading the thread of post ${postId}`, `${c.getPostRoute(postId)}/thread`, { method: 'get' });
+      return Object.values(list.posts).sort((a, b) => a.create_at - b.create_at);
+    },
+    async postsSince(channelId, since) {
+      const list = await call<{ order: string[]; posts: Record<string, ChatAPost> }>(`reading the recent posts of channel ${channelId}`, `${c.getChannelRoute(channelId)}/posts?since=${Math.max(0, Math.floor(since))}`, { method: 'get' });
       return Object.values(list.posts).sort((a, b) => a.create_at - b.create_at);
     },
     async setBotDisplayName(botUserId, displayName) {
