@@ -275,8 +275,9 @@ describe('chat_a: the inbound listener', () => {
       mm.post(alice.id, room.id, 'one');
       await waitFor('the first message', () => got.length === 1);
       mm.dropSockets();
-      // Sent while nobody listens: only the catch-up after the reconnection can see it.
+      // Sent while nobody listens: only the catch-up after the reconnection can see it; its first try is rate-limited.
       mm.post(alice.id, room.id, 'two');
+      mm.throttleNext = 1;
       await waitFor('the catch-up', () => got.length === 2);
       await waitFor('the reconnection', () => mm.openSockets === 1);
       await chatAClient(mm.url, BOT_TOKEN).post({ channel_id: room.id, message: 'the bot itself' });
@@ -284,6 +285,7 @@ describe('chat_a: the inbound listener', () => {
       mm.post(alice.id, room.id, 'three');
       await waitFor('the third message', () => got.some(([m]) => m === 'three'));
       assert.deepEqual(got, [['one', 'event'], ['two', 'catch_up'], ['three', 'event']]);
+      assert.ok(mm.requests.filter((r) => r.path.endsWith(`/channels/${room.id}/posts`)).length >= 2, 'the rate-limited catch-up was tried again');
     } finally {
       listener.stop();
       await mm.stop();

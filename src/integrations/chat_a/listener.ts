@@ -1,6 +1,6 @@
 import { WebSocketClient, type WebSocketMessage } from '@mattermost/client';
 import type { Logger } from 'pino';
-import { chatAClient, type ChatAPost } from './client.ts';
+import { chatAClient, ChatAError, type ChatAPost } from './client.ts';
 
 /**
  * The inbound side of chat_a: new messages in a set of rooms, from the server's WebSocket
@@ -65,15 +65,29 @@ export function startChatAListener(opts: ChatAListenerOptions) {
     }
   }
 
+  /** One room's posts since `since`; a failure is tried again (as long as the server asks, or with backoff up to a minute). */
+  async function catchUpRoom(room: string, since: number, attempt: number): Promise<void> {
+    if (stopped) return;
+    try {
+      for (const p of await rest.postsSince(room, since)) await hand(p, 'catch_up');
+    } catch (err) {
+      const wait = err instanceof ChatAError && err.retryAfterSeconds ? err.retryAfterSeconds * 1000 : Math.min(60_000, 1000 * 2 ** attempt);
+      log.warn({ room, attempt, reason: err instanceof Error ? err.message : String(err) }, 'catching up on a chat_a room failed; trying again');
+      const timer = setTimeout(() => void catchUpRoom(room, since, attempt + 1), wait);
+      timer.unref();
+    }
+  }
+
   async function catchUp() {
     const since = newest;
-    for (const room of await opts.rooms()) {
-      try {
-        for (const p of await rest.postsSince(room, since)) await hand(p, 'catch_up');
-      } catch (err) {
-        log.warn({ room, reason: err instanceof Error ? err.message : String(err) }, 'catching up on a chat_a room failed');
-      }
+    let rooms: string[];
+    try {
+      rooms = await opts.rooms();
+    } catch (err) {
+      log.error({ err }, 'the rooms of chat_a teams could not be read: no catch-up after this reconnection');
+      return;
     }
+    for (const room of rooms) await catchUpRoom(room, since, 0);
   }
 
   const ws = new WebSocketClient({
