@@ -35,7 +35,7 @@ type Reaction<T> = (trx: Transaction<Database>, actor: Actor, subject: T) => Pro
  * - questions, whose answers are gathered: `unknown:<kind>` (the owner of a kind says which
  *   names do not exist), `uses:<kind>` (each module naming things of a kind counts its uses of
  *   each of some names, in one query whatever their number, so a page costs the same as one), `lock:<owner>` (the owner module locks the owner's row FOR SHARE for the rest of the
- *   transaction and says whether it exists), `checkpointUses`, `codeHost:covers`, `codeHost:coversUrl`;
+ *   transaction and says whether it exists), `checkpointUses`, `codeHost:covers`, `codeHost:coversUrl`, `chatA:room`;
  * - reactions, run one after the other inside the caller's transaction, so what they remove
  *   (or queue) goes or stays with the change: `teamArchived`, `secretRemoved`, `runChanged`.
  */
@@ -51,6 +51,12 @@ export type HookSignatures = {
   'codeHost:covers': (repo: string) => Promise<Coverage>;
   /** Whether the code-host app covers the repository of a URL; null when the URL is not on the (enabled) code host. */
   'codeHost:coversUrl': (url: string) => Promise<(Coverage & { repository: string }) | null>;
+  /**
+   * The display name of a chat_a channel the surface bot can read and post in (the chat_a adapter
+   * answers; it throws 422 naming why the bot cannot, 502/503 when the chat server fails or chat_a
+   * is not set up). `field` names the input the problem is about. No answer: no adapter here.
+   */
+  'chatA:room': (field: string, roomId: string) => Promise<{ label: string }>;
   /** A team was archived: its rows in other modules go or end with it (the name is free for a new team). */
   teamArchived: Reaction<{ id: number; name: string }>;
   /** A secret's reference was removed: nothing may go on injecting it. */

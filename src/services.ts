@@ -26,6 +26,7 @@ import { createHooks, type RefQuery } from './hooks.ts';
 import { loadModelCatalog, type ModelCatalog } from './models/catalog.ts';
 import { createModelProxyClient } from './modelproxy/client.ts';
 import { egressRefusalsOfTeam } from './gateway/events.ts';
+import { createChatAService } from './integrations/chat_a/chat_a.service.ts';
 import { createCodeHostDelivery } from './integrations/webhooks/code-host.delivery.ts';
 import type { CodeHostClient, WebhookSurface } from './integrations/webhooks/code-host.client.ts';
 import { createWebhooksService } from './integrations/webhooks/webhooks.service.ts';
@@ -141,6 +142,32 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
       const shown = await agents.present(row);
       return { displayName: shown.display_name, avatarUrl: shown.avatar_url };
     },
+    chatATest: () => chatA.test(),
+  });
+  // The chat_a adapter: its settings and secrets through the integrations and secrets services.
+  const chatA = createChatAService({
+    db,
+    logger: deps.logger,
+    settings: async () => {
+      const { integration } = await integrations.get('chat_a');
+      return { enabled: integration.enabled, url: typeof integration.settings.url === 'string' ? integration.settings.url : null, slashCommand: integration.settings.slash_command === true };
+    },
+    reveal: (name) => secrets.reveal(name),
+    roles: async () => {
+      const out = [];
+      for (const t of await teams.homedOn('chat_a')) {
+        for (const r of t.roles) {
+          const row = await agents.get(r.agent).catch(() => null);
+          const shown = row ? await agents.present(row) : null;
+          const avatar = async () => {
+            const a = await agents.getAvatar(r.agent).catch(() => null);
+            return a ? { bytes: a.bytes, mediaType: a.media_type } : null;
+          };
+          out.push({ team: t.name, role: r.role, displayName: shown?.display_name ?? r.role, avatar });
+        }
+      }
+      return out;
+    },
   });
   const egressOverrides = createEgressOverridesService({ db, references });
   const mcpServers = createMcpServersService({ db, references, secrets, teams, hooks, logger: deps.logger });
@@ -152,7 +179,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     return { enabled: integration.enabled, secret: integration.enabled ? await integrations.webhookSecret(surface) : null };
   };
   const codeHost = (): Promise<CodeHostClient | null> => integrations.codeHostApp();
-  const webhooks = createWebhooksService({ db, runs, inbound, codeHost, teamsOfRepository: (repo, urls) => links.teamsOfRepository(repo, urls), logger: deps.logger });
+  const webhooks = createWebhooksService({ db, runs, inbound, codeHost, chatA, teamsOfRepository: (repo, urls) => links.teamsOfRepository(repo, urls), logger: deps.logger });
   const codeHostDelivery = createCodeHostDelivery({
     db,
     runs,
@@ -198,6 +225,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   hooks.on('checkpointUses', () => teams.checkpointUses());
   hooks.on('codeHost:covers', (repo) => integrations.coversRepository(repo));
   hooks.on('codeHost:coversUrl', (url) => integrations.coversRepositoryUrl(url));
+  hooks.on('chatA:room', (field, roomId) => chatA.checkRoom(field, roomId));
   // Reactions, inside the transaction of the change.
   hooks.on('teamArchived', (trx, _actor, team) => runs.cancelOpenRuns(trx, team.id));
   hooks.on('teamArchived', (trx, _actor, team) => sandboxes.destroyAllOf(trx, team.id));
@@ -208,7 +236,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
 
   const chat = createChatServices({ db, cipher });
   const imports = createImportService({ db, repository: config.importRepository, source: { codeHostApp: () => integrations.codeHostApp(), revealSecret: (name) => secrets.reveal(name) }, agents, templates, destinations, skills, documents });
-  return { imports, hooks, references, models, runs, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, integrations, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery };
+  return { imports, hooks, references, models, runs, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, integrations, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery, chatA };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -53,6 +53,15 @@ describe('bearer tokens and roles', () => {
     }
   });
 
+  test('on /webhooks/*, an Authorization header that is not Bearer is left to the route (a chat server sends "Token <command token>")', async () => {
+    const res = await t.request({ method: 'POST', url: '/webhooks/tracker_a', headers: { authorization: 'Token abcdefgh12345678', 'content-type': 'application/json' }, raw: '{}' });
+    assert.equal(res.status, 409, res.text);
+    assert.match(res.body.detail, /tracker_a integration is not enabled/);
+    // A Bearer token there is still ours to check, and the API still refuses any other scheme.
+    assert401(await t.request({ method: 'POST', url: '/webhooks/tracker_a', headers: { authorization: 'Bearer not-a-known-token-000', 'content-type': 'application/json' }, raw: '{}' }));
+    assert401(await t.request({ method: 'GET', url: '/api/v1/me', headers: { authorization: 'Token abcdefgh12345678' } }));
+  });
+
   test('an unknown token: 401', async () => {
     assert401(await t.request({ method: 'GET', url: '/api/v1/me', token: newSecret('chk_') }));
   });

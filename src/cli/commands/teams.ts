@@ -59,14 +59,14 @@ export const teams: Group = {
       name: 'create',
       args: 'NAME',
       summary: 'create a team from a template (shows progress while it provisions)',
-      options: { ...FILE_OPTION, template: { type: 'string', short: 't' }, version: { type: 'string' }, 'repo-url': { type: 'string' }, 'budget-usd-per-day': { type: 'string' }, home: { type: 'string' } },
-      help: [FILE_HELP, '--template T, -t T  the template (required unless in --file)', '--version N         its version (default: the current one)', '--repo-url URL      the repository, when the template needs one', '--budget-usd-per-day N  the daily budget (default: the template\'s)', '--home SURFACE      chat_a, chat_b or none (default: the console)'],
+      options: { ...FILE_OPTION, template: { type: 'string', short: 't' }, version: { type: 'string' }, 'repo-url': { type: 'string' }, 'budget-usd-per-day': { type: 'string' }, home: { type: 'string' }, room: { type: 'string' } },
+      help: [FILE_HELP, '--template T, -t T  the template (required unless in --file)', '--version N         its version (default: the current one)', '--repo-url URL      the repository, when the template needs one', '--budget-usd-per-day N  the daily budget (default: the template\'s)', '--home SURFACE      chat_a, chat_b or none (default: the console)', '--room ID           the home room\'s channel id (with --home chat_a or chat_b)'],
       async run(ctx, [name], flags) {
         const body = await bodyOf(ctx, flags, { repo_url: 'string', budget_usd_per_day: 'number' });
         body.name = name;
         if (flags.template) body.template = { name: flags.template, version: intArg('--version', flags.version) ?? null };
         if (!body.template) throw new CliError('a team needs --template NAME');
-        if (flags.home) body.home = { surface: flags.home };
+        if (flags.home) body.home = flags.room ? { surface: flags.home, room_id: flags.room } : { surface: flags.home };
         ctx.out.progress(`creating team ${name} from template ${(body.template as { name: string }).name}: a model key per role and the budget...\n`);
         const res = await withProgress(ctx, name, ctx.api().request('POST', '/teams', { body }));
         ctx.out.progress(`team ${name} is ${res.body.status}\n`);

@@ -10,6 +10,7 @@ import type { CodeHostApp, Coverage } from '../../integrations/code-host/app.ts'
 
 /** Octokit is loaded on first use: a deployment without the code host never holds it in memory. */
 const codeHostModule = () => import('../../integrations/code-host/app.ts');
+import { SyncRoleBots } from '../../integrations/chat_a/chat_a.jobs.ts';
 import type { SecretsService } from '../../secrets/secrets.service.ts';
 import type { Integration, IntegrationPut, IntegrationTestResult } from './integrations.schemas.ts';
 import * as store from './integrations.store.ts';
@@ -29,6 +30,8 @@ export interface IntegrationsDeps {
   /** Active teams homed on chat_a with their roles; an agent's display name and avatar. */
   chatTeams: () => Promise<Array<{ name: string; roomId: string | null; roles: Array<{ role: string; agent: string }> }>>;
   agentLook: (agent: string) => Promise<{ displayName: string | null; avatarUrl: string | null } | null>;
+  /** The chat_a adapter's connection test (late-bound: the adapter reads this module's settings). */
+  chatATest?: () => Promise<{ state: 'ok' | 'error'; detail: string }>;
   /** The clock the app judges its installation tokens' expiry by (tests: the fake code host's); the system's by default. */
   codeHostClock?: () => number;
 }
@@ -303,16 +306,19 @@ export function createIntegrationsService(deps: IntegrationsDeps) {
         // Settings are not secrets: the audit keeps them; secrets are audited by their own writes.
         await recordAudit(trx, actor, 'integration.update', { type: 'integration', id: k }, { enabled: input.enabled, settings, generation: Number(updated.generation) });
         await store.notifySettingsChanged(trx);
+        // The role bots show their agents' names and pictures once the server is known.
+        if (k === 'chat_a' && input.enabled) await SyncRoleBots.enqueue(trx, { generation: Number(updated.generation) }, { key: `chat_a.role_bots:${updated.generation}` });
         return updated;
       });
       // Live hosts and secret status read other modules' tables: after the transaction.
       return { integration: (await presentAll([row]))[0]!, version: row.row_version };
     },
 
-    /** Calls the service for real where an adapter exists (code_host); the others are `unknown`. */
+    /** Calls the service for real where an adapter exists (code_host, chat_a); the others are `unknown`. */
     async test(kind: string): Promise<IntegrationTestResult> {
       const k = mustKind(kind);
       const at = () => new Date().toISOString();
+      if (k === 'chat_a' && deps.chatATest) return { kind: k, ...(await deps.chatATest()), tested_at: at() };
       if (k !== 'code_host') return { kind: k, state: 'unknown', detail: `the ${k} adapter is not built yet: its settings and secrets are stored and checked, but nothing can call ${KINDS[k].purpose.split(' (')[0]} yet`, tested_at: at() };
       const row = await mustRow(k);
       const settings = codeHostSettingsOf(row);

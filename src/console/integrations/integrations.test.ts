@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { makeTeam, makeTemplate } from '../../../test/factories.ts';
 import { startFakeCodeHost, type FakeCodeHost } from '../../../test/fakes/code-host.ts';
+import { startFakeMattermost } from '../../../test/fakes/mattermost.ts';
 import { captureLogger, dbKind, testApp, uniq, type TestApp } from '../../../test/harness.ts';
 import { makeHostRow } from '../../../test/sandboxes.ts';
 import { issuerOf, mintCertificateAuthority, mintLeaf } from '../../gateway/certificates.ts';
@@ -173,9 +174,9 @@ describe(`integrations (${dbKind})`, () => {
     assert.deepEqual(notBool.body.errors.map((e: any) => e.field), ['settings.slash_command']);
   });
 
-  test('test: operator and up; code_host asks the code host for real; other kinds are unknown', async () => {
+  test('test: operator and up; code_host asks the code host for real; kinds without an adapter are unknown', async () => {
     assert.equal((await req('POST', '/integrations/code_host/test', { token: viewer.token })).status, 403);
-    for (const kind of ['chat_a', 'chat_b', 'tracker_a', 'tracker_b']) {
+    for (const kind of ['chat_b', 'tracker_a', 'tracker_b']) {
       const r = await req('POST', `/integrations/${kind}/test`, { token: operator.token });
       assert.equal(r.status, 200);
       assert.equal(r.body.state, 'unknown');
@@ -285,16 +286,23 @@ describe(`integrations (${dbKind})`, () => {
   });
 
   test('role-bots: one entry per role of each active team homed on chat_a, with the bot it posts as', async () => {
+    // A chat_a home is checked on the chat server: its surface bot must be in the channel.
+    const mm = await startFakeMattermost();
+    const botToken = `mm-bot-${uniq('v')}`;
+    const bot = mm.addUser({ username: 'crewhouse', bot: true, token: botToken });
+    const room = mm.addChannel({ teamId: mm.addTeam('acme').id, name: 'dev', displayName: 'Dev', members: [bot.id] });
+    await putSecret('integrations/chat_a/bot_token', botToken);
+    assert.equal((await put('chat_a', { enabled: true, settings: { url: mm.url } })).status, 200);
     const tpl = await makeTemplate(t);
-    const homed = await makeTeam(t, { template: tpl.name, body: { home: { surface: 'chat_a', room_id: 'room-1' } } });
+    const homed = await makeTeam(t, { template: tpl.name, body: { home: { surface: 'chat_a', room_id: room.id } } }).finally(() => mm.stop());
     await makeTeam(t, { template: tpl.name });
     await putSecret(`integrations/chat_a/bots/${homed.name}/lead`, `rolebot-${uniq('v')}`);
     const res = await req('GET', '/integrations/chat_a/role-bots', { token: viewer.token });
     assert.equal(res.status, 200, res.text);
     const mine = res.body.items.filter((b: any) => b.team === homed.name);
     assert.deepEqual(mine.map((b: any) => [b.role, b.posts_as, b.bot_secret.status, b.room_id]), [
-      ['dev', 'surface_bot', 'unset', 'room-1'],
-      ['lead', 'role_bot', 'set', 'room-1'],
+      ['dev', 'surface_bot', 'unset', room.id],
+      ['lead', 'role_bot', 'set', room.id],
     ]);
     assert.equal(mine[0].display_name, '[dev]');
     assert.equal(mine[1].bot_secret.ref, `secret:integrations/chat_a/bots/${homed.name}/lead`);

@@ -3,7 +3,7 @@ import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import type { HookCaller } from '../../hooks.ts';
 import { problems } from '../../http/problems.ts';
-import { mustGetLiveTeam, presentLink } from './teams.service.ts';
+import { chatARoomLabel, mustGetLiveTeam, presentLink } from './teams.service.ts';
 import * as store from './teams.store.ts';
 
 export const LINK_SURFACES = ['chat_a', 'chat_b', 'code_host', 'tracker_a', 'tracker_b'] as const;
@@ -59,6 +59,9 @@ export function createLinksService(deps: { db: Db; hooks: HookCaller }) {
           throw problems.validation([{ field: 'external_id', message: reason }], reason);
         }
       }
+      // A chat_a room must be one the surface bot can read and post in; its label is the channel's name.
+      const room = input.surface === 'chat_a' ? await chatARoomLabel(deps.hooks, 'external_id', input.external_id) : null;
+      const label = input.label ?? room ?? input.external_id;
       return db.transaction().execute(async (trx) => {
         const existing = await trx
           .selectFrom('team_links')
@@ -80,7 +83,7 @@ export function createLinksService(deps: { db: Db; hooks: HookCaller }) {
         if (other) throw problems.conflict(`${input.surface} ${input.external_id} is already linked to team "${other.name}"`);
         const row = await trx
           .insertInto('team_links')
-          .values({ team_id: t.id, surface: input.surface, external_id: input.external_id, label: input.label ?? input.external_id, verification: verificationOf(input.surface) })
+          .values({ team_id: t.id, surface: input.surface, external_id: input.external_id, label, verification: verificationOf(input.surface) })
           .returningAll()
           .executeTakeFirstOrThrow();
         await recordAudit(trx, actor, 'team.link', { type: 'team', id: name }, { surface: input.surface, external_id: input.external_id });

@@ -190,6 +190,14 @@ function rolesFromTemplate(teamId: number, content: TemplateContent) {
   }));
 }
 
+/** The display name of a chat_a room the surface bot can read and post in; 422/502/503 (from the adapter) otherwise. */
+export async function chatARoomLabel(hooks: HookCaller, field: string, roomId: string | null): Promise<string> {
+  if (!roomId) throw problems.validation([{ field, message: 'a chat_a room is the id of its channel (the channel\'s "View Info" shows it)' }]);
+  const [room] = await hooks.ask('chatA:room', field, roomId);
+  if (!room) throw problems.unavailable('the chat_a room cannot be checked: the chat_a adapter is not set up in this process');
+  return room.label;
+}
+
 export function createTeamsService(deps: {
   db: Db;
   models: ModelCatalog;
@@ -417,7 +425,9 @@ export function createTeamsService(deps: {
         const [coverage] = await deps.hooks.ask('codeHost:coversUrl', input.repo_url);
         if (coverage && !coverage.covered) throw problems.validation([{ field: 'repo_url', message: coverage.reason }], coverage.reason);
       }
-      const home = input.home ?? null;
+      const home = input.home ? { ...input.home } : null;
+      // A chat_a home is a channel the surface bot can read and post in; its label is the channel's name.
+      if (home?.surface === 'chat_a') home.room_label = await chatARoomLabel(deps.hooks, 'home.room_id', home.room_id ?? null);
       const budget = input.budget_usd_per_day ?? content.budget_usd_per_day ?? 0;
       const team = await db.transaction().execute(async (trx) => {
         await guardTemplateVersion(trx, version, CREATE_FIELDS);

@@ -394,7 +394,7 @@ describe('teams', () => {
     assert.equal(first.status, 201);
     assert.deepEqual(first.body, { surface: 'tracker_b', external_id: ext, label: ext, verified: false, verification: 'unverified' });
     assert.equal((await t.request({ method: 'PUT', url, token: t.adminToken, body: { surface: 'tracker_b', external_id: ext } })).status, 200);
-    const chat = await t.request({ method: 'PUT', url, token: t.adminToken, body: { surface: 'chat_a', external_id: uniq('room'), label: 'Room' } });
+    const chat = await t.request({ method: 'PUT', url, token: t.adminToken, body: { surface: 'chat_b', external_id: uniq('room'), label: 'Room' } });
     assert.equal(chat.body.verification, 'not_applicable');
     const code = await t.request({ method: 'PUT', url, token: t.adminToken, body: { surface: 'code_host', external_id: 'acme/widgets' } });
     assert.equal(code.status, 422);
@@ -407,7 +407,7 @@ describe('teams', () => {
     assert.equal((await t.request({ method: 'DELETE', url: `${url}/tracker_b/${ext}`, token: t.adminToken })).status, 404);
     // One surface id belongs to one live team.
     const other = await makeTeam(t, { template: team.template });
-    const taken = await t.request({ method: 'PUT', url: `/api/v1/teams/${other.name}/links`, token: t.adminToken, body: { surface: 'chat_a', external_id: chat.body.external_id } });
+    const taken = await t.request({ method: 'PUT', url: `/api/v1/teams/${other.name}/links`, token: t.adminToken, body: { surface: 'chat_b', external_id: chat.body.external_id } });
     assert.equal(taken.status, 409);
   });
 

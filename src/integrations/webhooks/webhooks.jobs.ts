@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { jobType, type JobHandler } from '../../queue/queue.ts';
+import { chatAJobHandlers } from '../chat_a/chat_a.jobs.ts';
 import type { CodeHostDelivery } from './code-host.delivery.ts';
 import type { WebhooksService } from './webhooks.service.ts';
 
@@ -32,5 +33,7 @@ export function webhookJobHandlers(deps: { webhooks: WebhooksService; delivery: 
     }),
     [PostProgress.kind]: PostProgress.handler((p) => deps.delivery.progress(p.run_id, p.event, p.seq)),
     [DeliverRun.kind]: DeliverRun.handler((p) => deps.delivery.deliver(p.run_id, p.seq)),
+    // The chat_a adapter's jobs are registered with these (the worker's list of job kinds).
+    ...(deps.webhooks.chatA ? chatAJobHandlers(deps.webhooks.chatA) : {}),
   };
 }

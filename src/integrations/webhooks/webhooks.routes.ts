@@ -19,7 +19,7 @@ export function deliveriesRoutes(app: App, deps: { webhooks: WebhooksService }) 
       operationId: 'listIntegrationDeliveries',
       summary: "List an integration's recent webhook deliveries",
       tags: ['integrations'],
-      description: `Recent deliveries to \`/webhooks/<kind>\`, newest first: delivery id, event, time, whether the signature was valid, the outcome and the run it became. Every delivery is listed, refused ones too. Chat kinds receive no webhooks (an empty list). ${CONSUMED_RULE}`,
+      description: `Recent deliveries to \`/webhooks/<kind>\`, newest first: delivery id, event, time, whether the signature was valid, the outcome and the run it became. Every delivery is listed, refused ones too. chat_a lists its slash commands (the work commands refused until chat-started runs exist); chat_b receives no webhooks (an empty list). ${CONSUMED_RULE}`,
       params: DeliveriesParams,
       querystring: ListQuery,
       response: { 200: Page(WebhookDelivery) },
@@ -40,6 +40,18 @@ export function webhooksRoutes(app: App, deps: { webhooks: WebhooksService; body
     scope.addHook('onError', async (req, _reply, err) => {
       // An oversized delivery is refused before the handler runs; it is recorded all the same.
       if ((err as { statusCode?: number }).statusCode === 413) await deps.webhooks.refusedTooLarge((req.params as { surface?: string }).surface ?? '', req.headers, deps.bodyLimit);
+    });
+    // chat_a's slash command: a form with a command token, answered 200 with Mattermost's response body.
+    scope.post('/webhooks/chat_a', {
+      config: { auth: { public: true } },
+      bodyLimit: deps.bodyLimit,
+      schema: { hide: true } as any,
+      handler: async (req, reply) => {
+        const chatA = deps.webhooks.chatA;
+        if (!chatA) throw problems.notFound('webhook surface', 'chat_a');
+        const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+        return reply.status(200).send(await chatA.commands.receive(req.headers, body));
+      },
     });
     scope.post('/webhooks/:surface', {
       config: { auth: { public: true } },

@@ -3,6 +3,7 @@ import { verify } from '@octokit/webhooks-methods';
 import type { Logger } from 'pino';
 import { systemActor } from '../../audit/audit.ts';
 import type { RunsService } from '../../console/runs/runs.service.ts';
+import type { ChatAService } from '../chat_a/chat_a.service.ts';
 import type { Db } from '../../db/database.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { Problem, problems } from '../../http/problems.ts';
@@ -18,6 +19,8 @@ export interface WebhooksDeps {
   inbound(surface: WebhookSurface): Promise<{ enabled: boolean; secret: string | null }>;
   /** The code-host app while the integration is enabled, else null. */
   codeHost(): Promise<CodeHostClient | null>;
+  /** The chat_a adapter: its slash command arrives here and its jobs run with the webhooks' (optional: tests of this module alone). */
+  chatA?: ChatAService;
   /** The live teams whose repository `<owner>/<repo>` is (a code_host link, or a repo_url that is one of `urls`). */
   teamsOfRepository(repo: string, urls: string[]): Promise<string[]>;
   logger: Logger;
@@ -111,6 +114,9 @@ export function createWebhooksService(deps: WebhooksDeps) {
   }
 
   return {
+    /** The chat_a adapter, for its jobs (see webhooks.jobs.ts). */
+    chatA: deps.chatA,
+
     /**
      * `POST /webhooks/<surface>`: the signature is checked on the raw body before anything is
      * parsed; every delivery is recorded; a verified delivery id is processed once (its job is
@@ -196,8 +202,8 @@ export function createWebhooksService(deps: WebhooksDeps) {
 
     /** `GET /integrations/{kind}/deliveries`: newest first. */
     async deliveries(kind: string, query: { limit: number; cursor?: string }) {
-      if (!isWebhookSurface(kind)) {
-        if (['chat_a', 'chat_b'].includes(kind)) return { items: [], next_cursor: null };
+      if (!isWebhookSurface(kind) && kind !== 'chat_a') {
+        if (kind === 'chat_b') return { items: [], next_cursor: null };
         throw problems.notFound('integration', kind);
       }
       const cursor = decodeCursor(query.cursor, ['string', 'string']);
@@ -209,6 +215,10 @@ export function createWebhooksService(deps: WebhooksDeps) {
     async process(deliveryRow: string): Promise<void> {
       const d = await store.getDelivery(db, deliveryRow);
       if (!d || d.outcome !== 'accepted') return;
+      if (d.surface === 'chat_a') {
+        if (!deps.chatA) throw new Error('a chat_a command was queued on a process without the chat_a adapter');
+        return deps.chatA.commands.process(deliveryRow, d.payload);
+      }
       const intent = intentOf(d.event, d.payload);
       if (intent.kind === 'ignore') return store.settleDelivery(db, deliveryRow, { outcome: 'ignored', detail: intent.reason });
       const app = await deps.codeHost();

@@ -12,7 +12,7 @@ interface TemplateSummary {
 /** A new team from a template; creation takes up to about a minute, so it shows its progress. */
 export function TeamNew({ template }: { template: string | null }) {
   const templates = useLoad(() => getAll<TemplateSummary>('/team-templates'));
-  const [f, setF] = useState({ name: '', template: template ?? '', version: '', repo_url: '', surface: 'none', budget: '' });
+  const [f, setF] = useState({ name: '', template: template ?? '', version: '', repo_url: '', surface: 'none', room_id: '', budget: '' });
   const { busy, error, run } = useAction();
   const set = (k: keyof typeof f) => (e: { target: { value: string } }) => setF({ ...f, [k]: e.target.value });
 
@@ -23,7 +23,7 @@ export function TeamNew({ template }: { template: string | null }) {
         name: f.name.trim(),
         template: { name: f.template, version: f.version ? Number(f.version) : null },
         repo_url: f.repo_url.trim() || null,
-        home: { surface: f.surface },
+        home: f.surface === 'none' ? { surface: f.surface } : { surface: f.surface, room_id: f.room_id.trim() || null },
         budget_usd_per_day: f.budget ? Number(f.budget) : null,
       };
       const { body: team } = await call<{ name: string }>('POST', '/teams', { body });
@@ -74,6 +74,11 @@ export function TeamNew({ template }: { template: string | null }) {
                 <option value="chat_b">chat B channel</option>
               </select>
             </Field>
+            {f.surface !== 'none' && (
+              <Field label="Room" name="home.room_id" error={error} hint={f.surface === 'chat_a' ? 'the channel id (in the channel: View Info); the team\'s bot must be a member' : 'the channel id; the app must be in the channel'}>
+                <input required value={f.room_id} onChange={set('room_id')} />
+              </Field>
+            )}
             <Field label="Budget (USD per day)" name="budget_usd_per_day" error={error} hint="empty: the template's">
               <input type="number" min="0.01" step="0.01" value={f.budget} onChange={set('budget')} />
             </Field>
