@@ -11,7 +11,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import type { ScriptedAnswer, ScriptedRequest } from '../fakes/scripted-model.ts';
-import { lastText, startStack, stackSkip, waitFor, type Stack } from './stack.ts';
+import { lastText, processesWith, startStack, stackSkip, waitFor, type Stack } from './stack.ts';
 
 /** The scenario and token a run's task names ("SCENARIO confirm TOKEN abc"), read from the first user message. */
 function scenarioOf(req: ScriptedRequest): { scenario: string; token: string } {
@@ -50,20 +50,6 @@ function assertEveryCallSettled(events: Array<Record<string, any>>) {
   assert.equal(results.length, calls.length);
 }
 
-/** Host processes whose command line is exactly `argv` (the sandbox's processes are visible from the host). */
-function processesWith(argv: string[]): number[] {
-  const want = `${argv.join('\0')}\0`;
-  const out: number[] = [];
-  for (const pid of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      if (fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8') === want) out.push(Number(pid));
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  return out;
-}
 
 describe('runs under faults', { skip: stackSkip }, () => {
   let stack: Stack;

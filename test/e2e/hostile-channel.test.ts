@@ -6,7 +6,6 @@
 // that are not events, a cancel it ignores, a process left behind holding its stdout.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import type { AgentConfig } from '../../src/agent/protocol.ts';
 import { pushesOf } from '../../src/gateway/pushes.ts';
@@ -16,25 +15,11 @@ import { startSandboxHost, type SandboxHost } from '../../src/runtime/sandboxes/
 import type { ExecRequest } from '../../src/runtime/sandboxes/provider.ts';
 import type { ScriptedAnswer, ScriptedRequest } from '../fakes/scripted-model.ts';
 import { captureLogger } from '../harness.ts';
-import { startStack, stackSkip, waitFor, type Stack } from './stack.ts';
+import { processesWith, startStack, stackSkip, waitFor, type Stack } from './stack.ts';
 
 const scenarioOf = (req: ScriptedRequest) => /(?<!Asked: )SCENARIO (\S+)/.exec(String(req.body.messages.find((m) => m.role === 'user')?.content ?? ''))?.[1] ?? '?';
 const toolResults = (req: ScriptedRequest) => req.body.messages.filter((m) => m.role === 'tool').map((m) => String(m.content ?? ''));
 
-/** Host processes whose command line is exactly `argv` (a sandbox's processes are visible from the host). */
-async function processesWith(argv: string[]): Promise<number[]> {
-  const want = `${argv.join('\0')}\0`;
-  const out: number[] = [];
-  for (const pid of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      if (fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8') === want) out.push(Number(pid));
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  return out;
-}
 
 const FLOOD = `python3 - "$PPID" <<'PY'
 import ctypes, os, sys

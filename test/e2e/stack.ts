@@ -35,6 +35,21 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
+/** Host processes whose command line is exactly `argv` (a sandbox's processes are visible from the host). */
+export function processesWith(argv: string[]): number[] {
+  const want = `${argv.join('\0')}\0`;
+  const out: number[] = [];
+  for (const pid of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8') === want) out.push(Number(pid));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return out;
+}
+
 /** Polls `probe` until it answers something truthy; generous by default, since CI machines are loaded. */
 export async function waitFor<T>(what: string, probe: () => Promise<T | null | undefined | false>, ms = 180_000): Promise<T> {
   const deadline = Date.now() + ms;

@@ -11,24 +11,10 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import type { ScriptedAnswer, ScriptedRequest } from '../fakes/scripted-model.ts';
 import { dbKind, TEST_DATABASE_URL } from '../harness.ts';
-import { startStack, stackSkip, waitFor, type Stack } from './stack.ts';
+import { processesWith, startStack, stackSkip, waitFor, type Stack } from './stack.ts';
 
 const skip = stackSkip || (dbKind === 'pglite' ? 'the embedded database lives in one process: a worker in another process cannot share it (runs on PostgreSQL: set SERVICE_TEST_DATABASE_URL)' : false);
 
-/** Host processes whose command line is exactly `argv`. */
-function processesWith(argv: string[]): number[] {
-  const want = `${argv.join('\0')}\0`;
-  const out: number[] = [];
-  for (const pid of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      if (fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8') === want) out.push(Number(pid));
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  return out;
-}
 
 describe('kill -9 of the worker mid-run', { skip }, () => {
   let stack: Stack;

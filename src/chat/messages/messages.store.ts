@@ -70,19 +70,8 @@ export function streamNames(db: Q, ids: number[]) {
   return db.selectFrom('chat_streams').select(['id', 'name']).where('id', 'in', ids).execute();
 }
 
-/** Active subscribers of a channel who are active users. */
-export function activeSubscribers(db: Q, streamId: number) {
-  return db
-    .selectFrom('chat_subscriptions as sub')
-    .innerJoin('chat_users as u', 'u.id', 'sub.user_id')
-    .select('sub.user_id')
-    .where('sub.stream_id', '=', streamId)
-    .where('sub.active', '=', true)
-    .where('u.is_active', '=', true)
-    .orderBy('sub.user_id')
-    .execute()
-    .then((rows) => rows.map((r) => r.user_id));
-}
+/** Active subscribers of a channel who are active users (the channels' own query). */
+export { subscriberIds as activeSubscribers } from '../streams/streams.store.ts';
 
 /** Who holds a row for these messages (the recipients events go to). */
 export function recipientsOf(db: Q, ids: number[]) {

@@ -222,16 +222,19 @@ export function createRunsService(deps: RunsDeps) {
     }
   }
 
-  /** Fails a run whose agent sent what the host refuses: a failed post and the reason, never a team-memory entry (the agent's words stay out of later prompts). */
-  async function failRefused(runId: string, reason: string) {
+  /**
+   * Fails a run with a failed post and the reason. A run failed for what its agent sent (`refused`)
+   * leaves its summary empty, so no team-memory entry carries the agent's words into later prompts.
+   */
+  async function failWith(runId: string, reason: string, refused: boolean) {
     const before = await store.getRun(db, runId);
     if (!before) return;
     const team = (await deps.team(before.team_name)) ?? { id: before.team_id, name: before.team_name, status: 'archived', surface: 'console', lead: before.lead, rework_rounds: 0, repo_url: null, roles: [] };
     const done = await db.transaction().execute(async (trx) => {
       const run = await store.lockRun(trx, runId);
       if (!run || FINISHED.includes(run.state)) return false;
-      await store.appendPost(trx, runId, { kind: 'failed', role: null, text: reason, data: { refused: true } });
-      await finish(trx, run, team, 'failed', { failure_reason: reason });
+      await store.appendPost(trx, runId, { kind: 'failed', role: null, text: reason, ...(refused ? { data: { refused: true } } : {}) });
+      await finish(trx, run, team, 'failed', refused ? { failure_reason: reason } : { failure_reason: reason, summary: reason });
       return true;
     });
     if (done) published(runId);
@@ -550,7 +553,7 @@ export function createRunsService(deps: RunsDeps) {
       if (!answer.refused) return { refused: null, turnEnd: answer.turnEnd, seen: answer.seen };
       const reason = `the ${answer.task.role} role's agent runtime sent something the host does not accept, so its turn failed (${answer.refused.reason})`;
       // Its own step: a worker killed before it replays the same events, refused the same way.
-      await failRefused(answer.run.id, reason);
+      await failWith(answer.run.id, reason, true);
       return { refused: reason, turnEnd: null, seen: answer.seen };
     },
 
@@ -660,17 +663,7 @@ export function createRunsService(deps: RunsDeps) {
 
     /** Fails a run for a reason outside the agents (a sandbox that cannot be had, a runtime that keeps dying). */
     async failRun(runId: string, reason: string) {
-      const before = await store.getRun(db, runId);
-      if (!before) return;
-      const team = (await deps.team(before.team_name)) ?? { id: before.team_id, name: before.team_name, status: 'archived', surface: 'console', lead: before.lead, rework_rounds: 0, repo_url: null, roles: [] };
-      const done = await db.transaction().execute(async (trx) => {
-        const run = await store.lockRun(trx, runId);
-        if (!run || FINISHED.includes(run.state)) return false;
-        await store.appendPost(trx, runId, { kind: 'failed', role: null, text: reason });
-        await finish(trx, run, team, 'failed', { failure_reason: reason, summary: reason });
-        return true;
-      });
-      if (done) published(runId);
+      await failWith(runId, reason, false);
     },
 
     /** A notice in the run's conversation (a cold boot, a refused request), once per source. */
