@@ -84,7 +84,7 @@ function argsOf(command: string, rest: string[], options: Options): { values: Re
   try {
     parsed = parseArgs({ args: rest, allowPositionals: true, options: { ...options, help: { type: 'boolean', short: 'h' } } });
   } catch (err) {
-    throw new ConfigError(`${(err as Error).message.split('. To specify')[0]}\n\n${LOCAL_USAGE[command]}`);
+    throw new ConfigError(`${(err as Error).message.split('. To specify')[0]}\n\nusage: ${LOCAL_USAGE[command]}`);
   }
   if (parsed.values.help) {
     process.stdout.write(`${LOCAL_USAGE[command]}\n`);
@@ -184,7 +184,7 @@ async function main(argv: string[]) {
       const parsed = argsOf(command, rest, { user: { type: 'string' }, name: { type: 'string' } });
       if (!parsed) return;
       const { values, positionals } = parsed;
-      if (positionals[0] !== 'token' || !values.user) throw new ConfigError(LOCAL_USAGE.admin);
+      if (positionals[0] !== 'token' || !values.user) throw new ConfigError(`usage: ${LOCAL_USAGE.admin}`);
       const { db, close } = await open(config);
       try {
         // Names are unique regardless of case, as at log-in; an e-mail address is not a name here.
@@ -237,7 +237,7 @@ async function main(argv: string[]) {
     case 'secrets': {
       const parsed = argsOf(command, rest, {});
       if (!parsed) return;
-      if (parsed.positionals[0] !== 'rotate-key') throw new ConfigError(LOCAL_USAGE.secrets);
+      if (parsed.positionals[0] !== 'rotate-key') throw new ConfigError(`usage: ${LOCAL_USAGE.secrets}`);
       const { db, close } = await open(config);
       try {
         const r = await rotateSecretKey(db, config);
@@ -251,7 +251,7 @@ async function main(argv: string[]) {
       const parsed = argsOf(command, rest, { name: { type: 'string', default: 'crewhouse-agent' }, ca: { type: 'string' }, variant: { type: 'string', default: 'debian' } });
       if (!parsed) return;
       const { values, positionals } = parsed;
-      if (positionals[0] !== 'build' || (values.variant !== 'debian' && values.variant !== 'minimal')) throw new ConfigError(LOCAL_USAGE.images);
+      if (positionals[0] !== 'build' || (values.variant !== 'debian' && values.variant !== 'minimal')) throw new ConfigError(`usage: ${LOCAL_USAGE.images}`);
       if (!/^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$/.test(values.name)) throw new ConfigError('--name must be a short name (letters, digits, . _ + -)');
       // Ctrl-C stops the step under way; what finished is kept and a re-run goes on from there.
       const ac = new AbortController();
@@ -290,7 +290,7 @@ async function main(argv: string[]) {
  */
 async function sandboxesCommand(config: Config, positionals: string[], all: boolean) {
   const [verb = 'list', id] = positionals;
-  if (!['list', 'destroy'].includes(verb) || (verb === 'destroy' && !id === !all) || (verb === 'list' && (id || all))) throw new ConfigError(LOCAL_USAGE.sandboxes);
+  if (!['list', 'destroy'].includes(verb) || (verb === 'destroy' && !id === !all) || (verb === 'list' && (id || all))) throw new ConfigError(`usage: ${LOCAL_USAGE.sandboxes}`);
   const logger = createLogger({ level: 'warn' });
   const dir = (await reachableSandboxDir(config)).dir;
   const idFile = dir ? path.join(dir, 'host-id') : null;

@@ -44,10 +44,16 @@ describe('what the host believes of agent events', () => {
     assert.equal(a.accepted.length, batch.length);
     assert.deepEqual(a.turnEnd, { seq: 13, outcome: { kind: 'hand_off', to_role: 'reviewer', summary: 'done', branch: null } });
     assert.deepEqual(Object.fromEntries(a.calls), {
-      c1: { name: 'shell', state: 'settled', proposed: false },
-      c2: { name: 'git_push', state: 'settled', proposed: false },
-      c3: { name: 'hand_off', state: 'open', proposed: false },
+      c1: { name: 'shell', state: 'settled', proposed: false, subject: null },
+      c2: { name: 'git_push', state: 'settled', proposed: false, subject: null },
+      c3: { name: 'hand_off', state: 'open', proposed: false, subject: null },
     });
+  });
+
+  it('remembers what each call works on, from the model\'s own call, for its result\'s post', () => {
+    const called = checkEvents(view(), events(1, { type: 'model_reply', content: null, tool_calls: [{ id: 'w1', name: 'write_file', arguments: '{"path":"src/app.ts","content":"x"}' }], usage: null, finish_reason: 'tool_calls' }));
+    assert.equal(called.refusal, null);
+    assert.equal(called.calls.get('w1')?.subject, 'src/app.ts');
   });
 
   it('takes seq strictly in order from what was recorded, refusing gaps, repeats and numbers no column stores', () => {
@@ -97,7 +103,7 @@ describe('what the host believes of agent events', () => {
     assert.match(checkEvents(view(), events(1, skill)).refusal!.reason, /proposed a skill without a call of propose_skill/);
     const ok = checkEvents(view(), events(1, reply(['p1', 'propose_skill']), skill, result('p1', 'propose_skill')));
     assert.equal(ok.refusal, null);
-    assert.deepEqual(ok.calls.get('p1'), { name: 'propose_skill', state: 'settled', proposed: true });
+    assert.deepEqual(ok.calls.get('p1'), { name: 'propose_skill', state: 'settled', proposed: true, subject: null });
     assert.match(checkEvents(view(), events(1, reply(['p1', 'propose_skill']), skill, skill)).refusal!.reason, /proposal 3/, 'one proposal per call');
     assert.match(checkEvents(view(), events(1, reply(['p1', 'propose_skill']), server)).refusal!.reason, /an MCP server without a call of propose_mcp_server/);
     assert.match(checkEvents(view({ tools: ['shell'] }), events(1, reply(['p1', 'propose_skill']), skill)).refusal!.reason, /by a role that has it/);
