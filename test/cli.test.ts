@@ -4,60 +4,15 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { sql } from 'kysely';
-import { openDatabase } from '../src/db/database.ts';
-import { TEST_DATABASE_URL } from './harness.ts';
+import { servicePlace, TEST_DATABASE_URL, type ServicePlace } from './harness.ts';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const NODE = path.join(root, 'node_modules', '.bin', 'node');
 const MAIN = path.join(root, 'src', 'main.ts');
 const BASE = 'http://crewhouse.test';
-
-interface Place {
-  env: Record<string, string>;
-  dataDir: string;
-  drop(): Promise<void>;
-}
-
-/** A fresh place to keep data: a temp data dir, or a new schema on the test PostgreSQL. */
-async function place(): Promise<Place> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'crewhouse-cli-'));
-  const env: Record<string, string> = {
-    SERVICE_DATA_DIR: dataDir,
-    SERVICE_PORT: '0',
-    SERVICE_HOST: '127.0.0.1',
-    SERVICE_PUBLIC_BASE_URL: BASE,
-    SERVICE_WEB_DIR: path.join(dataDir, 'no-web'),
-    SERVICE_SECRET_KEY: Buffer.alloc(32, 3).toString('base64'),
-    SERVICE_LOG_LEVEL: 'info',
-  };
-  let schema: string | null = null;
-  if (TEST_DATABASE_URL) {
-    schema = `cli_${crypto.randomBytes(5).toString('hex')}`;
-    const admin = await openDatabase({ databaseUrl: TEST_DATABASE_URL, dataDir: '', poolSize: 1 });
-    await sql`create schema ${sql.id(schema)}`.execute(admin.db);
-    await admin.close();
-    const url = new URL(TEST_DATABASE_URL);
-    url.searchParams.set('options', `-c search_path=${schema}`);
-    env.SERVICE_DATABASE_URL = url.toString();
-  }
-  return {
-    env,
-    dataDir,
-    async drop() {
-      fs.rmSync(dataDir, { recursive: true, force: true });
-      if (schema && TEST_DATABASE_URL) {
-        const admin = await openDatabase({ databaseUrl: TEST_DATABASE_URL, dataDir: '', poolSize: 1 });
-        await sql`drop schema ${sql.id(schema)} cascade`.execute(admin.db).catch(() => {});
-        await admin.close();
-      }
-    },
-  };
-}
 
 /** The child's environment: only what we give it, nothing of ours (no SERVICE_* leaks in). */
 function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
@@ -131,11 +86,11 @@ async function get(url: string, token?: string) {
 }
 
 describe('the crewhouse CLI', { concurrency: false }, () => {
-  let a: Place;
-  let b: Place;
+  let a: ServicePlace;
+  let b: ServicePlace;
   before(async () => {
-    a = await place();
-    b = await place();
+    a = await servicePlace('cli', BASE);
+    b = await servicePlace('cli', BASE);
   });
   after(async () => {
     await a.drop();
@@ -165,7 +120,7 @@ describe('the crewhouse CLI', { concurrency: false }, () => {
   });
 
   test('`crewhouse chat init` twice without --subdomain says the default one is taken, and how to make another', async () => {
-    const fresh = await place();
+    const fresh = await servicePlace('cli', BASE);
     try {
       const first = await run(['chat', 'init', '--email', 'owner@example.com', '--name', 'Owner'], fresh.env);
       assert.equal(first.code, 0, first.stderr);

@@ -3,6 +3,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import fsSync from 'node:fs';
 import { Writable } from 'node:stream';
 import type { InjectOptions } from 'fastify';
 import { sql } from 'kysely';
@@ -256,4 +257,50 @@ export async function testModelProxy(opts: { db: Db; logger?: Logger; config?: R
 export function sharedServices(config: Config, db: Db) {
   const shared = loadShared(config);
   return { ...shared, services: createServices({ config, db, logger: captureLogger().logger, ...shared }) };
+}
+
+/** Where a service started as its own process (`crewhouse serve`, the CLI) keeps its data. */
+export interface ServicePlace {
+  env: Record<string, string>;
+  dataDir: string;
+  drop(): Promise<void>;
+}
+
+/**
+ * A fresh place for a service process: a temp data dir, and on the test PostgreSQL a new schema
+ * (dropped with it); `env` holds the SERVICE_* settings that point the process there.
+ */
+export async function servicePlace(prefix: string, publicBaseUrl = 'http://crewhouse.test'): Promise<ServicePlace> {
+  const dataDir = fsSync.mkdtempSync(path.join(os.tmpdir(), `crewhouse-${prefix}-`));
+  const env: Record<string, string> = {
+    SERVICE_DATA_DIR: dataDir,
+    SERVICE_PORT: '0',
+    SERVICE_HOST: '127.0.0.1',
+    SERVICE_PUBLIC_BASE_URL: publicBaseUrl,
+    SERVICE_WEB_DIR: path.join(dataDir, 'no-web'),
+    SERVICE_SECRET_KEY: crypto.randomBytes(32).toString('base64'),
+    SERVICE_LOG_LEVEL: 'info',
+  };
+  let schema: string | null = null;
+  if (TEST_DATABASE_URL) {
+    schema = `${prefix}_${crypto.randomBytes(5).toString('hex')}`;
+    const admin = await openDatabase({ databaseUrl: TEST_DATABASE_URL, dataDir: '', poolSize: 1 });
+    await sql`create schema ${sql.id(schema)}`.execute(admin.db);
+    await admin.close();
+    const url = new URL(TEST_DATABASE_URL);
+    url.searchParams.set('options', `-c search_path=${schema}`);
+    env.SERVICE_DATABASE_URL = url.toString();
+  }
+  return {
+    env,
+    dataDir,
+    async drop() {
+      fsSync.rmSync(dataDir, { recursive: true, force: true });
+      if (schema && TEST_DATABASE_URL) {
+        const admin = await openDatabase({ databaseUrl: TEST_DATABASE_URL, dataDir: '', poolSize: 1 });
+        await sql`drop schema ${sql.id(schema)} cascade`.execute(admin.db).catch(() => {});
+        await admin.close();
+      }
+    },
+  };
 }

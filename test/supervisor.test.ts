@@ -4,15 +4,10 @@
 // SERVICE_DATA_DIR (or a fresh schema on the test PostgreSQL).
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import crypto from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { sql } from 'kysely';
-import { openDatabase } from '../src/db/database.ts';
-import { TEST_DATABASE_URL } from './harness.ts';
+import { servicePlace, type ServicePlace } from './harness.ts';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const NODE = path.join(root, 'node_modules', '.bin', 'node');
@@ -70,40 +65,15 @@ function start(env: Record<string, string>, args = ['serve', '--only', 'console'
 }
 
 describe('crewhouse serve supervises its service process', { concurrency: false }, () => {
-  let dataDir: string;
-  let schema: string | null = null;
+  let place: ServicePlace;
   const env: Record<string, string> = {};
 
   before(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'crewhouse-sup-'));
-    Object.assign(env, {
-      SERVICE_DATA_DIR: dataDir,
-      SERVICE_PORT: '0',
-      SERVICE_HOST: '127.0.0.1',
-      SERVICE_PUBLIC_BASE_URL: 'http://crewhouse.test',
-      SERVICE_WEB_DIR: path.join(dataDir, 'no-web'),
-      SERVICE_SECRET_KEY: Buffer.alloc(32, 5).toString('base64'),
-      SERVICE_LOG_LEVEL: 'info',
-    });
-    if (TEST_DATABASE_URL) {
-      schema = `sup_${crypto.randomBytes(5).toString('hex')}`;
-      const admin = await openDatabase({ databaseUrl: TEST_DATABASE_URL, dataDir: '', poolSize: 1 });
-      await sql`create schema ${sql.id(schema)}`.execute(admin.db);
-      await admin.close();
-      const url = new URL(TEST_DATABASE_URL);
-      url.searchParams.set('options', `-c search_path=${schema}`);
-      env.SERVICE_DATABASE_URL = url.toString();
-    }
+    place = await servicePlace('sup');
+    Object.assign(env, place.env);
   });
 
-  after(async () => {
-    fs.rmSync(dataDir, { recursive: true, force: true });
-    if (schema && TEST_DATABASE_URL) {
-      const admin = await openDatabase({ databaseUrl: TEST_DATABASE_URL, dataDir: '', poolSize: 1 });
-      await sql`drop schema ${sql.id(schema)} cascade`.execute(admin.db).catch(() => {});
-      await admin.close();
-    }
-  });
+  after(() => place.drop());
 
   /** The console's address in the newest start of the service, once it answers /healthz, and the pid of that service process. */
   async function upAgain(s: Supervised, notPid: number | null): Promise<{ pid: number; url: string }> {

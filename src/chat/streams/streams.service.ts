@@ -253,16 +253,7 @@ export function createChatStreamsService(deps: { db: Db }) {
     /** GET /streams/{stream_id}/members: active subscribers of a channel the caller can reach. */
     async members(caller: Caller, id: number) {
       const s = await byId(caller, id);
-      const rows = await db
-        .selectFrom('chat_subscriptions as sub')
-        .innerJoin('chat_users as u', 'u.id', 'sub.user_id')
-        .select('sub.user_id')
-        .where('sub.stream_id', '=', s.id)
-        .where('sub.active', '=', true)
-        .where('u.is_active', '=', true)
-        .orderBy('sub.user_id')
-        .execute();
-      return rows.map((r) => r.user_id);
+      return store.subscriberIds(db, s.id);
     },
 
     /** GET /get_stream_id. */

@@ -1,4 +1,5 @@
 import { isMap, isScalar, LineCounter, parseDocument, stringify, type Document } from 'yaml';
+import { roleInput, type StoredRole } from '../templates/role-input.ts';
 
 /**
  * The layout of the configuration repository (docs/import.md), shared by the import and by
@@ -123,7 +124,7 @@ interface TemplateLike {
   description: string;
   current: null | {
     lead?: string | null;
-    roles: Record<string, { agent: string; model: string; vm: string; replicas: { max: number }; concurrent_runs: number; max_iterations: number | null; confirmation_policy: string | null; memory: Record<string, unknown>; max_budget: number | null; budget_duration: string | null; rpm_limit: number | null; tpm_limit: number | null; skills: string[]; mcp_servers: string[] }>;
+    roles: Record<string, StoredRole>;
     idle_after_seconds: number;
     deep_sleep_after_seconds: number;
     budget_usd_per_day?: number | null;
@@ -140,22 +141,7 @@ export function templateFile(t: TemplateLike): Record<string, unknown> {
   if (!c) return { description: t.description };
   const roles: Record<string, unknown> = {};
   for (const [name, r] of Object.entries(c.roles)) {
-    roles[name] = compact({
-      agent: r.agent,
-      model: r.model,
-      vm: r.vm,
-      replicas: { max: r.replicas.max },
-      concurrent_runs: r.concurrent_runs,
-      max_iterations: r.max_iterations,
-      confirmation_policy: r.confirmation_policy,
-      memory: Object.keys(r.memory).length ? r.memory : undefined,
-      max_budget: r.max_budget,
-      budget_duration: r.max_budget === null ? null : r.budget_duration,
-      rpm_limit: r.rpm_limit,
-      tpm_limit: r.tpm_limit,
-      skills: r.skills,
-      mcp_servers: r.mcp_servers,
-    });
+    roles[name] = compact({ ...roleInput(r), memory: Object.keys(r.memory).length ? r.memory : undefined, budget_duration: r.max_budget === null ? null : r.budget_duration });
   }
   return compact({
     description: t.description,

@@ -9,6 +9,7 @@ import { problems, type FieldProblem } from '../../http/problems.ts';
 import type { ModelCatalog } from '../../models/catalog.ts';
 import type { References, RefQuery } from '../references.ts';
 import { canonicalJson, sha256Hex } from './canonical.ts';
+import { roleInput } from './role-input.ts';
 import type { TeamTemplateVersion, TemplateContent, TemplateCreate, TemplateNewVersion, TemplateRole, TemplateVersionInput } from './templates.schemas.ts';
 import * as store from './templates.store.ts';
 
@@ -114,24 +115,7 @@ export function createTemplatesService(deps: {
     if (!base) throw problems.validation([{ field: 'from_version', message: `team template "${name}" has no version ${from}` }]);
     const c = base.content;
     const roles: TemplateVersionInput['roles'] = {};
-    for (const [role, r] of Object.entries(c.roles)) {
-      roles[role] = {
-        agent: r.agent,
-        model: r.model,
-        vm: r.vm,
-        replicas: { max: r.replicas.max },
-        concurrent_runs: r.concurrent_runs,
-        max_iterations: r.max_iterations,
-        confirmation_policy: r.confirmation_policy as InputRole['confirmation_policy'],
-        memory: r.memory,
-        max_budget: r.max_budget,
-        budget_duration: r.budget_duration,
-        rpm_limit: r.rpm_limit,
-        tpm_limit: r.tpm_limit,
-        skills: r.skills,
-        mcp_servers: r.mcp_servers,
-      };
-    }
+    for (const [role, r] of Object.entries(c.roles)) roles[role] = { ...roleInput(r), confirmation_policy: r.confirmation_policy as InputRole['confirmation_policy'] };
     const stored: TemplateVersionInput = {
       lead: c.lead ?? '',
       roles,
