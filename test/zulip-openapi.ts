@@ -9,7 +9,7 @@ import { Ajv } from 'ajv';
 import { parse as parseYaml } from 'yaml';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const CANDIDATES = [process.env.ZULIP_OPENAPI, path.join(here, '../../shared/data/zulip.yaml'), '/work/shared/data/zulip.yaml'].filter(Boolean) as string[];
+const CANDIDATES = [process.env.ZULIP_OPENAPI, path.join(here, '../../shared/data/zulip.yaml')].filter(Boolean) as string[];
 
 let spec: any = null;
 function load(): any {
