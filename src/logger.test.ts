@@ -60,6 +60,29 @@ test('with a reader, every line is written before the process exits', async () =
   assert.equal(lines[2999].i, 2999);
 });
 
+test('a reader that pauses still gets every line: the flush before exit waits for the write on its way', async () => {
+  // 8,000 lines of 1 KB (under the 16 MB held for a slow reader, far more than a pipe holds), so writes are still pending (or waiting
+  // to retry a full pipe) when the process flushes and exits.
+  const p = logAndExit(8000, 1000);
+  let stdout = '';
+  p.child.stdout.setEncoding('utf8');
+  p.child.stdout.once('data', () => {
+    p.child.stdout.pause();
+    setTimeout(() => p.child.stdout.resume(), 300);
+  });
+  p.child.stdout.on('data', (chunk) => (stdout += chunk));
+  const outcome = await exitWithin(p, 60_000);
+  assert.equal(outcome, 0);
+  await p.closed;
+  const lines = stdout.trim().split('\n').map((l) => JSON.parse(l) as { i: number });
+  assert.equal(lines.length, 8000);
+  assert.deepEqual(
+    lines.map((l) => l.i).filter((i, at) => i !== at),
+    [],
+    'every line once, in order',
+  );
+});
+
 test('an error ignored on purpose is logged with its cause and the context given', async () => {
   const { logIgnored } = await import('./logger.ts');
   const lines: Array<{ obj: Record<string, unknown>; msg: string }> = [];

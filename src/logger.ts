@@ -69,6 +69,26 @@ export function stdoutDestination(): pino.DestinationStream {
     if (!stream._writing) progressAt = Date.now();
     return write(line);
   };
+  // pino's flush(cb) answers at once when lines are written as they come (sonic-boom's
+  // minLength 0), even with a write still on its way; at exit that write would be lost. Here
+  // the callback waits until every line given so far is written (or the write fails).
+  const flush = stream.flush.bind(stream);
+  stream.flush = (cb?: (err?: Error) => void) => {
+    if (!cb) return flush();
+    const s = stream as typeof stream & { _len: number };
+    if (!stream._writing && s._len === 0) {
+      process.nextTick(cb);
+      return;
+    }
+    const done = (err?: Error) => {
+      stream.off('drain', onDrain);
+      stream.off('error', done);
+      cb(err);
+    };
+    const onDrain = () => done();
+    stream.once('drain', onDrain);
+    stream.once('error', done);
+  };
   const flushSync = stream.flushSync.bind(stream);
   stream.flushSync = () => {
     // Nothing is said about lines dropped here: the log is where it would be said, and it is what is stuck.
