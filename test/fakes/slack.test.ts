@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { SocketModeClient, LogLevel } from '@slack/socket-mode';
-import { ErrorCode, WebClient, type WebAPIPlatformError } from '@slack/web-api';
+import { ErrorCode, WebClient, WebClientEvent, type WebAPIPlatformError } from '@slack/web-api';
 import { waitFor } from '../harness.ts';
 import { startFakeSlack, type FakeSlack } from './slack.ts';
 
@@ -87,7 +87,7 @@ describe('the fake Slack, through @slack/web-api and @slack/socket-mode', () => 
     slack.throttleNext = 1;
     const limited: number[] = [];
     const patient = new WebClient(BOT, { slackApiUrl: slack.apiUrl, logger: quiet, retryConfig: { retries: 1, minTimeout: 10 } });
-    patient.on('rate_limited', (sec: number) => limited.push(sec));
+    patient.on(WebClientEvent.RATE_LIMITED, (sec: number) => limited.push(sec));
     assert.equal((await patient.auth.test()).ok, true);
     assert.deepEqual(limited, [1]);
     slack.throttleNext = 1;

@@ -460,6 +460,11 @@ export class FakeSlack {
     }
     const method = m[1]!;
     const raw = await this.readBody(req);
+    const args = await this.args(req, raw);
+    const bearer = /^Bearer (\S+)$/i.exec(req.headers.authorization ?? '')?.[1] ?? null;
+    const tokenValue = bearer ?? (typeof args?.token === 'string' ? args.token : null);
+    const token = tokenValue ? (this.tokens.get(tokenValue) ?? null) : null;
+    this.calls.push({ method, token: token?.kind ?? null, body: Object.fromEntries(Object.entries(args ?? {}).filter(([k]) => k !== 'token')) });
     if (this.throttleNext > 0) {
       this.throttleNext--;
       return this.json(res, 429, { ok: false, error: 'ratelimited' }, { 'retry-after': '1' });
@@ -468,11 +473,6 @@ export class FakeSlack {
       res.writeHead(500, { 'content-type': 'text/html' });
       return res.end('<html><body>Internal Server Error</body></html>');
     }
-    const args = await this.args(req, raw);
-    const bearer = /^Bearer (\S+)$/i.exec(req.headers.authorization ?? '')?.[1] ?? null;
-    const tokenValue = bearer ?? (typeof args?.token === 'string' ? args.token : null);
-    const token = tokenValue ? (this.tokens.get(tokenValue) ?? null) : null;
-    this.calls.push({ method, token: token?.kind ?? null, body: Object.fromEntries(Object.entries(args ?? {}).filter(([k]) => k !== 'token')) });
     if (!args) return this.json(res, 200, { ok: false, error: 'invalid_json' });
     if (!tokenValue) return this.json(res, 200, { ok: false, error: 'not_authed' });
     if (!token) return this.json(res, 200, { ok: false, error: 'invalid_auth' });
