@@ -3,7 +3,7 @@ import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import type { HookCaller } from '../../hooks.ts';
 import { problems } from '../../http/problems.ts';
-import { chatARoomLabel, mustGetLiveTeam, presentLink } from './teams.service.ts';
+import { chatRoomLabel, isChatSurface, mustGetLiveTeam, presentLink } from './teams.service.ts';
 import * as store from './teams.store.ts';
 
 export const LINK_SURFACES = ['chat_a', 'chat_b', 'code_host', 'tracker_a', 'tracker_b'] as const;
@@ -59,8 +59,8 @@ export function createLinksService(deps: { db: Db; hooks: HookCaller }) {
           throw problems.validation([{ field: 'external_id', message: reason }], reason);
         }
       }
-      // A chat_a room must be one the surface bot can read and post in; its label is the channel's name.
-      const room = input.surface === 'chat_a' ? await chatARoomLabel(deps.hooks, 'external_id', input.external_id) : null;
+      // A chat room must be one the surface's bot can read and post in; its label is the channel's name.
+      const room = isChatSurface(input.surface) ? await chatRoomLabel(deps.hooks, input.surface, 'external_id', input.external_id) : null;
       const label = input.label ?? room ?? input.external_id;
       return db.transaction().execute(async (trx) => {
         const existing = await trx
