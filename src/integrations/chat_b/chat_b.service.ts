@@ -75,15 +75,15 @@ export function createChatBService(deps: ChatBDeps) {
       if (!isChannelId(roomId)) throw refuse(`"${roomId.slice(0, 80)}" is not a chat_b channel id (C or G then letters and digits: the channel's details show it at the bottom)`);
       const client = await botClient({ requireEnabled: true, rateLimited: 'fail' });
       if ('missing' in client) throw problems.unavailable(`the team's room cannot be checked: ${client.missing}`);
+      // Slack answers channel_not_found alike for a channel that does not exist and a private one the bot is not in.
+      const unseen = (err: unknown) => {
+        if (err instanceof ChatBError && err.code === 'channel_not_found') return null;
+        throw err;
+      };
       try {
         const me = await client.me();
-        let channel;
-        try {
-          channel = await client.channel(roomId);
-        } catch (err) {
-          if (err instanceof ChatBError && err.code === 'channel_not_found') throw refuse(`the chat_b bot @${me.name} cannot see channel ${roomId}: it does not exist or is private and the bot is not in it (invite it with /invite @${me.name})`);
-          throw err;
-        }
+        const channel = await client.channel(roomId).catch(unseen);
+        if (!channel) throw refuse(`the chat_b bot @${me.name} cannot see channel ${roomId}: it does not exist or is private and the bot is not in it (invite it with /invite @${me.name})`);
         if (channel.isArchived) throw refuse(`the chat_b channel #${channel.name} is archived: nobody can post there`);
         if (!channel.isMember) throw refuse(`the chat_b bot @${me.name} is not a member of #${channel.name}: invite it with /invite @${me.name} in the channel, then try again`);
         return { label: `#${channel.name}` };

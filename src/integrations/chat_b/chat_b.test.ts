@@ -6,6 +6,7 @@ import { captureLogger, testApp, uniq, waitFor, type TestApp } from '../../../te
 import { CHAT_B_SECRET, chatBClient, ChatBError } from './client.ts';
 import type { ChatBWork } from './events.ts';
 import { startChatBListener } from './listener.ts';
+import { confirmationPost, decidedUpdate, decisionOf, isLongOutput, rolePost } from './posts.ts';
 
 const BOT_TOKEN = `xoxb-${'1'.repeat(12)}-${'b'.repeat(24)}`;
 const APP_TOKEN = `xapp-1-A${'2'.repeat(10)}-${'a'.repeat(30)}`;
@@ -144,10 +145,19 @@ describe('chat_b: the client', () => {
       const room = slack.addChannel({ name: 'dev', members: [app.botUser.id] });
       const client = chatBClient({ apiUrl: slack.apiUrl, token: BOT_TOKEN, secret: CHAT_B_SECRET.bot, rateLimited: 'wait', logger });
       const root = await client.post({ channel: room.id, text: 'Working on it' });
-      await client.post({ channel: room.id, thread_ts: root.ts, text: 'the plan', username: 'Lena the Lead', icon_url: 'https://x.example/lena.png' });
-      assert.deepEqual(slack.messages.map((m) => [m.text, m.username ?? null, m.thread_ts ?? null]), [['Working on it', null, null], ['the plan', 'Lena the Lead', root.ts]]);
+      const lena = { role: 'lead', displayName: 'Lena the Lead', iconUrl: 'https://x.example/lena.png' };
+      await client.post(rolePost({ channel: room.id, thread_ts: root.ts, text: 'the plan: a < b', role: lena, customize: true }));
+      // Without chat:write.customize the role is named in the text.
+      await client.post(rolePost({ channel: room.id, thread_ts: root.ts, text: 'the plan, again', role: lena, customize: false }));
+      assert.deepEqual(slack.messages.map((m) => [m.text, m.username ?? null, m.icon_url ?? null, m.thread_ts ?? null]), [
+        ['Working on it', null, null, null],
+        ['the plan: a &lt; b', 'Lena the Lead', 'https://x.example/lena.png', root.ts],
+        ['[Lena the Lead] the plan, again', null, null, root.ts],
+      ]);
+      assert.deepEqual([isLongOutput('x\n'.repeat(41)), isLongOutput('x'.repeat(3001)), isLongOutput('a short note')], [true, true, false]);
       await client.update({ channel: room.id, ts: root.ts, text: 'Done' });
       assert.equal(slack.messages[0]!.text, 'Done');
+      slack.messages.splice(1);
       assert.equal(await client.permalink(room.id, root.ts), slack.permalink(room.id, root.ts));
       await client.upload({ channel: room.id, thread_ts: root.ts, filename: 'run.log', title: 'the log', content: 'line\n'.repeat(1000) });
       assert.equal([...slack.files.values()][0]!.bytes!.length, 5000);
@@ -207,13 +217,22 @@ describe('chat_b: the Socket Mode listener', () => {
 
       // A slash command and a click.
       slack.slashCommand(alice.id, room.id, 'cancel 42');
-      const confirm = await bot.post({ channel: room.id, thread_ts: root.ts, text: 'Approve?' });
-      slack.click(alice.id, room.id, confirm.ts, { action_id: 'crewhouse.approve', value: 'confirmation-7' });
+      const question = confirmationPost({ channel: room.id, thread_ts: root.ts, text: 'May the dev role push to main?', confirmation: 'confirmation-7', askedOf: alice.id });
+      const confirm = await bot.post(question);
+      const buttons = (slack.messages.at(-1)!.blocks![1] as { elements: Array<{ action_id: string; value: string }> }).elements;
+      assert.equal(slack.messages.at(-1)!.text, `<@${alice.id}> May the dev role push to main?`);
+      slack.click(alice.id, room.id, confirm.ts, { action_id: buttons[0]!.action_id, value: buttons[0]!.value });
       await waitFor('the command and the click', () => got.length === 4);
       await settled();
       const [command, click] = got.slice(2);
       assert.deepEqual(command && command.kind === 'command' && [command.command, command.text, command.what], ['/crewhouse', 'cancel 42', { kind: 'work', verb: 'cancel' }]);
-      assert.deepEqual(click && click.kind === 'action' && [click.action_id, click.value, click.user, click.message_ts, click.thread_ts], ['crewhouse.approve', 'confirmation-7', alice.id, confirm.ts, root.ts]);
+      assert.deepEqual(click && click.kind === 'action' && [decisionOf(click.action_id), click.value, click.user, click.message_ts, click.thread_ts], ['approve', 'confirmation-7', alice.id, confirm.ts, root.ts]);
+      // The message then shows who decided, without its buttons.
+      await bot.update(decidedUpdate({ channel: room.id, ts: confirm.ts, text: 'May the dev role push to main?', decision: 'approve', by: alice.id }));
+      const decided = slack.messages.find((m) => m.ts === confirm.ts)!;
+      assert.deepEqual(decided.blocks!.map((b) => (b as { type: string }).type), ['section', 'context']);
+      assert.match(decided.text, new RegExp(`Approved by <@${alice.id}>$`));
+      await settled();
 
       // Slack sends an acknowledged envelope again (its ack lost): acked again, no second work.
       const acks = slack.acks.length;
