@@ -160,6 +160,11 @@ export class FakeSlack {
     return this.app;
   }
 
+  /** Revokes a token: Slack answers `invalid_auth` to it from now on. */
+  revoke(token: string) {
+    this.tokens.delete(token);
+  }
+
   /** Changes the scopes a token was granted. */
   setScopes(token: string, scopes: string[]) {
     const t = this.tokens.get(token);

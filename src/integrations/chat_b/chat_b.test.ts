@@ -260,6 +260,29 @@ describe('chat_b: the Socket Mode listener', () => {
     }
   });
 
+  it('reconnects when apps.connections.open is rate-limited, and stops, saying why, when Slack refuses the app token', async () => {
+    const slack = await startFakeSlack();
+    const { logger, lines } = captureLogger();
+    slack.installApp({ botName: 'crewhouse', botToken: BOT_TOKEN, appToken: APP_TOKEN });
+    const listener = startChatBListener({ apiUrl: slack.apiUrl, botToken: BOT_TOKEN, appToken: APP_TOKEN, rooms: async () => [], onWork: () => {}, logger, pingTimeoutMs: 300, reconnectMs: 10 });
+    const opens = () => slack.calls.filter((c) => c.method === 'apps.connections.open').length;
+    try {
+      await listener.ready;
+      slack.throttleNext = 1;
+      slack.dropSockets();
+      await waitFor('the reconnection after the rate limit', () => opens() === 3 && slack.openSockets === 1);
+      slack.revoke(APP_TOKEN);
+      slack.dropSockets();
+      await waitFor('the listener to stop', () => lines.some((l) => l.includes('the chat_b listener stopped')));
+      assert.match(lines.find((l) => l.includes('the chat_b listener stopped'))!, /Slack refused the token in integrations\/chat_b\/app_token \(invalid_auth\) while opening a Socket Mode connection/);
+      assert.equal(opens(), 4, 'no retry after the token was refused');
+      assert.ok(!lines.join('\n').includes(APP_TOKEN));
+    } finally {
+      await listener.stop();
+      await slack.stop();
+    }
+  });
+
   it('leaves an envelope unacknowledged when its work cannot be handed on, and takes it when Slack sends it again', async () => {
     const slack = await startFakeSlack();
     const { logger, lines } = captureLogger();

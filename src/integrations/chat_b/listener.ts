@@ -15,7 +15,9 @@ import { envelopeWork, messageWork, type ChatBWork, type Me } from './events.ts'
  * and a message the catch-up finds again are handed on once; what is done with the work must
  * still record its key, since two processes may both listen.
  *
- * A `disconnect` message or a dropped socket reconnects (the SDK's backoff). After a
+ * A `disconnect` message, a dropped socket or an unanswered ping reconnects at once, then with a
+ * backoff doubling up to a minute; when Slack refuses the app token the listener stops, saying
+ * so in the log (the SDK's own reconnection would end the process there). After a
  * reconnection the listener catches up through the Web API on each room
  * (`conversations.history`) and each open thread (`conversations.replies`) from a minute before
  * the newest message it saw live, so a message Slack gave up delivering while the connection was
@@ -34,9 +36,14 @@ export interface ChatBListenerOptions {
   threads?: () => Promise<Array<{ channel: string; ts: string }>>;
   onWork: (w: ChatBWork) => void | Promise<void>;
   logger: Logger;
-  /** The SDK's ping timeout, which also paces its reconnections (5 s by default). */
+  /** The SDK's ping timeout: a connection that answers no ping within it is dropped (5 s by default). */
   pingTimeoutMs?: number;
+  /** The first wait before a reconnection is tried again, doubling up to a minute (1 s by default; the first try is at once). */
+  reconnectMs?: number;
 }
+
+/** Errors of `apps.connections.open` that no retry mends: the app token refused, the workspace gone. */
+const REFUSED = new Set(['not_authed', 'invalid_auth', 'account_inactive', 'token_revoked', 'token_expired', 'not_allowed_token_type', 'user_removed_from_team', 'team_disabled']);
 
 const REMEMBERED = 10_000;
 const CATCH_UP_MARGIN_S = 60;
@@ -71,11 +78,13 @@ export function startChatBListener(opts: ChatBListenerOptions) {
     }
   }
 
+  // Reconnection is this listener's, not the SDK's: the SDK's own rejects unhandled (and so ends the process) when Slack refuses the app token.
   const socket = new SocketModeClient({
     appToken: opts.appToken,
+    autoReconnectEnabled: false,
     logger: sdkLogger(log),
     clientPingTimeout: opts.pingTimeoutMs ?? 5000,
-    clientOptions: webClientOptions({ apiUrl: opts.apiUrl, rateLimited: 'wait', logger: log }),
+    clientOptions: webClientOptions({ apiUrl: opts.apiUrl, rateLimited: 'fail', logger: log }),
   });
 
   socket.on('slack_event', async (e: { ack: () => Promise<void>; envelope_id: string; type: string; body?: Record<string, unknown>; retry_num?: number }) => {
@@ -130,17 +139,62 @@ export function startChatBListener(opts: ChatBListenerOptions) {
     if (connections > 1 && !stopped) void catchUp();
   });
 
+  let attempt = 0;
+  let connecting = false;
+  let timer: NodeJS.Timeout | null = null;
+  let refused: Error | null = null;
+
+  /** One try at a connection (`apps.connections.open`, then the WebSocket); a failure a retry can mend schedules the next. */
+  async function connect(): Promise<void> {
+    if (stopped || connecting || refused) return;
+    connecting = true;
+    try {
+      await socket.start();
+      attempt = 0;
+    } catch (err) {
+      const code = (err as { data?: { error?: string } }).data?.error ?? '';
+      if (REFUSED.has(code)) {
+        refused = new ChatBError(`Slack refused the token in ${CHAT_B_SECRET.app} (${code}) while opening a Socket Mode connection: chat_b hears nothing until an admin writes the app's current app-level token and the listener starts again`, code);
+        log.error({ reason: refused.message }, 'the chat_b listener stopped');
+        throw refused;
+      }
+      log.warn({ attempt, reason: err instanceof Error ? err.message : String(err) }, 'a chat_b Socket Mode connection failed; trying again');
+      const retryAfter = (err as { retryAfter?: unknown }).retryAfter;
+      schedule(typeof retryAfter === 'number' ? retryAfter * 1000 : 0);
+    } finally {
+      connecting = false;
+    }
+  }
+
+  /** The next try: at once after a connection that worked, then backing off; never sooner than Slack asked (`Retry-After`). */
+  function schedule(atLeastMs = 0) {
+    if (stopped || refused || timer) return;
+    const wait = Math.max(atLeastMs, attempt === 0 ? 0 : Math.min(60_000, (opts.reconnectMs ?? 1000) * 2 ** (attempt - 1)));
+    attempt++;
+    timer = setTimeout(() => {
+      timer = null;
+      connect().catch(() => {});
+    }, wait);
+    timer.unref();
+  }
+
+  // A `disconnect` message, a dropped socket, a ping unanswered: connect again.
+  socket.on('disconnected', () => {
+    if (!connecting) schedule();
+  });
+
   const ready = (async () => {
     const id = await rest.me();
     me = { userId: id.userId, botId: id.botId };
-    if (!stopped) await socket.start();
+    await connect();
   })();
 
   return {
-    /** Resolves once the bot is known and Socket Mode is connected; rejects when a token is refused. */
+    /** Resolves once the bot is known and a first connection was made or is being retried; rejects when a token is refused. */
     ready,
     async stop() {
       stopped = true;
+      if (timer) clearTimeout(timer);
       await socket.disconnect();
     },
   };
