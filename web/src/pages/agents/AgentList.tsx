@@ -1,4 +1,4 @@
-import { PageHead, DataTable, Empty, MoreButton, ProblemNote, useCan, usePaged } from '../../ui.tsx';
+import { Empty, PagedTable, PageHead, useCan, usePaged } from '../../ui.tsx';
 import { seg } from '../../api.ts';
 
 export interface AgentSummary {
@@ -30,23 +30,18 @@ export function AgentList() {
           </a>
         )}
       </PageHead>
-      <ProblemNote error={list.error} />
-      {list.loading && !list.data && <p className="muted">Loading…</p>}
-      {list.data && (
-        <DataTable
-          rows={list.data.items}
-          label="agents"
-          columns={['name', 'description', 'model', 'environment', 'tool_count', 'current_version', 'used_by', 'updated_at']}
-          cells={{ name: (a) => <a href={`#/agents/${seg(a.name)}`}>{a.display_name ? `${a.display_name} (${a.name})` : a.name}</a> }}
-          empty={
-            <Empty>
-              <p>No agents yet. An agent is the first thing a team needs: a system prompt, the tools it may use and where it may connect.</p>
-              {admin ? <a href="#/agents/new">Create the first agent</a> : <p className="muted">An admin creates agents.</p>}
-            </Empty>
-          }
-        />
-      )}
-      <MoreButton paged={list} />
+      <PagedTable
+        list={list}
+        label="agents"
+        columns={['name', 'description', 'model', 'environment', 'tool_count', 'current_version', 'used_by', 'updated_at']}
+        cells={{ name: (a) => <a href={`#/agents/${seg(a.name)}`}>{a.display_name ? `${a.display_name} (${a.name})` : a.name}</a> }}
+        empty={
+          <Empty>
+            <p>No agents yet. An agent is the first thing a team needs: a system prompt, the tools it may use and where it may connect.</p>
+            {admin ? <a href="#/agents/new">Create the first agent</a> : <p className="muted">An admin creates agents.</p>}
+          </Empty>
+        }
+      />
     </section>
   );
 }

@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import { cellText, DataTable, heading, MoreButton, PageHead, ProblemNote, usePaged } from '../../ui.tsx';
+import { cellText, heading, PagedTable, PageHead, usePaged } from '../../ui.tsx';
 
 interface AuditEntry {
   id: number;
@@ -43,18 +43,13 @@ function Entries({ path }: { path: string }) {
   const list = usePaged<AuditEntry>(path);
   return (
     <>
-      <ProblemNote error={list.error} />
-      {list.loading && !list.data && <p className="muted">Loading…</p>}
-      {list.data && (
-        <DataTable
-          rows={list.data.items}
-          label="audit log"
-          columns={['at', 'actor', 'via', 'action', 'target_type', 'target', 'details']}
-          cells={{ details: (e) => <Details details={e.details} /> }}
-          empty="Nothing recorded that matches."
-        />
-      )}
-      <MoreButton paged={list} />
+      <PagedTable
+        list={list}
+        label="audit log"
+        columns={['at', 'actor', 'via', 'action', 'target_type', 'target', 'details']}
+        cells={{ details: (e) => <Details details={e.details} /> }}
+        empty="Nothing recorded that matches."
+      />
     </>
   );
 }

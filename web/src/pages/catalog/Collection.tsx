@@ -4,7 +4,7 @@ import { go } from '../../hash.ts';
 import { useDoc } from '../../resource.ts';
 import { checked, type Schema } from '../../schema.ts';
 import { SchemaForm, useSchema } from '../../SchemaForm.tsx';
-import { cellText, ConfirmButton, DataTable, Empty, Field, Loaded, MoreButton, PageHead, ProblemNote, useAction, useCan, usePaged } from '../../ui.tsx';
+import { cellText, ConfirmButton, Empty, Field, Loaded, PagedTable, PageHead, ProblemNote, useAction, useCan, usePaged } from '../../ui.tsx';
 
 type Row = Record<string, unknown> & { name: string };
 
@@ -48,23 +48,18 @@ export function CollectionList({ c }: { c: Collection }) {
           </a>
         )}
       </PageHead>
-      <ProblemNote error={list.error} />
-      {list.loading && !list.data && <p className="muted">Loading…</p>}
-      {list.data && (
-        <DataTable
-          rows={list.data.items}
-          label={c.title.toLowerCase()}
-          columns={c.columns}
-          cells={{ name: (r) => <a href={`#/${c.route}/${seg(r.name)}`}>{r.name}</a> }}
-          empty={
-            <Empty>
-              <p>{c.emptyText}</p>
-              {canWrite && <a href={`#/${c.route}/new`}>Create the first {c.singular}</a>}
-            </Empty>
-          }
-        />
-      )}
-      <MoreButton paged={list} />
+      <PagedTable
+        list={list}
+        label={c.title.toLowerCase()}
+        columns={c.columns}
+        cells={{ name: (r) => <a href={`#/${c.route}/${seg(r.name)}`}>{r.name}</a> }}
+        empty={
+          <Empty>
+            <p>{c.emptyText}</p>
+            {canWrite && <a href={`#/${c.route}/new`}>Create the first {c.singular}</a>}
+          </Empty>
+        }
+      />
       {c.extra?.()}
     </section>
   );

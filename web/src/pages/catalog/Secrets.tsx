@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'react';
 import { ApiError, call, type Page } from '../../api.ts';
 import { Conflict } from '../../resource.ts';
-import { cellText, ConfirmButton, DataTable, Empty, Field, MoreButton, PageHead, ProblemNote, useAction, useCan, usePaged } from '../../ui.tsx';
+import { cellText, ConfirmButton, Empty, Field, PagedTable, PageHead, ProblemNote, useAction, useCan, usePaged } from '../../ui.tsx';
 
 interface SecretRef {
   name: string;
@@ -96,34 +96,29 @@ export function Secrets({ preset }: { preset: string | null }) {
           )}
         </form>
       )}
-      <ProblemNote error={list.error} />
       <ProblemNote error={remove.error} />
-      {list.loading && !list.data && <p className="muted">Loading…</p>}
-      {list.data && (
-        <DataTable
-          rows={list.data.items}
-          label="secrets"
-          columns={['name', 'kind', 'set', 'used_by', 'value_set_at', 'updated_by']}
-          cells={{
-            set: (s) => <span className={`badge ${s.set ? 'good' : 'warn'}`}>{s.set ? 'set' : 'no value'}</span>,
-            used_by: (s) => (s.used_by === 0 ? 'unused' : `${s.used_by} place${s.used_by === 1 ? '' : 's'}`),
-          }}
-          empty={<Empty>{admin ? 'No secrets yet. Set one above; then name it as secret:<name> in a destination, an integration or an MCP server.' : 'No secrets yet.'}</Empty>}
-          actions={
-            admin
-              ? (s) => (
-                  <>
-                    <button type="button" className="secondary small" onClick={() => setName(s.name)}>
-                      {s.set ? 'Replace' : 'Set'}
-                    </button>
-                    {s.set && <ConfirmButton label="Delete" confirm={`Delete ${s.name}`} onConfirm={() => void del(s)} disabled={remove.busy} />}
-                  </>
-                )
-              : undefined
-          }
-        />
-      )}
-      <MoreButton paged={list} />
+      <PagedTable
+        list={list}
+        label="secrets"
+        columns={['name', 'kind', 'set', 'used_by', 'value_set_at', 'updated_by']}
+        cells={{
+          set: (s) => <span className={`badge ${s.set ? 'good' : 'warn'}`}>{s.set ? 'set' : 'no value'}</span>,
+          used_by: (s) => (s.used_by === 0 ? 'unused' : `${s.used_by} place${s.used_by === 1 ? '' : 's'}`),
+        }}
+        empty={<Empty>{admin ? 'No secrets yet. Set one above; then name it as secret:<name> in a destination, an integration or an MCP server.' : 'No secrets yet.'}</Empty>}
+        actions={
+          admin
+            ? (s) => (
+                <>
+                  <button type="button" className="secondary small" onClick={() => setName(s.name)}>
+                    {s.set ? 'Replace' : 'Set'}
+                  </button>
+                  {s.set && <ConfirmButton label="Delete" confirm={`Delete ${s.name}`} onConfirm={() => void del(s)} disabled={remove.busy} />}
+                </>
+              )
+            : undefined
+        }
+      />
     </section>
   );
 }

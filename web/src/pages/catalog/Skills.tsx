@@ -2,7 +2,7 @@ import { useState } from 'react';
 import { call, seg } from '../../api.ts';
 import { go } from '../../hash.ts';
 import { useDoc } from '../../resource.ts';
-import { ConfirmButton, DataTable, Empty, Field, Loaded, MoreButton, PageHead, ProblemNote, useAction, useCan, usePaged } from '../../ui.tsx';
+import { ConfirmButton, Empty, Field, Loaded, PagedTable, PageHead, ProblemNote, useAction, useCan, usePaged } from '../../ui.tsx';
 
 interface SkillSummary {
   name: string;
@@ -36,18 +36,13 @@ export function SkillList() {
           </a>
         )}
       </PageHead>
-      <ProblemNote error={list.error} />
-      {list.loading && !list.data && <p className="muted">Loading…</p>}
-      {list.data && (
-        <DataTable
-          rows={list.data.items}
-          label="skills"
-          columns={['name', 'description', 'files', 'size_bytes', 'revision', 'updated_at']}
-          cells={{ name: (s) => <a href={`#/skills/${seg(s.name)}`}>{s.name}</a>, files: (s) => s.files.join(', ') || '—' }}
-          empty={<Empty>No skills in the catalogue. {admin && <a href="#/skills/new">Write the first one</a>}</Empty>}
-        />
-      )}
-      <MoreButton paged={list} />
+      <PagedTable
+        list={list}
+        label="skills"
+        columns={['name', 'description', 'files', 'size_bytes', 'revision', 'updated_at']}
+        cells={{ name: (s) => <a href={`#/skills/${seg(s.name)}`}>{s.name}</a>, files: (s) => s.files.join(', ') || '—' }}
+        empty={<Empty>No skills in the catalogue. {admin && <a href="#/skills/new">Write the first one</a>}</Empty>}
+      />
     </section>
   );
 }

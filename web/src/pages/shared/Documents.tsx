@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { call, seg } from '../../api.ts';
 import { useDoc } from '../../resource.ts';
-import { ConfirmButton, DataTable, Field, MoreButton, ProblemNote, useAction, usePaged } from '../../ui.tsx';
+import { ConfirmButton, Field, PagedTable, ProblemNote, useAction, usePaged } from '../../ui.tsx';
 
 interface DocumentSummary {
   name: string;
@@ -27,23 +27,19 @@ export function Documents({ base, canWrite, owner }: { base: string; canWrite: b
     <div className="part">
       <h2>Context documents</h2>
       <p className="muted">Placed read-only under /workspace/context/ in the sandbox of every role that runs {owner}; at most 20 and 384 KiB.</p>
-      <ProblemNote error={list.error} />
-      {list.data && (
-        <DataTable
-          rows={list.data.items}
-          label="documents"
-          columns={['name', 'media_type', 'description', 'size_bytes', 'updated_at']}
-          empty={canWrite ? 'No documents yet. Add one below.' : 'No documents.'}
-          cells={{
-            name: (d) => (
-              <button type="button" className="link" onClick={() => setOpen(d.name)}>
-                {d.name}
-              </button>
-            ),
-          }}
-        />
-      )}
-      <MoreButton paged={list} />
+      <PagedTable
+        list={list}
+        label="documents"
+        columns={['name', 'media_type', 'description', 'size_bytes', 'updated_at']}
+        empty={canWrite ? 'No documents yet. Add one below.' : 'No documents.'}
+        cells={{
+          name: (d) => (
+            <button type="button" className="link" onClick={() => setOpen(d.name)}>
+              {d.name}
+            </button>
+          ),
+        }}
+      />
       {canWrite && !creating && open === null && (
         <button type="button" className="secondary" onClick={() => setCreating(true)}>
           New document

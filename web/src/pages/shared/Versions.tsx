@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'react';
 import { get } from '../../api.ts';
-import { cellText, DataTable, MoreButton, ProblemNote, VersionDiff, usePaged } from '../../ui.tsx';
+import { cellText, PagedTable, ProblemNote, usePaged, VersionDiff } from '../../ui.tsx';
 
 interface VersionMeta {
   version: number;
@@ -34,30 +34,26 @@ export function Versions({ base, current, onRestore, busy }: { base: string; cur
   return (
     <div className="part">
       <h2>Versions</h2>
-      <ProblemNote error={list.error} />
-      {list.data && (
-        <DataTable
-          rows={items}
-          label="versions"
-          columns={['version', 'note', 'created_by', 'created_at']}
-          cells={{ version: (v) => (v.version === current ? `${v.version} (current)` : String(v.version)) }}
-          actions={(v) => (
-            <>
-              {v.version !== current && (
-                <button type="button" className="secondary small" onClick={() => setPair({ left: v.version, right: current })}>
-                  Compare with current
-                </button>
-              )}
-              {onRestore && v.version !== current && (
-                <button type="button" className="secondary small" disabled={busy} onClick={() => onRestore(v.version)}>
-                  Make current
-                </button>
-              )}
-            </>
-          )}
-        />
-      )}
-      <MoreButton paged={list} />
+      <PagedTable
+        list={list}
+        label="versions"
+        columns={['version', 'note', 'created_by', 'created_at']}
+        cells={{ version: (v) => (v.version === current ? `${v.version} (current)` : String(v.version)) }}
+        actions={(v) => (
+          <>
+            {v.version !== current && (
+              <button type="button" className="secondary small" onClick={() => setPair({ left: v.version, right: current })}>
+                Compare with current
+              </button>
+            )}
+            {onRestore && v.version !== current && (
+              <button type="button" className="secondary small" disabled={busy} onClick={() => onRestore(v.version)}>
+                Make current
+              </button>
+            )}
+          </>
+        )}
+      />
       {items.length > 1 && (
         <div className="row compare">
           <label>

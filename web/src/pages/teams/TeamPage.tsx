@@ -2,7 +2,7 @@ import { useState } from 'react';
 import { seg } from '../../api.ts';
 import { go } from '../../hash.ts';
 import { useDoc, type Doc } from '../../resource.ts';
-import { cellText, ConfirmButton, DataTable, Field, Loaded, PageHead, ProblemNote, useAction, useCan, usePaged } from '../../ui.tsx';
+import { cellText, ConfirmButton, DataTable, Field, Loaded, PagedTable, PageHead, ProblemNote, useAction, useCan, usePaged } from '../../ui.tsx';
 import { Documents } from '../shared/Documents.tsx';
 import { McpServers } from '../shared/McpServers.tsx';
 import { BudgetBadge, StateBadge, type TeamSummary } from './badges.tsx';
@@ -211,8 +211,7 @@ function TeamSkills({ base }: { base: string }) {
     <div className="part">
       <h2>Skills of this team</h2>
       <p className="muted">Stored from chat commands and agent proposals; read-only here.</p>
-      <ProblemNote error={list.error} />
-      {list.data && <DataTable rows={list.data.items} label="team skills" empty="The team has no skills of its own." />}
+      <PagedTable list={list} label="team skills" empty="The team has no skills of its own." />
     </div>
   );
 }
