@@ -1,6 +1,9 @@
-import { useEffect, useRef, useState } from 'react';
+import { useEffect, useRef, useState, type ReactNode } from 'react';
 import { get } from '../../api.ts';
-import { cellText, PagedTable, ProblemNote, usePaged, VersionDiff } from '../../ui.tsx';
+import type { Doc } from '../../resource.ts';
+import { checked, type Schema } from '../../schema.ts';
+import { SchemaForm, useSchema } from '../../SchemaForm.tsx';
+import { cellText, PagedTable, ProblemNote, useAction, usePaged, VersionDiff } from '../../ui.tsx';
 
 interface VersionMeta {
   version: number;
@@ -110,5 +113,69 @@ function PairDiff({ base, left, right }: { base: string; left: number; right: nu
       leftLabel={`version ${left} (${cellText(state.left.created_at)})`}
       rightLabel={`version ${right} (${cellText(state.right.created_at)})`}
     />
+  );
+}
+
+/**
+ * "Edit as a new version" of an agent or a template: a form built from the contract's schema of
+ * a new version (`schemaName`), started from the current version, saved with the resource's
+ * If-Match as a new version at `path`. `children` (the current version) shows while not editing.
+ */
+export function NewVersion(props: {
+  schemaName: string;
+  path: string;
+  start: () => Record<string, unknown>;
+  write: Doc<unknown>['write'];
+  onSaved: () => Promise<unknown>;
+  fields?: string[];
+  omit: string[];
+  children?: ReactNode;
+}) {
+  const { schema, error: schemaError } = useSchema(props.schemaName);
+  const [value, setValue] = useState<Record<string, unknown> | null>(null);
+  const { busy, error, setError, run } = useAction();
+  if (value === null || !schema)
+    return (
+      <>
+        <ProblemNote error={schemaError} />
+        {props.children}
+        <button
+          type="button"
+          disabled={!schema}
+          onClick={() => {
+            setError(null);
+            setValue(props.start());
+          }}
+        >
+          Edit as a new version
+        </button>
+      </>
+    );
+  const save = (s: Schema) =>
+    run(async () => {
+      await props.write('POST', props.path, checked(s, value));
+      setValue(null);
+      await props.onSaved();
+    });
+  return (
+    <form
+      className="panel"
+      aria-label="new version"
+      noValidate
+      onSubmit={(e) => {
+        e.preventDefault();
+        void save(schema);
+      }}
+    >
+      <SchemaForm schema={schema} value={value} onChange={setValue} error={error} fields={props.fields} omit={props.omit} label="version" />
+      <div className="row">
+        <button type="submit" disabled={busy}>
+          {busy ? 'Saving…' : 'Save as new version'}
+        </button>
+        <button type="button" className="secondary" onClick={() => setValue(null)}>
+          Cancel
+        </button>
+      </div>
+    </form>
   );
 }

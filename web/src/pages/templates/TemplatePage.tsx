@@ -2,10 +2,8 @@ import { useState } from 'react';
 import { seg } from '../../api.ts';
 import { go } from '../../hash.ts';
 import { useDoc, type Doc } from '../../resource.ts';
-import { checked, type Schema } from '../../schema.ts';
-import { SchemaForm, useSchema } from '../../SchemaForm.tsx';
 import { cellText, Chain, ConfirmButton, DataTable, Field, Loaded, PageHead, ProblemNote, useAction, useCan } from '../../ui.tsx';
-import { Versions } from '../shared/Versions.tsx';
+import { NewVersion, Versions } from '../shared/Versions.tsx';
 import { chainOf } from './RolesEditor.tsx';
 
 interface TemplateRole {
@@ -95,7 +93,7 @@ export function TemplatePage({ name }: { name: string }) {
           <>
             {admin && <Description tpl={t} write={tpl.write} />}
             {t.current ? <Current v={t.current} /> : <p className="muted">No current version.</p>}
-            {admin && t.current && <NewVersion tpl={t} write={tpl.write} reload={tpl.reload} />}
+            {admin && t.current && <NewVersion schemaName="TemplateNewVersion" path={`${base}/versions`} start={() => versionInput(t.current!)} write={tpl.write} onSaved={tpl.reload} omit={['from_version', 'sleep']} />}
             <Versions base={base} current={t.current_version} />
           </>
         )}
@@ -181,55 +179,6 @@ function Description({ tpl, write }: { tpl: Template; write: Doc<Template>['writ
           Save
         </button>
         <button type="button" className="secondary" onClick={() => setText(null)}>
-          Cancel
-        </button>
-      </div>
-    </form>
-  );
-}
-
-function NewVersion({ tpl, write, reload }: { tpl: Template; write: Doc<Template>['write']; reload: () => Promise<unknown> }) {
-  const { schema, error: schemaError } = useSchema('TemplateNewVersion');
-  const [value, setValue] = useState<Record<string, unknown> | null>(null);
-  const { busy, error, setError, run } = useAction();
-  if (value === null || !schema)
-    return (
-      <>
-        <ProblemNote error={schemaError} />
-        <button
-          type="button"
-          disabled={!schema}
-          onClick={() => {
-            setError(null);
-            setValue(versionInput(tpl.current!) as Record<string, unknown>);
-          }}
-        >
-          Edit as a new version
-        </button>
-      </>
-    );
-  const save = (s: Schema) =>
-    run(async () => {
-      await write('POST', `/team-templates/${seg(tpl.name)}/versions`, checked(s, value));
-      setValue(null);
-      await reload();
-    });
-  return (
-    <form
-      className="panel"
-      aria-label="new version"
-      noValidate
-      onSubmit={(e) => {
-        e.preventDefault();
-        void save(schema);
-      }}
-    >
-      <SchemaForm schema={schema} value={value} onChange={setValue} error={error} omit={['from_version', 'sleep']} label="version" />
-      <div className="row">
-        <button type="submit" disabled={busy}>
-          {busy ? 'Saving…' : 'Save as new version'}
-        </button>
-        <button type="button" className="secondary" onClick={() => setValue(null)}>
           Cancel
         </button>
       </div>
