@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { call, type Role, type SessionUser } from '../api.ts';
-import { changedFields, Conflict } from '../resource.ts';
+import { changedFields, Conflict, openDoc } from '../resource.ts';
 import type { Section } from '../sections.ts';
 import { cellText, ConfirmButton, OnceBox, PagedTable, ProblemNote, useAction, usePaged } from '../ui.tsx';
 
@@ -38,14 +38,14 @@ export function Users({ section, self }: { section: Section; self: SessionUser }
     setActionError(null);
     try {
       // A change needs the current ETag: read the user, then write with If-Match.
-      const current = await call<User>('GET', `/users/${u.id}`);
+      const current = await openDoc<User>(`/users/${u.id}`);
       // What the list showed is what the person decided on; if it has changed since, say so first.
-      const changed = changedFields(u, current.body).filter((k) => k in u && k in current.body);
+      const changed = changedFields(u, current.data).filter((k) => k in u && current.data !== null && k in current.data);
       if (changed.length > 0) {
-        replace(current.body);
+        replace(current.data!);
         throw new Conflict(changed);
       }
-      const { body } = await call<User>('PATCH', `/users/${u.id}`, { body: patch, headers: { 'if-match': current.etag ?? '' } });
+      const body = await current.write<User>('PATCH', undefined, patch);
       replace(body);
     } catch (err) {
       setActionError(err);

@@ -1,7 +1,7 @@
 import { useState } from 'react';
-import { API, call, seg } from '../../api.ts';
+import { API, seg } from '../../api.ts';
 import { go } from '../../hash.ts';
-import { useDoc, type Doc } from '../../resource.ts';
+import { openDoc, useDoc, type Doc } from '../../resource.ts';
 import { asYaml, cellText, ConfirmButton, Field, Loaded, PageHead, ProblemNote, useAction, useCan } from '../../ui.tsx';
 import { Documents } from '../shared/Documents.tsx';
 import { NewVersion, Versions } from '../shared/Versions.tsx';
@@ -137,14 +137,9 @@ function Avatar({ agent, canWrite, onChanged }: { agent: Agent; canWrite: boolea
   const src = agent.avatar_url ? `${API}/agents/${seg(agent.name)}/avatar${new URL(agent.avatar_url, window.location.href).search}` : null;
   const upload = (file: File) =>
     run(async () => {
-      // Replacing an avatar is guarded by the avatar's own ETag.
-      const headers: Record<string, string> = {};
-      if (agent.avatar_url) {
-        const res = await fetch(`${API}/agents/${seg(agent.name)}/avatar`, { credentials: 'same-origin' });
-        const etag = res.ok ? res.headers.get('etag') : null;
-        if (etag) headers['if-match'] = etag;
-      }
-      await call('PUT', `/agents/${seg(agent.name)}/avatar`, { raw: file, headers });
+      // Replacing an avatar is guarded by the avatar's own ETag; the first one needs none.
+      const avatar = await openDoc(`/agents/${seg(agent.name)}/avatar`, { missing: true, anyType: true });
+      await avatar.write('PUT', undefined, undefined, { raw: file });
       setBroken(false);
       onChanged();
     });

@@ -1,6 +1,7 @@
 import { useState } from 'react';
-import { ApiError, call, fieldErrors, get, seg, setSecret } from '../../api.ts';
+import { ApiError, call, fieldErrors, get, seg } from '../../api.ts';
 import { useDoc, type Doc } from '../../resource.ts';
+import { setSecret } from './Secrets.tsx';
 import { checked, type Schema } from '../../schema.ts';
 import { SchemaForm } from '../../SchemaForm.tsx';
 import { cellText, CopyButton, DataTable, Loaded, PageHead, ProblemNote, useAction, useCan, useLoad } from '../../ui.tsx';

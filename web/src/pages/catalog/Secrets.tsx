@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'react';
-import { ApiError, call, type Page } from '../../api.ts';
-import { Conflict } from '../../resource.ts';
+import type { Page } from '../../api.ts';
+import { openDoc } from '../../resource.ts';
 import { cellText, ConfirmButton, Empty, Field, PagedTable, PageHead, ProblemNote, useAction, useCan, usePaged } from '../../ui.tsx';
 
 interface SecretRef {
@@ -14,17 +14,14 @@ interface SecretRef {
 }
 
 /** The path of a secret: its name may hold slashes, which the route takes as they are. */
-const pathOf = (name: string) => `/secrets/${name.split('/').map(encodeURIComponent).join('/')}`;
+const secretPath = (name: string) => `/secrets/${name.split('/').map(encodeURIComponent).join('/')}`;
 
-/** The ETag of a secret reference just read, or null when there is none yet. */
-async function currentEtag(name: string): Promise<{ etag: string | null; before: SecretRef | null }> {
-  try {
-    const { body, etag } = await call<SecretRef>('GET', pathOf(name));
-    return { etag, before: body };
-  } catch (err) {
-    if (err instanceof ApiError && err.status === 404) return { etag: null, before: null };
-    throw err;
-  }
+/**
+ * Writes a secret's value (created, or replaced with the ETag just read). The value goes to the
+ * server once and is never read back.
+ */
+export async function setSecret(name: string, value: string): Promise<void> {
+  await (await openDoc<SecretRef>(secretPath(name), { missing: true })).write('PUT', undefined, { value });
 }
 
 /** Secrets: write-only values. Set, replace, remove; what uses each. */
@@ -44,13 +41,7 @@ export function Secrets({ preset }: { preset: string | null }) {
   const put = (target: string) =>
     write.run(async () => {
       setDone(null);
-      const { etag } = await currentEtag(target);
-      try {
-        await call('PUT', pathOf(target), { body: { value }, headers: etag ? { 'if-match': etag } : {} });
-      } catch (err) {
-        if (err instanceof ApiError && err.status === 412) throw new Conflict(['value']);
-        throw err;
-      }
+      await setSecret(target, value);
       setValue('');
       setDone(`${target}: value stored. It will not be shown again.`);
       await list.reload();
@@ -58,8 +49,7 @@ export function Secrets({ preset }: { preset: string | null }) {
 
   const del = (s: SecretRef) =>
     remove.run(async () => {
-      const { etag } = await currentEtag(s.name);
-      await call('DELETE', pathOf(s.name), { headers: etag ? { 'if-match': etag } : {} });
+      await (await openDoc<SecretRef>(secretPath(s.name))).write('DELETE');
       await list.reload();
     });
 

@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { call, getAll, seg } from '../../api.ts';
-import { useDoc } from '../../resource.ts';
+import { openDoc, useDoc } from '../../resource.ts';
 import { asYaml, ConfirmButton, DataTable, Field, listOf, parseStructured, ProblemNote, StructuredEditor, useAction, useCan, useLoad } from '../../ui.tsx';
 
 interface McpServer {
@@ -80,8 +80,7 @@ export function McpServers({ team, roles }: { team?: string; roles?: string[] })
 
 /** Removing needs the server's ETag, read just before. */
 async function removeServer(s: McpServer) {
-  const { etag } = await call('GET', `/mcp-servers/${seg(s.id)}`);
-  await call('DELETE', writePath(s), { headers: etag ? { 'if-match': etag } : {} });
+  await (await openDoc<McpServer>(`/mcp-servers/${seg(s.id)}`)).write('DELETE', writePath(s));
 }
 
 function EditServer({ server, onDone }: { server: McpServer; onDone: (changed: boolean) => void }) {
