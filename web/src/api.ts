@@ -2,21 +2,9 @@
 
 export const API = '/api/v1';
 
-export type Role = 'viewer' | 'operator' | 'admin';
+import type { SessionInfo } from './types.ts';
 
-export interface SessionUser {
-  id: number;
-  name: string;
-  email: string | null;
-  role: Role;
-}
-
-export interface SessionInfo {
-  user: SessionUser;
-  via: 'session' | 'token';
-  csrf_token: string | null;
-  expires_at: string | null;
-}
+export type { Role, SessionInfo, SessionUser } from './types.ts';
 
 export interface Page<T> {
   items: T[];

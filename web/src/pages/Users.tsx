@@ -3,24 +3,7 @@ import { call, type Role, type SessionUser } from '../api.ts';
 import { changedFields, Conflict, openDoc } from '../resource.ts';
 import type { Section } from '../sections.ts';
 import { cellText, ConfirmButton, OnceBox, PagedTable, ProblemNote, useAction, usePaged } from '../ui.tsx';
-
-interface User {
-  [k: string]: unknown;
-  id: number;
-  name: string;
-  email: string | null;
-  role: Role;
-  disabled: boolean;
-  password_set: boolean;
-  last_login_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
-interface UserWithSetup extends User {
-  setup_token: string;
-  setup_url: string;
-  setup_expires_at: string;
-}
+import type { User, UserWithSetup } from '../types.ts';
 
 const ROLES: Role[] = ['viewer', 'operator', 'admin'];
 

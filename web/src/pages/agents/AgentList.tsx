@@ -1,21 +1,6 @@
 import { Empty, PagedTable, PageHead, useCan, usePaged } from '../../ui.tsx';
 import { seg } from '../../api.ts';
-
-export interface AgentSummary {
-  name: string;
-  display_name?: string | null;
-  kind: string | null;
-  description: string;
-  avatar_url?: string | null;
-  model?: string | null;
-  environment?: string | null;
-  tool_count: number;
-  mcp: string[];
-  current_version: number;
-  used_by: number;
-  updated_at: string;
-  [k: string]: unknown;
-}
+import type { AgentSummary } from '../../types.ts';
 
 /** Agents: what each runs on and how many templates and teams use it. */
 export function AgentList() {

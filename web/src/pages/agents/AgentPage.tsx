@@ -5,11 +5,7 @@ import { openDoc, useDoc, type Doc } from '../../resource.ts';
 import { asYaml, cellText, ConfirmButton, Field, Loaded, PageHead, ProblemNote, useAction, useCan } from '../../ui.tsx';
 import { Documents } from '../shared/Documents.tsx';
 import { NewVersion, Versions } from '../shared/Versions.tsx';
-import type { AgentSummary } from './AgentList.tsx';
-
-interface Agent extends AgentSummary {
-  current: Record<string, unknown> | null;
-}
+import type { Agent } from '../../types.ts';
 
 /** The fields of a version an editor may change (the rest is bookkeeping). */
 const EDITABLE = ['system_prompt', 'tools', 'confirmation_policy', 'produces_branch', 'works_on_branch', 'skills', 'mcp_servers', 'egress', 'context'];
@@ -113,7 +109,7 @@ function EditAgent({ agent, write }: { agent: Agent; write: Doc<Agent>['write'] 
 }
 
 function CurrentVersion({ agent, canWrite, write, reload }: { agent: Agent; canWrite: boolean; write: Doc<Agent>['write']; reload: () => Promise<unknown> }) {
-  const cur = agent.current;
+  const cur: Record<string, unknown> | null = agent.current;
   const start = () => ({ ...Object.fromEntries(EDITABLE.filter((k) => cur && k in cur && cur[k] !== null).map((k) => [k, cur![k]])), ...(agent.model ? { model: agent.model } : {}), ...(agent.environment ? { environment: agent.environment } : {}) });
   const shown = cur ? <pre className="raw">{asYaml(Object.fromEntries(EDITABLE.filter((k) => k in cur).map((k) => [k, cur[k]])))}</pre> : <p className="muted">No current version.</p>;
   return (

@@ -1,17 +1,6 @@
 import { useState } from 'react';
 import { cellText, heading, PagedTable, PageHead, usePaged } from '../../ui.tsx';
-
-interface AuditEntry {
-  id: number;
-  at: string;
-  actor: string;
-  via: string;
-  action: string;
-  target_type: string;
-  target: string;
-  details: Record<string, unknown>;
-  [k: string]: unknown;
-}
+import type { AuditEntry } from '../../types.ts';
 
 /** The audit log (admin): every write, newest first, filtered by action or target type. */
 export function Audit() {

@@ -2,16 +2,7 @@ import { useEffect, useState } from 'react';
 import type { Page } from '../../api.ts';
 import { openDoc } from '../../resource.ts';
 import { cellText, ConfirmButton, Empty, Field, PagedTable, PageHead, ProblemNote, useAction, useCan, usePaged } from '../../ui.tsx';
-
-interface SecretRef {
-  name: string;
-  kind: string;
-  set: boolean;
-  used_by: number;
-  value_set_at: string | null;
-  updated_by: string;
-  [k: string]: unknown;
-}
+import type { SecretRef } from '../../types.ts';
 
 /** The path of a secret: its name may hold slashes, which the route takes as they are. */
 const secretPath = (name: string) => `/secrets/${name.split('/').map(encodeURIComponent).join('/')}`;

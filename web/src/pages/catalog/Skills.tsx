@@ -3,26 +3,7 @@ import { call, seg } from '../../api.ts';
 import { go } from '../../hash.ts';
 import { useDoc } from '../../resource.ts';
 import { ConfirmButton, Empty, Field, Loaded, PagedTable, PageHead, ProblemNote, useAction, useCan, usePaged } from '../../ui.tsx';
-
-interface SkillSummary {
-  name: string;
-  description: string;
-  size_bytes: number;
-  revision: number;
-  files: string[];
-  updated_at: string;
-  [k: string]: unknown;
-}
-interface Skill {
-  name: string;
-  description: string;
-  size_bytes: number;
-  revision: number;
-  resources: Record<string, string>;
-  body: string;
-  created_at: string;
-  updated_at: string;
-}
+import type { Skill, SkillSummary } from '../../types.ts';
 
 export function SkillList() {
   const list = usePaged<SkillSummary>('/skills');

@@ -2,18 +2,7 @@ import { useState, type FormEvent } from 'react';
 import { call, seg } from '../../api.ts';
 import { useDoc } from '../../resource.ts';
 import { ConfirmButton, Field, PagedTable, ProblemNote, useAction, usePaged } from '../../ui.tsx';
-
-interface DocumentSummary {
-  name: string;
-  media_type: string;
-  description: string;
-  size_bytes: number;
-  updated_at: string;
-  [k: string]: unknown;
-}
-interface Document extends DocumentSummary {
-  content: string;
-}
+import type { Document, DocumentSummary } from '../../types.ts';
 
 const MEDIA_TYPES = ['text/markdown', 'text/plain', 'text/csv', 'application/json', 'application/yaml'];
 

@@ -2,22 +2,7 @@ import { useState } from 'react';
 import { call, getAll, seg } from '../../api.ts';
 import { openDoc, useDoc } from '../../resource.ts';
 import { asYaml, ConfirmButton, DataTable, Field, listOf, parseStructured, ProblemNote, StructuredEditor, useAction, useCan, useLoad } from '../../ui.tsx';
-
-interface McpServer {
-  id: string;
-  scope: 'platform' | 'team';
-  team: string | null;
-  name: string;
-  url: string;
-  destination: string;
-  auth: string;
-  header: string | null;
-  roles: string[];
-  secret: { ref: string | null; status: string; set_with?: string };
-  status: string;
-  warnings: string[];
-  [k: string]: unknown;
-}
+import type { McpServer } from '../../types.ts';
 
 /** The path of a server for writes: `{team}/{name}`, `platform` for a platform server. */
 const writePath = (s: McpServer) => `/mcp-servers/${seg(s.team ?? 'platform')}/${seg(s.name)}`;

@@ -4,14 +4,7 @@ import type { Doc } from '../../resource.ts';
 import { checked, type Schema } from '../../schema.ts';
 import { SchemaForm, useSchema } from '../../SchemaForm.tsx';
 import { cellText, PagedTable, ProblemNote, useAction, usePaged, VersionDiff } from '../../ui.tsx';
-
-interface VersionMeta {
-  version: number;
-  note: string;
-  created_by: string;
-  created_at: string;
-  [k: string]: unknown;
-}
+import type { VersionMeta } from '../../types.ts';
 
 /** The meta fields of a version, left out of the diff so it shows content only. */
 const META = new Set(['version', 'note', 'created_by', 'created_at', 'content_sha256']);

@@ -1,7 +1,8 @@
 import { useState } from 'react';
 import { get, seg, type Page } from '../../api.ts';
 import { Empty, PagedTable, PageHead, ProblemNote, useCan, useLoad, usePaged } from '../../ui.tsx';
-import { BudgetBadge, StateBadge, type TeamSummary } from './badges.tsx';
+import type { TeamSummary } from '../../types.ts';
+import { BudgetBadge, StateBadge } from './badges.tsx';
 
 const STATES = ['running', 'waiting', 'sleeping', 'idle', 'archived'];
 

@@ -5,21 +5,11 @@ import { useDoc, type Doc } from '../../resource.ts';
 import { cellText, ConfirmButton, DataTable, Field, Loaded, PagedTable, PageHead, ProblemNote, useAction, useCan, usePaged } from '../../ui.tsx';
 import { Documents } from '../shared/Documents.tsx';
 import { McpServers } from '../shared/McpServers.tsx';
-import { BudgetBadge, StateBadge, type TeamSummary } from './badges.tsx';
+import { BudgetBadge, StateBadge } from './badges.tsx';
 import { Links } from './Links.tsx';
 import { RoleEgress } from './RoleEgress.tsx';
-import { RoleSettings, type RoleSetting } from './RoleSettings.tsx';
-
-export interface Memory {
-  inject: boolean;
-  max_entries: number;
-  write_outcomes: boolean;
-}
-export interface Team extends TeamSummary {
-  role_settings: RoleSetting[];
-  members: Array<{ user_id: number; name: string; email: string | null; role: string }>;
-  settings: { idle_after_seconds: number; deep_sleep_after_seconds: number; isolation: string; rework_rounds: number; memory?: Memory };
-}
+import { RoleSettings } from './RoleSettings.tsx';
+import type { Team } from '../../types.ts';
 
 /** One team: state, settings, roles, egress overrides, links, documents, MCP servers, skills, archive. */
 export function TeamPage({ name }: { name: string }) {

@@ -1,16 +1,6 @@
 import { seg } from '../../api.ts';
 import { Empty, PagedTable, PageHead, useCan, usePaged } from '../../ui.tsx';
-
-interface TemplateSummary {
-  name: string;
-  description: string;
-  current_version: number;
-  lead?: string | null;
-  roles: string[];
-  used_by: number;
-  updated_at: string;
-  [k: string]: unknown;
-}
+import type { TemplateSummary } from '../../types.ts';
 
 /** Team templates: the roles, the lead and how many teams use each. */
 export function TemplateList() {

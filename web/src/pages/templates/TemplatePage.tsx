@@ -5,52 +5,13 @@ import { useDoc, type Doc } from '../../resource.ts';
 import { cellText, Chain, ConfirmButton, DataTable, Field, Loaded, PageHead, ProblemNote, useAction, useCan } from '../../ui.tsx';
 import { NewVersion, Versions } from '../shared/Versions.tsx';
 import { chainOf } from './RolesEditor.tsx';
-
-interface TemplateRole {
-  agent: string;
-  model: string;
-  vm: string;
-  profile: string;
-  provider: string;
-  replicas: { max: number };
-  concurrent_runs: number;
-  max_iterations: number | null;
-  confirmation_policy: string | null;
-  memory: Record<string, unknown>;
-  max_budget: number | null;
-  budget_duration: string | null;
-  rpm_limit: number | null;
-  tpm_limit: number | null;
-  skills: string[];
-  mcp_servers: string[];
-  [k: string]: unknown;
-}
-interface TemplateVersion {
-  version: number;
-  lead: string | null;
-  roles: Record<string, TemplateRole>;
-  idle_after_seconds: number;
-  deep_sleep_after_seconds: number;
-  budget_usd_per_day: number | null;
-  isolation: string;
-  requires_repo: boolean;
-  rework_rounds: number | null;
-  pipeline?: Record<string, string>;
-}
-interface Template {
-  name: string;
-  description: string;
-  current_version: number;
-  updated_at: string;
-  used_by: number;
-  current: TemplateVersion | null;
-}
+import type { Template, TemplateVersion } from '../../types.ts';
 
 const ROLE_INPUT = ['agent', 'model', 'vm', 'replicas', 'concurrent_runs', 'max_iterations', 'confirmation_policy', 'memory', 'max_budget', 'budget_duration', 'rpm_limit', 'tpm_limit', 'skills', 'mcp_servers'];
 
 /** The body of a new version that reproduces `v` (only the fields a version input takes). */
 function versionInput(v: TemplateVersion) {
-  const roles = Object.fromEntries(Object.entries(v.roles).map(([name, r]) => [name, Object.fromEntries(ROLE_INPUT.filter((k) => r[k] !== undefined).map((k) => [k, r[k]]))]));
+  const roles = Object.fromEntries(Object.entries<Record<string, unknown>>(v.roles).map(([name, r]) => [name, Object.fromEntries(ROLE_INPUT.filter((k) => r[k] !== undefined).map((k) => [k, r[k]]))]));
   return {
     lead: v.lead,
     roles,
