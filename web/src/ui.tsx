@@ -266,6 +266,20 @@ export function OnceBox({ label, value, children, onClose }: { label: string; va
   );
 }
 
+/** A form's submit button (its words while busy) and Cancel. */
+export function SaveButtons({ busy, label, busyLabel = 'Saving…', onCancel }: { busy: boolean; label: string; busyLabel?: string; onCancel: () => void }) {
+  return (
+    <div className="row">
+      <button type="submit" disabled={busy}>
+        {busy ? busyLabel : label}
+      </button>
+      <button type="button" className="secondary" onClick={onCancel}>
+        Cancel
+      </button>
+    </div>
+  );
+}
+
 /** A button that asks once more before a destructive action. */
 export function ConfirmButton({ label, confirm, onConfirm, disabled }: { label: string; confirm: string; onConfirm: () => void; disabled?: boolean }) {
   const [asking, setAsking] = useState(false);

@@ -4,7 +4,7 @@ import { go } from '../../hash.ts';
 import { useDoc } from '../../resource.ts';
 import { checked, type Schema } from '../../schema.ts';
 import { SchemaForm, useSchema } from '../../SchemaForm.tsx';
-import { cellText, ConfirmButton, Empty, Field, Loaded, PagedTable, PageHead, ProblemNote, useAction, useCan, usePaged } from '../../ui.tsx';
+import { cellText, ConfirmButton, Empty, Field, Loaded, PagedTable, PageHead, ProblemNote, SaveButtons, useAction, useCan, usePaged } from '../../ui.tsx';
 
 type Row = Record<string, unknown> & { name: string };
 
@@ -164,14 +164,7 @@ export function CollectionItem({ c, name }: { c: Collection; name: string }) {
                   <input value={name} readOnly />
                 </Field>
                 <SchemaForm schema={schema} value={value} onChange={setValue} error={error} fields={c.fields} omit={['name', ...(c.omit ?? [])]} label={c.singular} />
-                <div className="row">
-                  <button type="submit" disabled={busy}>
-                    {busy ? 'Saving…' : 'Save'}
-                  </button>
-                  <button type="button" className="secondary" onClick={() => setValue(null)}>
-                    Cancel
-                  </button>
-                </div>
+                <SaveButtons busy={busy} label="Save" onCancel={() => setValue(null)} />
               </form>
             )}
             {value === null && <ProblemNote error={error} />}

@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { call, seg } from '../../api.ts';
 import { useDoc } from '../../resource.ts';
-import { ConfirmButton, Field, PagedTable, ProblemNote, useAction, usePaged } from '../../ui.tsx';
+import { ConfirmButton, Field, PagedTable, ProblemNote, SaveButtons, useAction, usePaged } from '../../ui.tsx';
 import type { Document, DocumentSummary } from '../../types.ts';
 
 const MEDIA_TYPES = ['text/markdown', 'text/plain', 'text/csv', 'application/json', 'application/yaml'];
@@ -96,14 +96,7 @@ function NewDocument({ base, onDone }: { base: string; onDone: (name: string | n
         <textarea className="code" rows={12} value={content} onChange={(e) => setContent(e.target.value)} />
       </Field>
       <ProblemNote error={error} />
-      <div className="row">
-        <button type="submit" disabled={busy}>
-          {busy ? 'Saving…' : 'Add document'}
-        </button>
-        <button type="button" className="secondary" onClick={() => onDone(null)}>
-          Cancel
-        </button>
-      </div>
+      <SaveButtons busy={busy} label="Add document" onCancel={() => onDone(null)} />
     </form>
   );
 }

@@ -3,7 +3,7 @@ import { get } from '../../api.ts';
 import type { Doc } from '../../resource.ts';
 import { checked, type Schema } from '../../schema.ts';
 import { SchemaForm, useSchema } from '../../SchemaForm.tsx';
-import { cellText, PagedTable, ProblemNote, useAction, usePaged, VersionDiff } from '../../ui.tsx';
+import { cellText, PagedTable, ProblemNote, SaveButtons, useAction, usePaged, VersionDiff } from '../../ui.tsx';
 import type { VersionMeta } from '../../types.ts';
 
 /** The meta fields of a version, left out of the diff so it shows content only. */
@@ -161,14 +161,7 @@ export function NewVersion(props: {
       }}
     >
       <SchemaForm schema={schema} value={value} onChange={setValue} error={error} fields={props.fields} omit={props.omit} label="version" />
-      <div className="row">
-        <button type="submit" disabled={busy}>
-          {busy ? 'Saving…' : 'Save as new version'}
-        </button>
-        <button type="button" className="secondary" onClick={() => setValue(null)}>
-          Cancel
-        </button>
-      </div>
+      <SaveButtons busy={busy} label="Save as new version" onCancel={() => setValue(null)} />
     </form>
   );
 }

@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import type { Doc } from '../../resource.ts';
-import { DataTable, Field, ProblemNote, useAction } from '../../ui.tsx';
+import { DataTable, Field, ProblemNote, SaveButtons, useAction } from '../../ui.tsx';
 import type { RoleSetting, Team } from '../../types.ts';
 
 /** Each role's settings, and a form to change what the team may change (model, scale, caps, memory). */
@@ -122,14 +122,7 @@ function RoleForm({ role, write, onDone }: { role: RoleSetting; write: Doc<Team>
       </div>
       <p className="muted">The role's model-key limits (budget, rpm, tpm) come from the template and change with an upgrade.</p>
       <ProblemNote error={error} />
-      <div className="row">
-        <button type="submit" disabled={busy}>
-          {busy ? 'Saving…' : `Save ${role.role}`}
-        </button>
-        <button type="button" className="secondary" onClick={onDone}>
-          Cancel
-        </button>
-      </div>
+      <SaveButtons busy={busy} label={`Save ${role.role}`} onCancel={onDone} />
     </form>
   );
 }
