@@ -8,7 +8,7 @@ import type { HookCaller, RunChange } from '../../hooks.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { problems } from '../../http/problems.ts';
 import type { RunTraces } from '../../telemetry/traces.ts';
-import { approvalOf, memoryBlock, outcomeEntry, postOfEvent, transitionOf, type PostDraft, type RunView } from '../../runtime/engine/rules.ts';
+import { approvalOf, memoryBlock, outcomeEntry, postOfEvent, transitionOf, type PostDraft, type RunView } from './runs.rules.ts';
 import { checkEvents } from './event-checks.ts';
 import * as store from './runs.store.ts';
 import type { Post, Run } from './runs.schemas.ts';

@@ -1,7 +1,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { keyset, type CursorValue } from '../../http/pagination.ts';
-import type { PostDraft } from '../../runtime/engine/rules.ts';
+import type { PostDraft } from './runs.rules.ts';
 import type { RunState, TaskState } from './runs.tables.ts';
 
 type Q = Kysely<Database> | Transaction<Database>;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { approvalOf, memoryBlock, outcomeEntry, pipelineOrder, postOfEvent, routeHandOff, subjectOf, transitionOf, type RunView } from './rules.ts';
+import { approvalOf, memoryBlock, outcomeEntry, pipelineOrder, postOfEvent, routeHandOff, subjectOf, transitionOf, type RunView } from './runs.rules.ts';
 
 const view = (over: Partial<RunView> = {}): RunView => ({
   lead: 'lead',
@@ -13,7 +13,7 @@ const view = (over: Partial<RunView> = {}): RunView => ({
 });
 const call = { id: 'c1', name: 'shell', arguments: '{}' };
 
-describe('run engine rules', () => {
+describe('run rules', () => {
   it('orders roles along the pipeline from the lead, once each, then the rest', () => {
     assert.deepEqual(pipelineOrder(view()), ['lead', 'coder', 'reviewer']);
     assert.deepEqual(pipelineOrder({ lead: 'a', roles: ['a', 'b', 'c', 'd'], pipeline: { a: 'b', b: 'a' } }), ['a', 'b', 'c', 'd']);
