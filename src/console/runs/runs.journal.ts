@@ -34,7 +34,7 @@ function viewOf(team: RunTeam, run: store.RunRow, waitingOnLead: string[]): RunV
 
 export function createRunJournal(deps: RunsDeps, steps: RunSteps) {
   const { db } = deps;
-  const { published, changed, teamOfRun, addTask, finish } = steps;
+  const { published, changed, teamOfRun, teamToEnd, addTask, finish } = steps;
 
   /**
    * Fails a run with a failed post and the reason. A run failed for what its agent sent (`refused`)
@@ -43,7 +43,7 @@ export function createRunJournal(deps: RunsDeps, steps: RunSteps) {
   async function failWith(runId: string, reason: string, refused: boolean) {
     const before = await store.getRun(db, runId);
     if (!before) return;
-    const team = (await deps.team(before.team_name)) ?? { id: before.team_id, name: before.team_name, status: 'archived', surface: 'console', lead: before.lead, rework_rounds: 0, repo_url: null, roles: [] };
+    const team = await teamToEnd(before);
     const done = await db.transaction().execute(async (trx) => {
       const run = await store.lockRun(trx, runId);
       if (!run || FINISHED.includes(run.state)) return false;

@@ -42,6 +42,11 @@ export type Transition =
   | { kind: 'failed'; posts: PostDraft[]; reason: string }
   | { kind: 'cancelled'; posts: PostDraft[] };
 
+/** Whether work on a surface lives in a chat room (answered and cancelled there, not through the routes): chat_a and chat_b only. */
+export function isChatSurface(surface: string): boolean {
+  return surface === 'chat_a' || surface === 'chat_b';
+}
+
 const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n)}…` : s);
 
 /** The order of roles along the pipeline from the lead, for telling a send-back from a hand-on. */

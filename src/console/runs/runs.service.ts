@@ -11,9 +11,9 @@ import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Database } from '../../db/schema.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { problems } from '../../http/problems.ts';
-import { approvalOf } from './runs.rules.ts';
+import { approvalOf, isChatSurface } from './runs.rules.ts';
 import type { Post, Run } from './runs.schemas.ts';
-import { FINISHED, iso, type RunsDeps, type RunSteps } from './runs.steps.ts';
+import { FINISHED, archivedTeamOf, iso, type RunsDeps, type RunSteps } from './runs.steps.ts';
 import * as store from './runs.store.ts';
 import type { RunState, WaitingFor } from './runs.tables.ts';
 
@@ -36,7 +36,7 @@ function presentPost(p: store.PostRow): Post {
 
 export function createRunsService(deps: RunsDeps, steps: RunSteps) {
   const { db } = deps;
-  const { published, changed, mustGet, teamOfRun, addTask, finish } = steps;
+  const { published, changed, mustGet, teamOfRun, teamToEnd, addTask, finish } = steps;
 
   async function openQuestion(run: store.RunRow) {
     if (run.open_question_seq === null) return null;
@@ -118,7 +118,7 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
         const run = await store.lockRun(trx, id);
         if (!run || FINISHED.includes(run.state)) continue;
         await store.markCancelRequested(trx, id);
-        await finish(trx, run, { id: run.team_id, name: run.team_name, status: 'archived', surface: run.surface, lead: run.lead, rework_rounds: 0, repo_url: null, roles: [] }, 'cancelled', {});
+        await finish(trx, run, archivedTeamOf(run), 'cancelled', {});
         await store.appendPost(trx, id, { kind: 'canceled', role: null, text: 'cancelled: the team was archived', data: { archived: true } });
       }
       return ids.length;
@@ -134,7 +134,7 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
       if (!text.trim()) throw problems.validation([{ field: 'text', message: 'is blank: say what the team should do' }]);
       if (team.status === 'archived') throw problems.conflict(`team "${teamName}" is archived`);
       if (team.status !== 'active') throw problems.conflict(`team "${teamName}" is ${team.status}; try again when it is active`);
-      if (team.surface === 'chat_a' || team.surface === 'chat_b') throw problems.conflict(`team "${teamName}" lives on ${team.surface}: give it work in its chat room`);
+      if (isChatSurface(team.surface)) throw problems.conflict(`team "${teamName}" lives on ${team.surface}: give it work in its chat room`);
       if (await deps.isBudgetSpent(teamName)) {
         // Retry-After: the seconds until the UTC day turns, when the budget is whole again.
         const now = new Date();
@@ -204,7 +204,7 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
       const result = await db.transaction().execute(async (trx) => {
         const run = await store.lockRun(trx, id);
         if (!run) throw problems.notFound('run', id);
-        if (run.surface !== 'console') throw problems.conflict(`run ${id} lives on ${run.surface}: answer it there`);
+        if (isChatSurface(run.surface)) throw problems.conflict(`run ${id} lives on ${run.surface}: answer it there`);
         if (input.in_reply_to !== undefined && input.in_reply_to !== null) {
           const target = await store.getPost(trx, id, input.in_reply_to);
           if (!target || target.kind !== 'question') {
@@ -252,12 +252,11 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
 
     /** `POST /runs/{id}/cancel`: the run is cancelled at once; the worker stops its tools and agent loop. */
     async cancel(actor: Actor, id: string) {
-      const before = await mustGet(id);
-      const team = (await deps.team(before.team_name)) ?? { id: before.team_id, name: before.team_name, status: 'archived', surface: 'console', lead: before.lead, rework_rounds: 0, repo_url: null, roles: [] };
+      const team = await teamToEnd(await mustGet(id));
       await db.transaction().execute(async (trx) => {
         const run = await store.lockRun(trx, id);
         if (!run) throw problems.notFound('run', id);
-        if (run.surface !== 'console') throw problems.conflict(`run ${id} lives on ${run.surface}: cancel it there`);
+        if (isChatSurface(run.surface)) throw problems.conflict(`run ${id} lives on ${run.surface}: cancel it there`);
         if (FINISHED.includes(run.state)) throw problems.conflict(`run ${id} is already ${run.state}`);
         await store.markCancelRequested(trx, id);
         await finish(trx, run, team, 'cancelled', {});

@@ -73,6 +73,14 @@ export function iso(v: string | Date | null | undefined): string | null {
   return v ? new Date(v).toISOString() : null;
 }
 
+/**
+ * The stand-in for the team of a run whose team was archived: no roles (so no memory entry is
+ * written), nothing to place. A run's end still needs a team to end it with.
+ */
+export function archivedTeamOf(run: store.RunRow): RunTeam {
+  return { id: run.team_id, name: run.team_name, status: 'archived', surface: 'none', lead: run.lead, rework_rounds: 0, repo_url: null, roles: [] };
+}
+
 export function createRunSteps(deps: RunsDeps) {
   const { db } = deps;
   const posted = new EventEmitter();
@@ -107,6 +115,11 @@ export function createRunSteps(deps: RunsDeps) {
       const team = await deps.team(run.team_name);
       if (!team || team.id !== run.team_id) throw problems.conflict(`the team of run ${run.id} was archived`);
       return team;
+    },
+
+    /** The team of a run's name to end it with (live, else the last archived one), or the archived stand-in. */
+    async teamToEnd(run: store.RunRow): Promise<RunTeam> {
+      return (await deps.team(run.team_name)) ?? archivedTeamOf(run);
     },
 
     /** A new task of a role: the first of its conversation in this run gets the team memory block. */
