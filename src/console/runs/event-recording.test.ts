@@ -34,7 +34,7 @@ describe('recording agent events', () => {
   /** A new run of a fresh team, its lead's turn begun as the engine begins it. */
   async function begun() {
     const team = await makeTeam(t, { body: {} });
-    const { run_id } = await t.services.runs.createTask(systemActor('test'), team.name, 'Write a README');
+    const { run_id } = await t.services.runs.createRun(systemActor('test'), { team: team.name, text: 'Write a README', surface: 'console' });
     const work = (await t.services.runJournal.nextWork(run_id))!;
     await t.services.runJournal.beginTurn(work.task.id, 0, null);
     return { runId: run_id, taskId: work.task.id, team: team.name };

@@ -34,7 +34,7 @@ export function runsRoutes(app: App, deps: { runs: RunsService; traces: TraceRea
       response: { 202: TaskAccepted },
     },
     handler: async (req, reply) => {
-      const accepted = await runs.createTask(actorOf(req), req.params.name, req.body.text);
+      const accepted = await runs.createRun(actorOf(req), { team: req.params.name, text: req.body.text, surface: 'console' });
       return reply.status(202).header('location', `/api/v1/runs/${accepted.run_id}`).send(accepted);
     },
   });

@@ -15,7 +15,7 @@ import { approvalOf, isChatSurface } from './runs.rules.ts';
 import type { Post, Run } from './runs.schemas.ts';
 import { FINISHED, archivedTeamOf, iso, type RunsDeps, type RunSteps } from './runs.steps.ts';
 import * as store from './runs.store.ts';
-import type { RunState, WaitingFor } from './runs.tables.ts';
+import type { RunState, RunSurface, WaitingFor } from './runs.tables.ts';
 
 export type { RunRole, RunTeam, RunsDeps } from './runs.steps.ts';
 
@@ -27,6 +27,20 @@ export interface RunActivity {
   waiting: number;
   last_run_at: string | null;
 }
+
+/** What starts a run: the team, the text for its lead, and where the work came from. */
+export interface NewRun {
+  team: string;
+  text: string;
+  surface: RunSurface;
+  /** On a chat or tracker surface, the thread or issue the work came from (progress and questions go back there). */
+  external_ref?: string | null;
+  /** Who asked, as the run shows it (`created_by`); the actor's name when not given. */
+  requested_by?: string;
+}
+
+/** The surfaces whose work names where it came from. */
+const NEEDS_REF: RunSurface[] = ['chat_a', 'chat_b', 'tracker_a', 'tracker_b'];
 
 const NO_RUNS: RunActivity = { running: 0, waiting: 0, last_run_at: null };
 
@@ -127,14 +141,24 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
     /** In-process signal that a run has new posts (the SSE stream also polls, for other processes). */
     onPosts: steps.onPosts,
 
-    /** `POST /teams/{name}/tasks` (and work arriving from an integration): a new run whose lead gets the text. */
-    async createTask(actor: Actor, teamName: string, text: string, within?: (trx: Trx, runId: string) => Promise<void>) {
+    /**
+     * A new run whose lead gets the text: `POST /teams/{name}/tasks` (surface console), and work
+     * arriving on a surface (the code host's issues; a chat thread or a tracker issue, named by
+     * `external_ref`). `within` runs in the run's transaction: what the caller keeps of the
+     * run's origin commits with the run, before anyone is told it started.
+     */
+    async createRun(actor: Actor, input: NewRun, within?: (trx: Trx, runId: string) => Promise<void>) {
+      const { team: teamName, text, surface } = input;
+      const externalRef = input.external_ref ?? null;
+      if (NEEDS_REF.includes(surface) && !externalRef?.trim()) throw problems.validation([{ field: 'external_ref', message: `is missing: work from ${surface} names the thread or issue it came from` }]);
+      const requestedBy = input.requested_by ?? actor.name;
       const team = await deps.team(teamName);
       if (!team) throw problems.notFound('team', teamName);
       if (!text.trim()) throw problems.validation([{ field: 'text', message: 'is blank: say what the team should do' }]);
       if (team.status === 'archived') throw problems.conflict(`team "${teamName}" is archived`);
       if (team.status !== 'active') throw problems.conflict(`team "${teamName}" is ${team.status}; try again when it is active`);
-      if (isChatSurface(team.surface)) throw problems.conflict(`team "${teamName}" lives on ${team.surface}: give it work in its chat room`);
+      // A team homed in a chat room takes work only from there.
+      if (isChatSurface(team.surface) && surface !== team.surface) throw problems.conflict(`team "${teamName}" lives on ${team.surface}: give it work in its chat room`);
       if (await deps.isBudgetSpent(teamName)) {
         // Retry-After: the seconds until the UTC day turns, when the budget is whole again.
         const now = new Date();
@@ -147,12 +171,11 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
       for (const r of team.roles) versions[r.role] = await deps.agentVersion(r.agent);
       const id = `run_${crypto.randomBytes(12).toString('base64url').replace(/[^A-Za-z0-9]/g, 'x')}`;
       const run = await db.transaction().execute(async (trx) => {
-        await store.insertRun(trx, { id, team_id: team.id, team_name: team.name, text, created_by: actor.name, lead: team.lead, agent_versions: versions, trace_id: crypto.randomBytes(16).toString('hex') });
+        await store.insertRun(trx, { id, team_id: team.id, team_name: team.name, surface, external_ref: externalRef, text, created_by: requestedBy, lead: team.lead, agent_versions: versions, trace_id: crypto.randomBytes(16).toString('hex') });
         const row = (await store.lockRun(trx, id))!;
-        const seq = await store.appendPost(trx, id, { kind: 'task', role: team.lead, text, data: { from: 'person', by: actor.name } });
+        const seq = await store.appendPost(trx, id, { kind: 'task', role: team.lead, text, data: { from: 'person', by: requestedBy } });
         await addTask(trx, row, team, team.lead, seq, { kind: 'task', from: 'person', text });
         await deps.advance(trx, id);
-        // What the caller keeps of the run's origin (an issue) commits with the run, before anyone is told it started.
         if (within) await within(trx, id);
         await changed(trx, { run_id: id, team: team.name, event: 'started', state: 'running', seq });
         await recordAudit(trx, actor, 'run.create', { type: 'run', id }, { team: team.name });

@@ -2,7 +2,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { keyset, type CursorValue } from '../../http/pagination.ts';
 import type { PostDraft } from './runs.rules.ts';
-import type { Delivery, RunState, TaskState, WaitingFor } from './runs.tables.ts';
+import type { Delivery, RunState, RunSurface, TaskState, WaitingFor } from './runs.tables.ts';
 
 type Q = Kysely<Database> | Transaction<Database>;
 
@@ -219,7 +219,7 @@ export async function spendCursor(db: Q, sandboxId: string): Promise<string> {
 
 export async function insertRun(
   trx: Transaction<Database>,
-  r: { id: string; team_id: number; team_name: string; text: string; created_by: string; lead: string; agent_versions: Record<string, number>; trace_id: string },
+  r: { id: string; team_id: number; team_name: string; surface: RunSurface; external_ref: string | null; text: string; created_by: string; lead: string; agent_versions: Record<string, number>; trace_id: string },
 ) {
   await trx
     .insertInto('runs')

@@ -81,7 +81,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
     }
     let accepted;
     try {
-      accepted = await runs.createTask(systemActor(`code_host:${intent.author}`), team, taskTextOf(intent), (trx, runId) => store.settleClaim(trx, claim, runId));
+      accepted = await runs.createRun(systemActor(`code_host:${intent.author}`), { team, text: taskTextOf(intent), surface: 'code_host' }, (trx, runId) => store.settleClaim(trx, claim, runId));
     } catch (err) {
       await store.dropClaim(db, claim);
       if (!refusedBy(err)) throw err;
