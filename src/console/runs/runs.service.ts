@@ -227,7 +227,7 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
       const result = await db.transaction().execute(async (trx) => {
         const run = await store.lockRun(trx, id);
         if (!run) throw problems.notFound('run', id);
-        if (isChatSurface(run.surface)) throw problems.conflict(`run ${id} lives on ${run.surface}: answer it there`);
+        if (isChatSurface(run.surface)) throw problems.conflict(`run ${id} lives on ${run.surface}: answer it in its ${run.surface} thread`);
         if (input.in_reply_to !== undefined && input.in_reply_to !== null) {
           const target = await store.getPost(trx, id, input.in_reply_to);
           if (!target || target.kind !== 'question') {
@@ -279,7 +279,7 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
       await db.transaction().execute(async (trx) => {
         const run = await store.lockRun(trx, id);
         if (!run) throw problems.notFound('run', id);
-        if (isChatSurface(run.surface)) throw problems.conflict(`run ${id} lives on ${run.surface}: cancel it there`);
+        if (isChatSurface(run.surface)) throw problems.conflict(`run ${id} lives on ${run.surface}: cancel it in its ${run.surface} thread (/cancel)`);
         if (FINISHED.includes(run.state)) throw problems.conflict(`run ${id} is already ${run.state}`);
         await store.markCancelRequested(trx, id);
         await finish(trx, run, team, 'cancelled', {});
