@@ -1,9 +1,10 @@
 import { sql } from 'kysely';
 import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
-import type { HookCaller } from '../../hooks.ts';
+import type { ChatSurface, HookCaller } from '../../hooks.ts';
 import { problems } from '../../http/problems.ts';
-import { chatRoomLabel, isChatSurface, mustGetLiveTeam, presentLink } from './teams.service.ts';
+import { isChatSurface } from '../runs/runs.rules.ts';
+import { chatRoomLabel, mustGetLiveTeam, presentLink } from './teams.service.ts';
 import * as store from './teams.store.ts';
 
 export const LINK_SURFACES = ['chat_a', 'chat_b', 'code_host', 'tracker_a', 'tracker_b'] as const;
@@ -60,7 +61,7 @@ export function createLinksService(deps: { db: Db; hooks: HookCaller }) {
         }
       }
       // A chat room must be one the surface's bot can read and post in; its label is the channel's name.
-      const room = isChatSurface(input.surface) ? await chatRoomLabel(deps.hooks, input.surface, 'external_id', input.external_id) : null;
+      const room = isChatSurface(input.surface) ? await chatRoomLabel(deps.hooks, input.surface as ChatSurface, 'external_id', input.external_id) : null;
       const label = input.label ?? room ?? input.external_id;
       return db.transaction().execute(async (trx) => {
         const existing = await trx

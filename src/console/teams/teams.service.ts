@@ -14,6 +14,7 @@ import type { AgentVersion } from '../agents/agents.schemas.ts';
 import { checkSkill } from '../skills/skills.rules.ts';
 import type { SandboxesService, TeamSandboxes } from '../../runtime/sandboxes/sandboxes.service.ts';
 import type { References, RefQuery } from '../references.ts';
+import { isChatSurface } from '../runs/runs.rules.ts';
 import type { RunActivity, RunsService } from '../runs/runs.service.ts';
 import { budgetStateOf, type SpendService } from '../spend/spend.service.ts';
 import type { MemoryInput, TemplateContent, TemplateRole } from '../templates/templates.schemas.ts';
@@ -202,8 +203,6 @@ export async function chatRoomLabel(hooks: HookCaller, surface: ChatSurface, fie
   if (!room) throw problems.unavailable(`the ${surface} room cannot be checked: the ${surface} adapter is not set up in this process`);
   return room.label;
 }
-
-export const isChatSurface = (s: string): s is ChatSurface => s === 'chat_a' || s === 'chat_b';
 
 export function createTeamsService(deps: {
   db: Db;
@@ -434,7 +433,7 @@ export function createTeamsService(deps: {
       }
       const home = input.home ? { ...input.home } : null;
       // A chat home is a channel the surface's bot can read and post in; its label is the channel's name.
-      if (home && isChatSurface(home.surface)) home.room_label = await chatRoomLabel(deps.hooks, home.surface, 'home.room_id', home.room_id ?? null);
+      if (home && isChatSurface(home.surface)) home.room_label = await chatRoomLabel(deps.hooks, home.surface as ChatSurface, 'home.room_id', home.room_id ?? null);
       const budget = input.budget_usd_per_day ?? content.budget_usd_per_day ?? 0;
       const team = await db.transaction().execute(async (trx) => {
         await guardTemplateVersion(trx, version, CREATE_FIELDS);
