@@ -7,7 +7,7 @@ import type { Role } from '../auth/roles.ts';
 import { authUser } from '../console/users/users.service.ts';
 import type { Db } from '../db/database.ts';
 import type { App } from './kernel.ts';
-import { problems } from './problems.ts';
+import { problems } from '../errors/problems.ts';
 
 /**
  * Who may call a route: `public` (anyone), or the least role; `session` routes refuse a

@@ -1,6 +1,6 @@
 import { Type, type Static, type TSchema } from 'typebox';
 import { sql } from 'kysely';
-import { problems } from './problems.ts';
+import { problems } from '../errors/problems.ts';
 
 export const DEFAULT_LIMIT = 50;
 export const MAX_LIMIT = 200;

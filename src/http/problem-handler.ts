@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { toDomainError } from '../errors/errors.ts';
 import type { App } from './kernel.ts';
-import { Problem, problems } from './problems.ts';
+import { Problem, problems } from '../errors/problems.ts';
 import { fieldProblems, inspectJson, MAX_JSON_DEPTH } from './validation.ts';
 
 declare module 'fastify' {

@@ -4,7 +4,7 @@ import type { Db } from '../db/database.ts';
 import { deleteIfVersion, updateIfVersion } from '../db/conditional.ts';
 import type { Database } from '../db/schema.ts';
 import { decodeCursor, toPage } from '../http/pagination.ts';
-import { problems } from '../http/problems.ts';
+import { problems } from '../errors/problems.ts';
 import type { References } from '../console/references.ts';
 import type { HookCaller } from '../hooks.ts';
 import type { Cipher } from './cipher.ts';

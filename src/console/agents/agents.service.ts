@@ -5,7 +5,7 @@ import { deleteIfVersion, touchVersion, updateIfVersion } from '../../db/conditi
 import { within } from '../../db/within.ts';
 import type { Database } from '../../db/schema.ts';
 import { decodeCursor, toPage, type CursorValue } from '../../http/pagination.ts';
-import { problems, type FieldProblem } from '../../http/problems.ts';
+import { problems, type FieldProblem } from '../../errors/problems.ts';
 import { checkEgress, normalizeEgress } from '../../egress/setting.ts';
 import type { ModelCatalog } from '../../models/catalog.ts';
 import { unknownTools } from '../../runtime/tools/catalog.ts';

@@ -5,7 +5,7 @@ import type { Db } from '../../db/database.ts';
 import { updateIfVersion } from '../../db/conditional.ts';
 import { API_PREFIX } from '../../http/openapi.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
-import { problems, type FieldProblem } from '../../http/problems.ts';
+import { problems, type FieldProblem } from '../../errors/problems.ts';
 import type { CodeHostApp, Coverage } from '../../integrations/code-host/app.ts';
 
 /** Octokit is loaded on first use: a deployment without the code host never holds it in memory. */

@@ -5,7 +5,7 @@ import { deleteIfVersion, updateIfVersion } from '../../db/conditional.ts';
 import type { Database } from '../../db/schema.ts';
 import { isBuiltinDestination } from '../../egress/builtins.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
-import { problems, type FieldProblem } from '../../http/problems.ts';
+import { problems, type FieldProblem } from '../../errors/problems.ts';
 import type { SecretsService } from '../../secrets/secrets.service.ts';
 import type { Logger } from 'pino';
 import type { HookCaller } from '../../hooks.ts';

@@ -6,7 +6,7 @@ import { recordAudit, systemActor, type Actor } from '../../audit/audit.ts';
 import type { Database } from '../../db/schema.ts';
 import type { HookCaller, RunChange } from '../../hooks.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
-import { problems } from '../../http/problems.ts';
+import { problems } from '../../errors/problems.ts';
 import type { RunTraces } from '../../telemetry/traces.ts';
 import { approvalOf, memoryBlock, outcomeEntry, postOfEvent, transitionOf, type PostDraft, type RunView } from '../../runtime/engine/rules.ts';
 import { checkEvents } from './event-checks.ts';

@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { actorOf, SESSION_COOKIE } from '../../http/auth.ts';
 import type { App } from '../../http/kernel.ts';
 import { ListQuery, Page, limitOf } from '../../http/pagination.ts';
-import { problems } from '../../http/problems.ts';
+import { problems } from '../../errors/problems.ts';
 import { NoContent } from '../../http/schemas.ts';
 import type { Role } from '../../auth/roles.ts';
 import { onboardingFor } from './onboarding.ts';

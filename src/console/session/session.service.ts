@@ -5,7 +5,7 @@ import { hashPassword, hashToken, newSecret, verifyPassword } from '../../auth/c
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
-import { problems } from '../../http/problems.ts';
+import { problems } from '../../errors/problems.ts';
 import type { UsersService } from '../users/users.service.ts';
 
 export const SESSION_TTL_MS = 7 * 24 * 3600 * 1000;

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import type { HookCaller } from '../../hooks.ts';
-import { problems } from '../../http/problems.ts';
+import { problems } from '../../errors/problems.ts';
 import { chatARoomLabel, mustGetLiveTeam, presentLink } from './teams.service.ts';
 import * as store from './teams.store.ts';
 

@@ -6,7 +6,7 @@ import { normalizeEgress, type Egress } from '../../egress/setting.ts';
 import type { HookCaller } from '../../hooks.ts';
 import { updateIfVersion } from '../../db/conditional.ts';
 import { decodeCursor, toPage, type CursorValue } from '../../http/pagination.ts';
-import { problems, type FieldProblem } from '../../http/problems.ts';
+import { problems, type FieldProblem } from '../../errors/problems.ts';
 import type { ModelCatalog } from '../../models/catalog.ts';
 import type { ModelProxyClient } from '../../modelproxy/client.ts';
 import type { Cipher } from '../../secrets/cipher.ts';
