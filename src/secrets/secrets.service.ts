@@ -3,7 +3,7 @@ import { recordAudit, type Actor } from '../audit/audit.ts';
 import type { Db } from '../db/database.ts';
 import { deleteIfVersion, updateIfVersion } from '../db/conditional.ts';
 import type { Database } from '../db/schema.ts';
-import { decodeCursor, toPage } from '../http/pagination.ts';
+import { decodeCursor, toPage } from '../db/pagination.ts';
 import { problems } from '../errors/problems.ts';
 import type { References } from '../console/references.ts';
 import type { HookCaller } from '../hooks.ts';

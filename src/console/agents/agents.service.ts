@@ -4,7 +4,7 @@ import type { Db } from '../../db/database.ts';
 import { deleteIfVersion, touchVersion, updateIfVersion } from '../../db/conditional.ts';
 import { within } from '../../db/within.ts';
 import type { Database } from '../../db/schema.ts';
-import { decodeCursor, toPage, type CursorValue } from '../../http/pagination.ts';
+import { decodeCursor, toPage, type CursorValue } from '../../db/pagination.ts';
 import { problems, type FieldProblem } from '../../errors/problems.ts';
 import { checkEgress, normalizeEgress } from '../../egress/setting.ts';
 import type { ModelCatalog } from '../../models/catalog.ts';

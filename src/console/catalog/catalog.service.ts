@@ -1,6 +1,6 @@
 import net from 'node:net';
 import type { Static } from 'typebox';
-import { decodeCursor, encodeCursor } from '../../http/pagination.ts';
+import { decodeCursor, encodeCursor } from '../../db/pagination.ts';
 import { problems } from '../../errors/problems.ts';
 import type { ModelAlias, ModelCatalog } from '../../models/catalog.ts';
 import { TOOL_CATALOG, type ToolDefinition } from '../../runtime/tools/catalog.ts';

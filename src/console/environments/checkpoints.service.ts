@@ -1,5 +1,5 @@
 import type { HookCaller } from '../../hooks.ts';
-import { decodeCursor, toPage } from '../../http/pagination.ts';
+import { decodeCursor, toPage } from '../../db/pagination.ts';
 
 export interface CheckpointUse {
   checkpoint_id: string;

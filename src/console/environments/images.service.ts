@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { decodeCursor, toPage } from '../../http/pagination.ts';
+import { decodeCursor, toPage } from '../../db/pagination.ts';
 import type { Image } from './environments.schemas.ts';
 
 /**

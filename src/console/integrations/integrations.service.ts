@@ -4,7 +4,7 @@ import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import { updateIfVersion } from '../../db/conditional.ts';
 import { API_PREFIX } from '../../http/openapi.ts';
-import { decodeCursor, toPage } from '../../http/pagination.ts';
+import { decodeCursor, toPage } from '../../db/pagination.ts';
 import { problems, type FieldProblem } from '../../errors/problems.ts';
 import type { CodeHostApp, Coverage } from '../../integrations/code-host/app.ts';
 

@@ -4,7 +4,7 @@ import type { Db } from '../../db/database.ts';
 import { deleteIfVersion, updateIfVersion } from '../../db/conditional.ts';
 import type { Database } from '../../db/schema.ts';
 import { isBuiltinDestination } from '../../egress/builtins.ts';
-import { decodeCursor, toPage } from '../../http/pagination.ts';
+import { decodeCursor, toPage } from '../../db/pagination.ts';
 import { problems, type FieldProblem } from '../../errors/problems.ts';
 import type { SecretsService } from '../../secrets/secrets.service.ts';
 import type { Logger } from 'pino';

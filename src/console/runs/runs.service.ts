@@ -5,7 +5,7 @@ import type { AgentConfig, AgentEvent, AgentInput, Proposal, TurnOutcome } from 
 import { recordAudit, systemActor, type Actor } from '../../audit/audit.ts';
 import type { Database } from '../../db/schema.ts';
 import type { HookCaller, RunChange } from '../../hooks.ts';
-import { decodeCursor, toPage } from '../../http/pagination.ts';
+import { decodeCursor, toPage } from '../../db/pagination.ts';
 import { problems } from '../../errors/problems.ts';
 import type { RunTraces } from '../../telemetry/traces.ts';
 import { approvalOf, memoryBlock, outcomeEntry, postOfEvent, transitionOf, type PostDraft, type RunView } from '../../runtime/engine/rules.ts';

@@ -4,7 +4,7 @@ import * as auth from '../../auth/auth.service.ts';
 import { hashPassword, hashToken, newSecret, verifyPassword } from '../../auth/credentials.ts';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
-import { decodeCursor, toPage } from '../../http/pagination.ts';
+import { decodeCursor, toPage } from '../../db/pagination.ts';
 import { problems } from '../../errors/problems.ts';
 import type { UsersService } from '../users/users.service.ts';
 

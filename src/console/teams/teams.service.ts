@@ -5,7 +5,7 @@ import type { Database } from '../../db/schema.ts';
 import { normalizeEgress, type Egress } from '../../egress/setting.ts';
 import type { HookCaller } from '../../hooks.ts';
 import { updateIfVersion } from '../../db/conditional.ts';
-import { decodeCursor, toPage, type CursorValue } from '../../http/pagination.ts';
+import { decodeCursor, toPage, type CursorValue } from '../../db/pagination.ts';
 import { problems, type FieldProblem } from '../../errors/problems.ts';
 import type { ModelCatalog } from '../../models/catalog.ts';
 import type { ModelProxyClient } from '../../modelproxy/client.ts';

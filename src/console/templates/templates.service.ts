@@ -4,7 +4,7 @@ import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import { deleteIfVersion, updateIfVersion } from '../../db/conditional.ts';
 import { within } from '../../db/within.ts';
-import { decodeCursor, toPage } from '../../http/pagination.ts';
+import { decodeCursor, toPage } from '../../db/pagination.ts';
 import { problems, type FieldProblem } from '../../errors/problems.ts';
 import type { ModelCatalog } from '../../models/catalog.ts';
 import type { References, RefQuery } from '../references.ts';

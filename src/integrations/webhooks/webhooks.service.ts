@@ -5,7 +5,7 @@ import { systemActor } from '../../audit/audit.ts';
 import type { RunsService } from '../../console/runs/runs.service.ts';
 import type { ChatAService } from '../chat_a/chat_a.service.ts';
 import type { Db } from '../../db/database.ts';
-import { decodeCursor, toPage } from '../../http/pagination.ts';
+import { decodeCursor, toPage } from '../../db/pagination.ts';
 import { Problem, problems } from '../../errors/problems.ts';
 import { intentOf, taskTextOf, type CodeHostIntent } from './code-host.events.ts';
 import { isWebhookSurface, type CodeHostClient, type WebhookSurface } from './code-host.client.ts';
