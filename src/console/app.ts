@@ -31,6 +31,7 @@ import { skillsRoutes } from './skills/skills.routes.ts';
 import { importRoutes } from './import/import.routes.ts';
 import { sessionRoutes } from './session/session.routes.ts';
 import { usersRoutes } from './users/users.routes.ts';
+import { authUser } from './users/users.service.ts';
 import { consoleExamples } from './examples.ts';
 import { consoleShapes } from './shapes.ts';
 import { deliveriesRoutes, webhooksRoutes } from '../integrations/webhooks/webhooks.routes.ts';
@@ -44,7 +45,7 @@ export async function buildConsoleApp(deps: { config: Config; db: Db; logger: Lo
   useProblems(app);
   // JSON only, unless a route says otherwise (the avatar takes images): anything else is a 415.
   app.removeContentTypeParser('text/plain');
-  useAuth(app, db, { prefix: API_PREFIX });
+  useAuth(app, db, { prefix: API_PREFIX, userOf: authUser });
   await useOpenApi(app, { publicBaseUrl: config.publicBaseUrl, version: VERSION, shapes: consoleShapes, examples: consoleExamples });
 
   await app.register(
