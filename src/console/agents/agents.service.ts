@@ -8,7 +8,7 @@ import { decodeCursor, toPage, type CursorValue } from '../../db/pagination.ts';
 import { problems, type FieldProblem } from '../../errors/problems.ts';
 import { checkEgress, normalizeEgress } from '../../egress/setting.ts';
 import type { ModelCatalog } from '../../models/catalog.ts';
-import { unknownTools } from '../../runtime/tools/catalog.ts';
+import { unknownTools } from '../../agent/tools/catalog.ts';
 import type { DocumentsService } from '../documents/documents.service.ts';
 import type { References, RefQuery } from '../references.ts';
 import { API_PREFIX } from '../../http/openapi.ts';
