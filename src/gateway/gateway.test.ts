@@ -23,7 +23,7 @@ import { issuerOf, mintCertificateAuthority, mintLeaf } from './certificates.ts'
 import { egressEventsOf } from './events.ts';
 import { startGateway, type RunningGateway } from './gateway.component.ts';
 import { sandboxProxyEnv } from './sandbox-env.ts';
-import { BUILTIN_HOSTS } from './server.ts';
+import { BUILTIN_HOSTS } from '../egress/builtins.ts';
 
 const has = (cmd: string) => {
   try {

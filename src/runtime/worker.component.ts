@@ -3,7 +3,7 @@ import { deploymentCaCertificate } from '../gateway/ca.ts';
 import { egressEventsOf } from '../gateway/events.ts';
 import { pushesOf } from '../gateway/pushes.ts';
 import { sandboxSpendOf } from '../modelproxy/sandbox-spend.ts';
-import { BUILTIN_HOSTS } from '../gateway/server.ts';
+import { BUILTIN_HOSTS } from '../egress/builtins.ts';
 import { createJobRunner } from '../queue/runner.ts';
 import { createRunEngine, PlacedElsewhere } from './engine/engine.ts';
 import { roleSetup } from './engine/role-config.ts';
