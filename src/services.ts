@@ -9,7 +9,7 @@ import { createCheckpointsService } from './console/environments/checkpoints.ser
 import { createEnvironmentsService } from './console/environments/environments.service.ts';
 import { createImagesService } from './console/environments/images.service.ts';
 import { createMcpServersService } from './console/mcp-servers/mcp-servers.service.ts';
-import { createReferences } from './console/references.ts';
+import { createReferences } from './references.ts';
 import { createRunsService } from './console/runs/runs.service.ts';
 import { createSessionService } from './console/session/session.service.ts';
 import { createSkillsService } from './console/skills/skills.service.ts';

@@ -5,7 +5,7 @@ import { deleteIfVersion, updateIfVersion } from '../db/conditional.ts';
 import type { Database } from '../db/schema.ts';
 import { decodeCursor, toPage } from '../db/pagination.ts';
 import { problems } from '../errors/problems.ts';
-import type { References } from '../console/references.ts';
+import type { References } from '../references.ts';
 import type { HookCaller } from '../hooks.ts';
 import type { Cipher } from './cipher.ts';
 

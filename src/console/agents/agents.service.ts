@@ -10,7 +10,7 @@ import { checkEgress, normalizeEgress } from '../../egress/setting.ts';
 import type { ModelCatalog } from '../../models/catalog.ts';
 import { unknownTools } from '../../agent/tools/catalog.ts';
 import type { DocumentsService } from '../documents/documents.service.ts';
-import type { References, RefQuery } from '../references.ts';
+import type { References, RefQuery } from '../../references.ts';
 import { API_PREFIX } from '../../http/openapi.ts';
 import { AVATAR_MAX_BYTES, CONTEXT_MAX_BYTES, type Agent, type AgentCreate, type AgentPatch, type AgentSummary, type AgentVersion, type AgentVersionInput } from './agents.schemas.ts';
 import { sniffImage } from './avatar.ts';

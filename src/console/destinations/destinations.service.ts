@@ -10,7 +10,7 @@ import { parseHost } from '../../egress/hosts.ts';
 import { effectiveEgressPolicy, type EgressSetting, type PolicyDestination } from '../../egress/policy.ts';
 import { decodeCursor, toPage } from '../../db/pagination.ts';
 import { problems, type FieldProblem } from '../../errors/problems.ts';
-import type { References, RefQuery } from '../references.ts';
+import type { References, RefQuery } from '../../references.ts';
 import type { Destination, DestinationCreate, DestinationPut } from './destinations.schemas.ts';
 import * as store from './destinations.store.ts';
 import type { DestinationRow } from './destinations.store.ts';

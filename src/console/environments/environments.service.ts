@@ -3,7 +3,7 @@ import type { Db } from '../../db/database.ts';
 import { deleteIfVersion, updateIfVersion } from '../../db/conditional.ts';
 import { decodeCursor, toPage } from '../../db/pagination.ts';
 import { problems, type FieldProblem } from '../../errors/problems.ts';
-import type { References, RefQuery } from '../references.ts';
+import type { References, RefQuery } from '../../references.ts';
 import type { CheckpointUse } from '../../hooks.ts';
 import {
   DEFAULT_DEEP_SLEEP_AFTER_SECONDS,

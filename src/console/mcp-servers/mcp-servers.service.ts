@@ -9,7 +9,7 @@ import { problems, type FieldProblem } from '../../errors/problems.ts';
 import type { SecretsService } from '../../secrets/secrets.service.ts';
 import type { Logger } from 'pino';
 import type { HookCaller } from '../../hooks.ts';
-import type { References, RefQuery } from '../references.ts';
+import type { References, RefQuery } from '../../references.ts';
 import type { TeamsService } from '../teams/teams.service.ts';
 import { PLATFORM_SEGMENT, type McpServer, type McpServerCreate, type McpServerProposal, type McpServerPut } from './mcp-servers.schemas.ts';
 import * as store from './mcp-servers.store.ts';

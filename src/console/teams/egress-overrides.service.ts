@@ -3,7 +3,7 @@ import type { Db } from '../../db/database.ts';
 import { updateIfVersion } from '../../db/conditional.ts';
 import { checkEgress, normalizeEgress, type Egress, type EgressInput } from '../../egress/setting.ts';
 import { problems, type FieldProblem } from '../../errors/problems.ts';
-import type { References, RefQuery } from '../references.ts';
+import type { References, RefQuery } from '../../references.ts';
 import { mustGetLiveTeam } from './teams.service.ts';
 import * as store from './teams.store.ts';
 

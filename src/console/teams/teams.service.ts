@@ -13,7 +13,7 @@ import type { Cipher } from '../../secrets/cipher.ts';
 import type { AgentVersion } from '../agents/agents.schemas.ts';
 import { checkSkill } from '../skills/skills.rules.ts';
 import type { SandboxesService, TeamSandboxes } from '../../runtime/sandboxes/sandboxes.service.ts';
-import type { References, RefQuery } from '../references.ts';
+import type { References, RefQuery } from '../../references.ts';
 import type { RunActivity, RunsService } from '../runs/runs.service.ts';
 import { budgetStateOf, type SpendService } from '../spend/spend.service.ts';
 import type { MemoryInput, TemplateContent, TemplateRole } from '../templates/templates.schemas.ts';

@@ -7,7 +7,7 @@ import { within } from '../../db/within.ts';
 import { decodeCursor, toPage } from '../../db/pagination.ts';
 import { problems, type FieldProblem } from '../../errors/problems.ts';
 import type { ModelCatalog } from '../../models/catalog.ts';
-import type { References, RefQuery } from '../references.ts';
+import type { References, RefQuery } from '../../references.ts';
 import { canonicalJson, sha256Hex } from './canonical.ts';
 import { roleInput } from './role-input.ts';
 import type { TeamTemplateVersion, TemplateContent, TemplateCreate, TemplateNewVersion, TemplateRole, TemplateVersionInput } from './templates.schemas.ts';
