@@ -7,7 +7,7 @@ import { useAuth } from '../http/auth.ts';
 import { docsRoutes } from '../http/docs.ts';
 import { healthRoutes } from '../http/health.ts';
 import { createServer, type App } from '../http/kernel.ts';
-import type { Registry } from '../http/metrics.ts';
+import type { Registry } from '../metrics.ts';
 import { API_PREFIX, OpenApiDocument, OpenApiYaml, useOpenApi } from '../http/openapi.ts';
 import { frameworkProblem, useProblems } from '../http/problem-handler.ts';
 import { webRoutes } from '../http/web.ts';

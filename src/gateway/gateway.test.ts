@@ -18,7 +18,7 @@ import { startEchoUpstream } from '../../test/fakes/echo-upstream.ts';
 import { startGitServer } from '../../test/fakes/git-server.ts';
 import { startFakeCollector, type FakeCollector } from '../../test/fakes/otlp-collector.ts';
 import { createNetns, netnsSkipReason, type Netns } from '../../test/netns.ts';
-import { Registry } from '../http/metrics.ts';
+import { Registry } from '../metrics.ts';
 import { issuerOf, mintCertificateAuthority, mintLeaf } from './certificates.ts';
 import { egressEventsOf } from './events.ts';
 import { startGateway, type RunningGateway } from './gateway.component.ts';

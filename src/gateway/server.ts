@@ -8,7 +8,7 @@ import type { Db } from '../db/database.ts';
 import { parseHost } from '../egress/hosts.ts';
 import { BUILTIN_HOSTS } from '../egress/builtins.ts';
 import type { PolicyDestination } from '../egress/policy.ts';
-import type { Registry } from '../http/metrics.ts';
+import type { Registry } from '../metrics.ts';
 import type { SandboxIdentity } from '../runtime/sandboxes/identify.ts';
 import type { LeafIssuer } from './ca.ts';
 import { checkAddress, decide, decideConnect, deny, type Decision, type DecisionContext, type EgressRequest, type Refusal } from './decide.ts';

@@ -4,7 +4,7 @@ import { captureLogger, testApp, type TestApp } from '../../test/harness.ts';
 import { useAuth } from './auth.ts';
 import { authUser } from '../console/users/users.service.ts';
 import { createServer } from './kernel.ts';
-import { Registry } from './metrics.ts';
+import { Registry } from '../metrics.ts';
 import { useProblems } from './problem-handler.ts';
 
 const PROBLEM = /^application\/problem\+json/;

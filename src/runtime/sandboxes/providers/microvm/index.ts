@@ -27,7 +27,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../../../../config.ts';
-import type { Registry } from '../../../../http/metrics.ts';
+import type { Registry } from '../../../../metrics.ts';
 import { logIgnored } from '../../../../logger.ts';
 import {
   SandboxError,
