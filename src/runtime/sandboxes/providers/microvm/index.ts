@@ -41,7 +41,7 @@ import {
 import { Channel } from './channel.ts';
 import { run } from './command.ts';
 import { sha256File, type ImageManifest } from './images.ts';
-import { manifestProblem } from '../../../../console/environments/images.service.ts';
+import { manifestProblem } from '../../../../console/environments/manifest.ts';
 import { accelerator } from './kvm.ts';
 import { Qmp } from './qmp.ts';
 
