@@ -12,7 +12,6 @@ import type { ModelProxyClient } from '../../modelproxy/client.ts';
 import type { Cipher } from '../../secrets/cipher.ts';
 import type { AgentVersion } from '../agents/agents.schemas.ts';
 import { checkSkill } from '../skills/skills.rules.ts';
-import type { SandboxesService, TeamSandboxes } from '../../runtime/sandboxes/sandboxes.service.ts';
 import type { References, RefQuery } from '../../references.ts';
 import type { RunActivity, RunsService } from '../runs/runs.service.ts';
 import { budgetStateOf, type SpendService } from '../spend/spend.service.ts';
@@ -130,6 +129,9 @@ export async function mustGetLiveTeam(db: Db, name: string): Promise<TeamRow> {
   return t;
 }
 
+/** A team's sandboxes at a glance: none placed, some awake (starting or running), or all asleep. */
+export type TeamSandboxes = 'none' | 'awake' | 'asleep';
+
 /** How many live teams a list filtered by state reads at a time. */
 const LIST_BATCH = 200;
 
@@ -208,7 +210,8 @@ export function createTeamsService(deps: {
   hooks: HookCaller;
   runs: Pick<RunsService, 'activityOf'>;
   users: Pick<UsersService, 'namesOf'>;
-  sandboxes: Pick<SandboxesService, 'stateOf'>;
+  /** The runtime's sandboxes service answers it. */
+  sandboxes: { stateOf(teamIds: number[]): Promise<Map<number, TeamSandboxes>> };
   proxy: ModelProxyClient;
   spend: SpendService;
   cipher: Cipher;
