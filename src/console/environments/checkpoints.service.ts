@@ -1,4 +1,4 @@
-import type { CheckpointUse, HookCaller } from '../../hooks.ts';
+import type { HookCaller } from '../../hooks.ts';
 import { decodeCursor, toPage } from '../../db/pagination.ts';
 
 /**
