@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import type { App } from '../../http/kernel.ts';
-import { proxyTeamOf, type TeamsService } from '../teams/teams.service.ts';
+import { type TeamsService } from '../teams/teams.service.ts';
+import { proxyTeamOf } from '../teams/proxy-team.ts';
 import { budgetStateOf, SPEND_CACHE_MS, type SpendService } from './spend.service.ts';
 
 const DaySpend = Type.Object({ date: Type.String({ description: 'UTC day, YYYY-MM-DD' }), spend_usd: Type.Number(), tokens: Type.Integer(), requests: Type.Integer() });

@@ -22,6 +22,7 @@ import type { TeamCreate, TeamPatch, TeamState } from './teams.schemas.ts';
 import { revokeKeyLater } from './jobs/revoke-key.job.ts';
 import { revokeTeamKeysLater } from './jobs/revoke-team-keys.job.ts';
 import { syncTeamProxyLater } from './jobs/sync-proxy.job.ts';
+import { keyAad, proxyTeamOf } from './proxy-team.ts';
 import * as store from './teams.store.ts';
 import type { TeamRow } from './teams.store.ts';
 import type { TeamsTables } from './teams.tables.ts';
@@ -156,13 +157,6 @@ type TemplateFields = { name: string; version: string };
 const CREATE_FIELDS: TemplateFields = { name: 'template.name', version: 'template.version' };
 const UPGRADE_FIELDS: TemplateFields = { name: 'version', version: 'version' };
 
-/**
- * The team as the model proxy knows it: name and id, so a new team that takes an archived
- * team's name starts with no spend and no budget history of the old one.
- */
-export const proxyTeamOf = (t: { name: string; id: number }) => `${t.name}.${t.id}`;
-
-const keyAad = (teamId: number, role: string) => `crewhouse-team-key:${teamId}/${role}`;
 
 type RoleValues = Omit<Database['team_roles'], 'row_version'> & {};
 

@@ -9,7 +9,7 @@ import { createJobRunner } from '../../queue/runner.ts';
 import { jobHandlers } from '../../runtime/jobs.ts';
 import { RevokeKey } from './jobs/revoke-key.job.ts';
 import { RevokeTeamKeys } from './jobs/revoke-team-keys.job.ts';
-import { proxyTeamOf } from './teams.service.ts';
+import { proxyTeamOf } from './proxy-team.ts';
 
 describe('teams', () => {
   let t: TestApp;
