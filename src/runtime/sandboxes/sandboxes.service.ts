@@ -3,7 +3,7 @@ import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import { destroyTeamSandboxesJob } from './jobs/destroy-team-sandboxes.ts';
 import { DEFAULT_VCPU_OVERCOMMIT, hostRooms, lockTeamSandboxes } from './placement.ts';
-import type { TeamSandboxes } from '../../console/teams/teams.service.ts';
+import type { TeamSandboxes } from '../../console/teams/teams.presenters.ts';
 
 /** A sandbox host as a person sees it: what it offers, what its sandboxes hold, what waits for it. */
 export interface HostView {
