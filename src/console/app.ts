@@ -63,7 +63,7 @@ export async function buildConsoleApp(deps: { config: Config; db: Db; logger: Lo
       importRoutes(api, { imports: services.imports });
       templatesRoutes(api, { templates: services.templates });
       teamsRoutes(api, { teams: services.teams, links: services.links, egress: services.egressOverrides, documents: services.documents });
-      spendRoutes(api, { spend: services.spend, teams: services.teams });
+      spendRoutes(api, { spend: services.spend, teams: services.teamProvisioning });
       mcpServersRoutes(api, { mcpServers: services.mcpServers });
       deliveriesRoutes(api, { webhooks: services.webhooks });
       integrationsRoutes(api, { integrations: services.integrations });

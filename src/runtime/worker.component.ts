@@ -116,7 +116,7 @@ export const workerComponent: Component = {
       ...traceJobHandlers({ endpoint: config.otlpEndpoint, logger }),
       ...proposalJobHandlers({
         runs: services.runs,
-        team: (name) => services.teams.forRun(name),
+        team: (name) => services.teamsDirectory.forRun(name),
         proposeSkill: (actor, team, input) => services.teams.proposeSkill(actor, team, input),
         proposeMcpServer: (actor, team, input) => services.mcpServers.propose(actor, team, input),
       }),

@@ -4,7 +4,7 @@ import { updateIfVersion } from '../../db/conditional.ts';
 import { checkEgress, normalizeEgress, type Egress, type EgressInput } from '../../egress/setting.ts';
 import { problems, type FieldProblem } from '../../errors/problems.ts';
 import type { References, RefQuery } from '../../references.ts';
-import { mustGetLiveTeam } from './teams.service.ts';
+import { mustGetLiveTeam } from './teams.directory.ts';
 import * as store from './teams.store.ts';
 
 /** A team role's egress override: it replaces the agent definition's egress for that role. */

@@ -3,7 +3,8 @@ import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import type { HookCaller } from '../../hooks.ts';
 import { problems } from '../../errors/problems.ts';
-import { chatARoomLabel, mustGetLiveTeam } from './teams.service.ts';
+import { chatARoomLabel } from './teams.service.ts';
+import { mustGetLiveTeam } from './teams.directory.ts';
 import { presentLink } from './teams.presenters.ts';
 import * as store from './teams.store.ts';
 

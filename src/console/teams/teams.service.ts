@@ -2,38 +2,25 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
-import { normalizeEgress, type Egress } from '../../egress/setting.ts';
 import type { HookCaller } from '../../hooks.ts';
 import { updateIfVersion } from '../../db/conditional.ts';
 import { decodeCursor, toPage, type CursorValue } from '../../db/pagination.ts';
 import { problems, type FieldProblem } from '../../errors/problems.ts';
 import type { ModelCatalog } from '../../models/catalog.ts';
-import type { ModelProxyClient } from '../../modelproxy/client.ts';
-import type { Cipher } from '../../secrets/cipher.ts';
 import type { AgentVersion } from '../agents/agents.schemas.ts';
 import { checkSkill } from '../skills/skills.rules.ts';
 import type { References, RefQuery } from '../../references.ts';
 import type { RunsService } from '../runs/runs.service.ts';
-import type { SpendService } from '../spend/spend.service.ts';
 import type { TemplateContent, TemplateRole } from '../templates/templates.schemas.ts';
 import type { TemplatesService } from '../templates/templates.service.ts';
 import type { UsersService } from '../users/users.service.ts';
 import type { TeamCreate, TeamPatch, TeamState } from './teams.schemas.ts';
-import { revokeKeyLater } from './jobs/revoke-key.job.ts';
-import { revokeTeamKeysLater } from './jobs/revoke-team-keys.job.ts';
-import { syncTeamProxyLater } from './jobs/sync-proxy.job.ts';
-import { keyAad, proxyTeamOf } from './proxy-team.ts';
-import { effectiveRoleMemory, memoryLayer, presentTeam, presentTeamSummary, teamStateOf, type TeamSandboxes, type TeamView } from './teams.presenters.ts';
+import { mustGetLiveTeam } from './teams.directory.ts';
+import type { TeamProvisioning } from './teams.provisioning.ts';
+import { memoryLayer, presentTeam, presentTeamSummary, teamStateOf, type TeamSandboxes, type TeamView } from './teams.presenters.ts';
 import * as store from './teams.store.ts';
 import type { TeamRow } from './teams.store.ts';
 
-
-/** The team that holds a name now: 404 when there is none (or it is archived). */
-export async function mustGetLiveTeam(db: Db, name: string): Promise<TeamRow> {
-  const t = await store.getLiveTeam(db, name);
-  if (!t) throw problems.notFound('team', name);
-  return t;
-}
 
 /** How many live teams a list filtered by state reads at a time. */
 const LIST_BATCH = 200;
@@ -100,11 +87,9 @@ export function createTeamsService(deps: {
   users: Pick<UsersService, 'namesOf'>;
   /** The runtime's sandboxes service answers it. */
   sandboxes: { stateOf(teamIds: number[]): Promise<Map<number, TeamSandboxes>> };
-  proxy: ModelProxyClient;
-  spend: SpendService;
-  cipher: Cipher;
+  provisioning: TeamProvisioning;
 }) {
-  const { db, proxy, spend } = deps;
+  const { db, provisioning } = deps;
 
   const mustGetLive = (name: string) => mustGetLiveTeam(db, name);
 
@@ -131,11 +116,11 @@ export function createTeamsService(deps: {
           return u ? [{ user_id: m.user_id, name: u.name, email: u.email, role: m.role }] : [];
         });
       }),
-      row.status === 'archived' ? Promise.resolve(null) : spend.spentTodayByTeam(),
+      row.status === 'archived' ? Promise.resolve(null) : provisioning.spentToday(),
     ]);
     const agents = new Map<string, AgentVersion | null>();
     for (const r of roles) if (!agents.has(r.agent)) agents.set(r.agent, await deps.agentVersion(r.agent));
-    return presentTeam(t, roles, links, members, agents, spent ? (spent.get(proxyTeamOf(t)) ?? 0) : null);
+    return presentTeam(t, roles, links, members, agents, spent ? provisioning.spentOf(spent, t) : null);
   }
 
   /**
@@ -205,29 +190,6 @@ export function createTeamsService(deps: {
     await checkVersionNames(row, fields, trx);
   }
 
-  /** Mints one model-proxy key per role; on failure queues the revocation of what it minted and rethrows. */
-  async function mintKeys(team: string, teamId: number, roles: ReturnType<typeof rolesFromTemplate>, actor: Actor) {
-    const minted: Array<{ role: string; key_id: string; sealed: string }> = [];
-    try {
-      for (const r of roles) {
-        const key = await proxy.mintKey(
-          { team, role: r.role, agent: r.agent, models: [r.model], max_budget: r.max_budget, budget_duration: r.budget_duration, rpm_limit: r.rpm_limit, tpm_limit: r.tpm_limit },
-          actor.name,
-        );
-        minted.push({ role: r.role, key_id: key.key_id, sealed: JSON.stringify(deps.cipher.seal(key.key, keyAad(teamId, r.role))) });
-      }
-      return minted;
-    } catch (err) {
-      await revokeKeysLater(db, minted.map((m) => m.key_id), actor);
-      throw err;
-    }
-  }
-
-  /** Queues the revocation of keys on `q`: the transaction that drops them, or the database after a failure. */
-  async function revokeKeysLater(q: Kysely<Database>, keyIds: string[], actor: Actor) {
-    for (const keyId of keyIds) await revokeKeyLater(q, keyId, actor.name);
-  }
-
   return {
     detail,
     mustGetLive,
@@ -239,56 +201,18 @@ export function createTeamsService(deps: {
       const rows = await pageInState({ state: query.state, q: query.q }, cursor, query.limit);
       const page = toPage(rows, query.limit, (r) => [r.name, r.id], (r) => r);
       const ids = page.items.map((t) => t.id);
-      const [roles, links, spent] = await Promise.all([store.rolesOf(db, ids), store.linksOf(db, ids), spend.spentTodayByTeam()]);
+      const [roles, links, spent] = await Promise.all([store.rolesOf(db, ids), store.linksOf(db, ids), provisioning.spentToday()]);
       return {
         items: page.items.map((t) =>
           presentTeamSummary(
             t,
             roles.filter((r) => r.team_id === t.id),
             links.filter((l) => l.team_id === t.id),
-            t.status === 'archived' || !spent ? null : (spent.get(proxyTeamOf(t)) ?? 0),
+            t.status === 'archived' || !spent ? null : provisioning.spentOf(spent, t),
           ),
         ),
         next_cursor: page.next_cursor,
       };
-    },
-
-    /** What a run needs of a team (the live one of the name, else the last archived one): its roles as they are now; null when there is none. */
-    async forRun(name: string) {
-      const t = await store.getTeamForRead(db, name);
-      if (!t) return null;
-      const roles = await store.rolesOf(db, [t.id]);
-      return {
-        id: t.id,
-        name: t.name,
-        status: t.status,
-        surface: t.home_surface,
-        lead: t.lead,
-        rework_rounds: t.rework_rounds,
-        repo_url: t.repo_url,
-        roles: roles.map((r) => ({
-          role: r.role,
-          agent: r.agent,
-          model: r.model,
-          next_role: r.pipeline_next_role,
-          max_iterations: r.max_iterations,
-          confirmation_policy: r.confirmation_policy,
-          skills: r.skills,
-          memory: effectiveRoleMemory(t.memory, r.memory),
-        })),
-      };
-    },
-
-    /** The active teams whose home is a chat surface, with their room and their roles' agents. */
-    async homedOn(surface: 'chat_a' | 'chat_b'): Promise<Array<{ name: string; roomId: string | null; roles: Array<{ role: string; agent: string }> }>> {
-      const teams = await store.activeTeamsHomedOn(db, surface);
-      const roles = await store.rolesOf(db, teams.map((t) => t.id));
-      return teams.map((t) => ({ name: t.name, roomId: t.home_room_id, roles: roles.filter((r) => r.team_id === t.id).map((r) => ({ role: r.role, agent: r.agent })) }));
-    },
-
-    /** The name of a team by its id (archived ones too), or null. */
-    async nameById(id: number): Promise<string | null> {
-      return (await store.getTeamById(db, id))?.name ?? null;
     },
 
     /** A team for reading: the live one of the name, else the last archived one. */
@@ -352,10 +276,10 @@ export function createTeamsService(deps: {
         return { id: t.id, roles };
       });
 
-      const proxyTeam = proxyTeamOf({ name: input.name, id: team.id });
+      const created = { name: input.name, id: team.id };
       try {
-        const minted = await mintKeys(proxyTeam, team.id, team.roles, actor);
-        await proxy.setTeamBudget(proxyTeam, budget, actor.name);
+        const minted = await provisioning.mintKeys(created, team.roles, actor);
+        await provisioning.setBudget(created, budget, actor);
         await db.transaction().execute(async (trx) => {
           for (const m of minted) {
             await trx.updateTable('team_roles').set({ proxy_key_id: m.key_id, proxy_key: m.sealed }).where('team_id', '=', team.id).where('role', '=', m.role).execute();
@@ -366,11 +290,11 @@ export function createTeamsService(deps: {
       } catch (err) {
         await db.transaction().execute(async (trx) => {
           await trx.deleteFrom('teams').where('id', '=', team.id).execute();
-          await revokeTeamKeysLater(trx, proxyTeam, actor.name);
+          await provisioning.revokeTeamKeysLater(trx, created, actor);
         });
         throw err;
       }
-      spend.forget(proxyTeam);
+      provisioning.forget(created);
       return (await store.getTeamById(db, team.id))!;
     },
 
@@ -393,11 +317,11 @@ export function createTeamsService(deps: {
 
       // The proxy learns first; if it cannot, nothing changes here.
       const budgetChanged = body.budget_usd_per_day !== undefined && body.budget_usd_per_day !== team.budget_usd_per_day;
-      if (budgetChanged) await proxy.setTeamBudget(proxyTeamOf(team), body.budget_usd_per_day!, actor.name);
+      if (budgetChanged) await provisioning.setBudget(team, body.budget_usd_per_day!, actor);
       const modelChanges = Object.entries(body.role_settings ?? {}).filter(([role, p]) => p.model !== undefined && p.model !== roles.find((r) => r.role === role)!.model);
       for (const [role, p] of modelChanges) {
         const keyId = roles.find((r) => r.role === role)!.proxy_key_id;
-        if (keyId) await proxy.updateKey(keyId, { models: [p.model!] }, actor.name);
+        if (keyId) await provisioning.setKeyModels(keyId, [p.model!], actor);
       }
 
       try {
@@ -442,14 +366,14 @@ export function createTeamsService(deps: {
           await recordAudit(trx, actor, 'team.update', { type: 'team', id: name }, { fields: Object.keys(body), roles: Object.keys(body.role_settings ?? {}) });
           // Whoever commits last pushed last before committing; pushing the stored values once
           // more after commit leaves the proxy agreeing with the row whatever the interleaving.
-          if (budgetChanged || modelChanges.length) await syncTeamProxyLater(trx, team.id, actor.name);
+          if (budgetChanged || modelChanges.length) await provisioning.syncLater(trx, team.id, actor);
           return updated;
         });
-        spend.forget(proxyTeamOf(team));
+        provisioning.forget(team);
         return (await store.getTeamById(db, row.id))!;
       } catch (err) {
         // Lost the race for the row (or failed): the proxy follows what is stored now.
-        if (budgetChanged || modelChanges.length) await syncTeamProxyLater(db, team.id, actor.name);
+        if (budgetChanged || modelChanges.length) await provisioning.syncLater(db, team.id, actor);
         throw err;
       }
     },
@@ -471,9 +395,9 @@ export function createTeamsService(deps: {
         // Other modules' rows of the team (documents, MCP servers) go with it.
         await deps.hooks.react('teamArchived', trx, actor, { id: team.id, name });
         await recordAudit(trx, actor, 'team.archive', { type: 'team', id: name });
-        await revokeTeamKeysLater(trx, proxyTeamOf(team), actor.name);
+        await provisioning.revokeTeamKeysLater(trx, team, actor);
       });
-      spend.forget(proxyTeamOf(team));
+      provisioning.forget(team);
     },
 
     /** Moves a team to another version of its template, keeping the fields set by hand. */
@@ -487,7 +411,7 @@ export function createTeamsService(deps: {
       const fresh = rolesFromTemplate(team.id, content);
       const added = fresh.filter((r) => !oldRoles.some((o) => o.role === r.role));
       const removed = oldRoles.filter((o) => !fresh.some((r) => r.role === o.role));
-      const minted = await mintKeys(proxyTeamOf(team), team.id, added, actor);
+      const minted = await provisioning.mintKeys(team, added, actor);
       const keep = new Map(oldRoles.map((o) => [o.role, o]));
       try {
         await db.transaction().execute(async (trx) => {
@@ -522,57 +446,18 @@ export function createTeamsService(deps: {
           }
           await recordAudit(trx, actor, 'team.upgrade', { type: 'team', id: name }, { from: team.template_version, to: version.version });
           // After commit: the removed roles' keys go, and the proxy takes the stored budget and models.
-          await revokeKeysLater(trx, removed.flatMap((r) => (r.proxy_key_id ? [r.proxy_key_id] : [])), actor);
-          await syncTeamProxyLater(trx, team.id, actor.name);
+          await provisioning.revokeKeysLater(trx, removed.flatMap((r) => (r.proxy_key_id ? [r.proxy_key_id] : [])), actor);
+          await provisioning.syncLater(trx, team.id, actor);
         });
       } catch (err) {
-        await revokeKeysLater(db, minted.map((m) => m.key_id), actor);
+        await provisioning.revokeKeysLater(db, minted.map((m) => m.key_id), actor);
         throw err;
       }
       return (await store.getTeamById(db, team.id))!;
     },
 
-    /**
-     * For the tasks route: has the team spent its budget for today (UTC)? Counted as the proxy
-     * enforces it: what is settled plus what calls in flight hold reserved. The proxy writes
-     * settlements behind the answers, so a run that was just refused for its budget may not
-     * show the call that spent it as settled yet; it is still held.
-     */
-    async isBudgetSpent(name: string): Promise<boolean> {
-      const team = await mustGetLive(name);
-      const s = await spend.teamNow(proxyTeamOf(team), 1);
-      return s.spent_today_usd + s.reserved_usd >= team.budget_usd_per_day;
-    },
-
-    /** The model-proxy key of a team's role, for the worker; never for a route. */
-    async roleModelKey(name: string, role: string): Promise<string | null> {
-      const team = await mustGetLive(name);
-      const r = (await store.rolesOf(db, [team.id])).find((x) => x.role === role);
-      if (!r?.proxy_key) return null;
-      return deps.cipher.open(r.proxy_key, keyAad(team.id, role));
-    },
-
-    /** Each role of a live team with the egress that applies to it: the team's override, else the agent's current version's. */
-    /** Each role's effective egress; `pinned` names the agent version a role's run fixed at its start (else the current one). */
-    async rolesWithEgress(name: string, pinned: Record<string, number> = {}): Promise<Array<{ role: string; agent: string; egress: Egress }>> {
-      const t = await mustGetLive(name);
-      const roles = await store.rolesOf(db, [t.id]);
-      const out = [];
-      for (const r of roles) {
-        const agent = r.egress_override ? null : await deps.agentVersion(r.agent, pinned[r.role] ?? null);
-        out.push({ role: r.role, agent: r.agent, egress: normalizeEgress(r.egress_override ?? agent?.egress) });
-      }
-      return out;
-    },
-
-    /** The platform MCP servers a role names: its template role's and its agent's current version's. */
-    async roleMcpServerNames(name: string, role: string): Promise<string[]> {
-      const t = await mustGetLive(name);
-      const r = (await store.rolesOf(db, [t.id])).find((x) => x.role === role);
-      if (!r) return [];
-      const agent = await deps.agentVersion(r.agent);
-      return [...new Set([...r.mcp_servers, ...(agent?.mcp_servers ?? [])])];
-    },
+    /** For the tasks route: has the live team of a name spent its budget for today (UTC)? */
+    isBudgetSpent: async (name: string) => provisioning.isBudgetSpent(await mustGetLive(name)),
 
     async listSkills(name: string, query: { limit: number; cursor?: string }) {
       const t = await mustGetLive(name);
@@ -605,35 +490,6 @@ export function createTeamsService(deps: {
         return { name: input.name, version, status: 'proposed' as const };
       });
     },
-
-    /** Checkpoints the live teams' roles use, for GET /checkpoints. */
-    async checkpointUses() {
-      const rows = await store.checkpointUses(db);
-      return rows.map((r) => ({ checkpoint_id: r.checkpoint_id!, kind: 'team', name: `${r.name}/${r.role}` }));
-    },
-
-    /**
-     * For sandbox placement: a live team's role (its environment, replicas and concurrent runs,
-     * and the template version it came from), read on the placement's transaction; null when
-     * the team is archived or has no such role.
-     */
-    async rolePlacement(teamId: number, role: string, q: RefQuery = db) {
-      const r = await store.rolePlacement(q ?? db, teamId, role);
-      if (!r) return null;
-      return { team: r.team, role: r.role, vm: r.vm, provider: r.provider, replicasMax: r.replicas_max, concurrentRuns: r.concurrent_runs, templateName: r.template_name, templateVersion: r.template_version };
-    },
-
-    /** The environment of a live team's lead role (where its work starts), or null. */
-    leadEnvironment: (name: string) => store.leadEnvironment(db, name).then((r) => r ?? null),
-
-    /** Teams' idle and deep-sleep times (seconds) by id, for the sandbox host's sweep. */
-    async sleepTimes(ids: number[]): Promise<Map<number, { idleAfterSeconds: number; deepSleepAfterSeconds: number }>> {
-      const rows = await store.sleepTimes(db, ids);
-      return new Map(rows.map((r) => [r.id, { idleAfterSeconds: r.idle_after_seconds, deepSleepAfterSeconds: r.deep_sleep_after_seconds }]));
-    },
-
-    /** Active teams and their daily budgets, for the spend overview. */
-    activeBudgets: () => store.activeBudgets(db),
 
     countActiveByTemplate: (templates: string[], q: RefQuery = db) => store.countActiveByTemplate(q, templates),
     countTeamsUsingAgent: (agents: string[], q: RefQuery = db) => store.countTeamsUsingAgent(q, agents),
