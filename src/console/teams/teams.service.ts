@@ -246,9 +246,7 @@ export function createTeamsService(deps: {
       const budget = input.budget_usd_per_day ?? content.budget_usd_per_day ?? 0;
       const team = await db.transaction().execute(async (trx) => {
         await guardTemplateVersion(trx, version, CREATE_FIELDS);
-        const t = await trx
-          .insertInto('teams')
-          .values({
+        const t = await store.insertTeam(trx, {
             name: input.name,
             status: 'provisioning',
             template_name: input.template.name,
@@ -267,12 +265,10 @@ export function createTeamsService(deps: {
             memory: JSON.stringify({}),
             manual_fields: input.budget_usd_per_day != null ? ['budget_usd_per_day'] : [],
             created_by: actor.name,
-          })
-          .returning(['id'])
-          .executeTakeFirstOrThrow();
+          });
         const roles = rolesFromTemplate(t.id, content);
-        await trx.insertInto('team_roles').values(roles).execute();
-        if (actor.userId !== null) await trx.insertInto('team_members').values({ team_id: t.id, user_id: actor.userId, role: 'owner' }).execute();
+        await store.insertRoles(trx, roles);
+        if (actor.userId !== null) await store.addMember(trx, t.id, actor.userId, 'owner');
         return { id: t.id, roles };
       });
 
@@ -282,14 +278,14 @@ export function createTeamsService(deps: {
         await provisioning.setBudget(created, budget, actor);
         await db.transaction().execute(async (trx) => {
           for (const m of minted) {
-            await trx.updateTable('team_roles').set({ proxy_key_id: m.key_id, proxy_key: m.sealed }).where('team_id', '=', team.id).where('role', '=', m.role).execute();
+            await store.updateRole(trx, team.id, m.role, { proxy_key_id: m.key_id, proxy_key: m.sealed });
           }
-          await trx.updateTable('teams').set({ status: 'active', updated_at: sql`now()`, row_version: sql`nextval('row_version_seq')` }).where('id', '=', team.id).execute();
+          await store.markActive(trx, team.id);
           await recordAudit(trx, actor, 'team.create', { type: 'team', id: input.name }, { template: input.template.name, version: version.version });
         });
       } catch (err) {
         await db.transaction().execute(async (trx) => {
-          await trx.deleteFrom('teams').where('id', '=', team.id).execute();
+          await store.deleteTeam(trx, team.id);
           await provisioning.revokeTeamKeysLater(trx, created, actor);
         });
         throw err;
@@ -361,7 +357,7 @@ export function createTeamsService(deps: {
             if (Object.keys(rs).length === 0) continue;
             rs.manual_fields = [...rManual];
             rs.row_version = sql`nextval('row_version_seq')`;
-            await trx.updateTable('team_roles').set(rs).where('team_id', '=', team.id).where('role', '=', role).execute();
+            await store.updateRole(trx, team.id, role, rs);
           }
           await recordAudit(trx, actor, 'team.update', { type: 'team', id: name }, { fields: Object.keys(body), roles: Object.keys(body.role_settings ?? {}) });
           // Whoever commits last pushed last before committing; pushing the stored values once
@@ -391,7 +387,7 @@ export function createTeamsService(deps: {
         // The ETag check and the archive are one statement: a concurrent change with the same
         // ETag loses, so no active team is left whose keys are being revoked.
         await updateIfVersion(trx, { table: 'teams', where: { id: team.id }, expected, set: { status: 'archived', archived_at: sql`now()` }, what: 'team', label: name });
-        await archiveRows(trx, team.id);
+        await store.removeTeamRows(trx, team.id);
         // Other modules' rows of the team (documents, MCP servers) go with it.
         await deps.hooks.react('teamArchived', trx, actor, { id: team.id, name });
         await recordAudit(trx, actor, 'team.archive', { type: 'team', id: name });
@@ -428,12 +424,12 @@ export function createTeamsService(deps: {
           if (!manual.has('deep_sleep_after_seconds')) set.deep_sleep_after_seconds = content.deep_sleep_after_seconds;
           if (!manual.has('budget_usd_per_day') && content.budget_usd_per_day != null) set.budget_usd_per_day = content.budget_usd_per_day;
           await updateIfVersion(trx, { table: 'teams', where: { id: team.id }, expected, set, what: 'team', label: name });
-          for (const r of removed) await trx.deleteFrom('team_roles').where('team_id', '=', team.id).where('role', '=', r.role).execute();
+          for (const r of removed) await store.deleteRole(trx, team.id, r.role);
           for (const r of fresh) {
             const old = keep.get(r.role);
             if (!old) {
               const m = minted.find((x) => x.role === r.role)!;
-              await trx.insertInto('team_roles').values({ ...r, proxy_key_id: m.key_id, proxy_key: m.sealed }).execute();
+              await store.insertRoles(trx, [{ ...r, proxy_key_id: m.key_id, proxy_key: m.sealed }]);
               continue;
             }
             const values: Record<string, unknown> = { ...r, row_version: sql`nextval('row_version_seq')` };
@@ -442,7 +438,7 @@ export function createTeamsService(deps: {
             for (const k of old.manual_fields) if ((ROLE_MANUAL as readonly string[]).includes(k)) values[k] = k === 'memory' ? JSON.stringify(old.memory) : (old as Record<string, unknown>)[k];
             // The key's limits are the key's: they were minted with it.
             for (const k of KEY_LIMITS) values[k] = old[k];
-            await trx.updateTable('team_roles').set(values).where('team_id', '=', team.id).where('role', '=', r.role).execute();
+            await store.updateRole(trx, team.id, r.role, values);
           }
           await recordAudit(trx, actor, 'team.upgrade', { type: 'team', id: name }, { from: team.template_version, to: version.version });
           // After commit: the removed roles' keys go, and the proxy takes the stored budget and models.
@@ -478,13 +474,13 @@ export function createTeamsService(deps: {
       return db.transaction().execute(async (trx) => {
         const t = await store.getLiveTeam(trx, teamName);
         if (!t) throw problems.notFound('team', teamName);
-        const existing = await trx.selectFrom('team_skills').select(['status', 'version']).where('team_id', '=', t.id).where('name', '=', input.name).forUpdate().executeTakeFirst();
+        const existing = await store.skillForUpdate(trx, t.id, input.name);
         if (existing?.status === 'curated') throw problems.conflict(`team "${teamName}" already has a curated skill named "${input.name}"; a person changes it`, [{ field: 'name', message: 'is taken' }]);
         const version = (existing?.version ?? 0) + 1;
         if (existing) {
-          await trx.updateTable('team_skills').set({ version, body, source: input.source, updated_at: sql`now()` }).where('team_id', '=', t.id).where('name', '=', input.name).execute();
+          await store.updateSkill(trx, t.id, input.name, { version, body, source: input.source });
         } else {
-          await trx.insertInto('team_skills').values({ team_id: t.id, name: input.name, version, status: 'proposed', source: input.source, body }).execute();
+          await store.insertSkill(trx, { team_id: t.id, name: input.name, version, status: 'proposed', source: input.source, body });
         }
         await recordAudit(trx, actor, 'team.skill_propose', { type: 'team', id: teamName }, { skill: input.name, version, source: input.source });
         return { name: input.name, version, status: 'proposed' as const };
@@ -495,13 +491,6 @@ export function createTeamsService(deps: {
     countTeamsUsingAgent: (agents: string[], q: RefQuery = db) => store.countTeamsUsingAgent(q, agents),
     countOverridesNaming: (destinations: string[], q: RefQuery = db) => store.countOverridesNaming(q, destinations),
   };
-}
-
-/** What archiving ends or removes of the team's own rows, in the archive's transaction. */
-async function archiveRows(trx: Transaction<Database>, teamId: number) {
-  await trx.deleteFrom('team_roles').where('team_id', '=', teamId).execute();
-  await trx.deleteFrom('team_links').where('team_id', '=', teamId).execute();
-  await trx.deleteFrom('team_members').where('team_id', '=', teamId).execute();
 }
 
 export type TeamsService = ReturnType<typeof createTeamsService>;
