@@ -7,6 +7,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { eachFile } from './own-tables-only.js';
 
 /** Lowest first. */
 export const LAYERS = [
@@ -101,26 +102,20 @@ const IMPORT = /(?:^|[\s;])(?:import|export)\s*(?:type\s+)?(?:[\w*{}\s,$]+\s+fro
  */
 export function partGraph(src) {
   const graph = new Map();
-  const walk = (dir) => {
-    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
-      const p = path.join(dir, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (layered(p)) {
-        const text = fs.readFileSync(p, 'utf8');
-        for (const m of text.matchAll(IMPORT)) {
-          const target = path.resolve(path.dirname(p), m[1] ?? m[2]);
-          const from = partOf(src, p);
-          const to = partOf(src, target);
-          if (to === null || from === to) continue;
-          if (!graph.has(from)) graph.set(from, new Map());
-          const edges = graph.get(from);
-          if (!edges.has(to)) edges.set(to, []);
-          edges.get(to).push(`${path.relative(src, p)}: ${path.relative(src, target)}`);
-        }
-      }
+  eachFile(src, (p) => {
+    if (!layered(p)) return;
+    const text = fs.readFileSync(p, 'utf8');
+    for (const m of text.matchAll(IMPORT)) {
+      const target = path.resolve(path.dirname(p), m[1] ?? m[2]);
+      const from = partOf(src, p);
+      const to = partOf(src, target);
+      if (to === null || from === to) continue;
+      if (!graph.has(from)) graph.set(from, new Map());
+      const edges = graph.get(from);
+      if (!edges.has(to)) edges.set(to, []);
+      edges.get(to).push(`${path.relative(src, p)}: ${path.relative(src, target)}`);
     }
-  };
-  walk(src);
+  });
   return graph;
 }
 
