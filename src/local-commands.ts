@@ -12,7 +12,7 @@ import { ConfigError, loadConfig, type Config } from './config.ts';
 import { consoleComponent } from './console/component.ts';
 import { DatabaseLockedError, openDatabase, type OpenDatabase } from './db/database.ts';
 import { migrateToLatest, MigrationError } from './db/migrate.ts';
-import { Registry } from './http/metrics.ts';
+import { Registry } from './metrics.ts';
 import { createLogger, flushLogs } from './logger.ts';
 import { gatewayComponent } from './gateway/gateway.component.ts';
 import { modelProxyComponent } from './modelproxy/component.ts';

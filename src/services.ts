@@ -9,7 +9,7 @@ import { createCheckpointsService } from './console/environments/checkpoints.ser
 import { createEnvironmentsService } from './console/environments/environments.service.ts';
 import { createImagesService } from './console/environments/images.service.ts';
 import { createMcpServersService } from './console/mcp-servers/mcp-servers.service.ts';
-import { createReferences } from './console/references.ts';
+import { createReferences } from './references.ts';
 import { createRunJournal } from './console/runs/runs.journal.ts';
 import { createRunsService } from './console/runs/runs.service.ts';
 import { createRunSteps, type RunsDeps } from './console/runs/runs.steps.ts';
@@ -21,6 +21,8 @@ import { createEgressOverridesService } from './console/teams/egress-overrides.s
 import { createIntegrationsService } from './console/integrations/integrations.service.ts';
 import { createLinksService } from './console/teams/links.service.ts';
 import { createTeamsService } from './console/teams/teams.service.ts';
+import { createTeamsDirectory } from './console/teams/teams.directory.ts';
+import { createTeamProvisioning } from './console/teams/teams.provisioning.ts';
 import { createTemplatesService, type EnvironmentSnapshot } from './console/templates/templates.service.ts';
 import { createUsersService } from './console/users/users.service.ts';
 import type { Db } from './db/database.ts';
@@ -80,7 +82,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   const runsDeps: RunsDeps = {
     db,
     // Late-bound: the teams service is built after runs (it reads their activity).
-    team: (name) => teams.forRun(name),
+    team: (name) => teamsDirectory.forRun(name),
     agentVersion: async (agent) => (await agents.versionForRun(agent)).version,
     isBudgetSpent: (team) => teams.isBudgetSpent(team),
     hostProblem: async (team) => {
@@ -102,6 +104,14 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   const runs = createRunsService(runsDeps, runSteps);
   const runJournal = createRunJournal(runsDeps, runSteps);
   const sandboxes = createSandboxesService({ db });
+  const teamProvisioning = createTeamProvisioning({ db, proxy, spend, cipher });
+  // A role whose agent version cannot be read shows without the agent's settings, and says why in the log.
+  const teamAgentVersion = (agent: string, version?: number | null) =>
+    agents.versionForRun(agent, version ?? null).catch((err) => {
+      deps.logger.warn({ err, agent }, 'reading the agent version of a team role failed');
+      return null;
+    });
+  const teamsDirectory = createTeamsDirectory({ db, agentVersion: teamAgentVersion, openKey: teamProvisioning.openKey });
   const teams = createTeamsService({
     db,
     runs,
@@ -110,24 +120,17 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     models,
     references,
     templates,
-    // A role whose agent version cannot be read shows without the agent's settings, and says why in the log.
-    agentVersion: (agent, version) =>
-      agents.versionForRun(agent, version ?? null).catch((err) => {
-        deps.logger.warn({ err, agent }, 'reading the agent version of a team role failed');
-        return null;
-      }),
+    agentVersion: teamAgentVersion,
     hooks,
-    proxy,
-    spend,
-    cipher,
+    provisioning: teamProvisioning,
   });
   // What sandbox placement and the sandbox host's idle sweep ask of the modules that own teams, templates and environments.
   const sandboxDirectory: TeamDirectory = {
-    rolePlacement: (teamId, role, q) => teams.rolePlacement(teamId, role, q),
+    rolePlacement: (teamId, role, q) => teamsDirectory.rolePlacement(teamId, role, q),
     roleSize: (template, version, role, q) => templates.roleSize(template, version, role, q),
     snapshot: (environment, q) => environments.snapshot(environment, q),
-    leadEnvironment: (name) => teams.leadEnvironment(name),
-    sleepTimes: (ids) => teams.sleepTimes(ids),
+    leadEnvironment: (name) => teamsDirectory.leadEnvironment(name),
+    sleepTimes: (ids) => teamsDirectory.sleepTimes(ids),
   };
   const links = createLinksService({ db, hooks });
   const integrations = createIntegrationsService({
@@ -141,7 +144,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
       const [t, linked] = await Promise.all([teams.get(team), links.list(team).catch(() => [])]);
       return { repoUrl: t.repo_url, codeHostLink: linked.find((l) => l.surface === 'code_host')?.external_id ?? null };
     },
-    chatTeams: () => teams.homedOn('chat_a'),
+    chatTeams: () => teamsDirectory.homedOn('chat_a'),
     agentLook: async (agent) => {
       const row = await agents.get(agent).catch(() => null);
       if (!row) return null;
@@ -161,7 +164,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     reveal: (name) => secrets.reveal(name),
     roles: async () => {
       const out = [];
-      for (const t of await teams.homedOn('chat_a')) {
+      for (const t of await teamsDirectory.homedOn('chat_a')) {
         for (const r of t.roles) {
           const row = await agents.get(r.agent).catch(() => null);
           const shown = row ? await agents.present(row) : null;
@@ -176,7 +179,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     },
   });
   const egressOverrides = createEgressOverridesService({ db, references });
-  const mcpServers = createMcpServersService({ db, references, secrets, teams, hooks, logger: deps.logger });
+  const mcpServers = createMcpServersService({ db, references, secrets, teams: teamsDirectory, hooks, logger: deps.logger });
 
   // Inbound webhooks and what runs send back to the code host.
   // A surface's deliveries are taken while its integration is enabled, with its webhook secret.
@@ -193,7 +196,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     codeHost,
     repositoryOfTeam: (team) => integrations.codeHostRepositoryOf(team),
     refusedEgress: async (team, since, until) => {
-      const t = await teams.forRun(team);
+      const t = await teamsDirectory.forRun(team);
       if (!t) return [];
       return (await egressRefusalsOfTeam(db, t.id, since, until)).map((e) => `${e.role}: ${e.method} ${e.host}${e.path} (${e.rule}: ${e.reason})`);
     },
@@ -229,7 +232,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   hooks.on('lock:agent', (q, name) => agents.lockShared(q, name));
   hooks.on('lock:team', (q, name) => teams.lockLiveShared(q, name));
   hooks.on('checkpointUses', () => environments.checkpointUses());
-  hooks.on('checkpointUses', () => teams.checkpointUses());
+  hooks.on('checkpointUses', () => teamsDirectory.checkpointUses());
   hooks.on('codeHost:covers', (repo) => integrations.coversRepository(repo));
   hooks.on('codeHost:coversUrl', (url) => integrations.coversRepositoryUrl(url));
   hooks.on('chatA:room', (field, roomId) => chatA.checkRoom(field, roomId));
@@ -243,7 +246,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
 
   const chat = createChatServices({ db, cipher });
   const imports = createImportService({ db, repository: config.importRepository, source: { codeHostApp: () => integrations.codeHostApp(), revealSecret: (name) => secrets.reveal(name) }, agents, templates, destinations, skills, documents });
-  return { imports, hooks, references, models, runs, runJournal, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, integrations, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery, chatA };
+  return { imports, hooks, references, models, runs, runJournal, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, teamsDirectory, teamProvisioning, links, integrations, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery, chatA };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -15,7 +15,7 @@ import type { Role } from '../src/auth/roles.ts';
 import { openDatabase, type Db } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import type { App } from '../src/http/kernel.ts';
-import { Registry } from '../src/http/metrics.ts';
+import { Registry } from '../src/metrics.ts';
 import { createLogger, type Logger } from '../src/logger.ts';
 import { createJobRunner } from '../src/queue/runner.ts';
 import { jobHandlers } from '../src/runtime/jobs.ts';

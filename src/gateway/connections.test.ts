@@ -9,7 +9,7 @@ import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { captureLogger, dbKind, sharedServices, testApp, testConfig, uniq, type TestApp } from '../../test/harness.ts';
 import { makeTeam } from '../../test/factories.ts';
-import { Registry } from '../http/metrics.ts';
+import { Registry } from '../metrics.ts';
 import { egressEventsOf } from './events.ts';
 import { startGateway, type RunningGateway } from './gateway.component.ts';
 

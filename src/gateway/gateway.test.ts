@@ -18,12 +18,12 @@ import { startEchoUpstream } from '../../test/fakes/echo-upstream.ts';
 import { startGitServer } from '../../test/fakes/git-server.ts';
 import { startFakeCollector, type FakeCollector } from '../../test/fakes/otlp-collector.ts';
 import { createNetns, netnsSkipReason, type Netns } from '../../test/netns.ts';
-import { Registry } from '../http/metrics.ts';
+import { Registry } from '../metrics.ts';
 import { issuerOf, mintCertificateAuthority, mintLeaf } from './certificates.ts';
 import { egressEventsOf } from './events.ts';
 import { startGateway, type RunningGateway } from './gateway.component.ts';
 import { sandboxProxyEnv } from './sandbox-env.ts';
-import { BUILTIN_HOSTS } from './server.ts';
+import { BUILTIN_HOSTS } from '../egress/builtins.ts';
 
 const has = (cmd: string) => {
   try {
@@ -241,7 +241,7 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
 
   test("the model proxy with the role's key, which the sandbox never holds", async () => {
     await setRole('lead');
-    const key = await t.services.teams.roleModelKey(team.name, 'lead');
+    const key = await t.services.teamsDirectory.roleModelKey(team.name, 'lead');
     assert.ok(key);
     const r = await curl(`http://${BUILTIN_HOSTS.llm}/v1/models`);
     assert.equal(r.status, 200, r.body);
@@ -549,7 +549,7 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
   });
 
   test('nothing the sandbox received, nor its environment or files, holds a secret', async () => {
-    const key = await t.services.teams.roleModelKey(team.name, 'lead');
+    const key = await t.services.teamsDirectory.roleModelKey(team.name, 'lead');
     const files = execFileSync('sh', ['-c', `cat $(find ${JSON.stringify(tmp)} -type f -not -name '*.pem') 2>/dev/null || true`], { maxBuffer: 64 * 1024 * 1024 }).toString('latin1');
     for (const text of [...received, JSON.stringify(env), files]) {
       assert.ok(!text.includes(echoSecret), 'the destination secret reached the sandbox');

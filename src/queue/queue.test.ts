@@ -5,7 +5,7 @@ import { Type } from 'typebox';
 import { captureLogger, dbKind, TEST_DATABASE_URL, testDb, uniq, waitFor, type TestDb } from '../../test/harness.ts';
 import { ConfigError } from '../config.ts';
 import type { Db } from '../db/database.ts';
-import { Registry } from '../http/metrics.ts';
+import { Registry } from '../metrics.ts';
 import { runJobsCommand } from './cli.ts';
 import { channelSql, enqueue, getJob, JobInputError, jobType, PermanentJobError, type Job, type JobContext, type JobHandler } from './queue.ts';
 import { liveHostIds } from '../runtime/sandboxes/placement.ts';

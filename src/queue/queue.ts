@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Static, TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 import type { Database } from '../db/schema.ts';
-import { inspectJson } from '../http/validation.ts';
+import { inspectJson } from '../db/json-values.ts';
 import type { JobState } from './queue.tables.ts';
 
 /** The database or the caller's transaction: a job enqueued on a transaction exists iff it commits. */

@@ -3,7 +3,7 @@ import { deploymentCaCertificate } from '../gateway/ca.ts';
 import { egressEventsOf } from '../gateway/events.ts';
 import { pushesOf } from '../gateway/pushes.ts';
 import { sandboxSpendOf } from '../modelproxy/sandbox-spend.ts';
-import { BUILTIN_HOSTS } from '../gateway/server.ts';
+import { BUILTIN_HOSTS } from '../egress/builtins.ts';
 import { createJobRunner } from '../queue/runner.ts';
 import { createRunEngine, PlacedElsewhere } from './engine/engine.ts';
 import { roleSetup } from './engine/role-config.ts';
@@ -116,7 +116,7 @@ export const workerComponent: Component = {
       ...traceJobHandlers({ endpoint: config.otlpEndpoint, logger }),
       ...proposalJobHandlers({
         runs: services.runJournal,
-        team: (name) => services.teams.forRun(name),
+        team: (name) => services.teamsDirectory.forRun(name),
         proposeSkill: (actor, team, input) => services.teams.proposeSkill(actor, team, input),
         proposeMcpServer: (actor, team, input) => services.mcpServers.propose(actor, team, input),
       }),

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { RunningComponent } from '../../src/components.ts';
-import { Registry } from '../../src/http/metrics.ts';
+import { Registry } from '../../src/metrics.ts';
 import { createLocalProvider } from '../../src/runtime/sandboxes/providers/local.ts';
 import { workerComponent } from '../../src/runtime/worker.component.ts';
 import type { ScriptedAnswer, ScriptedRequest } from '../fakes/scripted-model.ts';

@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { RunningComponent } from '../../src/components.ts';
 import { startGateway, type RunningGateway } from '../../src/gateway/gateway.component.ts';
-import { Registry } from '../../src/http/metrics.ts';
+import { Registry } from '../../src/metrics.ts';
 import { createLocalProvider } from '../../src/runtime/sandboxes/providers/local.ts';
 import { findProgram } from '../../src/runtime/sandboxes/system.ts';
 import { workerComponent } from '../../src/runtime/worker.component.ts';

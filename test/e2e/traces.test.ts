@@ -103,7 +103,7 @@ describe('run traces over OTLP', { skip: stackSkip }, () => {
     const all = JSON.stringify(spans, (_k, v) => (typeof v === 'bigint' ? v.toString() : v));
     assert.ok(!all.includes(SECRET_WORD), 'the task and tool content stay out of the trace');
     assert.ok(!all.includes('Handing it to the dev'), 'model content stays out of the trace');
-    const key = await stack.t.services.teams.roleModelKey(team, 'lead');
+    const key = await stack.t.services.teamsDirectory.roleModelKey(team, 'lead');
     assert.ok(key && !all.includes(key));
 
     // The run links to the trace, and the trace route reads it from the Jaeger query API.

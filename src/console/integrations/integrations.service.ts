@@ -4,9 +4,10 @@ import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import { updateIfVersion } from '../../db/conditional.ts';
 import { API_PREFIX } from '../../http/openapi.ts';
-import { decodeCursor, toPage } from '../../http/pagination.ts';
-import { problems, type FieldProblem } from '../../http/problems.ts';
-import type { CodeHostApp, Coverage } from '../../integrations/code-host/app.ts';
+import { decodeCursor, toPage } from '../../db/pagination.ts';
+import { problems, type FieldProblem } from '../../errors/problems.ts';
+import type { CodeHostApp } from '../../integrations/code-host/app.ts';
+import type { Coverage } from '../../hooks.ts';
 
 /** Octokit is loaded on first use: a deployment without the code host never holds it in memory. */
 const codeHostModule = () => import('../../integrations/code-host/app.ts');

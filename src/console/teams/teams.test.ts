@@ -9,7 +9,7 @@ import { createJobRunner } from '../../queue/runner.ts';
 import { jobHandlers } from '../../runtime/jobs.ts';
 import { RevokeKey } from './jobs/revoke-key.job.ts';
 import { RevokeTeamKeys } from './jobs/revoke-team-keys.job.ts';
-import { proxyTeamOf } from './teams.service.ts';
+import { proxyTeamOf } from './proxy-team.ts';
 
 describe('teams', () => {
   let t: TestApp;
@@ -44,7 +44,7 @@ describe('teams', () => {
     assert.deepEqual(detail.body.settings, { idle_after_seconds: 600, deep_sleep_after_seconds: 3600, isolation: 'shared', rework_rounds: 2, memory: { inject: true, max_entries: 10, write_outcomes: true } });
     const keys = await t.services.proxy.listKeys(proxyTeamOf(await t.services.teams.mustGetLive(team.name)));
     assert.equal(keys.items.filter((k) => !k.revoked_at).length, 2);
-    const worker = await t.services.teams.roleModelKey(team.name, 'lead');
+    const worker = await t.services.teamsDirectory.roleModelKey(team.name, 'lead');
     assert.ok(worker && worker.length > 16, 'the worker can read the role key');
     assert.ok(!JSON.stringify(detail.body).includes(worker!), 'the key never leaves the server');
   });
@@ -427,7 +427,7 @@ describe('teams', () => {
     const put = await t.request({ method: 'PUT', url, token: t.adminToken, body: { ...body, upstream_deny_cidrs: ['10.0.0.0/8'] }, headers: { 'if-match': String(first.headers.etag) } });
     assert.equal(put.status, 200, put.text);
     assert.deepEqual(put.body.override, { mode: 'allowlist', destinations: [], upstream_deny_cidrs: ['10.0.0.0/8'], report_only: false });
-    const applied = await t.services.teams.rolesWithEgress(team.name);
+    const applied = await t.services.teamsDirectory.rolesWithEgress(team.name);
     assert.equal(applied.find((r) => r.role === 'dev')!.egress.mode, 'allowlist');
     assert.equal(applied.find((r) => r.role === 'lead')!.egress.mode, 'allow_all');
     assert.equal((await t.request({ method: 'PUT', url, token: t.adminToken, body, headers: { 'if-match': String(first.headers.etag) } })).status, 412);

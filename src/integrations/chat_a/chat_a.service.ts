@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Db } from '../../db/database.ts';
-import { Problem, problems } from '../../http/problems.ts';
+import { Problem, problems } from '../../errors/problems.ts';
 import { chatAClient, ChatAError, isChatAId, type ChatAClient } from './client.ts';
 import { createChatACommands } from './commands.ts';
 

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import { safeEqual } from '../../auth/credentials.ts';
 import type { Db } from '../../db/database.ts';
-import { Problem, problems } from '../../http/problems.ts';
+import { Problem, problems } from '../../errors/problems.ts';
 import { ProcessDelivery } from '../webhooks/webhooks.jobs.ts';
 import * as store from '../webhooks/webhooks.store.ts';
 import { ChatAError, type ChatAClient } from './client.ts';

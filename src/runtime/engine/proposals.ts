@@ -10,7 +10,7 @@ import type { Proposal } from '../../agent/protocol.ts';
 import { systemActor, type Actor } from '../../audit/audit.ts';
 import type { McpServerProposal } from '../../console/mcp-servers/mcp-servers.schemas.ts';
 import type { RunJournal } from '../../console/runs/runs.journal.ts';
-import { Problem } from '../../http/problems.ts';
+import { Problem } from '../../errors/problems.ts';
 import { jobType, type JobHandler } from '../../queue/queue.ts';
 
 export const runProposal = jobType(

@@ -13,7 +13,7 @@ import readline from 'node:readline';
 import { after, before, describe, test } from 'node:test';
 import { openDatabase } from '../../db/database.ts';
 import { migrateToLatest } from '../../db/migrate.ts';
-import { Registry } from '../../http/metrics.ts';
+import { Registry } from '../../metrics.ts';
 import { captureLogger, testConfig, testDb, TEST_DATABASE_URL, type TestDb } from '../../../test/harness.ts';
 import { execText, localSkipReason, makeTeamRows, randomSubnet, teamDirectory } from '../../../test/sandboxes.ts';
 import { startSandboxHost, type SandboxHost } from './host.ts';

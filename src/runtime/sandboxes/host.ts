@@ -13,7 +13,7 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
-import type { Histogram, Registry } from '../../http/metrics.ts';
+import type { Histogram, Registry } from '../../metrics.ts';
 import { logIgnored, type Logger } from '../../logger.ts';
 import { createKeyedQueue } from './keyed-queue.ts';
 import { canTakeWork, fitsOnHost, hostRooms, placeSandbox, liveHostIds, releaseClaim, type Placement, type PlaceRequest, type PlacementSettings, type TeamDirectory } from './placement.ts';

@@ -3,6 +3,7 @@ import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import { destroyTeamSandboxesJob } from './jobs/destroy-team-sandboxes.ts';
 import { DEFAULT_VCPU_OVERCOMMIT, hostRooms, lockTeamSandboxes } from './placement.ts';
+import type { TeamSandboxes } from '../../console/teams/teams.presenters.ts';
 
 /** A sandbox host as a person sees it: what it offers, what its sandboxes hold, what waits for it. */
 export interface HostView {
@@ -32,9 +33,6 @@ export interface WaitView {
   disk_gib: number;
   since: string;
 }
-
-/** A team's sandboxes at a glance: none placed, some awake (starting or running), or all asleep. */
-export type TeamSandboxes = 'none' | 'awake' | 'asleep';
 
 /** Sandboxes: what other modules may know of them and do to them (the sandbox host grows this module). */
 export function createSandboxesService(deps: { db: Db }) {

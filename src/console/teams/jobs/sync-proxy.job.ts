@@ -4,7 +4,7 @@ import type { Database } from '../../../db/schema.ts';
 import type { Db } from '../../../db/database.ts';
 import type { ModelProxyClient } from '../../../modelproxy/client.ts';
 import { jobType } from '../../../queue/queue.ts';
-import { proxyTeamOf } from '../teams.service.ts';
+import { proxyTeamOf } from '../proxy-team.ts';
 import * as store from '../teams.store.ts';
 import { isGone, permanentIfRefused } from './proxy-errors.ts';
 
