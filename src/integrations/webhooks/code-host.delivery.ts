@@ -11,7 +11,8 @@ import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import type { RunChange } from '../../hooks.ts';
 import type { CodeHostClient } from './code-host.client.ts';
-import { DeliverRun, PostProgress } from './webhooks.jobs.ts';
+import { deliverRunJob } from '../code_host/deliver-run.job.ts';
+import { postProgressJob } from '../code_host/post-progress.job.ts';
 import * as store from './webhooks.store.ts';
 
 type Run = Awaited<ReturnType<RunsService['get']>>['run'];
@@ -107,12 +108,12 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
     /** The reaction to a run's change, inside its transaction: the jobs that tell the code host. */
     async onRunChanged(trx: Transaction<Database>, change: RunChange): Promise<void> {
       if (change.event === 'finished' && change.state === 'succeeded') {
-        await DeliverRun.enqueue(trx, { run_id: change.run_id, seq: change.seq }, { key: `code_host.deliver:${change.run_id}:${change.seq}` });
+        await deliverRunJob.enqueue(trx, { run_id: change.run_id, seq: change.seq }, { key: `${deliverRunJob.kind}:${change.run_id}:${change.seq}` });
         return;
       }
       const work = await store.workOfRun(trx, change.run_id);
       if (!work || work.issue_number === null) return;
-      await PostProgress.enqueue(trx, { run_id: change.run_id, event: change.event, seq: change.seq }, { key: `code_host.progress:${change.run_id}:${change.event}:${change.seq}` });
+      await postProgressJob.enqueue(trx, { run_id: change.run_id, event: change.event, seq: change.seq }, { key: `${postProgressJob.kind}:${change.run_id}:${change.event}:${change.seq}` });
     },
 
     /** The job: a progress comment on the run's issue. */

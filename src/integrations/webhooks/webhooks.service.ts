@@ -9,7 +9,7 @@ import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { Problem, problems } from '../../http/problems.ts';
 import { intentOf, taskTextOf, type CodeHostIntent } from './code-host.events.ts';
 import { isWebhookSurface, type CodeHostClient, type WebhookSurface } from './code-host.client.ts';
-import { ProcessDelivery } from './webhooks.jobs.ts';
+import { processDeliveryJob } from './process-delivery.job.ts';
 import * as store from './webhooks.store.ts';
 
 export interface WebhooksDeps {
@@ -114,7 +114,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
   }
 
   return {
-    /** The chat_a adapter, for its jobs (see webhooks.jobs.ts). */
+    /** The chat_a adapter, for the route of its slash command. */
     chatA: deps.chatA,
 
     /**
@@ -177,7 +177,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
           payload: consumed ? payload : null,
         });
         // The job's key is the delivery too: even a row lost to a restore could not queue it twice.
-        if (row.first && consumed) await ProcessDelivery.enqueue(trx, { delivery: row.id }, { key: `webhook:${surface}:${deliveryId}` });
+        if (row.first && consumed) await processDeliveryJob.enqueue(trx, { delivery: row.id }, { key: `webhook:${surface}:${deliveryId}` });
         return row;
       });
       return { delivery_id: deliveryId, outcome: !result.first ? 'duplicate' : consumed ? 'accepted' : 'ignored' };

@@ -5,6 +5,7 @@ import { sign } from '@octokit/webhooks-methods';
 import { listJobs } from '../../queue/queue.ts';
 import { testApp, type TestApp } from '../../../test/harness.ts';
 import { pullRequestText } from './code-host.delivery.ts';
+import { processDeliveryJob } from './process-delivery.job.ts';
 import { intentOf, addressedText, teamOfLabel } from './code-host.events.ts';
 
 const SECRET = 'whsec-test-0123456789';
@@ -108,7 +109,7 @@ describe('POST /webhooks/<surface>', () => {
         ],
       );
       assert.ok(list.body.next_cursor);
-      const jobs = await listJobs(t.db, { kind: 'webhook.process', limit: 10 });
+      const jobs = await listJobs(t.db, { kind: processDeliveryJob.kind, limit: 10 });
       assert.equal(jobs.length, 0);
       assert.ok(!t.logs.some((l) => l.includes(SECRET)));
     });
@@ -130,7 +131,7 @@ describe('POST /webhooks/<surface>', () => {
         answers.map((a) => [a.status, a.body.outcome]),
         [[202, 'accepted'], ...Array(9).fill([202, 'duplicate'])],
       );
-      const jobs = (await listJobs(t.db, { kind: 'webhook.process', limit: 50 })).filter((j) => j.key === 'webhook:code_host:replayed-1');
+      const jobs = (await listJobs(t.db, { kind: processDeliveryJob.kind, limit: 50 })).filter((j) => j.key === 'webhook:code_host:replayed-1');
       assert.equal(jobs.length, 1);
       await t.drainJobs();
       const list = await t.request({ method: 'GET', url: '/api/v1/integrations/code_host/deliveries?limit=200', token: t.adminToken });
