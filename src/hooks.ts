@@ -2,7 +2,7 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Actor } from './audit/audit.ts';
 import type { CheckpointUse } from './console/environments/checkpoints.service.ts';
 import type { Database } from './db/schema.ts';
-import type { Coverage } from './integrations/code-host/app.ts';
+import type { Coverage } from './integrations/code_host/app.ts';
 
 /** The kinds of names one module's resources give another's (an agent names destinations, a template agents...). */
 export type RefKind = 'agent' | 'destination' | 'environment' | 'skill' | 'mcp_server' | 'secret' | 'tool' | 'model' | 'template';

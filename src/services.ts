@@ -32,8 +32,10 @@ import { pushesOf } from './gateway/pushes.ts';
 import { BUILTIN_HOSTS } from './gateway/server.ts';
 import { sandboxSpendOf } from './modelproxy/sandbox-spend.ts';
 import { createChatAService } from './integrations/chat_a/chat_a.service.ts';
-import { createCodeHostDelivery } from './integrations/webhooks/code-host.delivery.ts';
-import type { CodeHostClient, WebhookSurface } from './integrations/webhooks/code-host.client.ts';
+import type { CodeHostApp } from './integrations/code_host/app.ts';
+import { createCodeHostDelivery } from './integrations/code_host/delivery.ts';
+import { createCodeHostInbound } from './integrations/code_host/inbound.ts';
+import type { WebhookSurface } from './integrations/webhooks/surfaces.ts';
 import { createWebhooksService } from './integrations/webhooks/webhooks.service.ts';
 import { advanceRunJob } from './runtime/engine/advance-run.job.ts';
 import { createRunEngine, PlacedElsewhere, type RunEngine } from './runtime/engine/engine.ts';
@@ -194,8 +196,11 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     const { integration } = await integrations.get(surface);
     return { enabled: integration.enabled, secret: integration.enabled ? await integrations.webhookSecret(surface) : null };
   };
-  const codeHost = (): Promise<CodeHostClient | null> => integrations.codeHostApp();
-  const webhooks = createWebhooksService({ db, runs, inbound, codeHost, chatA, teamsOfRepository: (repo, urls) => links.teamsOfRepository(repo, urls), logger: deps.logger });
+  const codeHost = (): Promise<CodeHostApp | null> => integrations.codeHostApp();
+  const codeHostInbound = createCodeHostInbound({ db, runs, codeHost, teamsOfRepository: (repo, urls) => links.teamsOfRepository(repo, urls) });
+  // Each consumed surface's adapter takes its verified deliveries; the trackers' are recorded until theirs exist.
+  const consumers = { code_host: codeHostInbound, chat_a: { process: (row: string, d: { payload: unknown }) => chatA.commands.process(row, d.payload) } };
+  const webhooks = createWebhooksService({ db, inbound, consumers, chatA, logger: deps.logger });
   const codeHostDelivery = createCodeHostDelivery({
     db,
     runs,

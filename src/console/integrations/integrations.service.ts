@@ -6,10 +6,10 @@ import { updateIfVersion } from '../../db/conditional.ts';
 import { API_PREFIX } from '../../http/openapi.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { problems, type FieldProblem } from '../../http/problems.ts';
-import type { CodeHostApp, Coverage } from '../../integrations/code-host/app.ts';
+import type { CodeHostApp, Coverage } from '../../integrations/code_host/app.ts';
 
 /** Octokit is loaded on first use: a deployment without the code host never holds it in memory. */
-const codeHostModule = () => import('../../integrations/code-host/app.ts');
+const codeHostModule = () => import('../../integrations/code_host/app.ts');
 import { syncRoleBotsJob } from '../../integrations/chat_a/sync-role-bots.job.ts';
 import type { SecretsService } from '../../secrets/secrets.service.ts';
 import type { Integration, IntegrationPut, IntegrationTestResult } from './integrations.schemas.ts';

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { defineJob } from '../../queue/queue.ts';
-import type { CodeHostDelivery } from '../webhooks/code-host.delivery.ts';
+import type { CodeHostDelivery } from './delivery.ts';
 
 /** A succeeded run's delivery: its pull request opened, then the issue told. */
 export const deliverRunJob = defineJob({

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { defineJob } from '../../queue/queue.ts';
-import type { CodeHostDelivery } from '../webhooks/code-host.delivery.ts';
+import type { CodeHostDelivery } from './delivery.ts';
 
 /** A progress comment on the issue a run came from (started, reopened by a follow-up, a question waiting, finished). */
 export const postProgressJob = defineJob({

@@ -10,10 +10,10 @@ import type { RunsService } from '../../console/runs/runs.service.ts';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import type { RunChange } from '../../hooks.ts';
-import type { CodeHostClient } from './code-host.client.ts';
-import { deliverRunJob } from '../code_host/deliver-run.job.ts';
-import { postProgressJob } from '../code_host/post-progress.job.ts';
-import * as store from './webhooks.store.ts';
+import type { CodeHostApp } from './app.ts';
+import * as store from './code_host.store.ts';
+import { deliverRunJob } from './deliver-run.job.ts';
+import { postProgressJob } from './post-progress.job.ts';
 
 type Run = Awaited<ReturnType<RunsService['get']>>['run'];
 type Post = Awaited<ReturnType<RunsService['posts']>>['items'][number];
@@ -21,7 +21,7 @@ type Post = Awaited<ReturnType<RunsService['posts']>>['items'][number];
 export interface CodeHostDeliveryDeps {
   db: Db;
   runs: RunsService;
-  codeHost(): Promise<CodeHostClient | null>;
+  codeHost(): Promise<CodeHostApp | null>;
   /** The team's code-host repository `<owner>/<repo>` (its code_host link, else its repo_url on the code host), or null. */
   repositoryOfTeam(team: string): Promise<string | null>;
   /** What the gateway refused the team's sandboxes between two times, one line each. */
@@ -74,7 +74,7 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
    * Posts a comment on the run's issue once per key: the key rides in the comment as an HTML
    * comment, so a job run again after posting (a lost lease) finds it on the issue.
    */
-  async function post(app: CodeHostClient, runId: string, key: string, body: string): Promise<void> {
+  async function post(app: CodeHostApp, runId: string, key: string, body: string): Promise<void> {
     const work = await store.workOfRun(db, runId);
     if (!work || work.issue_number === null) return;
     const marker = `<!-- crewhouse:${key} -->`;
@@ -85,7 +85,7 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
   }
 
   /** Opens (or finds again) the run's pull request and records it on the run and here. */
-  async function open(app: CodeHostClient, run: Run, repo: string, req: { head: string; base: string | null; title: string; body: string }) {
+  async function open(app: CodeHostApp, run: Run, repo: string, req: { head: string; base: string | null; title: string; body: string }) {
     const pr = await app.openPullRequest({ repo, head: req.head, ...(req.base ? { base: req.base } : {}), title: req.title, body: req.body });
     await runs.setPullRequest(run.id, { url: pr.url, number: pr.number, state: 'open' });
     await store.setPull(db, { run_id: run.id, team_name: run.team, repository: repo, pull_number: pr.number, pull_url: pr.url });
