@@ -34,7 +34,7 @@ const JOBS = [
   })),
   row(exportSpansJob, (w) => ({ endpoint: w.config.otlpEndpoint, logger: w.logger })),
   row(processDeliveryJob, (w) => ({ webhooks: w.services.webhooks })),
-  row(postProgressJob, (w) => w.services.codeHostDelivery),
+  row(postProgressJob, (w) => w.services.surfaces.code_host),
   row(deliverRunJob, (w) => w.services.codeHostDelivery),
   row(syncRoleBotsJob, (w) => w.services.chatA),
 ];

@@ -34,6 +34,7 @@ import { sandboxSpendOf } from './modelproxy/sandbox-spend.ts';
 import { createChatAService } from './integrations/chat_a/chat_a.service.ts';
 import type { CodeHostApp } from './integrations/code_host/app.ts';
 import { createCodeHostDelivery } from './integrations/code_host/delivery.ts';
+import { createCodeHostSurface } from './integrations/code_host/code_host.surface.ts';
 import { createCodeHostInbound } from './integrations/code_host/inbound.ts';
 import type { WebhookSurface } from './integrations/webhooks/surfaces.ts';
 import { createWebhooksService } from './integrations/webhooks/webhooks.service.ts';
@@ -197,10 +198,6 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     return { enabled: integration.enabled, secret: integration.enabled ? await integrations.webhookSecret(surface) : null };
   };
   const codeHost = (): Promise<CodeHostApp | null> => integrations.codeHostApp();
-  const codeHostInbound = createCodeHostInbound({ db, runs, codeHost, teamsOfRepository: (repo, urls) => links.teamsOfRepository(repo, urls) });
-  // Each consumed surface's adapter takes its verified deliveries; the trackers' are recorded until theirs exist.
-  const consumers = { code_host: codeHostInbound, chat_a: { process: (row: string, d: { payload: unknown }) => chatA.commands.process(row, d.payload) } };
-  const webhooks = createWebhooksService({ db, inbound, consumers, chatA, logger: deps.logger });
   const codeHostDelivery = createCodeHostDelivery({
     db,
     runs,
@@ -214,6 +211,12 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     publicBaseUrl: config.publicBaseUrl,
     logger: deps.logger,
   });
+  const codeHostInbound = createCodeHostInbound({ db, runs, codeHost, teamsOfRepository: (repo, urls) => links.teamsOfRepository(repo, urls) });
+  // The surfaces: what each adapter offers (src/integrations/surface.ts).
+  const surfaces = { code_host: createCodeHostSurface({ db, runs, inbound: codeHostInbound, delivery: codeHostDelivery }) };
+  // Each consumed surface's adapter takes its verified deliveries; the trackers' are recorded until theirs exist.
+  const consumers = { ...surfaces, chat_a: { takeIn: (row: string, d: { payload: unknown }) => chatA.commands.process(row, d.payload) } };
+  const webhooks = createWebhooksService({ db, inbound, consumers, chatA, logger: deps.logger });
 
   // Which names exist: each kind's owner answers.
   hooks.on('unknown:secret', (names, q) => secrets.unknown(names, q));
@@ -257,7 +260,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
 
   const chat = createChatServices({ db, cipher });
   const imports = createImportService({ db, repository: config.importRepository, source: { codeHostApp: () => integrations.codeHostApp(), revealSecret: (name) => secrets.reveal(name) }, agents, templates, destinations, skills, documents });
-  return { imports, hooks, references, models, runs, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, integrations, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery, chatA };
+  return { imports, hooks, references, models, runs, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, integrations, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery, surfaces, chatA };
 }
 
 export type Services = ReturnType<typeof createServices>;

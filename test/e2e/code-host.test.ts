@@ -185,6 +185,10 @@ describe('the code host end to end: an issue becomes a run that ends in a pull r
     assert.equal(ours.length, 3, ours.map((c) => c.body).join('\n---\n'));
     assert.match(ours[0].body, new RegExp(`is on it: \\[run ${runId}\\]`));
     assert.match(ours[1].body, /asks/);
+    // The link back, through the surface: the issue the run came from.
+    const origin = await stack.t.services.surfaces.code_host.originOf(runId);
+    assert.deepEqual(origin && [origin.surface, origin.place], ['code_host', `${REPO}#${issue.number}`]);
+    assert.match(origin?.url ?? '', new RegExp(`/${REPO}/issues/${issue.number}$`));
 
     // Every git request through the gateway carried an installation token narrowed to the repository.
     const gitTokens = fake.tokens.filter((tk) => tk.repositories?.length === 1 && tk.repositories[0].toLowerCase() === REPO);
@@ -235,7 +239,7 @@ describe('the code host end to end: an issue becomes a run that ends in a pull r
     assert.equal(progressJobs.length, 1);
     const again2 = await stack.t.db.transaction().execute((trx) => postProgressJob.enqueue(trx, { run_id: runId, event: 'resumed', seq: followUp.seq }, { key: `${postProgressJob.kind}:${runId}:resumed:${followUp.seq}` }));
     assert.equal(again2.id, progressJobs[0].id, 'the same key is the same job');
-    await stack.t.services.codeHostDelivery.progress(runId, 'resumed', followUp.seq);
+    await stack.t.services.surfaces.code_host.progress(runId, 'resumed', followUp.seq);
     assert.equal(fake.comments.filter((c) => c.body.includes(marker)).length, 1, 'the retried job posted nothing more');
     // The comment's delivery was settled in the follow-up's own transaction (the same xmin), so its job
     // run again after the reply committed (a worker killed) finds it done and gives no second follow-up.

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { pullRequestText } from './delivery.ts';
-import { addressedText, intentOf, teamOfLabel } from './events.ts';
+import { addressedText, intentOf, issueOfTaskText, taskTextOf, teamOfLabel } from './events.ts';
 
 const issueOpened = (labels: string[]) => ({
   action: 'opened',
@@ -65,5 +65,14 @@ describe('the pull request text of a run', () => {
     // From the gateway's record, once: the run's refusal notice says the same and is not repeated.
     assert.match(body, /### Refused egress\n- lead: GET evil\.example\/ \(no_destination: not in the allowlist\)\n\n/);
     assert.match(body, /\[run_abc\]\(http:\/\/crewhouse\.test\/#\/runs\/run_abc\)/);
+  });
+});
+
+describe('the code host as a surface', () => {
+  it("a task's text names the issue it came from: the link back", () => {
+    const task = intentOf('issues', issueOpened(['crewhouse']));
+    assert.ok(task.kind === 'task');
+    assert.deepEqual(issueOfTaskText(taskTextOf(task)), { url: 'https://github.com/acme/app/issues/7', number: 7 });
+    assert.equal(issueOfTaskText('Fix the thing, from the console'), null);
   });
 });

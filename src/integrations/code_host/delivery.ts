@@ -11,8 +11,10 @@ import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import type { RunChange } from '../../hooks.ts';
 import type { CodeHostApp } from './app.ts';
+import { postKey, type RunProgress } from '../surface.ts';
 import * as store from './code_host.store.ts';
 import { deliverRunJob } from './deliver-run.job.ts';
+import { issueOfTaskText } from './events.ts';
 import { postProgressJob } from './post-progress.job.ts';
 
 type Run = Awaited<ReturnType<RunsService['get']>>['run'];
@@ -45,10 +47,10 @@ export function pullRequestText(run: Run, posts: Post[], runUrl: string, refused
     .map((p) => `- ${clip(p.text, 200)}`);
   // The gateway's own record of the run's time (the run's refusal notices say the same, once each).
   const refused = refusedEgress.map((line) => `- ${clip(line, 200)}`);
-  const issue = /^https?:\/\/\S+\/issues\/(\d+)$/m.exec(run.text);
+  const issue = issueOfTaskText(run.text);
   const body = [
     summary,
-    issue ? `\nCloses #${issue[1]}` : '',
+    issue ? `\nCloses #${issue.number}` : '',
     '\n### What changed',
     pushes.length ? pushes.join('\n') : `- branch \`${run.delivery?.branch ?? '?'}\``,
     '\n### How it was checked',
@@ -117,7 +119,7 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
     },
 
     /** The job: a progress comment on the run's issue. */
-    async progress(runId: string, event: 'started' | 'resumed' | 'waiting' | 'finished', seq: number): Promise<void> {
+    async progress(runId: string, event: RunProgress, seq: number): Promise<void> {
       const app = await deps.codeHost();
       if (!app) return;
       const { run } = await runs.get(runId);
@@ -135,7 +137,7 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
       } else if (run.state === 'failed') body = `Team \`${run.team}\` could not finish: ${run.failure_reason ?? 'the run failed'}. [Run ${run.id}](${runUrl(run.id)})`;
       else if (run.state === 'cancelled') body = `The run was cancelled. [Run ${run.id}](${runUrl(run.id)})`;
       else body = finishedText(run);
-      await post(app, runId, `${runId}:${event}:${seq}`, body);
+      await post(app, runId, postKey(runId, event, seq), body);
     },
 
     /** The job: a succeeded run with a pushed branch gets its pull request; the issue is told. */
@@ -152,7 +154,7 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
         await open(app, run, repo, { head: run.delivery.branch, base: null, ...text });
         ({ run } = await runs.get(runId));
       }
-      await post(app, runId, `${runId}:finished:${seq}`, finishedText(run));
+      await post(app, runId, postKey(runId, 'finished', seq), finishedText(run));
     },
 
     /**

@@ -8,8 +8,8 @@ import { systemActor } from '../../audit/audit.ts';
 import type { RunsService } from '../../console/runs/runs.service.ts';
 import type { Db } from '../../db/database.ts';
 import { Problem } from '../../http/problems.ts';
-import type { DeliveryConsumer } from '../webhooks/webhooks.service.ts';
 import { settleDelivery } from '../webhooks/webhooks.store.ts';
+import type { Surface } from '../surface.ts';
 import type { CodeHostApp } from './app.ts';
 import * as store from './code_host.store.ts';
 import { intentOf, taskTextOf, type CodeHostIntent } from './events.ts';
@@ -23,7 +23,8 @@ export interface CodeHostInboundDeps {
   teamsOfRepository(repo: string, urls: string[]): Promise<string[]>;
 }
 
-export function createCodeHostInbound(deps: CodeHostInboundDeps): DeliveryConsumer {
+/** The code host's way of taking work in (its `Surface.takeIn`). */
+export function createCodeHostInbound(deps: CodeHostInboundDeps): Pick<Surface, 'takeIn'> {
   const { db, runs } = deps;
 
   /** Settles a delivery whose work was a problem a retry cannot mend (the team cannot take work, say). */
@@ -88,7 +89,7 @@ export function createCodeHostInbound(deps: CodeHostInboundDeps): DeliveryConsum
   }
 
   return {
-    async process(deliveryRow, d) {
+    async takeIn(deliveryRow, d) {
       const intent = intentOf(d.event, d.payload);
       if (intent.kind === 'ignore') return settleDelivery(db, deliveryRow, { outcome: 'ignored', detail: intent.reason });
       const app = await deps.codeHost();

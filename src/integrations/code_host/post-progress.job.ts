@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { defineJob } from '../../queue/queue.ts';
-import type { CodeHostDelivery } from './delivery.ts';
+import type { Surface } from '../surface.ts';
 
 /** A progress comment on the issue a run came from (started, reopened by a follow-up, a question waiting, finished). */
 export const postProgressJob = defineJob({
@@ -10,5 +10,5 @@ export const postProgressJob = defineJob({
     event: Type.Union([Type.Literal('started'), Type.Literal('resumed'), Type.Literal('waiting'), Type.Literal('finished')]),
     seq: Type.Integer({ minimum: 0 }),
   }),
-  perform: (delivery: Pick<CodeHostDelivery, 'progress'>, p) => delivery.progress(p.run_id, p.event, p.seq),
+  perform: (surface: Pick<Surface, 'progress'>, p) => surface.progress(p.run_id, p.event, p.seq),
 });

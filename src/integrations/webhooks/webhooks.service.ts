@@ -5,6 +5,7 @@ import type { ChatAService } from '../chat_a/chat_a.service.ts';
 import type { Db } from '../../db/database.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { Problem, problems } from '../../http/problems.ts';
+import type { Surface } from '../surface.ts';
 import { isWebhookSurface, type WebhookSurface } from './surfaces.ts';
 import { processDeliveryJob } from './process-delivery.job.ts';
 import * as store from './webhooks.store.ts';
@@ -14,18 +15,10 @@ export interface WebhooksDeps {
   /** Whether a surface's integration is enabled, and its webhook secret (null when unset). */
   inbound(surface: WebhookSurface): Promise<{ enabled: boolean; secret: string | null }>;
   /** What a verified delivery of each consumed surface means (its adapter's side); a surface without one is recorded and answered `ignored`. */
-  consumers: Partial<Record<string, DeliveryConsumer>>;
+  consumers: Partial<Record<string, Pick<Surface, 'takeIn'>>>;
   /** The chat_a adapter: its slash command arrives here. */
   chatA?: ChatAService;
   logger: Logger;
-}
-
-/**
- * An adapter's side of a verified delivery: its work, done once (a job), settling the delivery
- * through the shared bookkeeping (webhooks.store.ts).
- */
-export interface DeliveryConsumer {
-  process(deliveryRow: string, delivery: { event: string; payload: unknown }): Promise<void>;
 }
 
 /** What a delivery's sender needs to know; the route answers it as JSON. */
@@ -158,7 +151,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
       if (!d || d.outcome !== 'accepted') return;
       const consumer = deps.consumers[d.surface];
       if (!consumer) throw new Error(`a ${d.surface} delivery was queued on a process without the ${d.surface} adapter`);
-      return consumer.process(deliveryRow, d);
+      return consumer.takeIn(deliveryRow, d);
     },
 
     /** Marks a delivery whose job gave up (its last error), so the list says so. */
