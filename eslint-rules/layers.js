@@ -32,6 +32,8 @@ export const LAYERS = [
   ['cli'],
   // The composition root: what builds the services and starts the components.
   ['services.ts'],
+  // Every kind of job, with the parts of the worker each is performed with.
+  ['jobs.ts'],
   ['components.ts'],
   ['component'],
   ['supervisor.ts'],

@@ -18,10 +18,10 @@ import type { App } from '../src/http/kernel.ts';
 import { Registry } from '../src/metrics.ts';
 import { createLogger, type Logger } from '../src/logger.ts';
 import { createJobRunner } from '../src/queue/runner.ts';
-import { jobHandlers } from '../src/runtime/jobs.ts';
+import { jobHandlers } from '../src/jobs.ts';
 import { cachedReveal, startModelProxy, type RunningModelProxy } from '../src/modelproxy/server.ts';
 import { createSecretsService } from '../src/secrets/secrets.service.ts';
-import { createServices, loadShared } from '../src/services.ts';
+import { createServices, loadShared, startWorkerParts, type WorkerParts } from '../src/services.ts';
 
 /** The PostgreSQL server tests run on when set; otherwise the embedded database. */
 export const TEST_DATABASE_URL = process.env.SERVICE_TEST_DATABASE_URL || null;
@@ -192,7 +192,12 @@ export async function testApp(opts: { config?: Record<string, string>; modelProx
   await services.users.ensureFirstAdmin(systemActor('test'), adminToken);
   const app = await buildConsoleApp({ config, db, logger, metrics, services });
   await app.ready();
-  const jobs = createJobRunner({ db, logger, handlers: jobHandlers({ db, proxy: services.proxy, webhooks: services.webhooks, codeHostDelivery: services.codeHostDelivery }) });
+  // The worker's pieces (its sandbox host, the run engine) and a runner of every kind of job, made at the first drain.
+  let worker: Promise<{ parts: WorkerParts; jobs: ReturnType<typeof createJobRunner> }> | null = null;
+  const startWorker = async () => {
+    const parts = await startWorkerParts({ config, db, logger, metrics, services, ...loadShared(config) });
+    return { parts, jobs: createJobRunner({ db, logger, handlers: jobHandlers(parts) }) };
+  };
 
   const request: TestApp['request'] = async ({ method, url, token, body, headers = {}, raw }) => {
     const h: Record<string, string> = { ...headers };
@@ -225,7 +230,7 @@ export async function testApp(opts: { config?: Record<string, string>; modelProx
     modelProxy,
     adminToken,
     request,
-    drainJobs: () => jobs.drain(),
+    drainJobs: async () => (await (worker ??= startWorker())).jobs.drain(),
     async user(role, name) {
       const row = await db.insertInto('users').values({ name: name ?? uniq(role), email: null, role, password_hash: null }).returningAll().executeTakeFirstOrThrow();
       const token = newSecret('chk_');
@@ -233,7 +238,9 @@ export async function testApp(opts: { config?: Record<string, string>; modelProx
       return { id: row.id, name: row.name, token };
     },
     async close() {
-      await jobs.stop();
+      const started = await worker;
+      await started?.jobs.stop();
+      await started?.parts.host.stop();
       await app.close();
       await modelProxy?.stop();
       await closeDb();

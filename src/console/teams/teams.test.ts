@@ -4,11 +4,11 @@ import { after, before, describe, test } from 'node:test';
 import { makeAgent, makeEnvironment, makeTeam, makeTemplate } from '../../../test/factories.ts';
 import { captureLogger, testApp, uniq, type TestApp } from '../../../test/harness.ts';
 import { createModelProxyClient, type ModelProxyClient } from '../../modelproxy/client.ts';
-import { getJob, listJobs } from '../../queue/queue.ts';
+import { byKind, getJob, listJobs } from '../../queue/queue.ts';
 import { createJobRunner } from '../../queue/runner.ts';
-import { jobHandlers } from '../../runtime/jobs.ts';
-import { RevokeKey } from './jobs/revoke-key.job.ts';
-import { RevokeTeamKeys } from './jobs/revoke-team-keys.job.ts';
+import { revokeKeyJob } from './jobs/revoke-key.job.ts';
+import { revokeTeamKeysJob } from './jobs/revoke-team-keys.job.ts';
+import { syncProxyJob } from './jobs/sync-proxy.job.ts';
 import { proxyTeamOf } from './proxy-team.ts';
 
 describe('teams', () => {
@@ -361,23 +361,25 @@ describe('teams', () => {
     const del = await t.request({ method: 'DELETE', url: `/api/v1/teams/${team.name}`, token: t.adminToken, headers: { 'if-match': team.etag } });
     assert.equal(del.status, 204, del.text);
     const nowMs = Date.now() + 5_000;
-    const worker = (proxy: ModelProxyClient, at: number) => createJobRunner({ db: t.db, logger: captureLogger().logger, handlers: jobHandlers({ db: t.db, proxy }), now: () => new Date(at) });
+    // The teams module's jobs, with the proxy given.
+    const teamJobs = (proxy: ModelProxyClient) => byKind([revokeKeyJob.handler({ proxy }), revokeTeamKeysJob.handler({ proxy }), syncProxyJob.handler({ db: t.db, proxy })]);
+    const worker = (proxy: ModelProxyClient, at: number) => createJobRunner({ db: t.db, logger: captureLogger().logger, handlers: teamJobs(proxy), now: () => new Date(at) });
     // Nothing listens on port 1 of the loopback.
     await worker(createModelProxyClient(t.config, { baseUrl: 'http://127.0.0.1:1', timeoutMs: 5_000 }), nowMs).drain();
-    const queued = (await listJobs(t.db, { kind: RevokeTeamKeys.kind, limit: 1_000 })).find((j) => (j.payload as { team: string }).team === proxyTeam)!;
+    const queued = (await listJobs(t.db, { kind: revokeTeamKeysJob.kind, limit: 1_000 })).find((j) => (j.payload as { team: string }).team === proxyTeam)!;
     assert.equal(queued.state, 'queued');
     assert.equal(queued.attempts, 1);
     assert.match(queued.last_error!, /is not answering/);
     assert.ok((await t.services.proxy.listKeys(proxyTeam)).items.some((k) => !k.revoked_at), 'not revoked yet');
     await worker(t.services.proxy, nowMs + 3_600_000).drain();
-    assert.equal((await listJobs(t.db, { kind: RevokeTeamKeys.kind, limit: 1_000 })).find((j) => j.id === queued.id)!.state, 'done');
+    assert.equal((await listJobs(t.db, { kind: revokeTeamKeysJob.kind, limit: 1_000 })).find((j) => j.id === queued.id)!.state, 'done');
     assert.ok((await t.services.proxy.listKeys(proxyTeam)).items.every((k) => k.revoked_at), 'revoked once the proxy answers');
   });
 
   test('key jobs: a key the proxy never had counts as revoked; a refusal of the proxy fails the job at once, its error kept', async () => {
     await t.drainJobs();
-    const never = await RevokeKey.enqueue(t.db, { key_id: `mpk_${crypto.randomBytes(8).toString('hex')}`, actor: 'test' });
-    const refused = await RevokeTeamKeys.enqueue(t.db, { team: `-${uniq('bad')}`, actor: 'test' });
+    const never = await revokeKeyJob.enqueue(t.db, { key_id: `mpk_${crypto.randomBytes(8).toString('hex')}`, actor: 'test' });
+    const refused = await revokeTeamKeysJob.enqueue(t.db, { team: `-${uniq('bad')}`, actor: 'test' });
     await t.drainJobs();
     const [a, b] = await Promise.all([getJob(t.db, never.id), getJob(t.db, refused.id)]);
     assert.equal(a!.state, 'done', a!.last_error ?? '');

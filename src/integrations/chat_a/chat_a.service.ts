@@ -113,7 +113,7 @@ export function createChatAService(deps: ChatADeps) {
 
     /**
      * Sets each role bot's display name and picture on the server from its agent (the job
-     * `chat_a.role_bots`). A bot whose token the server refuses is skipped with a warning (a
+     * `chat_a.sync-role-bots`). A bot whose token the server refuses is skipped with a warning (a
      * retry cannot mend it); a failure a retry can mend throws, and the job tries again.
      */
     async syncRoleBots(): Promise<{ updated: number; skipped: string[] }> {

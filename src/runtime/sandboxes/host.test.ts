@@ -17,7 +17,7 @@ import { Registry } from '../../metrics.ts';
 import { captureLogger, testConfig, testDb, TEST_DATABASE_URL, type TestDb } from '../../../test/harness.ts';
 import { execText, localSkipReason, makeTeamRows, randomSubnet, teamDirectory } from '../../../test/sandboxes.ts';
 import { startSandboxHost, type SandboxHost } from './host.ts';
-import { createDestroyTeamSandboxes } from './jobs/destroy-team-sandboxes.ts';
+import { createDestroyTeamSandboxes } from './jobs/destroy-team.job.ts';
 import { resourceTag } from './network.ts';
 import type { PlacementError } from './placement.ts';
 import { SandboxError } from './provider.ts';

@@ -47,7 +47,7 @@ export interface SandboxHostOptions {
   microvmUsable?: boolean;
   /** Heartbeat and sweep period in ms (default: a third of SERVICE_SANDBOX_HOST_DEAD_AFTER). */
   tickMs?: number;
-  /** Queues the runs again that waited for room on a host (the engine's `run.advance`): room was made. */
+  /** Queues the runs again that waited for room on a host (the engine's `engine.advance-run`): room was made. */
   wake?: (runIds: string[]) => Promise<void>;
 }
 

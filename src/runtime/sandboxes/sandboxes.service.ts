@@ -1,7 +1,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
-import { destroyTeamSandboxesJob } from './jobs/destroy-team-sandboxes.ts';
+import { destroyTeamJob } from './jobs/destroy-team.job.ts';
 import { DEFAULT_VCPU_OVERCOMMIT, hostRooms, lockTeamSandboxes } from './placement.ts';
 import type { TeamSandboxes } from '../../console/teams/teams.presenters.ts';
 
@@ -152,7 +152,7 @@ export function createSandboxesService(deps: { db: Db }) {
       await trx.deleteFrom('sandbox_waits').where('team_id', '=', teamId).execute();
       const rows = await trx.updateTable('sandboxes').set({ state: 'destroyed', updated_at: sql`now()` }).where('team_id', '=', teamId).where('state', '<>', 'destroyed').returning('id').execute();
       // Freeing what runs them (processes, links, disks) leaves the process: a job, after commit.
-      if (rows.length) await destroyTeamSandboxesJob.enqueue(trx, { team_id: teamId }, { key: `sandboxes.destroy-team:${teamId}` });
+      if (rows.length) await destroyTeamJob.enqueue(trx, { team_id: teamId }, { key: `${destroyTeamJob.kind}:${teamId}` });
       return rows.length;
     },
   };
