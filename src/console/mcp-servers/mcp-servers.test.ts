@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { systemActor } from '../../audit/audit.ts';
-import { makeAgent, makeEnvironment, makeTeam, makeTemplate } from '../../../test/factories.ts';
+import { makeDestination as makeDest, makeAgent, makeEnvironment, makeTeam, makeTemplate } from '../../../test/factories.ts';
 import { testApp, uniq, type TestApp } from '../../../test/harness.ts';
 
 describe('mcp servers', () => {
@@ -22,12 +22,7 @@ describe('mcp servers', () => {
   const etagOf = async (id: string) => String((await get(id)).headers.etag);
   const base = (extra: Record<string, unknown> = {}) => ({ name: uniq('srv'), url: 'https://mcp.example.com/sse', destination: allowed, auth: 'bearer', secret: `secret:${secret}`, roles: [], ...extra });
 
-  async function makeDestination() {
-    const name = uniq('dst');
-    const res = await t.request({ method: 'POST', url: '/api/v1/destinations', token: t.adminToken, body: { name, host: `${name}.example.com` } });
-    assert.equal(res.status, 201, res.text);
-    return name;
-  }
+  const makeDestination = async () => (await makeDest(t)).name;
   async function putSecret(name: string, value = SECRET_VALUE) {
     const res = await t.request({ method: 'PUT', url: `/api/v1/secrets/${name}`, token: t.adminToken, body: { value } });
     assert.equal(res.status, 201, res.text);
