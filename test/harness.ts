@@ -116,12 +116,19 @@ export async function awayFromClockEdges(): Promise<void> {
   else if (intoMinute > 45) await new Promise((r) => setTimeout(r, (61 - intoMinute) * 1000));
 }
 
-/** Polls `check` until it holds (bounded: fails naming `what` after `timeoutMs`). */
-export async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+/**
+ * The one way a test waits for something to happen: polls `probe` until it answers something
+ * truthy, and returns that (bounded: fails naming `what` after `timeoutMs`). Polls often at
+ * first, then less, so a slow probe (a request, a query) does not load the machine.
+ */
+export async function waitFor<T>(what: string, probe: () => T | Promise<T>, timeoutMs = 30_000): Promise<Exclude<T, false | null | undefined | 0 | ''>> {
   const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
+  for (let every = 10; ; every = Math.min(every * 2, 200)) {
+    const v = await probe();
+    if (v) return v as Exclude<T, false | null | undefined | 0 | ''>;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
+    if (process.env.E2E_DEBUG) process.stderr.write(`waiting for ${what}\n`);
+    await new Promise((r) => setTimeout(r, every));
   }
 }
 
