@@ -2,9 +2,11 @@ import { sql } from 'kysely';
 import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import type { ChatSurface, HookCaller } from '../../hooks.ts';
-import { problems } from '../../http/problems.ts';
+import { problems } from '../../errors/problems.ts';
 import { isChatSurface } from '../runs/runs.rules.ts';
-import { chatRoomLabel, mustGetLiveTeam, presentLink } from './teams.service.ts';
+import { chatRoomLabel } from './teams.service.ts';
+import { mustGetLiveTeam } from './teams.directory.ts';
+import { presentLink } from './teams.presenters.ts';
 import * as store from './teams.store.ts';
 
 export const LINK_SURFACES = ['chat_a', 'chat_b', 'code_host', 'tracker_a', 'tracker_b'] as const;

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { problems } from '../../http/problems.ts';
+import { problems } from '../../errors/problems.ts';
 import { CHAT_B_SECRET, chatBClient, ChatBError, isChannelId, type ChatBClient } from './client.ts';
 
 /**
