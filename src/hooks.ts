@@ -2,6 +2,9 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Actor } from './audit/audit.ts';
 import type { Database } from './db/schema.ts';
 
+/** The chat surfaces a team can live in or link to, each with its adapter. */
+export type ChatSurface = 'chat_a' | 'chat_b';
+
 /** The kinds of names one module's resources give another's (an agent names destinations, a template agents...). */
 export type RefKind = 'agent' | 'destination' | 'environment' | 'skill' | 'mcp_server' | 'secret' | 'tool' | 'model' | 'template';
 
@@ -43,7 +46,7 @@ type Reaction<T> = (trx: Transaction<Database>, actor: Actor, subject: T) => Pro
  * - questions, whose answers are gathered: `unknown:<kind>` (the owner of a kind says which
  *   names do not exist), `uses:<kind>` (each module naming things of a kind counts its uses of
  *   each of some names, in one query whatever their number, so a page costs the same as one), `lock:<owner>` (the owner module locks the owner's row FOR SHARE for the rest of the
- *   transaction and says whether it exists), `checkpointUses`, `codeHost:covers`, `codeHost:coversUrl`, `chatA:room`;
+ *   transaction and says whether it exists), `checkpointUses`, `codeHost:covers`, `codeHost:coversUrl`, `chat:room`;
  * - reactions, run one after the other inside the caller's transaction, so what they remove
  *   (or queue) goes or stays with the change: `teamArchived`, `secretRemoved`, `runChanged`.
  */
@@ -60,11 +63,12 @@ export type HookSignatures = {
   /** Whether the code-host app covers the repository of a URL; null when the URL is not on the (enabled) code host. */
   'codeHost:coversUrl': (url: string) => Promise<(Coverage & { repository: string }) | null>;
   /**
-   * The display name of a chat_a channel the surface bot can read and post in (the chat_a adapter
-   * answers; it throws 422 naming why the bot cannot, 502/503 when the chat server fails or chat_a
-   * is not set up). `field` names the input the problem is about. No answer: no adapter here.
+   * The display name of a room of a chat surface (chat_a, chat_b) that the surface's bot can read
+   * and post in: that surface's adapter answers, the others answer null; it throws 422 naming why
+   * the bot cannot, 502/503 when the chat server fails or the surface is not set up. `field` names
+   * the input the problem is about. No answer: no adapter for the surface here.
    */
-  'chatA:room': (field: string, roomId: string) => Promise<{ label: string }>;
+  'chat:room': (surface: ChatSurface, field: string, roomId: string) => Promise<{ label: string } | null>;
   /** A team was archived: its rows in other modules go or end with it (the name is free for a new team). */
   teamArchived: Reaction<{ id: number; name: string }>;
   /** A secret's reference was removed: nothing may go on injecting it. */

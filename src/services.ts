@@ -19,6 +19,7 @@ import { createImportService } from './console/import/import.service.ts';
 import { createSpendService } from './console/spend/spend.service.ts';
 import { createEgressOverridesService } from './console/teams/egress-overrides.service.ts';
 import { createIntegrationsService } from './console/integrations/integrations.service.ts';
+import { settingOf } from './console/integrations/kinds.ts';
 import { createLinksService } from './console/teams/links.service.ts';
 import { createTeamsService } from './console/teams/teams.service.ts';
 import { createTeamsDirectory } from './console/teams/teams.directory.ts';
@@ -36,6 +37,7 @@ import { pushesOf } from './gateway/pushes.ts';
 import { BUILTIN_HOSTS } from './egress/builtins.ts';
 import { sandboxSpendOf } from './modelproxy/sandbox-spend.ts';
 import { createChatAService } from './integrations/chat_a/chat_a.service.ts';
+import { createChatBService } from './integrations/chat_b/chat_b.service.ts';
 import type { CodeHostApp } from './integrations/code_host/app.ts';
 import { createCodeHostDelivery } from './integrations/code_host/delivery.ts';
 import { createCodeHostSurface } from './integrations/code_host/code_host.surface.ts';
@@ -170,7 +172,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
       const shown = await agents.present(row);
       return { displayName: shown.display_name, avatarUrl: shown.avatar_url };
     },
-    chatATest: () => chatA.test(),
+    adapterTests: { chat_a: () => chatA.test(), chat_b: () => chatB.test() },
   });
   // The chat_a adapter: its settings and secrets through the integrations and secrets services.
   const chatA = createChatAService({
@@ -196,6 +198,15 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
       }
       return out;
     },
+  });
+  // The chat_b adapter: its settings and secrets through the integrations and secrets services.
+  const chatB = createChatBService({
+    logger: deps.logger,
+    settings: async () => {
+      const { integration } = await integrations.get('chat_b');
+      return { enabled: integration.enabled, apiUrl: String(settingOf('chat_b', integration.settings, 'api_url')) };
+    },
+    reveal: (name) => secrets.reveal(name),
   });
   const egressOverrides = createEgressOverridesService({ db, references });
   const mcpServers = createMcpServersService({ db, references, secrets, teams: teamsDirectory, hooks, logger: deps.logger });
@@ -259,7 +270,8 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   hooks.on('checkpointUses', () => teamsDirectory.checkpointUses());
   hooks.on('codeHost:covers', (repo) => integrations.coversRepository(repo));
   hooks.on('codeHost:coversUrl', (url) => integrations.coversRepositoryUrl(url));
-  hooks.on('chatA:room', (field, roomId) => chatA.checkRoom(field, roomId));
+  hooks.on('chat:room', async (surface, field, roomId) => (surface === 'chat_a' ? chatA.checkRoom(field, roomId) : null));
+  hooks.on('chat:room', async (surface, field, roomId) => (surface === 'chat_b' ? chatB.checkRoom(field, roomId) : null));
   // Reactions, inside the transaction of the change.
   hooks.on('teamArchived', (trx, _actor, team) => runs.cancelOpenRuns(trx, team.id));
   hooks.on('teamArchived', (trx, _actor, team) => sandboxes.destroyAllOf(trx, team.id));
@@ -270,7 +282,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
 
   const chat = createChatServices({ db, cipher });
   const imports = createImportService({ db, repository: config.importRepository, source: { codeHostApp: () => integrations.codeHostApp(), revealSecret: (name) => secrets.reveal(name) }, agents, templates, destinations, skills, documents });
-  return { imports, hooks, references, models, runs, runJournal, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, teamsDirectory, teamProvisioning, links, integrations, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery, surfaces, chatA };
+  return { imports, hooks, references, models, runs, runJournal, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, teamsDirectory, teamProvisioning, links, integrations, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery, surfaces, chatA, chatB };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -257,10 +257,10 @@ describe('crewhouse CLI through the API', () => {
     await fails(['integrations', 'set', 'code_host', '--enable', '--setting', 'app_id=123456', '--setting', 'installation_id=7890'], 1, /secrets\.app_key/);
     const set = await json(['integrations', 'set', 'code_host', '--setting', 'app_id=123456', '--setting', 'installation_id=7890']);
     assert.deepEqual([set.enabled, set.settings.app_id, set.settings.installation_id], [false, '123456', '7890']);
-    // chat_b's adapter is a later issue: its test answers unknown, which is not ok.
+    // chat_b without its tokens: the test answers error, which is not ok.
     const tested = await cli(['integrations', 'test', 'chat_b']);
     assert.equal(tested.code, 1);
-    assert.match(tested.stdout, /^chat_b: unknown - /);
+    assert.match(tested.stdout, /^chat_b: error - chat_b is not configured: the secret integrations\/chat_b\/bot_token has no value/);
     assert.deepEqual(await json(['integrations', 'deliveries', 'code_host']), { items: [], next_cursor: null });
   });
 

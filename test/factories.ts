@@ -88,3 +88,18 @@ export async function makeTeam(
   assert.equal(res.status, 201, `makeTeam: ${res.text}`);
   return { ...(res.body as Record<string, any>), name: res.body.name as string, etag: String(res.headers.etag), template };
 }
+
+/** Writes a secret's value (creating or replacing it) as an admin. */
+export async function putSecret(t: TestApp, name: string, value: string) {
+  const current = await t.request({ method: 'GET', url: `/api/v1/secrets/${name}`, token: t.adminToken });
+  const headers: Record<string, string> = current.status === 200 ? { 'if-match': String(current.headers.etag) } : {};
+  const res = await t.request({ method: 'PUT', url: `/api/v1/secrets/${name}`, token: t.adminToken, body: { value }, headers });
+  assert.ok([200, 201].includes(res.status), res.text);
+}
+
+/** Writes an integration's settings (enabled or not) through the integrations resource. */
+export async function setIntegration(t: TestApp, kind: string, enabled: boolean, settings: Record<string, unknown>) {
+  const current = await t.request({ method: 'GET', url: `/api/v1/integrations/${kind}`, token: t.adminToken });
+  const res = await t.request({ method: 'PUT', url: `/api/v1/integrations/${kind}`, token: t.adminToken, body: { enabled, settings }, headers: { 'if-match': String(current.headers.etag) } });
+  assert.equal(res.status, 200, res.text);
+}

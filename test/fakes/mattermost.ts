@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { acceptWebSocket, refuseUpgrade, type WsPeer } from './websocket.ts';
 
 /**
  * A fake Mattermost server: the REST v4 routes the chat_a adapter uses (users/me and users,
@@ -15,8 +16,7 @@ import type { Duplex } from 'node:stream';
  *
  * A reconnection is never resumed: every connection gets a new connection id, as after a
  * restart of the server, so a client catches up through REST (its missed-message listeners).
- * The WebSocket is RFC 6455 framing over node:http's `upgrade`, written here because the project
- * has no WebSocket server package; `@mattermost/client` connects with Node's own WebSocket.
+ * The WebSocket is test/fakes/websocket.ts; `@mattermost/client` connects with Node's own WebSocket.
  */
 
 export interface FakeMmUser {
@@ -61,11 +61,10 @@ export interface FakeMmPost {
 const newId = () => crypto.randomBytes(13).toString('base64url').toLowerCase().replace(/[^a-z0-9]/g, 'x').slice(0, 26).padEnd(26, 'a');
 
 interface Socket {
-  conn: Duplex;
+  peer: WsPeer;
   connectionId: string;
   userId: string | null;
   seq: number;
-  buffer: Buffer;
 }
 
 export class FakeMattermost {
@@ -153,7 +152,7 @@ export class FakeMattermost {
 
   /** Cuts every WebSocket connection without a close frame, as a network failure would. */
   dropSockets(): void {
-    for (const s of this.sockets) s.conn.destroy();
+    for (const s of this.sockets) s.peer.destroy();
     this.sockets.clear();
   }
 
@@ -425,65 +424,21 @@ export class FakeMattermost {
     return `${this.url}/${team?.name ?? ''}/pl/${postId}`;
   }
 
-  // --- WebSocket (RFC 6455) ---
+  // --- WebSocket (RFC 6455, test/fakes/websocket.ts) ---
 
   private upgrade(req: http.IncomingMessage, conn: Duplex) {
     const url = new URL(req.url ?? '/', 'http://fake');
-    const key = req.headers['sec-websocket-key'];
-    if (url.pathname !== '/api/v4/websocket' || typeof key !== 'string' || req.headers.upgrade?.toLowerCase() !== 'websocket') {
-      conn.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
-      return;
-    }
-    const accept = crypto.createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
-    conn.write(['HTTP/1.1 101 Switching Protocols', 'Upgrade: websocket', 'Connection: Upgrade', `Sec-WebSocket-Accept: ${accept}`, '', ''].join('\r\n'));
-    const s: Socket = { conn, connectionId: newId(), userId: this.userOf(req.headers.authorization), seq: 0, buffer: Buffer.alloc(0) };
+    if (url.pathname !== '/api/v4/websocket') return refuseUpgrade(conn, 400, 'Bad Request');
+    const s = { connectionId: newId(), userId: this.userOf(req.headers.authorization), seq: 0 } as Socket;
+    const peer = acceptWebSocket(req, conn, { onText: (text) => this.onAction(s, text), onClose: () => this.sockets.delete(s) });
+    if (!peer) return;
+    s.peer = peer;
     this.sockets.add(s);
     if (s.userId) this.hello(s);
-    conn.on('data', (chunk: Buffer) => {
-      s.buffer = Buffer.concat([s.buffer, chunk]);
-      this.readFrames(s);
-    });
-    const gone = () => this.sockets.delete(s);
-    conn.on('close', gone);
-    conn.on('error', gone);
   }
 
   private hello(s: Socket) {
     this.sendEvent(s, 'hello', { connection_id: s.connectionId, server_version: '10.0.0.fake', server_hostname: 'fake-mattermost' }, { omit_users: null, user_id: s.userId ?? '', channel_id: '', team_id: '' });
-  }
-
-  private readFrames(s: Socket) {
-    for (;;) {
-      const buf = s.buffer;
-      if (buf.length < 2) return;
-      const opcode = buf[0]! & 0x0f;
-      const masked = (buf[1]! & 0x80) !== 0;
-      let len = buf[1]! & 0x7f;
-      let off = 2;
-      if (len === 126) {
-        if (buf.length < 4) return;
-        len = buf.readUInt16BE(2);
-        off = 4;
-      } else if (len === 127) {
-        if (buf.length < 10) return;
-        len = Number(buf.readBigUInt64BE(2));
-        off = 10;
-      }
-      const maskOff = off;
-      if (masked) off += 4;
-      if (buf.length < off + len) return;
-      const payload = Buffer.from(buf.subarray(off, off + len));
-      if (masked) for (let i = 0; i < payload.length; i++) payload[i]! ^= buf[maskOff + (i % 4)]!;
-      s.buffer = buf.subarray(off + len);
-      if (opcode === 0x8) {
-        this.writeFrame(s, 0x8, payload.subarray(0, 2));
-        s.conn.end();
-        this.sockets.delete(s);
-        return;
-      }
-      if (opcode === 0x9) this.writeFrame(s, 0xa, payload);
-      else if (opcode === 0x1) this.onAction(s, payload.toString('utf8'));
-    }
   }
 
   private onAction(s: Socket, text: string) {
@@ -522,25 +477,7 @@ export class FakeMattermost {
   }
 
   private writeText(s: Socket, body: unknown) {
-    this.writeFrame(s, 0x1, Buffer.from(JSON.stringify(body)));
-  }
-
-  private writeFrame(s: Socket, opcode: number, payload: Buffer) {
-    if (s.conn.destroyed) return;
-    let head: Buffer;
-    if (payload.length < 126) head = Buffer.from([0x80 | opcode, payload.length]);
-    else if (payload.length < 65536) {
-      head = Buffer.alloc(4);
-      head[0] = 0x80 | opcode;
-      head[1] = 126;
-      head.writeUInt16BE(payload.length, 2);
-    } else {
-      head = Buffer.alloc(10);
-      head[0] = 0x80 | opcode;
-      head[1] = 127;
-      head.writeBigUInt64BE(BigInt(payload.length), 2);
-    }
-    s.conn.write(Buffer.concat([head, payload]));
+    s.peer.sendText(JSON.stringify(body));
   }
 }
 

@@ -86,7 +86,7 @@ export function integrationsRoutes(app: App, deps: { integrations: IntegrationsS
       summary: 'Test an integration\'s connection',
       tags,
       description:
-        'Calls the service for real with the stored settings and secrets (enabled or not) and answers `ok` or `error` with one line saying why; never a secret. code_host: signs in as the app, reads its installation and mints an installation token. chat_a: asks the chat server who the surface bot is (`ok` with its name). The other kinds answer `unknown`: their adapters are not built yet.',
+        'Calls the service for real with the stored settings and secrets (enabled or not) and answers `ok` or `error` with one line saying why; never a secret. code_host: signs in as the app, reads its installation and mints an installation token. chat_a: asks the chat server who the surface bot is (`ok` with its name). chat_b: asks Slack who the bot is and opens a Socket Mode URL with the app-level token (`ok` with the bot\'s name, and whether roles can post with their own names: the `chat:write.customize` scope). The other kinds answer `unknown`: their adapters are not built yet.',
       params: IntegrationParams,
       response: { 200: IntegrationTestResult },
     },

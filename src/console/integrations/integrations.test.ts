@@ -167,7 +167,7 @@ describe(`integrations (${dbKind})`, () => {
 
   test('test: operator and up; code_host asks the code host for real; kinds without an adapter are unknown', async () => {
     assert.equal((await req('POST', '/integrations/code_host/test', { token: viewer.token })).status, 403);
-    for (const kind of ['chat_b', 'tracker_a', 'tracker_b']) {
+    for (const kind of ['tracker_a', 'tracker_b']) {
       const r = await req('POST', `/integrations/${kind}/test`, { token: operator.token });
       assert.equal(r.status, 200);
       assert.equal(r.body.state, 'unknown');

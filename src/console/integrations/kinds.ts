@@ -9,6 +9,7 @@ export type IntegrationKind = (typeof INTEGRATION_KINDS)[number];
 export type SettingValue = string | boolean;
 
 export const DEFAULT_CODE_HOST_API_URL = 'https://api.github.com';
+export const DEFAULT_CHAT_B_API_URL = 'https://slack.com/api/';
 
 export interface SettingDef {
   name: string;
@@ -53,7 +54,9 @@ export const KINDS: Record<IntegrationKind, KindDef> = {
   chat_b: {
     kind: 'chat_b',
     purpose: 'channels and threads (hosted chat workspace)',
-    settings: [],
+    settings: [
+      { name: 'api_url', type: 'url', required: false, default: DEFAULT_CHAT_B_API_URL, description: 'the Web API base URL, also where Socket Mode connections are opened; another only for a proxy or a test double' },
+    ],
     secrets: [
       { name: 'bot_token', required: true, description: 'the app\'s bot token' },
       { name: 'app_token', required: true, description: 'the app-level token its event connection opens with' },

@@ -1,9 +1,10 @@
 import { sql } from 'kysely';
 import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
-import type { HookCaller } from '../../hooks.ts';
+import type { ChatSurface, HookCaller } from '../../hooks.ts';
 import { problems } from '../../errors/problems.ts';
-import { chatARoomLabel } from './teams.service.ts';
+import { isChatSurface } from '../runs/runs.rules.ts';
+import { chatRoomLabel } from './teams.service.ts';
 import { mustGetLiveTeam } from './teams.directory.ts';
 import { presentLink } from './teams.presenters.ts';
 import * as store from './teams.store.ts';
@@ -61,8 +62,8 @@ export function createLinksService(deps: { db: Db; hooks: HookCaller }) {
           throw problems.validation([{ field: 'external_id', message: reason }], reason);
         }
       }
-      // A chat_a room must be one the surface bot can read and post in; its label is the channel's name.
-      const room = input.surface === 'chat_a' ? await chatARoomLabel(deps.hooks, 'external_id', input.external_id) : null;
+      // A chat room must be one the surface's bot can read and post in; its label is the channel's name.
+      const room = isChatSurface(input.surface) ? await chatRoomLabel(deps.hooks, input.surface as ChatSurface, 'external_id', input.external_id) : null;
       const label = input.label ?? room ?? input.external_id;
       return db.transaction().execute(async (trx) => {
         const existing = await trx

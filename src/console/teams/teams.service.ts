@@ -2,7 +2,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
-import type { HookCaller } from '../../hooks.ts';
+import type { ChatSurface, HookCaller } from '../../hooks.ts';
 import { updateIfVersion } from '../../db/conditional.ts';
 import { decodeCursor, toPage, type CursorValue } from '../../db/pagination.ts';
 import { problems, type FieldProblem } from '../../errors/problems.ts';
@@ -10,6 +10,7 @@ import type { ModelCatalog } from '../../models/catalog.ts';
 import type { AgentVersion } from '../agents/agents.schemas.ts';
 import { checkSkill } from '../skills/skills.rules.ts';
 import type { References, RefQuery } from '../../references.ts';
+import { isChatSurface } from '../runs/runs.rules.ts';
 import type { RunsService } from '../runs/runs.service.ts';
 import type { TemplateContent, TemplateRole } from '../templates/templates.schemas.ts';
 import type { TemplatesService } from '../templates/templates.service.ts';
@@ -67,11 +68,16 @@ function rolesFromTemplate(teamId: number, content: TemplateContent) {
   }));
 }
 
-/** The display name of a chat_a room the surface bot can read and post in; 422/502/503 (from the adapter) otherwise. */
-export async function chatARoomLabel(hooks: HookCaller, field: string, roomId: string | null): Promise<string> {
-  if (!roomId) throw problems.validation([{ field, message: 'a chat_a room is the id of its channel (the channel\'s "View Info" shows it)' }]);
-  const [room] = await hooks.ask('chatA:room', field, roomId);
-  if (!room) throw problems.unavailable('the chat_a room cannot be checked: the chat_a adapter is not set up in this process');
+const ROOM_ID_HINT: Record<ChatSurface, string> = {
+  chat_a: 'the channel\'s "View Info" shows it',
+  chat_b: 'the channel\'s details show it at the bottom',
+};
+
+/** The display name of a chat room (chat_a, chat_b) the surface's bot can read and post in; 422/502/503 (from the surface's adapter) otherwise. */
+export async function chatRoomLabel(hooks: HookCaller, surface: ChatSurface, field: string, roomId: string | null): Promise<string> {
+  if (!roomId) throw problems.validation([{ field, message: `a ${surface} room is the id of its channel (${ROOM_ID_HINT[surface]})` }]);
+  const room = (await hooks.ask('chat:room', surface, field, roomId)).find((r) => r !== null);
+  if (!room) throw problems.unavailable(`the ${surface} room cannot be checked: the ${surface} adapter is not set up in this process`);
   return room.label;
 }
 
@@ -241,8 +247,8 @@ export function createTeamsService(deps: {
         if (coverage && !coverage.covered) throw problems.validation([{ field: 'repo_url', message: coverage.reason }], coverage.reason);
       }
       const home = input.home ? { ...input.home } : null;
-      // A chat_a home is a channel the surface bot can read and post in; its label is the channel's name.
-      if (home?.surface === 'chat_a') home.room_label = await chatARoomLabel(deps.hooks, 'home.room_id', home.room_id ?? null);
+      // A chat home is a channel the surface's bot can read and post in; its label is the channel's name.
+      if (home && isChatSurface(home.surface)) home.room_label = await chatRoomLabel(deps.hooks, home.surface as ChatSurface, 'home.room_id', home.room_id ?? null);
       const budget = input.budget_usd_per_day ?? content.budget_usd_per_day ?? 0;
       const team = await db.transaction().execute(async (trx) => {
         await guardTemplateVersion(trx, version, CREATE_FIELDS);

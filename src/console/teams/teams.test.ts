@@ -396,8 +396,9 @@ describe('teams', () => {
     assert.equal(first.status, 201);
     assert.deepEqual(first.body, { surface: 'tracker_b', external_id: ext, label: ext, verified: false, verification: 'unverified' });
     assert.equal((await t.request({ method: 'PUT', url, token: t.adminToken, body: { surface: 'tracker_b', external_id: ext } })).status, 200);
-    const chat = await t.request({ method: 'PUT', url, token: t.adminToken, body: { surface: 'chat_b', external_id: uniq('room'), label: 'Room' } });
-    assert.equal(chat.body.verification, 'not_applicable');
+    // A chat room is checked on its chat server (chat_a.test.ts, chat_b.test.ts); tracker_a is not verified.
+    const tracker = await t.request({ method: 'PUT', url, token: t.adminToken, body: { surface: 'tracker_a', external_id: uniq('project'), label: 'Project' } });
+    assert.equal(tracker.status, 201, tracker.text);
     const code = await t.request({ method: 'PUT', url, token: t.adminToken, body: { surface: 'code_host', external_id: 'acme/widgets' } });
     assert.equal(code.status, 422);
     assert.equal(code.body.errors[0].field, 'external_id');
@@ -409,7 +410,7 @@ describe('teams', () => {
     assert.equal((await t.request({ method: 'DELETE', url: `${url}/tracker_b/${ext}`, token: t.adminToken })).status, 404);
     // One surface id belongs to one live team.
     const other = await makeTeam(t, { template: team.template });
-    const taken = await t.request({ method: 'PUT', url: `/api/v1/teams/${other.name}/links`, token: t.adminToken, body: { surface: 'chat_b', external_id: chat.body.external_id } });
+    const taken = await t.request({ method: 'PUT', url: `/api/v1/teams/${other.name}/links`, token: t.adminToken, body: { surface: 'tracker_a', external_id: tracker.body.external_id } });
     assert.equal(taken.status, 409);
   });
 
