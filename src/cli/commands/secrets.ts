@@ -2,8 +2,11 @@ import { readStdin, readText, type Group } from '../command.ts';
 import { ApiError, CliError } from '../errors.ts';
 import { deleteCommand, listCommand, pathOf, showCommand, written } from './shared.ts';
 
-/** One line typed on the terminal without echoing it (a secret must not stay on the screen either). */
-function readHidden(stdin: NodeJS.ReadStream): Promise<string> {
+/**
+ * One line typed on the terminal without echoing it (a secret must not stay on the screen
+ * either). The echo is off before the prompt is shown, so nothing typed at once is echoed.
+ */
+function readHidden(stdin: NodeJS.ReadStream, prompt: string): Promise<string> {
   return new Promise((resolve, reject) => {
     let value = '';
     const done = () => {
@@ -26,6 +29,7 @@ function readHidden(stdin: NodeJS.ReadStream): Promise<string> {
       }
     };
     stdin.setRawMode(true);
+    process.stderr.write(prompt);
     stdin.resume();
     stdin.on('data', onData);
   });
@@ -47,8 +51,7 @@ export const secrets: Group = {
         let raw: string;
         if (flags['from-file']) raw = await readText(ctx, flags['from-file']);
         else if (ctx.stdin.isTTY) {
-          process.stderr.write(`value of ${name} (not shown): `);
-          raw = await readHidden(ctx.stdin as NodeJS.ReadStream);
+          raw = await readHidden(ctx.stdin as NodeJS.ReadStream, `value of ${name} (not shown): `);
         } else raw = await readStdin(ctx.stdin);
         const value = raw.replace(/\r?\n$/, '');
         if (!value) throw new CliError('the value is empty: pipe it in (crewhouse secrets set NAME < file) or use --from-file');
