@@ -30,6 +30,10 @@ import { createChatAService } from './integrations/chat_a/chat_a.service.ts';
 import { createCodeHostDelivery } from './integrations/webhooks/code-host.delivery.ts';
 import type { CodeHostClient, WebhookSurface } from './integrations/webhooks/code-host.client.ts';
 import { createWebhooksService } from './integrations/webhooks/webhooks.service.ts';
+import { createTrackerService } from './integrations/tracker/tracker.service.ts';
+import { trackerAKind } from './integrations/tracker_a/tracker_a.ts';
+import { trackerBKind } from './integrations/tracker_b/tracker_b.ts';
+import { DEFAULT_JIRA_API_URL, DEFAULT_JIRA_AUTH_URL, DEFAULT_LINEAR_API_URL } from './console/integrations/kinds.ts';
 import { runProposal } from './runtime/engine/proposals.ts';
 import { runAdvance } from './runtime/engine/run-job.ts';
 import { createRunTraces } from './telemetry/traces.ts';
@@ -142,7 +146,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
       const shown = await agents.present(row);
       return { displayName: shown.display_name, avatarUrl: shown.avatar_url };
     },
-    chatATest: () => chatA.test(),
+    adapterTests: { chat_a: () => chatA.test(), tracker_a: () => trackerA.test(), tracker_b: () => trackerB.test() },
   });
   // The chat_a adapter: its settings and secrets through the integrations and secrets services.
   const chatA = createChatAService({
@@ -179,7 +183,52 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     return { enabled: integration.enabled, secret: integration.enabled ? await integrations.webhookSecret(surface) : null };
   };
   const codeHost = (): Promise<CodeHostClient | null> => integrations.codeHostApp();
-  const webhooks = createWebhooksService({ db, runs, inbound, codeHost, chatA, teamsOfRepository: (repo, urls) => links.teamsOfRepository(repo, urls), logger: deps.logger });
+  // The issue trackers: their settings and secrets through the integrations and secrets services.
+  const trackerSettings = async (kind: 'tracker_a' | 'tracker_b') => {
+    const { integration } = await integrations.get(kind);
+    const setting = (name: string) => (typeof integration.settings[name] === 'string' ? (integration.settings[name] as string) : null);
+    return { enabled: integration.enabled, setting };
+  };
+  // A succeeded run's note waits while the code host is still to open its pull request (its delivery job).
+  const awaitsPullRequest = async (run: { team: string; delivery: { branch?: string | null; pull_request?: unknown } | null }) =>
+    !!run.delivery?.branch && !run.delivery.pull_request && (await integrations.codeHostApp()) !== null && (await integrations.codeHostRepositoryOf(run.team)) !== null;
+  const trackerA = createTrackerService({
+    db,
+    runs,
+    publicBaseUrl: config.publicBaseUrl,
+    awaitsPullRequest,
+    teamsLinkedTo: (ids) => links.teamsLinkedTo('tracker_a', ids),
+    logger: deps.logger,
+    kind: trackerAKind({
+      settings: async () => {
+        const s = await trackerSettings('tracker_a');
+        return { enabled: s.enabled, apiUrl: s.setting('api_url') ?? DEFAULT_LINEAR_API_URL };
+      },
+      reveal: (name) => secrets.reveal(name),
+    }),
+  });
+  const trackerB = createTrackerService({
+    db,
+    runs,
+    publicBaseUrl: config.publicBaseUrl,
+    awaitsPullRequest,
+    teamsLinkedTo: (ids) => links.teamsLinkedTo('tracker_b', ids),
+    logger: deps.logger,
+    kind: trackerBKind({
+      settings: async () => {
+        const s = await trackerSettings('tracker_b');
+        const [clientId, cloudId, accountId] = [s.setting('client_id'), s.setting('cloud_id'), s.setting('account_id')];
+        return {
+          enabled: s.enabled,
+          config: clientId && cloudId && accountId ? { clientId, cloudId, accountId, apiUrl: s.setting('api_url') ?? DEFAULT_JIRA_API_URL, authUrl: s.setting('auth_url') ?? DEFAULT_JIRA_AUTH_URL } : null,
+          siteUrl: s.setting('site_url'),
+          doneTransition: s.setting('done_transition'),
+        };
+      },
+      reveal: (name) => secrets.reveal(name),
+    }),
+  });
+  const webhooks = createWebhooksService({ db, runs, inbound, codeHost, chatA, trackers: { tracker_a: trackerA, tracker_b: trackerB }, teamsOfRepository: (repo, urls) => links.teamsOfRepository(repo, urls), logger: deps.logger });
   const codeHostDelivery = createCodeHostDelivery({
     db,
     runs,
@@ -226,6 +275,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   hooks.on('codeHost:covers', (repo) => integrations.coversRepository(repo));
   hooks.on('codeHost:coversUrl', (url) => integrations.coversRepositoryUrl(url));
   hooks.on('chatA:room', (field, roomId) => chatA.checkRoom(field, roomId));
+  hooks.on('tracker:link', (surface, externalId) => (surface === 'tracker_a' ? trackerA : trackerB).checkLink(externalId));
   // Reactions, inside the transaction of the change.
   hooks.on('teamArchived', (trx, _actor, team) => runs.cancelOpenRuns(trx, team.id));
   hooks.on('teamArchived', (trx, _actor, team) => sandboxes.destroyAllOf(trx, team.id));
@@ -233,10 +283,12 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   hooks.on('teamArchived', (trx, actor, team) => mcpServers.removeAllOf(trx, actor, team.name));
   hooks.on('secretRemoved', (trx, actor, secret) => destinations.stopInjecting(trx, actor, secret));
   hooks.on('runChanged', (trx, _actor, change) => codeHostDelivery.onRunChanged(trx, change));
+  hooks.on('runChanged', (trx, _actor, change) => trackerA.onRunChanged(trx, change));
+  hooks.on('runChanged', (trx, _actor, change) => trackerB.onRunChanged(trx, change));
 
   const chat = createChatServices({ db, cipher });
   const imports = createImportService({ db, repository: config.importRepository, source: { codeHostApp: () => integrations.codeHostApp(), revealSecret: (name) => secrets.reveal(name) }, agents, templates, destinations, skills, documents });
-  return { imports, hooks, references, models, runs, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, integrations, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery, chatA };
+  return { imports, hooks, references, models, runs, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, integrations, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery, chatA, trackerA, trackerB };
 }
 
 export type Services = ReturnType<typeof createServices>;

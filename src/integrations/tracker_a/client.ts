@@ -8,8 +8,6 @@ import { TrackerError } from '../tracker/errors.ts';
  * `TrackerError` with one line written for people, never the token.
  */
 
-export const DEFAULT_LINEAR_API_URL = 'https://api.linear.app/graphql';
-
 export interface LinearIssueInfo {
   id: string;
   identifier: string;

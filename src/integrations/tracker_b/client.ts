@@ -12,9 +12,6 @@ import { textOfAdf, type AdfDoc } from './adf.ts';
  * concurrent callers). Failures become a `TrackerError` with one line for people, no secret.
  */
 
-export const DEFAULT_JIRA_API_URL = 'https://api.atlassian.com';
-export const DEFAULT_JIRA_AUTH_URL = 'https://auth.atlassian.com';
-
 /** Refresh this long before the token's expiry, so a token handed out still has minutes to live. */
 const REFRESH_EARLY_MS = 5 * 60 * 1000;
 /** The entity property a comment of ours carries: its post key, so a post repeated after a crash is found. */

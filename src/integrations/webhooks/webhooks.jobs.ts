@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { jobType, type JobHandler } from '../../queue/queue.ts';
 import { chatAJobHandlers } from '../chat_a/chat_a.jobs.ts';
+import { trackerJobHandlers } from '../tracker/tracker.jobs.ts';
 import type { CodeHostDelivery } from './code-host.delivery.ts';
 import type { WebhooksService } from './webhooks.service.ts';
 
@@ -35,5 +36,6 @@ export function webhookJobHandlers(deps: { webhooks: WebhooksService; delivery: 
     [DeliverRun.kind]: DeliverRun.handler((p) => deps.delivery.deliver(p.run_id, p.seq)),
     // The chat_a adapter's jobs are registered with these (the worker's list of job kinds).
     ...(deps.webhooks.chatA ? chatAJobHandlers(deps.webhooks.chatA) : {}),
+    ...trackerJobHandlers(deps.webhooks.trackers),
   };
 }

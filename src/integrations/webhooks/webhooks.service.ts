@@ -1,14 +1,15 @@
 import crypto from 'node:crypto';
-import { verify } from '@octokit/webhooks-methods';
 import type { Logger } from 'pino';
 import { systemActor } from '../../audit/audit.ts';
 import type { RunsService } from '../../console/runs/runs.service.ts';
 import type { ChatAService } from '../chat_a/chat_a.service.ts';
+import type { TrackerService } from '../tracker/tracker.service.ts';
 import type { Db } from '../../db/database.ts';
 import { decodeCursor, toPage } from '../../http/pagination.ts';
 import { Problem, problems } from '../../http/problems.ts';
 import { intentOf, taskTextOf, type CodeHostIntent } from './code-host.events.ts';
 import { isWebhookSurface, type CodeHostClient, type WebhookSurface } from './code-host.client.ts';
+import { INBOUND_FORMATS } from './formats.ts';
 import { ProcessDelivery } from './webhooks.jobs.ts';
 import * as store from './webhooks.store.ts';
 
@@ -23,6 +24,8 @@ export interface WebhooksDeps {
   chatA?: ChatAService;
   /** The live teams whose repository `<owner>/<repo>` is (a code_host link, or a repo_url that is one of `urls`). */
   teamsOfRepository(repo: string, urls: string[]): Promise<string[]>;
+  /** The trackers' adapters: a surface with one has its verified deliveries processed (a job each); without, they are recorded as ignored. */
+  trackers?: Partial<Record<'tracker_a' | 'tracker_b', TrackerService>>;
   logger: Logger;
 }
 
@@ -34,7 +37,7 @@ export interface DeliveryAnswer {
 }
 
 const DELIVERY_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-const EVENT = /^[a-z_]{1,64}$/;
+const EVENT = /^[A-Za-z0-9_:.-]{1,64}$/;
 
 function presentDelivery(r: Awaited<ReturnType<typeof store.listDeliveries>>[number]) {
   return {
@@ -116,6 +119,8 @@ export function createWebhooksService(deps: WebhooksDeps) {
   return {
     /** The chat_a adapter, for its jobs (see webhooks.jobs.ts). */
     chatA: deps.chatA,
+    /** The trackers' adapters, for their jobs. */
+    trackers: deps.trackers ?? {},
 
     /**
      * `POST /webhooks/<surface>`: the signature is checked on the raw body before anything is
@@ -128,15 +133,16 @@ export function createWebhooksService(deps: WebhooksDeps) {
         const v = headers[name];
         return Array.isArray(v) ? v[0] : v;
       };
-      const deliveryId = header('x-github-delivery') ?? '';
-      const eventName = header('x-github-event') ?? '';
-      const signature = header('x-hub-signature-256') ?? '';
-      const refuse = async (problem: Problem, signatureValid: boolean) => {
+      const format = INBOUND_FORMATS[surface];
+      const deliveryId = header(format.deliveryHeader.toLowerCase()) ?? '';
+      const eventName = format.claimedEvent(header);
+      const signature = header(format.signatureHeader.toLowerCase()) ?? '';
+      const refuse = async (problem: Problem, signatureValid: boolean, event = eventName) => {
         await store.recordRefused(db, {
           surface,
           // What a refused sender claims is kept only as far as it is printable and short.
           delivery_id: DELIVERY_ID.test(deliveryId) ? deliveryId : `(invalid: ${crypto.randomUUID()})`,
-          event: EVENT.test(eventName) ? eventName : '(invalid)',
+          event: EVENT.test(event) ? event : '(invalid)',
           action: null,
           signature_valid: signatureValid,
           outcome: 'refused',
@@ -148,29 +154,28 @@ export function createWebhooksService(deps: WebhooksDeps) {
       const state = await deps.inbound(surface);
       if (!state.enabled) throw await refuse(problems.conflict(`the ${surface} integration is not enabled: its deliveries are refused`), false);
       if (!state.secret) throw await refuse(problems.conflict(`the ${surface} integration has no webhook secret (integrations/${surface}/webhook_secret)`), false);
-      if (!signature) throw await refuse(problems.unauthorized('X-Hub-Signature-256 is missing: the delivery is not signed'), false);
-      let valid = false;
-      try {
-        valid = await verify(state.secret, raw.toString('utf8'), signature);
-      } catch {
-        valid = false;
-      }
-      if (!valid) throw await refuse(problems.unauthorized('X-Hub-Signature-256 does not match the body signed with the webhook secret'), false);
-      if (!DELIVERY_ID.test(deliveryId)) throw await refuse(problems.badRequest('X-GitHub-Delivery must be 1 to 128 of A-Z a-z 0-9 . _ : -', [{ field: 'X-GitHub-Delivery', message: 'missing or malformed' }]), true);
-      if (!EVENT.test(eventName)) throw await refuse(problems.badRequest('X-GitHub-Event must name the event (a-z and _)', [{ field: 'X-GitHub-Event', message: 'missing or malformed' }]), true);
+      if (!signature) throw await refuse(problems.unauthorized(`${format.signatureHeader} is missing: the delivery is not signed`), false);
+      if (!format.verify(state.secret, raw, signature)) throw await refuse(problems.unauthorized(`${format.signatureHeader} does not match the body signed with the webhook secret`), false);
+      if (!DELIVERY_ID.test(deliveryId)) throw await refuse(problems.badRequest(`${format.deliveryHeader} must be 1 to 128 of A-Z a-z 0-9 . _ : -`, [{ field: format.deliveryHeader, message: 'missing or malformed' }]), true);
       let payload: unknown;
       try {
         payload = JSON.parse(raw.toString('utf8'));
       } catch {
         throw await refuse(problems.badRequest('the body is not JSON'), true);
       }
-      const action = typeof (payload as { action?: unknown })?.action === 'string' ? ((payload as { action: string }).action.slice(0, 64)) : null;
-      const consumed = surface === 'code_host';
+      const read = format.read(payload, header, Date.now());
+      if ('refused' in read) {
+        const problem = read.field === 'webhookTimestamp' ? problems.unauthorized(read.refused) : problems.badRequest(read.refused, [{ field: read.field, message: 'missing or malformed' }]);
+        throw await refuse(problem, true);
+      }
+      const { action } = read;
+      const event = read.event;
+      const consumed = surface === 'code_host' || !!deps.trackers?.[surface];
       const result = await db.transaction().execute(async (trx) => {
         const row = await store.recordVerified(trx, {
           surface,
           delivery_id: deliveryId,
-          event: eventName,
+          event,
           action,
           outcome: consumed ? 'accepted' : 'ignored',
           detail: consumed ? null : `the ${surface} adapter is not built yet: the delivery is recorded, not processed`,
@@ -186,9 +191,13 @@ export function createWebhooksService(deps: WebhooksDeps) {
     /** Records a delivery refused for its size before it was read (the route's body limit). */
     async refusedTooLarge(surface: string, headers: Record<string, string | string[] | undefined>, limit: number) {
       if (!isWebhookSurface(surface)) return;
-      const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v) ?? '';
-      const id = one(headers['x-github-delivery']);
-      const event = one(headers['x-github-event']);
+      const header = (name: string) => {
+        const v = headers[name];
+        return Array.isArray(v) ? v[0] : v;
+      };
+      const format = INBOUND_FORMATS[surface];
+      const id = header(format.deliveryHeader.toLowerCase()) ?? '';
+      const event = format.claimedEvent(header);
       await store.recordRefused(db, {
         surface,
         delivery_id: DELIVERY_ID.test(id) ? id : `(invalid: ${crypto.randomUUID()})`,
@@ -218,6 +227,11 @@ export function createWebhooksService(deps: WebhooksDeps) {
       if (d.surface === 'chat_a') {
         if (!deps.chatA) throw new Error('a chat_a command was queued on a process without the chat_a adapter');
         return deps.chatA.commands.process(deliveryRow, d.payload);
+      }
+      if (d.surface === 'tracker_a' || d.surface === 'tracker_b') {
+        const tracker = deps.trackers?.[d.surface];
+        if (!tracker) return store.settleDelivery(db, deliveryRow, { outcome: 'ignored', detail: `the ${d.surface} adapter is not running in this process` });
+        return tracker.process(deliveryRow, { event: d.event, action: d.action, payload: d.payload });
       }
       const intent = intentOf(d.event, d.payload);
       if (intent.kind === 'ignore') return store.settleDelivery(db, deliveryRow, { outcome: 'ignored', detail: intent.reason });

@@ -151,13 +151,13 @@ describe('POST /webhooks/<surface>', () => {
       assert.deepEqual([list.body.items[0].id, list.body.items[0].outcome], ['big-1', 'refused']);
     });
 
-    it('tracker deliveries are recorded and answered; chat kinds have none; other kinds are 404', async () => {
+    it('each surface is verified in its own format: a tracker delivery signed like the code host\'s is refused; chat kinds have none; other kinds are 404', async () => {
       await enable(t, 'tracker_a', {}, { access_token: 'tracker-token', webhook_secret: SECRET });
       const res = await deliver(t, { surface: 'tracker_a', event: 'issue', payload: { action: 'create' }, id: 'tr-1' });
-      assert.equal(res.status, 202);
-      assert.equal(res.body.outcome, 'ignored');
+      assert.equal(res.status, 401);
+      assert.match(res.body.detail, /Linear-Signature is missing/);
       const list = await t.request({ method: 'GET', url: '/api/v1/integrations/tracker_a/deliveries', token: t.adminToken });
-      assert.deepEqual(list.body.items.map((d: any) => [d.id, d.event, d.outcome]), [['tr-1', 'issue.create', 'ignored']]);
+      assert.deepEqual(list.body.items.map((d: any) => [d.outcome, d.signature_valid]), [['refused', false]]);
       assert.deepEqual((await t.request({ method: 'GET', url: '/api/v1/integrations/chat_a/deliveries', token: t.adminToken })).body.items, []);
       assert.equal((await t.request({ method: 'GET', url: '/api/v1/integrations/nope/deliveries', token: t.adminToken })).status, 404);
     });
