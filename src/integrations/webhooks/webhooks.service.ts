@@ -178,7 +178,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
           event,
           action,
           outcome: consumed ? 'accepted' : 'ignored',
-          detail: consumed ? null : `the ${surface} adapter is not built yet: the delivery is recorded, not processed`,
+          detail: consumed ? null : `no ${surface} adapter runs in this process: the delivery is recorded, not processed`,
           payload: consumed ? payload : null,
         });
         // The job's key is the delivery too: even a row lost to a restore could not queue it twice.
