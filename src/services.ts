@@ -30,6 +30,7 @@ import { createChatAService } from './integrations/chat_a/chat_a.service.ts';
 import { createCodeHostDelivery } from './integrations/webhooks/code-host.delivery.ts';
 import type { CodeHostClient, WebhookSurface } from './integrations/webhooks/code-host.client.ts';
 import { createWebhooksService } from './integrations/webhooks/webhooks.service.ts';
+import type { TrackerKind } from './integrations/tracker/kind.ts';
 import { createTrackerService } from './integrations/tracker/tracker.service.ts';
 import { trackerAKind } from './integrations/tracker_a/tracker_a.ts';
 import { trackerBKind } from './integrations/tracker_b/tracker_b.ts';
@@ -192,29 +193,19 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   // A succeeded run's note waits while the code host is still to open its pull request (its delivery job).
   const awaitsPullRequest = async (run: { team: string; delivery: { branch?: string | null; pull_request?: unknown } | null }) =>
     !!run.delivery?.branch && !run.delivery.pull_request && (await integrations.codeHostApp()) !== null && (await integrations.codeHostRepositoryOf(run.team)) !== null;
-  const trackerA = createTrackerService({
-    db,
-    runs,
-    publicBaseUrl: config.publicBaseUrl,
-    awaitsPullRequest,
-    teamsLinkedTo: (ids) => links.teamsLinkedTo('tracker_a', ids),
-    logger: deps.logger,
-    kind: trackerAKind({
+  const trackerOf = (kind: TrackerKind) =>
+    createTrackerService({ db, runs, kind, publicBaseUrl: config.publicBaseUrl, awaitsPullRequest, teamsLinkedTo: (ids) => links.teamsLinkedTo(kind.surface, ids), logger: deps.logger });
+  const trackerA = trackerOf(
+    trackerAKind({
       settings: async () => {
         const s = await trackerSettings('tracker_a');
         return { enabled: s.enabled, apiUrl: s.setting('api_url') ?? DEFAULT_LINEAR_API_URL };
       },
       reveal: (name) => secrets.reveal(name),
     }),
-  });
-  const trackerB = createTrackerService({
-    db,
-    runs,
-    publicBaseUrl: config.publicBaseUrl,
-    awaitsPullRequest,
-    teamsLinkedTo: (ids) => links.teamsLinkedTo('tracker_b', ids),
-    logger: deps.logger,
-    kind: trackerBKind({
+  );
+  const trackerB = trackerOf(
+    trackerBKind({
       settings: async () => {
         const s = await trackerSettings('tracker_b');
         const [clientId, cloudId, accountId] = [s.setting('client_id'), s.setting('cloud_id'), s.setting('account_id')];
@@ -227,7 +218,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
       },
       reveal: (name) => secrets.reveal(name),
     }),
-  });
+  );
   const webhooks = createWebhooksService({ db, runs, inbound, codeHost, chatA, trackers: { tracker_a: trackerA, tracker_b: trackerB }, teamsOfRepository: (repo, urls) => links.teamsOfRepository(repo, urls), logger: deps.logger });
   const codeHostDelivery = createCodeHostDelivery({
     db,

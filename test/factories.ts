@@ -70,3 +70,15 @@ export async function makeTeam(
   assert.equal(res.status, 201, `makeTeam: ${res.text}`);
   return { ...(res.body as Record<string, any>), name: res.body.name as string, etag: String(res.headers.etag), template };
 }
+
+/** Writes an integration's secrets and enables it with its settings, through the integrations resource (admin, If-Match). */
+export async function enableIntegration(t: TestApp, kind: string, settings: Record<string, string>, secrets: Record<string, string>) {
+  for (const [name, value] of Object.entries(secrets)) {
+    const put = await t.request({ method: 'PUT', url: `/api/v1/secrets/integrations/${kind}/${name}`, token: t.adminToken, body: { value } });
+    assert.ok([200, 201].includes(put.status), `enableIntegration: ${put.text}`);
+  }
+  const current = await t.request({ method: 'GET', url: `/api/v1/integrations/${kind}`, token: t.adminToken });
+  assert.equal(current.status, 200, `enableIntegration: ${current.text}`);
+  const put = await t.request({ method: 'PUT', url: `/api/v1/integrations/${kind}`, token: t.adminToken, body: { enabled: true, settings }, headers: { 'if-match': String(current.headers.etag) } });
+  assert.equal(put.status, 200, `enableIntegration: ${put.text}`);
+}

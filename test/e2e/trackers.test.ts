@@ -15,12 +15,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { issuerOf, mintCertificateAuthority, mintLeaf } from '../../src/gateway/certificates.ts';
+import { enableIntegration } from '../factories.ts';
 import { startFakeCodeHost, type FakeCodeHost } from '../fakes/code-host.ts';
 import { startFakeDns, type FakeDns } from '../fakes/dns-server.ts';
 import { startFakeJira, textOfAdf, type FakeJira } from '../fakes/jira.ts';
 import { startFakeLinear, type FakeLinear } from '../fakes/linear.ts';
 import type { ScriptedAnswer, ScriptedRequest } from '../fakes/scripted-model.ts';
-import { lastText, startStack, stackSkip, waitFor, type Stack } from './stack.ts';
+import { addCodeHostDestination, lastText, startStack, stackSkip, waitFor, type Stack } from './stack.ts';
 
 const HOST = 'code.crewhouse.test';
 const REPO = 'acme/app';
@@ -66,12 +67,7 @@ describe('the trackers end to end: an assigned issue becomes a run that answers 
     });
     const { t } = stack;
     const api = (method: string, url: string, body?: unknown, headers?: Record<string, string>) => t.request({ method, url: `/api/v1${url}`, token: t.adminToken, body, headers });
-    const enable = async (kind: string, settings: Record<string, string>, secrets: Record<string, string>) => {
-      for (const [name, value] of Object.entries(secrets)) assert.equal((await api('PUT', `/secrets/integrations/${kind}/${name}`, { value })).status, 201);
-      const current = await api('GET', `/integrations/${kind}`);
-      const put = await api('PUT', `/integrations/${kind}`, { enabled: true, settings }, { 'if-match': String(current.headers.etag) });
-      assert.equal(put.status, 200, put.text);
-    };
+    const enable = (kind: string, settings: Record<string, string>, secrets: Record<string, string>) => enableIntegration(t, kind, settings, secrets);
     await enable('code_host', { app_id: String(code.app.id), installation_id: String(installation), api_url: code.apiUrl }, { app_key: code.app.privateKeyPem, webhook_secret: crypto.randomBytes(8).toString('hex') });
     await enable('tracker_a', { api_url: linear.url }, { access_token: linear.appToken, webhook_secret: linearSecret });
     await enable(
@@ -85,18 +81,7 @@ describe('the trackers end to end: an assigned issue becomes a run that answers 
     linear.setWebhook({ url: `${base}/webhooks/tracker_a`, secret: linearSecret });
     jira.setWebhook({ url: `${base}/webhooks/tracker_b`, secret: jiraSecret });
 
-    const dest = await api('POST', '/destinations', {
-      name: 'codehost',
-      host: `${HOST}:${code.httpsPort}`,
-      what: 'the fake code host',
-      methods: [],
-      paths: [],
-      header_allowlist: ['git-protocol', 'accept', 'user-agent', 'content-type'],
-      git_push_ref_globs: ['crewhouse/*'],
-      inject_secret: 'code_host_installation_token',
-      dev_only: true,
-    });
-    assert.equal(dest.status, 201, dest.text);
+    await addCodeHostDestination(t, HOST, code.httpsPort);
     const tools = ['write_file', 'git_commit', 'git_push', 'ask_person', 'finish'];
     team = await stack.makeTeam({ roles: { lead: { tools, role: { confirmation_policy: 'never_confirm' } } }, repo_url: `https://${HOST}:${code.httpsPort}/${REPO}.git` });
     engTeam = linear.addTeam({ key: 'ENG', name: 'Engineering' }).id;

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Version3Client } from 'jira.js';
 import { adf } from '../../src/integrations/tracker_b/adf.ts';
 import { createJiraAgent, POST_PROPERTY } from '../../src/integrations/tracker_b/client.ts';
 import { startFakeJira, textOfAdf, type FakeJira } from './jira.ts';
+import { startCapture } from './webhook-sender.ts';
 
 describe('the fake Jira Cloud site, through jira.js', () => {
   let jira: FakeJira;
@@ -63,19 +62,11 @@ describe('the fake Jira Cloud site, through jira.js', () => {
   });
 
   it('delivers webhooks signed with X-Hub-Signature and identified by X-Atlassian-Webhook-Identifier, the same on a retry', async () => {
-    const got: Array<{ headers: http.IncomingHttpHeaders; body: string }> = [];
-    const server = http.createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        got.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
-        res.writeHead(202).end();
-      });
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const capture = await startCapture(202);
+    const got = capture.got;
     try {
       const secret = crypto.randomBytes(16).toString('hex');
-      jira.setWebhook({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, secret });
+      jira.setWebhook({ url: capture.url, secret });
       const bob = jira.addUser('Bob');
       jira.addProject({ key: 'WEB' });
       const issue = jira.addIssue({ projectKey: 'WEB', summary: 'Dark mode', reporter: bob.accountId });
@@ -91,7 +82,7 @@ describe('the fake Jira Cloud site, through jira.js', () => {
       await jira.deliver('jira:issue_updated', { issue: a.issue }, { signWith: null });
       assert.equal(got[3]!.headers['x-hub-signature'], undefined);
     } finally {
-      await new Promise<void>((r) => server.close(() => r()));
+      await capture.close();
     }
   });
 });

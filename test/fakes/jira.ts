@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { textOfAdf } from '../../src/integrations/tracker_b/adf.ts';
+import { webhookSender, type SentDelivery } from './webhook-sender.ts';
 
 export { textOfAdf };
 
@@ -54,13 +55,7 @@ export interface JiraComment {
   created: string;
 }
 
-export interface JiraDelivery {
-  id: string;
-  event: string;
-  payload: Record<string, unknown>;
-  status: number;
-  response: string;
-}
+export type JiraDelivery = SentDelivery;
 
 export interface FakeJira {
   /** The API gateway's base (`https://api.atlassian.com` for the real one). */
@@ -86,7 +81,7 @@ export interface FakeJira {
   comment(issueKey: string, byAccountId: string, text: string): Promise<JiraDelivery>;
   deliver(event: string, payload: Record<string, unknown>, opts?: { id?: string; signWith?: string | null }): Promise<JiraDelivery>;
   redeliver(id: string): Promise<JiraDelivery>;
-  readonly deliveries: JiraDelivery[];
+  readonly deliveries: ReadonlyArray<JiraDelivery>;
   readonly issues: Map<string, JiraIssue>;
   readonly comments: JiraComment[];
   /** Tokens minted: the test sees reuse and refresh. */
@@ -115,7 +110,7 @@ export async function startFakeJira(): Promise<FakeJira> {
   const comments: JiraComment[] = [];
   const tokens: FakeJira['tokens'] = [];
   const requests: FakeJira['requests'] = [];
-  const deliveries: Array<JiraDelivery & { raw: string; secret: string | null }> = [];
+  const sender = webhookSender();
   let webhook: { url: string; secret: string } | null = null;
   let clock = Date.now();
   let nextId = 10000;
@@ -248,26 +243,15 @@ export async function startFakeJira(): Promise<FakeJira> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-  async function post(d: JiraDelivery & { raw: string; secret: string | null }, target: string): Promise<JiraDelivery> {
-    const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', 'x-atlassian-webhook-identifier': d.id, 'user-agent': 'Atlassian Webhook HTTP Client' };
-    if (d.secret !== null) headers['x-hub-signature'] = `sha256=${crypto.createHmac('sha256', d.secret).update(d.raw).digest('hex')}`;
-    try {
-      const res = await fetch(target, { method: 'POST', headers, body: d.raw });
-      d.status = res.status;
-      d.response = await res.text();
-    } catch (err) {
-      d.status = 0;
-      d.response = String(err);
-    }
-    return { id: d.id, event: d.event, payload: d.payload, status: d.status, response: d.response };
-  }
-
   function deliverNow(event: string, payload: Record<string, unknown>, o: { id?: string; signWith?: string | null } = {}) {
     if (!webhook) throw new Error('no webhook target: call setWebhook first');
     const body = { timestamp: clock, webhookEvent: event, ...payload };
-    const d = { id: o.id ?? String(Math.floor(Math.random() * 1e12)), event, payload: body, status: 0, response: '', raw: JSON.stringify(body), secret: o.signWith === undefined ? webhook.secret : o.signWith };
-    deliveries.push(d);
-    return post(d, webhook.url);
+    const raw = JSON.stringify(body);
+    const id = o.id ?? String(Math.floor(Math.random() * 1e12));
+    const secret = o.signWith === undefined ? webhook.secret : o.signWith;
+    const headers: Record<string, string> = { 'x-atlassian-webhook-identifier': id, 'user-agent': 'Atlassian Webhook HTTP Client' };
+    if (secret !== null) headers['x-hub-signature'] = `sha256=${crypto.createHmac('sha256', secret).update(raw).digest('hex')}`;
+    return sender.send(webhook.url, { id, event, payload: body, raw, headers });
   }
 
   /** The issue as webhooks carry it (REST v2 shape: description as wiki text). */
@@ -330,12 +314,8 @@ export async function startFakeJira(): Promise<FakeJira> {
       return deliverNow('comment_created', { comment: { id: c.id, self: `${site()}/rest/api/2/issue/${i.id}/comment/${c.id}`, author: userJson(by), body: text, created: c.created, updated: c.created }, issue: webhookIssue(i) });
     },
     deliver: (event, payload, o) => deliverNow(event, payload, o),
-    async redeliver(id) {
-      const d = deliveries.find((x) => x.id === id);
-      if (!d || !webhook) throw new Error(`no delivery ${id}`);
-      return post(d, webhook.url);
-    },
-    deliveries,
+    redeliver: (id) => sender.redeliver(id),
+    deliveries: sender.deliveries,
     issues,
     comments,
     tokens,

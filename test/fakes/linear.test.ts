@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { LinearClient } from '@linear/sdk';
 import { LinearWebhookClient } from '@linear/sdk/webhooks';
 import { createLinearApp, idOfKey } from '../../src/integrations/tracker_a/client.ts';
 import { TrackerError } from '../../src/integrations/tracker/errors.ts';
 import { startFakeLinear, type FakeLinear } from './linear.ts';
+import { startCapture } from './webhook-sender.ts';
 
 describe('the fake Linear workspace, through @linear/sdk', () => {
   let lin: FakeLinear;
@@ -57,19 +56,11 @@ describe('the fake Linear workspace, through @linear/sdk', () => {
   });
 
   it('signs deliveries as Linear does: the SDK webhook client verifies them, and a replay is byte for byte', async () => {
-    const got: Array<{ headers: http.IncomingHttpHeaders; body: string }> = [];
-    const server = http.createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        got.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
-        res.end('ok');
-      });
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const capture = await startCapture(200);
+    const got = capture.got;
     try {
       const secret = crypto.randomBytes(16).toString('hex');
-      lin.setWebhook({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, secret });
+      lin.setWebhook({ url: capture.url, secret });
       const bob = lin.addUser({ name: 'Bob' });
       const team = lin.addTeam({ key: 'WEB' });
       const issue = lin.addIssue({ teamId: team.id, title: 'Add dark mode', creatorId: bob.id });
@@ -90,7 +81,7 @@ describe('the fake Linear workspace, through @linear/sdk', () => {
       await lin.deliver('AgentSessionEvent', { type: 'AgentSessionEvent', action: 'created' }, { timestamp: Date.now() - 5 * 60_000 });
       assert.throws(() => verifier.verify(Buffer.from(got[3]!.body), String(got[3]!.headers['linear-signature'])), /timestamp/);
     } finally {
-      await new Promise<void>((r) => server.close(() => r()));
+      await capture.close();
     }
   });
 });

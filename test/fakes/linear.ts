@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { webhookSender, type SentDelivery } from './webhook-sender.ts';
 
 /**
  * A fake Linear workspace with an installed agent app: the GraphQL endpoint (`POST /graphql`)
@@ -79,13 +80,7 @@ export interface LinearActivity {
   createdAt: string;
 }
 
-export interface LinearDelivery {
-  id: string;
-  event: string;
-  payload: Record<string, unknown>;
-  status: number;
-  response: string;
-}
+export type LinearDelivery = SentDelivery;
 
 export interface FakeLinear {
   /** The GraphQL endpoint (`apiUrl` of `LinearClient`). */
@@ -109,7 +104,7 @@ export interface FakeLinear {
   deliver(event: string, payload: Record<string, unknown>, opts?: { id?: string; signWith?: string; timestamp?: number }): Promise<LinearDelivery>;
   /** Sends a recorded delivery again, byte for byte (same id, same timestamp). */
   redeliver(id: string): Promise<LinearDelivery>;
-  readonly deliveries: LinearDelivery[];
+  readonly deliveries: ReadonlyArray<LinearDelivery>;
   readonly issues: Map<string, LinearIssue>;
   readonly comments: LinearComment[];
   readonly sessions: Map<string, LinearSession>;
@@ -137,7 +132,7 @@ export async function startFakeLinear(opts: { appName?: string } = {}): Promise<
   const comments: LinearComment[] = [];
   const sessions = new Map<string, LinearSession>();
   const activities: LinearActivity[] = [];
-  const deliveries: Array<LinearDelivery & { raw: string; secret: string }> = [];
+  const sender = webhookSender();
   const requests: FakeLinear['requests'] = [];
   let webhook: { url: string; secret: string } | null = null;
   const appName = opts.appName ?? 'Crewhouse';
@@ -330,36 +325,13 @@ export async function startFakeLinear(opts: { appName?: string } = {}): Promise<
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-  async function post(d: LinearDelivery & { raw: string; secret: string }, url: string): Promise<LinearDelivery> {
-    const signature = crypto.createHmac('sha256', d.secret).update(d.raw).digest('hex');
-    try {
-      const res = await fetch(url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json; charset=utf-8',
-          'linear-delivery': d.id,
-          'linear-event': d.event,
-          'linear-signature': signature,
-          'linear-timestamp': String(d.payload.webhookTimestamp),
-          'user-agent': 'Linear-Webhook',
-        },
-        body: d.raw,
-      });
-      d.status = res.status;
-      d.response = await res.text();
-    } catch (err) {
-      d.status = 0;
-      d.response = String(err);
-    }
-    return { id: d.id, event: d.event, payload: d.payload, status: d.status, response: d.response };
-  }
-
-  async function deliverNow(event: string, payload: Record<string, unknown>, o: { id?: string; signWith?: string; timestamp?: number } = {}) {
+  function deliverNow(event: string, payload: Record<string, unknown>, o: { id?: string; signWith?: string; timestamp?: number } = {}) {
     if (!webhook) throw new Error('no webhook target: call setWebhook first');
     const body = { ...payload, organizationId, webhookId: uuid(), webhookTimestamp: o.timestamp ?? Date.now() };
-    const d = { id: o.id ?? uuid(), event, payload: body, status: 0, response: '', raw: JSON.stringify(body), secret: o.signWith ?? webhook.secret };
-    deliveries.push(d);
-    return post(d, webhook.url);
+    const raw = JSON.stringify(body);
+    const id = o.id ?? uuid();
+    const signature = crypto.createHmac('sha256', o.signWith ?? webhook.secret).update(raw).digest('hex');
+    return sender.send(webhook.url, { id, event, payload: body, raw, headers: { 'linear-delivery': id, 'linear-event': event, 'linear-signature': signature, 'linear-timestamp': String(body.webhookTimestamp), 'user-agent': 'Linear-Webhook' } });
   }
 
   const issueChild = (i: LinearIssue) => {
@@ -447,12 +419,8 @@ export async function startFakeLinear(opts: { appName?: string } = {}): Promise<
       });
     },
     deliver: (event, payload, o) => deliverNow(event, payload, o),
-    async redeliver(id) {
-      const d = deliveries.find((x) => x.id === id);
-      if (!d || !webhook) throw new Error(`no delivery ${id}`);
-      return post(d, webhook.url);
-    },
-    deliveries,
+    redeliver: (id) => sender.redeliver(id),
+    deliveries: sender.deliveries,
     issues,
     comments,
     sessions,

@@ -2,24 +2,13 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { makeTeam } from '../../../test/factories.ts';
+import { enableIntegration, makeTeam } from '../../../test/factories.ts';
 import { startFakeJira, type FakeJira } from '../../../test/fakes/jira.ts';
 import { startFakeLinear, type FakeLinear } from '../../../test/fakes/linear.ts';
 import { testApp, type TestApp } from '../../../test/harness.ts';
 import { listJobs } from '../../queue/queue.ts';
 import { jiraIntentOf } from '../tracker_b/tracker_b.ts';
 import { linearIntentOf } from '../tracker_a/tracker_a.ts';
-
-/** Writes an integration's secrets and enables it through the integrations resource. */
-async function enable(t: TestApp, kind: string, settings: Record<string, string>, secrets: Record<string, string>) {
-  for (const [name, value] of Object.entries(secrets)) {
-    const put = await t.request({ method: 'PUT', url: `/api/v1/secrets/integrations/${kind}/${name}`, token: t.adminToken, body: { value } });
-    assert.ok([200, 201].includes(put.status), put.text);
-  }
-  const current = await t.request({ method: 'GET', url: `/api/v1/integrations/${kind}`, token: t.adminToken });
-  const put = await t.request({ method: 'PUT', url: `/api/v1/integrations/${kind}`, token: t.adminToken, body: { enabled: true, settings }, headers: { 'if-match': String(current.headers.etag) } });
-  assert.equal(put.status, 200, put.text);
-}
 
 const deliveries = async (t: TestApp, kind: string) => (await t.request({ method: 'GET', url: `/api/v1/integrations/${kind}/deliveries?limit=100`, token: t.adminToken })).body.items as Array<Record<string, any>>;
 const link = (t: TestApp, team: string, surface: string, externalId: string) => t.request({ method: 'PUT', url: `/api/v1/teams/${team}/links`, token: t.adminToken, body: { surface, external_id: externalId } });
@@ -76,7 +65,7 @@ describe('trackers: signed deliveries, connection tests and links', () => {
 
   it('tracker_a: a real connection test, links checked against Linear, and deliveries verified in Linear\'s format', async () => {
     const secret = crypto.randomBytes(20).toString('hex');
-    await enable(t, 'tracker_a', { api_url: linear.url }, { access_token: linear.appToken, webhook_secret: secret });
+    await enableIntegration(t, 'tracker_a', { api_url: linear.url }, { access_token: linear.appToken, webhook_secret: secret });
     const test = await t.request({ method: 'POST', url: '/api/v1/integrations/tracker_a/test', token: t.adminToken });
     assert.equal(test.body.state, 'ok', test.body.detail);
     assert.match(test.body.detail, /signed in to Linear as the app Crewhouse/);
@@ -127,7 +116,7 @@ describe('trackers: signed deliveries, connection tests and links', () => {
 
   it('tracker_b: a real connection test with a client-credentials token, project links checked, deliveries verified in Jira\'s format', async () => {
     const secret = crypto.randomBytes(20).toString('hex');
-    await enable(
+    await enableIntegration(
       t,
       'tracker_b',
       { client_id: jira.clientId, cloud_id: jira.cloudId, account_id: jira.agent.accountId, api_url: jira.apiUrl, auth_url: jira.authUrl, site_url: 'https://acme.atlassian.net' },

@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import { clip, obj, str } from '../tracker/payload.ts';
 import type { ProgressContext, ProgressNote, TrackerConnection, TrackerIntent, TrackerIssue, TrackerKind, TrackerPerson } from '../tracker/kind.ts';
 import { adf, textOfAdf, type AdfDoc, type Inline } from './adf.ts';
 import type { JiraAgent, JiraConfig } from './client.ts';
@@ -14,11 +15,6 @@ import type { JiraAgent, JiraConfig } from './client.ts';
 
 /** jira.js is loaded on first use: a deployment without Jira never holds it in memory. */
 const clientModule = () => import('./client.ts');
-
-type Obj = Record<string, unknown>;
-const obj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : {});
-const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v : null);
-const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 
 export interface TrackerBSettings {
   enabled: boolean;

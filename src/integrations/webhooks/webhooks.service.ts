@@ -36,6 +36,12 @@ export interface DeliveryAnswer {
   outcome: 'accepted' | 'duplicate' | 'ignored';
 }
 
+/** A request's header by its lower-case name (the first, when it is repeated). */
+const headerOf = (headers: Record<string, string | string[] | undefined>) => (name: string) => {
+  const v = headers[name];
+  return Array.isArray(v) ? v[0] : v;
+};
+
 const DELIVERY_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const EVENT = /^[A-Za-z0-9_:.-]{1,64}$/;
 
@@ -129,10 +135,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
      */
     async receive(surface: string, headers: Record<string, string | string[] | undefined>, raw: Buffer): Promise<DeliveryAnswer> {
       if (!isWebhookSurface(surface)) throw problems.notFound('webhook surface', surface);
-      const header = (name: string) => {
-        const v = headers[name];
-        return Array.isArray(v) ? v[0] : v;
-      };
+      const header = headerOf(headers);
       const format = INBOUND_FORMATS[surface];
       const deliveryId = header(format.deliveryHeader.toLowerCase()) ?? '';
       const eventName = format.claimedEvent(header);
@@ -191,10 +194,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
     /** Records a delivery refused for its size before it was read (the route's body limit). */
     async refusedTooLarge(surface: string, headers: Record<string, string | string[] | undefined>, limit: number) {
       if (!isWebhookSurface(surface)) return;
-      const header = (name: string) => {
-        const v = headers[name];
-        return Array.isArray(v) ? v[0] : v;
-      };
+      const header = headerOf(headers);
       const format = INBOUND_FORMATS[surface];
       const id = header(format.deliveryHeader.toLowerCase()) ?? '';
       const event = format.claimedEvent(header);
