@@ -48,6 +48,7 @@ describe('the trackers end to end: an assigned issue becomes a run that answers 
     if (text.startsWith('committed')) return { tool_calls: [{ name: 'git_push', arguments: {} }] };
     if (text.startsWith('pushed')) return { tool_calls: [{ name: 'finish', arguments: { outcome: 'succeeded', summary: `Wrote ${file}.` } }] };
     if (text.startsWith('The answer:')) return { tool_calls: [{ name: 'write_file', arguments: { path: file, content: `${text}\n` } }] };
+    if (text.includes('add a changelog line too')) return { tool_calls: [{ name: 'ask_person', arguments: { question: 'Which changelog?' } }] };
     if (req.body.messages.some((m) => m.role === 'tool')) return { tool_calls: [{ name: 'finish', arguments: { outcome: 'failed', summary: `unexpected: ${text.slice(0, 300)}` } }] };
     return { tool_calls: [{ name: 'ask_person', arguments: { question: 'Which file should I write?' } }] };
   }
@@ -134,6 +135,19 @@ describe('the trackers end to end: an assigned issue becomes a run that answers 
     assert.deepEqual((await deliveries('tracker_a')).filter((d) => d.id === forged.id).map((d) => [d.signature_valid, d.outcome]), [[false, 'refused']]);
     const runs = await stack.t.request({ method: 'GET', url: `/api/v1/teams/${team}/runs`, token: stack.t.adminToken });
     assert.equal(runs.body.items.filter((r: any) => r.text.includes(issue.identifier)).length, 1, 'one run however often the session was delivered');
+
+    // A later mention on the issue opens another session: a follow-up in the same run, told in that session.
+    const { session: second, delivery: mention } = await linear.mentionApp(issue.id, alice.id, 'add a changelog line too');
+    assert.equal(mention.status, 202, mention.response);
+    await waitFor('the follow-up', async () => ((await stack.posts(runId)).some((p) => p.kind === 'reply' && p.text === 'add a changelog line too') ? true : null));
+    const inSecond = () => linear.activities.filter((a) => a.sessionId === second.id && a.userId === linear.app.id);
+    await waitFor('the question in the second session', async () => inSecond().find((a) => a.content.type === 'elicitation'));
+    assert.equal((await linear.prompt(second.id, alice.id, 'CHANGELOG.md')).status, 202);
+    await waitFor('the second response', async () => inSecond().find((a) => a.content.type === 'response'));
+    assert.deepEqual(inSecond().map((a) => a.content.type), ['thought', 'elicitation', 'response']);
+    assert.match(inSecond()[0]!.content.body ?? '', /resumed work on Alice's follow-up/);
+    assert.equal(ours().length, 3, 'the first session is told nothing more');
+    assert.equal((await stack.run(runId)).state, 'succeeded');
   });
 
   it('Jira: an issue assigned to the agent becomes a run with ADF comments; a comment answers its question; success moves the issue', async () => {

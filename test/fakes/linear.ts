@@ -98,6 +98,8 @@ export interface FakeLinear {
   setWebhook(target: { url: string; secret: string } | null): void;
   /** A person assigns the issue to the app: a session opens (`AgentSessionEvent` `created`). */
   assignToApp(issueId: string, byUserId: string): Promise<{ session: LinearSession; delivery: LinearDelivery }>;
+  /** A person mentions the app in a comment on the issue: a session opens on the comment (`AgentSessionEvent` `created`). */
+  mentionApp(issueId: string, byUserId: string, body: string): Promise<{ session: LinearSession; delivery: LinearDelivery }>;
   /** A person writes in a session (`AgentSessionEvent` `prompted`). */
   prompt(sessionId: string, byUserId: string, body: string): Promise<LinearDelivery>;
   /** Sends one delivery; `signWith` overrides the secret, `timestamp` the signed webhookTimestamp, `id` reuses a delivery id. */
@@ -399,6 +401,17 @@ export async function startFakeLinear(opts: { appName?: string } = {}): Promise<
       sessions.set(s.id, s);
       const promptContext = `<issue identifier="${i.identifier}">\n<title>${i.title}</title>\n<description>${i.description ?? ''}</description>\n</issue>`;
       const delivery = await deliverNow('AgentSessionEvent', { type: 'AgentSessionEvent', action: 'created', createdAt: now(), appUserId: app.id, oauthClientId: 'fake-client', agentSession: sessionChild(s), promptContext, previousComments: [], guidance: [] });
+      return { session: s, delivery };
+    },
+    async mentionApp(issueId, byUserId, body) {
+      const i = issues.get(issueId);
+      if (!i) throw new Error(`no issue ${issueId}`);
+      const c: LinearComment = { id: uuid(), issueId, userId: byUserId, body: `@${app.displayName} ${body}`, createdAt: now() };
+      comments.push(c);
+      const s: LinearSession = { id: uuid(), issueId, creatorId: byUserId, commentId: c.id, status: 'pending', createdAt: now() };
+      sessions.set(s.id, s);
+      const agentSession = { ...sessionChild(s), comment: { id: c.id, body: c.body, userId: byUserId, issueId } };
+      const delivery = await deliverNow('AgentSessionEvent', { type: 'AgentSessionEvent', action: 'created', createdAt: now(), appUserId: app.id, oauthClientId: 'fake-client', agentSession, promptContext: c.body, previousComments: [], guidance: [] });
       return { session: s, delivery };
     },
     async prompt(sessionId, byUserId, body) {

@@ -21,7 +21,8 @@ export interface TrackerPerson {
   name: string;
 }
 
-export type TaskIntent = { kind: 'task'; issue: TrackerIssue; session: string | null; by: TrackerPerson };
+/** Work on an issue; `ask` is what a mention said, when one started it (on an issue that has a run already, it is a reply there). */
+export type TaskIntent = { kind: 'task'; issue: TrackerIssue; session: string | null; by: TrackerPerson; ask?: string | null };
 
 /** What a verified delivery means. */
 export type TrackerIntent =

@@ -43,7 +43,7 @@ export function createTrackerService(deps: TrackerServiceDeps) {
   const surface = kind.surface;
   const runUrl = (id: string) => `${deps.publicBaseUrl.replace(/\/+$/, '')}/#/runs/${id}`;
 
-  async function task(conn: TrackerConnection, row: string, intent: TaskIntent, payload: unknown) {
+  async function task(conn: TrackerConnection, row: string, intent: TaskIntent, payload: unknown): Promise<void> {
     const scopes = await conn.scopesOf(intent.issue, payload);
     const teams = await deps.teamsLinkedTo(scopes);
     if (teams.length !== 1) {
@@ -57,6 +57,8 @@ export function createTrackerService(deps: TrackerServiceDeps) {
       const run = got.run_id.startsWith('pending:') ? null : got.run_id;
       // A new agent session on an issue that has a run (assigned again, mentioned): its progress goes to the newest session.
       if (run && intent.session) await store.setSession(db, run, intent.session);
+      // A mention on an issue that has a run says something to that run: an answer or a follow-up.
+      if (run && intent.ask) return reply(conn, row, { kind: 'reply', issueId: intent.issue.id, session: intent.session, text: intent.ask, by: intent.by, addressed: true, orTask: null }, payload);
       return settleDelivery(db, row, { outcome: 'ignored', detail: `${intent.issue.key} is already work of team "${team}"`, run_id: run });
     }
     const text = `${kind.title} ${intent.issue.key}: ${intent.issue.title}${intent.issue.url ? `\n${intent.issue.url}` : ''}\n\n${intent.issue.text}`.trim();
@@ -71,7 +73,7 @@ export function createTrackerService(deps: TrackerServiceDeps) {
     await settleDelivery(db, row, { outcome: 'processed', detail: `${intent.issue.key} became a task of team "${team}"`, run_id: accepted.run_id });
   }
 
-  async function reply(conn: TrackerConnection, row: string, intent: Extract<TrackerIntent, { kind: 'reply' }>, payload: unknown) {
+  async function reply(conn: TrackerConnection, row: string, intent: Extract<TrackerIntent, { kind: 'reply' }>, payload: unknown): Promise<void> {
     const work = (intent.session ? await store.workOfSession(db, surface, intent.session) : undefined) ?? (await store.workOfIssue(db, surface, intent.issueId));
     if (!work) {
       if (intent.orTask) return task(conn, row, intent.orTask, payload);

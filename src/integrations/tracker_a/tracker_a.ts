@@ -53,10 +53,11 @@ export function linearIntentOf(delivery: { event: string; action: string | null;
     if (str(p.appUserId) && p.appUserId !== app.id) return { kind: 'ignore', reason: 'the agent session is of another app' };
     if (delivery.action === 'created') {
       const by = personOf(session.creator) ?? { id: str(session.creatorId) ?? 'unknown', name: 'someone' };
-      const asked = str(obj(session.comment).body);
+      const said = str(obj(session.comment).body);
+      const asked = said ? said.replace(mentionPattern(app.names), '$1').replace(/[ \t]{2,}/g, ' ').trim() || null : null;
       const issue = issueOf(session.issue, asked ? `${by.name} asked: ${asked}` : '');
       if (!issue) return { kind: 'ignore', reason: 'the agent session is not on an issue' };
-      return { kind: 'task', issue, session: sessionId, by };
+      return { kind: 'task', issue, session: sessionId, by, ask: asked };
     }
     if (delivery.action === 'prompted') {
       const activity = obj(p.agentActivity);
