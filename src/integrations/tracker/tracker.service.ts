@@ -64,7 +64,9 @@ export function createTrackerService(deps: TrackerServiceDeps) {
     const text = `${kind.title} ${intent.issue.key}: ${intent.issue.title}${intent.issue.url ? `\n${intent.issue.url}` : ''}\n\n${intent.issue.text}`.trim();
     let accepted;
     try {
-      accepted = await runs.createTask(systemActor(`${surface}:${intent.by.name}`), team, text, (trx, runId) => store.settleClaim(trx, claim, runId));
+      // The run records where it came from: the issue's address (its key where the tracker gives none).
+      const ref = intent.issue.url ?? `${surface}:${intent.issue.key}`;
+      accepted = await runs.createRun(systemActor(`${surface}:${intent.by.name}`), { team, text, surface, external_ref: ref, requested_by: `${surface}:${intent.by.name}` }, (trx, runId) => store.settleClaim(trx, claim, runId));
     } catch (err) {
       await store.dropClaim(db, claim);
       if (!refusedBy(err)) throw err;
