@@ -135,6 +135,9 @@ describe('the trackers end to end: an assigned issue becomes a run that answers 
     assert.deepEqual((await deliveries('tracker_a')).filter((d) => d.id === forged.id).map((d) => [d.signature_valid, d.outcome]), [[false, 'refused']]);
     const runs = await stack.t.request({ method: 'GET', url: `/api/v1/teams/${team}/runs`, token: stack.t.adminToken });
     assert.equal(runs.body.items.filter((r: any) => r.text.includes(issue.identifier)).length, 1, 'one run however often the session was delivered');
+    // The run knows where it came from: Linear, and the issue's address.
+    const origin = await stack.t.db.selectFrom('runs').select(['surface', 'external_ref']).where('id', '=', runId).executeTakeFirstOrThrow();
+    assert.deepEqual(origin, { surface: 'tracker_a', external_ref: `${linear.url.replace(/\/graphql$/, '')}/issue/${issue.identifier}` });
 
     // A later mention on the issue opens another session: a follow-up in the same run, told in that session.
     const { session: second, delivery: mention } = await linear.mentionApp(issue.id, alice.id, 'add a changelog line too');
@@ -172,6 +175,10 @@ describe('the trackers end to end: an assigned issue becomes a run that answers 
     assert.match(JSON.stringify(delivered.body), new RegExp(`"marks":\\[\\{"type":"link","attrs":\\{"href":"[^"]*/pull/${pr.number}"`), 'the pull request is a link');
     assert.deepEqual(ours().map((c) => textOfAdf(c.body).split('\n')[0]), [`Team ${team} is on it: run ${runId}.`, `@Rita lead of team ${team} asks:`, `Team ${team} finished.`]);
     await waitFor('the transition', async () => jira.issues.get(issue.id)!.status === 'Done');
+    const origin = await stack.t.db.selectFrom('runs').select(['surface', 'external_ref']).where('id', '=', runId).executeTakeFirstOrThrow();
+    assert.deepEqual(origin, { surface: 'tracker_b', external_ref: `https://acme.atlassian.net/browse/${issue.key}` });
+    assert.deepEqual(await stack.t.services.trackerB.originOf(runId), { surface: 'tracker_b', place: issue.key, url: `https://acme.atlassian.net/browse/${issue.key}` });
+    assert.equal(await stack.t.services.trackerA.originOf(runId), null, 'another tracker has no part in it');
     const row = (await deliveries('tracker_b')).find((d) => d.id === assigned.id)!;
     assert.deepEqual([row.times_received, row.outcome], [11, 'processed']);
     assert.deepEqual((await deliveries('tracker_b')).filter((d) => d.id === forged.id).map((d) => [d.signature_valid, d.outcome]), [[false, 'refused']]);

@@ -167,6 +167,12 @@ export function createTrackerService(deps: TrackerServiceDeps) {
       return conn.check();
     },
 
+    /** The link back: the issue a run came from on this tracker (its key and address), or null. */
+    async originOf(runId: string): Promise<{ surface: typeof surface; place: string; url: string | null } | null> {
+      const work = await store.workOfRun(db, runId);
+      return work && work.surface === surface ? { surface, place: work.issue_key, url: work.issue_url } : null;
+    },
+
     /**
      * A team's link to a tracker team or project: `verified` with its label when the agent can
      * see it; `refused` with the reason when it cannot (or the tracker could not be asked);
