@@ -52,8 +52,8 @@ export interface ProgressContext {
 
 /** One tracker as configured now: its client and how it reads and writes. */
 export interface TrackerConnection {
-  /** What a delivery means (it may ask the tracker: a project, who the app is). */
-  intentOf(delivery: { event: string; action: string | null; payload: unknown }): Promise<TrackerIntent>;
+  /** What a delivery means (it may ask the tracker: a project, who the app is); the action is the payload's own. */
+  intentOf(delivery: { event: string; payload: unknown }): Promise<TrackerIntent>;
   /** The link ids an issue belongs to (team key or id, project), for the team linked to it. */
   scopesOf(issue: TrackerIssue, payload: unknown): Promise<string[]>;
   /** Posts a note on the work's issue, once per `key` (a job run twice posts once). */

@@ -21,7 +21,7 @@ export function trackerJobHandlers(trackers: Partial<Record<'tracker_a' | 'track
     [TrackerProgress.kind]: TrackerProgress.handler(async (p, ctx) => {
       const tracker = trackers[p.surface];
       if (!tracker) throw new Error(`a ${p.surface} note was queued on a process without the ${p.surface} adapter`);
-      await tracker.progress(p.run_id, p.event, p.seq, ctx.attempt >= Math.min(ctx.maxAttempts, PULL_REQUEST_WAIT_ATTEMPTS));
+      await tracker.progress(p.run_id, p.event, p.seq, { lastAttempt: ctx.attempt >= Math.min(ctx.maxAttempts, PULL_REQUEST_WAIT_ATTEMPTS) });
     }),
   };
 }

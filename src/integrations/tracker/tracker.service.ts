@@ -120,8 +120,10 @@ export function createTrackerService(deps: TrackerServiceDeps) {
   return {
     surface,
 
-    /** The job `webhook.process` for this surface: what a verified delivery means, done once. */
-    async process(row: string, delivery: { event: string; action: string | null; payload: unknown }): Promise<void> {
+    kind: surface,
+
+    /** Takes work in (the job `webhook.process` for this surface): what a verified delivery means, done once, settling its row. */
+    async takeIn(row: string, delivery: { event: string; payload: unknown }): Promise<void> {
       const conn = await kind.connect();
       if (typeof conn === 'string') return settleDelivery(db, row, { outcome: 'ignored', detail: conn });
       let intent: TrackerIntent;
@@ -144,14 +146,18 @@ export function createTrackerService(deps: TrackerServiceDeps) {
       await TrackerProgress.enqueue(trx, { surface, run_id: change.run_id, event: change.event, seq: change.seq }, { key: `${surface}.progress:${change.run_id}:${change.event}:${change.seq}` });
     },
 
-    /** The job: one note on the run's issue (a succeeded run's waits for its pull request while the code host opens it). */
-    async progress(runId: string, event: RunChange['event'], seq: number, lastAttempt: boolean): Promise<void> {
+    /**
+     * The job: one note on the run's issue, once per run, change and post. A succeeded run's
+     * waits (the job is retried) while the code host is still to open its pull request, except on
+     * the `lastAttempt`.
+     */
+    async progress(runId: string, event: RunChange['event'], seq: number, opts: { lastAttempt?: boolean } = {}): Promise<void> {
       const work = await store.workOfRun(db, runId);
       if (!work) return;
       const conn = await kind.connect();
       if (typeof conn === 'string') return;
       const { run } = await runs.get(runId);
-      if (event === 'finished' && run.state === 'succeeded' && !lastAttempt && (await deps.awaitsPullRequest(run))) {
+      if (event === 'finished' && run.state === 'succeeded' && !opts.lastAttempt && (await deps.awaitsPullRequest(run))) {
         throw new Error(`run ${runId} succeeded and its pull request is not opened yet: ${kind.title} is told once it is`);
       }
       const note = await noteOf(run, event, seq);

@@ -17,33 +17,33 @@ describe('the trackers\' event rules', () => {
   it('Linear: sessions become tasks and prompts replies; assignment and mentions without sessions; the app itself is ignored', () => {
     const app = { id: 'app-1', names: ['Crewhouse'] };
     const session = { id: 's1', issueId: 'i1', issue: { id: 'i1', identifier: 'ENG-1', title: 'Fix it', description: 'Broken.', url: 'u', team: { key: 'ENG' } }, creator: { id: 'u1', name: 'Alice' } };
-    const created = linearIntentOf({ event: 'AgentSessionEvent', action: 'created', payload: { appUserId: 'app-1', agentSession: session } }, app);
+    const created = linearIntentOf({ event: 'AgentSessionEvent', payload: { action: 'created', appUserId: 'app-1', agentSession: session } }, app);
     assert.deepEqual(created.kind === 'task' && [created.issue.key, created.issue.text, created.session, created.by.name], ['ENG-1', 'Broken.', 's1', 'Alice']);
-    const prompted = linearIntentOf({ event: 'AgentSessionEvent', action: 'prompted', payload: { appUserId: 'app-1', agentSession: session, agentActivity: { content: { type: 'prompt', body: 'the footer' }, user: { id: 'u1', name: 'Alice' } } } }, app);
+    const prompted = linearIntentOf({ event: 'AgentSessionEvent', payload: { action: 'prompted', appUserId: 'app-1', agentSession: session, agentActivity: { content: { type: 'prompt', body: 'the footer' }, user: { id: 'u1', name: 'Alice' } } } }, app);
     assert.deepEqual(prompted.kind === 'reply' && [prompted.text, prompted.session, prompted.addressed], ['the footer', 's1', true]);
-    assert.equal(linearIntentOf({ event: 'AgentSessionEvent', action: 'created', payload: { appUserId: 'other-app', agentSession: session } }, app).kind, 'ignore');
-    assert.equal(linearIntentOf({ event: 'AgentSessionEvent', action: 'prompted', payload: { agentSession: session, agentActivity: { content: { body: 'x' }, user: { id: 'app-1' } } } }, app).kind, 'ignore');
-    const assigned = linearIntentOf({ event: 'Issue', action: 'update', payload: { data: { id: 'i2', identifier: 'ENG-2', title: 'T', assigneeId: 'app-1' }, updatedFrom: { assigneeId: null }, actor: { id: 'u1', name: 'Alice' } } }, app);
+    assert.equal(linearIntentOf({ event: 'AgentSessionEvent', payload: { action: 'created', appUserId: 'other-app', agentSession: session } }, app).kind, 'ignore');
+    assert.equal(linearIntentOf({ event: 'AgentSessionEvent', payload: { action: 'prompted', agentSession: session, agentActivity: { content: { body: 'x' }, user: { id: 'app-1' } } } }, app).kind, 'ignore');
+    const assigned = linearIntentOf({ event: 'Issue', payload: { action: 'update', data: { id: 'i2', identifier: 'ENG-2', title: 'T', assigneeId: 'app-1' }, updatedFrom: { assigneeId: null }, actor: { id: 'u1', name: 'Alice' } } }, app);
     assert.deepEqual(assigned.kind === 'task' && [assigned.issue.key, assigned.session], ['ENG-2', null]);
-    assert.equal(linearIntentOf({ event: 'Issue', action: 'update', payload: { data: { id: 'i2', identifier: 'ENG-2', assigneeId: 'app-1' }, updatedFrom: { title: 'old' } } }, app).kind, 'ignore');
-    const mention = linearIntentOf({ event: 'Comment', action: 'create', payload: { data: { id: 'c1', body: '@crewhouse please add a test', issueId: 'i2', user: { id: 'u1', name: 'Alice' } } } }, app);
+    assert.equal(linearIntentOf({ event: 'Issue', payload: { action: 'update', data: { id: 'i2', identifier: 'ENG-2', assigneeId: 'app-1' }, updatedFrom: { title: 'old' } } }, app).kind, 'ignore');
+    const mention = linearIntentOf({ event: 'Comment', payload: { action: 'create', data: { id: 'c1', body: '@crewhouse please add a test', issueId: 'i2', user: { id: 'u1', name: 'Alice' } } } }, app);
     assert.deepEqual(mention.kind === 'needs_issue' && [mention.comment.text, mention.addressed], ['please add a test', true]);
-    assert.equal(linearIntentOf({ event: 'Comment', action: 'create', payload: { data: { id: 'c2', body: 'done @crewhouse', issueId: 'i2', userId: 'app-1' } } }, app).kind, 'ignore');
-    assert.equal(linearIntentOf({ event: 'Project', action: 'update', payload: {} }, app).kind, 'ignore');
+    assert.equal(linearIntentOf({ event: 'Comment', payload: { action: 'create', data: { id: 'c2', body: 'done @crewhouse', issueId: 'i2', userId: 'app-1' } } }, app).kind, 'ignore');
+    assert.equal(linearIntentOf({ event: 'Project', payload: { action: 'update' } }, app).kind, 'ignore');
   });
 
   it('Jira: assignment to the agent is a task; comments answer or, mentioning it, follow up; the agent\'s own are ignored', () => {
     const issue = { id: '10001', key: 'OPS-1', fields: { summary: 'Rotate logs', description: 'Daily.', project: { key: 'OPS' }, reporter: { accountId: 'r1', displayName: 'Rita' } } };
-    const task = jiraIntentOf({ event: 'jira:issue_updated', action: 'issue_assigned', payload: { issue, user: { accountId: 'u1', displayName: 'Uma' }, changelog: { items: [{ field: 'assignee', to: 'agent-1' }] } } }, 'agent-1', 'https://acme.atlassian.net');
+    const task = jiraIntentOf({ event: 'jira:issue_updated', payload: { issue_event_type_name: 'issue_assigned', issue, user: { accountId: 'u1', displayName: 'Uma' }, changelog: { items: [{ field: 'assignee', to: 'agent-1' }] } } }, 'agent-1', 'https://acme.atlassian.net');
     assert.deepEqual(task.kind === 'task' && [task.issue.key, task.issue.url, task.issue.text, task.by.name], ['OPS-1', 'https://acme.atlassian.net/browse/OPS-1', 'Daily.', 'Rita']);
-    assert.equal(jiraIntentOf({ event: 'jira:issue_updated', action: null, payload: { issue, changelog: { items: [{ field: 'assignee', to: 'someone' }] } } }, 'agent-1', null).kind, 'ignore');
-    assert.equal(jiraIntentOf({ event: 'jira:issue_updated', action: null, payload: { issue, user: { accountId: 'agent-1' }, changelog: { items: [{ field: 'assignee', to: 'agent-1' }] } } }, 'agent-1', null).kind, 'ignore');
-    const mentioned = jiraIntentOf({ event: 'comment_created', action: null, payload: { issue, comment: { body: '[~accountid:agent-1] add a test', author: { accountId: 'u1', displayName: 'Uma' } } } }, 'agent-1', null);
+    assert.equal(jiraIntentOf({ event: 'jira:issue_updated', payload: { issue, changelog: { items: [{ field: 'assignee', to: 'someone' }] } } }, 'agent-1', null).kind, 'ignore');
+    assert.equal(jiraIntentOf({ event: 'jira:issue_updated', payload: { issue, user: { accountId: 'agent-1' }, changelog: { items: [{ field: 'assignee', to: 'agent-1' }] } } }, 'agent-1', null).kind, 'ignore');
+    const mentioned = jiraIntentOf({ event: 'comment_created', payload: { issue, comment: { body: '[~accountid:agent-1] add a test', author: { accountId: 'u1', displayName: 'Uma' } } } }, 'agent-1', null);
     assert.deepEqual(mentioned.kind === 'reply' && [mentioned.text, mentioned.addressed, mentioned.orTask?.kind], ['add a test', true, 'task']);
-    const plain = jiraIntentOf({ event: 'comment_created', action: null, payload: { issue, comment: { body: 'weekly', author: { accountId: 'u1' } } } }, 'agent-1', null);
+    const plain = jiraIntentOf({ event: 'comment_created', payload: { issue, comment: { body: 'weekly', author: { accountId: 'u1' } } } }, 'agent-1', null);
     assert.deepEqual(plain.kind === 'reply' && [plain.addressed, plain.orTask], [false, null]);
-    assert.equal(jiraIntentOf({ event: 'comment_created', action: null, payload: { issue, comment: { body: 'Team is on it', author: { accountId: 'agent-1' } } } }, 'agent-1', null).kind, 'ignore');
-    assert.equal(jiraIntentOf({ event: 'jira:issue_deleted', action: null, payload: { issue } }, 'agent-1', null).kind, 'ignore');
+    assert.equal(jiraIntentOf({ event: 'comment_created', payload: { issue, comment: { body: 'Team is on it', author: { accountId: 'agent-1' } } } }, 'agent-1', null).kind, 'ignore');
+    assert.equal(jiraIntentOf({ event: 'jira:issue_deleted', payload: { issue } }, 'agent-1', null).kind, 'ignore');
   });
 });
 

@@ -43,15 +43,16 @@ function mentionPattern(names: string[]): RegExp {
 }
 
 /** The pure rule: what an event means, given who the app is. Exported for its test. */
-export function linearIntentOf(delivery: { event: string; action: string | null; payload: unknown }, app: { id: string; names: string[] }): TrackerIntent | { kind: 'needs_issue'; issueId: string; comment: { text: string; by: TrackerPerson }; addressed: boolean } {
+export function linearIntentOf(delivery: { event: string; payload: unknown }, app: { id: string; names: string[] }): TrackerIntent | { kind: 'needs_issue'; issueId: string; comment: { text: string; by: TrackerPerson }; addressed: boolean } {
   const p = obj(delivery.payload);
-  const what = `${delivery.event}${delivery.action ? `.${delivery.action}` : ''}`;
+  const action = str(p.action);
+  const what = `${delivery.event}${action ? `.${action}` : ''}`;
   if (delivery.event === 'AgentSessionEvent') {
     const session = obj(p.agentSession);
     const sessionId = str(session.id);
     if (!sessionId) return { kind: 'ignore', reason: 'the agent session event names no session' };
     if (str(p.appUserId) && p.appUserId !== app.id) return { kind: 'ignore', reason: 'the agent session is of another app' };
-    if (delivery.action === 'created') {
+    if (action === 'created') {
       const by = personOf(session.creator) ?? { id: str(session.creatorId) ?? 'unknown', name: 'someone' };
       const said = str(obj(session.comment).body);
       const asked = said ? said.replace(mentionPattern(app.names), '$1').replace(/[ \t]{2,}/g, ' ').trim() || null : null;
@@ -59,7 +60,7 @@ export function linearIntentOf(delivery: { event: string; action: string | null;
       if (!issue) return { kind: 'ignore', reason: 'the agent session is not on an issue' };
       return { kind: 'task', issue, session: sessionId, by, ask: asked };
     }
-    if (delivery.action === 'prompted') {
+    if (action === 'prompted') {
       const activity = obj(p.agentActivity);
       const by = personOf(activity.user) ?? { id: str(activity.userId) ?? 'unknown', name: 'someone' };
       if (by.id === app.id) return { kind: 'ignore', reason: 'a prompt written by the app itself' };
@@ -72,7 +73,7 @@ export function linearIntentOf(delivery: { event: string; action: string | null;
   }
   const data = obj(p.data);
   const actor = personOf(p.actor);
-  if (delivery.event === 'Issue' && delivery.action === 'update') {
+  if (delivery.event === 'Issue' && action === 'update') {
     const assignedNow = data.assigneeId === app.id && Object.prototype.hasOwnProperty.call(obj(p.updatedFrom), 'assigneeId');
     if (!assignedNow) return { kind: 'ignore', reason: 'an issue change other than its assignment to the app' };
     if (actor?.id === app.id) return { kind: 'ignore', reason: 'the app assigned the issue itself' };
@@ -80,7 +81,7 @@ export function linearIntentOf(delivery: { event: string; action: string | null;
     if (!issue) return { kind: 'ignore', reason: 'the issue event carries no issue' };
     return { kind: 'task', issue, session: null, by: actor ?? { id: 'unknown', name: 'someone' } };
   }
-  if (delivery.event === 'Comment' && delivery.action === 'create') {
+  if (delivery.event === 'Comment' && action === 'create') {
     const by = personOf(data.user) ?? actor ?? { id: str(data.userId) ?? 'unknown', name: 'someone' };
     if (by.id === app.id || data.userId === app.id || !!data.botActor) return { kind: 'ignore', reason: 'a comment written by the app itself' };
     const body = str(data.body) ?? '';

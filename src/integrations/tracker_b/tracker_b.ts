@@ -33,7 +33,7 @@ function personOf(v: unknown): TrackerPerson | null {
 }
 
 /** The pure rule: what a Jira event means for the agent `accountId`. Exported for its test. */
-export function jiraIntentOf(delivery: { event: string; action: string | null; payload: unknown }, accountId: string, siteUrl: string | null): TrackerIntent {
+export function jiraIntentOf(delivery: { event: string; payload: unknown }, accountId: string, siteUrl: string | null): TrackerIntent {
   const p = obj(delivery.payload);
   const i = obj(p.issue);
   const fields = obj(i.fields);
@@ -63,7 +63,8 @@ export function jiraIntentOf(delivery: { event: string; action: string | null; p
     if (!text) return { kind: 'ignore', reason: 'the comment has no text besides the mention' };
     return { kind: 'reply', issueId: id, session: null, text, by, addressed, orTask: addressed ? { kind: 'task', issue: issueWith(`${by.name} asked: ${text}`), session: null, by } : null };
   }
-  return { kind: 'ignore', reason: `${delivery.event}${delivery.action ? ` (${delivery.action})` : ''} is not work for the agent` };
+  const action = str(p.issue_event_type_name);
+  return { kind: 'ignore', reason: `${delivery.event}${action ? ` (${action})` : ''} is not work for the agent` };
 }
 
 /** A note as an ADF comment: a question mentions the person who asked for the work. */

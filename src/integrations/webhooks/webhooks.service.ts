@@ -234,7 +234,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
       if (d.surface === 'tracker_a' || d.surface === 'tracker_b') {
         const tracker = deps.trackers?.[d.surface];
         if (!tracker) return store.settleDelivery(db, deliveryRow, { outcome: 'ignored', detail: `the ${d.surface} adapter is not running in this process` });
-        return tracker.process(deliveryRow, { event: d.event, action: d.action, payload: d.payload });
+        return tracker.takeIn(deliveryRow, { event: d.event, payload: d.payload });
       }
       const intent = intentOf(d.event, d.payload);
       if (intent.kind === 'ignore') return store.settleDelivery(db, deliveryRow, { outcome: 'ignored', detail: intent.reason });
