@@ -1,8 +1,8 @@
 import crypto from 'node:crypto';
 import { safeEqual } from '../../auth/credentials.ts';
 import type { Db } from '../../db/database.ts';
-import { Problem, problems } from '../../http/problems.ts';
-import { ProcessDelivery } from '../webhooks/webhooks.jobs.ts';
+import { Problem, problems } from '../../errors/problems.ts';
+import { processDeliveryJob } from '../webhooks/process-delivery.job.ts';
 import * as store from '../webhooks/webhooks.store.ts';
 import { ChatAError, type ChatAClient } from './client.ts';
 
@@ -102,7 +102,7 @@ export function createChatACommands(deps: { db: Db; surfaceClient: (opts: { requ
       const payload: CommandPayload = { channel_id: channelId, user_id: userId, command, text, kind: what.kind };
       await db.transaction().execute(async (trx) => {
         const row = await store.recordVerified(trx, { surface: 'chat_a', delivery_id: deliveryId, event: 'command', action: what.kind, outcome: 'accepted', detail: null, payload });
-        if (row.first) await ProcessDelivery.enqueue(trx, { delivery: row.id }, { key: `webhook:chat_a:${deliveryId}` });
+        if (row.first) await processDeliveryJob.enqueue(trx, { delivery: row.id }, { key: `webhook:chat_a:${deliveryId}` });
       });
       return { response_type: 'ephemeral', text: what.kind === 'help' ? '' : `\`${command} ${what.word}\` is not a Crewhouse command; the list follows.` };
     },

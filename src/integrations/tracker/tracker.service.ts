@@ -5,11 +5,12 @@ import type { RunsService } from '../../console/runs/runs.service.ts';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import type { RunChange } from '../../hooks.ts';
-import { Problem } from '../../http/problems.ts';
+import { Problem } from '../../errors/problems.ts';
+import { postKey } from '../surface.ts';
 import { settleDelivery } from '../webhooks/webhooks.store.ts';
 import { TrackerError } from './errors.ts';
 import type { ProgressNote, TaskIntent, TrackerConnection, TrackerIntent, TrackerKind } from './kind.ts';
-import { TrackerProgress } from './tracker.jobs.ts';
+import { postProgressJob } from './post-progress.job.ts';
 import * as store from './tracker.store.ts';
 
 type Run = Awaited<ReturnType<RunsService['get']>>['run'];
@@ -117,12 +118,13 @@ export function createTrackerService(deps: TrackerServiceDeps) {
     return { kind: 'delivered', summary: completed?.kind === 'completed' ? completed.text : null, pullUrl: run.delivery?.pull_request?.url ?? null, branch: run.delivery?.branch ?? null };
   }
 
-  return {
+  /** A surface adapter (src/integrations/surface.ts), with what the trackers offer besides: the connection test and a link's check. */
+  const service = {
     surface,
 
     kind: surface,
 
-    /** Takes work in (the job `webhook.process` for this surface): what a verified delivery means, done once, settling its row. */
+    /** Takes work in (the job `webhooks.process-delivery` for this surface): what a verified delivery means, done once, settling its row. */
     async takeIn(row: string, delivery: { event: string; payload: unknown }): Promise<void> {
       const conn = await kind.connect();
       if (typeof conn === 'string') return settleDelivery(db, row, { outcome: 'ignored', detail: conn });
@@ -143,7 +145,7 @@ export function createTrackerService(deps: TrackerServiceDeps) {
     async onRunChanged(trx: Transaction<Database>, change: RunChange): Promise<void> {
       const work = await store.workOfRun(trx, change.run_id);
       if (!work || work.surface !== surface) return;
-      await TrackerProgress.enqueue(trx, { surface, run_id: change.run_id, event: change.event, seq: change.seq }, { key: `${surface}.progress:${change.run_id}:${change.event}:${change.seq}` });
+      await postProgressJob.enqueue(trx, { surface, run_id: change.run_id, event: change.event, seq: change.seq }, { key: `${surface}.post-progress:${postKey(change.run_id, change.event, change.seq)}` });
     },
 
     /**
@@ -162,7 +164,7 @@ export function createTrackerService(deps: TrackerServiceDeps) {
       }
       const note = await noteOf(run, event, seq);
       if (!note) return;
-      await conn.post(work, `${runId}:${event}:${seq}`, note, { team: run.team, runId, runUrl: runUrl(runId) });
+      await conn.post(work, postKey(runId, event, seq), note, { team: run.team, runId, runUrl: runUrl(runId) });
       if (note.kind === 'delivered' && conn.succeeded) await conn.succeeded(work);
     },
 
@@ -196,6 +198,7 @@ export function createTrackerService(deps: TrackerServiceDeps) {
       }
     },
   };
+  return service;
 }
 
 export type TrackerService = ReturnType<typeof createTrackerService>;

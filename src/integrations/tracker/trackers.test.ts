@@ -89,7 +89,7 @@ describe('trackers: signed deliveries, connection tests and links', () => {
     assert.equal(unlinked.status, 202, unlinked.response);
     // Replayed ten times, byte for byte: one row, counted ten times, one job.
     for (let i = 0; i < 9; i++) assert.equal(JSON.parse((await linear.redeliver(unlinked.id)).response).outcome, 'duplicate');
-    assert.equal((await listJobs(t.db, { kind: 'webhook.process', limit: 100 })).filter((j) => j.key === `webhook:tracker_a:${unlinked.id}`).length, 1);
+    assert.equal((await listJobs(t.db, { kind: 'webhooks.process-delivery', limit: 100 })).filter((j) => j.key === `webhook:tracker_a:${unlinked.id}`).length, 1);
     // A forged delivery, a stale one, an event that is not work, the app's own comment.
     const forged = await linear.deliver('AgentSessionEvent', { type: 'AgentSessionEvent', action: 'created' }, { signWith: 'not-the-secret' });
     assert.equal(forged.status, 401);

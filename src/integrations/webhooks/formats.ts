@@ -1,5 +1,5 @@
 import { hmacSha256Matches } from './signature.ts';
-import type { WebhookSurface } from './code-host.client.ts';
+import type { WebhookSurface } from './surfaces.ts';
 
 type Header = (name: string) => string | undefined;
 
