@@ -46,7 +46,7 @@ type Reaction<T> = (trx: Transaction<Database>, actor: Actor, subject: T) => Pro
  * - questions, whose answers are gathered: `unknown:<kind>` (the owner of a kind says which
  *   names do not exist), `uses:<kind>` (each module naming things of a kind counts its uses of
  *   each of some names, in one query whatever their number, so a page costs the same as one), `lock:<owner>` (the owner module locks the owner's row FOR SHARE for the rest of the
- *   transaction and says whether it exists), `checkpointUses`, `codeHost:covers`, `codeHost:coversUrl`, `chat:room`;
+ *   transaction and says whether it exists), `checkpointUses`, `codeHost:covers`, `codeHost:coversUrl`, `chat:room`, `tracker:link`;
  * - reactions, run one after the other inside the caller's transaction, so what they remove
  *   (or queue) goes or stays with the change: `teamArchived`, `secretRemoved`, `runChanged`.
  */
@@ -69,6 +69,12 @@ export type HookSignatures = {
    * the input the problem is about. No answer: no adapter for the surface here.
    */
   'chat:room': (surface: ChatSurface, field: string, roomId: string) => Promise<{ label: string } | null>;
+  /**
+   * Whether an issue tracker shows its agent a team or project (the tracker's adapter answers):
+   * `verified` with its label, `refused` with the reason, `unverified` while the tracker is not
+   * configured. No answer: no adapter here (the link stays unverified).
+   */
+  'tracker:link': (surface: 'tracker_a' | 'tracker_b', externalId: string) => Promise<{ verification: 'verified'; label: string } | { verification: 'unverified' } | { refused: string }>;
   /** A team was archived: its rows in other modules go or end with it (the name is free for a new team). */
   teamArchived: Reaction<{ id: number; name: string }>;
   /** A secret's reference was removed: nothing may go on injecting it. */

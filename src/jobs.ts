@@ -2,6 +2,7 @@ import { syncRoleBotsJob } from './integrations/chat_a/sync-role-bots.job.ts';
 import { deliverRunJob } from './integrations/code_host/deliver-run.job.ts';
 import { postProgressJob } from './integrations/code_host/post-progress.job.ts';
 import { processDeliveryJob } from './integrations/webhooks/process-delivery.job.ts';
+import { postProgressJob as postTrackerProgressJob } from './integrations/tracker/post-progress.job.ts';
 import { revokeKeyJob } from './console/teams/jobs/revoke-key.job.ts';
 import { revokeTeamKeysJob } from './console/teams/jobs/revoke-team-keys.job.ts';
 import { syncProxyJob } from './console/teams/jobs/sync-proxy.job.ts';
@@ -37,6 +38,7 @@ const JOBS = [
   row(postProgressJob, (w) => w.services.surfaces.code_host),
   row(deliverRunJob, (w) => w.services.codeHostDelivery),
   row(syncRoleBotsJob, (w) => w.services.chatA),
+  row(postTrackerProgressJob, (w) => ({ tracker_a: w.services.trackerA, tracker_b: w.services.trackerB })),
 ];
 
 /** The kind of every job, in the table's order. */

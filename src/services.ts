@@ -42,8 +42,14 @@ import type { CodeHostApp } from './integrations/code_host/app.ts';
 import { createCodeHostDelivery } from './integrations/code_host/delivery.ts';
 import { createCodeHostSurface } from './integrations/code_host/code_host.surface.ts';
 import { createCodeHostInbound } from './integrations/code_host/inbound.ts';
+import type { Surface, SurfaceKind } from './integrations/surface.ts';
 import type { WebhookSurface } from './integrations/webhooks/surfaces.ts';
 import { createWebhooksService } from './integrations/webhooks/webhooks.service.ts';
+import type { TrackerKind } from './integrations/tracker/kind.ts';
+import { createTrackerService } from './integrations/tracker/tracker.service.ts';
+import { trackerAKind } from './integrations/tracker_a/tracker_a.ts';
+import { trackerBKind } from './integrations/tracker_b/tracker_b.ts';
+import { DEFAULT_JIRA_API_URL, DEFAULT_JIRA_AUTH_URL, DEFAULT_LINEAR_API_URL } from './console/integrations/kinds.ts';
 import { advanceRunJob } from './runtime/engine/advance-run.job.ts';
 import { createRunEngine, PlacedElsewhere, type RunEngine } from './runtime/engine/engine.ts';
 import { roleSetup } from './runtime/engine/role-config.ts';
@@ -172,7 +178,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
       const shown = await agents.present(row);
       return { displayName: shown.display_name, avatarUrl: shown.avatar_url };
     },
-    adapterTests: { chat_a: () => chatA.test(), chat_b: () => chatB.test() },
+    adapterTests: { chat_a: () => chatA.test(), chat_b: () => chatB.test(), tracker_a: () => trackerA.test(), tracker_b: () => trackerB.test() },
   });
   // The chat_a adapter: its settings and secrets through the integrations and secrets services.
   const chatA = createChatAService({
@@ -218,6 +224,41 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     return { enabled: integration.enabled, secret: integration.enabled ? await integrations.webhookSecret(surface) : null };
   };
   const codeHost = (): Promise<CodeHostApp | null> => integrations.codeHostApp();
+  // The issue trackers: their settings and secrets through the integrations and secrets services.
+  const trackerSettings = async (kind: 'tracker_a' | 'tracker_b') => {
+    const { integration } = await integrations.get(kind);
+    const setting = (name: string) => (typeof integration.settings[name] === 'string' ? (integration.settings[name] as string) : null);
+    return { enabled: integration.enabled, setting };
+  };
+  // A succeeded run's note waits while the code host is still to open its pull request (its delivery job).
+  const awaitsPullRequest = async (run: { team: string; delivery: { branch?: string | null; pull_request?: unknown } | null }) =>
+    !!run.delivery?.branch && !run.delivery.pull_request && (await integrations.codeHostApp()) !== null && (await integrations.codeHostRepositoryOf(run.team)) !== null;
+  const trackerOf = (kind: TrackerKind) =>
+    createTrackerService({ db, runs, kind, publicBaseUrl: config.publicBaseUrl, awaitsPullRequest, teamsLinkedTo: (ids) => links.teamsLinkedTo(kind.surface, ids), logger: deps.logger });
+  const trackerA = trackerOf(
+    trackerAKind({
+      settings: async () => {
+        const s = await trackerSettings('tracker_a');
+        return { enabled: s.enabled, apiUrl: s.setting('api_url') ?? DEFAULT_LINEAR_API_URL };
+      },
+      reveal: (name) => secrets.reveal(name),
+    }),
+  );
+  const trackerB = trackerOf(
+    trackerBKind({
+      settings: async () => {
+        const s = await trackerSettings('tracker_b');
+        const [clientId, cloudId, accountId] = [s.setting('client_id'), s.setting('cloud_id'), s.setting('account_id')];
+        return {
+          enabled: s.enabled,
+          config: clientId && cloudId && accountId ? { clientId, cloudId, accountId, apiUrl: s.setting('api_url') ?? DEFAULT_JIRA_API_URL, authUrl: s.setting('auth_url') ?? DEFAULT_JIRA_AUTH_URL } : null,
+          siteUrl: s.setting('site_url'),
+          doneTransition: s.setting('done_transition'),
+        };
+      },
+      reveal: (name) => secrets.reveal(name),
+    }),
+  );
   const codeHostDelivery = createCodeHostDelivery({
     db,
     runs,
@@ -234,8 +275,8 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   });
   const codeHostInbound = createCodeHostInbound({ db, runs, journal: runJournal, codeHost, teamsOfRepository: (repo, urls) => links.teamsOfRepository(repo, urls) });
   // The surfaces: what each adapter offers (src/integrations/surface.ts).
-  const surfaces = { code_host: createCodeHostSurface({ db, runs, inbound: codeHostInbound, delivery: codeHostDelivery }) };
-  // Each consumed surface's adapter takes its verified deliveries; the trackers' are recorded until theirs exist.
+  const surfaces = { code_host: createCodeHostSurface({ db, runs, inbound: codeHostInbound, delivery: codeHostDelivery }), tracker_a: trackerA, tracker_b: trackerB } satisfies Partial<Record<SurfaceKind, Surface>>;
+  // Each consumed surface's adapter takes its verified deliveries.
   const consumers = { ...surfaces, chat_a: { takeIn: (row: string, d: { payload: unknown }) => chatA.commands.process(row, d.payload) } };
   const webhooks = createWebhooksService({ db, inbound, consumers, chatA, logger: deps.logger });
 
@@ -272,6 +313,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   hooks.on('codeHost:coversUrl', (url) => integrations.coversRepositoryUrl(url));
   hooks.on('chat:room', async (surface, field, roomId) => (surface === 'chat_a' ? chatA.checkRoom(field, roomId) : null));
   hooks.on('chat:room', async (surface, field, roomId) => (surface === 'chat_b' ? chatB.checkRoom(field, roomId) : null));
+  hooks.on('tracker:link', (surface, externalId) => (surface === 'tracker_a' ? trackerA : trackerB).checkLink(externalId));
   // Reactions, inside the transaction of the change.
   hooks.on('teamArchived', (trx, _actor, team) => runs.cancelOpenRuns(trx, team.id));
   hooks.on('teamArchived', (trx, _actor, team) => sandboxes.destroyAllOf(trx, team.id));
@@ -279,10 +321,12 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   hooks.on('teamArchived', (trx, actor, team) => mcpServers.removeAllOf(trx, actor, team.name));
   hooks.on('secretRemoved', (trx, actor, secret) => destinations.stopInjecting(trx, actor, secret));
   hooks.on('runChanged', (trx, _actor, change) => codeHostDelivery.onRunChanged(trx, change));
+  hooks.on('runChanged', (trx, _actor, change) => trackerA.onRunChanged(trx, change));
+  hooks.on('runChanged', (trx, _actor, change) => trackerB.onRunChanged(trx, change));
 
   const chat = createChatServices({ db, cipher });
   const imports = createImportService({ db, repository: config.importRepository, source: { codeHostApp: () => integrations.codeHostApp(), revealSecret: (name) => secrets.reveal(name) }, agents, templates, destinations, skills, documents });
-  return { imports, hooks, references, models, runs, runJournal, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, teamsDirectory, teamProvisioning, links, integrations, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery, surfaces, chatA, chatB };
+  return { imports, hooks, references, models, runs, runJournal, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, teamsDirectory, teamProvisioning, links, integrations, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery, surfaces, chatA, chatB, trackerA, trackerB };
 }
 
 export type Services = ReturnType<typeof createServices>;

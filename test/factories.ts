@@ -103,3 +103,9 @@ export async function setIntegration(t: TestApp, kind: string, enabled: boolean,
   const res = await t.request({ method: 'PUT', url: `/api/v1/integrations/${kind}`, token: t.adminToken, body: { enabled, settings }, headers: { 'if-match': String(current.headers.etag) } });
   assert.equal(res.status, 200, res.text);
 }
+
+/** Writes an integration's secrets and enables it with its settings, through the integrations resource (admin, If-Match). */
+export async function enableIntegration(t: TestApp, kind: string, settings: Record<string, string>, secrets: Record<string, string>) {
+  for (const [name, value] of Object.entries(secrets)) await putSecret(t, `integrations/${kind}/${name}`, value);
+  await setIntegration(t, kind, true, settings);
+}

@@ -20,7 +20,7 @@ import { listJobs } from '../../src/queue/queue.ts';
 import { startFakeCodeHost, type FakeCodeHost } from '../fakes/code-host.ts';
 import { startFakeDns, type FakeDns } from '../fakes/dns-server.ts';
 import type { ScriptedAnswer, ScriptedRequest } from '../fakes/scripted-model.ts';
-import { lastText, startStack, stackSkip, waitFor, type Stack } from './stack.ts';
+import { addCodeHostDestination, lastText, startStack, stackSkip, waitFor, type Stack } from './stack.ts';
 
 const HOST = 'code.crewhouse.test';
 const REPO = 'acme/app';
@@ -86,18 +86,7 @@ describe('the code host end to end: an issue becomes a run that ends in a pull r
     fake.setWebhook({ url: `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}/webhooks/code_host`, secret: SECRET });
 
     // The repository, reached through the gateway with the installation token it injects.
-    const dest = await api('POST', '/destinations', {
-      name: 'codehost',
-      host: `${HOST}:${fake.httpsPort}`,
-      what: 'the fake code host',
-      methods: [],
-      paths: [],
-      header_allowlist: ['git-protocol', 'accept', 'user-agent', 'content-type'],
-      git_push_ref_globs: ['crewhouse/*'],
-      inject_secret: 'code_host_installation_token',
-      dev_only: true,
-    });
-    assert.equal(dest.status, 201, dest.text);
+    await addCodeHostDestination(t, HOST, fake.httpsPort);
     const tools = ['write_file', 'read_file', 'git_commit', 'git_push', 'open_pull_request', 'http_request', 'ask_person', 'finish'];
     team = await stack.makeTeam({ roles: { lead: { tools, role: { confirmation_policy: 'never_confirm' } } }, repo_url: `https://${HOST}:${fake.httpsPort}/${REPO}.git` });
     // The repository is the team's through a code_host link (the app's installation covers it).

@@ -212,3 +212,27 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   };
   return stack;
 }
+
+/**
+ * The destination `codehost` through which a team's sandbox reaches a fake code host's git (HTTPS at
+ * `<host>:<port>`): pushes to `crewhouse/*` only, with the gateway injecting an installation token.
+ */
+export async function addCodeHostDestination(t: TestApp, host: string, port: number): Promise<void> {
+  const dest = await t.request({
+    method: 'POST',
+    url: '/api/v1/destinations',
+    token: t.adminToken,
+    body: {
+      name: 'codehost',
+      host: `${host}:${port}`,
+      what: 'the fake code host',
+      methods: [],
+      paths: [],
+      header_allowlist: ['git-protocol', 'accept', 'user-agent', 'content-type'],
+      git_push_ref_globs: ['crewhouse/*'],
+      inject_secret: 'code_host_installation_token',
+      dev_only: true,
+    },
+  });
+  assert.equal(dest.status, 201, dest.text);
+}

@@ -31,8 +31,8 @@ export interface IntegrationsDeps {
   /** Active teams homed on chat_a with their roles; an agent's display name and avatar. */
   chatTeams: () => Promise<Array<{ name: string; roomId: string | null; roles: Array<{ role: string; agent: string }> }>>;
   agentLook: (agent: string) => Promise<{ displayName: string | null; avatarUrl: string | null } | null>;
-  /** The chat adapters' connection tests (late-bound: the adapters read this module's settings). */
-  adapterTests?: Partial<Record<'chat_a' | 'chat_b', () => Promise<{ state: 'ok' | 'error'; detail: string }>>>;
+  /** The adapters' connection tests by kind, for the kinds other than code_host (late-bound: the adapters read this module's settings). */
+  adapterTests?: Partial<Record<IntegrationKind, () => Promise<{ state: 'ok' | 'error'; detail: string }>>>;
   /** The clock the app judges its installation tokens' expiry by (tests: the fake code host's); the system's by default. */
   codeHostClock?: () => number;
 }
@@ -315,11 +315,11 @@ export function createIntegrationsService(deps: IntegrationsDeps) {
       return { integration: (await presentAll([row]))[0]!, version: row.row_version };
     },
 
-    /** Calls the service for real where an adapter exists (code_host, chat_a, chat_b); the others are `unknown`. */
+    /** Calls the service for real where an adapter exists (code_host, chat_a, chat_b, the trackers); the others are `unknown`. */
     async test(kind: string): Promise<IntegrationTestResult> {
       const k = mustKind(kind);
       const at = () => new Date().toISOString();
-      const adapterTest = k === 'chat_a' || k === 'chat_b' ? deps.adapterTests?.[k] : undefined;
+      const adapterTest = deps.adapterTests?.[k];
       if (adapterTest) return { kind: k, ...(await adapterTest()), tested_at: at() };
       if (k !== 'code_host') return { kind: k, state: 'unknown', detail: `the ${k} adapter is not built yet: its settings and secrets are stored and checked, but nothing can call ${KINDS[k].purpose.split(' (')[0]} yet`, tested_at: at() };
       const row = await mustRow(k);

@@ -167,11 +167,12 @@ describe(`integrations (${dbKind})`, () => {
 
   test('test: operator and up; code_host asks the code host for real; kinds without an adapter are unknown', async () => {
     assert.equal((await req('POST', '/integrations/code_host/test', { token: viewer.token })).status, 403);
+    // The trackers' adapters exist: without their secrets the test says what is missing (chat_b's own test covers it).
     for (const kind of ['tracker_a', 'tracker_b']) {
       const r = await req('POST', `/integrations/${kind}/test`, { token: operator.token });
       assert.equal(r.status, 200);
-      assert.equal(r.body.state, 'unknown');
-      assert.match(r.body.detail, new RegExp(`the ${kind} adapter is not built yet`));
+      assert.equal(r.body.state, 'error');
+      assert.match(r.body.detail, new RegExp(`${kind} is not configured`));
     }
     const before = fake.tokens.length;
     const ok = await req('POST', '/integrations/code_host/test', { token: operator.token });

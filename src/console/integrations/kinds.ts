@@ -10,6 +10,11 @@ export type SettingValue = string | boolean;
 
 export const DEFAULT_CODE_HOST_API_URL = 'https://api.github.com';
 export const DEFAULT_CHAT_B_API_URL = 'https://slack.com/api/';
+/** Linear's GraphQL endpoint (tracker_a's `api_url`). */
+export const DEFAULT_LINEAR_API_URL = 'https://api.linear.app/graphql';
+/** Atlassian's API gateway and OAuth host (tracker_b's `api_url`, `auth_url`). */
+export const DEFAULT_JIRA_API_URL = 'https://api.atlassian.com';
+export const DEFAULT_JIRA_AUTH_URL = 'https://auth.atlassian.com';
 
 export interface SettingDef {
   name: string;
@@ -80,7 +85,7 @@ export const KINDS: Record<IntegrationKind, KindDef> = {
   tracker_a: {
     kind: 'tracker_a',
     purpose: 'issue-tracker agent app',
-    settings: [],
+    settings: [{ name: 'api_url', type: 'url', required: false, default: DEFAULT_LINEAR_API_URL, description: 'the GraphQL endpoint; another for a proxy or a test server (https, or http on localhost)' }],
     secrets: [
       { name: 'access_token', required: true, description: 'the agent app\'s access token' },
       { name: 'webhook_secret', required: true, description: 'the secret the tracker signs webhook deliveries with' },
@@ -94,6 +99,10 @@ export const KINDS: Record<IntegrationKind, KindDef> = {
       { name: 'client_id', type: 'string', required: true, description: 'the OAuth app\'s client id' },
       { name: 'cloud_id', type: 'string', required: true, description: 'the site (cloud) id' },
       { name: 'account_id', type: 'string', required: true, description: 'the account the agent acts as' },
+      { name: 'api_url', type: 'url', required: false, default: DEFAULT_JIRA_API_URL, description: 'the API gateway; the site is <api_url>/ex/jira/<cloud_id>' },
+      { name: 'auth_url', type: 'url', required: false, default: DEFAULT_JIRA_AUTH_URL, description: 'the OAuth host: client-credentials tokens are fetched from <auth_url>/oauth/token' },
+      { name: 'site_url', type: 'url', required: false, description: 'the site people browse (https://<name>.atlassian.net): a run links back to <site_url>/browse/<issue>' },
+      { name: 'done_transition', type: 'string', required: false, description: 'the transition (by name, e.g. Done) made on the issue when its run succeeds; none when unset' },
     ],
     secrets: [
       { name: 'client_secret', required: true, description: 'the OAuth app\'s client secret' },

@@ -15,12 +15,12 @@ export type LinkSurface = (typeof LINK_SURFACES)[number];
 
 /**
  * How a link is verified: a code-host repository only links once the app is installed on it
- * (verified); a tracker team or project is unverified until the tracker delivers a signed
- * webhook for it; a chat room needs no verification.
+ * (verified); a tracker team or project once the tracker shows it to the agent (verified; it
+ * stays unverified while the tracker is not configured); a chat room needs no verification.
  */
-function verificationOf(surface: LinkSurface): 'verified' | 'unverified' | 'not_applicable' {
+function verificationOf(surface: LinkSurface, tracker: 'verified' | 'unverified' | null): 'verified' | 'unverified' | 'not_applicable' {
   if (surface === 'code_host') return 'verified';
-  if (surface === 'tracker_a' || surface === 'tracker_b') return 'unverified';
+  if (surface === 'tracker_a' || surface === 'tracker_b') return tracker ?? 'unverified';
   return 'not_applicable';
 }
 
@@ -62,9 +62,16 @@ export function createLinksService(deps: { db: Db; hooks: HookCaller }) {
           throw problems.validation([{ field: 'external_id', message: reason }], reason);
         }
       }
+      // A tracker team or project must be one the agent can see; asked before the transaction (it calls the tracker).
+      let tracker: { verification: 'verified' | 'unverified'; label: string | null } | null = null;
+      if (input.surface === 'tracker_a' || input.surface === 'tracker_b') {
+        const [check] = await deps.hooks.ask('tracker:link', input.surface, input.external_id);
+        if (check && 'refused' in check) throw problems.validation([{ field: 'external_id', message: check.refused }], check.refused);
+        tracker = { verification: check?.verification ?? 'unverified', label: check && 'label' in check ? check.label : null };
+      }
       // A chat room must be one the surface's bot can read and post in; its label is the channel's name.
       const room = isChatSurface(input.surface) ? await chatRoomLabel(deps.hooks, input.surface as ChatSurface, 'external_id', input.external_id) : null;
-      const label = input.label ?? room ?? input.external_id;
+      const label = input.label ?? room ?? tracker?.label ?? input.external_id;
       return db.transaction().execute(async (trx) => {
         const existing = await trx
           .selectFrom('team_links')
@@ -86,7 +93,7 @@ export function createLinksService(deps: { db: Db; hooks: HookCaller }) {
         if (other) throw problems.conflict(`${input.surface} ${input.external_id} is already linked to team "${other.name}"`);
         const row = await trx
           .insertInto('team_links')
-          .values({ team_id: t.id, surface: input.surface, external_id: input.external_id, label, verification: verificationOf(input.surface) })
+          .values({ team_id: t.id, surface: input.surface, external_id: input.external_id, label, verification: verificationOf(input.surface, tracker?.verification ?? null) })
           .returningAll()
           .executeTakeFirstOrThrow();
         await recordAudit(trx, actor, 'team.link', { type: 'team', id: name }, { surface: input.surface, external_id: input.external_id });
@@ -111,6 +118,20 @@ export function createLinksService(deps: { db: Db; hooks: HookCaller }) {
       const withUrl = wanted.size ? await db.selectFrom('teams').select(['name', 'repo_url']).where('status', '<>', 'archived').where('repo_url', 'is not', null).execute() : [];
       const byUrl = withUrl.filter((t) => wanted.has(sameRepositoryUrl(t.repo_url!) ?? '')).map((t) => t.name);
       return [...new Set([...linked.map((r) => r.name), ...byUrl])].sort();
+    },
+
+    /** The live teams holding a link of a surface to one of `externalIds` (compared without case): a tracker issue's team or project. */
+    async teamsLinkedTo(surface: LinkSurface, externalIds: string[]): Promise<string[]> {
+      if (!externalIds.length) return [];
+      const rows = await db
+        .selectFrom('team_links as l')
+        .innerJoin('teams as t', 't.id', 'l.team_id')
+        .select('t.name')
+        .where('l.surface', '=', surface)
+        .where(sql`lower(l.external_id)`, 'in', externalIds.map((x) => x.toLowerCase()))
+        .where('t.status', '<>', 'archived')
+        .execute();
+      return [...new Set(rows.map((r) => r.name))].sort();
     },
 
     async remove(actor: Actor, name: string, surface: string, externalId: string) {

@@ -10,7 +10,8 @@ const CONSUMED_RULE =
   '(a code_host link, or the team\'s repo_url on the code host) becomes a task for the lead of that team (`crewhouse` alone needs exactly one team on the repository); ' +
   'a comment mentioning `@crewhouse` or `/crewhouse` on the issue or the pull request of a run answers its open question, or else is a follow-up task in the same run; ' +
   'the pull request of a run closed or merged is recorded on the run. Other events are acknowledged and ignored. ' +
-  'tracker_a and tracker_b deliveries are recorded and answered; their adapters come later.';
+  'tracker_a (Linear agent app) and tracker_b (Jira Cloud): an issue assigned to the app or agent (a Linear agent session, a Jira assignment) or a comment mentioning it, ' +
+  'in a team or project linked to a team, becomes a task for its lead; a prompt in the session or a comment on the issue answers the run\'s open question, or else (addressed to the agent) is a follow-up.';
 
 /** `GET /integrations/{kind}/deliveries`, under the API prefix. */
 export function deliveriesRoutes(app: App, deps: { webhooks: WebhooksService }) {

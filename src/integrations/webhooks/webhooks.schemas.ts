@@ -10,8 +10,8 @@ export const DeliveriesParams = Type.Object(
 
 export const WebhookDelivery = Type.Object(
   {
-    id: Type.String({ description: 'the sender\'s delivery id (X-GitHub-Delivery); a refused delivery whose id was malformed gets a made-up one' }),
-    event: Type.String({ description: 'the event and its action, e.g. `issues.labeled`' }),
+    id: Type.String({ description: 'the sender\'s delivery id (X-GitHub-Delivery, Linear-Delivery, X-Atlassian-Webhook-Identifier); a refused delivery whose id was malformed gets a made-up one' }),
+    event: Type.String({ description: 'the event and its action, e.g. `issues.labeled`, `AgentSessionEvent.created`, `jira:issue_updated.issue_assigned`' }),
     received_at: Type.String({ format: 'date-time', description: 'when it first arrived' }),
     signature_valid: Type.Boolean(),
     times_received: Type.Integer({ minimum: 1, description: 'a verified delivery id is processed once however often it arrives; this counts the arrivals' }),

@@ -1,5 +1,4 @@
 import crypto from 'node:crypto';
-import { verify } from '@octokit/webhooks-methods';
 import type { Logger } from 'pino';
 import type { ChatAService } from '../chat_a/chat_a.service.ts';
 import type { Db } from '../../db/database.ts';
@@ -7,6 +6,7 @@ import { decodeCursor, toPage } from '../../db/pagination.ts';
 import { Problem, problems } from '../../errors/problems.ts';
 import type { Surface } from '../surface.ts';
 import { isWebhookSurface, type WebhookSurface } from './surfaces.ts';
+import { INBOUND_FORMATS } from './formats.ts';
 import { processDeliveryJob } from './process-delivery.job.ts';
 import * as store from './webhooks.store.ts';
 
@@ -28,8 +28,14 @@ export interface DeliveryAnswer {
   outcome: 'accepted' | 'duplicate' | 'ignored';
 }
 
+/** A request's header by its lower-case name (the first, when it is repeated). */
+const headerOf = (headers: Record<string, string | string[] | undefined>) => (name: string) => {
+  const v = headers[name];
+  return Array.isArray(v) ? v[0] : v;
+};
+
 const DELIVERY_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-const EVENT = /^[a-z_]{1,64}$/;
+const EVENT = /^[A-Za-z0-9_:.-]{1,64}$/;
 
 function presentDelivery(r: Awaited<ReturnType<typeof store.listDeliveries>>[number]) {
   return {
@@ -58,13 +64,11 @@ export function createWebhooksService(deps: WebhooksDeps) {
      */
     async receive(surface: string, headers: Record<string, string | string[] | undefined>, raw: Buffer): Promise<DeliveryAnswer> {
       if (!isWebhookSurface(surface)) throw problems.notFound('webhook surface', surface);
-      const header = (name: string) => {
-        const v = headers[name];
-        return Array.isArray(v) ? v[0] : v;
-      };
-      const deliveryId = header('x-github-delivery') ?? '';
-      const eventName = header('x-github-event') ?? '';
-      const signature = header('x-hub-signature-256') ?? '';
+      const header = headerOf(headers);
+      const format = INBOUND_FORMATS[surface];
+      const deliveryId = header(format.deliveryHeader.toLowerCase()) ?? '';
+      const eventName = format.claimedEvent(header);
+      const signature = header(format.signatureHeader.toLowerCase()) ?? '';
       const refuse = async (problem: Problem, signatureValid: boolean) => {
         await store.recordRefused(db, {
           surface,
@@ -82,32 +86,31 @@ export function createWebhooksService(deps: WebhooksDeps) {
       const state = await deps.inbound(surface);
       if (!state.enabled) throw await refuse(problems.conflict(`the ${surface} integration is not enabled: its deliveries are refused`), false);
       if (!state.secret) throw await refuse(problems.conflict(`the ${surface} integration has no webhook secret (integrations/${surface}/webhook_secret)`), false);
-      if (!signature) throw await refuse(problems.unauthorized('X-Hub-Signature-256 is missing: the delivery is not signed'), false);
-      let valid = false;
-      try {
-        valid = await verify(state.secret, raw.toString('utf8'), signature);
-      } catch {
-        valid = false;
-      }
-      if (!valid) throw await refuse(problems.unauthorized('X-Hub-Signature-256 does not match the body signed with the webhook secret'), false);
-      if (!DELIVERY_ID.test(deliveryId)) throw await refuse(problems.badRequest('X-GitHub-Delivery must be 1 to 128 of A-Z a-z 0-9 . _ : -', [{ field: 'X-GitHub-Delivery', message: 'missing or malformed' }]), true);
-      if (!EVENT.test(eventName)) throw await refuse(problems.badRequest('X-GitHub-Event must name the event (a-z and _)', [{ field: 'X-GitHub-Event', message: 'missing or malformed' }]), true);
+      if (!signature) throw await refuse(problems.unauthorized(`${format.signatureHeader} is missing: the delivery is not signed`), false);
+      if (!format.verify(state.secret, raw, signature)) throw await refuse(problems.unauthorized(`${format.signatureHeader} does not match the body signed with the webhook secret`), false);
+      if (!DELIVERY_ID.test(deliveryId)) throw await refuse(problems.badRequest(`${format.deliveryHeader} must be 1 to 128 of A-Z a-z 0-9 . _ : -`, [{ field: format.deliveryHeader, message: 'missing or malformed' }]), true);
       let payload: unknown;
       try {
         payload = JSON.parse(raw.toString('utf8'));
       } catch {
         throw await refuse(problems.badRequest('the body is not JSON'), true);
       }
-      const action = typeof (payload as { action?: unknown })?.action === 'string' ? ((payload as { action: string }).action.slice(0, 64)) : null;
+      // What the body says it is (and, for Linear, whether it is fresh), in the surface's own terms.
+      const read = format.read(payload, header, Date.now());
+      if ('refused' in read) {
+        const problem = read.field === 'webhookTimestamp' ? problems.unauthorized(read.refused) : problems.badRequest(read.refused, [{ field: read.field, message: 'missing or malformed' }]);
+        throw await refuse(problem, true);
+      }
+      const { event, action } = read;
       const consumed = surface in deps.consumers;
       const result = await db.transaction().execute(async (trx) => {
         const row = await store.recordVerified(trx, {
           surface,
           delivery_id: deliveryId,
-          event: eventName,
+          event,
           action,
           outcome: consumed ? 'accepted' : 'ignored',
-          detail: consumed ? null : `the ${surface} adapter is not built yet: the delivery is recorded, not processed`,
+          detail: consumed ? null : `no ${surface} adapter runs in this process: the delivery is recorded, not processed`,
           payload: consumed ? payload : null,
         });
         // The job's key is the delivery too: even a row lost to a restore could not queue it twice.
@@ -120,9 +123,10 @@ export function createWebhooksService(deps: WebhooksDeps) {
     /** Records a delivery refused for its size before it was read (the route's body limit). */
     async refusedTooLarge(surface: string, headers: Record<string, string | string[] | undefined>, limit: number) {
       if (!isWebhookSurface(surface)) return;
-      const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v) ?? '';
-      const id = one(headers['x-github-delivery']);
-      const event = one(headers['x-github-event']);
+      const header = headerOf(headers);
+      const format = INBOUND_FORMATS[surface];
+      const id = header(format.deliveryHeader.toLowerCase()) ?? '';
+      const event = format.claimedEvent(header);
       await store.recordRefused(db, {
         surface,
         delivery_id: DELIVERY_ID.test(id) ? id : `(invalid: ${crypto.randomUUID()})`,

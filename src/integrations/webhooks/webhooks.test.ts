@@ -3,6 +3,7 @@ import crypto from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { sign } from '@octokit/webhooks-methods';
 import { listJobs } from '../../queue/queue.ts';
+import { enableIntegration } from '../../../test/factories.ts';
 import { testApp, type TestApp } from '../../../test/harness.ts';
 import { processDeliveryJob } from './process-delivery.job.ts';
 
@@ -16,16 +17,6 @@ async function deliver(t: TestApp, opts: { surface?: string; event: string; payl
   return t.request({ method: 'POST', url: `/webhooks/${opts.surface ?? 'code_host'}`, headers, raw });
 }
 
-/** Writes an integration's secrets and enables it through the integrations resource. */
-async function enable(t: TestApp, kind: string, settings: Record<string, string>, secrets: Record<string, string>) {
-  for (const [name, value] of Object.entries(secrets)) {
-    const put = await t.request({ method: 'PUT', url: `/api/v1/secrets/integrations/${kind}/${name}`, token: t.adminToken, body: { value } });
-    assert.ok([200, 201].includes(put.status), put.text);
-  }
-  const current = await t.request({ method: 'GET', url: `/api/v1/integrations/${kind}`, token: t.adminToken });
-  const put = await t.request({ method: 'PUT', url: `/api/v1/integrations/${kind}`, token: t.adminToken, body: { enabled: true, settings }, headers: { 'if-match': String(current.headers.etag) } });
-  assert.equal(put.status, 200, put.text);
-}
 
 describe('POST /webhooks/<surface>', () => {
   let t: TestApp;
@@ -53,7 +44,7 @@ describe('POST /webhooks/<surface>', () => {
   describe('with the integration enabled', () => {
     before(async () => {
       const appKey = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs1', format: 'pem' }) as string;
-      await enable(t, 'code_host', { app_id: '1234', installation_id: '5678' }, { app_key: appKey, webhook_secret: SECRET });
+      await enableIntegration(t, 'code_host', { app_id: '1234', installation_id: '5678' }, { app_key: appKey, webhook_secret: SECRET });
     });
 
     it('refuses and records a delivery with a bad or missing signature, before reading its body', async () => {
@@ -118,13 +109,13 @@ describe('POST /webhooks/<surface>', () => {
       assert.deepEqual([list.body.items[0].id, list.body.items[0].outcome], ['big-1', 'refused']);
     });
 
-    it('tracker deliveries are recorded and answered; chat kinds have none; other kinds are 404', async () => {
-      await enable(t, 'tracker_a', {}, { access_token: 'tracker-token', webhook_secret: SECRET });
+    it('each surface is verified in its own format: a tracker delivery signed like the code host\'s is refused; chat kinds have none; other kinds are 404', async () => {
+      await enableIntegration(t, 'tracker_a', {}, { access_token: 'tracker-token', webhook_secret: SECRET });
       const res = await deliver(t, { surface: 'tracker_a', event: 'issue', payload: { action: 'create' }, id: 'tr-1' });
-      assert.equal(res.status, 202);
-      assert.equal(res.body.outcome, 'ignored');
+      assert.equal(res.status, 401);
+      assert.match(res.body.detail, /Linear-Signature is missing/);
       const list = await t.request({ method: 'GET', url: '/api/v1/integrations/tracker_a/deliveries', token: t.adminToken });
-      assert.deepEqual(list.body.items.map((d: any) => [d.id, d.event, d.outcome]), [['tr-1', 'issue.create', 'ignored']]);
+      assert.deepEqual(list.body.items.map((d: any) => [d.outcome, d.signature_valid]), [['refused', false]]);
       assert.deepEqual((await t.request({ method: 'GET', url: '/api/v1/integrations/chat_a/deliveries', token: t.adminToken })).body.items, []);
       assert.equal((await t.request({ method: 'GET', url: '/api/v1/integrations/nope/deliveries', token: t.adminToken })).status, 404);
     });
