@@ -27,6 +27,9 @@ import { loadModelCatalog, type ModelCatalog } from './models/catalog.ts';
 import { createModelProxyClient } from './modelproxy/client.ts';
 import { egressRefusalsOfTeam } from './gateway/events.ts';
 import { createChatAService } from './integrations/chat_a/chat_a.service.ts';
+import { createChatCore } from './integrations/chat/core.ts';
+import type { ChatPerson } from './integrations/chat/ports.ts';
+import { systemActor } from './audit/audit.ts';
 import { createCodeHostDelivery } from './integrations/webhooks/code-host.delivery.ts';
 import type { CodeHostClient, WebhookSurface } from './integrations/webhooks/code-host.client.ts';
 import { createWebhooksService } from './integrations/webhooks/webhooks.service.ts';
@@ -144,10 +147,41 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     },
     chatATest: () => chatA.test(),
   });
+  // The chat core (the same for every chat surface): runs and teams as it needs them, posting through each surface's adapter.
+  const chatActor = (p: ChatPerson) => systemActor(`${p.surface}:@${p.user_name || p.user_id}`);
+  const chatCore = createChatCore({
+    db,
+    logger: deps.logger,
+    surface: async (kind) => (kind === 'chat_a' ? chatA.chatSurface() : { missing: `${kind} has no adapter in this version` }),
+    runs: {
+      start: async (input, within) => ({ run_id: (await runs.createTask(chatActor(input.by), input.team, input.text, within)).run_id }),
+      reply: async (runId, by, input, within) => void (await runs.reply(chatActor(by), runId, input, within)),
+      cancel: async (runId, by) => void (await runs.cancel(chatActor(by), runId)),
+      get: async (runId) => (await runs.get(runId).catch(() => null))?.run ?? null,
+      posts: async (runId, after, limit) => (await runs.posts(runId, after, limit)).items,
+      recent: async (team, limit) => (await runs.listOfTeam(team, { limit })).items.map((r) => ({ ...r, delivery: null })),
+      notice: (runId, text) => runs.notice(runId, text, 'chat', { chat: true }),
+    },
+    teams: {
+      async teamOfRoom(surface, roomId) {
+        const homed = (await teams.homedOn(surface)).find((t) => t.roomId === roomId);
+        return homed?.name ?? (await links.linkedOn(surface)).find((l) => l.external_id === roomId)?.team ?? null;
+      },
+      async rooms(surface) {
+        const homed = (await teams.homedOn(surface)).map((t) => t.roomId).filter((r): r is string => r !== null);
+        return [...new Set([...homed, ...(await links.linkedOn(surface)).map((l) => l.external_id)])];
+      },
+      skills: async (team) => (await teams.listSkills(team, { limit: 100 })).items,
+      decideSkill: async (team, name, decision, by) => void (await teams.decideSkill(chatActor(by), team, name, decision)),
+      mcpServers: (team) => mcpServers.ofTeam(team),
+    },
+  });
   // The chat_a adapter: its settings and secrets through the integrations and secrets services.
   const chatA = createChatAService({
     db,
     logger: deps.logger,
+    core: () => chatCore,
+    publicBaseUrl: config.publicBaseUrl,
     settings: async () => {
       const { integration } = await integrations.get('chat_a');
       return { enabled: integration.enabled, url: typeof integration.settings.url === 'string' ? integration.settings.url : null, slashCommand: integration.settings.slash_command === true };
@@ -233,10 +267,11 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   hooks.on('teamArchived', (trx, actor, team) => mcpServers.removeAllOf(trx, actor, team.name));
   hooks.on('secretRemoved', (trx, actor, secret) => destinations.stopInjecting(trx, actor, secret));
   hooks.on('runChanged', (trx, _actor, change) => codeHostDelivery.onRunChanged(trx, change));
+  hooks.on('runChanged', (trx, _actor, change) => chatCore.runChanged(trx, change));
 
   const chat = createChatServices({ db, cipher });
   const imports = createImportService({ db, repository: config.importRepository, source: { codeHostApp: () => integrations.codeHostApp(), revealSecret: (name) => secrets.reveal(name) }, agents, templates, destinations, skills, documents });
-  return { imports, hooks, references, models, runs, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, integrations, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery, chatA };
+  return { imports, hooks, references, models, runs, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, integrations, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery, chatA, chatCore };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -53,6 +53,18 @@ export function webhooksRoutes(app: App, deps: { webhooks: WebhooksService; body
         return reply.status(200).send(await chatA.commands.receive(req.headers, body));
       },
     });
+    // chat_a's interactive message actions (a confirmation's buttons): JSON, answered 200 with Mattermost's action response.
+    scope.post('/webhooks/chat_a/actions', {
+      config: { auth: { public: true } },
+      bodyLimit: 64 * 1024,
+      schema: { hide: true } as any,
+      handler: async (req, reply) => {
+        const chatA = deps.webhooks.chatA;
+        if (!chatA) throw problems.notFound('webhook surface', 'chat_a');
+        const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+        return reply.status(200).send(await chatA.action(body));
+      },
+    });
     scope.post('/webhooks/:surface', {
       config: { auth: { public: true } },
       bodyLimit: deps.bodyLimit,
