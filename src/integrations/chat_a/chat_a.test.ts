@@ -3,25 +3,12 @@ import { after, before, describe, it } from 'node:test';
 import { makeTeam, makeTemplate } from '../../../test/factories.ts';
 import { startFakeMattermost, type FakeMattermost } from '../../../test/fakes/mattermost.ts';
 import { captureLogger, testApp, uniq, waitFor, type TestApp } from '../../../test/harness.ts';
+import { putSecret, setChatA } from '../../../test/integrations.ts';
 import { chatAClient } from './client.ts';
 import { startChatAListener } from './listener.ts';
 
 const BOT_TOKEN = `mm-surface-${'s'.repeat(20)}`;
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
-
-export async function putSecret(t: TestApp, name: string, value: string) {
-  const current = await t.request({ method: 'GET', url: `/api/v1/secrets/${name}`, token: t.adminToken });
-  const headers: Record<string, string> = current.status === 200 ? { 'if-match': String(current.headers.etag) } : {};
-  const res = await t.request({ method: 'PUT', url: `/api/v1/secrets/${name}`, token: t.adminToken, body: { value }, headers });
-  assert.ok([200, 201].includes(res.status), res.text);
-}
-
-/** Writes chat_a's settings (enabled or not) through the integrations resource. */
-export async function setChatA(t: TestApp, enabled: boolean, settings: Record<string, unknown>) {
-  const current = await t.request({ method: 'GET', url: '/api/v1/integrations/chat_a', token: t.adminToken });
-  const res = await t.request({ method: 'PUT', url: '/api/v1/integrations/chat_a', token: t.adminToken, body: { enabled, settings }, headers: { 'if-match': String(current.headers.etag) } });
-  assert.equal(res.status, 200, res.text);
-}
 
 describe('chat_a: the connection test and the role bots', () => {
   let t: TestApp;
