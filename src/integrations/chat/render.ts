@@ -63,7 +63,9 @@ export function renderPost(p: ChatRunPost, ctx: RenderContext): RenderedPost | n
       }
       return { text: `${ctx.requester} **${p.role ?? 'the lead'}** asks: ${p.text}\nReply in this thread to answer.`, role: p.role, ...none };
     case 'notice':
-      if (p.data.proposal) return { text: `${p.text}. Say \`skills\` to see it, \`skills accept ${String(p.data.name ?? '<name>')}\` to accept it.`, role: p.role, ...none };
+      if (p.data.proposal && p.data.stored === false) return { text: p.text, role: p.role, ...none };
+      if (p.data.proposal === 'skill') return { text: `${p.text}. Say \`skills\` to see it, \`skills accept ${String(p.data.name ?? '<name>')}\` to accept it.`, role: p.role, ...none };
+      if (p.data.proposal) return { text: `${p.text}. A person accepts it in the Crewhouse console.`, role: p.role, ...none };
       return null;
     case 'completed':
       return { text: [`Done: ${p.text}`, ...deliveryLines(ctx.run, p.data), `Cost: ${cost(ctx.run.cost_usd)}`].join('\n'), role: p.role, ...none };
