@@ -30,6 +30,8 @@ import { createChatAService } from './integrations/chat_a/chat_a.service.ts';
 import { createChatCore } from './integrations/chat/core.ts';
 import type { ChatPerson } from './integrations/chat/ports.ts';
 import { systemActor } from './audit/audit.ts';
+import { MAX_REPLY_CHARS, MAX_TASK_CHARS } from './console/runs/runs.schemas.ts';
+import { Problem } from './http/problems.ts';
 import { createCodeHostDelivery } from './integrations/webhooks/code-host.delivery.ts';
 import type { CodeHostClient, WebhookSurface } from './integrations/webhooks/code-host.client.ts';
 import { createWebhooksService } from './integrations/webhooks/webhooks.service.ts';
@@ -154,10 +156,19 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     logger: deps.logger,
     surface: async (kind) => (kind === 'chat_a' ? chatA.chatSurface() : { missing: `${kind} has no adapter in this version` }),
     runs: {
+      maxTaskChars: MAX_TASK_CHARS,
+      maxReplyChars: MAX_REPLY_CHARS,
       start: async (input, within) => ({ run_id: (await runs.createTask(chatActor(input.by), input.team, input.text, within)).run_id }),
       reply: async (runId, by, input, within) => void (await runs.reply(chatActor(by), runId, input, within)),
       cancel: async (runId, by) => void (await runs.cancel(chatActor(by), runId)),
-      get: async (runId) => (await runs.get(runId).catch(() => null))?.run ?? null,
+      get: async (runId) => {
+        try {
+          return (await runs.get(runId)).run;
+        } catch (err) {
+          if (err instanceof Problem && err.status === 404) return null;
+          throw err;
+        }
+      },
       posts: async (runId, after, limit) => (await runs.posts(runId, after, limit)).items,
       recent: async (team, limit) => (await runs.listOfTeam(team, { limit })).items.map((r) => ({ ...r, delivery: null })),
       notice: (runId, text) => runs.notice(runId, text, 'chat', { chat: true }),

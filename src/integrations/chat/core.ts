@@ -133,6 +133,7 @@ export function createChatCore(deps: ChatCoreDeps) {
         return;
       }
     }
+    if (m.text.length > deps.runs.maxReplyChars) throw problems.validation([{ field: 'text', message: 'too long' }], `the message is ${m.text.length} characters; a reply is at most ${deps.runs.maxReplyChars}`);
     const run = await deps.runs.get(thread.run_id);
     const question = run?.state === 'waiting' ? run.open_question : null;
     await deps.runs.reply(thread.run_id, by, { text: m.text, ...(question ? { in_reply_to: question.seq } : {}) }, (trx) => store.setEffect(trx, m.surface, m.message_id, question ? 'answer' : 'follow_up', thread.run_id));
@@ -167,6 +168,7 @@ export function createChatCore(deps: ChatCoreDeps) {
           return await store.setEffect(db, m.surface, m.message_id, 'no_team');
         }
         if (cmd.kind === 'task') {
+          if (cmd.text.length > deps.runs.maxTaskChars) throw problems.validation([{ field: 'text', message: 'too long' }], `the task is ${cmd.text.length} characters; a task is at most ${deps.runs.maxTaskChars}`);
           await deps.runs.start({ team, text: cmd.text, by: personOf(m), thread: { room_id: m.room_id, message_id: m.message_id } }, async (trx, runId) => {
             await store.insertThread(trx, { run_id: runId, surface: m.surface, room_id: m.room_id, team, requested_by: m.user_id, requested_by_name: m.user_name });
             await store.setEffect(trx, m.surface, m.message_id, 'run', runId);

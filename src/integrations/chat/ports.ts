@@ -101,6 +101,9 @@ export interface ChatPerson {
 
 /** What the chat core asks of the runs module. Refusals are `Problem`s (their detail is said in the chat). */
 export interface ChatRuns {
+  /** The longest task and reply text the runs module takes (characters). */
+  readonly maxTaskChars: number;
+  readonly maxReplyChars: number;
   /** A run of `team` from a chat message; `within` runs in its creating transaction. */
   start(input: { team: string; text: string; by: ChatPerson; thread: { room_id: string; message_id: string } }, within: (trx: Trx, runId: string) => Promise<void>): Promise<{ run_id: string }>;
   /** An answer (`in_reply_to` the open question) or a follow-up (without), from the run's thread. */
