@@ -10,7 +10,9 @@ import { createEnvironmentsService } from './console/environments/environments.s
 import { createImagesService } from './console/environments/images.service.ts';
 import { createMcpServersService } from './console/mcp-servers/mcp-servers.service.ts';
 import { createReferences } from './console/references.ts';
+import { createRunJournal } from './console/runs/runs.journal.ts';
 import { createRunsService } from './console/runs/runs.service.ts';
+import { createRunSteps, type RunsDeps } from './console/runs/runs.steps.ts';
 import { createSessionService } from './console/session/session.service.ts';
 import { createSkillsService } from './console/skills/skills.service.ts';
 import { createImportService } from './console/import/import.service.ts';
@@ -80,7 +82,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   const templates = createTemplatesService({ db, references, models, environmentOf });
   const proxy = createModelProxyClient(config);
   const spend = createSpendService({ proxy });
-  const runs = createRunsService({
+  const runsDeps: RunsDeps = {
     db,
     // Late-bound: the teams service is built after runs (it reads their activity).
     team: (name) => teams.forRun(name),
@@ -99,7 +101,11 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     hooks,
     traces: createRunTraces({ endpoint: config.otlpEndpoint }),
     propose: async (trx, p) => void (await runProposal.enqueue(trx, p, { key: `proposal:${p.run_id}:${p.source}` })),
-  });
+  };
+  // The routes' side of runs and the engine's journal share the steps both take (a run's end, a new task, the post signal).
+  const runSteps = createRunSteps(runsDeps);
+  const runs = createRunsService(runsDeps, runSteps);
+  const runJournal = createRunJournal(runsDeps, runSteps);
   const sandboxes = createSandboxesService({ db });
   const teams = createTeamsService({
     db,
@@ -224,10 +230,11 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     return { enabled: integration.enabled, secret: integration.enabled ? await integrations.webhookSecret(surface) : null };
   };
   const codeHost = (): Promise<CodeHostClient | null> => integrations.codeHostApp();
-  const webhooks = createWebhooksService({ db, runs, inbound, codeHost, chatA, teamsOfRepository: (repo, urls) => links.teamsOfRepository(repo, urls), logger: deps.logger });
+  const webhooks = createWebhooksService({ db, runs, journal: runJournal, inbound, codeHost, chatA, teamsOfRepository: (repo, urls) => links.teamsOfRepository(repo, urls), logger: deps.logger });
   const codeHostDelivery = createCodeHostDelivery({
     db,
     runs,
+    journal: runJournal,
     codeHost,
     repositoryOfTeam: (team) => integrations.codeHostRepositoryOf(team),
     refusedEgress: async (team, since, until) => {
@@ -282,7 +289,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
 
   const chat = createChatServices({ db, cipher });
   const imports = createImportService({ db, repository: config.importRepository, source: { codeHostApp: () => integrations.codeHostApp(), revealSecret: (name) => secrets.reveal(name) }, agents, templates, destinations, skills, documents });
-  return { imports, hooks, references, models, runs, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, integrations, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery, chatA, chatCore };
+  return { imports, hooks, references, models, runs, runJournal, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, integrations, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery, chatA, chatCore };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -416,11 +416,11 @@ describe('crewhouse CLI through the API', () => {
   }
 
   /** Ends the run's current turn of its lead as the engine would, with this outcome. */
-  async function leadTurn(runId: string, outcome: Parameters<TestApp['services']['runs']['applyOutcome']>[1]) {
-    const work = await t.services.runs.nextWork(runId);
+  async function leadTurn(runId: string, outcome: Parameters<TestApp['services']['runJournal']['applyOutcome']>[1]) {
+    const work = await t.services.runJournal.nextWork(runId);
     assert.ok(work, `run ${runId} has work`);
-    await t.services.runs.beginTurn(work.task.id, 0, null);
-    await t.services.runs.applyOutcome(work.task.id, outcome);
+    await t.services.runJournal.beginTurn(work.task.id, 0, null);
+    await t.services.runJournal.applyOutcome(work.task.id, outcome);
   }
 
   it('task gives a run; a question is listed, answered with runs reply, and the run cancelled', async () => {
@@ -459,14 +459,14 @@ describe('crewhouse CLI through the API', () => {
     try {
       const seqs = () => watch.p.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l).seq as number);
       await waitFor('the task post', () => seqs().length === 1, 60_000);
-      await t.services.runs.notice(runId, 'booting the sandbox', 'test:1');
+      await t.services.runJournal.notice(runId, 'booting the sandbox', 'test:1');
       await waitFor('the first notice', () => seqs().length === 2, 60_000);
 
       // The connection drops; posts written meanwhile come after the resume, once each.
       const before = r.sent.length;
       r.dropAll();
-      await t.services.runs.notice(runId, 'still booting', 'test:2');
-      await t.services.runs.notice(runId, 'ready', 'test:3');
+      await t.services.runJournal.notice(runId, 'still booting', 'test:2');
+      await t.services.runJournal.notice(runId, 'ready', 'test:3');
       await waitFor('the posts written while disconnected', () => seqs().length === 4, 60_000);
       const resumed = r.sent.slice(before).join('');
       assert.match(resumed, new RegExp(`GET /api/v1/runs/${runId}/posts`));
@@ -489,7 +489,7 @@ describe('crewhouse CLI through the API', () => {
     try {
       await waitFor('the run id and the task post', () => /\[task\] Break something/.test(watch.p.stdout), 60_000);
       const runId = watch.p.stdout.split('\n')[0].trim();
-      await t.services.runs.failRun(runId, 'the sandbox would not start');
+      await t.services.runJournal.failRun(runId, 'the sandbox would not start');
       assert.equal(await watch.exited, 1);
       assert.match(watch.p.stdout, /\[failed\] the sandbox would not start/);
       assert.match(watch.p.stderr, new RegExp(`run ${runId} failed: the sandbox would not start`));

@@ -39,7 +39,7 @@ describe('contract examples', () => {
       }
     }
     assert.ok(operations > 90, `${operations} operations`);
-    assert.deepEqual(missing, [], 'add the examples to src/console/examples.ts');
+    assert.deepEqual(missing, [], 'add the examples beside the resource\'s schemas (src/console/<resource>/<resource>.examples.ts)');
   });
 
   it('every example fits its schema', () => {

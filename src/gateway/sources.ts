@@ -49,7 +49,7 @@ export function createGatewaySources(deps: { db: Db; services: Services }): Gate
 
     async policyFor(who) {
       // The egress of the agent version the sandbox's run started with, not of a newer one made since.
-      const pinned = await services.runs.pinnedVersionInSandbox(who.sandboxId, who.role);
+      const pinned = await services.runJournal.pinnedVersionInSandbox(who.sandboxId, who.role);
       const roles = await services.teams.rolesWithEgress(who.teamName, pinned === null ? {} : { [who.role]: pinned });
       const role = roles.find((r) => r.role === who.role);
       // A role the team no longer has reaches nothing but the built-ins.

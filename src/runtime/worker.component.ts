@@ -61,7 +61,7 @@ export const workerComponent: Component = {
     const destroy = createDestroyTeamSandboxes({ db, deadAfterSeconds: config.sandboxHostDeadAfter, host });
 
     const engine = createRunEngine({
-      runs: services.runs,
+      runs: services.runJournal,
       logger,
       owner: host.id,
       runtimeArgv: [...RUNTIME_ARGV],
@@ -115,7 +115,7 @@ export const workerComponent: Component = {
       ...runJobHandlers(engine, db),
       ...traceJobHandlers({ endpoint: config.otlpEndpoint, logger }),
       ...proposalJobHandlers({
-        runs: services.runs,
+        runs: services.runJournal,
         team: (name) => services.teams.forRun(name),
         proposeSkill: (actor, team, input) => services.teams.proposeSkill(actor, team, input),
         proposeMcpServer: (actor, team, input) => services.mcpServers.propose(actor, team, input),

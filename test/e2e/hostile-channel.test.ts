@@ -120,7 +120,7 @@ describe('the run engine against a hostile agent runtime in a real sandbox', { s
   /** An engine whose runtime is `script` (a shell script in the role's sandbox, given the request on stdin), with short waits. */
   function engine(script: string) {
     return createRunEngine({
-      runs: stack.t.services.runs,
+      runs: stack.t.services.runJournal,
       logger,
       owner: host.id,
       // A replay of the journal finds nothing; a turn is the hostile script.

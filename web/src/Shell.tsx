@@ -1,7 +1,6 @@
 import { useState } from 'react';
 import { call, type SessionInfo } from './api.ts';
 import { locationOf } from './hash.ts';
-import { ResourceList } from './pages/ResourceList.tsx';
 import { matchRoute } from './routes.tsx';
 import { mayOpen, SECTIONS } from './sections.ts';
 import { FieldRegistry, ProblemNote, UserContext } from './ui.tsx';
@@ -83,7 +82,7 @@ export function Shell({ session, hash, onLoggedOut }: { session: SessionInfo; ha
 function SectionPage({ segments, query, session }: { segments: string[]; query: URLSearchParams; session: SessionInfo }) {
   const section = SECTIONS.find((s) => s.path === segments[0]);
   const match = matchRoute(segments);
-  if (!section || (!match && (segments.length > 1 || !section.api)))
+  if (!section || !match)
     return (
       <>
         <h1>Not found</h1>
@@ -101,6 +100,5 @@ function SectionPage({ segments, query, session }: { segments: string[]; query: 
         </p>
       </>
     );
-  if (match) return <>{match.route.page({ params: match.params, query, section, user: session.user })}</>;
-  return <ResourceList section={section} />;
+  return <>{match.route.page({ params: match.params, query, section, user: session.user })}</>;
 }

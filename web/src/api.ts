@@ -2,21 +2,9 @@
 
 export const API = '/api/v1';
 
-export type Role = 'viewer' | 'operator' | 'admin';
+import type { SessionInfo } from './types.ts';
 
-export interface SessionUser {
-  id: number;
-  name: string;
-  email: string | null;
-  role: Role;
-}
-
-export interface SessionInfo {
-  user: SessionUser;
-  via: 'session' | 'token';
-  csrf_token: string | null;
-  expires_at: string | null;
-}
+export type { Role, SessionInfo, SessionUser } from './types.ts';
 
 export interface Page<T> {
   items: T[];
@@ -59,7 +47,7 @@ export interface Answer<T> {
 export async function call<T = unknown>(
   method: string,
   path: string,
-  opts: { body?: unknown; raw?: Blob; headers?: Record<string, string>; quietUnauthorized?: boolean } = {},
+  opts: { body?: unknown; raw?: Blob; headers?: Record<string, string>; quietUnauthorized?: boolean; /** The answer may be any type (an image): its body is not read. */ anyType?: boolean } = {},
 ): Promise<Answer<T>> {
   const headers: Record<string, string> = { accept: 'application/json', ...opts.headers };
   if (UNSAFE.has(method) && csrfToken) headers['x-console-csrf'] = csrfToken;
@@ -87,7 +75,7 @@ export async function call<T = unknown>(
     if (res.status === 401 && !opts.quietUnauthorized && onSessionEnded) onSessionEnded();
     throw new ApiError(res.status, detail, errors);
   }
-  if (res.status !== 204 && !json) {
+  if (res.status !== 204 && !json && !opts.anyType) {
     // The route is not served by the API (yet): whatever answered is not the Console API.
     throw new ApiError(res.status, `${method} ${API}${path} is not available on this deployment (the answer was not JSON)`);
   }
@@ -129,21 +117,4 @@ export function describe(err: unknown): string {
     return fields ? `${err.message} (${fields})` : err.message;
   }
   return err instanceof Error ? err.message : String(err);
-}
-
-/** The path of a secret: its name may hold slashes, which the route takes as they are. */
-export const secretPath = (name: string) => `/secrets/${name.split('/').map(encodeURIComponent).join('/')}`;
-
-/**
- * Writes a secret's value (created, or replaced with the ETag just read). The value goes to the
- * server once and is never read back.
- */
-export async function setSecret(name: string, value: string): Promise<void> {
-  let etag: string | null = null;
-  try {
-    etag = (await call('GET', secretPath(name))).etag;
-  } catch (err) {
-    if (!(err instanceof ApiError && err.status === 404)) throw err;
-  }
-  await call('PUT', secretPath(name), { body: { value }, headers: etag ? { 'if-match': etag } : {} });
 }

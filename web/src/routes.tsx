@@ -43,7 +43,7 @@ export interface Route {
 
 /**
  * Every page of the console, one line each. The first segment is the section (navigation and
- * role); a section without a route of its own shows its API list read-only.
+ * role).
  */
 export const ROUTES: Route[] = [
   { path: 'teams', page: () => <TeamList /> },

@@ -4,8 +4,6 @@ export interface Section {
   /** The hash path: `#/<path>`. */
   path: string;
   label: string;
-  /** The API route the section lists (GET, `{items}` or an object); absent for a page of its own. */
-  api?: string;
   /** The least role that may open it; the navigation hides it from others. */
   role?: Role;
   blurb: string;
@@ -13,21 +11,21 @@ export interface Section {
 
 /** The Console's sections, in navigation order. */
 export const SECTIONS: Section[] = [
-  { path: 'teams', label: 'Teams', api: '/teams', blurb: 'Teams of agents made from a template, with their state, home and budget.' },
-  { path: 'runs', label: 'Runs', api: '/runs', blurb: 'Work the teams are doing and have done, newest first.' },
-  { path: 'agents', label: 'Agents', api: '/agents', blurb: 'Agent definitions and their versions.' },
-  { path: 'team-templates', label: 'Team templates', api: '/team-templates', blurb: 'Templates that teams are created from.' },
-  { path: 'destinations', label: 'Egress destinations', api: '/destinations', blurb: 'Hosts that agents may reach, and the credentials they are given.' },
-  { path: 'environments', label: 'Environments', api: '/environments', blurb: 'Sandbox environments that agents run in.' },
-  { path: 'skills', label: 'Skills', api: '/skills', blurb: 'The platform skill catalogue.' },
-  { path: 'integrations', label: 'Integrations', api: '/integrations', blurb: 'Chat, code host and issue trackers, and their status.' },
-  { path: 'mcp-servers', label: 'MCP servers', api: '/mcp-servers', blurb: 'Platform MCP servers first, then each team\u2019s.' },
-  { path: 'secrets', label: 'Secrets', api: '/secrets', blurb: 'Secret references; values are written once and never shown.' },
+  { path: 'teams', label: 'Teams', blurb: 'Teams of agents made from a template, with their state, home and budget.' },
+  { path: 'runs', label: 'Runs', blurb: 'Work the teams are doing and have done, newest first.' },
+  { path: 'agents', label: 'Agents', blurb: 'Agent definitions and their versions.' },
+  { path: 'team-templates', label: 'Team templates', blurb: 'Templates that teams are created from.' },
+  { path: 'destinations', label: 'Egress destinations', blurb: 'Hosts that agents may reach, and the credentials they are given.' },
+  { path: 'environments', label: 'Environments', blurb: 'Sandbox environments that agents run in.' },
+  { path: 'skills', label: 'Skills', blurb: 'The platform skill catalogue.' },
+  { path: 'integrations', label: 'Integrations', blurb: 'Chat, code host and issue trackers, and their status.' },
+  { path: 'mcp-servers', label: 'MCP servers', blurb: 'Platform MCP servers first, then each team\u2019s.' },
+  { path: 'secrets', label: 'Secrets', blurb: 'Secret references; values are written once and never shown.' },
   { path: 'users', label: 'Users', role: 'admin', blurb: 'People who may use the Console.' },
   { path: 'hosts', label: 'Hosts', role: 'operator', blurb: 'Sandbox hosts: their room, what is awake and asleep, and the runs waiting for room.' },
   { path: 'audit', label: 'Audit log', role: 'admin', blurb: 'Every write through the API, newest first.' },
   { path: 'import', label: 'Import', role: 'admin', blurb: 'Definitions from the configuration repository: the plan, its diffs, and Apply.' },
-  { path: 'spend', label: 'Spend', api: '/spend', blurb: 'Model spend of the active teams per UTC day.' },
+  { path: 'spend', label: 'Spend', blurb: 'Model spend of the active teams per UTC day.' },
   { path: 'account', label: 'Account', blurb: 'Your account, your API tokens and onboarding an agent.' },
 ];
 

@@ -166,9 +166,8 @@ export const heading = (key: string) => {
   return (WORDS[parts[0]] ? words : words.charAt(0).toUpperCase() + words.slice(1)) + unit;
 };
 
-/** A plain table of records; `actions` adds a last column per row. */
-export function DataTable<T extends Record<string, unknown>>(props: {
-  rows: T[];
+/** What a table draws besides its rows. */
+interface TableProps<T extends Record<string, unknown>> {
   columns?: string[];
   actions?: (row: T) => ReactNode;
   /** Cells drawn by the page (a link, a badge) instead of as text. */
@@ -179,7 +178,10 @@ export function DataTable<T extends Record<string, unknown>>(props: {
   variant?: 'compact';
   /** Headings of columns the page names itself. */
   headings?: Partial<Record<string, string>>;
-}) {
+}
+
+/** A plain table of records; `actions` adds a last column per row. */
+export function DataTable<T extends Record<string, unknown>>(props: TableProps<T> & { rows: T[] }) {
   const { rows, actions } = props;
   if (rows.length === 0) return typeof props.empty === 'string' || props.empty === undefined ? <p className="muted">{props.empty ?? 'Nothing here yet.'}</p> : <>{props.empty}</>;
   const columns = props.columns ?? columnsOf(rows);
@@ -216,6 +218,21 @@ export function DataTable<T extends Record<string, unknown>>(props: {
   );
 }
 
+/**
+ * The list of a list page: a paged read (`usePaged`, which the page keeps to reload or change
+ * it) as a table, while loading, its problem, and "load more".
+ */
+export function PagedTable<T extends Record<string, unknown>>({ list, ...table }: TableProps<T> & { list: ReturnType<typeof usePaged<T>> }) {
+  return (
+    <>
+      <ProblemNote error={list.error} />
+      {list.loading && !list.data && <p className="muted">Loading…</p>}
+      {list.data && <DataTable rows={list.data.items} {...table} />}
+      <MoreButton paged={list} />
+    </>
+  );
+}
+
 /** A value the server shows only once (a token, a setup link): selectable, copyable, with a warning. */
 export function OnceBox({ label, value, children, onClose }: { label: string; value: string; children?: ReactNode; onClose: () => void }) {
   const [copied, setCopied] = useState(false);
@@ -245,6 +262,20 @@ export function OnceBox({ label, value, children, onClose }: { label: string; va
           Done
         </button>
       </div>
+    </div>
+  );
+}
+
+/** A form's submit button (its words while busy) and Cancel. */
+export function SaveButtons({ busy, label, busyLabel = 'Saving…', onCancel }: { busy: boolean; label: string; busyLabel?: string; onCancel: () => void }) {
+  return (
+    <div className="row">
+      <button type="submit" disabled={busy}>
+        {busy ? busyLabel : label}
+      </button>
+      <button type="button" className="secondary" onClick={onCancel}>
+        Cancel
+      </button>
     </div>
   );
 }

@@ -8,7 +8,7 @@
  */
 import type { AgentEvent, Proposal, ToolCall, TurnOutcome } from '../../agent/protocol.ts';
 import { mcpToolName } from '../../agent/mcp.ts';
-import { subjectOf } from '../../runtime/engine/rules.ts';
+import { subjectOf } from './runs.rules.ts';
 
 /** Bounds on what an event may carry (characters unless said otherwise); docs/runs.md lists them. */
 export const LIMITS = {

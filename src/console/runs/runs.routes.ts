@@ -7,14 +7,12 @@ import { TeamParams } from '../teams/teams.schemas.ts';
 import { MAX_REPLY_CHARS, MAX_TASK_CHARS, Post, PostsQuery, ReplyAccepted, ReplyInput, Run, RunListQuery, RunParams, RunSummary, TaskAccepted, TaskInput, TeamRunListQuery, Trace } from './runs.schemas.ts';
 import type { RunsService } from './runs.service.ts';
 import type { TraceReader } from './trace.ts';
+import { watchPosts } from './watch.ts';
 
 /** The stream resumes after the post whose seq a reconnecting client names (the EventSource standard's header). */
 const PostsStreamHeaders = Type.Object({
   'last-event-id': Type.Optional(Type.String({ description: 'With `Accept: text/event-stream`: resume after this seq (what EventSource sends when it reconnects); it takes precedence over `cursor`', maxLength: 20 })),
 });
-
-const HEARTBEAT_MS = 15_000;
-const POLL_MS = 1_000;
 
 export function runsRoutes(app: App, deps: { runs: RunsService; traces: TraceReader }) {
   const { runs } = deps;
@@ -34,7 +32,7 @@ export function runsRoutes(app: App, deps: { runs: RunsService; traces: TraceRea
       response: { 202: TaskAccepted },
     },
     handler: async (req, reply) => {
-      const accepted = await runs.createTask(actorOf(req), req.params.name, req.body.text);
+      const accepted = await runs.createRun(actorOf(req), { team: req.params.name, text: req.body.text, surface: 'console' });
       return reply.status(202).header('location', `/api/v1/runs/${accepted.run_id}`).send(accepted);
     },
   });
@@ -107,44 +105,7 @@ export function runsRoutes(app: App, deps: { runs: RunsService; traces: TraceRea
       if (!String(req.headers.accept ?? '').includes('text/event-stream')) return runs.posts(req.params.id, after, limit);
 
       const lastEventId = Number(req.headers['last-event-id']);
-      let seen = Number.isInteger(lastEventId) && lastEventId > 0 ? lastEventId : after;
-      await runs.posts(req.params.id, seen, 1); // 404 before the stream starts
-      reply.hijack();
-      const res = reply.raw;
-      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
-      res.write(': stream of run posts\n\n');
-      let closed = false;
-      let wake: (() => void) | null = null;
-      const unsubscribe = runs.onPosts(req.params.id, () => wake?.());
-      const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS);
-      req.raw.on('close', () => {
-        closed = true;
-        wake?.();
-      });
-      try {
-        while (!closed) {
-          const page = await runs.posts(req.params.id, seen, 200);
-          for (const p of page.items) {
-            if (!res.write(`id: ${p.seq}\nevent: ${p.kind}\ndata: ${JSON.stringify(p)}\n\n`)) await new Promise((r) => res.once('drain', r));
-            seen = p.seq;
-          }
-          if (page.next_cursor) continue;
-          await new Promise<void>((resolve) => {
-            const t = setTimeout(resolve, POLL_MS);
-            wake = () => {
-              clearTimeout(t);
-              resolve();
-            };
-          });
-          wake = null;
-        }
-      } catch (err) {
-        req.log.warn({ err, run: req.params.id }, 'post stream ended by an error');
-      } finally {
-        clearInterval(heartbeat);
-        unsubscribe();
-        res.end();
-      }
+      await watchPosts(req, reply, runs, req.params.id, Number.isInteger(lastEventId) && lastEventId > 0 ? lastEventId : after);
     },
   });
 

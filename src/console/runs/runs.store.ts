@@ -1,8 +1,8 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { keyset, type CursorValue } from '../../http/pagination.ts';
-import type { PostDraft } from '../../runtime/engine/rules.ts';
-import type { RunState, TaskState } from './runs.tables.ts';
+import type { PostDraft } from './runs.rules.ts';
+import type { Delivery, RunState, RunSurface, TaskState, WaitingFor } from './runs.tables.ts';
 
 type Q = Kysely<Database> | Transaction<Database>;
 
@@ -63,8 +63,8 @@ export function getPost(db: Q, runId: string, seq: number) {
  */
 export async function appendPost(trx: Transaction<Database>, runId: string, draft: PostDraft, source: string | null = null): Promise<number> {
   if (source) {
-    const existing = await trx.selectFrom('run_posts').select('seq').where('run_id', '=', runId).where('source', '=', source).executeTakeFirst();
-    if (existing) return existing.seq;
+    const existing = await postSeqOf(trx, runId, source);
+    if (existing !== null) return existing;
   }
   const { last_seq } = await trx
     .updateTable('runs')
@@ -215,4 +215,120 @@ export async function chargeSpend(trx: Transaction<Database>, t: { run_id: strin
 export async function spendCursor(db: Q, sandboxId: string): Promise<string> {
   const row = await db.selectFrom('run_spend').select(sql<string | null>`max(ledger_id)`.as('last')).where('sandbox_id', '=', sandboxId).executeTakeFirst();
   return row?.last ? String(row.last) : '0';
+}
+
+export async function insertRun(
+  trx: Transaction<Database>,
+  r: { id: string; team_id: number; team_name: string; surface: RunSurface; external_ref: string | null; text: string; created_by: string; lead: string; agent_versions: Record<string, number>; trace_id: string },
+) {
+  await trx
+    .insertInto('runs')
+    .values({ ...r, state: 'running', agent_versions: JSON.stringify(r.agent_versions) })
+    .execute();
+}
+
+/** Ends a run in a state (its question and wait cleared, its delivery set when given); answers its last seq. */
+export async function finishRun(trx: Transaction<Database>, runId: string, state: 'succeeded' | 'failed' | 'cancelled', fields: { failure_reason: string | null; delivery?: Delivery | null }): Promise<number> {
+  await trx
+    .updateTable('runs')
+    .set({
+      state,
+      finished_at: sql`now()`,
+      updated_at: sql`now()`,
+      waiting_for: null,
+      open_question_seq: null,
+      failure_reason: fields.failure_reason,
+      ...(fields.delivery !== undefined ? { delivery: fields.delivery ? JSON.stringify(fields.delivery) : null } : {}),
+      row_version: sql`nextval('row_version_seq')`,
+    })
+    .where('id', '=', runId)
+    .execute();
+  const { last_seq } = await trx.selectFrom('runs').select('last_seq').where('id', '=', runId).executeTakeFirstOrThrow();
+  return last_seq;
+}
+
+/** Notes that a run was asked to stop (the engine stops its tools and agent loop). */
+export async function markCancelRequested(trx: Transaction<Database>, runId: string) {
+  await trx.updateTable('runs').set({ cancel_requested_at: sql`now()` }).where('id', '=', runId).execute();
+}
+
+/** A waiting run goes on: its question is answered. */
+export async function resumeWaiting(trx: Transaction<Database>, runId: string) {
+  await trx.updateTable('runs').set({ state: 'running', waiting_for: null, open_question_seq: null, row_version: sql`nextval('row_version_seq')` }).where('id', '=', runId).execute();
+}
+
+/** An ended run runs again (a follow-up reopened it). */
+export async function reopenRun(trx: Transaction<Database>, runId: string) {
+  await trx.updateTable('runs').set({ state: 'running', finished_at: null, failure_reason: null, row_version: sql`nextval('row_version_seq')` }).where('id', '=', runId).execute();
+}
+
+/** A run waits for a person: what for, and the question's post. */
+export async function waitRun(trx: Transaction<Database>, runId: string, waitingFor: WaitingFor, questionSeq: number) {
+  await trx
+    .updateTable('runs')
+    .set({ state: 'waiting', waiting_for: JSON.stringify(waitingFor), open_question_seq: questionSeq, row_version: sql`nextval('row_version_seq')` })
+    .where('id', '=', runId)
+    .execute();
+}
+
+export async function setReworkUsed(trx: Transaction<Database>, runId: string, used: number) {
+  await trx.updateTable('runs').set({ rework_used: used }).where('id', '=', runId).execute();
+}
+
+export async function setDelivery(trx: Transaction<Database>, runId: string, delivery: Delivery) {
+  await trx.updateTable('runs').set({ delivery: JSON.stringify(delivery), row_version: sql`nextval('row_version_seq')` }).where('id', '=', runId).execute();
+}
+
+/** The task of a role that waits (for the lead's or a person's answer), newest first. */
+export function waitingTaskOf(db: Q, runId: string, role: string) {
+  return db.selectFrom('run_tasks').select('id').where('run_id', '=', runId).where('role', '=', role).where('state', '=', 'waiting').orderBy('created_at', 'desc').executeTakeFirst();
+}
+
+/** The seq of a run's post made by `source`, if any. */
+export async function postSeqOf(db: Q, runId: string, source: string): Promise<number | null> {
+  const row = await db.selectFrom('run_posts').select('seq').where('run_id', '=', runId).where('source', '=', source).executeTakeFirst();
+  return row?.seq ?? null;
+}
+
+/** Records a task's accepted events: how far its journal was read, the model calls counted, the turn end the host accepted. */
+export async function recordTaskEvents(trx: Transaction<Database>, taskId: string, seen: number, iterations: number, turnEnd: { seq: number; outcome: unknown } | null) {
+  await trx
+    .updateTable('run_tasks')
+    .set({
+      events_seen: seen,
+      iterations: sql`iterations + ${iterations}`,
+      ...(turnEnd ? { turn_end_seq: turnEnd.seq, turn_end: JSON.stringify(turnEnd.outcome) } : {}),
+    })
+    .where('id', '=', taskId)
+    .execute();
+}
+
+/** Adds a cost to a task and its run. */
+export async function addCost(trx: Transaction<Database>, runId: string, taskId: string, cost: number) {
+  await trx.updateTable('run_tasks').set({ cost_usd: sql`cost_usd + ${cost}` }).where('id', '=', taskId).execute();
+  await trx.updateTable('runs').set({ cost_usd: sql`cost_usd + ${cost}` }).where('id', '=', runId).execute();
+}
+
+/**
+ * Takes (or renews) the lease on driving a run: null while another owner holds an unexpired
+ * one. The generation grows with each new owner.
+ */
+export async function claimRun(db: Q, runId: string, owner: string, leaseSeconds: number): Promise<number | null> {
+  const row = await db
+    .updateTable('runs')
+    .set({
+      owner,
+      owner_until: sql`now() + make_interval(secs => ${leaseSeconds})`,
+      owner_generation: sql`case when owner is distinct from ${owner} then owner_generation + 1 else owner_generation end`,
+    })
+    .where('id', '=', runId)
+    .where((eb) => eb.or([eb('owner', 'is', null), eb('owner', '=', owner), eb('owner_until', '<', sql<string>`now()`)]))
+    .returning('owner_generation')
+    .executeTakeFirst();
+  return row ? Number(row.owner_generation) : null;
+}
+
+/** Gives a run's lease up (only the owner of that generation can). */
+export async function releaseRun(db: Q, runId: string, owner: string, generation: number) {
+  await db.updateTable('runs').set({ owner: null, owner_until: null }).where('id', '=', runId).where('owner', '=', owner).where('owner_generation', '=', generation).execute();
 }

@@ -2,6 +2,9 @@ import type { ColumnType, Generated } from 'kysely';
 import type { NullableTimestamp, RowVersion, Timestamp } from '../../db/columns.ts';
 
 export type RunState = 'running' | 'waiting' | 'succeeded' | 'failed' | 'cancelled';
+/** Where a run's work came from; a run on a chat surface is answered and cancelled there. */
+export type RunSurface = 'console' | 'code_host' | 'chat_a' | 'chat_b' | 'tracker_a' | 'tracker_b';
+
 export type TaskState = 'queued' | 'running' | 'waiting' | 'done' | 'failed' | 'cancelled';
 
 /** A jsonb column: written as JSON text, read parsed; null allowed. */
@@ -26,7 +29,9 @@ export interface RunsTables {
     id: string;
     team_id: number;
     team_name: string;
-    surface: Defaulted<string>;
+    surface: Defaulted<RunSurface>;
+    /** On a chat or tracker surface: the thread or issue the work came from. */
+    external_ref: Defaulted<string | null>;
     state: RunState;
     text: string;
     failure_reason: string | null;

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import * as runSurface from '../../db/migrations/0643-run-surface.ts';
 import { makeTeam } from '../../../test/factories.ts';
-import { testApp, type TestApp } from '../../../test/harness.ts';
+import { testApp, uniq, type TestApp } from '../../../test/harness.ts';
 
 // The runs routes' answers that need no sandbox host (the whole flow is test/e2e/run.test.ts).
 describe('runs routes', () => {
@@ -59,5 +60,20 @@ describe('runs routes', () => {
     assert.equal((await t.request({ method: 'GET', url: '/api/v1/runs?state=waiting', token: t.adminToken })).status, 200);
     assert.equal((await t.request({ method: 'GET', url: '/api/v1/runs?state=sleepy', token: t.adminToken })).status, 400);
     assert.equal((await t.request({ method: 'GET', url: '/api/v1/runs/run_nope/posts?cursor=abc', token: t.adminToken })).status, 400);
+  });
+
+  // Last: it takes the migration down and up again on this file's database.
+  it('the surface migration says where the runs made before it came from: a code-host webhook\'s (its creator code_host:<author>), else the console', async () => {
+    const team = await t.services.teams.mustGetLive((await makeTeam(t)).name);
+    const fromIssue = uniq('run');
+    const fromConsole = uniq('run');
+    await runSurface.down(t.db);
+    await t.db.insertInto('runs').values({ id: fromIssue, team_id: team.id, team_name: team.name, state: 'succeeded', text: 'fix the issue', created_by: 'code_host:alice' }).execute();
+    await t.db.insertInto('runs').values({ id: fromConsole, team_id: team.id, team_name: team.name, state: 'succeeded', text: 'x', created_by: 'admin@example.com' }).execute();
+    await runSurface.up(t.db);
+    const rows = await t.db.selectFrom('runs').select(['id', 'surface']).where('id', 'in', [fromIssue, fromConsole]).execute();
+    assert.deepEqual(Object.fromEntries(rows.map((r) => [r.id, r.surface])), { [fromIssue]: 'code_host', [fromConsole]: 'console' });
+    // Only the six surfaces are stored.
+    await assert.rejects(t.db.updateTable('runs').set({ surface: 'fax' as never }).where('id', '=', fromConsole).execute());
   });
 });

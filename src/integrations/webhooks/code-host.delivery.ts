@@ -6,6 +6,7 @@
  */
 import type { Transaction } from 'kysely';
 import type { Logger } from 'pino';
+import type { RunJournal } from '../../console/runs/runs.journal.ts';
 import type { RunsService } from '../../console/runs/runs.service.ts';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
@@ -20,6 +21,8 @@ type Post = Awaited<ReturnType<RunsService['posts']>>['items'][number];
 export interface CodeHostDeliveryDeps {
   db: Db;
   runs: RunsService;
+  /** Where the pull request a run opened is recorded (the run's delivery). */
+  journal: Pick<RunJournal, 'setPullRequest'>;
   codeHost(): Promise<CodeHostClient | null>;
   /** The team's code-host repository `<owner>/<repo>` (its code_host link, else its repo_url on the code host), or null. */
   repositoryOfTeam(team: string): Promise<string | null>;
@@ -86,7 +89,7 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
   /** Opens (or finds again) the run's pull request and records it on the run and here. */
   async function open(app: CodeHostClient, run: Run, repo: string, req: { head: string; base: string | null; title: string; body: string }) {
     const pr = await app.openPullRequest({ repo, head: req.head, ...(req.base ? { base: req.base } : {}), title: req.title, body: req.body });
-    await runs.setPullRequest(run.id, { url: pr.url, number: pr.number, state: 'open' });
+    await deps.journal.setPullRequest(run.id, { url: pr.url, number: pr.number, state: 'open' });
     await store.setPull(db, { run_id: run.id, team_name: run.team, repository: repo, pull_number: pr.number, pull_url: pr.url });
     return pr;
   }

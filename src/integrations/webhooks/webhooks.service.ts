@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import { verify } from '@octokit/webhooks-methods';
 import type { Logger } from 'pino';
 import { systemActor } from '../../audit/audit.ts';
+import type { RunJournal } from '../../console/runs/runs.journal.ts';
 import type { RunsService } from '../../console/runs/runs.service.ts';
 import type { ChatAService } from '../chat_a/chat_a.service.ts';
 import type { Db } from '../../db/database.ts';
@@ -15,6 +16,8 @@ import * as store from './webhooks.store.ts';
 export interface WebhooksDeps {
   db: Db;
   runs: RunsService;
+  /** What a pull request's state changes in a run: its delivery and a notice. */
+  journal: Pick<RunJournal, 'setPullRequest' | 'notice'>;
   /** Whether a surface's integration is enabled, and its webhook secret (null when unset). */
   inbound(surface: WebhookSurface): Promise<{ enabled: boolean; secret: string | null }>;
   /** The code-host app while the integration is enabled, else null. */
@@ -78,7 +81,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
     }
     let accepted;
     try {
-      accepted = await runs.createTask(systemActor(`code_host:${intent.author}`), team, taskTextOf(intent), (trx, runId) => store.settleClaim(trx, claim, runId));
+      accepted = await runs.createRun(systemActor(`code_host:${intent.author}`), { team, text: taskTextOf(intent), surface: 'code_host' }, (trx, runId) => store.settleClaim(trx, claim, runId));
     } catch (err) {
       await store.dropClaim(db, claim);
       if (!refusedBy(err)) throw err;
@@ -108,8 +111,8 @@ export function createWebhooksService(deps: WebhooksDeps) {
     const work = await store.workOfNumber(db, intent.repo, intent.number);
     if (!work || work.pull_number !== intent.number) return store.settleDelivery(db, deliveryRow, { outcome: 'ignored', detail: `pull request #${intent.number} of ${intent.repo} was not opened by a run` });
     const state = intent.merged ? 'merged' : 'closed';
-    await runs.setPullRequest(work.run_id, { url: work.pull_url ?? intent.url, number: intent.number, state });
-    await runs.notice(work.run_id, `pull request #${intent.number} was ${state}`, `code_host:pull:${intent.number}:${state}`, { pull_request: intent.number, state });
+    await deps.journal.setPullRequest(work.run_id, { url: work.pull_url ?? intent.url, number: intent.number, state });
+    await deps.journal.notice(work.run_id, `pull request #${intent.number} was ${state}`, `code_host:pull:${intent.number}:${state}`, { pull_request: intent.number, state });
     await store.settleDelivery(db, deliveryRow, { outcome: 'processed', detail: `pull request #${intent.number} ${state}`, run_id: work.run_id });
   }
 

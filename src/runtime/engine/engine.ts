@@ -3,13 +3,13 @@
  * role's sandbox, catches up on the agent's journal (events a worker that died did not record),
  * then runs the agent runtime's turn in the sandbox and records every event before it is
  * published, and applies the turn's outcome (the next role, a question, the end). Everything it
- * writes goes through the runs service, once per event, so a worker killed at any point and the
+ * writes goes through the run journal, once per event, so a worker killed at any point and the
  * one that takes over neither lose nor repeat a post.
  */
 import crypto from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AgentConfig, AgentEvent, AgentInput, AgentRequest, TurnOutcome } from '../../agent/protocol.ts';
-import type { RunsService } from '../../console/runs/runs.service.ts';
+import type { RunJournal, RunWork } from '../../console/runs/runs.journal.ts';
 import { PlacementError } from '../sandboxes/placement.ts';
 import { SandboxError, type ExecHandle, type ExecRequest } from '../sandboxes/provider.ts';
 import { ChannelViolation, MAX_EVENT_BYTES, readLines } from './channel.ts';
@@ -27,13 +27,19 @@ export interface RoleSandbox {
   oomKills?(): Promise<number | null>;
 }
 
+/** What the engine reads and writes of a run: the run journal, no more. */
+export type EngineJournal = Pick<
+  RunJournal,
+  'claim' | 'release' | 'nextWork' | 'endedRoles' | 'wakeTeamRuns' | 'isActive' | 'beginTurn' | 'recordEvents' | 'chargeSpend' | 'spendCursor' | 'recordPush' | 'applyOutcome' | 'requeueTask' | 'failRun' | 'notice'
+>;
+
 export interface EngineDeps {
-  runs: RunsService;
+  runs: EngineJournal;
   logger: Logger;
   /** The agent configuration of a task's role in its run (version fixed at the run's start). */
-  configFor(work: NonNullable<Awaited<ReturnType<RunsService['nextWork']>>>): Promise<AgentConfig>;
+  configFor(work: RunWork): Promise<AgentConfig>;
   /** Places (or wakes) the role's sandbox and prepares its workspace for the run: documents, skills, the repository. */
-  sandboxFor(work: NonNullable<Awaited<ReturnType<RunsService['nextWork']>>>, config: AgentConfig): Promise<RoleSandbox>;
+  sandboxFor(work: RunWork, config: AgentConfig): Promise<RoleSandbox>;
   /** Ends the run's hold on the role's sandbox (the run has ended), so the team's next run can have it. */
   releaseSandbox(runId: string, role: string): Promise<void>;
   /** The agent runtime's command line inside a sandbox. */
@@ -249,7 +255,7 @@ export function createRunEngine(deps: EngineDeps) {
   const pollMs = deps.cancelPollMs ?? 1000;
 
   /** One turn of the task's role; returns its outcome, or null when the run stopped being ours to drive. */
-  async function turn(work: NonNullable<Awaited<ReturnType<RunsService['nextWork']>>>, signal: AbortSignal): Promise<TurnOutcome | null> {
+  async function turn(work: RunWork, signal: AbortSignal): Promise<TurnOutcome | null> {
     const { run, task } = work;
     const config = await deps.configFor(work);
     const sandbox = await deps.sandboxFor(work, config);

@@ -9,7 +9,7 @@ import { Type } from 'typebox';
 import type { Proposal } from '../../agent/protocol.ts';
 import { systemActor, type Actor } from '../../audit/audit.ts';
 import type { McpServerProposal } from '../../console/mcp-servers/mcp-servers.schemas.ts';
-import type { RunsService } from '../../console/runs/runs.service.ts';
+import type { RunJournal } from '../../console/runs/runs.journal.ts';
 import { Problem } from '../../http/problems.ts';
 import { jobType, type JobHandler } from '../../queue/queue.ts';
 
@@ -28,7 +28,7 @@ export const runProposal = jobType(
 );
 
 export interface ProposalDeps {
-  runs: Pick<RunsService, 'notice'>;
+  runs: Pick<RunJournal, 'notice'>;
   team(name: string): Promise<{ id: number } | null>;
   proposeSkill(actor: Actor, team: string, input: { name: string; description: string; instructions: string; source: string }): Promise<unknown>;
   proposeMcpServer(actor: Actor, team: string, input: McpServerProposal): Promise<unknown>;

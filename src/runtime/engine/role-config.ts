@@ -1,9 +1,7 @@
 import type { AgentConfig } from '../../agent/protocol.ts';
-import type { RunsService } from '../../console/runs/runs.service.ts';
+import type { RunWork } from '../../console/runs/runs.journal.ts';
 import { RunFailure } from './failures.ts';
 import type { WorkspacePlan } from './workspace.ts';
-
-type Work = NonNullable<Awaited<ReturnType<RunsService['nextWork']>>>;
 
 /** What the engine reads to set a role up: the pinned agent version, the role's documents and skills, the model's window. */
 export interface RoleConfigDeps {
@@ -25,7 +23,7 @@ export const WORKSPACE = '/workspace';
 export const branchOf = (runId: string) => `crewhouse/${runId}`;
 
 /** The agent runtime's configuration for a task's role, and what to place in its workspace. */
-export async function roleSetup(deps: RoleConfigDeps, work: Work): Promise<{ config: AgentConfig; plan: WorkspacePlan }> {
+export async function roleSetup(deps: RoleConfigDeps, work: RunWork): Promise<{ config: AgentConfig; plan: WorkspacePlan }> {
   const { run, task, team } = work;
   const role = team.roles.find((r) => r.role === task.role);
   if (!role) throw new RunFailure(`the team no longer has a role "${task.role}"`);

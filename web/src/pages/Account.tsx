@@ -1,28 +1,8 @@
 import { useState, type FormEvent } from 'react';
-import { call, get, type Page, type Role, type SessionUser } from '../api.ts';
+import { call, get, type Page, type SessionUser } from '../api.ts';
 import type { Section } from '../sections.ts';
 import { cellText, ConfirmButton, DataTable, OnceBox, ProblemNote, useLoad, useAction } from '../ui.tsx';
-
-interface Token {
-  id: number;
-  name: string;
-  kind: 'api' | 'onboarding';
-  prefix: string;
-  created_at: string;
-  expires_at: string | null;
-  last_used_at: string | null;
-}
-interface NewToken extends Token {
-  token: string;
-}
-interface Onboarding {
-  role: Role;
-  console_url: string;
-  api_base_url: string;
-  openapi_url: string;
-  prompt: string;
-  instructions: string;
-}
+import type { NewToken, Onboarding, Token } from '../types.ts';
 
 /** The account: who you are, your API tokens (list, create, revoke) and onboarding an agent. */
 export function Account({ section, user }: { section: Section; user: SessionUser }) {

@@ -1,34 +1,12 @@
 import { get } from '../api.ts';
 import { DataTable, Loaded, PageHead, useLoad } from '../ui.tsx';
-
-interface HostRow {
-  id: string;
-  address: string;
-  providers: string[];
-  status: 'live' | 'stopped' | 'dead';
-  capacity: { vcpus: number; vcpus_shared: number; memory_mib: number; disk_gib: number };
-  used: { vcpus: number; memory_mib: number; disk_gib: number };
-  sandboxes: { awake: number; asleep: number };
-  waiting: number;
-  [k: string]: unknown;
-}
-
-interface WaitRow {
-  run_id: string;
-  team: string;
-  environment: string;
-  vcpus: number;
-  memory_mib: number;
-  disk_gib: number;
-  since: string;
-  [k: string]: unknown;
-}
+import type { SandboxHosts } from '../types.ts';
 
 const of = (used: number, total: number) => `${used} of ${total}`;
 
 /** The sandbox hosts (operators): what each offers and holds, and the runs waiting for room. */
 export function Hosts() {
-  const hosts = useLoad(() => get<{ hosts: HostRow[]; waiting: WaitRow[] }>('/hosts'));
+  const hosts = useLoad(() => get<SandboxHosts>('/hosts'));
   return (
     <section aria-labelledby="section-title">
       <PageHead

@@ -1,27 +1,7 @@
 import { useState } from 'react';
 import { call } from '../api.ts';
 import { ConfirmButton, Loaded, PageHead, ProblemNote, useAction, useLoad } from '../ui.tsx';
-
-interface PlanEntry {
-  kind: 'agent' | 'template' | 'policy' | 'skill';
-  name: string;
-  file: string | null;
-  action: 'create' | 'update' | 'unchanged' | 'skip' | 'delete';
-  reason: string | null;
-  diff: string | null;
-  version: number | null;
-}
-
-interface ImportPlan {
-  commit: string | null;
-  dry_run: boolean;
-  applied: boolean;
-  force: boolean;
-  prune: boolean;
-  entries: PlanEntry[];
-  left_alone: Array<{ kind: string; name: string }>;
-  problems: Array<{ file: string; line: number | null; field: string | null; message: string }>;
-}
+import type { ImportPlan, PlanEntry } from '../types.ts';
 
 const KIND: Record<PlanEntry['kind'], string> = { agent: 'Agent', template: 'Team template', policy: 'Policy (destination)', skill: 'Skill' };
 

@@ -1,61 +1,34 @@
 import { useState, type FormEvent } from 'react';
-import { call, get, type Page, type Role, type SessionUser } from '../api.ts';
-import { changedFields, Conflict } from '../resource.ts';
+import { call, type Role, type SessionUser } from '../api.ts';
+import { changedFields, Conflict, openDoc } from '../resource.ts';
 import type { Section } from '../sections.ts';
-import { cellText, ConfirmButton, DataTable, OnceBox, ProblemNote, useLoad, useAction } from '../ui.tsx';
-
-interface User {
-  id: number;
-  name: string;
-  email: string | null;
-  role: Role;
-  disabled: boolean;
-  password_set: boolean;
-  last_login_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
-interface UserWithSetup extends User {
-  setup_token: string;
-  setup_url: string;
-  setup_expires_at: string;
-}
+import { cellText, ConfirmButton, OnceBox, PagedTable, ProblemNote, useAction, usePaged } from '../ui.tsx';
+import type { User, UserWithSetup } from '../types.ts';
 
 const ROLES: Role[] = ['viewer', 'operator', 'admin'];
 
 /** Users (admin): list, create (the setup link is shown once), disable and enable, a fresh setup link. */
 export function Users({ section, self }: { section: Section; self: SessionUser }) {
-  const list = useLoad(() => get<Page<User>>('/users'));
+  const list = usePaged<User>('/users');
   const [setup, setSetup] = useState<{ user: string; url: string; expires: string } | null>(null);
   const [actionError, setActionError] = useState<unknown>(null);
   const [busy, setBusy] = useState<number | null>(null);
 
   const replace = (u: User) => list.setData((p) => (p ? { ...p, items: p.items.map((x) => (x.id === u.id ? u : x)) } : p));
 
-  const loadMore = async () => {
-    const page = list.data;
-    if (!page?.next_cursor) return;
-    try {
-      const next = await get<Page<User>>(`/users?cursor=${encodeURIComponent(page.next_cursor)}`);
-      list.setData({ items: [...page.items, ...next.items], next_cursor: next.next_cursor });
-    } catch (err) {
-      setActionError(err);
-    }
-  };
-
   const change = async (u: User, patch: { disabled?: boolean; role?: Role }) => {
     setBusy(u.id);
     setActionError(null);
     try {
       // A change needs the current ETag: read the user, then write with If-Match.
-      const current = await call<User>('GET', `/users/${u.id}`);
+      const current = await openDoc<User>(`/users/${u.id}`);
       // What the list showed is what the person decided on; if it has changed since, say so first.
-      const changed = changedFields(u, current.body).filter((k) => k in u && k in current.body);
+      const changed = changedFields(u, current.data).filter((k) => k in u && current.data !== null && k in current.data);
       if (changed.length > 0) {
-        replace(current.body);
+        replace(current.data!);
         throw new Conflict(changed);
       }
-      const { body } = await call<User>('PATCH', `/users/${u.id}`, { body: patch, headers: { 'if-match': current.etag ?? '' } });
+      const body = await current.write<User>('PATCH', undefined, patch);
       replace(body);
     } catch (err) {
       setActionError(err);
@@ -78,17 +51,6 @@ export function Users({ section, self }: { section: Section; self: SessionUser }
     }
   };
 
-  const rows = (list.data?.items ?? []).map((u) => ({
-    id: u.id,
-    name: u.name,
-    email: u.email,
-    role: u.role,
-    status: u.disabled ? 'disabled' : u.password_set ? 'active' : 'waiting for setup',
-    last_login_at: u.last_login_at,
-    created_at: u.created_at,
-  }));
-  const byId = new Map((list.data?.items ?? []).map((u) => [u.id, u]));
-
   return (
     <section aria-labelledby="section-title">
       <div className="section-head">
@@ -109,48 +71,37 @@ export function Users({ section, self }: { section: Section; self: SessionUser }
         </OnceBox>
       )}
       <ProblemNote error={actionError} />
-      <ProblemNote error={list.error} />
-      {list.loading && !list.data && <p className="muted">Loading…</p>}
-      {list.data && (
-        <DataTable
-          rows={rows}
-          label="users"
-          columns={['name', 'email', 'role', 'status', 'last_login_at', 'created_at']}
-          actions={(row) => {
-            const u = byId.get(row.id)!;
-            return (
-              <>
-                {u.id !== self.id && (
-                  <select aria-label={`role of ${u.name}`} className="small" value={u.role} disabled={busy === u.id} onChange={(e) => void change(u, { role: e.target.value as Role })}>
-                    {ROLES.map((r) => (
-                      <option key={r} value={r}>
-                        {r}
-                      </option>
-                    ))}
-                  </select>
-                )}
-                {!u.disabled && (
-                  <button type="button" className="secondary small" disabled={busy === u.id} onClick={() => void newSetupLink(u)}>
-                    New setup link
-                  </button>
-                )}
-                {u.id === self.id ? null : u.disabled ? (
-                  <button type="button" className="secondary small" disabled={busy === u.id} onClick={() => void setDisabled(u, false)}>
-                    Enable
-                  </button>
-                ) : (
-                  <ConfirmButton label="Disable" confirm={`Disable ${u.name}`} disabled={busy === u.id} onConfirm={() => void setDisabled(u, true)} />
-                )}
-              </>
-            );
-          }}
-        />
-      )}
-      {list.data?.next_cursor && (
-        <button type="button" className="secondary" onClick={() => void loadMore()}>
-          Load more
-        </button>
-      )}
+      <PagedTable
+        list={list}
+        label="users"
+        columns={['name', 'email', 'role', 'status', 'last_login_at', 'created_at']}
+        cells={{ status: (u) => (u.disabled ? 'disabled' : u.password_set ? 'active' : 'waiting for setup') }}
+        actions={(u) => (
+          <>
+            {u.id !== self.id && (
+              <select aria-label={`role of ${u.name}`} className="small" value={u.role} disabled={busy === u.id} onChange={(e) => void change(u, { role: e.target.value as Role })}>
+                {ROLES.map((r) => (
+                  <option key={r} value={r}>
+                    {r}
+                  </option>
+                ))}
+              </select>
+            )}
+            {!u.disabled && (
+              <button type="button" className="secondary small" disabled={busy === u.id} onClick={() => void newSetupLink(u)}>
+                New setup link
+              </button>
+            )}
+            {u.id === self.id ? null : u.disabled ? (
+              <button type="button" className="secondary small" disabled={busy === u.id} onClick={() => void setDisabled(u, false)}>
+                Enable
+              </button>
+            ) : (
+              <ConfirmButton label="Disable" confirm={`Disable ${u.name}`} disabled={busy === u.id} onConfirm={() => void setDisabled(u, true)} />
+            )}
+          </>
+        )}
+      />
     </section>
   );
 }

@@ -28,6 +28,7 @@
  * and the link stay); wake thaws, or starts a new init after a deep sleep.
  */
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { existsSync, lstatSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import type { Socket } from 'node:net';
@@ -198,7 +199,8 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
       const have = await fs.stat(node).catch(() => null);
       // Owned by root, execute-only for everyone else: the sandbox user can run it, never read it.
       if (!have || have.size !== src.size || have.mtimeMs !== src.mtimeMs || (have.mode & 0o777) !== 0o711 || have.uid !== 0) {
-        const tmp = `${node}.${process.pid}.${Date.now()}`;
+        // A name of its own: two providers of one process (or two processes) may copy at once.
+        const tmp = `${node}.${randomUUID()}`;
         await fs.copyFile(opts.node.source, tmp);
         await fs.chown(tmp, 0, 0);
         await fs.chmod(tmp, 0o711);

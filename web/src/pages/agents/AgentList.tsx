@@ -1,21 +1,6 @@
-import { PageHead, DataTable, Empty, MoreButton, ProblemNote, useCan, usePaged } from '../../ui.tsx';
+import { Empty, PagedTable, PageHead, useCan, usePaged } from '../../ui.tsx';
 import { seg } from '../../api.ts';
-
-export interface AgentSummary {
-  name: string;
-  display_name?: string | null;
-  kind: string | null;
-  description: string;
-  avatar_url?: string | null;
-  model?: string | null;
-  environment?: string | null;
-  tool_count: number;
-  mcp: string[];
-  current_version: number;
-  used_by: number;
-  updated_at: string;
-  [k: string]: unknown;
-}
+import type { AgentSummary } from '../../types.ts';
 
 /** Agents: what each runs on and how many templates and teams use it. */
 export function AgentList() {
@@ -30,23 +15,18 @@ export function AgentList() {
           </a>
         )}
       </PageHead>
-      <ProblemNote error={list.error} />
-      {list.loading && !list.data && <p className="muted">Loading…</p>}
-      {list.data && (
-        <DataTable
-          rows={list.data.items}
-          label="agents"
-          columns={['name', 'description', 'model', 'environment', 'tool_count', 'current_version', 'used_by', 'updated_at']}
-          cells={{ name: (a) => <a href={`#/agents/${seg(a.name)}`}>{a.display_name ? `${a.display_name} (${a.name})` : a.name}</a> }}
-          empty={
-            <Empty>
-              <p>No agents yet. An agent is the first thing a team needs: a system prompt, the tools it may use and where it may connect.</p>
-              {admin ? <a href="#/agents/new">Create the first agent</a> : <p className="muted">An admin creates agents.</p>}
-            </Empty>
-          }
-        />
-      )}
-      <MoreButton paged={list} />
+      <PagedTable
+        list={list}
+        label="agents"
+        columns={['name', 'description', 'model', 'environment', 'tool_count', 'current_version', 'used_by', 'updated_at']}
+        cells={{ name: (a) => <a href={`#/agents/${seg(a.name)}`}>{a.display_name ? `${a.display_name} (${a.name})` : a.name}</a> }}
+        empty={
+          <Empty>
+            <p>No agents yet. An agent is the first thing a team needs: a system prompt, the tools it may use and where it may connect.</p>
+            {admin ? <a href="#/agents/new">Create the first agent</a> : <p className="muted">An admin creates agents.</p>}
+          </Empty>
+        }
+      />
     </section>
   );
 }

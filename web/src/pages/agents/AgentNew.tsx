@@ -2,18 +2,19 @@ import { useState, type FormEvent } from 'react';
 import { call, getAll, seg } from '../../api.ts';
 import { go } from '../../hash.ts';
 import { Field, listOf, PageHead, ProblemNote, useAction, useLoad } from '../../ui.tsx';
+import type { Environment, ModelEntry, ToolEntry } from '../../types.ts';
 
 interface Catalogues {
-  models: Array<{ alias: string; model: string }>;
-  environments: Array<{ name: string }>;
-  tools: Array<{ name: string; risky: boolean }>;
+  models: ModelEntry[];
+  environments: Environment[];
+  tools: ToolEntry[];
 }
 
 export async function loadCatalogues(): Promise<Catalogues> {
   const [models, environments, tools] = await Promise.all([
-    getAll<{ alias: string; model: string }>('/models'),
-    getAll<{ name: string }>('/environments'),
-    getAll<{ name: string; risky: boolean }>('/tools'),
+    getAll<ModelEntry>('/models'),
+    getAll<Environment>('/environments'),
+    getAll<ToolEntry>('/tools'),
   ]);
   return { models, environments, tools };
 }

@@ -1,17 +1,11 @@
 import { useState } from 'react';
-import { API, call, seg } from '../../api.ts';
+import { API, seg } from '../../api.ts';
 import { go } from '../../hash.ts';
-import { useDoc, type Doc } from '../../resource.ts';
-import { checked, type Schema } from '../../schema.ts';
-import { SchemaForm, useSchema } from '../../SchemaForm.tsx';
+import { openDoc, useDoc, type Doc } from '../../resource.ts';
 import { asYaml, cellText, ConfirmButton, Field, Loaded, PageHead, ProblemNote, useAction, useCan } from '../../ui.tsx';
 import { Documents } from '../shared/Documents.tsx';
-import { Versions } from '../shared/Versions.tsx';
-import type { AgentSummary } from './AgentList.tsx';
-
-interface Agent extends AgentSummary {
-  current: Record<string, unknown> | null;
-}
+import { NewVersion, Versions } from '../shared/Versions.tsx';
+import type { Agent } from '../../types.ts';
 
 /** The fields of a version an editor may change (the rest is bookkeeping). */
 const EDITABLE = ['system_prompt', 'tools', 'confirmation_policy', 'produces_branch', 'works_on_branch', 'skills', 'mcp_servers', 'egress', 'context'];
@@ -115,53 +109,18 @@ function EditAgent({ agent, write }: { agent: Agent; write: Doc<Agent>['write'] 
 }
 
 function CurrentVersion({ agent, canWrite, write, reload }: { agent: Agent; canWrite: boolean; write: Doc<Agent>['write']; reload: () => Promise<unknown> }) {
-  const { schema, error: schemaError } = useSchema('AgentVersionInput');
-  const [value, setValue] = useState<Record<string, unknown> | null>(null);
-  const { busy, error, setError, run } = useAction();
-  const cur = agent.current;
-  const start = () => {
-    setError(null);
-    setValue({ ...Object.fromEntries(EDITABLE.filter((k) => cur && k in cur && cur[k] !== null).map((k) => [k, cur![k]])), ...(agent.model ? { model: agent.model } : {}), ...(agent.environment ? { environment: agent.environment } : {}) });
-  };
-  const save = (s: Schema) =>
-    run(async () => {
-      await write('POST', `/agents/${seg(agent.name)}/versions`, checked(s, value ?? {}));
-      setValue(null);
-      await reload();
-    });
+  const cur: Record<string, unknown> | null = agent.current;
+  const start = () => ({ ...Object.fromEntries(EDITABLE.filter((k) => cur && k in cur && cur[k] !== null).map((k) => [k, cur![k]])), ...(agent.model ? { model: agent.model } : {}), ...(agent.environment ? { environment: agent.environment } : {}) });
+  const shown = cur ? <pre className="raw">{asYaml(Object.fromEntries(EDITABLE.filter((k) => k in cur).map((k) => [k, cur[k]])))}</pre> : <p className="muted">No current version.</p>;
   return (
     <div className="part">
       <h2>Current version {cur ? `(${String(cur.version)})` : ''}</h2>
-      <ProblemNote error={schemaError} />
-      {value === null || !schema ? (
-        <>
-          {cur ? <pre className="raw">{asYaml(Object.fromEntries(EDITABLE.filter((k) => k in cur).map((k) => [k, cur[k]])))}</pre> : <p className="muted">No current version.</p>}
-          {canWrite && schema && (
-            <button type="button" onClick={start}>
-              Edit as a new version
-            </button>
-          )}
-        </>
+      {canWrite ? (
+        <NewVersion schemaName="AgentVersionInput" path={`/agents/${seg(agent.name)}/versions`} start={start} write={write} onSaved={reload} fields={[...EDITABLE, 'model', 'environment', 'note']} omit={['from_version']}>
+          {shown}
+        </NewVersion>
       ) : (
-        <form
-          className="panel"
-          aria-label="new version"
-          noValidate
-          onSubmit={(e) => {
-            e.preventDefault();
-            void save(schema);
-          }}
-        >
-          <SchemaForm schema={schema} value={value} onChange={setValue} error={error} fields={[...EDITABLE, 'model', 'environment', 'note']} omit={['from_version']} label="version" />
-          <div className="row">
-            <button type="submit" disabled={busy}>
-              {busy ? 'Saving…' : 'Save as new version'}
-            </button>
-            <button type="button" className="secondary" onClick={() => setValue(null)}>
-              Cancel
-            </button>
-          </div>
-        </form>
+        shown
       )}
     </div>
   );
@@ -174,14 +133,9 @@ function Avatar({ agent, canWrite, onChanged }: { agent: Agent; canWrite: boolea
   const src = agent.avatar_url ? `${API}/agents/${seg(agent.name)}/avatar${new URL(agent.avatar_url, window.location.href).search}` : null;
   const upload = (file: File) =>
     run(async () => {
-      // Replacing an avatar is guarded by the avatar's own ETag.
-      const headers: Record<string, string> = {};
-      if (agent.avatar_url) {
-        const res = await fetch(`${API}/agents/${seg(agent.name)}/avatar`, { credentials: 'same-origin' });
-        const etag = res.ok ? res.headers.get('etag') : null;
-        if (etag) headers['if-match'] = etag;
-      }
-      await call('PUT', `/agents/${seg(agent.name)}/avatar`, { raw: file, headers });
+      // Replacing an avatar is guarded by the avatar's own ETag; the first one needs none.
+      const avatar = await openDoc(`/agents/${seg(agent.name)}/avatar`, { missing: true, anyType: true });
+      await avatar.write('PUT', undefined, undefined, { raw: file });
       setBroken(false);
       onChanged();
     });

@@ -1,17 +1,6 @@
 import { useState } from 'react';
-import { cellText, DataTable, heading, MoreButton, PageHead, ProblemNote, usePaged } from '../../ui.tsx';
-
-interface AuditEntry {
-  id: number;
-  at: string;
-  actor: string;
-  via: string;
-  action: string;
-  target_type: string;
-  target: string;
-  details: Record<string, unknown>;
-  [k: string]: unknown;
-}
+import { cellText, heading, PagedTable, PageHead, usePaged } from '../../ui.tsx';
+import type { AuditEntry } from '../../types.ts';
 
 /** The audit log (admin): every write, newest first, filtered by action or target type. */
 export function Audit() {
@@ -43,18 +32,13 @@ function Entries({ path }: { path: string }) {
   const list = usePaged<AuditEntry>(path);
   return (
     <>
-      <ProblemNote error={list.error} />
-      {list.loading && !list.data && <p className="muted">Loading…</p>}
-      {list.data && (
-        <DataTable
-          rows={list.data.items}
-          label="audit log"
-          columns={['at', 'actor', 'via', 'action', 'target_type', 'target', 'details']}
-          cells={{ details: (e) => <Details details={e.details} /> }}
-          empty="Nothing recorded that matches."
-        />
-      )}
-      <MoreButton paged={list} />
+      <PagedTable
+        list={list}
+        label="audit log"
+        columns={['at', 'actor', 'via', 'action', 'target_type', 'target', 'details']}
+        cells={{ details: (e) => <Details details={e.details} /> }}
+        empty="Nothing recorded that matches."
+      />
     </>
   );
 }

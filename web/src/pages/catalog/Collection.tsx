@@ -4,7 +4,7 @@ import { go } from '../../hash.ts';
 import { useDoc } from '../../resource.ts';
 import { checked, type Schema } from '../../schema.ts';
 import { SchemaForm, useSchema } from '../../SchemaForm.tsx';
-import { cellText, ConfirmButton, DataTable, Empty, Field, Loaded, MoreButton, PageHead, ProblemNote, useAction, useCan, usePaged } from '../../ui.tsx';
+import { cellText, ConfirmButton, Empty, Field, Loaded, PagedTable, PageHead, ProblemNote, SaveButtons, useAction, useCan, usePaged } from '../../ui.tsx';
 
 type Row = Record<string, unknown> & { name: string };
 
@@ -48,23 +48,18 @@ export function CollectionList({ c }: { c: Collection }) {
           </a>
         )}
       </PageHead>
-      <ProblemNote error={list.error} />
-      {list.loading && !list.data && <p className="muted">Loading…</p>}
-      {list.data && (
-        <DataTable
-          rows={list.data.items}
-          label={c.title.toLowerCase()}
-          columns={c.columns}
-          cells={{ name: (r) => <a href={`#/${c.route}/${seg(r.name)}`}>{r.name}</a> }}
-          empty={
-            <Empty>
-              <p>{c.emptyText}</p>
-              {canWrite && <a href={`#/${c.route}/new`}>Create the first {c.singular}</a>}
-            </Empty>
-          }
-        />
-      )}
-      <MoreButton paged={list} />
+      <PagedTable
+        list={list}
+        label={c.title.toLowerCase()}
+        columns={c.columns}
+        cells={{ name: (r) => <a href={`#/${c.route}/${seg(r.name)}`}>{r.name}</a> }}
+        empty={
+          <Empty>
+            <p>{c.emptyText}</p>
+            {canWrite && <a href={`#/${c.route}/new`}>Create the first {c.singular}</a>}
+          </Empty>
+        }
+      />
       {c.extra?.()}
     </section>
   );
@@ -169,14 +164,7 @@ export function CollectionItem({ c, name }: { c: Collection; name: string }) {
                   <input value={name} readOnly />
                 </Field>
                 <SchemaForm schema={schema} value={value} onChange={setValue} error={error} fields={c.fields} omit={['name', ...(c.omit ?? [])]} label={c.singular} />
-                <div className="row">
-                  <button type="submit" disabled={busy}>
-                    {busy ? 'Saving…' : 'Save'}
-                  </button>
-                  <button type="button" className="secondary" onClick={() => setValue(null)}>
-                    Cancel
-                  </button>
-                </div>
+                <SaveButtons busy={busy} label="Save" onCancel={() => setValue(null)} />
               </form>
             )}
             {value === null && <ProblemNote error={error} />}

@@ -1,6 +1,8 @@
 import { useState } from 'react';
-import { ApiError, call, fieldErrors, get, seg, setSecret } from '../../api.ts';
+import { ApiError, call, fieldErrors, get, seg } from '../../api.ts';
 import { useDoc, type Doc } from '../../resource.ts';
+import type { Integration, IntegrationSecret as SecretInfo, IntegrationSettingField as SettingField } from '../../types.ts';
+import { setSecret } from './Secrets.tsx';
 import { checked, type Schema } from '../../schema.ts';
 import { SchemaForm } from '../../SchemaForm.tsx';
 import { cellText, CopyButton, DataTable, Loaded, PageHead, ProblemNote, useAction, useCan, useLoad } from '../../ui.tsx';
@@ -14,22 +16,6 @@ const KINDS: Record<string, string> = {
 };
 /** Surfaces whose service calls us back: the webhook URL to give it. */
 const WEBHOOK_KINDS = new Set(['code_host', 'tracker_a', 'tracker_b']);
-
-interface SettingField {
-  name: string;
-  type: 'string' | 'id' | 'url' | 'boolean';
-  required: boolean;
-  default: string | boolean | null;
-  description: string;
-}
-interface SecretInfo {
-  name: string;
-  ref: string;
-  required: boolean;
-  status: 'set' | 'unset';
-  description: string;
-}
-type Integration = Record<string, unknown> & { kind?: string; enabled?: boolean; settings?: Record<string, unknown>; status?: Record<string, unknown>; fields?: SettingField[]; secrets?: SecretInfo[] };
 
 /** The settings of a kind as a schema, from its definition: what the form shows and checks. */
 function settingsSchema(fields: SettingField[], enabling: boolean): Schema {

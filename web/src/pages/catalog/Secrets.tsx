@@ -1,30 +1,18 @@
 import { useEffect, useState } from 'react';
-import { ApiError, call, type Page } from '../../api.ts';
-import { Conflict } from '../../resource.ts';
-import { cellText, ConfirmButton, DataTable, Empty, Field, MoreButton, PageHead, ProblemNote, useAction, useCan, usePaged } from '../../ui.tsx';
-
-interface SecretRef {
-  name: string;
-  kind: string;
-  set: boolean;
-  used_by: number;
-  value_set_at: string | null;
-  updated_by: string;
-  [k: string]: unknown;
-}
+import type { Page } from '../../api.ts';
+import { openDoc } from '../../resource.ts';
+import { cellText, ConfirmButton, Empty, Field, PagedTable, PageHead, ProblemNote, useAction, useCan, usePaged } from '../../ui.tsx';
+import type { SecretRef } from '../../types.ts';
 
 /** The path of a secret: its name may hold slashes, which the route takes as they are. */
-const pathOf = (name: string) => `/secrets/${name.split('/').map(encodeURIComponent).join('/')}`;
+const secretPath = (name: string) => `/secrets/${name.split('/').map(encodeURIComponent).join('/')}`;
 
-/** The ETag of a secret reference just read, or null when there is none yet. */
-async function currentEtag(name: string): Promise<{ etag: string | null; before: SecretRef | null }> {
-  try {
-    const { body, etag } = await call<SecretRef>('GET', pathOf(name));
-    return { etag, before: body };
-  } catch (err) {
-    if (err instanceof ApiError && err.status === 404) return { etag: null, before: null };
-    throw err;
-  }
+/**
+ * Writes a secret's value (created, or replaced with the ETag just read). The value goes to the
+ * server once and is never read back.
+ */
+export async function setSecret(name: string, value: string): Promise<void> {
+  await (await openDoc<SecretRef>(secretPath(name), { missing: true })).write('PUT', undefined, { value });
 }
 
 /** Secrets: write-only values. Set, replace, remove; what uses each. */
@@ -44,13 +32,7 @@ export function Secrets({ preset }: { preset: string | null }) {
   const put = (target: string) =>
     write.run(async () => {
       setDone(null);
-      const { etag } = await currentEtag(target);
-      try {
-        await call('PUT', pathOf(target), { body: { value }, headers: etag ? { 'if-match': etag } : {} });
-      } catch (err) {
-        if (err instanceof ApiError && err.status === 412) throw new Conflict(['value']);
-        throw err;
-      }
+      await setSecret(target, value);
       setValue('');
       setDone(`${target}: value stored. It will not be shown again.`);
       await list.reload();
@@ -58,8 +40,7 @@ export function Secrets({ preset }: { preset: string | null }) {
 
   const del = (s: SecretRef) =>
     remove.run(async () => {
-      const { etag } = await currentEtag(s.name);
-      await call('DELETE', pathOf(s.name), { headers: etag ? { 'if-match': etag } : {} });
+      await (await openDoc<SecretRef>(secretPath(s.name))).write('DELETE');
       await list.reload();
     });
 
@@ -96,34 +77,29 @@ export function Secrets({ preset }: { preset: string | null }) {
           )}
         </form>
       )}
-      <ProblemNote error={list.error} />
       <ProblemNote error={remove.error} />
-      {list.loading && !list.data && <p className="muted">Loading…</p>}
-      {list.data && (
-        <DataTable
-          rows={list.data.items}
-          label="secrets"
-          columns={['name', 'kind', 'set', 'used_by', 'value_set_at', 'updated_by']}
-          cells={{
-            set: (s) => <span className={`badge ${s.set ? 'good' : 'warn'}`}>{s.set ? 'set' : 'no value'}</span>,
-            used_by: (s) => (s.used_by === 0 ? 'unused' : `${s.used_by} place${s.used_by === 1 ? '' : 's'}`),
-          }}
-          empty={<Empty>{admin ? 'No secrets yet. Set one above; then name it as secret:<name> in a destination, an integration or an MCP server.' : 'No secrets yet.'}</Empty>}
-          actions={
-            admin
-              ? (s) => (
-                  <>
-                    <button type="button" className="secondary small" onClick={() => setName(s.name)}>
-                      {s.set ? 'Replace' : 'Set'}
-                    </button>
-                    {s.set && <ConfirmButton label="Delete" confirm={`Delete ${s.name}`} onConfirm={() => void del(s)} disabled={remove.busy} />}
-                  </>
-                )
-              : undefined
-          }
-        />
-      )}
-      <MoreButton paged={list} />
+      <PagedTable
+        list={list}
+        label="secrets"
+        columns={['name', 'kind', 'set', 'used_by', 'value_set_at', 'updated_by']}
+        cells={{
+          set: (s) => <span className={`badge ${s.set ? 'good' : 'warn'}`}>{s.set ? 'set' : 'no value'}</span>,
+          used_by: (s) => (s.used_by === 0 ? 'unused' : `${s.used_by} place${s.used_by === 1 ? '' : 's'}`),
+        }}
+        empty={<Empty>{admin ? 'No secrets yet. Set one above; then name it as secret:<name> in a destination, an integration or an MCP server.' : 'No secrets yet.'}</Empty>}
+        actions={
+          admin
+            ? (s) => (
+                <>
+                  <button type="button" className="secondary small" onClick={() => setName(s.name)}>
+                    {s.set ? 'Replace' : 'Set'}
+                  </button>
+                  {s.set && <ConfirmButton label="Delete" confirm={`Delete ${s.name}`} onConfirm={() => void del(s)} disabled={remove.busy} />}
+                </>
+              )
+            : undefined
+        }
+      />
     </section>
   );
 }

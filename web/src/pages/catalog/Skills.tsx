@@ -2,27 +2,8 @@ import { useState } from 'react';
 import { call, seg } from '../../api.ts';
 import { go } from '../../hash.ts';
 import { useDoc } from '../../resource.ts';
-import { ConfirmButton, DataTable, Empty, Field, Loaded, MoreButton, PageHead, ProblemNote, useAction, useCan, usePaged } from '../../ui.tsx';
-
-interface SkillSummary {
-  name: string;
-  description: string;
-  size_bytes: number;
-  revision: number;
-  files: string[];
-  updated_at: string;
-  [k: string]: unknown;
-}
-interface Skill {
-  name: string;
-  description: string;
-  size_bytes: number;
-  revision: number;
-  resources: Record<string, string>;
-  body: string;
-  created_at: string;
-  updated_at: string;
-}
+import { ConfirmButton, Empty, Field, Loaded, PagedTable, PageHead, ProblemNote, useAction, useCan, usePaged } from '../../ui.tsx';
+import type { Skill, SkillSummary } from '../../types.ts';
 
 export function SkillList() {
   const list = usePaged<SkillSummary>('/skills');
@@ -36,18 +17,13 @@ export function SkillList() {
           </a>
         )}
       </PageHead>
-      <ProblemNote error={list.error} />
-      {list.loading && !list.data && <p className="muted">Loading…</p>}
-      {list.data && (
-        <DataTable
-          rows={list.data.items}
-          label="skills"
-          columns={['name', 'description', 'files', 'size_bytes', 'revision', 'updated_at']}
-          cells={{ name: (s) => <a href={`#/skills/${seg(s.name)}`}>{s.name}</a>, files: (s) => s.files.join(', ') || '—' }}
-          empty={<Empty>No skills in the catalogue. {admin && <a href="#/skills/new">Write the first one</a>}</Empty>}
-        />
-      )}
-      <MoreButton paged={list} />
+      <PagedTable
+        list={list}
+        label="skills"
+        columns={['name', 'description', 'files', 'size_bytes', 'revision', 'updated_at']}
+        cells={{ name: (s) => <a href={`#/skills/${seg(s.name)}`}>{s.name}</a>, files: (s) => s.files.join(', ') || '—' }}
+        empty={<Empty>No skills in the catalogue. {admin && <a href="#/skills/new">Write the first one</a>}</Empty>}
+      />
     </section>
   );
 }

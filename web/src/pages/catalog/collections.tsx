@@ -1,4 +1,4 @@
-import { DataTable, ProblemNote, usePaged } from '../../ui.tsx';
+import { PagedTable, usePaged } from '../../ui.tsx';
 import type { Collection } from './Collection.tsx';
 
 export const DESTINATIONS: Collection = {
@@ -42,13 +42,11 @@ function Images() {
       <div className="part">
         <h2>Images</h2>
         <p className="muted">Built with crewhouse images build; a microVM boots the current one.</p>
-        <ProblemNote error={images.error} />
-        {images.data && <DataTable rows={images.data.items} label="images" columns={['name', 'version', 'built_at', 'current', 'manifest']} empty="No images built yet." />}
+        <PagedTable list={images} label="images" columns={['name', 'version', 'built_at', 'current', 'manifest']} empty="No images built yet." />
       </div>
       <div className="part">
         <h2>Checkpoints</h2>
-        <ProblemNote error={checkpoints.error} />
-        {checkpoints.data && <DataTable rows={checkpoints.data.items} label="checkpoints" empty="No checkpoints in use." />}
+        <PagedTable list={checkpoints} label="checkpoints" empty="No checkpoints in use." />
       </div>
     </>
   );

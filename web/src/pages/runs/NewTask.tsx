@@ -2,14 +2,10 @@ import { useEffect, useState, type FormEvent } from 'react';
 import { ApiError, call, get, type Page, type SessionUser } from '../../api.ts';
 import { ProblemNote, useAction } from '../../ui.tsx';
 import { mayWrite } from './RunsList.tsx';
+import type { TeamSummary } from '../../types.ts';
 import './runs.css';
 
 const MAX_TASK_CHARS = 32_000;
-
-interface TeamRow {
-  name: string;
-  status?: string;
-}
 
 /** What a refusal of POST /teams/{name}/tasks means for the person, beside the server's detail. */
 function refusal(err: unknown): string | null {
@@ -25,7 +21,7 @@ function refusal(err: unknown): string | null {
 export function NewTask({ user, team: initialTeam }: { user: SessionUser; team: string }) {
   const [team, setTeam] = useState(initialTeam);
   const [text, setText] = useState('');
-  const [teams, setTeams] = useState<TeamRow[] | null>(null);
+  const [teams, setTeams] = useState<TeamSummary[] | null>(null);
   const [teamsError, setTeamsError] = useState<unknown>(null);
   const { busy, error, run } = useAction();
 
@@ -35,7 +31,7 @@ export function NewTask({ user, team: initialTeam }: { user: SessionUser; team: 
   }, [initialTeam]);
 
   useEffect(() => {
-    get<Page<TeamRow>>('/teams?limit=200').then(
+    get<Page<TeamSummary>>('/teams?limit=200').then(
       (p) => {
         setTeams(p.items);
         setTeam((t) => t || p.items.find((x) => x.status === undefined || x.status === 'active')?.name || '');
@@ -87,7 +83,7 @@ export function NewTask({ user, team: initialTeam }: { user: SessionUser; team: 
             <option value="" disabled>
               {teams === null && teamsError === null ? 'Loading teams…' : 'Choose a team'}
             </option>
-            {[...options, ...(team && !options.some((t) => t.name === team) ? [{ name: team }] : [])].map((t) => (
+            {[...options, ...(team && !options.some((t) => t.name === team) ? [{ name: team, status: undefined }] : [])].map((t) => (
               <option key={t.name} value={t.name}>
                 {t.name}
                 {t.status && t.status !== 'active' ? ` (${t.status})` : ''}

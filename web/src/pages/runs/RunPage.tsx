@@ -59,7 +59,9 @@ export function RunPage({ id, user }: { id: string; user: SessionUser }) {
       </section>
     );
 
-  const writer = mayWrite(user) && run.surface === 'console';
+  // A run on a chat surface is answered and cancelled in its chat room; one from the console, the code host or a tracker here.
+  const onChat = run.surface === 'chat_a' || run.surface === 'chat_b';
+  const writer = mayWrite(user) && !onChat;
   const live = !ENDED.has(run.state);
   return (
     <section aria-labelledby="section-title" className="run-page">
@@ -87,7 +89,7 @@ export function RunPage({ id, user }: { id: string; user: SessionUser }) {
         </p>
       )}
       {run.open_question && run.waiting_for && <Waiting run={run} writer={writer} options={optionsOf(stream.items, run.open_question.seq)} onAnswered={() => void reload()} />}
-      {run.surface !== 'console' && <p className="notice">This run lives on a chat surface ({run.surface}): answer and cancel it there.</p>}
+      {onChat && <p className="notice">This run lives on a chat surface ({run.surface}): answer and cancel it in its {run.surface} thread.</p>}
 
       <dl className="fields run-facts">
         <div>

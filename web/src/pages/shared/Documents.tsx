@@ -1,19 +1,8 @@
 import { useState, type FormEvent } from 'react';
 import { call, seg } from '../../api.ts';
 import { useDoc } from '../../resource.ts';
-import { ConfirmButton, DataTable, Field, MoreButton, ProblemNote, useAction, usePaged } from '../../ui.tsx';
-
-interface DocumentSummary {
-  name: string;
-  media_type: string;
-  description: string;
-  size_bytes: number;
-  updated_at: string;
-  [k: string]: unknown;
-}
-interface Document extends DocumentSummary {
-  content: string;
-}
+import { ConfirmButton, Field, PagedTable, ProblemNote, SaveButtons, useAction, usePaged } from '../../ui.tsx';
+import type { Document, DocumentSummary } from '../../types.ts';
 
 const MEDIA_TYPES = ['text/markdown', 'text/plain', 'text/csv', 'application/json', 'application/yaml'];
 
@@ -27,23 +16,19 @@ export function Documents({ base, canWrite, owner }: { base: string; canWrite: b
     <div className="part">
       <h2>Context documents</h2>
       <p className="muted">Placed read-only under /workspace/context/ in the sandbox of every role that runs {owner}; at most 20 and 384 KiB.</p>
-      <ProblemNote error={list.error} />
-      {list.data && (
-        <DataTable
-          rows={list.data.items}
-          label="documents"
-          columns={['name', 'media_type', 'description', 'size_bytes', 'updated_at']}
-          empty={canWrite ? 'No documents yet. Add one below.' : 'No documents.'}
-          cells={{
-            name: (d) => (
-              <button type="button" className="link" onClick={() => setOpen(d.name)}>
-                {d.name}
-              </button>
-            ),
-          }}
-        />
-      )}
-      <MoreButton paged={list} />
+      <PagedTable
+        list={list}
+        label="documents"
+        columns={['name', 'media_type', 'description', 'size_bytes', 'updated_at']}
+        empty={canWrite ? 'No documents yet. Add one below.' : 'No documents.'}
+        cells={{
+          name: (d) => (
+            <button type="button" className="link" onClick={() => setOpen(d.name)}>
+              {d.name}
+            </button>
+          ),
+        }}
+      />
       {canWrite && !creating && open === null && (
         <button type="button" className="secondary" onClick={() => setCreating(true)}>
           New document
@@ -111,14 +96,7 @@ function NewDocument({ base, onDone }: { base: string; onDone: (name: string | n
         <textarea className="code" rows={12} value={content} onChange={(e) => setContent(e.target.value)} />
       </Field>
       <ProblemNote error={error} />
-      <div className="row">
-        <button type="submit" disabled={busy}>
-          {busy ? 'Saving…' : 'Add document'}
-        </button>
-        <button type="button" className="secondary" onClick={() => onDone(null)}>
-          Cancel
-        </button>
-      </div>
+      <SaveButtons busy={busy} label="Add document" onCancel={() => onDone(null)} />
     </form>
   );
 }

@@ -1,23 +1,8 @@
 import { useState } from 'react';
 import { call, getAll, seg } from '../../api.ts';
-import { useDoc } from '../../resource.ts';
+import { openDoc, useDoc } from '../../resource.ts';
 import { asYaml, ConfirmButton, DataTable, Field, listOf, parseStructured, ProblemNote, StructuredEditor, useAction, useCan, useLoad } from '../../ui.tsx';
-
-interface McpServer {
-  id: string;
-  scope: 'platform' | 'team';
-  team: string | null;
-  name: string;
-  url: string;
-  destination: string;
-  auth: string;
-  header: string | null;
-  roles: string[];
-  secret: { ref: string | null; status: string; set_with?: string };
-  status: string;
-  warnings: string[];
-  [k: string]: unknown;
-}
+import type { McpServer } from '../../types.ts';
 
 /** The path of a server for writes: `{team}/{name}`, `platform` for a platform server. */
 const writePath = (s: McpServer) => `/mcp-servers/${seg(s.team ?? 'platform')}/${seg(s.name)}`;
@@ -80,8 +65,7 @@ export function McpServers({ team, roles }: { team?: string; roles?: string[] })
 
 /** Removing needs the server's ETag, read just before. */
 async function removeServer(s: McpServer) {
-  const { etag } = await call('GET', `/mcp-servers/${seg(s.id)}`);
-  await call('DELETE', writePath(s), { headers: etag ? { 'if-match': etag } : {} });
+  await (await openDoc<McpServer>(`/mcp-servers/${seg(s.id)}`)).write('DELETE', writePath(s));
 }
 
 function EditServer({ server, onDone }: { server: McpServer; onDone: (changed: boolean) => void }) {

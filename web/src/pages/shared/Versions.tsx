@@ -1,14 +1,10 @@
-import { useEffect, useRef, useState } from 'react';
+import { useEffect, useRef, useState, type ReactNode } from 'react';
 import { get } from '../../api.ts';
-import { cellText, DataTable, MoreButton, ProblemNote, VersionDiff, usePaged } from '../../ui.tsx';
-
-interface VersionMeta {
-  version: number;
-  note: string;
-  created_by: string;
-  created_at: string;
-  [k: string]: unknown;
-}
+import type { Doc } from '../../resource.ts';
+import { checked, type Schema } from '../../schema.ts';
+import { SchemaForm, useSchema } from '../../SchemaForm.tsx';
+import { cellText, PagedTable, ProblemNote, SaveButtons, useAction, usePaged, VersionDiff } from '../../ui.tsx';
+import type { VersionMeta } from '../../types.ts';
 
 /** The meta fields of a version, left out of the diff so it shows content only. */
 const META = new Set(['version', 'note', 'created_by', 'created_at', 'content_sha256']);
@@ -34,30 +30,26 @@ export function Versions({ base, current, onRestore, busy }: { base: string; cur
   return (
     <div className="part">
       <h2>Versions</h2>
-      <ProblemNote error={list.error} />
-      {list.data && (
-        <DataTable
-          rows={items}
-          label="versions"
-          columns={['version', 'note', 'created_by', 'created_at']}
-          cells={{ version: (v) => (v.version === current ? `${v.version} (current)` : String(v.version)) }}
-          actions={(v) => (
-            <>
-              {v.version !== current && (
-                <button type="button" className="secondary small" onClick={() => setPair({ left: v.version, right: current })}>
-                  Compare with current
-                </button>
-              )}
-              {onRestore && v.version !== current && (
-                <button type="button" className="secondary small" disabled={busy} onClick={() => onRestore(v.version)}>
-                  Make current
-                </button>
-              )}
-            </>
-          )}
-        />
-      )}
-      <MoreButton paged={list} />
+      <PagedTable
+        list={list}
+        label="versions"
+        columns={['version', 'note', 'created_by', 'created_at']}
+        cells={{ version: (v) => (v.version === current ? `${v.version} (current)` : String(v.version)) }}
+        actions={(v) => (
+          <>
+            {v.version !== current && (
+              <button type="button" className="secondary small" onClick={() => setPair({ left: v.version, right: current })}>
+                Compare with current
+              </button>
+            )}
+            {onRestore && v.version !== current && (
+              <button type="button" className="secondary small" disabled={busy} onClick={() => onRestore(v.version)}>
+                Make current
+              </button>
+            )}
+          </>
+        )}
+      />
       {items.length > 1 && (
         <div className="row compare">
           <label>
@@ -114,5 +106,62 @@ function PairDiff({ base, left, right }: { base: string; left: number; right: nu
       leftLabel={`version ${left} (${cellText(state.left.created_at)})`}
       rightLabel={`version ${right} (${cellText(state.right.created_at)})`}
     />
+  );
+}
+
+/**
+ * "Edit as a new version" of an agent or a template: a form built from the contract's schema of
+ * a new version (`schemaName`), started from the current version, saved with the resource's
+ * If-Match as a new version at `path`. `children` (the current version) shows while not editing.
+ */
+export function NewVersion(props: {
+  schemaName: string;
+  path: string;
+  start: () => Record<string, unknown>;
+  write: Doc<unknown>['write'];
+  onSaved: () => Promise<unknown>;
+  fields?: string[];
+  omit: string[];
+  children?: ReactNode;
+}) {
+  const { schema, error: schemaError } = useSchema(props.schemaName);
+  const [value, setValue] = useState<Record<string, unknown> | null>(null);
+  const { busy, error, setError, run } = useAction();
+  if (value === null || !schema)
+    return (
+      <>
+        <ProblemNote error={schemaError} />
+        {props.children}
+        <button
+          type="button"
+          disabled={!schema}
+          onClick={() => {
+            setError(null);
+            setValue(props.start());
+          }}
+        >
+          Edit as a new version
+        </button>
+      </>
+    );
+  const save = (s: Schema) =>
+    run(async () => {
+      await props.write('POST', props.path, checked(s, value));
+      setValue(null);
+      await props.onSaved();
+    });
+  return (
+    <form
+      className="panel"
+      aria-label="new version"
+      noValidate
+      onSubmit={(e) => {
+        e.preventDefault();
+        void save(schema);
+      }}
+    >
+      <SchemaForm schema={schema} value={value} onChange={setValue} error={error} fields={props.fields} omit={props.omit} label="version" />
+      <SaveButtons busy={busy} label="Save as new version" onCancel={() => setValue(null)} />
+    </form>
   );
 }

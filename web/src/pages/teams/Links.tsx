@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import { call, seg } from '../../api.ts';
 import { ConfirmButton, DataTable, Field, ProblemNote, useAction } from '../../ui.tsx';
-import type { Team } from './TeamPage.tsx';
+import type { Team } from '../../types.ts';
 
 const SURFACES: Array<[string, string]> = [
   ['chat_a', 'chat A room'],

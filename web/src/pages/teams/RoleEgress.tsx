@@ -2,12 +2,7 @@ import { useState } from 'react';
 import { seg } from '../../api.ts';
 import { useDoc } from '../../resource.ts';
 import { asYaml, ConfirmButton, parseStructured, ProblemNote, StructuredEditor, useAction } from '../../ui.tsx';
-
-interface Egress {
-  mode: string;
-  destinations?: string[];
-  upstream_deny_cidrs?: string[];
-}
+import type { Egress } from '../../types.ts';
 
 /** A role's egress override: none (the agent's applies), or one an admin sets or removes. */
 export function RoleEgress({ team, role, canWrite }: { team: string; role: string; canWrite: boolean }) {

@@ -1,28 +1,7 @@
 import { useState } from 'react';
 import type { Doc } from '../../resource.ts';
-import { DataTable, Field, ProblemNote, useAction } from '../../ui.tsx';
-import type { Team } from './TeamPage.tsx';
-
-export interface RoleSetting {
-  role: string;
-  agent: string;
-  model: string;
-  profile: string;
-  provider: string | null;
-  replicas_max: number;
-  concurrent_runs: number;
-  max_iterations: number | null;
-  memory: { inject: boolean; max_entries: number; write_outcomes: boolean; own: string[] };
-  confirmation_policy: string | null;
-  max_budget: number | null;
-  budget_duration: string | null;
-  rpm_limit: number | null;
-  tpm_limit: number | null;
-  pipeline_next_role: string | null;
-  skills: string[];
-  mcp_servers: string[];
-  [k: string]: unknown;
-}
+import { DataTable, Field, ProblemNote, SaveButtons, useAction } from '../../ui.tsx';
+import type { RoleSetting, Team } from '../../types.ts';
 
 /** Each role's settings, and a form to change what the team may change (model, scale, caps, memory). */
 export function RoleSettings({ team, write, canWrite }: { team: Team; write: Doc<Team>['write']; canWrite: boolean }) {
@@ -68,7 +47,7 @@ function RoleForm({ role, write, onDone }: { role: RoleSetting; write: Doc<Team>
     replicas_max: String(role.replicas_max),
     concurrent_runs: String(role.concurrent_runs),
     max_iterations: role.max_iterations === null ? '' : String(role.max_iterations),
-    confirmation_policy: role.confirmation_policy ?? '',
+    confirmation_policy: role.confirmation_policy as string,
     ownMemory: own,
     inject: role.memory.inject,
     max_entries: String(role.memory.max_entries),
@@ -143,14 +122,7 @@ function RoleForm({ role, write, onDone }: { role: RoleSetting; write: Doc<Team>
       </div>
       <p className="muted">The role's model-key limits (budget, rpm, tpm) come from the template and change with an upgrade.</p>
       <ProblemNote error={error} />
-      <div className="row">
-        <button type="submit" disabled={busy}>
-          {busy ? 'Saving…' : `Save ${role.role}`}
-        </button>
-        <button type="button" className="secondary" onClick={onDone}>
-          Cancel
-        </button>
-      </div>
+      <SaveButtons busy={busy} label={`Save ${role.role}`} onCancel={onDone} />
     </form>
   );
 }

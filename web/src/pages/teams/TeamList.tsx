@@ -1,7 +1,8 @@
 import { useState } from 'react';
 import { get, seg, type Page } from '../../api.ts';
-import { DataTable, Empty, MoreButton, PageHead, ProblemNote, useCan, useLoad, usePaged } from '../../ui.tsx';
-import { BudgetBadge, StateBadge, type TeamSummary } from './badges.tsx';
+import { Empty, PagedTable, PageHead, ProblemNote, useCan, useLoad, usePaged } from '../../ui.tsx';
+import type { TeamSummary } from '../../types.ts';
+import { BudgetBadge, StateBadge } from './badges.tsx';
 
 const STATES = ['running', 'waiting', 'sleeping', 'idle', 'archived'];
 
@@ -46,23 +47,18 @@ function Teams({ path, filtered }: { path: string; filtered: boolean }) {
   const list = usePaged<TeamSummary>(path);
   return (
     <>
-      <ProblemNote error={list.error} />
-      {list.loading && !list.data && <p className="muted">Loading…</p>}
-      {list.data && (
-        <DataTable
-          rows={list.data.items}
-          label="teams"
-          columns={['name', 'state', 'template', 'lead', 'active_runs', 'budget_state', 'budget_usd_per_day', 'last_run_at']}
-          cells={{
-            name: (t) => <a href={`#/teams/${seg(t.name)}`}>{t.name}</a>,
-            state: (t) => <StateBadge team={t} />,
-            template: (t) => `${t.template.name} v${t.template.version ?? '?'}`,
-            budget_state: (t) => <BudgetBadge state={t.budget_state} />,
-          }}
-          empty={filtered ? 'No team matches.' : <FirstSteps />}
-        />
-      )}
-      <MoreButton paged={list} />
+      <PagedTable
+        list={list}
+        label="teams"
+        columns={['name', 'state', 'template', 'lead', 'active_runs', 'budget_state', 'budget_usd_per_day', 'last_run_at']}
+        cells={{
+          name: (t) => <a href={`#/teams/${seg(t.name)}`}>{t.name}</a>,
+          state: (t) => <StateBadge team={t} />,
+          template: (t) => `${t.template.name} v${t.template.version ?? '?'}`,
+          budget_state: (t) => <BudgetBadge state={t.budget_state} />,
+        }}
+        empty={filtered ? 'No team matches.' : <FirstSteps />}
+      />
     </>
   );
 }

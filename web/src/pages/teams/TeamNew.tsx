@@ -2,12 +2,7 @@ import { useEffect, useState, type FormEvent } from 'react';
 import { ApiError, call, get, getAll, seg } from '../../api.ts';
 import { go } from '../../hash.ts';
 import { Field, PageHead, ProblemNote, useAction, useLoad } from '../../ui.tsx';
-
-interface TemplateSummary {
-  name: string;
-  current_version: number;
-  description: string;
-}
+import type { TemplateSummary } from '../../types.ts';
 
 /** A new team from a template; creation takes up to about a minute, so it shows its progress. */
 export function TeamNew({ template }: { template: string | null }) {

@@ -2,24 +2,14 @@ import { useState } from 'react';
 import { seg } from '../../api.ts';
 import { go } from '../../hash.ts';
 import { useDoc, type Doc } from '../../resource.ts';
-import { cellText, ConfirmButton, DataTable, Field, Loaded, PageHead, ProblemNote, useAction, useCan, usePaged } from '../../ui.tsx';
+import { cellText, ConfirmButton, DataTable, Field, Loaded, PagedTable, PageHead, ProblemNote, useAction, useCan, usePaged } from '../../ui.tsx';
 import { Documents } from '../shared/Documents.tsx';
 import { McpServers } from '../shared/McpServers.tsx';
-import { BudgetBadge, StateBadge, type TeamSummary } from './badges.tsx';
+import { BudgetBadge, StateBadge } from './badges.tsx';
 import { Links } from './Links.tsx';
 import { RoleEgress } from './RoleEgress.tsx';
-import { RoleSettings, type RoleSetting } from './RoleSettings.tsx';
-
-export interface Memory {
-  inject: boolean;
-  max_entries: number;
-  write_outcomes: boolean;
-}
-export interface Team extends TeamSummary {
-  role_settings: RoleSetting[];
-  members: Array<{ user_id: number; name: string; email: string | null; role: string }>;
-  settings: { idle_after_seconds: number; deep_sleep_after_seconds: number; isolation: string; rework_rounds: number; memory?: Memory };
-}
+import { RoleSettings } from './RoleSettings.tsx';
+import type { Team } from '../../types.ts';
 
 /** One team: state, settings, roles, egress overrides, links, documents, MCP servers, skills, archive. */
 export function TeamPage({ name }: { name: string }) {
@@ -211,8 +201,7 @@ function TeamSkills({ base }: { base: string }) {
     <div className="part">
       <h2>Skills of this team</h2>
       <p className="muted">Stored from chat commands and agent proposals; read-only here.</p>
-      <ProblemNote error={list.error} />
-      {list.data && <DataTable rows={list.data.items} label="team skills" empty="The team has no skills of its own." />}
+      <PagedTable list={list} label="team skills" empty="The team has no skills of its own." />
     </div>
   );
 }

@@ -1,23 +1,3 @@
-export interface TeamSummary {
-  name: string;
-  template: { name: string; version: number | null; hash: string };
-  lead: string;
-  roles: string[];
-  home: { surface: string; room_id: string | null; room_label: string | null };
-  repo_url?: string | null;
-  links: Array<{ surface: string; external_id: string; label: string; verified: boolean; verification: string }>;
-  state: string;
-  status: string;
-  active_runs: number;
-  spent_usd?: number | null;
-  budget_usd_per_day: number;
-  budget_state: string;
-  last_run_at?: string | null;
-  created_by: string;
-  created_at: string;
-  [k: string]: unknown;
-}
-
 const STATE_TONE: Record<string, string> = { running: 'good', waiting: 'warn', sleeping: '', idle: '', archived: 'bad' };
 const BUDGET_TONE: Record<string, string> = { normal: 'good', warning: 'warn', exceeded: 'bad' };
 

@@ -1,16 +1,6 @@
 import { seg } from '../../api.ts';
-import { DataTable, Empty, MoreButton, PageHead, ProblemNote, useCan, usePaged } from '../../ui.tsx';
-
-interface TemplateSummary {
-  name: string;
-  description: string;
-  current_version: number;
-  lead?: string | null;
-  roles: string[];
-  used_by: number;
-  updated_at: string;
-  [k: string]: unknown;
-}
+import { Empty, PagedTable, PageHead, useCan, usePaged } from '../../ui.tsx';
+import type { TemplateSummary } from '../../types.ts';
 
 /** Team templates: the roles, the lead and how many teams use each. */
 export function TemplateList() {
@@ -25,29 +15,24 @@ export function TemplateList() {
           </a>
         )}
       </PageHead>
-      <ProblemNote error={list.error} />
-      {list.loading && !list.data && <p className="muted">Loading…</p>}
-      {list.data && (
-        <DataTable
-          rows={list.data.items}
-          label="team templates"
-          columns={['name', 'description', 'lead', 'roles', 'current_version', 'used_by', 'updated_at']}
-          cells={{ name: (t) => <a href={`#/team-templates/${seg(t.name)}`}>{t.name}</a>, roles: (t) => t.roles.join(', ') }}
-          empty={
-            <Empty>
-              <p>No templates yet. A template puts agents into roles; teams are made from it.</p>
-              {admin ? (
-                <p>
-                  <a href="#/team-templates/new">Create a template</a> (it needs at least one <a href="#/agents">agent</a>).
-                </p>
-              ) : (
-                <p className="muted">An admin creates templates.</p>
-              )}
-            </Empty>
-          }
-        />
-      )}
-      <MoreButton paged={list} />
+      <PagedTable
+        list={list}
+        label="team templates"
+        columns={['name', 'description', 'lead', 'roles', 'current_version', 'used_by', 'updated_at']}
+        cells={{ name: (t) => <a href={`#/team-templates/${seg(t.name)}`}>{t.name}</a>, roles: (t) => t.roles.join(', ') }}
+        empty={
+          <Empty>
+            <p>No templates yet. A template puts agents into roles; teams are made from it.</p>
+            {admin ? (
+              <p>
+                <a href="#/team-templates/new">Create a template</a> (it needs at least one <a href="#/agents">agent</a>).
+              </p>
+            ) : (
+              <p className="muted">An admin creates templates.</p>
+            )}
+          </Empty>
+        }
+      />
     </section>
   );
 }

@@ -2,57 +2,16 @@ import { useState } from 'react';
 import { seg } from '../../api.ts';
 import { go } from '../../hash.ts';
 import { useDoc, type Doc } from '../../resource.ts';
-import { checked, type Schema } from '../../schema.ts';
-import { SchemaForm, useSchema } from '../../SchemaForm.tsx';
 import { cellText, Chain, ConfirmButton, DataTable, Field, Loaded, PageHead, ProblemNote, useAction, useCan } from '../../ui.tsx';
-import { Versions } from '../shared/Versions.tsx';
+import { NewVersion, Versions } from '../shared/Versions.tsx';
 import { chainOf } from './RolesEditor.tsx';
-
-interface TemplateRole {
-  agent: string;
-  model: string;
-  vm: string;
-  profile: string;
-  provider: string;
-  replicas: { max: number };
-  concurrent_runs: number;
-  max_iterations: number | null;
-  confirmation_policy: string | null;
-  memory: Record<string, unknown>;
-  max_budget: number | null;
-  budget_duration: string | null;
-  rpm_limit: number | null;
-  tpm_limit: number | null;
-  skills: string[];
-  mcp_servers: string[];
-  [k: string]: unknown;
-}
-interface TemplateVersion {
-  version: number;
-  lead: string | null;
-  roles: Record<string, TemplateRole>;
-  idle_after_seconds: number;
-  deep_sleep_after_seconds: number;
-  budget_usd_per_day: number | null;
-  isolation: string;
-  requires_repo: boolean;
-  rework_rounds: number | null;
-  pipeline?: Record<string, string>;
-}
-interface Template {
-  name: string;
-  description: string;
-  current_version: number;
-  updated_at: string;
-  used_by: number;
-  current: TemplateVersion | null;
-}
+import type { Template, TemplateVersion } from '../../types.ts';
 
 const ROLE_INPUT = ['agent', 'model', 'vm', 'replicas', 'concurrent_runs', 'max_iterations', 'confirmation_policy', 'memory', 'max_budget', 'budget_duration', 'rpm_limit', 'tpm_limit', 'skills', 'mcp_servers'];
 
 /** The body of a new version that reproduces `v` (only the fields a version input takes). */
 function versionInput(v: TemplateVersion) {
-  const roles = Object.fromEntries(Object.entries(v.roles).map(([name, r]) => [name, Object.fromEntries(ROLE_INPUT.filter((k) => r[k] !== undefined).map((k) => [k, r[k]]))]));
+  const roles = Object.fromEntries(Object.entries<Record<string, unknown>>(v.roles).map(([name, r]) => [name, Object.fromEntries(ROLE_INPUT.filter((k) => r[k] !== undefined).map((k) => [k, r[k]]))]));
   return {
     lead: v.lead,
     roles,
@@ -95,7 +54,7 @@ export function TemplatePage({ name }: { name: string }) {
           <>
             {admin && <Description tpl={t} write={tpl.write} />}
             {t.current ? <Current v={t.current} /> : <p className="muted">No current version.</p>}
-            {admin && t.current && <NewVersion tpl={t} write={tpl.write} reload={tpl.reload} />}
+            {admin && t.current && <NewVersion schemaName="TemplateNewVersion" path={`${base}/versions`} start={() => versionInput(t.current!)} write={tpl.write} onSaved={tpl.reload} omit={['from_version', 'sleep']} />}
             <Versions base={base} current={t.current_version} />
           </>
         )}
@@ -181,55 +140,6 @@ function Description({ tpl, write }: { tpl: Template; write: Doc<Template>['writ
           Save
         </button>
         <button type="button" className="secondary" onClick={() => setText(null)}>
-          Cancel
-        </button>
-      </div>
-    </form>
-  );
-}
-
-function NewVersion({ tpl, write, reload }: { tpl: Template; write: Doc<Template>['write']; reload: () => Promise<unknown> }) {
-  const { schema, error: schemaError } = useSchema('TemplateNewVersion');
-  const [value, setValue] = useState<Record<string, unknown> | null>(null);
-  const { busy, error, setError, run } = useAction();
-  if (value === null || !schema)
-    return (
-      <>
-        <ProblemNote error={schemaError} />
-        <button
-          type="button"
-          disabled={!schema}
-          onClick={() => {
-            setError(null);
-            setValue(versionInput(tpl.current!) as Record<string, unknown>);
-          }}
-        >
-          Edit as a new version
-        </button>
-      </>
-    );
-  const save = (s: Schema) =>
-    run(async () => {
-      await write('POST', `/team-templates/${seg(tpl.name)}/versions`, checked(s, value));
-      setValue(null);
-      await reload();
-    });
-  return (
-    <form
-      className="panel"
-      aria-label="new version"
-      noValidate
-      onSubmit={(e) => {
-        e.preventDefault();
-        void save(schema);
-      }}
-    >
-      <SchemaForm schema={schema} value={value} onChange={setValue} error={error} omit={['from_version', 'sleep']} label="version" />
-      <div className="row">
-        <button type="submit" disabled={busy}>
-          {busy ? 'Saving…' : 'Save as new version'}
-        </button>
-        <button type="button" className="secondary" onClick={() => setValue(null)}>
           Cancel
         </button>
       </div>

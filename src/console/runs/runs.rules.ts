@@ -1,8 +1,9 @@
 /**
- * The run engine's rules, as pure functions of the run and what happened: which agent events
- * become posts, and where a role's turn outcome takes the run (the pipeline, rework rounds,
- * questions through the lead, the end). The worker applies the answer in one transaction;
- * nothing here touches the database or a sandbox, so every rule is tested on its own.
+ * A run's rules, as pure functions of the run and what happened: which agent events become
+ * posts, and where a role's turn outcome takes the run (the pipeline, rework rounds, questions
+ * through the lead, the end). The runs module owns them; the run journal applies the answer in
+ * one transaction for the engine. Nothing here touches the database or a sandbox, so every rule
+ * is tested on its own.
  */
 import type { AgentEvent, AgentInput, TurnOutcome } from '../../agent/protocol.ts';
 import { TURN_TOOLS } from '../../agent/tools/index.ts';
@@ -40,6 +41,11 @@ export type Transition =
   | { kind: 'succeeded'; posts: PostDraft[]; summary: string; branch: string | null; pull_request_url: string | null }
   | { kind: 'failed'; posts: PostDraft[]; reason: string }
   | { kind: 'cancelled'; posts: PostDraft[] };
+
+/** Whether work on a surface lives in a chat room (answered and cancelled there, not through the routes): chat_a and chat_b only. */
+export function isChatSurface(surface: string): boolean {
+  return surface === 'chat_a' || surface === 'chat_b';
+}
 
 const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n)}…` : s);
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { approvalOf, memoryBlock, outcomeEntry, pipelineOrder, postOfEvent, routeHandOff, subjectOf, transitionOf, type RunView } from './rules.ts';
+import { approvalOf, isChatSurface, memoryBlock, outcomeEntry, pipelineOrder, postOfEvent, routeHandOff, subjectOf, transitionOf, type RunView } from './runs.rules.ts';
 
 const view = (over: Partial<RunView> = {}): RunView => ({
   lead: 'lead',
@@ -13,7 +13,7 @@ const view = (over: Partial<RunView> = {}): RunView => ({
 });
 const call = { id: 'c1', name: 'shell', arguments: '{}' };
 
-describe('run engine rules', () => {
+describe('run rules', () => {
   it('orders roles along the pipeline from the lead, once each, then the rest', () => {
     assert.deepEqual(pipelineOrder(view()), ['lead', 'coder', 'reviewer']);
     assert.deepEqual(pipelineOrder({ lead: 'a', roles: ['a', 'b', 'c', 'd'], pipeline: { a: 'b', b: 'a' } }), ['a', 'b', 'c', 'd']);
@@ -93,5 +93,10 @@ describe('run engine rules', () => {
     assert.equal(memoryBlock([{ text: 'a', created_at: '2026-01-01T00:00:00Z' }, { text: 'b', created_at: '2026-01-02T00:00:00Z' }], 1), '- 2026-01-02: b');
     assert.equal(memoryBlock([{ text: 'a', created_at: '2026-01-01T00:00:00Z' }], 0), null);
     assert.match(outcomeEntry({ text: 'Add a README', state: 'succeeded', summary: 'Added it', branch: 'b', commit: sha, pull_request_url: null }), /^Asked: Add a README \| Done: Added it \| Delivered: branch b, commit aaaaaaaaaaaa$/);
+  });
+
+  it('a run lives on a chat surface only on chat_a and chat_b; the console, the code host and the trackers are answered through the routes', () => {
+    assert.deepEqual(['chat_a', 'chat_b'].map(isChatSurface), [true, true]);
+    assert.deepEqual(['console', 'code_host', 'tracker_a', 'tracker_b', 'none', ''].map(isChatSurface), [false, false, false, false, false, false]);
   });
 });
