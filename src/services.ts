@@ -101,6 +101,8 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     hooks,
     traces: createRunTraces({ endpoint: config.otlpEndpoint }),
     propose: async (trx, p) => void (await runProposal.enqueue(trx, p, { key: `proposal:${p.run_id}:${p.source}` })),
+    // Late-bound: the chat core is built after runs.
+    threadUrl: async (runId) => (await chatCore.threadUrls([runId])).get(runId) ?? null,
   };
   // The routes' side of runs and the engine's journal share the steps both take (a run's end, a new task, the post signal).
   const runSteps = createRunSteps(runsDeps);
@@ -164,9 +166,13 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     runs: {
       maxTaskChars: MAX_TASK_CHARS,
       maxReplyChars: MAX_REPLY_CHARS,
-      start: async (input, within) => ({ run_id: (await runs.createTask(chatActor(input.by), input.team, input.text, within)).run_id }),
-      reply: async (runId, by, input, within) => void (await runs.reply(chatActor(by), runId, input, within)),
-      cancel: async (runId, by) => void (await runs.cancel(chatActor(by), runId)),
+      start: async (input, within) => {
+        const actor = chatActor(input.by);
+        const run = await runs.createRun(actor, { team: input.team, text: input.text, surface: input.by.surface, external_ref: `${input.thread.room_id}/${input.thread.message_id}`, requested_by: actor.name }, within);
+        return { run_id: run.run_id };
+      },
+      reply: async (runId, by, input, within) => void (await runs.reply(chatActor(by), runId, input, within, by.surface)),
+      cancel: async (runId, by) => void (await runs.cancel(chatActor(by), runId, by.surface)),
       get: async (runId) => {
         try {
           return (await runs.get(runId)).run;
@@ -177,7 +183,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
       },
       posts: async (runId, after, limit) => (await runs.posts(runId, after, limit)).items,
       recent: async (team, limit) => (await runs.listOfTeam(team, { limit })).items.map((r) => ({ ...r, delivery: null })),
-      notice: (runId, text) => runs.notice(runId, text, 'chat', { chat: true }),
+      notice: (runId, text, key) => runJournal.notice(runId, text, key, { chat: true }),
     },
     teams: {
       async teamOfRoom(surface, roomId) {
@@ -286,6 +292,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   hooks.on('secretRemoved', (trx, actor, secret) => destinations.stopInjecting(trx, actor, secret));
   hooks.on('runChanged', (trx, _actor, change) => codeHostDelivery.onRunChanged(trx, change));
   hooks.on('runChanged', (trx, _actor, change) => chatCore.runChanged(trx, change));
+  hooks.on('runPosted', (trx, _actor, posted) => chatCore.runChanged(trx, posted));
 
   const chat = createChatServices({ db, cipher });
   const imports = createImportService({ db, repository: config.importRepository, source: { codeHostApp: () => integrations.codeHostApp(), revealSecret: (name) => secrets.reveal(name) }, agents, templates, destinations, skills, documents });

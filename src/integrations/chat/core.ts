@@ -227,7 +227,7 @@ export function createChatCore(deps: ChatCoreDeps) {
               if (!isChatCallError(err) || err.transient) throw err;
               // Never deliverable as it is (refused by the server): the run says so, and the thread goes on.
               log.warn({ run: runId, seq: p.seq, reason: err.message }, 'a run post could not be posted in its chat thread');
-              await deps.runs.notice(runId, `post ${p.seq} could not be posted in the ${thread.surface} thread: ${err.message}`);
+              await deps.runs.notice(runId, `post ${p.seq} could not be posted in the ${thread.surface} thread: ${err.message}`, `${thread.surface}:undelivered:${p.seq}`);
             }
             if (shown.working) lastRole = shown.working;
           }

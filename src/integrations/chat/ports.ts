@@ -114,8 +114,8 @@ export interface ChatRuns {
   posts(runId: string, after: number, limit: number): Promise<ChatRunPost[]>;
   /** The team's runs, newest first. */
   recent(team: string, limit: number): Promise<ChatRunView[]>;
-  /** Something the run's people should know that the chat could not say (a post never delivered). */
-  notice(runId: string, text: string): Promise<void>;
+  /** Something the run's people should know that the chat could not say (a post never delivered); once per `key`. */
+  notice(runId: string, text: string, key: string): Promise<void>;
 }
 
 /** What the chat core asks of the teams module. */
