@@ -27,9 +27,10 @@ function script(req: ScriptedRequest): ScriptedAnswer {
   const role = roleOf(req);
   const text = lastText(req);
   const results = req.body.messages.filter((m) => m.role === 'tool').length;
+  // The dev's conversation starts from the lead's hand-off: it hands back at once.
+  if (role === 'dev') return { tool_calls: [{ name: 'hand_off', arguments: { summary: 'notes.txt is written' } }] };
   switch (scenarioOf(req)) {
     case 'handoff':
-      if (role === 'dev') return { tool_calls: [{ name: 'hand_off', arguments: { summary: 'notes.txt is written' } }] };
       if (text.includes('README')) return { tool_calls: [{ name: 'finish', arguments: { outcome: 'succeeded', summary: 'README added too' } }] };
       if (text.startsWith('The answer:')) return { tool_calls: [{ name: 'finish', arguments: { outcome: 'succeeded', summary: `shipped (${text})` } }] };
       if (text.includes('notes.txt is written')) return { tool_calls: [{ name: 'ask_person', arguments: { question: 'Ship it?' } }] };
@@ -63,7 +64,10 @@ describe('a team in a chat_a room, end to end', { skip: stackSkip }, () => {
   /** The run a message started: its thread's root appears in the room. */
   const started = async (marker: string) => {
     const root = await waitFor(`the thread of "${marker}"`, async () => rootOf(marker));
-    return { root, runId: await runOfRoot(root) };
+    const runId = await runOfRoot(root);
+    // The thread's link is recorded right after its root is posted.
+    await waitFor(`the thread link of ${runId}`, async () => (await stack.run(runId)).chat_thread_url);
+    return { root, runId };
   };
   const said = (root: FakeMmPost, what: RegExp) => waitFor(`${what} in the thread`, async () => thread(root).find((p) => what.test(p.message)));
 
@@ -80,7 +84,9 @@ describe('a team in a chat_a room, end to end', { skip: stackSkip }, () => {
     await putSecret(stack.t, 'integrations/chat_a/command_token', COMMAND_TOKEN);
     await setChatA(stack.t, true, { url: mm.url, slash_command: true });
     const tools = ['shell', 'ask_person', 'hand_off', 'finish', 'propose_skill'];
-    team = await stack.makeTeam({ roles: { lead: { tools, role: { confirmation_policy: 'confirm_risky' } }, dev: { tools } }, pipeline: { lead: 'dev' }, home: { surface: 'chat_a', room_id: room.id } });
+    // No team memory: each run's conversation is told apart by its own task's SCENARIO.
+    const role = { memory: { inject: false } };
+    team = await stack.makeTeam({ roles: { lead: { tools, role: { ...role, confirmation_policy: 'confirm_risky' } }, dev: { tools, role } }, pipeline: { lead: 'dev' }, home: { surface: 'chat_a', room_id: room.id } });
     await putSecret(stack.t, `integrations/chat_a/bots/${team}/dev`, DEV_BOT_TOKEN);
     // The worker follows the chat server once it sees chat_a enabled.
     await waitFor('the worker to listen to the chat server', async () => mm.openSockets === 1, 60_000);
@@ -118,13 +124,13 @@ describe('a team in a chat_a room, end to end', { skip: stackSkip }, () => {
     mm.post(alice.id, room.id, 'yes, ship it', root.id);
     await stack.waitForState(runId, 'succeeded');
     await waitFor('the reconnection', async () => mm.openSockets === 1);
-    const done = await said(root, /^Done: shipped/);
+    const done = await said(root, /Done: shipped/);
     assert.match(done.message, /Cost: \$/);
     const answers = (await stack.posts(runId)).filter((p) => p.kind === 'answer');
     assert.equal(answers.length, 1, 'the answer was one effect');
 
     mm.post(alice.id, room.id, 'please add a README too', root.id);
-    await said(root, /^Done: README added too/);
+    await said(root, /Done: README added too/);
     const posts = await stack.posts(runId);
     assert.equal(posts.filter((p) => p.kind === 'reply').length, 1, 'the follow-up was one task');
     const keys = thread(root).map((p) => p.props.crewhouse_key).filter(Boolean);
@@ -148,7 +154,7 @@ describe('a team in a chat_a room, end to end', { skip: stackSkip }, () => {
     await stack.waitForState(runId, 'succeeded');
     const again = await mm.clickAction(confirmation.id, 'refuse', alice.id).catch((err: Error) => ({ status: 0, body: err.message }));
     assert.notEqual(again.status, 500);
-    await said(root, /^Done: the file is written/);
+    await said(root, /Done: the file is written/);
     const runs = (await api('GET', `/teams/${team}/runs?limit=50`)).body.items.filter((r: { text: string }) => r.text.includes(marker));
     assert.equal(runs.length, 1, 'a replayed slash command is one run');
   });

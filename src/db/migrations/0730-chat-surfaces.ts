@@ -31,6 +31,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     create table surface_posts (
       key text primary key,
       post_id text,
+      claimed_by text not null,
+      claimed_at timestamptz not null default now(),
       created_at timestamptz not null default now()
     )`.execute(db);
   await sql`

@@ -24,6 +24,7 @@ export const MirrorThread = jobType('chat.mirror', Type.Object({ run_id: Type.St
 export function chatJobHandlers(core: ChatCore): Record<string, JobHandler> {
   return {
     [ChatMessage.kind]: ChatMessage.handler(async ({ message }) => core.handle(message)),
-    [MirrorThread.kind]: MirrorThread.handler(async ({ run_id }) => core.mirror(run_id)),
+    // The job is the owner of the posts it makes: its retries may look for what it made before.
+    [MirrorThread.kind]: MirrorThread.handler(async ({ run_id }, ctx) => core.mirror(run_id, `job:${ctx.id}`)),
   };
 }

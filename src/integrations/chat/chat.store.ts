@@ -42,10 +42,26 @@ export const threadUrls = (q: Q, runIds: string[]) =>
   runIds.length ? q.selectFrom('surface_threads').select(['run_id', 'url']).where('run_id', 'in', runIds).execute() : Promise.resolve([]);
 
 /** A post's record by key: absent (never tried), pending (`post_id` null: tried, maybe made), or made. */
-export const postOfKey = (q: Q, key: string) => q.selectFrom('surface_posts').select(['post_id', 'created_at']).where('key', '=', key).executeTakeFirst();
-
-export async function claimPost(q: Q, key: string): Promise<void> {
-  await q.insertInto('surface_posts').values({ key }).onConflict((oc) => oc.column('key').doNothing()).execute();
+/**
+ * Claims the making of a post for `owner` (a job): the post already made (its id), or whether
+ * this owner may make it now and whether an earlier try (its own, or a claimant gone quiet for
+ * `staleSeconds`) may have made it already. Another owner's fresh claim: `busy`.
+ */
+export async function claimPost(q: Q, key: string, owner: string, staleSeconds: number): Promise<{ made: string } | { busy: true } | { mine: true; triedBefore: boolean }> {
+  const fresh = await q.insertInto('surface_posts').values({ key, claimed_by: owner }).onConflict((oc) => oc.column('key').doNothing()).returning('key').executeTakeFirst();
+  if (fresh) return { mine: true, triedBefore: false };
+  const row = await q.selectFrom('surface_posts').select(['post_id', 'claimed_by']).where('key', '=', key).executeTakeFirstOrThrow();
+  if (row.post_id) return { made: row.post_id };
+  if (row.claimed_by === owner) return { mine: true, triedBefore: true };
+  const taken = await q
+    .updateTable('surface_posts')
+    .set({ claimed_by: owner, claimed_at: sql`now()` })
+    .where('key', '=', key)
+    .where('post_id', 'is', null)
+    .where('claimed_at', '<', sql<string>`now() - make_interval(secs => ${staleSeconds})`)
+    .returning('key')
+    .executeTakeFirst();
+  return taken ? { mine: true, triedBefore: true } : { busy: true };
 }
 
 export async function postMade(q: Q, key: string, postId: string): Promise<void> {

@@ -31,10 +31,12 @@ export interface ChatSurfacesTables {
     effect: Defaulted<string | null>;
     created_at: Timestamp;
   };
-  /** Every post made by its stable key; `post_id` null while it is being made. */
+  /** Every post made by its stable key; `post_id` null while it is being made (by `claimed_by`, a job). */
   surface_posts: {
     key: string;
     post_id: Defaulted<string | null>;
+    claimed_by: string;
+    claimed_at: Timestamp;
     created_at: Timestamp;
   };
   /** A confirmation's buttons: the SHA-256 of the unguessable token they carry. */

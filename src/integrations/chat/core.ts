@@ -34,6 +34,17 @@ export interface ChatCoreDeps {
   surface(kind: ChatSurfaceKind): Promise<ChatSurface | { missing: string }>;
 }
 
+/** A claim on a post older than this is taken over (its job died and was not retried). */
+const CLAIM_STALE_SECONDS = 300;
+
+/** Another job is making this post now: this one tries again later. */
+export class PostBusy extends Error {
+  override name = 'PostBusy';
+  constructor(key: string) {
+    super(`post ${key} is being made by another job; tried again later`);
+  }
+}
+
 const sha256 = (s: string) => crypto.createHash('sha256').update(s).digest('hex');
 const personOf = (m: ChatMessageIn): ChatPerson => ({ surface: m.surface, user_id: m.user_id, user_name: m.user_name });
 const detailOf = (err: unknown) => (err instanceof Problem ? err.detail : null);
@@ -50,17 +61,19 @@ export function createChatCore(deps: ChatCoreDeps) {
   }
 
   /**
-   * Makes a post once per key: a key already made answers its post; a key tried before (maybe
-   * made, then the worker died) lets the adapter look for it first. A rate limit is waited out
-   * as the server asks, a few times, before the job's own backoff takes over.
+   * Makes a post once per key, for `owner` (the job making it): a key already made answers its
+   * post; a key this owner tried before (the worker died after posting, maybe) lets the adapter
+   * look for it first; a key another job is making now is `PostBusy` (this job tries again
+   * later, by when it is made). A rate limit is waited out as the server asks, a few times,
+   * before the job's own backoff takes over.
    */
-  async function deliver(s: ChatSurface, out: ChatOutbound): Promise<string> {
-    const known = await store.postOfKey(db, out.key);
-    if (known?.post_id) return known.post_id;
-    await store.claimPost(db, out.key);
+  async function deliver(s: ChatSurface, out: ChatOutbound, owner: string): Promise<string> {
+    const claim = await store.claimPost(db, out.key, owner, CLAIM_STALE_SECONDS);
+    if ('made' in claim) return claim.made;
+    if ('busy' in claim) throw new PostBusy(out.key);
     for (let attempt = 1; ; attempt++) {
       try {
-        const { id } = await s.post({ ...out, maybe_posted: known !== undefined });
+        const { id } = await s.post({ ...out, maybe_posted: claim.triedBefore || attempt > 1 });
         await store.postMade(db, out.key, id);
         return id;
       } catch (err) {
@@ -74,7 +87,8 @@ export function createChatCore(deps: ChatCoreDeps) {
   async function answer(m: ChatMessageIn, text: string): Promise<void> {
     const s = await surfaceOf(m.surface);
     if (m.command) return s.ephemeral(m.room_id, m.user_id, text, m.thread_id);
-    await deliver(s, { room_id: m.room_id, thread_id: m.thread_id ?? m.message_id, text, as: null, key: `${m.surface}:answer:${m.message_id}` });
+    // One job per message: its own key is its owner.
+    await deliver(s, { room_id: m.room_id, thread_id: m.thread_id ?? m.message_id, text, as: null, key: `${m.surface}:answer:${m.message_id}` }, `message:${m.surface}:${m.message_id}`);
   }
 
   async function runCommand(m: ChatMessageIn, team: string, cmd: ChatCommand, s: ChatSurface): Promise<string> {
@@ -188,13 +202,14 @@ export function createChatCore(deps: ChatCoreDeps) {
     },
 
     /** Queues the thread's catching up with its run (in the transaction of the run's change); nothing for a run without a thread. */
-    async runChanged(trx: Trx, change: { run_id: string; seq: number }): Promise<void> {
+    async runChanged(trx: Trx, change: { run_id: string; seq: number; event?: string }): Promise<void> {
       if (!(await store.threadOfRun(trx, change.run_id))) return;
-      await MirrorThread.enqueue(trx, { run_id: change.run_id }, { key: `chat.mirror:${change.run_id}:${change.seq}` });
+      // One job per change (a run that waits at seq N and is cancelled with no post between has two changes at N).
+      await MirrorThread.enqueue(trx, { run_id: change.run_id }, { key: `chat.mirror:${change.run_id}:${change.event ?? 'posted'}:${change.seq}` });
     },
 
     /** The job `chat.mirror`: the thread's root (first) and each of the run's posts since it last caught up, in order. */
-    async mirror(runId: string): Promise<void> {
+    async mirror(runId: string, owner: string): Promise<void> {
       let thread = await store.threadOfRun(db, runId);
       if (!thread) return;
       const s = await surfaceOf(thread.surface as ChatSurfaceKind);
@@ -202,7 +217,7 @@ export function createChatCore(deps: ChatCoreDeps) {
       if (!run) return;
       const requester = s.mention(thread.requested_by, thread.requested_by_name);
       if (!thread.root_id) {
-        const rootId = await deliver(s, { room_id: thread.room_id, thread_id: null, text: renderStart({ requester, team: thread.team, runId, text: run.text }), as: null, key: `${thread.surface}:run:${runId}:root` });
+        const rootId = await deliver(s, { room_id: thread.room_id, thread_id: null, text: renderStart({ requester, team: thread.team, runId, text: run.text }), as: null, key: `${thread.surface}:run:${runId}:root` }, owner);
         await store.setRoot(db, runId, rootId, await s.permalink(thread.room_id, rootId));
         thread = (await store.threadOfRun(db, runId))!;
       }
@@ -222,9 +237,9 @@ export function createChatCore(deps: ChatCoreDeps) {
             }
             const out: ChatOutbound = { room_id: thread.room_id, thread_id: thread.root_id, text: shown.text, as: shown.role ? { team: thread.team, role: shown.role } : null, key: `${thread.surface}:run:${runId}:${p.seq}`, ...(buttons ? { buttons } : {}) };
             try {
-              await deliver(s, out);
+              await deliver(s, out, owner);
             } catch (err) {
-              if (!isChatCallError(err) || err.transient) throw err;
+              if (err instanceof PostBusy || !isChatCallError(err) || err.transient) throw err;
               // Never deliverable as it is (refused by the server): the run says so, and the thread goes on.
               log.warn({ run: runId, seq: p.seq, reason: err.message }, 'a run post could not be posted in its chat thread');
               await deps.runs.notice(runId, `post ${p.seq} could not be posted in the ${thread.surface} thread: ${err.message}`, `${thread.surface}:undelivered:${p.seq}`);
