@@ -67,13 +67,22 @@ export function createChatCore(deps: ChatCoreDeps) {
    * later, by when it is made). A rate limit is waited out as the server asks, a few times,
    * before the job's own backoff takes over.
    */
-  async function deliver(s: ChatSurface, out: ChatOutbound, owner: string): Promise<string> {
+  async function deliver(s: ChatSurface, out: ChatOutbound, owner: string, prepare?: () => Promise<Partial<ChatOutbound>>): Promise<string> {
     const claim = await store.claimPost(db, out.key, owner, CLAIM_STALE_SECONDS);
     if ('made' in claim) return claim.made;
     if ('busy' in claim) throw new PostBusy(out.key);
+    if (claim.triedBefore) {
+      const earlier = await s.find(out);
+      if (earlier) {
+        await store.postMade(db, out.key, earlier.id);
+        return earlier.id;
+      }
+    }
+    // What only this post's maker may set up (a confirmation's token), once it is sure to post.
+    const full = { ...out, ...(prepare ? await prepare() : {}) };
     for (let attempt = 1; ; attempt++) {
       try {
-        const { id } = await s.post({ ...out, maybe_posted: claim.triedBefore || attempt > 1 });
+        const { id } = await s.post(full);
         await store.postMade(db, out.key, id);
         return id;
       } catch (err) {
@@ -229,15 +238,17 @@ export function createChatCore(deps: ChatCoreDeps) {
         for (const p of posts) {
           const shown = renderPost(p, { requester, lastRole, run });
           if (shown) {
-            let buttons;
-            if (shown.confirmation) {
-              const token = crypto.randomBytes(24).toString('base64url');
-              await store.putConfirmation(db, { token_hash: sha256(token), run_id: runId, seq: p.seq, room_id: thread.room_id });
-              buttons = { token };
-            }
-            const out: ChatOutbound = { room_id: thread.room_id, thread_id: thread.root_id, text: shown.text, as: shown.role ? { team: thread.team, role: shown.role } : null, key: `${thread.surface}:run:${runId}:${p.seq}`, ...(buttons ? { buttons } : {}) };
+            // A confirmation's token is made by the one job about to post it (a new token replaces one never posted).
+            const buttons = shown.confirmation
+              ? async () => {
+                  const token = crypto.randomBytes(24).toString('base64url');
+                  await store.putConfirmation(db, { token_hash: sha256(token), run_id: runId, seq: p.seq, room_id: thread.room_id });
+                  return { buttons: { token } };
+                }
+              : undefined;
+            const out: ChatOutbound = { room_id: thread.room_id, thread_id: thread.root_id, text: shown.text, as: shown.role ? { team: thread.team, role: shown.role } : null, key: `${thread.surface}:run:${runId}:${p.seq}` };
             try {
-              await deliver(s, out, owner);
+              await deliver(s, out, owner, buttons);
             } catch (err) {
               if (err instanceof PostBusy || !isChatCallError(err) || err.transient) throw err;
               // Never deliverable as it is (refused by the server): the run says so, and the thread goes on.

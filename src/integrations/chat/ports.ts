@@ -45,8 +45,6 @@ export interface ChatOutbound {
   /** Stable per run post: the same key is never posted twice (a retry finds the earlier post). */
   key: string;
   buttons?: ChatButtons;
-  /** Tried before (the worker may have died after posting): the adapter looks for a post of this key before posting. */
-  maybe_posted?: boolean;
 }
 
 /** A call to the chat server that failed: `transient` ones are worth a retry, after `retryAfterSeconds` when the server said. */
@@ -64,8 +62,10 @@ export interface ChatSurface {
   how(): Promise<string>;
   /** A mention of a person that notifies them. */
   mention(userId: string, userName: string): string;
-  /** Posts (or, for a key posted before, finds the earlier post) and answers its id. */
+  /** Posts and answers the post's id; the post carries its key. */
   post(out: ChatOutbound): Promise<{ id: string }>;
+  /** The post of `out.key` made before (the worker may have died after posting), or null. */
+  find(out: ChatOutbound): Promise<{ id: string } | null>;
   /** Shows a message to one person only (a slash command's answer). */
   ephemeral(roomId: string, userId: string, text: string, threadId: string | null): Promise<void>;
   /** The link people open for a post (a run's thread). */

@@ -44,11 +44,12 @@ export function chatASurface(deps: ChatASurfaceDeps): ChatSurface {
     how: async () => `@${(await bot()).username}`,
     mention: (_userId, userName) => `@${userName}`,
 
+    async find(out) {
+      const earlier = await findPosted(out);
+      return earlier ? { id: earlier.id } : null;
+    },
+
     async post(out) {
-      if (out.maybe_posted) {
-        const earlier = await findPosted(out);
-        if (earlier) return { id: earlier.id };
-      }
       const props: Record<string, unknown> = { [KEY_PROP]: out.key, ...(out.buttons ? buttonsProps(`${deps.publicBaseUrl.replace(/\/+$/, '')}${ACTIONS_PATH}`, out.buttons.token) : {}) };
       const input = (message: string) => ({ channel_id: out.room_id, message: postText(message), ...(out.thread_id ? { root_id: out.thread_id } : {}), props });
       const own = out.as ? await deps.roleClient(out.as.team, out.as.role) : null;
