@@ -2,6 +2,7 @@ import path from 'node:path';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import { ownTablesOnly } from './eslint-rules/own-tables-only.js';
+import { layers } from './eslint-rules/layers.js';
 
 const SRC = path.join(import.meta.dirname, 'src');
 
@@ -19,7 +20,7 @@ export default tseslint.config(
       'no-restricted-syntax': ['error', { selector: "MemberExpression[object.name='process'][property.name='env']", message: 'read configuration in src/config.ts only' }],
     },
   },
-  { files: ['src/**/*.ts'], ignores: ['src/db/schema.ts', 'src/db/migrations/**', '**/*.test.ts', '**/*.testkit.ts'], plugins: { crewhouse: { rules: { 'own-tables-only': ownTablesOnly(SRC) } } }, rules: { 'crewhouse/own-tables-only': 'error' } },
+  { files: ['src/**/*.ts'], ignores: ['src/db/schema.ts', 'src/db/migrations/**', '**/*.test.ts', '**/*.testkit.ts'], plugins: { crewhouse: { rules: { 'own-tables-only': ownTablesOnly(SRC), layers: layers(SRC) } } }, rules: { 'crewhouse/own-tables-only': 'error', 'crewhouse/layers': 'error' } },
   // The agent runtime is its own program inside a sandbox: its entry point reads the sandbox's environment.
   { files: ['src/config.ts', 'src/main.ts', 'src/agent/main.ts', 'test/**', 'bench/**', 'scripts/**', '**/*.test.ts', 'web/**'], rules: { 'no-restricted-syntax': 'off', 'no-console': 'off' } },
 );

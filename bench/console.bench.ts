@@ -19,7 +19,7 @@ import { listUsers } from '../src/console/users/users.store.ts';
 import { authUser, presentUser } from '../src/console/users/users.service.ts';
 import { openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
-import { Registry } from '../src/http/metrics.ts';
+import { Registry } from '../src/metrics.ts';
 import { createLogger } from '../src/logger.ts';
 import { fmt, load, type BenchReport, type LoadResult } from './lib.ts';
 

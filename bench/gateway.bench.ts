@@ -17,7 +17,7 @@ import { startFakeDns } from '../test/fakes/dns-server.ts';
 import { sharedServices, testApp, testConfig, uniq } from '../test/harness.ts';
 import { issuerOf, mintCertificateAuthority, mintLeaf } from '../src/gateway/certificates.ts';
 import { startGateway } from '../src/gateway/gateway.component.ts';
-import { Registry } from '../src/http/metrics.ts';
+import { Registry } from '../src/metrics.ts';
 import { createLogger } from '../src/logger.ts';
 import type { ProxyLoadOptions } from './proxy-load-worker.ts';
 import { serviceProcess, type BenchReport } from './lib.ts';

@@ -51,17 +51,21 @@ export function tablesDeclaredIn(text) {
   return names;
 }
 
+/** Calls `visit` with the path of every file under `dir`, depth first. */
+export function eachFile(dir, visit) {
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) eachFile(p, visit);
+    else visit(p);
+  }
+}
+
 /** table name -> owning module, from every `*.tables.ts` under src. */
 export function tableOwners(src) {
   const owners = new Map();
-  const walk = (dir) => {
-    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
-      const p = path.join(dir, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (e.name.endsWith('.tables.ts')) for (const t of tablesDeclaredIn(fs.readFileSync(p, 'utf8'))) owners.set(t, moduleOf(src, p));
-    }
-  };
-  walk(src);
+  eachFile(src, (p) => {
+    if (p.endsWith('.tables.ts')) for (const t of tablesDeclaredIn(fs.readFileSync(p, 'utf8'))) owners.set(t, moduleOf(src, p));
+  });
   return owners;
 }
 

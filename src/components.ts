@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import type { Db } from './db/database.ts';
-import type { Registry } from './http/metrics.ts';
+import type { Registry } from './metrics.ts';
 import type { ModelCatalog } from './models/catalog.ts';
 import type { Cipher } from './secrets/cipher.ts';
 import type { Services } from './services.ts';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Transaction } from 'kysely';
 import { systemActor } from './audit/audit.ts';
-import { createReferences } from './console/references.ts';
+import { createReferences } from './references.ts';
 import type { Database } from './db/schema.ts';
 import { createHooks } from './hooks.ts';
 

@@ -1,14 +1,22 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Actor } from './audit/audit.ts';
-import type { CheckpointUse } from './console/environments/checkpoints.service.ts';
 import type { Database } from './db/schema.ts';
-import type { Coverage } from './integrations/code-host/app.ts';
 
 /** The kinds of names one module's resources give another's (an agent names destinations, a template agents...). */
 export type RefKind = 'agent' | 'destination' | 'environment' | 'skill' | 'mcp_server' | 'secret' | 'tool' | 'model' | 'template';
 
 /** The query runner a hook asks on; undefined is the answering module's own database. Inside a transaction it must be the transaction (the embedded database has one connection). */
 export type RefQuery = Kysely<Database> | Transaction<Database> | undefined;
+
+/** One use of a checkpoint: a module that names checkpoints answers `checkpointUses` with these. */
+export interface CheckpointUse {
+  checkpoint_id: string;
+  kind: string;
+  name: string;
+}
+
+/** Whether the code-host app is installed where a repository is, and why not when it is not. */
+export type Coverage = { covered: true } | { covered: false; reason: string };
 
 /** What is locked and looked up as the owner of another module's rows (documents, team MCP servers). */
 export type OwnerKind = 'agent' | 'team';

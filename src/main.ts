@@ -1,14 +1,12 @@
-import { isApiCommand, runCli } from './cli/index.ts';
+import { runCli } from './cli/index.ts';
 
 /**
- * `crewhouse`: the commands that work through the HTTP API (src/cli/) load only the client, so
- * they start in a fraction of the time; the commands of this machine (serve, migrate, ...)
- * load the service (src/local-commands.ts). `secrets rotate-key` is one of the latter.
+ * `crewhouse`: one command table (src/cli/), whose commands of this machine load the service
+ * only when one is run. An unexpected failure prints its stack and exits 1.
  */
-const argv = process.argv.slice(2);
-if (isApiCommand(argv[0]) && !(argv[0] === 'secrets' && argv[1] === 'rotate-key')) {
-  process.exitCode = await runCli(argv, { env: process.env, stdin: process.stdin, stdout: (s) => process.stdout.write(s), stderr: (s) => process.stderr.write(s) });
-} else {
-  const { runLocalCommand } = await import('./local-commands.ts');
-  await runLocalCommand(argv);
+try {
+  process.exitCode = await runCli(process.argv.slice(2), { env: process.env, stdin: process.stdin, stdout: (s) => process.stdout.write(s), stderr: (s) => process.stderr.write(s), localGroups: async () => (await import('./local-commands.ts')).LOCAL_GROUPS });
+} catch (err) {
+  process.stderr.write(`crewhouse: ${(err as Error)?.stack ?? String(err)}\n`);
+  process.exitCode = 1;
 }

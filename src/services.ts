@@ -9,7 +9,7 @@ import { createCheckpointsService } from './console/environments/checkpoints.ser
 import { createEnvironmentsService } from './console/environments/environments.service.ts';
 import { createImagesService } from './console/environments/images.service.ts';
 import { createMcpServersService } from './console/mcp-servers/mcp-servers.service.ts';
-import { createReferences } from './console/references.ts';
+import { createReferences } from './references.ts';
 import { createRunJournal } from './console/runs/runs.journal.ts';
 import { createRunsService } from './console/runs/runs.service.ts';
 import { createRunSteps, type RunsDeps } from './console/runs/runs.steps.ts';
@@ -21,24 +21,45 @@ import { createEgressOverridesService } from './console/teams/egress-overrides.s
 import { createIntegrationsService } from './console/integrations/integrations.service.ts';
 import { createLinksService } from './console/teams/links.service.ts';
 import { createTeamsService } from './console/teams/teams.service.ts';
+import { createTeamsDirectory } from './console/teams/teams.directory.ts';
+import { createTeamProvisioning } from './console/teams/teams.provisioning.ts';
 import { createTemplatesService, type EnvironmentSnapshot } from './console/templates/templates.service.ts';
 import { createUsersService } from './console/users/users.service.ts';
 import type { Db } from './db/database.ts';
+import type { Registry } from './metrics.ts';
 import { createHooks, type RefQuery } from './hooks.ts';
 import { loadModelCatalog, type ModelCatalog } from './models/catalog.ts';
 import { createModelProxyClient } from './modelproxy/client.ts';
-import { egressRefusalsOfTeam } from './gateway/events.ts';
+import { deploymentCaCertificate } from './gateway/ca.ts';
+import { egressEventsOf, egressRefusalsOfTeam } from './gateway/events.ts';
+import { pushesOf } from './gateway/pushes.ts';
+import { BUILTIN_HOSTS } from './egress/builtins.ts';
+import { sandboxSpendOf } from './modelproxy/sandbox-spend.ts';
 import { createChatAService } from './integrations/chat_a/chat_a.service.ts';
 import { createChatCore } from './integrations/chat/core.ts';
 import type { ChatPerson } from './integrations/chat/ports.ts';
 import { systemActor } from './audit/audit.ts';
 import { MAX_REPLY_CHARS, MAX_TASK_CHARS } from './console/runs/runs.schemas.ts';
-import { Problem } from './http/problems.ts';
-import { createCodeHostDelivery } from './integrations/webhooks/code-host.delivery.ts';
-import type { CodeHostClient, WebhookSurface } from './integrations/webhooks/code-host.client.ts';
+import { Problem } from './errors/problems.ts';
+import type { CodeHostApp } from './integrations/code_host/app.ts';
+import { createCodeHostDelivery } from './integrations/code_host/delivery.ts';
+import { createCodeHostSurface } from './integrations/code_host/code_host.surface.ts';
+import { createCodeHostInbound } from './integrations/code_host/inbound.ts';
+import type { WebhookSurface } from './integrations/webhooks/surfaces.ts';
 import { createWebhooksService } from './integrations/webhooks/webhooks.service.ts';
-import { runProposal } from './runtime/engine/proposals.ts';
-import { runAdvance } from './runtime/engine/run-job.ts';
+import { advanceRunJob } from './runtime/engine/advance-run.job.ts';
+import { createRunEngine, PlacedElsewhere, type RunEngine } from './runtime/engine/engine.ts';
+import { roleSetup } from './runtime/engine/role-config.ts';
+import { MICROVM_RUNTIME_ARGV, RUNTIME_ARGV, RUNTIME_MOUNTS, RUNTIME_NODE } from './runtime/engine/runtime-install.ts';
+import { prepareWorkspace } from './runtime/engine/workspace.ts';
+import { startSandboxHost, type SandboxHost } from './runtime/sandboxes/host.ts';
+import { createDestroyTeamSandboxes, type DestroyTeamSandboxes } from './runtime/sandboxes/jobs/destroy-team.job.ts';
+import type { ExecRequest } from './runtime/sandboxes/provider.ts';
+import { kvmUsable } from './runtime/sandboxes/providers/microvm/kvm.ts';
+import { microvmProviderFromConfig } from './runtime/sandboxes/providers/microvm/index.ts';
+import { createLocalProvider } from './runtime/sandboxes/providers/local.ts';
+import { reachableSandboxDir } from './runtime/sandboxes/sandbox-dir.ts';
+import { storeProposalJob } from './runtime/engine/store-proposal.job.ts';
 import { createRunTraces } from './telemetry/traces.ts';
 import { canTakeWork } from './runtime/sandboxes/placement.ts';
 import type { TeamDirectory } from './runtime/sandboxes/placement.ts';
@@ -85,14 +106,14 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   const runsDeps: RunsDeps = {
     db,
     // Late-bound: the teams service is built after runs (it reads their activity).
-    team: (name) => teams.forRun(name),
+    team: (name) => teamsDirectory.forRun(name),
     agentVersion: async (agent) => (await agents.versionForRun(agent)).version,
     isBudgetSpent: (team) => teams.isBudgetSpent(team),
     hostProblem: async (team) => {
       const answer = await canTakeWork(db, { deadAfterSeconds: config.sandboxHostDeadAfter }, sandboxDirectory, team);
       return answer.ok ? null : (answer.reason ?? 'no live sandbox host (and its gateway) can take the team\'s work');
     },
-    advance: async (trx, runId) => void (await runAdvance.enqueue(trx, { run_id: runId })),
+    advance: async (trx, runId) => void (await advanceRunJob.enqueue(trx, { run_id: runId })),
     price: (model) => {
       const alias = models.get(model);
       return { input: alias?.input_usd_per_mtok ?? 0, output: alias?.output_usd_per_mtok ?? 0 };
@@ -100,7 +121,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     jaegerUrl: config.jaegerUrl,
     hooks,
     traces: createRunTraces({ endpoint: config.otlpEndpoint }),
-    propose: async (trx, p) => void (await runProposal.enqueue(trx, p, { key: `proposal:${p.run_id}:${p.source}` })),
+    propose: async (trx, p) => void (await storeProposalJob.enqueue(trx, p, { key: `proposal:${p.run_id}:${p.source}` })),
     // Late-bound: the chat core is built after runs.
     threadUrl: async (runId) => (await chatCore.threadUrls([runId])).get(runId) ?? null,
   };
@@ -109,6 +130,14 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   const runs = createRunsService(runsDeps, runSteps);
   const runJournal = createRunJournal(runsDeps, runSteps);
   const sandboxes = createSandboxesService({ db });
+  const teamProvisioning = createTeamProvisioning({ db, proxy, spend, cipher });
+  // A role whose agent version cannot be read shows without the agent's settings, and says why in the log.
+  const teamAgentVersion = (agent: string, version?: number | null) =>
+    agents.versionForRun(agent, version ?? null).catch((err) => {
+      deps.logger.warn({ err, agent }, 'reading the agent version of a team role failed');
+      return null;
+    });
+  const teamsDirectory = createTeamsDirectory({ db, agentVersion: teamAgentVersion, openKey: teamProvisioning.openKey });
   const teams = createTeamsService({
     db,
     runs,
@@ -117,24 +146,17 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     models,
     references,
     templates,
-    // A role whose agent version cannot be read shows without the agent's settings, and says why in the log.
-    agentVersion: (agent, version) =>
-      agents.versionForRun(agent, version ?? null).catch((err) => {
-        deps.logger.warn({ err, agent }, 'reading the agent version of a team role failed');
-        return null;
-      }),
+    agentVersion: teamAgentVersion,
     hooks,
-    proxy,
-    spend,
-    cipher,
+    provisioning: teamProvisioning,
   });
   // What sandbox placement and the sandbox host's idle sweep ask of the modules that own teams, templates and environments.
   const sandboxDirectory: TeamDirectory = {
-    rolePlacement: (teamId, role, q) => teams.rolePlacement(teamId, role, q),
+    rolePlacement: (teamId, role, q) => teamsDirectory.rolePlacement(teamId, role, q),
     roleSize: (template, version, role, q) => templates.roleSize(template, version, role, q),
     snapshot: (environment, q) => environments.snapshot(environment, q),
-    leadEnvironment: (name) => teams.leadEnvironment(name),
-    sleepTimes: (ids) => teams.sleepTimes(ids),
+    leadEnvironment: (name) => teamsDirectory.leadEnvironment(name),
+    sleepTimes: (ids) => teamsDirectory.sleepTimes(ids),
   };
   const links = createLinksService({ db, hooks });
   const integrations = createIntegrationsService({
@@ -148,7 +170,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
       const [t, linked] = await Promise.all([teams.get(team), links.list(team).catch(() => [])]);
       return { repoUrl: t.repo_url, codeHostLink: linked.find((l) => l.surface === 'code_host')?.external_id ?? null };
     },
-    chatTeams: () => teams.homedOn('chat_a'),
+    chatTeams: () => teamsDirectory.homedOn('chat_a'),
     agentLook: async (agent) => {
       const row = await agents.get(agent).catch(() => null);
       if (!row) return null;
@@ -187,11 +209,11 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     },
     teams: {
       async teamOfRoom(surface, roomId) {
-        const homed = (await teams.homedOn(surface)).find((t) => t.roomId === roomId);
+        const homed = (await teamsDirectory.homedOn(surface)).find((t) => t.roomId === roomId);
         return homed?.name ?? (await links.linkedOn(surface)).find((l) => l.external_id === roomId)?.team ?? null;
       },
       async rooms(surface) {
-        const homed = (await teams.homedOn(surface)).map((t) => t.roomId).filter((r): r is string => r !== null);
+        const homed = (await teamsDirectory.homedOn(surface)).map((t) => t.roomId).filter((r): r is string => r !== null);
         return [...new Set([...homed, ...(await links.linkedOn(surface)).map((l) => l.external_id)])];
       },
       skills: async (team) => (await teams.listSkills(team, { limit: 100 })).items,
@@ -212,7 +234,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     reveal: (name) => secrets.reveal(name),
     roles: async () => {
       const out = [];
-      for (const t of await teams.homedOn('chat_a')) {
+      for (const t of await teamsDirectory.homedOn('chat_a')) {
         for (const r of t.roles) {
           const row = await agents.get(r.agent).catch(() => null);
           const shown = row ? await agents.present(row) : null;
@@ -227,7 +249,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     },
   });
   const egressOverrides = createEgressOverridesService({ db, references });
-  const mcpServers = createMcpServersService({ db, references, secrets, teams, hooks, logger: deps.logger });
+  const mcpServers = createMcpServersService({ db, references, secrets, teams: teamsDirectory, hooks, logger: deps.logger });
 
   // Inbound webhooks and what runs send back to the code host.
   // A surface's deliveries are taken while its integration is enabled, with its webhook secret.
@@ -235,8 +257,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     const { integration } = await integrations.get(surface);
     return { enabled: integration.enabled, secret: integration.enabled ? await integrations.webhookSecret(surface) : null };
   };
-  const codeHost = (): Promise<CodeHostClient | null> => integrations.codeHostApp();
-  const webhooks = createWebhooksService({ db, runs, journal: runJournal, inbound, codeHost, chatA, teamsOfRepository: (repo, urls) => links.teamsOfRepository(repo, urls), logger: deps.logger });
+  const codeHost = (): Promise<CodeHostApp | null> => integrations.codeHostApp();
   const codeHostDelivery = createCodeHostDelivery({
     db,
     runs,
@@ -244,13 +265,19 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     codeHost,
     repositoryOfTeam: (team) => integrations.codeHostRepositoryOf(team),
     refusedEgress: async (team, since, until) => {
-      const t = await teams.forRun(team);
+      const t = await teamsDirectory.forRun(team);
       if (!t) return [];
       return (await egressRefusalsOfTeam(db, t.id, since, until)).map((e) => `${e.role}: ${e.method} ${e.host}${e.path} (${e.rule}: ${e.reason})`);
     },
     publicBaseUrl: config.publicBaseUrl,
     logger: deps.logger,
   });
+  const codeHostInbound = createCodeHostInbound({ db, runs, journal: runJournal, codeHost, teamsOfRepository: (repo, urls) => links.teamsOfRepository(repo, urls) });
+  // The surfaces: what each adapter offers (src/integrations/surface.ts).
+  const surfaces = { code_host: createCodeHostSurface({ db, runs, inbound: codeHostInbound, delivery: codeHostDelivery }) };
+  // Each consumed surface's adapter takes its verified deliveries; the trackers' are recorded until theirs exist.
+  const consumers = { ...surfaces, chat_a: { takeIn: (row: string, d: { payload: unknown }) => chatA.commands.process(row, d.payload) } };
+  const webhooks = createWebhooksService({ db, inbound, consumers, chatA, logger: deps.logger });
 
   // Which names exist: each kind's owner answers.
   hooks.on('unknown:secret', (names, q) => secrets.unknown(names, q));
@@ -280,7 +307,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   hooks.on('lock:agent', (q, name) => agents.lockShared(q, name));
   hooks.on('lock:team', (q, name) => teams.lockLiveShared(q, name));
   hooks.on('checkpointUses', () => environments.checkpointUses());
-  hooks.on('checkpointUses', () => teams.checkpointUses());
+  hooks.on('checkpointUses', () => teamsDirectory.checkpointUses());
   hooks.on('codeHost:covers', (repo) => integrations.coversRepository(repo));
   hooks.on('codeHost:coversUrl', (url) => integrations.coversRepositoryUrl(url));
   hooks.on('chatA:room', (field, roomId) => chatA.checkRoom(field, roomId));
@@ -296,7 +323,116 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
 
   const chat = createChatServices({ db, cipher });
   const imports = createImportService({ db, repository: config.importRepository, source: { codeHostApp: () => integrations.codeHostApp(), revealSecret: (name) => secrets.reveal(name) }, agents, templates, destinations, skills, documents });
-  return { imports, hooks, references, models, runs, runJournal, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, links, integrations, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery, chatA, chatCore };
+  return { imports, hooks, references, models, runs, runJournal, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, teamsDirectory, teamProvisioning, links, integrations, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery, surfaces, chatA, chatCore };
 }
 
 export type Services = ReturnType<typeof createServices>;
+
+/** What the worker's jobs are performed with (src/jobs.ts): the services, this machine's sandbox host, and the run engine driving runs on it. */
+export interface WorkerParts {
+  config: Config;
+  db: Db;
+  logger: Logger;
+  services: Services;
+  host: SandboxHost;
+  engine: RunEngine;
+  sandboxes: DestroyTeamSandboxes;
+}
+
+/** A run's hold on a role's sandbox: one per run and role, so resuming work finds the same sandbox. */
+const claimOf = (runId: string, role: string) => `${runId}.${role}`;
+
+/**
+ * The worker's side of the composition root: starts this machine's sandbox host and builds the
+ * run engine on it, each told what it needs of the services. The worker component (and the test
+ * harness's `drainJobs`) perform every job with what this answers; `host.stop()` ends it.
+ */
+/** What the worker's parts are built from: a component's context (src/components.ts gives it), by its shape. */
+export interface WorkerContext {
+  config: Config;
+  db: Db;
+  logger: Logger;
+  metrics: Registry;
+  cipher: Cipher;
+  models: ModelCatalog;
+  services: Services;
+}
+
+export async function startWorkerParts(ctx: WorkerContext): Promise<WorkerParts> {
+  const { db, logger, services } = ctx;
+  // Sandboxes go where the unprivileged sandbox user can reach them (not under a closed /root).
+  const place = await reachableSandboxDir(ctx.config);
+  if (place.moved) logger.info(place.moved);
+  const config = { ...ctx.config, sandboxDir: place.dir };
+  const caPem = await deploymentCaCertificate(db, ctx.cipher);
+  const local = config.sandboxDir ? createLocalProvider({ root: config.sandboxDir, gatewayPort: config.gatewayPort, logger, readOnly: RUNTIME_MOUNTS, node: RUNTIME_NODE }) : null;
+  const microvm = microvmProviderFromConfig(config, { logger, metrics: ctx.metrics });
+  // Without KVM a microvm runs under TCG, unless the operator chose the local provider for it.
+  const microvmUsable = config.sandboxMicrovmFallback === 'local' ? await kvmUsable() : true;
+  const host = await startSandboxHost({
+    config,
+    db,
+    logger,
+    metrics: ctx.metrics,
+    caPem,
+    local,
+    microvm,
+    microvmUsable,
+    teams: services.sandboxDirectory,
+    // Runs that waited for room on a host go on: their engine is queued again.
+    wake: async (runIds) => {
+      for (const runId of runIds) await advanceRunJob.enqueue(db, { run_id: runId });
+    },
+  });
+  const sandboxes = createDestroyTeamSandboxes({ db, deadAfterSeconds: config.sandboxHostDeadAfter, host });
+
+  async function setup(work: Parameters<Parameters<typeof createRunEngine>[0]['configFor']>[0]) {
+    return roleSetup(
+      {
+        agentVersion: (agent, version) => services.agents.versionForRun(agent, version),
+        documents: (role) => services.documents.forRole(role).then((docs) => docs.map((d) => ({ name: d.name, path: d.path, description: d.description, media_type: d.media_type, size_bytes: d.size_bytes, scope: d.scope, content: d.content }))),
+        skill: (name) => services.skills.get(name).catch(() => null),
+        contextWindow: (model) => ctx.models.get(model)?.context_window ?? 128_000,
+        modelBaseUrl: `http://${BUILTIN_HOSTS.llm}/v1`,
+        mcpServers: async (team, role) => (await services.mcpServers.usableBy(team, role)).map((s) => s.name),
+        mcpBaseUrl: `http://${BUILTIN_HOSTS.mcp}`,
+      },
+      work,
+    );
+  }
+
+  const engine = createRunEngine({
+    runs: services.runJournal,
+    logger,
+    owner: host.id,
+    runtimeArgv: [...RUNTIME_ARGV],
+    openPullRequest: (runId, req) => services.codeHostDelivery.openFor(runId, req),
+    egressRefusals: (sandboxId, afterId, since) => egressEventsOf(db, sandboxId, afterId, 100, since),
+    gitPushes: (sandboxId, afterId, since) => pushesOf(db, sandboxId, afterId, 100, since),
+    modelSpend: (sandboxId, afterId, since) => sandboxSpendOf(db, sandboxId, afterId, since),
+    async configFor(work) {
+      return (await setup(work)).config;
+    },
+    releaseSandbox: (runId, role) => host.release(claimOf(runId, role)),
+    async sandboxFor(work) {
+      const { plan } = await setup(work);
+      const claimId = claimOf(work.run.id, work.task.role);
+      const placement = await host.place({ teamId: work.team.id, role: work.task.role, claimId, runId: work.run.id });
+      // Only the owning host execs in a sandbox: the run goes to that host's worker.
+      if (placement.hostId !== host.id) throw new PlacedElsewhere(placement.hostId, `sandbox ${placement.sandboxId} of role "${work.task.role}" is placed on host ${placement.hostId}`);
+      const status = await host.ensureRunning(placement.sandboxId);
+      // Node's fetch honours HTTP(S)_PROXY only when asked: the agent runtime's model calls go through the gateway.
+      const exec = (req: ExecRequest) => host.exec(placement.sandboxId, { ...req, env: { NODE_USE_ENV_PROXY: '1', ...req.env } });
+      await prepareWorkspace({ exec, copyIn: (files) => host.copyIn(placement.sandboxId, files) }, plan);
+      return {
+        id: placement.sandboxId,
+        exec,
+        coldBooted: placement.replaced || (Boolean(status.coldBooted) && work.task.state === 'running'),
+        // The engine reads it around a turn, to say when a runtime died of the sandbox's memory limit.
+        oomKills: () => host.oomKills(placement.sandboxId),
+        ...(placement.provider === 'microvm' ? { runtimeArgv: [...MICROVM_RUNTIME_ARGV] } : {}),
+      };
+    },
+  });
+  return { config, db, logger, services, host, engine, sandboxes };
+}

@@ -1,32 +1,24 @@
 /**
- * The user-facing CLI (src/cli/) as a person or a script runs it: `node src/main.ts ...` as a
- * child process against a console listening on 127.0.0.1, every command group, `--json`
- * parsed. Runs need no sandbox: a live host row lets a task start, and the runs service
+ * The user-facing CLI (src/cli/) as a person or a script runs it, through its one entry (runCli)
+ * in this process against a console listening on 127.0.0.1: every command group, `--json`
+ * parsed. What needs a real terminal (script(1)'s pseudo-terminal) runs `node src/main.ts`. Runs need no sandbox: a live host row lets a task start, and the runs service
  * writes the posts a team would.
  */
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { PassThrough } from 'node:stream';
 import { ApiClient } from '../src/cli/client.ts';
-import { runGroup } from '../src/cli/command.ts';
 import { renderPost } from '../src/cli/commands/runs.ts';
-import { teams as teamsGroup } from '../src/cli/commands/teams.ts';
 import { makeTeam, makeTemplate } from './factories.ts';
 import { testApp, uniq, waitFor, type TestApp } from './harness.ts';
+import { runCliIn, startCli, type CliResult } from './run-cli.ts';
 import { makeHostRow } from './sandboxes.ts';
 
 const MAIN = path.resolve(import.meta.dirname, '../src/main.ts');
-
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 describe('crewhouse CLI through the API', () => {
   let t: TestApp;
@@ -41,15 +33,8 @@ describe('crewhouse CLI through the API', () => {
     return env;
   };
 
-  /** Runs the CLI; the console is in this process, so the child must not block it (no spawnSync). */
-  const cli = (args: string[], opts: { env?: Record<string, string | undefined>; input?: string } = {}) =>
-    new Promise<Result>((resolve, reject) => {
-      const child = execFile(process.execPath, [MAIN, ...args], { env: envOf(opts.env), timeout: 120_000, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
-        if (err && typeof err.code !== 'number') return reject(err);
-        resolve({ code: err ? Number(err.code) : 0, stdout, stderr });
-      });
-      child.stdin!.end(opts.input ?? '');
-    });
+  /** Runs the CLI in this process. */
+  const cli = (args: string[], opts: { env?: Record<string, string | undefined>; input?: string } = {}): Promise<CliResult> => runCliIn(args, { env: envOf(opts.env), input: opts.input });
 
   /** Runs the CLI with --json, expects success, and parses what it printed. */
   const json = async (args: string[], opts: { env?: Record<string, string | undefined>; input?: string } = {}) => {
@@ -391,19 +376,18 @@ describe('crewhouse CLI through the API', () => {
         for (const s of sockets) s.destroy();
         sockets.clear();
       },
-      close: () => new Promise<void>((r) => server.close(() => r())),
+      // Connections kept alive for the next request (the console's keep-alive is 72 s) end now.
+      close: () => {
+        for (const s of sockets) s.destroy();
+        return new Promise<void>((r) => server.close(() => r()));
+      },
     };
   }
 
-  /** A CLI process whose output is read as it comes. */
+  /** A CLI command whose output is read as it comes. */
   function start(args: string[], env: Record<string, string | undefined> = {}) {
-    const child = spawn(process.execPath, [MAIN, ...args], { env: envOf(env), stdio: ['pipe', 'pipe', 'pipe'] });
-    const p = { stdout: '', stderr: '', code: null as number | null };
-    child.stdout.on('data', (d) => (p.stdout += d));
-    child.stderr.on('data', (d) => (p.stderr += d));
-    const exited = new Promise<number>((resolve) => child.on('exit', (code) => resolve((p.code = code ?? -1))));
-    child.stdin.end();
-    return { p, exited, kill: () => child.kill() };
+    const run = startCli(args, { env: envOf(env) });
+    return { p: run.out, exited: run.exited, kill: run.stop };
   }
 
   /** A team ready for tasks: a live (row-only) sandbox host runs its `local` environment. */
@@ -493,6 +477,29 @@ describe('crewhouse CLI through the API', () => {
       assert.equal(await watch.exited, 1);
       assert.match(watch.p.stdout, /\[failed\] the sandbox would not start/);
       assert.match(watch.p.stderr, new RegExp(`run ${runId} failed: the sandbox would not start`));
+    } finally {
+      watch.kill();
+    }
+  });
+
+  it('runs watch without a terminal says how to answer a question, once, and goes on watching', async () => {
+    const team = await teamForTasks();
+    const runId = (await json(['task', team, 'Write a notice file'])).run_id;
+    const watch = start(['runs', 'watch', runId]);
+    try {
+      await waitFor('the task post', () => watch.p.stdout.includes('[task] Write a notice file'), 60_000);
+      await leadTurn(runId, { kind: 'question', question: 'Which year?', options: [] });
+      await waitFor('the question', () => watch.p.stdout.includes('[question] Which year?'), 60_000);
+      const question = (await t.services.runs.posts(runId, 0, 50)).items.find((p: any) => p.kind === 'question')!;
+      const hint = `no terminal to answer on; answer with: crewhouse runs reply ${runId} "..." --to ${question.seq}\n`;
+      await waitFor('the hint', () => watch.p.stderr.includes(hint), 60_000);
+      // The hint's command answers it, and the watch prints the answer.
+      const replied = await cli(['runs', 'reply', runId, '2026', '--to', String(question.seq)]);
+      assert.equal(replied.code, 0, replied.stderr);
+      await waitFor('the answer printed', () => watch.p.stdout.includes('[answer] 2026'), 60_000);
+      await leadTurn(runId, { kind: 'finished', outcome: 'succeeded', summary: 'Wrote NOTICE.', branch: null, pull_request_url: null });
+      assert.equal(await watch.exited, 0, watch.p.stderr);
+      assert.equal(watch.p.stderr.split(hint).length, 2, 'the hint once');
     } finally {
       watch.kill();
     }
@@ -625,15 +632,14 @@ describe('crewhouse CLI through the API', () => {
 
   it('teams archive asks first on a terminal: no leaves the team; yes (or --yes) archives it', async () => {
     const team = await makeTeam(t);
-    const terminal = (answer: string) => Object.assign(new PassThrough(), { isTTY: true }).end(answer) as PassThrough & { isTTY: boolean };
-    const io = (stdin: NodeJS.ReadableStream & { isTTY?: boolean }) => ({ env: { CREWHOUSE_URL: base, CREWHOUSE_TOKEN: t.adminToken }, stdin, out: { stdout: () => {}, progress: () => {} } });
-    assert.equal(await runGroup(teamsGroup, ['archive', team.name], io(terminal('n\n'))), 1);
+    const archive = (args: string[], answer: string) => runCliIn(['teams', 'archive', ...args], { env: envOf(), input: answer, terminal: true });
+    assert.equal((await archive([team.name], 'n\n')).code, 1);
     const api = new ApiClient({ url: base, token: t.adminToken });
     assert.equal((await api.get(`/teams/${team.name}`)).status, 'active');
-    assert.equal(await runGroup(teamsGroup, ['archive', team.name], io(terminal('y\n'))), 0);
+    assert.equal((await archive([team.name], 'y\n')).code, 0);
     assert.equal((await api.get(`/teams/${team.name}`)).status, 'archived');
     const other = await makeTeam(t);
-    assert.equal(await runGroup(teamsGroup, ['archive', other.name, '--yes'], io(terminal(''))), 0);
+    assert.equal((await archive([other.name, '--yes'], '')).code, 0);
     assert.equal((await api.get(`/teams/${other.name}`)).status, 'archived');
   });
 

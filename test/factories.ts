@@ -17,16 +17,34 @@ export async function makeEnvironment(t: TestApp, overrides: Record<string, unkn
   return res.body as { name: string };
 }
 
-export async function makeAgent(t: TestApp, overrides: { name?: string; version?: Record<string, unknown> } = {}) {
+/** An agent; `version` fields join its first version, `body` fields its other fields. */
+export async function makeAgent(t: TestApp, overrides: { name?: string; version?: Record<string, unknown>; body?: Record<string, unknown> } = {}) {
   const name = overrides.name ?? uniq('agent');
   const res = await t.request({
     method: 'POST',
     url: '/api/v1/agents',
     token: t.adminToken,
-    body: { name, description: 'test agent', version: { system_prompt: 'You write code.', note: 'first', ...(overrides.version ?? {}) } },
+    body: { name, description: 'test agent', version: { system_prompt: 'You write code.', note: 'first', ...(overrides.version ?? {}) }, ...(overrides.body ?? {}) },
   });
   assert.equal(res.status, 201, `makeAgent: ${res.text}`);
-  return res.body as { name: string };
+  return { name, etag: String(res.headers.etag), body: res.body as Record<string, any> };
+}
+
+/** An egress destination (on `<name>.example.com` unless a host is given). */
+export async function makeDestination(t: TestApp, overrides: Record<string, unknown> = {}) {
+  const name = (overrides.name as string) ?? uniq('dest');
+  const res = await t.request({ method: 'POST', url: '/api/v1/destinations', token: t.adminToken, body: { name, host: `${name}.example.com`, ...overrides } });
+  assert.equal(res.status, 201, `makeDestination: ${res.text}`);
+  return { name, etag: String(res.headers.etag), body: res.body as Record<string, any> };
+}
+
+/** A secret's value, set (a new secret: 201) under its name, `platform/<unique>` unless named. */
+export async function makeSecret(t: TestApp, opts: { name?: string; value?: string } = {}) {
+  const name = opts.name ?? `platform/${uniq('secret')}`;
+  const value = opts.value ?? `value-${uniq('v')}`;
+  const res = await t.request({ method: 'PUT', url: `/api/v1/secrets/${name}`, token: t.adminToken, body: { value } });
+  assert.equal(res.status, 201, `makeSecret: ${res.text}`);
+  return { name, value, etag: String(res.headers.etag), body: res.body as Record<string, any> };
 }
 
 /** A template whose roles (default lead + dev) run fresh agents on a fresh environment. */

@@ -15,13 +15,13 @@ import type { Role } from '../src/auth/roles.ts';
 import { openDatabase, type Db } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import type { App } from '../src/http/kernel.ts';
-import { Registry } from '../src/http/metrics.ts';
+import { Registry } from '../src/metrics.ts';
 import { createLogger, type Logger } from '../src/logger.ts';
 import { createJobRunner } from '../src/queue/runner.ts';
-import { jobHandlers } from '../src/runtime/jobs.ts';
+import { jobHandlers } from '../src/jobs.ts';
 import { cachedReveal, startModelProxy, type RunningModelProxy } from '../src/modelproxy/server.ts';
 import { createSecretsService } from '../src/secrets/secrets.service.ts';
-import { createServices, loadShared } from '../src/services.ts';
+import { createServices, loadShared, startWorkerParts, type WorkerParts } from '../src/services.ts';
 
 /** The PostgreSQL server tests run on when set; otherwise the embedded database. */
 export const TEST_DATABASE_URL = process.env.SERVICE_TEST_DATABASE_URL || null;
@@ -116,12 +116,19 @@ export async function awayFromClockEdges(): Promise<void> {
   else if (intoMinute > 45) await new Promise((r) => setTimeout(r, (61 - intoMinute) * 1000));
 }
 
-/** Polls `check` until it holds (bounded: fails naming `what` after `timeoutMs`). */
-export async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+/**
+ * The one way a test waits for something to happen: polls `probe` until it answers something
+ * truthy, and returns that (bounded: fails naming `what` after `timeoutMs`). Polls often at
+ * first, then less, so a slow probe (a request, a query) does not load the machine.
+ */
+export async function waitFor<T>(what: string, probe: () => T | Promise<T>, timeoutMs = 30_000): Promise<Exclude<T, false | null | undefined | 0 | ''>> {
   const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
+  for (let every = 10; ; every = Math.min(every * 2, 200)) {
+    const v = await probe();
+    if (v) return v as Exclude<T, false | null | undefined | 0 | ''>;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
+    if (process.env.E2E_DEBUG) process.stderr.write(`waiting for ${what}\n`);
+    await new Promise((r) => setTimeout(r, every));
   }
 }
 
@@ -192,7 +199,12 @@ export async function testApp(opts: { config?: Record<string, string>; modelProx
   await services.users.ensureFirstAdmin(systemActor('test'), adminToken);
   const app = await buildConsoleApp({ config, db, logger, metrics, services });
   await app.ready();
-  const jobs = createJobRunner({ db, logger, handlers: jobHandlers({ db, proxy: services.proxy, webhooks: services.webhooks, codeHostDelivery: services.codeHostDelivery }) });
+  // The worker's pieces (its sandbox host, the run engine) and a runner of every kind of job, made at the first drain.
+  let worker: Promise<{ parts: WorkerParts; jobs: ReturnType<typeof createJobRunner> }> | null = null;
+  const startWorker = async () => {
+    const parts = await startWorkerParts({ config, db, logger, metrics, services, ...loadShared(config) });
+    return { parts, jobs: createJobRunner({ db, logger, handlers: jobHandlers(parts) }) };
+  };
 
   const request: TestApp['request'] = async ({ method, url, token, body, headers = {}, raw }) => {
     const h: Record<string, string> = { ...headers };
@@ -225,7 +237,7 @@ export async function testApp(opts: { config?: Record<string, string>; modelProx
     modelProxy,
     adminToken,
     request,
-    drainJobs: () => jobs.drain(),
+    drainJobs: async () => (await (worker ??= startWorker())).jobs.drain(),
     async user(role, name) {
       const row = await db.insertInto('users').values({ name: name ?? uniq(role), email: null, role, password_hash: null }).returningAll().executeTakeFirstOrThrow();
       const token = newSecret('chk_');
@@ -233,7 +245,9 @@ export async function testApp(opts: { config?: Record<string, string>; modelProx
       return { id: row.id, name: row.name, token };
     },
     async close() {
-      await jobs.stop();
+      const started = await worker;
+      await started?.jobs.stop();
+      await started?.parts.host.stop();
       await app.close();
       await modelProxy?.stop();
       await closeDb();

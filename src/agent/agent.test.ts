@@ -9,7 +9,7 @@ import { Journal } from './journal.ts';
 import { runTurn, type LoopDeps } from './loop.ts';
 import { journalPath } from './main.ts';
 import type { AgentConfig, AgentEvent, AgentInput } from './protocol.ts';
-import { TOOL_CATALOG } from '../runtime/tools/catalog.ts';
+import { TOOL_CATALOG } from './tools/catalog.ts';
 
 const ALL_TOOLS = TOOL_CATALOG.map((t) => t.name);
 

@@ -11,6 +11,7 @@ import { startScriptedModel, type ScriptedModel } from '../../test/fakes/scripte
 import { Journal } from './journal.ts';
 import { journalPath, WORKER_GONE_EXIT } from './main.ts';
 import type { AgentConfig } from './protocol.ts';
+import { waitFor } from '../../test/harness.ts';
 
 /** A process that exists and is not a zombie (a killed orphan may wait a while to be reaped). */
 const alive = (pid: number) => {
@@ -20,14 +21,6 @@ const alive = (pid: number) => {
     return false;
   }
 };
-
-async function until(what: string, check: () => boolean, ms = 60_000) {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('agent runtime control channel', () => {
   let ws: string;
@@ -75,7 +68,7 @@ describe('agent runtime control channel', () => {
     child.stdout.resume();
     child.stdin.write(`${JSON.stringify({ op: 'turn', conversation: name, config: config(), input: { kind: 'task', text: name, from: 'person' } })}\n`);
     const pidFile = path.join(ws, 'tool.pid');
-    await until('the tool to start', () => fs.existsSync(pidFile) && fs.readFileSync(pidFile, 'utf8').trim() !== '');
+    await waitFor('the tool to start', () => fs.existsSync(pidFile) && fs.readFileSync(pidFile, 'utf8').trim() !== '');
     return { child, toolPid: Number(fs.readFileSync(pidFile, 'utf8')), exit };
   }
 
@@ -84,7 +77,7 @@ describe('agent runtime control channel', () => {
     assert.ok(alive(toolPid));
     child.stdin.write(`${JSON.stringify({ op: 'cancel' })}\n`);
     assert.equal(await exit, 0);
-    await until('the tool to be gone', () => !alive(toolPid));
+    await waitFor('the tool to be gone', () => !alive(toolPid));
     const j = Journal.open(journalPath(ws, 'cancelme'));
     const events = j.all();
     j.close();
@@ -102,7 +95,7 @@ describe('agent runtime control channel', () => {
     assert.equal(seen.at(-1), 'tool_started');
     child.stdin.end();
     assert.equal(await exit, WORKER_GONE_EXIT);
-    await until('the tool to be gone', () => !alive(toolPid));
+    await waitFor('the tool to be gone', () => !alive(toolPid));
     const j = Journal.open(journalPath(ws, 'orphaned'));
     assert.deepEqual(j.all().map((e) => e.type), seen, 'nothing was recorded after the worker went away');
     j.close();

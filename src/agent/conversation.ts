@@ -1,4 +1,4 @@
-import { toolNamed } from '../runtime/tools/catalog.ts';
+import { toolNamed } from './tools/catalog.ts';
 import type { ChatMessage, ToolSpec } from './model.ts';
 import type { AgentConfig, AgentEvent, ToolCall } from './protocol.ts';
 

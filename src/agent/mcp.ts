@@ -7,7 +7,7 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { ToolDefinition } from '../runtime/tools/catalog.ts';
+import type { ToolDefinition } from './tools/catalog.ts';
 import type { ToolSpec } from './model.ts';
 import type { ToolAnswer } from './tools/context.ts';
 

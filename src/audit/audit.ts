@@ -1,7 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import type { Role } from '../auth/roles.ts';
-import { decodeCursor, toPage } from '../http/pagination.ts';
+import { decodeCursor, toPage } from '../db/pagination.ts';
 
 /** Who is acting: a user through a session or token, or the system itself (first start, CLI). */
 export interface Actor {

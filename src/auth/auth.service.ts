@@ -5,7 +5,7 @@
  */
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
-import { keyset, type CursorValue } from '../http/pagination.ts';
+import { keyset, type CursorValue } from '../db/pagination.ts';
 
 type Q = Kysely<Database> | Transaction<Database>;
 

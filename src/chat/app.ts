@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/database.ts';
 import { createServer, type App } from '../http/kernel.ts';
-import type { Registry } from '../http/metrics.ts';
+import type { Registry } from '../metrics.ts';
 import type { Cipher } from '../secrets/cipher.ts';
 import { createChatBotStorageService } from './bot-storage/bot-storage.service.ts';
 import { chatBotStorageRoutes } from './bot-storage/bot-storage.routes.ts';

@@ -15,6 +15,10 @@ export interface Ctx {
   api(): ApiClient;
   /** Standard input, for secret values and prompts. */
   stdin: NodeJS.ReadableStream & { isTTY?: boolean };
+  /** Aborted when the caller gives up (a command that follows something live stops). */
+  signal?: AbortSignal;
+  /** A usage error of this command: the problem, then its usage (exit status 2). */
+  usageError(problem?: string): CliError;
 }
 
 export interface Command {
@@ -22,10 +26,16 @@ export interface Command {
   name: string;
   /** The positional arguments as help shows them (`NAME [VERSION]`). */
   args?: string;
+  /** The options as the usage line shows them, after the arguments (`--user NAME [--name LABEL]`). */
+  synopsis?: string;
   summary: string;
+  /** What the usage says the command does, when it says more than the summary. */
+  about?: string;
   options?: Options;
   /** One help line per option, `--flag V   meaning`. */
   help?: string[];
+  /** A command of this machine: it opens the database (SERVICE_* variables) and has no --json. */
+  local?: boolean;
   /** The exit status; nothing means 0. */
   run(ctx: Ctx, args: string[], flags: Record<string, any>): Promise<number | void>;
 }
@@ -34,56 +44,76 @@ export interface Group {
   name: string;
   summary: string;
   commands: Command[];
+  /** The verb run when none is given (`crewhouse sandboxes` lists them). */
+  default?: string;
 }
 
-const COMMON: Options = { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } };
+const HELP: Options = { help: { type: 'boolean', short: 'h' } };
+const JSON_OPTION: Options = { json: { type: 'boolean' } };
+
+const headOf = (group: Group, c: Command) => `crewhouse ${[group.name, c.name, c.args, c.synopsis].filter(Boolean).join(' ')}`;
 
 /** The usage of one command. */
 export function commandUsage(group: Group, c: Command): string {
-  const head = `crewhouse ${[group.name, c.name, c.args].filter(Boolean).join(' ')}`;
-  const lines = [`${head}\n\n  ${c.summary}`];
-  const help = [...(c.help ?? []), '--json              print the API\'s JSON (for scripts)'];
-  lines.push('', ...help.map((h) => `  ${h}`));
-  return lines.join('\n') + '\n';
+  const about = (c.about ?? c.summary).replace(/^(?=.)/gm, '  ');
+  const help = [...(c.help ?? []), ...(c.local ? [] : ['--json              print the API\'s JSON (for scripts)'])];
+  return [`${headOf(group, c)}\n\n${about}`, ...(help.length ? ['', ...help.map((h) => `  ${h}`)] : [])].join('\n') + '\n';
 }
 
 /** The usage of a group: each of its commands on a line. */
 export function groupUsage(group: Group): string {
-  const rows = group.commands.map((c) => [`crewhouse ${[group.name, c.name, c.args].filter(Boolean).join(' ')}`, c.summary]);
+  const rows = group.commands.map((c) => [headOf(group, c), c.summary]);
   const width = Math.max(...rows.map(([a]) => a.length));
   return `${group.summary}\n\n${rows.map(([a, s]) => `  ${a.padEnd(width)}  ${s}`).join('\n')}\n\nRun a command with --help for its options.\n`;
 }
 
+/** One line of `crewhouse help`: what to type, then what it does (on the next line when the first is full). */
+export function helpLine(left: string, summary: string): string {
+  return left.length < 36 ? `  ${left.padEnd(36)}${summary}` : `  ${left}\n${' '.repeat(38)}${summary}`;
+}
+
+/** The lines of `crewhouse help` for commands of this machine: one per command. */
+export function localHelpLines(groups: Group[]): string {
+  return groups.flatMap((g) => g.commands.map((c) => helpLine([g.name, c.name, c.args, c.synopsis].filter(Boolean).join(' '), c.summary))).join('\n');
+}
+
+/** A usage error: the problem (if any), then the usage. */
+const usageError = (usage: string, problem?: string) => new CliError(`${problem ? `${problem}\n\n` : ''}usage: ${usage}`);
+
 /** Runs `crewhouse <group> [verb] ...` from the table; returns the exit status. */
-export async function runGroup(group: Group, argv: string[], ctx: Omit<Ctx, 'out' | 'api'> & { out: Omit<Out, 'json'> }): Promise<number> {
+export async function runGroup(group: Group, argv: string[], ctx: Omit<Ctx, 'out' | 'api' | 'usageError'> & { out: Omit<Out, 'json'> }): Promise<number> {
   const single = group.commands.length === 1 && group.commands[0].name === '';
-  const [verb, ...rest] = single ? ['', ...argv] : argv;
-  if (!single && (verb === undefined || verb === 'help' || verb === '--help' || verb === '-h')) {
+  const first = argv[0];
+  const asksHelp = first === 'help' || first === '--help' || first === '-h';
+  const [verb, ...rest] = single ? ['', ...argv] : group.default !== undefined && !asksHelp && (first === undefined || first.startsWith('-')) ? [group.default, ...argv] : argv;
+  if (!single && (verb === undefined || asksHelp)) {
     ctx.out.stdout(groupUsage(group));
     return 0;
   }
   const command = group.commands.find((c) => c.name === verb);
   if (!command) throw new CliError(`unknown command "crewhouse ${group.name} ${verb}"\n\n${groupUsage(group)}`);
+  const usage = commandUsage(group, command);
   let parsed;
   try {
-    parsed = parseArgs({ args: rest, allowPositionals: true, options: { ...COMMON, ...command.options } });
+    parsed = parseArgs({ args: rest, allowPositionals: true, options: { ...HELP, ...(command.local ? {} : JSON_OPTION), ...command.options } });
   } catch (err) {
-    throw new CliError(`${(err as Error).message}\n\n${commandUsage(group, command)}`);
+    throw usageError(usage, (err as Error).message.split('. To specify')[0]);
   }
   const { values, positionals } = parsed;
   if (values.help) {
-    ctx.out.stdout(commandUsage(group, command));
+    ctx.out.stdout(usage);
     return 0;
   }
   const wanted = (command.args ?? '').split(' ').filter((a) => a && !a.startsWith('[') && !a.endsWith(']') && !a.endsWith('...'));
-  if (positionals.length < wanted.length) throw new CliError(`missing ${wanted.slice(positionals.length).join(' ')}\n\n${commandUsage(group, command)}`);
+  if (positionals.length < wanted.length) throw usageError(usage, `missing ${wanted.slice(positionals.length).join(' ')}`);
   const maxArgs = (command.args ?? '').includes('...') ? Infinity : (command.args ?? '').split(' ').filter(Boolean).length;
-  if (positionals.length > maxArgs) throw new CliError(`unexpected argument "${positionals[maxArgs]}"\n\n${commandUsage(group, command)}`);
+  if (positionals.length > maxArgs) throw usageError(usage, `unexpected argument "${positionals[maxArgs]}"`);
   const json = values.json === true;
   const out: Out = { ...ctx.out, json, progress: json ? () => {} : ctx.out.progress };
   let client: ApiClient | null = null;
-  const full: Ctx = { ...ctx, out, api: () => (client ??= new ApiClient(loadProfile(ctx.env))) };
-  return (await command.run(full, positionals, values)) ?? 0;
+  const full: Ctx = { ...ctx, out, api: () => (client ??= new ApiClient(loadProfile(ctx.env))), usageError: (problem) => usageError(usage, problem) };
+  const status = await command.run(full, positionals, values);
+  return typeof status === 'number' ? status : 0;
 }
 
 /** Reads all of standard input (a secret value, a file given as `-`). */

@@ -7,7 +7,7 @@ import { useAuth } from '../http/auth.ts';
 import { docsRoutes } from '../http/docs.ts';
 import { healthRoutes } from '../http/health.ts';
 import { createServer, type App } from '../http/kernel.ts';
-import type { Registry } from '../http/metrics.ts';
+import type { Registry } from '../metrics.ts';
 import { API_PREFIX, OpenApiDocument, OpenApiYaml, useOpenApi } from '../http/openapi.ts';
 import { frameworkProblem, useProblems } from '../http/problem-handler.ts';
 import { webRoutes } from '../http/web.ts';
@@ -31,6 +31,7 @@ import { skillsRoutes } from './skills/skills.routes.ts';
 import { importRoutes } from './import/import.routes.ts';
 import { sessionRoutes } from './session/session.routes.ts';
 import { usersRoutes } from './users/users.routes.ts';
+import { authUser } from './users/users.service.ts';
 import { consoleExamples } from './examples.ts';
 import { consoleShapes } from './shapes.ts';
 import { deliveriesRoutes, webhooksRoutes } from '../integrations/webhooks/webhooks.routes.ts';
@@ -44,7 +45,7 @@ export async function buildConsoleApp(deps: { config: Config; db: Db; logger: Lo
   useProblems(app);
   // JSON only, unless a route says otherwise (the avatar takes images): anything else is a 415.
   app.removeContentTypeParser('text/plain');
-  useAuth(app, db, { prefix: API_PREFIX });
+  useAuth(app, db, { prefix: API_PREFIX, userOf: authUser });
   await useOpenApi(app, { publicBaseUrl: config.publicBaseUrl, version: VERSION, shapes: consoleShapes, examples: consoleExamples });
 
   await app.register(
@@ -62,7 +63,7 @@ export async function buildConsoleApp(deps: { config: Config; db: Db; logger: Lo
       importRoutes(api, { imports: services.imports });
       templatesRoutes(api, { templates: services.templates });
       teamsRoutes(api, { teams: services.teams, links: services.links, egress: services.egressOverrides, documents: services.documents });
-      spendRoutes(api, { spend: services.spend, teams: services.teams });
+      spendRoutes(api, { spend: services.spend, teams: services.teamProvisioning });
       mcpServersRoutes(api, { mcpServers: services.mcpServers });
       deliveriesRoutes(api, { webhooks: services.webhooks });
       integrationsRoutes(api, { integrations: services.integrations });

@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from './schema.ts';
-import { problems } from '../http/problems.ts';
+import { problems } from '../errors/problems.ts';
 
 type Where = Record<string, string | number | boolean | null>;
 type AnyDb = Kysely<any>;

@@ -1,5 +1,12 @@
 import type { PolicyDestination } from './policy.ts';
 
+/** The host names sandboxes reach the built-in destinations at, through the gateway. */
+export const BUILTIN_HOSTS: Readonly<Record<string, string>> = {
+  llm: 'llm.crewhouse.internal',
+  mcp: 'mcp.crewhouse.internal',
+  otel: 'otel.crewhouse.internal',
+};
+
 /**
  * The destinations every agent's egress holds. The gateway resolves their hosts itself (the
  * model proxy, the MCP servers the role may use, the telemetry collector), so they carry no

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import type { FieldProblem } from '../http/problems.ts';
+import type { FieldProblem } from '../errors/problems.ts';
 import { parseCidr } from './hosts.ts';
 
 const Mode = Type.Union([Type.Literal('allow_all'), Type.Literal('allowlist')]);

@@ -4,7 +4,7 @@ import { sql } from 'kysely';
 import { captureLogger, dbKind, testDb, type TestDb } from '../../test/harness.ts';
 import { useChatConventions } from '../chat/http/server.ts';
 import { createServer, type App } from '../http/kernel.ts';
-import { Registry } from '../http/metrics.ts';
+import { Registry } from '../metrics.ts';
 import { useProblems } from '../http/problem-handler.ts';
 import { useProxyErrors } from '../modelproxy/errors.ts';
 import { domainErrors, fromDatabase } from './errors.ts';

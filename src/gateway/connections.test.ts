@@ -7,9 +7,9 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { captureLogger, dbKind, sharedServices, testApp, testConfig, uniq, type TestApp } from '../../test/harness.ts';
+import { captureLogger, dbKind, sharedServices, testApp, testConfig, uniq, waitFor, type TestApp } from '../../test/harness.ts';
 import { makeTeam } from '../../test/factories.ts';
-import { Registry } from '../http/metrics.ts';
+import { Registry } from '../metrics.ts';
 import { egressEventsOf } from './events.ts';
 import { startGateway, type RunningGateway } from './gateway.component.ts';
 
@@ -47,14 +47,6 @@ describe(`the gateway's connection cap per sandbox (${dbKind})`, () => {
     const answer = readAll(s);
     s.write('GET http://127.0.0.1:9/ HTTP/1.1\r\nHost: 127.0.0.1:9\r\nConnection: close\r\n\r\n');
     return answer;
-  };
-  const eventually = async <T>(read: () => Promise<T | undefined | null | false>, what: string): Promise<T> => {
-    for (let i = 0; i < 400; i++) {
-      const v = await read();
-      if (v) return v;
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    throw new Error(`timed out waiting for ${what}`);
   };
 
   before(async () => {
@@ -102,7 +94,7 @@ describe(`the gateway's connection cap per sandbox (${dbKind})`, () => {
     held[0].write('.0.1:9\r\nConnection: close\r\n\r\n');
     assert.match(await finishing, /^HTTP\/1\.1 403 [\s\S]*\[rule: internal_address\]/);
 
-    const recorded = await eventually(async () => (await egressEventsOf(t.db, greedy.id, '0', 100)).find((e) => e.rule === 'connections'), 'the refusal to be recorded');
+    const recorded = await waitFor('the refusal to be recorded', async () => (await egressEventsOf(t.db, greedy.id, '0', 100)).find((e) => e.rule === 'connections'));
     assert.equal(recorded.role, 'lead');
     assert.match(recorded.reason, /finish or close connections it no longer uses/);
     assert.equal((await egressEventsOf(t.db, other.id, '0', 100)).filter((e) => e.rule === 'connections').length, 0);
@@ -110,10 +102,10 @@ describe(`the gateway's connection cap per sandbox (${dbKind})`, () => {
 
     // Once the sandbox closes what it held, it may connect again (the gateway sees the closes as they come).
     for (const s of held) s.destroy();
-    const again = await eventually(async () => {
+    const again = await waitFor('a new connection to be served after the others closed', async () => {
       const answer = await requestFrom(greedy.address);
       return /^HTTP\/1\.1 403 /.test(answer) && answer;
-    }, 'a new connection to be served after the others closed');
+    });
     assert.match(again, /\[rule: internal_address\]/);
   });
 });

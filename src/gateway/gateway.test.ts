@@ -11,19 +11,19 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
-import { captureLogger, dbKind, sharedServices, testApp, testConfig, uniq, type TestApp } from '../../test/harness.ts';
+import { captureLogger, dbKind, sharedServices, testApp, testConfig, uniq, waitFor, type TestApp } from '../../test/harness.ts';
 import { makeTeam } from '../../test/factories.ts';
 import { startFakeDns, type FakeDns } from '../../test/fakes/dns-server.ts';
 import { startEchoUpstream } from '../../test/fakes/echo-upstream.ts';
 import { startGitServer } from '../../test/fakes/git-server.ts';
 import { startFakeCollector, type FakeCollector } from '../../test/fakes/otlp-collector.ts';
 import { createNetns, netnsSkipReason, type Netns } from '../../test/netns.ts';
-import { Registry } from '../http/metrics.ts';
+import { Registry } from '../metrics.ts';
 import { issuerOf, mintCertificateAuthority, mintLeaf } from './certificates.ts';
 import { egressEventsOf } from './events.ts';
 import { startGateway, type RunningGateway } from './gateway.component.ts';
 import { sandboxProxyEnv } from './sandbox-env.ts';
-import { BUILTIN_HOSTS } from './server.ts';
+import { BUILTIN_HOSTS } from '../egress/builtins.ts';
 
 const has = (cmd: string) => {
   try {
@@ -73,18 +73,9 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
   /** Gives the sandbox another role, and waits (bounded) until the gateway, which looks the link up at most every second, answers as that role. */
   const setRole = async (role: string) => {
     await t.db.updateTable('sandboxes').set({ role }).where('id', '=', sandboxId).execute();
-    await eventually(async () => (await ns.exec(['curl', '-sS', 'http://169.254.169.254/'], { env })).stdout.includes(`(role ${role})`), `the gateway to see role ${role}`);
+    await waitFor(`the gateway to see role ${role}`, async () => (await ns.exec(['curl', '-sS', 'http://169.254.169.254/'], { env })).stdout.includes(`(role ${role})`));
   };
   const events = async (rule: string) => (await egressEventsOf(t.db, sandboxId, '0', 1000)).filter((e) => e.rule === rule);
-  /** Waits (bounded) for a refusal to be recorded. */
-  const eventually = async <T>(read: () => Promise<T | undefined | null | false>, what: string): Promise<T> => {
-    for (let i = 0; i < 200; i++) {
-      const v = await read();
-      if (v) return v;
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    throw new Error(`timed out waiting for ${what}`);
-  };
 
   before(async () => {
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'crewhouse-gw-'));
@@ -214,7 +205,7 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
     const elsewhere = await curl(`https://other.crewhouse.test:${echo.port}/`);
     assert.notEqual(elsewhere.code, 0);
     assert.match(elsewhere.stderr, /403/);
-    const events = await eventually(async () => (await egressEventsOf(t.db, sandboxId, '0', 1000)).filter((e) => e.rule === 'no_destination').length > 0 && egressEventsOf(t.db, sandboxId, '0', 1000), 'the refusals');
+    const events = await waitFor('the refusals', async () => (await egressEventsOf(t.db, sandboxId, '0', 1000)).filter((e) => e.rule === 'no_destination').length > 0 && egressEventsOf(t.db, sandboxId, '0', 1000));
     const byRule = new Set(events.map((e) => e.rule));
     for (const rule of ['method', 'path', 'no_destination']) assert.ok(byRule.has(rule), rule);
     const method = events.find((e) => e.rule === 'method')!;
@@ -241,7 +232,7 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
 
   test("the model proxy with the role's key, which the sandbox never holds", async () => {
     await setRole('lead');
-    const key = await t.services.teams.roleModelKey(team.name, 'lead');
+    const key = await t.services.teamsDirectory.roleModelKey(team.name, 'lead');
     assert.ok(key);
     const r = await curl(`http://${BUILTIN_HOSTS.llm}/v1/models`);
     assert.equal(r.status, 200, r.body);
@@ -303,10 +294,10 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
       assert.match(r.body, /\[rule: cleartext\]/);
     }
     assert.equal(plain.seen.length, reached, 'nothing reached the plain-HTTP upstream');
-    const recorded = await eventually(async () => {
+    const recorded = await waitFor('the cleartext refusals', async () => {
       const e = await events('cleartext');
       return e.length >= 4 && e;
-    }, 'the cleartext refusals');
+    });
     assert.deepEqual(new Set(recorded.map((e) => e.destination)), new Set(['plain-secret', 'echo']));
 
     // The opt-in: a dev-only destination whose host:port the operator listed, said in the log at start.
@@ -332,7 +323,7 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
     assert.equal(zstd.status, 502, zstd.body);
     assert.match(zstd.body, /content encoding "zstd", which the gateway cannot decode/);
     assert.match(zstd.body, /\[rule: encoding\]/);
-    await eventually(async () => (await events('encoding')).length > 0, 'the encoding refusal');
+    await waitFor('the encoding refusal', async () => (await events('encoding')).length > 0);
 
     const text = await curl(`${base}/reflect/encoded?as=text`, ['-D', '-']);
     assert.equal(text.status, 200, text.stderr);
@@ -416,7 +407,7 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
     assert.match(delTag.stderr, /deleting refs\/tags\/v1 is not allowed/);
     assert.ok(git.refs('repo.git')['refs/tags/v1']);
 
-    const pushes = await eventually(async () => (await events('git_push')).length >= 4 && events('git_push'), 'the push refusals');
+    const pushes = await waitFor('the push refusals', async () => (await events('git_push')).length >= 4 && events('git_push'));
     assert.ok(pushes.some((e) => e.path === '/repo.git/git-receive-pack' && /refs\/heads\/main/.test(e.reason)));
   });
 
@@ -476,7 +467,7 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
     assert.match(sni.stdout, /connect 200/);
     assert.match(sni.stdout, /tls refused/);
     assert.doesNotMatch(sni.stdout, /handshake done/);
-    const mismatch = await eventually(async () => (await events('sni_mismatch'))[0], 'the SNI refusal');
+    const mismatch = await waitFor('the SNI refusal', async () => (await events('sni_mismatch'))[0]);
     assert.match(mismatch.reason, /loop\.crewhouse\.test differs from the CONNECT target plain\.crewhouse\.test/);
 
     // A Host header that differs from the CONNECT target, inside an allowed tunnel.
@@ -485,10 +476,10 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
     assert.match(host.body, /\[rule: host_mismatch\]/);
 
     assert.equal(internalHits, hits, 'a refused request reached the internal listener');
-    const recorded = await eventually(async () => {
+    const recorded = await waitFor('the SSRF refusals', async () => {
       const after = (await egressEventsOf(t.db, sandboxId, since, 1000)).filter((e) => e.rule === 'internal_address');
       return after.length >= corpus.length && after;
-    }, 'the SSRF refusals');
+    });
     assert.ok(recorded.every((e) => e.role === 'dev'));
   });
 
@@ -501,10 +492,10 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
     await setRole('dev');
     const base = `https://echo.crewhouse.test:${echo.port}`;
     // The gateway re-reads a role's policy at most every second.
-    const reported = await eventually(async () => {
+    const reported = await waitFor('the report-mode policy', async () => {
       const r = await curl(`${base}/private/report`, ['-X', 'DELETE']);
       return r.status === 200 && r;
-    }, 'the report-mode policy');
+    });
     const seen = echo.seen.at(-1)!;
     assert.equal(seen.url, '/private/report');
     assert.equal(seen.headers.authorization, undefined, 'a reported request carries no credential');
@@ -514,11 +505,11 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
     assert.equal(echo.seen.at(-1)!.headers.authorization, `Bearer ${echoSecret}`, 'what the allowlist allows keeps its credential');
     const loop = await curl(`https://loop.crewhouse.test:${echo.port}/`);
     assert.notEqual(loop.status, 200, 'an internal address is refused in report mode too');
-    const rows = await eventually(async () => {
+    const rows = await waitFor('the reported request', async () => {
       // (Tries before the gateway saw the new policy were refused for the address, and recorded as enforced.)
       const all = (await egressEventsOf(t.db, sandboxId, '0', 1000)).filter((e) => e.role === 'dev' && e.path === '/private/report' && !e.enforced);
       return all.length > 0 && all;
-    }, 'the reported request');
+    });
     assert.equal(rows[0].rule, 'method');
     assert.match(rows[0].reason, /allows GET, POST, not DELETE/);
     assert.match(metrics.render(), /gateway_reported_total\{rule="method"\} \d+/);
@@ -538,10 +529,10 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
     await t.db.updateTable('sandboxes').set({ state: 'destroyed' }).where('id', '=', sandboxId).execute();
     try {
       // The gateway looks the link up again at most every second: wait (bounded) for it to see the change.
-      const r = await eventually(async () => {
+      const r = await waitFor('the destroyed sandbox to be refused', async () => {
         const out = await ns.exec(['curl', '-sS', '-w', '\n%{http_code}', `http://plain.crewhouse.test:${plain.port}/`], { env });
         return /unknown_sandbox/.test(out.stdout) && out;
-      }, 'the destroyed sandbox to be refused');
+      });
       assert.match(r.stdout, /403$/);
     } finally {
       await t.db.updateTable('sandboxes').set({ state: 'running' }).where('id', '=', sandboxId).execute();
@@ -549,7 +540,7 @@ describe(`credential gateway, from a sandbox network (${dbKind})`, { skip: skip 
   });
 
   test('nothing the sandbox received, nor its environment or files, holds a secret', async () => {
-    const key = await t.services.teams.roleModelKey(team.name, 'lead');
+    const key = await t.services.teamsDirectory.roleModelKey(team.name, 'lead');
     const files = execFileSync('sh', ['-c', `cat $(find ${JSON.stringify(tmp)} -type f -not -name '*.pem') 2>/dev/null || true`], { maxBuffer: 64 * 1024 * 1024 }).toString('latin1');
     for (const text of [...received, JSON.stringify(env), files]) {
       assert.ok(!text.includes(echoSecret), 'the destination secret reached the sandbox');

@@ -11,7 +11,7 @@ import { issuerOf, mintCertificateAuthority, mintLeaf } from './certificates.ts'
 import { checkAddress, decide, decideConnect, pathMatches, type DecisionContext, type EgressRequest } from './decide.ts';
 import { readPushHead, refusedCommand, refusePushBody } from './git-push.ts';
 import { redactStream, redactText, scrubForms } from './redact.ts';
-import { BUILTIN_HOSTS } from './server.ts';
+import { BUILTIN_HOSTS } from '../egress/builtins.ts';
 
 const dest = (name: string, extra: Partial<PolicyDestination> = {}): PolicyDestination => ({
   name, host: `${name}.example.com`, methods: [], paths: [], header_allowlist: [], inject_secret: null, git_push_ref_globs: [],

@@ -1,4 +1,4 @@
-import { BUILTIN_HOSTS } from './server.ts';
+import { BUILTIN_HOSTS } from '../egress/builtins.ts';
 
 /**
  * The environment of every process in a sandbox: the gateway as its proxy (the sandbox has no

@@ -6,8 +6,9 @@ import type { Logger } from 'pino';
 import { hostPortKey } from '../config.ts';
 import type { Db } from '../db/database.ts';
 import { parseHost } from '../egress/hosts.ts';
+import { BUILTIN_HOSTS } from '../egress/builtins.ts';
 import type { PolicyDestination } from '../egress/policy.ts';
-import type { Registry } from '../http/metrics.ts';
+import type { Registry } from '../metrics.ts';
 import type { SandboxIdentity } from '../runtime/sandboxes/identify.ts';
 import type { LeafIssuer } from './ca.ts';
 import { checkAddress, decide, decideConnect, deny, type Decision, type DecisionContext, type EgressRequest, type Refusal } from './decide.ts';
@@ -20,13 +21,6 @@ import type { Head, Headers } from './http1.ts';
 import type { Resolve } from './resolve.ts';
 import type { Credential, GatewaySources } from './sources.ts';
 import { createUpstreamPool, type UpstreamAddress } from './upstreams.ts';
-
-/** The host names sandboxes reach the built-in destinations at, through the gateway. */
-export const BUILTIN_HOSTS: Readonly<Record<string, string>> = {
-  llm: 'llm.crewhouse.internal',
-  mcp: 'mcp.crewhouse.internal',
-  otel: 'otel.crewhouse.internal',
-};
 
 export interface GatewayOptions {
   sources: GatewaySources;

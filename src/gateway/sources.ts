@@ -43,14 +43,14 @@ export function createGatewaySources(deps: { db: Db; services: Services }): Gate
   return {
     async identify(hostAddress, sandboxAddress) {
       const sandbox = await sandboxByAddress(deps.db, hostAddress, sandboxAddress);
-      const teamName = sandbox ? await services.teams.nameById(sandbox.teamId) : null;
+      const teamName = sandbox ? await services.teamsDirectory.nameById(sandbox.teamId) : null;
       return sandbox && teamName ? { ...sandbox, teamName } : null;
     },
 
     async policyFor(who) {
       // The egress of the agent version the sandbox's run started with, not of a newer one made since.
       const pinned = await services.runJournal.pinnedVersionInSandbox(who.sandboxId, who.role);
-      const roles = await services.teams.rolesWithEgress(who.teamName, pinned === null ? {} : { [who.role]: pinned });
+      const roles = await services.teamsDirectory.rolesWithEgress(who.teamName, pinned === null ? {} : { [who.role]: pinned });
       const role = roles.find((r) => r.role === who.role);
       // A role the team no longer has reaches nothing but the built-ins.
       const policy = await services.destinations.policyFor(role ? role.egress : { mode: 'allowlist', destinations: [] });
@@ -61,7 +61,7 @@ export function createGatewaySources(deps: { db: Db; services: Services }): Gate
     async credential(who, injectSecret, use) {
       const ref = parseInjectSecret(injectSecret);
       if (ref.kind === 'gateway' && ref.name === 'model_proxy_key') {
-        const key = await services.teams.roleModelKey(who.teamName, who.role);
+        const key = await services.teamsDirectory.roleModelKey(who.teamName, who.role);
         return key ? { ok: true, credential: bearer(key) } : { ok: false, reason: `role "${who.role}" of team "${who.teamName}" has no model-proxy key` };
       }
       if (ref.kind === 'gateway' && ref.name === 'code_host_installation_token') {

@@ -4,10 +4,9 @@ import { findSession, findToken, touchToken } from '../auth/auth.service.ts';
 import { lookupCredential } from '../auth/credential-cache.ts';
 import { hashToken, safeEqual } from '../auth/credentials.ts';
 import type { Role } from '../auth/roles.ts';
-import { authUser } from '../console/users/users.service.ts';
 import type { Db } from '../db/database.ts';
 import type { App } from './kernel.ts';
-import { problems } from './problems.ts';
+import { problems } from '../errors/problems.ts';
 
 /**
  * Who may call a route: `public` (anyone), or the least role; `session` routes refuse a
@@ -41,14 +40,24 @@ export function readCookie(header: string | undefined, name: string): string | n
   return null;
 }
 
+/** A credential's user as the users module tells it (the composition root passes the lookup in); null when gone. */
+export interface AuthUser {
+  user_id: number;
+  name: string;
+  email: string | null;
+  role: Role;
+  disabled: boolean;
+}
+export type UserLookup = (db: Db, userId: number) => Promise<AuthUser | null>;
+
 /** A token or session found, with its user as the users module tells it; null when either is gone. */
-async function withUser<T extends { user_id: number }>(db: Db, found: T | undefined) {
-  const user = found ? await authUser(db, found.user_id) : null;
+async function withUser<T extends { user_id: number }>(db: Db, userOf: UserLookup, found: T | undefined) {
+  const user = found ? await userOf(db, found.user_id) : null;
   return found && user ? { ...found, ...user } : undefined;
 }
 
 /** The actor of a request, or a problem: bearer token or session cookie, checked against the route's rule. */
-async function authenticate(db: Db, request: FastifyRequest, rule: AuthRule): Promise<void> {
+async function authenticate(db: Db, userOf: UserLookup, request: FastifyRequest, rule: AuthRule): Promise<void> {
   const authz = request.headers.authorization;
   const cookie = readCookie(request.headers.cookie, SESSION_COOKIE);
   const csrf = request.headers[CSRF_HEADER];
@@ -63,7 +72,7 @@ async function authenticate(db: Db, request: FastifyRequest, rule: AuthRule): Pr
     if (!m) throw problems.unauthorized('the Authorization header must be "Bearer <token>"');
     if (csrf !== undefined) throw problems.badRequest(`${CSRF_HEADER} is only for browser sessions; do not send it with a token`, [{ field: CSRF_HEADER, message: 'not accepted with a token' }]);
     const hash = hashToken(m[1]);
-    const row = await lookupCredential(db, `t:${hash}`, async () => withUser(db, await findToken(db, hash)));
+    const row = await lookupCredential(db, `t:${hash}`, async () => withUser(db, userOf, await findToken(db, hash)));
     if (!row) throw problems.unauthorized('the token is unknown, revoked or expired');
     if (row.disabled) throw problems.unauthorized('the account is disabled');
     if (!row.last_used_at || Date.now() - Date.parse(row.last_used_at) > 60_000) {
@@ -73,7 +82,7 @@ async function authenticate(db: Db, request: FastifyRequest, rule: AuthRule): Pr
     request.actor = { userId: row.user_id, name: row.name, email: row.email, role: row.role, via: 'token', requestId: request.id };
   } else if (cookie) {
     const hash = hashToken(cookie);
-    const row = await lookupCredential(db, `s:${hash}`, async () => withUser(db, await findSession(db, hash)));
+    const row = await lookupCredential(db, `s:${hash}`, async () => withUser(db, userOf, await findSession(db, hash)));
     if (row && !row.disabled) {
       request.actor = { userId: row.user_id, name: row.name, email: row.email, role: row.role, via: 'session', requestId: request.id };
       request.sessionInfo = { id: row.session_id, csrfToken: row.csrf_token, expiresAt: row.expires_at };
@@ -95,8 +104,8 @@ async function authenticate(db: Db, request: FastifyRequest, rule: AuthRule): Pr
   if (!roleAtLeast(actor.role, rule.role)) throw problems.forbidden(`this request needs the ${rule.role} role; you are ${actor.role}`);
 }
 
-/** Installs authentication on a server; routes declare `config.auth`. */
-export function useAuth(app: App, db: Db, opts: { prefix: string }): void {
+/** Installs authentication on a server; routes declare `config.auth`; `userOf` finds a credential's user. */
+export function useAuth(app: App, db: Db, opts: { prefix: string; userOf: UserLookup }): void {
   app.decorateRequest('actor', null);
   app.decorateRequest('sessionInfo', null);
   app.addHook('onRoute', (route) => {
@@ -106,7 +115,7 @@ export function useAuth(app: App, db: Db, opts: { prefix: string }): void {
   app.addHook('onRequest', async (request) => {
     const rule = request.routeOptions.config?.auth;
     if (!rule) return;
-    await authenticate(db, request, rule);
+    await authenticate(db, opts.userOf, request, rule);
   });
 }
 

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { problems } from './problems.ts';
+import { problems } from '../errors/problems.ts';
 
 /** The strong ETag of a row version. */
 export function etagOf(rowVersion: number | string): string {

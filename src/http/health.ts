@@ -1,6 +1,6 @@
 import { ping, type Db } from '../db/database.ts';
 import type { App } from './kernel.ts';
-import type { Registry } from './metrics.ts';
+import type { Registry } from '../metrics.ts';
 
 /** /healthz (the process answers), /readyz (the database answers), /metrics (Prometheus text). */
 export function healthRoutes(app: App, deps: { db: Db; metrics: Registry }) {

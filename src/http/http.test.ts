@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { captureLogger, testApp, type TestApp } from '../../test/harness.ts';
 import { useAuth } from './auth.ts';
+import { authUser } from '../console/users/users.service.ts';
 import { createServer } from './kernel.ts';
-import { Registry } from './metrics.ts';
+import { Registry } from '../metrics.ts';
 import { useProblems } from './problem-handler.ts';
 
 const PROBLEM = /^application\/problem\+json/;
@@ -170,7 +171,7 @@ describe('a 5xx never carries internals; routes deny by default', () => {
     const { logger, lines } = captureLogger();
     const app = createServer({ logger, metrics: new Registry(), component: 'console' });
     useProblems(app);
-    useAuth(app, db, { prefix: '/api/v1' });
+    useAuth(app, db, { prefix: '/api/v1', userOf: authUser });
     app.get('/api/v1/explode', { config: { auth: { public: true } } }, async () => {
       throw new Error('select * from secrets where password = hunter2');
     });
@@ -192,7 +193,7 @@ describe('a 5xx never carries internals; routes deny by default', () => {
 
   test('a route under /api/v1 without an auth rule stops the server from starting (deny by default)', async () => {
     const app = createServer({ logger: captureLogger().logger, component: 'console' });
-    useAuth(app, t.db, { prefix: '/api/v1' });
+    useAuth(app, t.db, { prefix: '/api/v1', userOf: authUser });
     try {
       assert.throws(() => app.get('/api/v1/open', async () => ({ ok: true })), /does not declare config\.auth/);
     } finally {

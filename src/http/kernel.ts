@@ -4,7 +4,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Bindings, ChildLoggerOptions, LogFn, Logger } from 'pino';
 import { redactUrl } from '../logger.ts';
-import type { Registry } from './metrics.ts';
+import type { Registry } from '../metrics.ts';
 import { serializerCompiler } from './serializer.ts';
 import { validatorCompiler } from './validation.ts';
 

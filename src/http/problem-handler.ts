@@ -1,8 +1,9 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { toDomainError } from '../errors/errors.ts';
 import type { App } from './kernel.ts';
-import { Problem, problems } from './problems.ts';
-import { fieldProblems, inspectJson, MAX_JSON_DEPTH } from './validation.ts';
+import { Problem, problems } from '../errors/problems.ts';
+import { fieldProblems } from './validation.ts';
+import { inspectJson, MAX_JSON_DEPTH } from '../db/json-values.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

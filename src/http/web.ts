@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { App } from './kernel.ts';
-import { problems } from './problems.ts';
+import { problems } from '../errors/problems.ts';
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',

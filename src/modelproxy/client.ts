@@ -1,5 +1,5 @@
 import type { Config } from '../config.ts';
-import { Problem } from '../http/problems.ts';
+import { Problem } from '../errors/problems.ts';
 import type { AllSpend, KeyLimitsInput, KeyPage, MintedProxyKey, MintKeyInput, ProxyKey, RevokedTeamKeys, TeamBudget, TeamSpend } from './admin.schemas.ts';
 import { serviceCredential } from './credential.ts';
 

@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { hashToken } from '../auth/credentials.ts';
 import type { Db } from '../db/database.ts';
 import type { App } from '../http/kernel.ts';
-import { inspectJson, MAX_JSON_DEPTH } from '../http/validation.ts';
+import { inspectJson, MAX_JSON_DEPTH } from '../db/json-values.ts';
 import type { ModelAlias } from '../models/catalog.ts';
 import { proxyErrors, sendProxyError, toProxyError } from './errors.ts';
 import { createForwarder, type ForwarderDeps } from './forwarding.ts';

@@ -3,7 +3,7 @@ import type { Config } from '../config.ts';
 import { isEmbedded, type Db } from '../db/database.ts';
 import { healthRoutes } from '../http/health.ts';
 import { createServer, type App } from '../http/kernel.ts';
-import { Registry } from '../http/metrics.ts';
+import { Registry } from '../metrics.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import type { SecretsService } from '../secrets/secrets.service.ts';
 import { adminRoutes } from './admin.routes.ts';

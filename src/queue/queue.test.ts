@@ -5,8 +5,8 @@ import { Type } from 'typebox';
 import { captureLogger, dbKind, TEST_DATABASE_URL, testDb, uniq, waitFor, type TestDb } from '../../test/harness.ts';
 import { ConfigError } from '../config.ts';
 import type { Db } from '../db/database.ts';
-import { Registry } from '../http/metrics.ts';
-import { runJobsCommand } from './cli.ts';
+import { Registry } from '../metrics.ts';
+import { listJobsCommand, retryJobCommand } from './cli.ts';
 import { channelSql, enqueue, getJob, JobInputError, jobType, PermanentJobError, type Job, type JobContext, type JobHandler } from './queue.ts';
 import { liveHostIds } from '../runtime/sandboxes/placement.ts';
 import { backoffMs, createJobRunner, describeError, LeaseLostError, type JobRunnerOptions } from './runner.ts';
@@ -190,32 +190,31 @@ describe(`job queue (${dbKind})`, () => {
     await r.drain();
     assert.equal((await getJob(db, job.id))!.state, 'failed', 'a failed job is not run again');
 
-    const listed = (await runJobsCommand(['--state', 'failed', '--kind', kind], db)).trim().split('\n').map((l) => JSON.parse(l));
+    const listed = (await listJobsCommand(db, { state: 'failed', kind })).trim().split('\n').map((l) => JSON.parse(l));
     assert.equal(listed.length, 1);
     assert.equal(listed[0].id, job.id);
     assert.equal(listed[0].last_error, failed.last_error);
     assert.deepEqual(listed[0].payload, { team: 'x' });
-    assert.equal((await runJobsCommand(['--state', 'queued', '--kind', kind], db)), '');
+    assert.equal((await listJobsCommand(db, { state: 'queued', kind })), '');
 
-    const retried = JSON.parse(await runJobsCommand(['retry', String(job.id)], db));
+    const retried = JSON.parse(await retryJobCommand(db, String(job.id)));
     assert.equal(retried.state, 'queued');
     assert.equal(retried.attempts, 0);
-    await assert.rejects(runJobsCommand(['retry', String(job.id)], db), (e: Error) => e instanceof ConfigError && /is queued, not failed/.test(e.message));
+    await assert.rejects(retryJobCommand(db, String(job.id)), (e: Error) => e instanceof ConfigError && /is queued, not failed/.test(e.message));
     healthy = true;
     await r.drain();
     assert.equal((await getJob(db, job.id))!.state, 'done');
 
-    for (const [args, message] of [
-      [['--state', 'stuck'], /--state must be one of queued, running, done, failed/],
-      [['--limit', '0'], /--limit must be/],
-      [['--limit', 'many'], /--limit must be/],
-      [['retry', 'seven'], /a whole number/],
-      [['retry'], /a whole number/],
-      [['retry', '999999999'], /no job 999999999/],
-      [['--bogus'], /Unknown option/],
-      [['list'], /usage/],
+    // The options' values are checked here; unknown options and arguments by the CLI's parser (test/cli.test.ts).
+    for (const [call, message] of [
+      [() => listJobsCommand(db, { state: 'stuck' }), /--state must be one of queued, running, done, failed/],
+      [() => listJobsCommand(db, { limit: '0' }), /--limit must be/],
+      [() => listJobsCommand(db, { limit: 'many' }), /--limit must be/],
+      [() => retryJobCommand(db, 'seven'), /a whole number/],
+      [() => retryJobCommand(db, undefined), /a whole number/],
+      [() => retryJobCommand(db, '999999999'), /no job 999999999/],
     ] as const) {
-      await assert.rejects(runJobsCommand([...args], db), (e: Error) => e instanceof ConfigError && message.test(e.message), args.join(' '));
+      await assert.rejects(call(), (e: Error) => e instanceof ConfigError && message.test(e.message), String(message));
     }
   });
 
@@ -468,7 +467,7 @@ describe(`job queue (${dbKind})`, () => {
         await a.r.drain();
         assert.deepEqual(performed, [{ n: 2, by: 'a' }], 'host A takes the untargeted job and leaves the one for host B');
         assert.equal((await getJob(db, toB.id))?.state, 'queued');
-        const listed = (await runJobsCommand(['--kind', kind], db)).trim().split('\n').map((l) => JSON.parse(l) as { id: number; target: string | null });
+        const listed = (await listJobsCommand(db, { kind })).trim().split('\n').map((l) => JSON.parse(l) as { id: number; target: string | null });
         assert.equal(listed.find((j) => j.id === toB.id)?.target, hostB, '`crewhouse jobs` shows the target');
         await b.r.drain();
         assert.deepEqual(performed.at(-1), { n: 1, by: 'b' });

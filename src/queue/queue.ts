@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Static, TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 import type { Database } from '../db/schema.ts';
-import { inspectJson } from '../http/validation.ts';
+import { inspectJson } from '../db/json-values.ts';
 import type { JobState } from './queue.tables.ts';
 
 /** The database or the caller's transaction: a job enqueued on a transaction exists iff it commits. */
@@ -173,6 +173,38 @@ export function jobType<S extends TSchema>(kind: string, payload: S, defaults: {
     },
   };
 }
+
+/**
+ * One kind of job, as its `*.job.ts` file declares it: the kind (`<module>.<verb>-<object>`,
+ * the module being the folder that owns the job and the file named `<verb>-<object>.job.ts`),
+ * its payload's schema, and its work given the narrow pieces `D` it needs. The worker's table of
+ * every kind (src/jobs.ts) hands each job its pieces through `handler`.
+ */
+export function defineJob<S extends TSchema, D = void>(def: { kind: string; payload: S; maxAttempts?: number; perform(deps: D, value: Static<S>, ctx: JobContext): Promise<void> }) {
+  const type = jobType(def.kind, def.payload, def.maxAttempts === undefined ? {} : { maxAttempts: def.maxAttempts });
+  return {
+    kind: type.kind,
+    payload: type.payload,
+    enqueue: type.enqueue,
+    handler: (deps: D): KindHandler => ({ kind: type.kind, ...type.handler((value, ctx) => def.perform(deps, value, ctx)) }),
+  };
+}
+
+/** A job's handler that names its kind. */
+export type KindHandler = JobHandler & { kind: string };
+
+/** The runner's handlers by kind; a kind given twice is a programming error, named. */
+export function byKind(handlers: KindHandler[]): Record<string, JobHandler> {
+  const out: Record<string, JobHandler> = {};
+  for (const h of handlers) {
+    if (out[h.kind]) throw new JobInputError(`job kind "${h.kind}" has two handlers`);
+    out[h.kind] = h;
+  }
+  return out;
+}
+
+/** A job as `defineJob` makes it, whatever its pieces. */
+export type JobDefinition<D = any> = ReturnType<typeof defineJob<TSchema, D>>;
 
 /** The first way a value breaks a schema, or null when it matches. */
 export function schemaProblem(schema: TSchema, value: unknown): string | null {

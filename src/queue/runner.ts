@@ -3,7 +3,7 @@ import os from 'node:os';
 import { sql, type RawBuilder } from 'kysely';
 import type { Logger } from 'pino';
 import { listen, type Db, type Unlisten } from '../db/database.ts';
-import type { Registry } from '../http/metrics.ts';
+import type { Registry } from '../metrics.ts';
 import { channelSql, countJobs, PermanentJobError, pruneDoneJobs, schemaProblem, type Job, type JobHandler } from './queue.ts';
 
 export interface BackoffOptions {

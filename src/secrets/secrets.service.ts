@@ -3,9 +3,9 @@ import { recordAudit, type Actor } from '../audit/audit.ts';
 import type { Db } from '../db/database.ts';
 import { deleteIfVersion, updateIfVersion } from '../db/conditional.ts';
 import type { Database } from '../db/schema.ts';
-import { decodeCursor, toPage } from '../http/pagination.ts';
-import { problems } from '../http/problems.ts';
-import type { References } from '../console/references.ts';
+import { decodeCursor, toPage } from '../db/pagination.ts';
+import { problems } from '../errors/problems.ts';
+import type { References } from '../references.ts';
 import type { HookCaller } from '../hooks.ts';
 import type { Cipher } from './cipher.ts';
 

@@ -5,7 +5,7 @@ import { PermanentJobError, type JobContext } from '../queue/queue.ts';
 import { startFakeCollector, type FakeCollector } from '../../test/fakes/otlp-collector.ts';
 import { captureLogger } from '../../test/harness.ts';
 import { activationSpan, otlpRequest, resumeSpanId, runSpanId, spansOfEvents, taskSpanId, type TaskContext } from './spans.ts';
-import { traceExport, traceJobHandlers } from './traces.ts';
+import { exportSpansJob } from './export-spans.job.ts';
 
 const ctx: TaskContext = { trace_id: 'a'.repeat(32), run_id: 'run_1', team: 't', task_id: 'task_1', role: 'dev', model: 'fast', conversation: 'run_1.dev', task_started_at: '2026-01-01T00:00:00.000Z', activation: null };
 const call = { id: 'call_1', name: 'shell', arguments: '{"command":"echo hidden-argument"}' };
@@ -92,11 +92,11 @@ describe('the trace export job', () => {
     collector = await startFakeCollector();
   });
   after(() => collector.close());
-  const jobCtx = { id: 1, kind: traceExport.kind, attempt: 1, maxAttempts: 15, logger: captureLogger().logger, signal: new AbortController().signal } satisfies JobContext;
+  const jobCtx = { id: 1, kind: exportSpansJob.kind, attempt: 1, maxAttempts: 15, logger: captureLogger().logger, signal: new AbortController().signal } satisfies JobContext;
   const payload = { spans: spansOfEvents(ctx, events) };
 
   it('retries while the collector is unavailable, gives up on an answer that will not change, sends once it is up', async () => {
-    const perform = (endpoint: string | null) => traceJobHandlers({ endpoint, logger: jobCtx.logger })[traceExport.kind].perform(payload, jobCtx);
+    const perform = (endpoint: string | null) => exportSpansJob.handler({ endpoint, logger: jobCtx.logger }).perform(payload, jobCtx);
     collector.down = true;
     await assert.rejects(perform(collector.url), (err: Error) => !(err instanceof PermanentJobError) && /answered 503/.test(err.message));
     await assert.rejects(perform('http://127.0.0.1:1'), (err: Error) => !(err instanceof PermanentJobError) && /could not be reached/.test(err.message));

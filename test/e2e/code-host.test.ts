@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { issuerOf, mintCertificateAuthority, mintLeaf } from '../../src/gateway/certificates.ts';
-import { PostProgress } from '../../src/integrations/webhooks/webhooks.jobs.ts';
+import { postProgressJob } from '../../src/integrations/code_host/post-progress.job.ts';
 import { listJobs } from '../../src/queue/queue.ts';
 import { startFakeCodeHost, type FakeCodeHost } from '../fakes/code-host.ts';
 import { startFakeDns, type FakeDns } from '../fakes/dns-server.ts';
@@ -186,6 +186,10 @@ describe('the code host end to end: an issue becomes a run that ends in a pull r
     assert.equal(ours.length, 3, ours.map((c) => c.body).join('\n---\n'));
     assert.match(ours[0].body, new RegExp(`is on it: \\[run ${runId}\\]`));
     assert.match(ours[1].body, /asks/);
+    // The link back, through the surface: the issue the run came from.
+    const origin = await stack.t.services.surfaces.code_host.originOf(runId);
+    assert.deepEqual(origin && [origin.surface, origin.place], ['code_host', `${REPO}#${issue.number}`]);
+    assert.match(origin?.url ?? '', new RegExp(`/${REPO}/issues/${issue.number}$`));
 
     // Every git request through the gateway carried an installation token narrowed to the repository.
     const gitTokens = fake.tokens.filter((tk) => tk.repositories?.length === 1 && tk.repositories[0].toLowerCase() === REPO);
@@ -232,11 +236,11 @@ describe('the code host end to end: an issue becomes a run that ends in a pull r
     assert.ok(ours.indexOf(resumed[0]) > ours.findIndex((c) => c.body.includes(`/pull/${pr.number}`)), 'after the first finished comment');
     assert.equal(ours.filter((c) => /finished\. Pull request:/.test(c.body)).length, 2, 'each end is told');
     // The job was queued once for the reopening; run again (a worker killed after posting), it finds its comment.
-    const progressJobs = (await listJobs(stack.t.db, { kind: PostProgress.kind, limit: 100 })).filter((j) => (j.payload as { event: string }).event === 'resumed');
+    const progressJobs = (await listJobs(stack.t.db, { kind: postProgressJob.kind, limit: 100 })).filter((j) => (j.payload as { event: string }).event === 'resumed');
     assert.equal(progressJobs.length, 1);
-    const again2 = await stack.t.db.transaction().execute((trx) => PostProgress.enqueue(trx, { run_id: runId, event: 'resumed', seq: followUp.seq }, { key: `code_host.progress:${runId}:resumed:${followUp.seq}` }));
+    const again2 = await stack.t.db.transaction().execute((trx) => postProgressJob.enqueue(trx, { run_id: runId, event: 'resumed', seq: followUp.seq }, { key: `${postProgressJob.kind}:${runId}:resumed:${followUp.seq}` }));
     assert.equal(again2.id, progressJobs[0].id, 'the same key is the same job');
-    await stack.t.services.codeHostDelivery.progress(runId, 'resumed', followUp.seq);
+    await stack.t.services.surfaces.code_host.progress(runId, 'resumed', followUp.seq);
     assert.equal(fake.comments.filter((c) => c.body.includes(marker)).length, 1, 'the retried job posted nothing more');
     // The comment's delivery was settled in the follow-up's own transaction (the same xmin), so its job
     // run again after the reply committed (a worker killed) finds it done and gives no second follow-up.

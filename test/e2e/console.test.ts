@@ -16,7 +16,7 @@ import { chromium, type Page } from 'playwright-core';
 import { systemActor } from '../../src/audit/audit.ts';
 import { newSecret } from '../../src/auth/credentials.ts';
 import { buildConsoleApp, createConsoleServices } from '../../src/console/app.ts';
-import { Registry } from '../../src/http/metrics.ts';
+import { Registry } from '../../src/metrics.ts';
 import { captureLogger, testConfig, testDb, uniq } from '../harness.ts';
 
 const CHROMIUM = '/usr/bin/chromium';

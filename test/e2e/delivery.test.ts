@@ -167,7 +167,7 @@ describe('a team of three delivers a branch', { skip: stackSkip }, () => {
     assert.ok(reviewerReads.some((r) => r.text.includes('helo')) && reviewerReads.some((r) => r.text.includes('hello')));
 
     // No secret in any sandbox: not the git token the gateway injected, not a role's model key, not the deployment's settings.
-    const keys = await Promise.all(['lead', 'coder', 'reviewer'].map((r) => t.services.teams.roleModelKey(team, r)));
+    const keys = await Promise.all(['lead', 'coder', 'reviewer'].map((r) => t.services.teamsDirectory.roleModelKey(team, r)));
     const files = (fs.readdirSync(stack.sandboxDir, { recursive: true }) as string[]).map((f) => path.join(stack.sandboxDir, f));
     const envFile = files.find((f) => f.endsWith(`workspace${path.sep}env.txt`));
     assert.ok(envFile, 'the coder wrote its environment');

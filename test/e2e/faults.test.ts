@@ -309,7 +309,7 @@ describe('runs under faults', { skip: stackSkip }, () => {
     assert.equal((await api('POST', `/api/v1/runs/${id2}/cancel`)).status, 200);
 
     // No secret in any notice: the role's model key never appears.
-    const key = await stack.t.services.teams.roleModelKey(team, 'lead');
+    const key = await stack.t.services.teamsDirectory.roleModelKey(team, 'lead');
     assert.ok(key);
     for (const p of [...(await notices(id)), ...second]) assert.ok(!JSON.stringify(p).includes(key!));
   });

@@ -11,7 +11,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { RunningComponent } from '../../src/components.ts';
-import { Registry } from '../../src/http/metrics.ts';
+import { Registry } from '../../src/metrics.ts';
+import { advanceRunJob } from '../../src/runtime/engine/advance-run.job.ts';
 import { createLocalProvider } from '../../src/runtime/sandboxes/providers/local.ts';
 import { workerComponent } from '../../src/runtime/worker.component.ts';
 import type { ScriptedAnswer, ScriptedRequest } from '../fakes/scripted-model.ts';
@@ -129,8 +130,8 @@ describe('a run placed on another sandbox host is forwarded to its worker', { sk
     // each with a job only that host's worker takes, and each said so in its log. (A job of the
     // run that found it busy is retried later and then finds nothing to do; under load one may
     // drive a step itself and forward once more, so the jobs are counted by target, not listed.)
-    const runJobs = () => stack.t.db.selectFrom('jobs').select(['id', 'target', 'state', 'last_error']).where('kind', '=', 'run.advance').orderBy('id').execute();
-    await waitFor('every run.advance job to be done', async () => (await runJobs()).every((j) => j.state === 'done'));
+    const runJobs = () => stack.t.db.selectFrom('jobs').select(['id', 'target', 'state', 'last_error']).where('kind', '=', advanceRunJob.kind).orderBy('id').execute();
+    await waitFor(`every ${advanceRunJob.kind} job to be done`, async () => (await runJobs()).every((j) => j.state === 'done'));
     const forwarded = (await runJobs()).filter((j) => j.target !== null);
     assert.equal(forwarded[0]?.target, idB, `A forwards first, to B: ${JSON.stringify(forwarded)}`);
     assert.ok(forwarded.some((j) => j.target === idA), `B forwards back to A: ${JSON.stringify(forwarded)}`);

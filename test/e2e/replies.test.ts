@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { after, before, describe, it } from 'node:test';
 import { MAX_REPLY_CHARS } from '../../src/console/runs/runs.schemas.ts';
+import { advanceRunJob } from '../../src/runtime/engine/advance-run.job.ts';
 import type { ScriptedAnswer, ScriptedRequest } from '../fakes/scripted-model.ts';
 import { lastText, startStack, stackSkip, waitFor, type Stack } from './stack.ts';
 
@@ -32,7 +33,7 @@ describe('replies and cancels that are wrong or race', { skip: stackSkip }, () =
   /** Waits until no engine job of the run is queued or running: whatever the run does next, it has done. */
   const settled = (runId: string) =>
     waitFor(`the engine to be done with ${runId}`, async () => {
-      const open = await sql<{ n: number }>`select count(*)::int as n from jobs where kind = 'run.advance' and payload->>'run_id' = ${runId} and state in ('queued', 'running')`.execute(stack.t.db);
+      const open = await sql<{ n: number }>`select count(*)::int as n from jobs where kind = ${advanceRunJob.kind} and payload->>'run_id' = ${runId} and state in ('queued', 'running')`.execute(stack.t.db);
       return open.rows[0].n === 0;
     });
 

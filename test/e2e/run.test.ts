@@ -91,7 +91,7 @@ describe('a team runs a task end to end', { skip: stackSkip }, () => {
     assert.doesNotMatch(envFile, /sk-|Bearer|SERVICE_/);
     // Every model call reached the proxy with the role's key, put there by the gateway (the upstream sees the proxy's own credential, never the role key).
     assert.ok(seen.length >= 6);
-    const keyOfLead = await t.services.teams.roleModelKey(team.body.name, 'lead');
+    const keyOfLead = await t.services.teamsDirectory.roleModelKey(team.body.name, 'lead');
     assert.ok(keyOfLead && !envFile.includes(keyOfLead));
     assert.ok(seen.every((s) => s.authorization === undefined || !s.authorization.includes(keyOfLead!)));
   });

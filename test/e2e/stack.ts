@@ -12,14 +12,14 @@ import os from 'node:os';
 import path from 'node:path';
 import type { RunningComponent } from '../../src/components.ts';
 import { startGateway, type RunningGateway } from '../../src/gateway/gateway.component.ts';
-import { Registry } from '../../src/http/metrics.ts';
+import { Registry } from '../../src/metrics.ts';
 import { createLocalProvider } from '../../src/runtime/sandboxes/providers/local.ts';
 import { findProgram } from '../../src/runtime/sandboxes/system.ts';
 import { workerComponent } from '../../src/runtime/worker.component.ts';
 import { loadShared } from '../../src/services.ts';
 import { makeAgent } from '../factories.ts';
 import { startScriptedModel, type ScriptedAnswer, type ScriptedModel, type ScriptedRequest } from '../fakes/scripted-model.ts';
-import { captureLogger, testApp, uniq, type TestApp } from '../harness.ts';
+import { captureLogger, testApp, uniq, waitFor as waitUntil, type TestApp } from '../harness.ts';
 
 /** Why the stack cannot run on this machine, or false when it can (for `describe(..., { skip })`). */
 export const stackSkip: string | false =
@@ -50,17 +50,8 @@ export function processesWith(argv: string[]): number[] {
   return out;
 }
 
-/** Polls `probe` until it answers something truthy; generous by default, since CI machines are loaded. */
-export async function waitFor<T>(what: string, probe: () => Promise<T | null | undefined | false>, ms = 180_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    if (process.env.E2E_DEBUG) process.stderr.write(`waiting for ${what}\n`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+/** The harness's waitFor, bounded generously: the stack's work takes minutes on a loaded CI machine. */
+export const waitFor = <T>(what: string, probe: () => T | Promise<T>, ms = 180_000) => waitUntil(what, probe, ms);
 
 /** The role a model request is for, from the system prompt the agent runtime writes. */
 export const roleOf = (req: ScriptedRequest) => /You are the "([a-z0-9._-]+)" role/.exec(req.system)?.[1] ?? '?';

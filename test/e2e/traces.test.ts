@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { listJobs } from '../../src/queue/queue.ts';
+import { exportSpansJob } from '../../src/telemetry/export-spans.job.ts';
 import { startFakeCollector, type FakeCollector } from '../fakes/otlp-collector.ts';
 import type { ScriptedAnswer, ScriptedRequest } from '../fakes/scripted-model.ts';
 import { lastText, roleOf, startStack, stackSkip, waitFor, type Stack } from './stack.ts';
@@ -53,7 +54,7 @@ describe('run traces over OTLP', { skip: stackSkip }, () => {
     assert.equal(collector.spans.length, 0);
     collector.down = false;
     const exported = await waitFor('every export job to be done', async () => {
-      const jobs = await listJobs(stack.t.db, { kind: 'trace.export', limit: 500 });
+      const jobs = await listJobs(stack.t.db, { kind: exportSpansJob.kind, limit: 500 });
       return jobs.length > 0 && jobs.every((j) => j.state === 'done') ? jobs : null;
     });
     assert.ok(exported.some((j) => j.attempts > 1), 'an export was retried');
@@ -103,7 +104,7 @@ describe('run traces over OTLP', { skip: stackSkip }, () => {
     const all = JSON.stringify(spans, (_k, v) => (typeof v === 'bigint' ? v.toString() : v));
     assert.ok(!all.includes(SECRET_WORD), 'the task and tool content stay out of the trace');
     assert.ok(!all.includes('Handing it to the dev'), 'model content stays out of the trace');
-    const key = await stack.t.services.teams.roleModelKey(team, 'lead');
+    const key = await stack.t.services.teamsDirectory.roleModelKey(team, 'lead');
     assert.ok(key && !all.includes(key));
 
     // The run links to the trace, and the trace route reads it from the Jaeger query API.
@@ -133,7 +134,7 @@ describe('run traces over OTLP', { skip: stackSkip }, () => {
 
     const traceId = (await stack.t.services.runs.traceId(runId))!;
     const spans = await waitFor('the reopenings\' spans to be exported', async () => {
-      const jobs = await listJobs(stack.t.db, { kind: 'trace.export', limit: 500 });
+      const jobs = await listJobs(stack.t.db, { kind: exportSpansJob.kind, limit: 500 });
       const got = collector.spans.filter((s) => s.traceId === traceId);
       return jobs.every((j) => j.state === 'done') && got.filter((s) => s.name === `run.resume ${team}`).length === 2 ? got : null;
     });

@@ -2,7 +2,7 @@
 // `workerComponent` on the test's PostgreSQL schema with the stack's settings, prints "ready"
 // once it takes jobs, and runs until it is killed.
 import { openDatabase } from '../../src/db/database.ts';
-import { Registry } from '../../src/http/metrics.ts';
+import { Registry } from '../../src/metrics.ts';
 import { workerComponent } from '../../src/runtime/worker.component.ts';
 import { captureLogger, sharedServices, testConfig } from '../harness.ts';
 

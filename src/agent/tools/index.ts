@@ -1,6 +1,6 @@
 import { Value } from 'typebox/value';
 import type { Proposal } from '../protocol.ts';
-import { toolNamed, type ToolDefinition } from '../../runtime/tools/catalog.ts';
+import { toolNamed, type ToolDefinition } from './catalog.ts';
 import { gitBranch, gitCommit, gitDiff, gitLog, gitPull, gitPush, gitStatus, httpRequest, shell } from './commands.ts';
 import { ToolFailure, type ToolAnswer, type ToolContext } from './context.ts';
 import { deleteFile, editFile, listFiles, moveFile, readFile, search, writeFile } from './files.ts';

@@ -79,7 +79,11 @@ export async function watchRun(ctx: Ctx, id: string): Promise<number> {
 
   let reconnects = 0;
   while (!finished) {
+    if (ctx.signal?.aborted) return 130;
     const ac = new AbortController();
+    // The caller gave up (a test that failed): the stream ends, and so does the watch.
+    const giveUp = () => ac.abort();
+    ctx.signal?.addEventListener('abort', giveUp);
     const stateTimer = setInterval(() => {
       api.get(path).then(
         (r) => {
@@ -111,8 +115,10 @@ export async function watchRun(ctx: Ctx, id: string): Promise<number> {
       dropped = (err as Error).message;
     } finally {
       clearInterval(stateTimer);
+      ctx.signal?.removeEventListener('abort', giveUp);
       ac.abort();
     }
+    if (ctx.signal?.aborted) return 130;
     // A stream that dropped or ended while the run goes on is resumed after the last post seen.
     if (!finished) {
       if (++reconnects > MAX_RECONNECTS) throw new ApiError(0, { detail: `the stream of run ${id} keeps ending (${dropped}); run crewhouse runs watch ${id} again` });

@@ -1,7 +1,8 @@
 import { actorOf } from '../../http/auth.ts';
 import { optionalIfMatch, requireIfMatch, setEtag, etagOf } from '../../http/etag.ts';
 import type { App } from '../../http/kernel.ts';
-import { ListQuery, Page, limitOf } from '../../http/pagination.ts';
+import { ListQuery, Page } from '../../http/pagination.ts';
+import { limitOf } from '../../db/pagination.ts';
 import { IfMatchHeader, IfMatchToReplace, NoContent } from '../../http/schemas.ts';
 import { documentRoutes } from '../documents/documents.routes.ts';
 import type { DocumentsService } from '../documents/documents.service.ts';

@@ -1,17 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { makeEnvironment, makeTeam, makeTemplate } from '../../../test/factories.ts';
+import { makeAgent, makeDestination as makeDest, makeEnvironment, makeTeam, makeTemplate } from '../../../test/factories.ts';
 import { testApp, uniq, type TestApp } from '../../../test/harness.ts';
 import { agentVersionForRun } from './agents.service.ts';
 
 const V1 = '/api/v1';
-
-async function makeAgent(t: TestApp, version: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
-  const name = uniq('ag');
-  const res = await t.request({ method: 'POST', url: `${V1}/agents`, token: t.adminToken, body: { name, version: { system_prompt: 'You write code.', ...version }, ...extra } });
-  assert.equal(res.status, 201, res.text);
-  return { name, etag: String(res.headers.etag), body: res.body };
-}
 
 async function etagOf(t: TestApp, name: string) {
   return String((await t.request({ method: 'GET', url: `${V1}/agents/${name}`, token: t.adminToken })).headers.etag);
@@ -120,12 +113,12 @@ describe('agents', () => {
       assert.deepEqual(res.body.errors.map((e: { field: string }) => e.field), [field]);
       assert.equal((await t.request({ method: 'GET', url: `${V1}/agents/${name}`, token: t.adminToken })).status, 404);
     }
-    const ok = await makeAgent(t, {
+    const ok = await makeAgent(t, { version: {
       tools: ['shell', 'read_file', 'finish'],
       model: 'smart',
       egress: { mode: 'allow_all', upstream_deny_cidrs: ['10.0.0.0/8', 'fd00::/8'] },
       context: [{ repo: 'web' }],
-    });
+    } });
     assert.deepEqual(ok.body.current.tools, ['shell', 'read_file', 'finish']);
     assert.equal(ok.body.tool_count, 3);
     assert.equal(ok.body.model, 'smart');
@@ -137,7 +130,7 @@ describe('agents', () => {
   });
 
   test('a new version becomes current; versions list newest first with note, created_by, created_at', async () => {
-    const { name } = await makeAgent(t, { tools: ['shell'], note: 'one' });
+    const { name } = await makeAgent(t, { version: { tools: ['shell'], note: 'one' } });
     const v2 = await postVersion(t, name, { system_prompt: 'Second.', tools: ['shell', 'git_push'], mcp_servers: [], note: 'two' });
     assert.equal(v2.status, 201, v2.text);
     assert.equal(v2.body.version, 2);
@@ -168,7 +161,7 @@ describe('agents', () => {
   });
 
   test('rule 1: without from_version the body is a whole version; what it leaves out takes the defaults, not the previous values', async () => {
-    const { name } = await makeAgent(t, { tools: ['shell'], confirmation_policy: 'confirm_risky', produces_branch: true, works_on_branch: true, model: 'smart', context: [{ a: 1 }] });
+    const { name } = await makeAgent(t, { version: { tools: ['shell'], confirmation_policy: 'confirm_risky', produces_branch: true, works_on_branch: true, model: 'smart', context: [{ a: 1 }] } });
     const v2 = await postVersion(t, name, { system_prompt: 'Fresh.' });
     assert.equal(v2.status, 201);
     assert.deepEqual(
@@ -181,13 +174,13 @@ describe('agents', () => {
   });
 
   test('rules 2 and 3: from_version is the base, only present fields change, null means "not given"', async () => {
-    const { name } = await makeAgent(t, {
+    const { name } = await makeAgent(t, { version: {
       tools: ['shell', 'read_file'],
       confirmation_policy: 'confirm_risky',
       produces_branch: true,
       egress: { mode: 'allow_all', upstream_deny_cidrs: ['10.0.0.0/8'] },
       context: [{ repo: 'api' }],
-    });
+    } });
     const v2 = await postVersion(t, name, {
       from_version: 1,
       tools: ['shell'],
@@ -209,12 +202,12 @@ describe('agents', () => {
     assert.deepEqual(v2.body.context, [{ repo: 'api' }]);
     assert.equal(v2.body.note, 'fewer tools');
     // null without a base means the default
-    const fresh = await makeAgent(t, { tools: null, confirmation_policy: null, produces_branch: null, egress: null, context: null, skills: null, mcp_servers: null });
+    const fresh = await makeAgent(t, { version: { tools: null, confirmation_policy: null, produces_branch: null, egress: null, context: null, skills: null, mcp_servers: null } });
     assert.deepEqual([fresh.body.current.tools, fresh.body.current.confirmation_policy, fresh.body.current.produces_branch], [[], 'never_confirm', false]);
   });
 
   test('rule 4: null for works_on_branch, model and environment is stored; omitting keeps the base value', async () => {
-    const { name } = await makeAgent(t, { works_on_branch: true, model: 'smart' });
+    const { name } = await makeAgent(t, { version: { works_on_branch: true, model: 'smart' } });
     const kept = await postVersion(t, name, { from_version: 1, note: 'keep' });
     assert.equal(kept.status, 201);
     assert.equal(kept.body.works_on_branch, true);
@@ -232,7 +225,7 @@ describe('agents', () => {
   });
 
   test('from_version naming an old version makes its content current again as a new version; an unknown one is 422', async () => {
-    const { name } = await makeAgent(t, { tools: ['shell'], note: 'v1' });
+    const { name } = await makeAgent(t, { version: { tools: ['shell'], note: 'v1' } });
     await postVersion(t, name, { system_prompt: 'Other.', tools: ['search'] });
     const back = await postVersion(t, name, { from_version: 1, note: 'roll back' });
     assert.equal(back.status, 201);
@@ -259,7 +252,7 @@ describe('agents', () => {
   });
 
   test('PATCH changes display_name, kind, description (null clears); If-Match 428/412; audited', async () => {
-    const { name, etag } = await makeAgent(t, {}, { display_name: 'A', kind: 'coder', description: 'd' });
+    const { name, etag } = await makeAgent(t, { body: { display_name: 'A', kind: 'coder', description: 'd' } });
     const url = `${V1}/agents/${name}`;
     assert.equal((await t.request({ method: 'PATCH', url, token: t.adminToken, body: { kind: 'reviewer' } })).status, 428);
     const ok = await t.request({ method: 'PATCH', url, token: t.adminToken, body: { display_name: null, kind: 'reviewer', description: null }, headers: { 'if-match': etag } });
@@ -274,7 +267,7 @@ describe('agents', () => {
   });
 
   test('GET /agents lists summaries by name with pagination; unknown agent is 404', async () => {
-    const a = await makeAgent(t, { tools: ['shell', 'search'], model: 'fast' });
+    const a = await makeAgent(t, { version: { tools: ['shell', 'search'], model: 'fast' } });
     const page = await t.request({ method: 'GET', url: `${V1}/agents?limit=200`, token: t.adminToken });
     assert.equal(page.status, 200);
     const item = page.body.items.find((i: { name: string }) => i.name === a.name);
@@ -343,7 +336,7 @@ describe('agents', () => {
   });
 
   test('the worker resolves a new run to the current version; a run already going keeps its pinned version', async () => {
-    const { name } = await makeAgent(t, { tools: ['shell'] });
+    const { name } = await makeAgent(t, { version: { tools: ['shell'] } });
     const first = await agentVersionForRun(t.db, name);
     assert.equal(first.version, 1);
     assert.deepEqual(first.tools, ['shell']);
@@ -398,12 +391,7 @@ describe('agents and the names of other modules', () => {
   });
   after(() => t.close());
 
-  async function makeDestination(host: string) {
-    const name = uniq('dest');
-    const res = await t.request({ method: 'POST', url: `${V1}/destinations`, token: t.adminToken, body: { name, host, what: 'test destination' } });
-    assert.equal(res.status, 201, res.text);
-    return name;
-  }
+  const makeDestination = async (host: string) => (await makeDest(t, { host })).name;
   const environmentUsedBy = async (name: string) => {
     const res = await t.request({ method: 'GET', url: `${V1}/environments/${name}`, token: t.adminToken });
     assert.equal(res.status, 200, res.text);
@@ -419,8 +407,8 @@ describe('agents and the names of other modules', () => {
     const big = (await makeEnvironment(t)).name;
     const github = await makeDestination('api.github.com');
     const npm = await makeDestination('registry.npmjs.org');
-    const { name } = await makeAgent(t, { environment: small, egress: { mode: 'allowlist', destinations: [github] } });
-    const other = await makeAgent(t, { environment: small, egress: { mode: 'allowlist', destinations: [github, npm] } });
+    const { name } = await makeAgent(t, { version: { environment: small, egress: { mode: 'allowlist', destinations: [github] } } });
+    const other = await makeAgent(t, { version: { environment: small, egress: { mode: 'allowlist', destinations: [github, npm] } } });
     assert.equal(other.body.environment, small);
     assert.deepEqual(other.body.current.egress.destinations, [github, npm]);
     const refs = t.services.references;

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { makeAgent as makeAgentIn } from '../../../test/factories.ts';
 import { testApp, uniq, type TestApp } from '../../../test/harness.ts';
 import { sniffImage } from './avatar.ts';
 
@@ -16,12 +17,7 @@ describe('agent avatars', () => {
   });
   after(() => t.close());
 
-  async function makeAgent() {
-    const name = uniq('av');
-    const res = await t.request({ method: 'POST', url: `${V1}/agents`, token: t.adminToken, body: { name, version: { system_prompt: 'x' } } });
-    assert.equal(res.status, 201);
-    return name;
-  }
+  const makeAgent = async () => (await makeAgentIn(t)).name;
   const put = (name: string, bytes: Buffer, opts: { type?: string; ifMatch?: string; token?: string } = {}) =>
     t.request({
       method: 'PUT',

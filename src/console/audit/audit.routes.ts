@@ -1,6 +1,7 @@
 import type { AuditLog } from '../../audit/audit.ts';
 import type { App } from '../../http/kernel.ts';
-import { limitOf, Page } from '../../http/pagination.ts';
+import { Page } from '../../http/pagination.ts';
+import { limitOf } from '../../db/pagination.ts';
 import { AuditEntry, AuditQuery } from './audit.schemas.ts';
 
 /** The audit log for admins in the Console (the CLI's `crewhouse audit` reads the same table). */

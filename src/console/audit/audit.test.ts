@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { makeAgent } from '../../../test/factories.ts';
+import { makeAgent, makeSecret } from '../../../test/factories.ts';
 import { testApp, uniq, type TestApp } from '../../../test/harness.ts';
 
 describe('audit log', () => {
@@ -36,7 +36,7 @@ describe('audit log', () => {
   test('a secret written is in the log without its value', async () => {
     const value = `s3cret-${uniq('v')}`;
     const name = uniq('audit-secret');
-    assert.equal((await t.request({ method: 'PUT', url: `/api/v1/secrets/${name}`, token: t.adminToken, body: { value } })).status, 201);
+    await makeSecret(t, { name, value });
     const log = await t.request({ method: 'GET', url: '/api/v1/audit?target_type=secret&limit=200', token: t.adminToken });
     assert.ok(log.body.items.some((e: { target: string }) => e.target === name), log.text);
     assert.ok(!log.text.includes(value));

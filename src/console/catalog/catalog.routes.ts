@@ -1,5 +1,6 @@
 import type { App } from '../../http/kernel.ts';
-import { ListQuery, Page, limitOf } from '../../http/pagination.ts';
+import { ListQuery, Page } from '../../http/pagination.ts';
+import { limitOf } from '../../db/pagination.ts';
 import { ModelEntry, ToolEntry } from './catalog.schemas.ts';
 import type { CatalogService } from './catalog.service.ts';
 

@@ -1,9 +1,9 @@
 import net from 'node:net';
 import type { Static } from 'typebox';
-import { decodeCursor, encodeCursor } from '../../http/pagination.ts';
-import { problems } from '../../http/problems.ts';
+import { decodeCursor, encodeCursor } from '../../db/pagination.ts';
+import { problems } from '../../errors/problems.ts';
 import type { ModelAlias, ModelCatalog } from '../../models/catalog.ts';
-import { TOOL_CATALOG, type ToolDefinition } from '../../runtime/tools/catalog.ts';
+import { TOOL_CATALOG, type ToolDefinition } from '../../agent/tools/catalog.ts';
 import type { ModelEntry, ToolEntry } from './catalog.schemas.ts';
 
 /** A page of a fixed, ordered list; the cursor is the key of the last item given out. */

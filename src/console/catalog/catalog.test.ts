@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { Ajv } from 'ajv';
 import { testApp, type TestApp } from '../../../test/harness.ts';
 import { DEFAULT_MODELS } from '../../models/catalog.ts';
-import { TOOL_CATALOG, toolNamed, unknownTools } from '../../runtime/tools/catalog.ts';
+import { TOOL_CATALOG, toolNamed, unknownTools } from '../../agent/tools/catalog.ts';
 
 const V1 = '/api/v1';
 

@@ -1,7 +1,8 @@
 import { actorOf } from '../../http/auth.ts';
 import { requireIfMatch, setEtag } from '../../http/etag.ts';
 import type { App } from '../../http/kernel.ts';
-import { ListQuery, Page, limitOf } from '../../http/pagination.ts';
+import { ListQuery, Page } from '../../http/pagination.ts';
+import { limitOf } from '../../db/pagination.ts';
 import { IfMatchHeader, NoContent } from '../../http/schemas.ts';
 import { Destination, DestinationCreate, DestinationParams, DestinationPut } from './destinations.schemas.ts';
 import { presentDestination, type DestinationsService } from './destinations.service.ts';

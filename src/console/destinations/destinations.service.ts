@@ -8,9 +8,9 @@ import { BUILTIN_DESTINATIONS, isBuiltinDestination } from '../../egress/builtin
 import { GATEWAY_KEYS, parseInjectSecret } from '../../egress/gateway-keys.ts';
 import { parseHost } from '../../egress/hosts.ts';
 import { effectiveEgressPolicy, type EgressSetting, type PolicyDestination } from '../../egress/policy.ts';
-import { decodeCursor, toPage } from '../../http/pagination.ts';
-import { problems, type FieldProblem } from '../../http/problems.ts';
-import type { References, RefQuery } from '../references.ts';
+import { decodeCursor, toPage } from '../../db/pagination.ts';
+import { problems, type FieldProblem } from '../../errors/problems.ts';
+import type { References, RefQuery } from '../../references.ts';
 import type { Destination, DestinationCreate, DestinationPut } from './destinations.schemas.ts';
 import * as store from './destinations.store.ts';
 import type { DestinationRow } from './destinations.store.ts';

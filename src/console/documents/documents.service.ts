@@ -6,8 +6,8 @@ import { deleteIfVersion, lockKey, updateIfVersion } from '../../db/conditional.
 import { within } from '../../db/within.ts';
 import type { Database } from '../../db/schema.ts';
 import type { HookCaller } from '../../hooks.ts';
-import { decodeCursor, toPage } from '../../http/pagination.ts';
-import { problems, type FieldProblem } from '../../http/problems.ts';
+import { decodeCursor, toPage } from '../../db/pagination.ts';
+import { problems, type FieldProblem } from '../../errors/problems.ts';
 import { DOCUMENT_LIMITS, DOCUMENT_MEDIA_TYPES, DOCUMENT_NAME_PATTERN, DOCUMENT_NAME_WORDS, type DocumentOut, type DocumentPut, type DocumentSummary } from './documents.schemas.ts';
 import type { DocumentScope } from './documents.tables.ts';
 import * as store from './documents.store.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { systemActor } from '../../audit/audit.ts';
-import { makeEnvironment, makeTeam, makeTemplate } from '../../../test/factories.ts';
+import { makeAgent as makeAgentIn, makeEnvironment, makeTeam, makeTemplate } from '../../../test/factories.ts';
 import { testApp, uniq, type TestApp } from '../../../test/harness.ts';
 import { documentsForRole } from './index.ts';
 
@@ -16,12 +16,7 @@ describe('context documents', () => {
   });
   after(() => t.close());
 
-  async function makeAgent() {
-    const name = uniq('doc');
-    const res = await t.request({ method: 'POST', url: `${V1}/agents`, token: t.adminToken, body: { name, version: { system_prompt: 'x' } } });
-    assert.equal(res.status, 201);
-    return name;
-  }
+  const makeAgent = async () => (await makeAgentIn(t)).name;
   const put = (agent: string, doc: string, body: Record<string, unknown>, opts: { ifMatch?: string; token?: string } = {}) =>
     t.request({ method: 'PUT', url: `${V1}/agents/${agent}/documents/${doc}`, token: opts.token ?? t.adminToken, body, headers: opts.ifMatch ? { 'if-match': opts.ifMatch } : {} });
 

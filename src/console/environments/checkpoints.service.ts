@@ -1,11 +1,5 @@
 import type { HookCaller } from '../../hooks.ts';
-import { decodeCursor, toPage } from '../../http/pagination.ts';
-
-export interface CheckpointUse {
-  checkpoint_id: string;
-  kind: string;
-  name: string;
-}
+import { decodeCursor, toPage } from '../../db/pagination.ts';
 
 /**
  * The checkpoint ids in use. Each module that names checkpoints (environments, teams) answers

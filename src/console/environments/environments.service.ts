@@ -1,10 +1,10 @@
 import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import { deleteIfVersion, updateIfVersion } from '../../db/conditional.ts';
-import { decodeCursor, toPage } from '../../http/pagination.ts';
-import { problems, type FieldProblem } from '../../http/problems.ts';
-import type { References, RefQuery } from '../references.ts';
-import type { CheckpointUse } from './checkpoints.service.ts';
+import { decodeCursor, toPage } from '../../db/pagination.ts';
+import { problems, type FieldProblem } from '../../errors/problems.ts';
+import type { References, RefQuery } from '../../references.ts';
+import type { CheckpointUse } from '../../hooks.ts';
 import {
   DEFAULT_DEEP_SLEEP_AFTER_SECONDS,
   DEFAULT_IDLE_AFTER_SECONDS,

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { testApp, uniq, type TestApp } from '../../../test/harness.ts';
-import { manifestProblem } from './images.service.ts';
+import { manifestProblem } from './manifest.ts';
 
 const hex = (c: string) => c.repeat(64);
 const manifest = (version: string, builtAt: string) => ({

@@ -1,9 +1,14 @@
 import type { App } from '../../http/kernel.ts';
-import type { SandboxesService } from '../../runtime/sandboxes/sandboxes.service.ts';
+import type { Static } from 'typebox';
 import { SandboxHosts } from './hosts.schemas.ts';
 
 /** The sandbox hosts for operators (the web console's Hosts page, `crewhouse hosts`): an extension of the contract, as `GET /audit` is. */
-export function hostsRoutes(app: App, deps: { sandboxes: SandboxesService; deadAfterSeconds: number; vcpuOvercommit: number }) {
+/** What the routes need of the sandboxes (the runtime's sandboxes service answers it; the console does not import the runtime). */
+export interface HostsSource {
+  hosts(settings: { deadAfterSeconds: number; vcpuOvercommit?: number }): Promise<Static<typeof SandboxHosts>>;
+}
+
+export function hostsRoutes(app: App, deps: { sandboxes: HostsSource; deadAfterSeconds: number; vcpuOvercommit: number }) {
   app.get('/hosts', {
     config: { auth: { role: 'operator' } },
     schema: {

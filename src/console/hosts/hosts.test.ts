@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { testApp, type TestApp } from '../../../test/harness.ts';
 import { makeHostRow, makeTeamRows, teamDirectory } from '../../../test/sandboxes.ts';
-import { createDestroyTeamSandboxes } from '../../runtime/sandboxes/jobs/destroy-team-sandboxes.ts';
+import { createDestroyTeamSandboxes } from '../../runtime/sandboxes/jobs/destroy-team.job.ts';
 import { placeSandbox, PlacementError } from '../../runtime/sandboxes/placement.ts';
 
 describe('hosts view', () => {

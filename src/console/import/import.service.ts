@@ -6,7 +6,7 @@ import type { Db } from '../../db/database.ts';
 import { lockKey } from '../../db/conditional.ts';
 import type { Database } from '../../db/schema.ts';
 import { isBuiltinDestination } from '../../egress/builtins.ts';
-import { Problem, problems, type FieldProblem } from '../../http/problems.ts';
+import { Problem, problems, type FieldProblem } from '../../errors/problems.ts';
 import { fieldProblems, validatorCompiler } from '../../http/validation.ts';
 import { AgentCreate } from '../agents/agents.schemas.ts';
 import { agentVersionForRun, type AgentsService } from '../agents/agents.service.ts';

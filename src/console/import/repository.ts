@@ -3,8 +3,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ImportRepository } from '../../config.ts';
-import { problems } from '../../http/problems.ts';
-import type { CodeHostApp } from '../../integrations/code-host/app.ts';
+import { problems } from '../../errors/problems.ts';
+import type { CodeHostApp } from '../../integrations/code_host/app.ts';
 
 /** Git is looked up on the system's own path, not on whatever PATH the service was started with. */
 const SYSTEM_PATH = '/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';

@@ -1,7 +1,8 @@
 import { actorOf } from '../../http/auth.ts';
 import { requireIfMatch, setEtag } from '../../http/etag.ts';
 import type { App } from '../../http/kernel.ts';
-import { ListQuery, limitOf } from '../../http/pagination.ts';
+import { ListQuery } from '../../http/pagination.ts';
+import { limitOf } from '../../db/pagination.ts';
 import { IfMatchHeader } from '../../http/schemas.ts';
 import { Integration, IntegrationList, IntegrationParams, IntegrationPut, IntegrationTestResult, RoleBotList } from './integrations.schemas.ts';
 import type { IntegrationsService } from './integrations.service.ts';

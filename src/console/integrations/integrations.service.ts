@@ -4,13 +4,14 @@ import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import { updateIfVersion } from '../../db/conditional.ts';
 import { API_PREFIX } from '../../http/openapi.ts';
-import { decodeCursor, toPage } from '../../http/pagination.ts';
-import { problems, type FieldProblem } from '../../http/problems.ts';
-import type { CodeHostApp, Coverage } from '../../integrations/code-host/app.ts';
+import { decodeCursor, toPage } from '../../db/pagination.ts';
+import { problems, type FieldProblem } from '../../errors/problems.ts';
+import type { CodeHostApp } from '../../integrations/code_host/app.ts';
+import type { Coverage } from '../../hooks.ts';
 
 /** Octokit is loaded on first use: a deployment without the code host never holds it in memory. */
-const codeHostModule = () => import('../../integrations/code-host/app.ts');
-import { SyncRoleBots } from '../../integrations/chat_a/chat_a.jobs.ts';
+const codeHostModule = () => import('../../integrations/code_host/app.ts');
+import { syncRoleBotsJob } from '../../integrations/chat_a/sync-role-bots.job.ts';
 import type { SecretsService } from '../../secrets/secrets.service.ts';
 import type { Integration, IntegrationPut, IntegrationTestResult } from './integrations.schemas.ts';
 import * as store from './integrations.store.ts';
@@ -307,7 +308,7 @@ export function createIntegrationsService(deps: IntegrationsDeps) {
         await recordAudit(trx, actor, 'integration.update', { type: 'integration', id: k }, { enabled: input.enabled, settings, generation: Number(updated.generation) });
         await store.notifySettingsChanged(trx);
         // The role bots show their agents' names and pictures once the server is known.
-        if (k === 'chat_a' && input.enabled) await SyncRoleBots.enqueue(trx, { generation: Number(updated.generation) }, { key: `chat_a.role_bots:${updated.generation}` });
+        if (k === 'chat_a' && input.enabled) await syncRoleBotsJob.enqueue(trx, { generation: Number(updated.generation) }, { key: `${syncRoleBotsJob.kind}:${updated.generation}` });
         return updated;
       });
       // Live hosts and secret status read other modules' tables: after the transaction.

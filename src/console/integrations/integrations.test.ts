@@ -3,20 +3,11 @@ import { after, before, describe, test } from 'node:test';
 import { makeTeam, makeTemplate } from '../../../test/factories.ts';
 import { startFakeCodeHost, type FakeCodeHost } from '../../../test/fakes/code-host.ts';
 import { startFakeMattermost } from '../../../test/fakes/mattermost.ts';
-import { captureLogger, dbKind, testApp, uniq, type TestApp } from '../../../test/harness.ts';
+import { captureLogger, dbKind, testApp, uniq, waitFor, type TestApp } from '../../../test/harness.ts';
 import { makeHostRow } from '../../../test/sandboxes.ts';
 import { issuerOf, mintCertificateAuthority, mintLeaf } from '../../gateway/certificates.ts';
 import { watchIntegrationSettings } from '../../gateway/integration-settings.ts';
 import { repositoryOnCodeHost } from './integrations.service.ts';
-
-/** Waits for a condition, with a generous bound (the machine may be loaded). */
-async function until(what: string, fn: () => Promise<boolean>, ms = 60_000) {
-  const end = Date.now() + ms;
-  while (!(await fn())) {
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe(`integrations (${dbKind})`, () => {
   let t: TestApp;
@@ -270,7 +261,7 @@ describe(`integrations (${dbKind})`, () => {
       // A change reaches the running gateway by NOTIFY, with no restart.
       const next = await put('tracker_a', { enabled: false, settings: {} });
       assert.ok(next.body.status.generation > now.body.status.generation);
-      await until('the gateway to load the new generation', async () => (await req('GET', '/integrations/tracker_a')).body.status.applied === 'current');
+      await waitFor('the gateway to load the new generation', async () => (await req('GET', '/integrations/tracker_a')).body.status.applied === 'current');
       assert.equal(watch.loaded(), (await req('GET', '/integrations/tracker_a')).body.status.generation);
     } finally {
       await watch.stop();

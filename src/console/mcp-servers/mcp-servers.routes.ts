@@ -1,8 +1,9 @@
 import { actorOf } from '../../http/auth.ts';
 import { optionalIfMatch, requireIfMatch, setEtag } from '../../http/etag.ts';
 import type { App } from '../../http/kernel.ts';
-import { ListQuery, Page, limitOf } from '../../http/pagination.ts';
-import { problems } from '../../http/problems.ts';
+import { ListQuery, Page } from '../../http/pagination.ts';
+import { limitOf } from '../../db/pagination.ts';
+import { problems } from '../../errors/problems.ts';
 import { IfMatchHeader, IfMatchToReplace, NoContent } from '../../http/schemas.ts';
 import { McpServer, McpServerCreate, McpServerIdParams, McpServerParams, McpServerPut } from './mcp-servers.schemas.ts';
 import { addressOf, parseMcpId, type McpServersService } from './mcp-servers.service.ts';

@@ -4,13 +4,13 @@ import type { Db } from '../../db/database.ts';
 import { deleteIfVersion, updateIfVersion } from '../../db/conditional.ts';
 import type { Database } from '../../db/schema.ts';
 import { isBuiltinDestination } from '../../egress/builtins.ts';
-import { decodeCursor, toPage } from '../../http/pagination.ts';
-import { problems, type FieldProblem } from '../../http/problems.ts';
+import { decodeCursor, toPage } from '../../db/pagination.ts';
+import { problems, type FieldProblem } from '../../errors/problems.ts';
 import type { SecretsService } from '../../secrets/secrets.service.ts';
 import type { Logger } from 'pino';
 import type { HookCaller } from '../../hooks.ts';
-import type { References, RefQuery } from '../references.ts';
-import type { TeamsService } from '../teams/teams.service.ts';
+import type { References, RefQuery } from '../../references.ts';
+import type { TeamsDirectory } from '../teams/teams.directory.ts';
 import { PLATFORM_SEGMENT, type McpServer, type McpServerCreate, type McpServerProposal, type McpServerPut } from './mcp-servers.schemas.ts';
 import * as store from './mcp-servers.store.ts';
 import type { McpServerRow, ServerColumns } from './mcp-servers.store.ts';
@@ -21,7 +21,7 @@ export interface McpAddress {
   name: string;
 }
 
-type TeamRoles = Awaited<ReturnType<TeamsService['rolesWithEgress']>>;
+type TeamRoles = Awaited<ReturnType<TeamsDirectory['rolesWithEgress']>>;
 type SecretStatus = McpServer['secret']['status'];
 
 const SECRET_PREFIX = 'secret:';
@@ -90,7 +90,7 @@ export function createMcpServersService(deps: {
   db: Db;
   references: References;
   secrets: Pick<SecretsService, 'get' | 'declare'>;
-  teams: Pick<TeamsService, 'mustGetLive' | 'rolesWithEgress' | 'roleMcpServerNames'>;
+  teams: Pick<TeamsDirectory, 'mustGetLive' | 'rolesWithEgress' | 'roleMcpServerNames'>;
   hooks: HookCaller;
   logger: Pick<Logger, 'info'>;
 }) {

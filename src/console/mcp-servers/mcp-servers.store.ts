@@ -1,7 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import { countEach } from '../../db/count-each.ts';
 import type { Database } from '../../db/schema.ts';
-import { keyset, type CursorValue } from '../../http/pagination.ts';
+import { keyset, type CursorValue } from '../../db/pagination.ts';
 import type { McpAuth, McpStatus } from './mcp-servers.tables.ts';
 
 type Q = Kysely<Database> | Transaction<Database>;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { systemActor } from '../../audit/audit.ts';
-import { makeAgent, makeEnvironment, makeTeam, makeTemplate } from '../../../test/factories.ts';
+import { makeDestination as makeDest, makeSecret, makeAgent, makeEnvironment, makeTeam, makeTemplate } from '../../../test/factories.ts';
 import { testApp, uniq, type TestApp } from '../../../test/harness.ts';
 
 describe('mcp servers', () => {
@@ -22,21 +22,11 @@ describe('mcp servers', () => {
   const etagOf = async (id: string) => String((await get(id)).headers.etag);
   const base = (extra: Record<string, unknown> = {}) => ({ name: uniq('srv'), url: 'https://mcp.example.com/sse', destination: allowed, auth: 'bearer', secret: `secret:${secret}`, roles: [], ...extra });
 
-  async function makeDestination() {
-    const name = uniq('dst');
-    const res = await t.request({ method: 'POST', url: '/api/v1/destinations', token: t.adminToken, body: { name, host: `${name}.example.com` } });
-    assert.equal(res.status, 201, res.text);
-    return name;
-  }
-  async function putSecret(name: string, value = SECRET_VALUE) {
-    const res = await t.request({ method: 'PUT', url: `/api/v1/secrets/${name}`, token: t.adminToken, body: { value } });
-    assert.equal(res.status, 201, res.text);
-    return res;
-  }
+  const makeDestination = async () => (await makeDest(t)).name;
   /** A secret in a team's namespace, as a reference a team server may name. */
   async function teamSecret(teamName: string) {
     const name = `teams/${teamName}/${uniq('tok')}`;
-    await putSecret(name);
+    await makeSecret(t, { name, value: SECRET_VALUE });
     return `secret:${name}`;
   }
   async function auditOf(id: string) {
@@ -56,7 +46,7 @@ describe('mcp servers', () => {
     team = (await makeTeam(t, { template: tpl.name })).name;
     // A team server's secret lives in its team's namespace; a platform server may name any.
     secret = `teams/${team}/${uniq('mcp-token')}`;
-    await putSecret(secret);
+    await makeSecret(t, { name: secret, value: SECRET_VALUE });
   });
   after(() => t.close());
 
@@ -345,7 +335,7 @@ describe('mcp servers', () => {
   test('a destination or secret a server names is in use: the destination cannot be deleted, the secret counts it', async () => {
     const d = await makeDestination();
     const name = `teams/${team}/${uniq('sec')}`;
-    await putSecret(name);
+    await makeSecret(t, { name, value: SECRET_VALUE });
     const s = (await create(base({ team, destination: d, secret: `secret:${name}` }), operator.token)).body;
     const dEtag = String((await t.request({ method: 'GET', url: `/api/v1/destinations/${d}`, token: t.adminToken })).headers.etag);
     const del = await t.request({ method: 'DELETE', url: `/api/v1/destinations/${d}`, token: t.adminToken, headers: { 'if-match': dEtag } });
@@ -359,7 +349,7 @@ describe('mcp servers', () => {
 
   test('secret.status: set, unset, missing, none; the value never leaves the server or reaches the audit log or logs', async () => {
     const integration = `integrations/code_host/${uniq('k')}`;
-    const put = await putSecret(integration);
+    const put = await makeSecret(t, { name: integration, value: SECRET_VALUE });
     // A team server may not name a platform credential: only its team's secrets.
     for (const ref of [`secret:${integration}`, 'secret:models/openai', `secret:teams/${uniq('other')}/k`]) {
       const refused = await create(base({ team, secret: ref }), operator.token);
@@ -368,12 +358,12 @@ describe('mcp servers', () => {
     }
     const s = (await create(base({ secret: `secret:${integration}` }))).body;
     assert.equal(s.secret.status, 'set');
-    await t.request({ method: 'DELETE', url: `/api/v1/secrets/${integration}`, token: t.adminToken, headers: { 'if-match': String(put.headers.etag) } });
+    await t.request({ method: 'DELETE', url: `/api/v1/secrets/${integration}`, token: t.adminToken, headers: { 'if-match': put.etag } });
     assert.deepEqual((await get(s.id)).body.secret, { ref: `secret:${integration}`, status: 'unset', set_with: `PUT /api/v1/secrets/${integration}` });
     const plain = `teams/${team}/${uniq('gone')}`;
-    const put2 = await putSecret(plain);
+    const put2 = await makeSecret(t, { name: plain, value: SECRET_VALUE });
     const g = (await create(base({ team, secret: `secret:${plain}` }), operator.token)).body;
-    await t.request({ method: 'DELETE', url: `/api/v1/secrets/${plain}`, token: t.adminToken, headers: { 'if-match': String(put2.headers.etag) } });
+    await t.request({ method: 'DELETE', url: `/api/v1/secrets/${plain}`, token: t.adminToken, headers: { 'if-match': put2.etag } });
     assert.deepEqual((await get(g.id)).body.secret, { ref: `secret:${plain}`, status: 'missing', set_with: `PUT /api/v1/secrets/${plain}` });
     const list = await t.request({ method: 'GET', url: '/api/v1/mcp-servers?limit=200', token: t.adminToken });
     assert.ok(!list.text.includes(SECRET_VALUE));

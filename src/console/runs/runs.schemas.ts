@@ -40,7 +40,7 @@ export const RunSummary = Type.Object({
   team: Type.String(),
   work_item_id: Type.String(),
   state: RunStateSchema,
-  surface: Type.String({ description: 'where the run lives: `console`, or a chat surface (answered and cancelled there)' }),
+  surface: Type.String({ description: 'where the work came from, and where the run is answered and cancelled: `console`, `code_host`, `tracker_a`, `tracker_b`, or a chat surface (`chat_a`, `chat_b`: answered and cancelled there, the routes answer 409)' }),
   text: Type.String({ description: 'the task as given' }),
   lead: Type.String(),
   cost_usd: Type.Number({ description: 'model spend of every role of the run' }),

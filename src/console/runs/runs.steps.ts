@@ -11,7 +11,7 @@ import type { AgentInput, Proposal } from '../../agent/protocol.ts';
 import { systemActor } from '../../audit/audit.ts';
 import type { Database } from '../../db/schema.ts';
 import type { HookCaller, RunChange } from '../../hooks.ts';
-import { problems } from '../../http/problems.ts';
+import { problems } from '../../errors/problems.ts';
 import type { RunTraces } from '../../telemetry/traces.ts';
 import { memoryBlock, outcomeEntry } from './runs.rules.ts';
 import * as store from './runs.store.ts';

@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { keyset, type CursorValue } from '../../http/pagination.ts';
+import { keyset, type CursorValue } from '../../db/pagination.ts';
 import type { PostDraft } from './runs.rules.ts';
 import type { Delivery, RunState, RunSurface, TaskState, WaitingFor } from './runs.tables.ts';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { systemActor } from '../../audit/audit.ts';
-import { Problem } from '../../http/problems.ts';
+import { Problem } from '../../errors/problems.ts';
 import { makeTeam } from '../../../test/factories.ts';
 import { testApp, type TestApp } from '../../../test/harness.ts';
 import { makeHostRow } from '../../../test/sandboxes.ts';

@@ -1,8 +1,9 @@
 import { actorOf } from '../../http/auth.ts';
 import { optionalIfMatch, requireIfMatch, setEtag } from '../../http/etag.ts';
 import type { App } from '../../http/kernel.ts';
-import { Page, limitOf } from '../../http/pagination.ts';
-import { problems } from '../../http/problems.ts';
+import { Page } from '../../http/pagination.ts';
+import { limitOf } from '../../db/pagination.ts';
+import { problems } from '../../errors/problems.ts';
 import { IfMatchHeader, IfMatchToReplace, NoContent } from '../../http/schemas.ts';
 import type { SecretsService } from '../../secrets/secrets.service.ts';
 import { SecretListQuery, SecretParams, SecretPut, SecretReference } from './secrets.schemas.ts';

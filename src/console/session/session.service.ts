@@ -4,8 +4,8 @@ import * as auth from '../../auth/auth.service.ts';
 import { hashPassword, hashToken, newSecret, verifyPassword } from '../../auth/credentials.ts';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
-import { decodeCursor, toPage } from '../../http/pagination.ts';
-import { problems } from '../../http/problems.ts';
+import { decodeCursor, toPage } from '../../db/pagination.ts';
+import { problems } from '../../errors/problems.ts';
 import type { UsersService } from '../users/users.service.ts';
 
 export const SESSION_TTL_MS = 7 * 24 * 3600 * 1000;

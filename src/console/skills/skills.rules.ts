@@ -1,5 +1,5 @@
 import { parse as parseYaml } from 'yaml';
-import type { FieldProblem } from '../../http/problems.ts';
+import type { FieldProblem } from '../../errors/problems.ts';
 import { SKILL_FILE_MAX_BYTES, SKILL_MAX_FILES, SKILL_NAME_MAX, SKILL_NAME_PATTERN, SKILL_NAME_WORDS, SKILL_TOTAL_MAX_BYTES } from './skills.schemas.ts';
 
 const NAME = new RegExp(SKILL_NAME_PATTERN);

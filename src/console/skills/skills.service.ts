@@ -4,8 +4,8 @@ import type { Db } from '../../db/database.ts';
 import { deleteIfVersion, lockKey, updateIfVersion } from '../../db/conditional.ts';
 import { within } from '../../db/within.ts';
 import type { Database } from '../../db/schema.ts';
-import { decodeCursor, toPage } from '../../http/pagination.ts';
-import { problems } from '../../http/problems.ts';
+import { decodeCursor, toPage } from '../../db/pagination.ts';
+import { problems } from '../../errors/problems.ts';
 import { checkSkill, isSkillName } from './skills.rules.ts';
 import { CATALOGUE_MAX_BYTES, type Skill, type SkillPut } from './skills.schemas.ts';
 

@@ -1,6 +1,5 @@
 import { Type } from 'typebox';
 import type { App } from '../../http/kernel.ts';
-import { proxyTeamOf, type TeamsService } from '../teams/teams.service.ts';
 import { budgetStateOf, SPEND_CACHE_MS, type SpendService } from './spend.service.ts';
 
 const DaySpend = Type.Object({ date: Type.String({ description: 'UTC day, YYYY-MM-DD' }), spend_usd: Type.Number(), tokens: Type.Integer(), requests: Type.Integer() });
@@ -29,7 +28,14 @@ const Budget = Type.Object({
 const cacheNote = `Answers are cached for ${SPEND_CACHE_MS / 1000} s. 503 without the model proxy, 502 when it fails.`;
 
 /** GET /spend and GET /teams/{name}/budget: the model proxy's spend in the spec's shapes. */
-export function spendRoutes(app: App, deps: { spend: SpendService; teams: TeamsService }) {
+/** A team's daily budget, with the name its spend has at the model proxy (the teams' provisioning answers). */
+interface TeamBudget {
+  name: string;
+  proxyTeam: string;
+  budget_usd_per_day: number;
+}
+
+export function spendRoutes(app: App, deps: { spend: SpendService; teams: { activeBudgets(): Promise<TeamBudget[]>; budgetOf(name: string): Promise<TeamBudget> } }) {
   const { spend, teams } = deps;
 
   app.get('/spend', {
@@ -41,7 +47,7 @@ export function spendRoutes(app: App, deps: { spend: SpendService; teams: TeamsS
       const byTeam = new Map(all.teams.map((t) => [t.team, t]));
       const emptySeries = all.series.map((d) => ({ date: d.date, spend_usd: 0, tokens: 0, requests: 0 }));
       const rows = active.map((t) => {
-        const s = byTeam.get(proxyTeamOf(t));
+        const s = byTeam.get(t.proxyTeam);
         return {
           team: t.name,
           budget_usd_per_day: t.budget_usd_per_day,
@@ -78,9 +84,9 @@ export function spendRoutes(app: App, deps: { spend: SpendService; teams: TeamsS
       response: { 200: Budget },
     },
     handler: async (req) => {
-      const team = await teams.mustGetLive(req.params.name);
+      const team = await teams.budgetOf(req.params.name);
       const days = req.query.days ?? 7;
-      const s = await spend.team(proxyTeamOf(team), days);
+      const s = await spend.team(team.proxyTeam, days);
       return {
         team: team.name,
         budget_usd_per_day: team.budget_usd_per_day,

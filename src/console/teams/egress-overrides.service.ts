@@ -2,9 +2,9 @@ import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import { updateIfVersion } from '../../db/conditional.ts';
 import { checkEgress, normalizeEgress, type Egress, type EgressInput } from '../../egress/setting.ts';
-import { problems, type FieldProblem } from '../../http/problems.ts';
-import type { References, RefQuery } from '../references.ts';
-import { mustGetLiveTeam } from './teams.service.ts';
+import { problems, type FieldProblem } from '../../errors/problems.ts';
+import type { References, RefQuery } from '../../references.ts';
+import { mustGetLiveTeam } from './teams.directory.ts';
 import * as store from './teams.store.ts';
 
 /** A team role's egress override: it replaces the agent definition's egress for that role. */

@@ -2,8 +2,10 @@ import { sql } from 'kysely';
 import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import type { HookCaller } from '../../hooks.ts';
-import { problems } from '../../http/problems.ts';
-import { chatARoomLabel, mustGetLiveTeam, presentLink } from './teams.service.ts';
+import { problems } from '../../errors/problems.ts';
+import { chatARoomLabel } from './teams.service.ts';
+import { mustGetLiveTeam } from './teams.directory.ts';
+import { presentLink } from './teams.presenters.ts';
 import * as store from './teams.store.ts';
 
 export const LINK_SURFACES = ['chat_a', 'chat_b', 'code_host', 'tracker_a', 'tracker_b'] as const;

@@ -1,145 +1,29 @@
-import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
-import { normalizeEgress, type Egress } from '../../egress/setting.ts';
 import type { HookCaller } from '../../hooks.ts';
 import { updateIfVersion } from '../../db/conditional.ts';
-import { decodeCursor, toPage, type CursorValue } from '../../http/pagination.ts';
-import { problems, type FieldProblem } from '../../http/problems.ts';
+import { decodeCursor, toPage, type CursorValue } from '../../db/pagination.ts';
+import { problems, type FieldProblem } from '../../errors/problems.ts';
 import type { ModelCatalog } from '../../models/catalog.ts';
-import type { ModelProxyClient } from '../../modelproxy/client.ts';
-import type { Cipher } from '../../secrets/cipher.ts';
 import type { AgentVersion } from '../agents/agents.schemas.ts';
 import { checkSkill } from '../skills/skills.rules.ts';
-import type { SandboxesService, TeamSandboxes } from '../../runtime/sandboxes/sandboxes.service.ts';
-import type { References, RefQuery } from '../references.ts';
-import type { RunActivity, RunsService } from '../runs/runs.service.ts';
-import { budgetStateOf, type SpendService } from '../spend/spend.service.ts';
-import type { MemoryInput, TemplateContent, TemplateRole } from '../templates/templates.schemas.ts';
+import type { References, RefQuery } from '../../references.ts';
+import type { RunsService } from '../runs/runs.service.ts';
+import type { TemplateContent, TemplateRole } from '../templates/templates.schemas.ts';
 import type { TemplatesService } from '../templates/templates.service.ts';
 import type { UsersService } from '../users/users.service.ts';
 import type { TeamCreate, TeamPatch, TeamState } from './teams.schemas.ts';
-import { revokeKeyLater } from './jobs/revoke-key.job.ts';
-import { revokeTeamKeysLater } from './jobs/revoke-team-keys.job.ts';
-import { syncTeamProxyLater } from './jobs/sync-proxy.job.ts';
+import { mustGetLiveTeam } from './teams.directory.ts';
+import type { TeamProvisioning } from './teams.provisioning.ts';
+import { memoryLayer, presentTeam, presentTeamSummary, teamStateOf, type TeamSandboxes, type TeamView } from './teams.presenters.ts';
 import * as store from './teams.store.ts';
 import type { TeamRow } from './teams.store.ts';
-import type { TeamsTables } from './teams.tables.ts';
 
-type RoleRow = Selectable<TeamsTables['team_roles']>;
-type LinkRow = Omit<Selectable<TeamsTables['team_links']>, 'created_at'>;
-type Member = { user_id: number; name: string; email: string | null; role: string };
-
-export const MEMORY_DEFAULTS = { inject: true, max_entries: 10, write_outcomes: true } as const;
-const MEMORY_KEYS = ['inject', 'max_entries', 'write_outcomes'] as const;
-
-/** Only the memory keys that are set: a layer of the defaults < team < role stack. */
-export function memoryLayer(m: MemoryInput | null | undefined): MemoryInput {
-  const out: MemoryInput = {};
-  for (const k of MEMORY_KEYS) if (m && m[k] !== undefined && m[k] !== null) (out as Record<string, unknown>)[k] = m[k];
-  return out;
-}
-
-export function effectiveTeamMemory(team: MemoryInput) {
-  return { ...MEMORY_DEFAULTS, ...memoryLayer(team) };
-}
-
-export function effectiveRoleMemory(team: MemoryInput, role: MemoryInput) {
-  const own = memoryLayer(role);
-  return { ...effectiveTeamMemory(team), ...own, own: MEMORY_KEYS.filter((k) => k in own) };
-}
-
-export function presentLink(l: LinkRow) {
-  return { surface: l.surface, external_id: l.external_id, label: l.label, verified: l.verification === 'verified', verification: l.verification };
-}
-
-/** A team with what its runs and sandboxes say of it, as lists and details show it. */
-export type TeamView = TeamRow & { state: TeamState; active_runs: number; last_run_at: string | null };
-
-export function presentTeamSummary(t: TeamView, roles: RoleRow[], links: LinkRow[], spentToday: number | null) {
-  return {
-    name: t.name,
-    template: { name: t.template_name, version: t.template_version, hash: t.template_hash },
-    lead: t.lead,
-    roles: roles.map((r) => r.role),
-    home: { surface: t.home_surface, room_id: t.home_room_id, room_label: t.home_room_label },
-    repo_url: t.repo_url,
-    links: links.map(presentLink),
-    state: t.state,
-    status: t.status,
-    active_runs: t.active_runs,
-    spent_usd: spentToday,
-    budget_usd_per_day: t.budget_usd_per_day,
-    budget_state: budgetStateOf(spentToday, t.budget_usd_per_day),
-    last_run_at: t.last_run_at,
-    created_by: t.created_by,
-    created_at: t.created_at,
-  };
-}
-
-export function presentTeam(
-  t: TeamView,
-  roles: RoleRow[],
-  links: LinkRow[],
-  members: Member[],
-  agents: Map<string, AgentVersion | null>,
-  spentToday: number | null,
-) {
-  const union = (a: string[], b: string[] | undefined) => [...new Set([...a, ...(b ?? [])])];
-  return {
-    ...presentTeamSummary(t, roles, links, spentToday),
-    role_settings: roles.map((r) => {
-      const agent = agents.get(r.agent) ?? null;
-      return {
-        role: r.role,
-        agent: r.agent,
-        model: r.model,
-        profile: r.profile,
-        provider: r.provider,
-        checkpoint_id: r.checkpoint_id,
-        replicas_max: r.replicas_max,
-        concurrent_runs: r.concurrent_runs,
-        max_iterations: r.max_iterations,
-        memory: effectiveRoleMemory(t.memory, r.memory),
-        confirmation_policy: r.confirmation_policy ?? agent?.confirmation_policy ?? 'never_confirm',
-        max_budget: r.max_budget,
-        budget_duration: r.budget_duration,
-        rpm_limit: r.rpm_limit,
-        tpm_limit: r.tpm_limit,
-        pipeline_next_role: r.pipeline_next_role,
-        skills: union(r.skills, agent?.skills),
-        mcp_servers: union(r.mcp_servers, agent?.mcp_servers),
-      };
-    }),
-    members: members.map((m) => ({ user_id: m.user_id, name: m.name, email: m.email, role: m.role })),
-    settings: {
-      idle_after_seconds: t.idle_after_seconds,
-      deep_sleep_after_seconds: t.deep_sleep_after_seconds,
-      isolation: t.isolation,
-      rework_rounds: t.rework_rounds,
-      memory: effectiveTeamMemory(t.memory),
-    },
-  };
-}
-
-/** The team that holds a name now: 404 when there is none (or it is archived). */
-export async function mustGetLiveTeam(db: Db, name: string): Promise<TeamRow> {
-  const t = await store.getLiveTeam(db, name);
-  if (!t) throw problems.notFound('team', name);
-  return t;
-}
 
 /** How many live teams a list filtered by state reads at a time. */
 const LIST_BATCH = 200;
-
-/** The derived team state: archived; running while a run is in progress; waiting while one waits for a person; sleeping when every placed sandbox is asleep; idle otherwise. */
-function teamStateOf(t: Pick<TeamRow, 'status'>, runs: RunActivity, sandboxes: TeamSandboxes): TeamState {
-  if (t.status === 'archived') return 'archived';
-  if (runs.running > 0) return 'running';
-  if (runs.waiting > 0) return 'waiting';
-  return sandboxes === 'asleep' ? 'sleeping' : 'idle';
-}
 
 /** Role fields a person may set by hand (PATCH); an upgrade keeps them. */
 const ROLE_MANUAL = ['model', 'max_iterations', 'replicas_max', 'concurrent_runs', 'confirmation_policy', 'memory'] as const;
@@ -154,13 +38,6 @@ type TemplateFields = { name: string; version: string };
 const CREATE_FIELDS: TemplateFields = { name: 'template.name', version: 'template.version' };
 const UPGRADE_FIELDS: TemplateFields = { name: 'version', version: 'version' };
 
-/**
- * The team as the model proxy knows it: name and id, so a new team that takes an archived
- * team's name starts with no spend and no budget history of the old one.
- */
-export const proxyTeamOf = (t: { name: string; id: number }) => `${t.name}.${t.id}`;
-
-const keyAad = (teamId: number, role: string) => `crewhouse-team-key:${teamId}/${role}`;
 
 type RoleValues = Omit<Database['team_roles'], 'row_version'> & {};
 
@@ -208,12 +85,11 @@ export function createTeamsService(deps: {
   hooks: HookCaller;
   runs: Pick<RunsService, 'activityOf'>;
   users: Pick<UsersService, 'namesOf'>;
-  sandboxes: Pick<SandboxesService, 'stateOf'>;
-  proxy: ModelProxyClient;
-  spend: SpendService;
-  cipher: Cipher;
+  /** The runtime's sandboxes service answers it. */
+  sandboxes: { stateOf(teamIds: number[]): Promise<Map<number, TeamSandboxes>> };
+  provisioning: TeamProvisioning;
 }) {
-  const { db, proxy, spend } = deps;
+  const { db, provisioning } = deps;
 
   const mustGetLive = (name: string) => mustGetLiveTeam(db, name);
 
@@ -240,11 +116,11 @@ export function createTeamsService(deps: {
           return u ? [{ user_id: m.user_id, name: u.name, email: u.email, role: m.role }] : [];
         });
       }),
-      row.status === 'archived' ? Promise.resolve(null) : spend.spentTodayByTeam(),
+      row.status === 'archived' ? Promise.resolve(null) : provisioning.spentToday(),
     ]);
     const agents = new Map<string, AgentVersion | null>();
     for (const r of roles) if (!agents.has(r.agent)) agents.set(r.agent, await deps.agentVersion(r.agent));
-    return presentTeam(t, roles, links, members, agents, spent ? (spent.get(proxyTeamOf(t)) ?? 0) : null);
+    return presentTeam(t, roles, links, members, agents, spent ? provisioning.spentOf(spent, t) : null);
   }
 
   /**
@@ -314,29 +190,6 @@ export function createTeamsService(deps: {
     await checkVersionNames(row, fields, trx);
   }
 
-  /** Mints one model-proxy key per role; on failure queues the revocation of what it minted and rethrows. */
-  async function mintKeys(team: string, teamId: number, roles: ReturnType<typeof rolesFromTemplate>, actor: Actor) {
-    const minted: Array<{ role: string; key_id: string; sealed: string }> = [];
-    try {
-      for (const r of roles) {
-        const key = await proxy.mintKey(
-          { team, role: r.role, agent: r.agent, models: [r.model], max_budget: r.max_budget, budget_duration: r.budget_duration, rpm_limit: r.rpm_limit, tpm_limit: r.tpm_limit },
-          actor.name,
-        );
-        minted.push({ role: r.role, key_id: key.key_id, sealed: JSON.stringify(deps.cipher.seal(key.key, keyAad(teamId, r.role))) });
-      }
-      return minted;
-    } catch (err) {
-      await revokeKeysLater(db, minted.map((m) => m.key_id), actor);
-      throw err;
-    }
-  }
-
-  /** Queues the revocation of keys on `q`: the transaction that drops them, or the database after a failure. */
-  async function revokeKeysLater(q: Kysely<Database>, keyIds: string[], actor: Actor) {
-    for (const keyId of keyIds) await revokeKeyLater(q, keyId, actor.name);
-  }
-
   return {
     detail,
     mustGetLive,
@@ -348,56 +201,18 @@ export function createTeamsService(deps: {
       const rows = await pageInState({ state: query.state, q: query.q }, cursor, query.limit);
       const page = toPage(rows, query.limit, (r) => [r.name, r.id], (r) => r);
       const ids = page.items.map((t) => t.id);
-      const [roles, links, spent] = await Promise.all([store.rolesOf(db, ids), store.linksOf(db, ids), spend.spentTodayByTeam()]);
+      const [roles, links, spent] = await Promise.all([store.rolesOf(db, ids), store.linksOf(db, ids), provisioning.spentToday()]);
       return {
         items: page.items.map((t) =>
           presentTeamSummary(
             t,
             roles.filter((r) => r.team_id === t.id),
             links.filter((l) => l.team_id === t.id),
-            t.status === 'archived' || !spent ? null : (spent.get(proxyTeamOf(t)) ?? 0),
+            t.status === 'archived' || !spent ? null : provisioning.spentOf(spent, t),
           ),
         ),
         next_cursor: page.next_cursor,
       };
-    },
-
-    /** What a run needs of a team (the live one of the name, else the last archived one): its roles as they are now; null when there is none. */
-    async forRun(name: string) {
-      const t = await store.getTeamForRead(db, name);
-      if (!t) return null;
-      const roles = await store.rolesOf(db, [t.id]);
-      return {
-        id: t.id,
-        name: t.name,
-        status: t.status,
-        surface: t.home_surface,
-        lead: t.lead,
-        rework_rounds: t.rework_rounds,
-        repo_url: t.repo_url,
-        roles: roles.map((r) => ({
-          role: r.role,
-          agent: r.agent,
-          model: r.model,
-          next_role: r.pipeline_next_role,
-          max_iterations: r.max_iterations,
-          confirmation_policy: r.confirmation_policy,
-          skills: r.skills,
-          memory: effectiveRoleMemory(t.memory, r.memory),
-        })),
-      };
-    },
-
-    /** The active teams whose home is a chat surface, with their room and their roles' agents. */
-    async homedOn(surface: 'chat_a' | 'chat_b'): Promise<Array<{ name: string; roomId: string | null; roles: Array<{ role: string; agent: string }> }>> {
-      const teams = await store.activeTeamsHomedOn(db, surface);
-      const roles = await store.rolesOf(db, teams.map((t) => t.id));
-      return teams.map((t) => ({ name: t.name, roomId: t.home_room_id, roles: roles.filter((r) => r.team_id === t.id).map((r) => ({ role: r.role, agent: r.agent })) }));
-    },
-
-    /** The name of a team by its id (archived ones too), or null. */
-    async nameById(id: number): Promise<string | null> {
-      return (await store.getTeamById(db, id))?.name ?? null;
     },
 
     /** A team for reading: the live one of the name, else the last archived one. */
@@ -431,9 +246,7 @@ export function createTeamsService(deps: {
       const budget = input.budget_usd_per_day ?? content.budget_usd_per_day ?? 0;
       const team = await db.transaction().execute(async (trx) => {
         await guardTemplateVersion(trx, version, CREATE_FIELDS);
-        const t = await trx
-          .insertInto('teams')
-          .values({
+        const t = await store.insertTeam(trx, {
             name: input.name,
             status: 'provisioning',
             template_name: input.template.name,
@@ -452,34 +265,32 @@ export function createTeamsService(deps: {
             memory: JSON.stringify({}),
             manual_fields: input.budget_usd_per_day != null ? ['budget_usd_per_day'] : [],
             created_by: actor.name,
-          })
-          .returning(['id'])
-          .executeTakeFirstOrThrow();
+          });
         const roles = rolesFromTemplate(t.id, content);
-        await trx.insertInto('team_roles').values(roles).execute();
-        if (actor.userId !== null) await trx.insertInto('team_members').values({ team_id: t.id, user_id: actor.userId, role: 'owner' }).execute();
+        await store.insertRoles(trx, roles);
+        if (actor.userId !== null) await store.addMember(trx, t.id, actor.userId, 'owner');
         return { id: t.id, roles };
       });
 
-      const proxyTeam = proxyTeamOf({ name: input.name, id: team.id });
+      const created = { name: input.name, id: team.id };
       try {
-        const minted = await mintKeys(proxyTeam, team.id, team.roles, actor);
-        await proxy.setTeamBudget(proxyTeam, budget, actor.name);
+        const minted = await provisioning.mintKeys(created, team.roles, actor);
+        await provisioning.setBudget(created, budget, actor);
         await db.transaction().execute(async (trx) => {
           for (const m of minted) {
-            await trx.updateTable('team_roles').set({ proxy_key_id: m.key_id, proxy_key: m.sealed }).where('team_id', '=', team.id).where('role', '=', m.role).execute();
+            await store.updateRole(trx, team.id, m.role, { proxy_key_id: m.key_id, proxy_key: m.sealed });
           }
-          await trx.updateTable('teams').set({ status: 'active', updated_at: sql`now()`, row_version: sql`nextval('row_version_seq')` }).where('id', '=', team.id).execute();
+          await store.markActive(trx, team.id);
           await recordAudit(trx, actor, 'team.create', { type: 'team', id: input.name }, { template: input.template.name, version: version.version });
         });
       } catch (err) {
         await db.transaction().execute(async (trx) => {
-          await trx.deleteFrom('teams').where('id', '=', team.id).execute();
-          await revokeTeamKeysLater(trx, proxyTeam, actor.name);
+          await store.deleteTeam(trx, team.id);
+          await provisioning.revokeTeamKeysLater(trx, created, actor);
         });
         throw err;
       }
-      spend.forget(proxyTeam);
+      provisioning.forget(created);
       return (await store.getTeamById(db, team.id))!;
     },
 
@@ -502,11 +313,11 @@ export function createTeamsService(deps: {
 
       // The proxy learns first; if it cannot, nothing changes here.
       const budgetChanged = body.budget_usd_per_day !== undefined && body.budget_usd_per_day !== team.budget_usd_per_day;
-      if (budgetChanged) await proxy.setTeamBudget(proxyTeamOf(team), body.budget_usd_per_day!, actor.name);
+      if (budgetChanged) await provisioning.setBudget(team, body.budget_usd_per_day!, actor);
       const modelChanges = Object.entries(body.role_settings ?? {}).filter(([role, p]) => p.model !== undefined && p.model !== roles.find((r) => r.role === role)!.model);
       for (const [role, p] of modelChanges) {
         const keyId = roles.find((r) => r.role === role)!.proxy_key_id;
-        if (keyId) await proxy.updateKey(keyId, { models: [p.model!] }, actor.name);
+        if (keyId) await provisioning.setKeyModels(keyId, [p.model!], actor);
       }
 
       try {
@@ -546,19 +357,19 @@ export function createTeamsService(deps: {
             if (Object.keys(rs).length === 0) continue;
             rs.manual_fields = [...rManual];
             rs.row_version = sql`nextval('row_version_seq')`;
-            await trx.updateTable('team_roles').set(rs).where('team_id', '=', team.id).where('role', '=', role).execute();
+            await store.updateRole(trx, team.id, role, rs);
           }
           await recordAudit(trx, actor, 'team.update', { type: 'team', id: name }, { fields: Object.keys(body), roles: Object.keys(body.role_settings ?? {}) });
           // Whoever commits last pushed last before committing; pushing the stored values once
           // more after commit leaves the proxy agreeing with the row whatever the interleaving.
-          if (budgetChanged || modelChanges.length) await syncTeamProxyLater(trx, team.id, actor.name);
+          if (budgetChanged || modelChanges.length) await provisioning.syncLater(trx, team.id, actor);
           return updated;
         });
-        spend.forget(proxyTeamOf(team));
+        provisioning.forget(team);
         return (await store.getTeamById(db, row.id))!;
       } catch (err) {
         // Lost the race for the row (or failed): the proxy follows what is stored now.
-        if (budgetChanged || modelChanges.length) await syncTeamProxyLater(db, team.id, actor.name);
+        if (budgetChanged || modelChanges.length) await provisioning.syncLater(db, team.id, actor);
         throw err;
       }
     },
@@ -576,13 +387,13 @@ export function createTeamsService(deps: {
         // The ETag check and the archive are one statement: a concurrent change with the same
         // ETag loses, so no active team is left whose keys are being revoked.
         await updateIfVersion(trx, { table: 'teams', where: { id: team.id }, expected, set: { status: 'archived', archived_at: sql`now()` }, what: 'team', label: name });
-        await archiveRows(trx, team.id);
+        await store.removeTeamRows(trx, team.id);
         // Other modules' rows of the team (documents, MCP servers) go with it.
         await deps.hooks.react('teamArchived', trx, actor, { id: team.id, name });
         await recordAudit(trx, actor, 'team.archive', { type: 'team', id: name });
-        await revokeTeamKeysLater(trx, proxyTeamOf(team), actor.name);
+        await provisioning.revokeTeamKeysLater(trx, team, actor);
       });
-      spend.forget(proxyTeamOf(team));
+      provisioning.forget(team);
     },
 
     /** Moves a team to another version of its template, keeping the fields set by hand. */
@@ -596,7 +407,7 @@ export function createTeamsService(deps: {
       const fresh = rolesFromTemplate(team.id, content);
       const added = fresh.filter((r) => !oldRoles.some((o) => o.role === r.role));
       const removed = oldRoles.filter((o) => !fresh.some((r) => r.role === o.role));
-      const minted = await mintKeys(proxyTeamOf(team), team.id, added, actor);
+      const minted = await provisioning.mintKeys(team, added, actor);
       const keep = new Map(oldRoles.map((o) => [o.role, o]));
       try {
         await db.transaction().execute(async (trx) => {
@@ -613,12 +424,12 @@ export function createTeamsService(deps: {
           if (!manual.has('deep_sleep_after_seconds')) set.deep_sleep_after_seconds = content.deep_sleep_after_seconds;
           if (!manual.has('budget_usd_per_day') && content.budget_usd_per_day != null) set.budget_usd_per_day = content.budget_usd_per_day;
           await updateIfVersion(trx, { table: 'teams', where: { id: team.id }, expected, set, what: 'team', label: name });
-          for (const r of removed) await trx.deleteFrom('team_roles').where('team_id', '=', team.id).where('role', '=', r.role).execute();
+          for (const r of removed) await store.deleteRole(trx, team.id, r.role);
           for (const r of fresh) {
             const old = keep.get(r.role);
             if (!old) {
               const m = minted.find((x) => x.role === r.role)!;
-              await trx.insertInto('team_roles').values({ ...r, proxy_key_id: m.key_id, proxy_key: m.sealed }).execute();
+              await store.insertRoles(trx, [{ ...r, proxy_key_id: m.key_id, proxy_key: m.sealed }]);
               continue;
             }
             const values: Record<string, unknown> = { ...r, row_version: sql`nextval('row_version_seq')` };
@@ -627,61 +438,22 @@ export function createTeamsService(deps: {
             for (const k of old.manual_fields) if ((ROLE_MANUAL as readonly string[]).includes(k)) values[k] = k === 'memory' ? JSON.stringify(old.memory) : (old as Record<string, unknown>)[k];
             // The key's limits are the key's: they were minted with it.
             for (const k of KEY_LIMITS) values[k] = old[k];
-            await trx.updateTable('team_roles').set(values).where('team_id', '=', team.id).where('role', '=', r.role).execute();
+            await store.updateRole(trx, team.id, r.role, values);
           }
           await recordAudit(trx, actor, 'team.upgrade', { type: 'team', id: name }, { from: team.template_version, to: version.version });
           // After commit: the removed roles' keys go, and the proxy takes the stored budget and models.
-          await revokeKeysLater(trx, removed.flatMap((r) => (r.proxy_key_id ? [r.proxy_key_id] : [])), actor);
-          await syncTeamProxyLater(trx, team.id, actor.name);
+          await provisioning.revokeKeysLater(trx, removed.flatMap((r) => (r.proxy_key_id ? [r.proxy_key_id] : [])), actor);
+          await provisioning.syncLater(trx, team.id, actor);
         });
       } catch (err) {
-        await revokeKeysLater(db, minted.map((m) => m.key_id), actor);
+        await provisioning.revokeKeysLater(db, minted.map((m) => m.key_id), actor);
         throw err;
       }
       return (await store.getTeamById(db, team.id))!;
     },
 
-    /**
-     * For the tasks route: has the team spent its budget for today (UTC)? Counted as the proxy
-     * enforces it: what is settled plus what calls in flight hold reserved. The proxy writes
-     * settlements behind the answers, so a run that was just refused for its budget may not
-     * show the call that spent it as settled yet; it is still held.
-     */
-    async isBudgetSpent(name: string): Promise<boolean> {
-      const team = await mustGetLive(name);
-      const s = await spend.teamNow(proxyTeamOf(team), 1);
-      return s.spent_today_usd + s.reserved_usd >= team.budget_usd_per_day;
-    },
-
-    /** The model-proxy key of a team's role, for the worker; never for a route. */
-    async roleModelKey(name: string, role: string): Promise<string | null> {
-      const team = await mustGetLive(name);
-      const r = (await store.rolesOf(db, [team.id])).find((x) => x.role === role);
-      if (!r?.proxy_key) return null;
-      return deps.cipher.open(r.proxy_key, keyAad(team.id, role));
-    },
-
-    /** Each role of a live team with the egress that applies to it: the team's override, else the agent's current version's. */
-    /** Each role's effective egress; `pinned` names the agent version a role's run fixed at its start (else the current one). */
-    async rolesWithEgress(name: string, pinned: Record<string, number> = {}): Promise<Array<{ role: string; agent: string; egress: Egress }>> {
-      const t = await mustGetLive(name);
-      const roles = await store.rolesOf(db, [t.id]);
-      const out = [];
-      for (const r of roles) {
-        const agent = r.egress_override ? null : await deps.agentVersion(r.agent, pinned[r.role] ?? null);
-        out.push({ role: r.role, agent: r.agent, egress: normalizeEgress(r.egress_override ?? agent?.egress) });
-      }
-      return out;
-    },
-
-    /** The platform MCP servers a role names: its template role's and its agent's current version's. */
-    async roleMcpServerNames(name: string, role: string): Promise<string[]> {
-      const t = await mustGetLive(name);
-      const r = (await store.rolesOf(db, [t.id])).find((x) => x.role === role);
-      if (!r) return [];
-      const agent = await deps.agentVersion(r.agent);
-      return [...new Set([...r.mcp_servers, ...(agent?.mcp_servers ?? [])])];
-    },
+    /** For the tasks route: has the live team of a name spent its budget for today (UTC)? */
+    isBudgetSpent: async (name: string) => provisioning.isBudgetSpent(await mustGetLive(name)),
 
     async listSkills(name: string, query: { limit: number; cursor?: string }) {
       const t = await mustGetLive(name);
@@ -702,13 +474,13 @@ export function createTeamsService(deps: {
       return db.transaction().execute(async (trx) => {
         const t = await store.getLiveTeam(trx, teamName);
         if (!t) throw problems.notFound('team', teamName);
-        const existing = await trx.selectFrom('team_skills').select(['status', 'version']).where('team_id', '=', t.id).where('name', '=', input.name).forUpdate().executeTakeFirst();
+        const existing = await store.skillForUpdate(trx, t.id, input.name);
         if (existing?.status === 'curated') throw problems.conflict(`team "${teamName}" already has a curated skill named "${input.name}"; a person changes it`, [{ field: 'name', message: 'is taken' }]);
         const version = (existing?.version ?? 0) + 1;
         if (existing) {
-          await trx.updateTable('team_skills').set({ version, body, source: input.source, updated_at: sql`now()` }).where('team_id', '=', t.id).where('name', '=', input.name).execute();
+          await store.updateSkill(trx, t.id, input.name, { version, body, source: input.source });
         } else {
-          await trx.insertInto('team_skills').values({ team_id: t.id, name: input.name, version, status: 'proposed', source: input.source, body }).execute();
+          await store.insertSkill(trx, { team_id: t.id, name: input.name, version, status: 'proposed', source: input.source, body });
         }
         await recordAudit(trx, actor, 'team.skill_propose', { type: 'team', id: teamName }, { skill: input.name, version, source: input.source });
         return { name: input.name, version, status: 'proposed' as const };
@@ -734,46 +506,10 @@ export function createTeamsService(deps: {
       });
     },
 
-    /** Checkpoints the live teams' roles use, for GET /checkpoints. */
-    async checkpointUses() {
-      const rows = await store.checkpointUses(db);
-      return rows.map((r) => ({ checkpoint_id: r.checkpoint_id!, kind: 'team', name: `${r.name}/${r.role}` }));
-    },
-
-    /**
-     * For sandbox placement: a live team's role (its environment, replicas and concurrent runs,
-     * and the template version it came from), read on the placement's transaction; null when
-     * the team is archived or has no such role.
-     */
-    async rolePlacement(teamId: number, role: string, q: RefQuery = db) {
-      const r = await store.rolePlacement(q ?? db, teamId, role);
-      if (!r) return null;
-      return { team: r.team, role: r.role, vm: r.vm, provider: r.provider, replicasMax: r.replicas_max, concurrentRuns: r.concurrent_runs, templateName: r.template_name, templateVersion: r.template_version };
-    },
-
-    /** The environment of a live team's lead role (where its work starts), or null. */
-    leadEnvironment: (name: string) => store.leadEnvironment(db, name).then((r) => r ?? null),
-
-    /** Teams' idle and deep-sleep times (seconds) by id, for the sandbox host's sweep. */
-    async sleepTimes(ids: number[]): Promise<Map<number, { idleAfterSeconds: number; deepSleepAfterSeconds: number }>> {
-      const rows = await store.sleepTimes(db, ids);
-      return new Map(rows.map((r) => [r.id, { idleAfterSeconds: r.idle_after_seconds, deepSleepAfterSeconds: r.deep_sleep_after_seconds }]));
-    },
-
-    /** Active teams and their daily budgets, for the spend overview. */
-    activeBudgets: () => store.activeBudgets(db),
-
     countActiveByTemplate: (templates: string[], q: RefQuery = db) => store.countActiveByTemplate(q, templates),
     countTeamsUsingAgent: (agents: string[], q: RefQuery = db) => store.countTeamsUsingAgent(q, agents),
     countOverridesNaming: (destinations: string[], q: RefQuery = db) => store.countOverridesNaming(q, destinations),
   };
-}
-
-/** What archiving ends or removes of the team's own rows, in the archive's transaction. */
-async function archiveRows(trx: Transaction<Database>, teamId: number) {
-  await trx.deleteFrom('team_roles').where('team_id', '=', teamId).execute();
-  await trx.deleteFrom('team_links').where('team_id', '=', teamId).execute();
-  await trx.deleteFrom('team_members').where('team_id', '=', teamId).execute();
 }
 
 export type TeamsService = ReturnType<typeof createTeamsService>;

@@ -1,7 +1,7 @@
-import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
+import { sql, type Insertable, type Kysely, type Selectable, type Transaction, type Updateable } from 'kysely';
 import { countEach } from '../../db/count-each.ts';
 import type { Database } from '../../db/schema.ts';
-import { keyset, type CursorValue } from '../../http/pagination.ts';
+import { keyset, type CursorValue } from '../../db/pagination.ts';
 
 type Q = Kysely<Database> | Transaction<Database>;
 
@@ -139,4 +139,55 @@ export function leadEnvironment(db: Q, name: string) {
 export function sleepTimes(db: Q, ids: number[]) {
   if (ids.length === 0) return Promise.resolve([]);
   return db.selectFrom('teams').select(['id', 'idle_after_seconds', 'deep_sleep_after_seconds']).where('id', 'in', ids).execute();
+}
+
+/** A new team's row (status provisioning until its keys are minted); its id. */
+export function insertTeam(trx: Q, values: Insertable<Database['teams']>) {
+  return trx.insertInto('teams').values(values).returning(['id']).executeTakeFirstOrThrow();
+}
+
+/** A provisioned team becomes active (a new row version). */
+export async function markActive(trx: Q, teamId: number) {
+  await trx.updateTable('teams').set({ status: 'active', updated_at: sql`now()`, row_version: sql`nextval('row_version_seq')` }).where('id', '=', teamId).execute();
+}
+
+/** Removes a team that could not be provisioned (its rows cascade). */
+export async function deleteTeam(trx: Q, teamId: number) {
+  await trx.deleteFrom('teams').where('id', '=', teamId).execute();
+}
+
+export async function insertRoles(trx: Q, roles: Array<Insertable<Database['team_roles']>>) {
+  if (roles.length) await trx.insertInto('team_roles').values(roles).execute();
+}
+
+export async function updateRole(trx: Q, teamId: number, role: string, set: Updateable<Database['team_roles']> | Record<string, unknown>) {
+  await trx.updateTable('team_roles').set(set).where('team_id', '=', teamId).where('role', '=', role).execute();
+}
+
+export async function deleteRole(trx: Q, teamId: number, role: string) {
+  await trx.deleteFrom('team_roles').where('team_id', '=', teamId).where('role', '=', role).execute();
+}
+
+export async function addMember(trx: Q, teamId: number, userId: number, role: 'owner') {
+  await trx.insertInto('team_members').values({ team_id: teamId, user_id: userId, role }).execute();
+}
+
+/** What archiving removes of the team's own rows (roles, links, members), in the archive's transaction. */
+export async function removeTeamRows(trx: Q, teamId: number) {
+  await trx.deleteFrom('team_roles').where('team_id', '=', teamId).execute();
+  await trx.deleteFrom('team_links').where('team_id', '=', teamId).execute();
+  await trx.deleteFrom('team_members').where('team_id', '=', teamId).execute();
+}
+
+/** A team skill's status and version, locked for the rest of the transaction. */
+export function skillForUpdate(trx: Q, teamId: number, name: string) {
+  return trx.selectFrom('team_skills').select(['status', 'version']).where('team_id', '=', teamId).where('name', '=', name).forUpdate().executeTakeFirst();
+}
+
+export async function updateSkill(trx: Q, teamId: number, name: string, set: { version: number; body: string; source: string }) {
+  await trx.updateTable('team_skills').set({ ...set, updated_at: sql`now()` }).where('team_id', '=', teamId).where('name', '=', name).execute();
+}
+
+export async function insertSkill(trx: Q, values: Insertable<Database['team_skills']>) {
+  await trx.insertInto('team_skills').values(values).execute();
 }

@@ -4,12 +4,12 @@ import { after, before, describe, test } from 'node:test';
 import { makeAgent, makeEnvironment, makeTeam, makeTemplate } from '../../../test/factories.ts';
 import { captureLogger, testApp, uniq, type TestApp } from '../../../test/harness.ts';
 import { createModelProxyClient, type ModelProxyClient } from '../../modelproxy/client.ts';
-import { getJob, listJobs } from '../../queue/queue.ts';
+import { byKind, getJob, listJobs } from '../../queue/queue.ts';
 import { createJobRunner } from '../../queue/runner.ts';
-import { jobHandlers } from '../../runtime/jobs.ts';
-import { RevokeKey } from './jobs/revoke-key.job.ts';
-import { RevokeTeamKeys } from './jobs/revoke-team-keys.job.ts';
-import { proxyTeamOf } from './teams.service.ts';
+import { revokeKeyJob } from './jobs/revoke-key.job.ts';
+import { revokeTeamKeysJob } from './jobs/revoke-team-keys.job.ts';
+import { syncProxyJob } from './jobs/sync-proxy.job.ts';
+import { proxyTeamOf } from './proxy-team.ts';
 
 describe('teams', () => {
   let t: TestApp;
@@ -44,7 +44,7 @@ describe('teams', () => {
     assert.deepEqual(detail.body.settings, { idle_after_seconds: 600, deep_sleep_after_seconds: 3600, isolation: 'shared', rework_rounds: 2, memory: { inject: true, max_entries: 10, write_outcomes: true } });
     const keys = await t.services.proxy.listKeys(proxyTeamOf(await t.services.teams.mustGetLive(team.name)));
     assert.equal(keys.items.filter((k) => !k.revoked_at).length, 2);
-    const worker = await t.services.teams.roleModelKey(team.name, 'lead');
+    const worker = await t.services.teamsDirectory.roleModelKey(team.name, 'lead');
     assert.ok(worker && worker.length > 16, 'the worker can read the role key');
     assert.ok(!JSON.stringify(detail.body).includes(worker!), 'the key never leaves the server');
   });
@@ -361,23 +361,25 @@ describe('teams', () => {
     const del = await t.request({ method: 'DELETE', url: `/api/v1/teams/${team.name}`, token: t.adminToken, headers: { 'if-match': team.etag } });
     assert.equal(del.status, 204, del.text);
     const nowMs = Date.now() + 5_000;
-    const worker = (proxy: ModelProxyClient, at: number) => createJobRunner({ db: t.db, logger: captureLogger().logger, handlers: jobHandlers({ db: t.db, proxy }), now: () => new Date(at) });
+    // The teams module's jobs, with the proxy given.
+    const teamJobs = (proxy: ModelProxyClient) => byKind([revokeKeyJob.handler({ proxy }), revokeTeamKeysJob.handler({ proxy }), syncProxyJob.handler({ db: t.db, proxy })]);
+    const worker = (proxy: ModelProxyClient, at: number) => createJobRunner({ db: t.db, logger: captureLogger().logger, handlers: teamJobs(proxy), now: () => new Date(at) });
     // Nothing listens on port 1 of the loopback.
     await worker(createModelProxyClient(t.config, { baseUrl: 'http://127.0.0.1:1', timeoutMs: 5_000 }), nowMs).drain();
-    const queued = (await listJobs(t.db, { kind: RevokeTeamKeys.kind, limit: 1_000 })).find((j) => (j.payload as { team: string }).team === proxyTeam)!;
+    const queued = (await listJobs(t.db, { kind: revokeTeamKeysJob.kind, limit: 1_000 })).find((j) => (j.payload as { team: string }).team === proxyTeam)!;
     assert.equal(queued.state, 'queued');
     assert.equal(queued.attempts, 1);
     assert.match(queued.last_error!, /is not answering/);
     assert.ok((await t.services.proxy.listKeys(proxyTeam)).items.some((k) => !k.revoked_at), 'not revoked yet');
     await worker(t.services.proxy, nowMs + 3_600_000).drain();
-    assert.equal((await listJobs(t.db, { kind: RevokeTeamKeys.kind, limit: 1_000 })).find((j) => j.id === queued.id)!.state, 'done');
+    assert.equal((await listJobs(t.db, { kind: revokeTeamKeysJob.kind, limit: 1_000 })).find((j) => j.id === queued.id)!.state, 'done');
     assert.ok((await t.services.proxy.listKeys(proxyTeam)).items.every((k) => k.revoked_at), 'revoked once the proxy answers');
   });
 
   test('key jobs: a key the proxy never had counts as revoked; a refusal of the proxy fails the job at once, its error kept', async () => {
     await t.drainJobs();
-    const never = await RevokeKey.enqueue(t.db, { key_id: `mpk_${crypto.randomBytes(8).toString('hex')}`, actor: 'test' });
-    const refused = await RevokeTeamKeys.enqueue(t.db, { team: `-${uniq('bad')}`, actor: 'test' });
+    const never = await revokeKeyJob.enqueue(t.db, { key_id: `mpk_${crypto.randomBytes(8).toString('hex')}`, actor: 'test' });
+    const refused = await revokeTeamKeysJob.enqueue(t.db, { team: `-${uniq('bad')}`, actor: 'test' });
     await t.drainJobs();
     const [a, b] = await Promise.all([getJob(t.db, never.id), getJob(t.db, refused.id)]);
     assert.equal(a!.state, 'done', a!.last_error ?? '');
@@ -427,7 +429,7 @@ describe('teams', () => {
     const put = await t.request({ method: 'PUT', url, token: t.adminToken, body: { ...body, upstream_deny_cidrs: ['10.0.0.0/8'] }, headers: { 'if-match': String(first.headers.etag) } });
     assert.equal(put.status, 200, put.text);
     assert.deepEqual(put.body.override, { mode: 'allowlist', destinations: [], upstream_deny_cidrs: ['10.0.0.0/8'], report_only: false });
-    const applied = await t.services.teams.rolesWithEgress(team.name);
+    const applied = await t.services.teamsDirectory.rolesWithEgress(team.name);
     assert.equal(applied.find((r) => r.role === 'dev')!.egress.mode, 'allowlist');
     assert.equal(applied.find((r) => r.role === 'lead')!.egress.mode, 'allow_all');
     assert.equal((await t.request({ method: 'PUT', url, token: t.adminToken, body, headers: { 'if-match': String(first.headers.etag) } })).status, 412);

@@ -1,7 +1,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { countEach } from '../../db/count-each.ts';
 import type { Database } from '../../db/schema.ts';
-import { keyset, type CursorValue } from '../../http/pagination.ts';
+import { keyset, type CursorValue } from '../../db/pagination.ts';
 import type { TemplateContent } from './templates.schemas.ts';
 
 type Q = Kysely<Database> | Transaction<Database>;

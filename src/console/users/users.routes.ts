@@ -1,7 +1,8 @@
 import { actorOf } from '../../http/auth.ts';
 import { requireIfMatch, setEtag } from '../../http/etag.ts';
 import type { App } from '../../http/kernel.ts';
-import { ListQuery, Page, limitOf } from '../../http/pagination.ts';
+import { ListQuery, Page } from '../../http/pagination.ts';
+import { limitOf } from '../../db/pagination.ts';
 import { IfMatchHeader } from '../../http/schemas.ts';
 import { User, UserCreate, UserIdParams, UserPatch, UserWithSetup } from './users.schemas.ts';
 import { presentUser, type UsersService } from './users.service.ts';

@@ -5,8 +5,8 @@ import { hashToken, newSecret } from '../../auth/credentials.ts';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import { lockKey, updateIfVersion } from '../../db/conditional.ts';
-import { decodeCursor, toPage } from '../../http/pagination.ts';
-import { problems } from '../../http/problems.ts';
+import { decodeCursor, toPage } from '../../db/pagination.ts';
+import { problems } from '../../errors/problems.ts';
 import type { User, UserCreate, UserPatch } from './users.schemas.ts';
 import * as store from './users.store.ts';
 

@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { keyset, type CursorValue } from '../../http/pagination.ts';
+import { keyset, type CursorValue } from '../../db/pagination.ts';
 import type { Role } from './users.tables.ts';
 
 type Q = Kysely<Database> | Transaction<Database>;

@@ -2,8 +2,9 @@ import crypto from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../../db/schema.ts';
-import { Problem, problems } from '../../http/problems.ts';
-import { ChatMessage, MirrorThread } from './chat.jobs.ts';
+import { Problem, problems } from '../../errors/problems.ts';
+import { handleMessageJob } from './handle-message.job.ts';
+import { mirrorThreadJob } from './mirror-thread.job.ts';
 import * as store from './chat.store.ts';
 import { commandList, isThreadCancel, parseCommand, type ChatCommand } from './commands.ts';
 import { isChatCallError, type ChatMessageIn, type ChatOutbound, type ChatPerson, type ChatRuns, type ChatSurface, type ChatSurfaceKind, type ChatTeams } from './ports.ts';
@@ -19,7 +20,7 @@ type Trx = Transaction<Database>;
  *   WebSocket, a catch-up, a replayed slash command or a second process sees it) and queues its
  *   work (`chat.message`); `handle` does it: a task starts a run with a thread, a message in a
  *   run's thread answers its question, follows up or cancels it, a command is answered.
- * - A run's thread follows its posts (`chat.mirror`, queued in the transaction of each change of
+ * - A run's thread follows its posts (`chat.mirror-thread`, queued in the transaction of each change of
  *   the run): each post is made once by its stable key (`<surface>:run:<id>:<seq>`), retried
  *   with backoff and as slowly as the server asks; one that can never be made is a notice on the run.
  * - A confirmation's buttons carry an unguessable token (its hash stored): `decide` approves or
@@ -170,7 +171,7 @@ export function createChatCore(deps: ChatCoreDeps) {
     async receive(m: ChatMessageIn, q?: Trx): Promise<boolean> {
       const go = async (trx: Trx) => {
         if (!(await store.recordMessage(trx, m.surface, m.message_id))) return false;
-        await ChatMessage.enqueue(trx, { message: m }, { key: `chat.message:${m.surface}:${sha256(m.message_id)}` });
+        await handleMessageJob.enqueue(trx, { message: m }, { key: `chat.handle-message:${m.surface}:${sha256(m.message_id)}` });
         return true;
       };
       return q ? go(q) : db.transaction().execute(go);
@@ -214,7 +215,7 @@ export function createChatCore(deps: ChatCoreDeps) {
     async runChanged(trx: Trx, change: { run_id: string; seq: number; event?: string }): Promise<void> {
       if (!(await store.threadOfRun(trx, change.run_id))) return;
       // One job per change (a run that waits at seq N and is cancelled with no post between has two changes at N).
-      await MirrorThread.enqueue(trx, { run_id: change.run_id }, { key: `chat.mirror:${change.run_id}:${change.event ?? 'posted'}:${change.seq}` });
+      await mirrorThreadJob.enqueue(trx, { run_id: change.run_id }, { key: `chat.mirror-thread:${change.run_id}:${change.event ?? 'posted'}:${change.seq}` });
     },
 
     /** The job `chat.mirror`: the thread's root (first) and each of the run's posts since it last caught up, in order. */

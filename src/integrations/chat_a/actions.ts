@@ -1,4 +1,4 @@
-import { problems } from '../../http/problems.ts';
+import { problems } from '../../errors/problems.ts';
 import type { ChatCore } from '../chat/core.ts';
 import { isChatAId, type ChatAClient } from './client.ts';
 import { decidedPost } from './surface.ts';

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Db } from '../../db/database.ts';
-import { Problem, problems } from '../../http/problems.ts';
+import { Problem, problems } from '../../errors/problems.ts';
 import { chatAClient, ChatAError, isChatAId, type ChatAClient } from './client.ts';
 import type { ChatCore } from '../chat/core.ts';
 import type { ChatSurface } from '../chat/ports.ts';
@@ -86,10 +86,6 @@ export function createChatAService(deps: ChatADeps) {
   return {
     surfaceClient,
     chatSurface,
-    /** The chat core this adapter feeds (its jobs run with chat_a's). */
-    get core() {
-      return deps.core();
-    },
 
     /**
      * Follows the chat server's messages while chat_a is enabled (the worker starts it; two
@@ -160,7 +156,7 @@ export function createChatAService(deps: ChatADeps) {
 
     /**
      * Sets each role bot's display name and picture on the server from its agent (the job
-     * `chat_a.role_bots`). A bot whose token the server refuses is skipped with a warning (a
+     * `chat_a.sync-role-bots`). A bot whose token the server refuses is skipped with a warning (a
      * retry cannot mend it); a failure a retry can mend throws, and the job tries again.
      */
     async syncRoleBots(): Promise<{ updated: number; skipped: string[] }> {

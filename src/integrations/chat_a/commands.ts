@@ -5,7 +5,7 @@ import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import { commandList, parseCommand } from '../chat/commands.ts';
 import type { ChatMessageIn } from '../chat/ports.ts';
-import { Problem, problems } from '../../http/problems.ts';
+import { Problem, problems } from '../../errors/problems.ts';
 import * as store from '../webhooks/webhooks.store.ts';
 import { ChatAError, type ChatAClient } from './client.ts';
 

@@ -1,6 +1,7 @@
 import type { App } from '../../http/kernel.ts';
-import { ListQuery, Page, limitOf } from '../../http/pagination.ts';
-import { problems } from '../../http/problems.ts';
+import { ListQuery, Page } from '../../http/pagination.ts';
+import { limitOf } from '../../db/pagination.ts';
+import { problems } from '../../errors/problems.ts';
 import { DeliveriesParams, WebhookDelivery } from './webhooks.schemas.ts';
 import type { WebhooksService } from './webhooks.service.ts';
 

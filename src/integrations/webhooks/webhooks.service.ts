@@ -1,31 +1,23 @@
 import crypto from 'node:crypto';
 import { verify } from '@octokit/webhooks-methods';
 import type { Logger } from 'pino';
-import { systemActor } from '../../audit/audit.ts';
-import type { RunJournal } from '../../console/runs/runs.journal.ts';
-import type { RunsService } from '../../console/runs/runs.service.ts';
 import type { ChatAService } from '../chat_a/chat_a.service.ts';
 import type { Db } from '../../db/database.ts';
-import { decodeCursor, toPage } from '../../http/pagination.ts';
-import { Problem, problems } from '../../http/problems.ts';
-import { intentOf, taskTextOf, type CodeHostIntent } from './code-host.events.ts';
-import { isWebhookSurface, type CodeHostClient, type WebhookSurface } from './code-host.client.ts';
-import { ProcessDelivery } from './webhooks.jobs.ts';
+import { decodeCursor, toPage } from '../../db/pagination.ts';
+import { Problem, problems } from '../../errors/problems.ts';
+import type { Surface } from '../surface.ts';
+import { isWebhookSurface, type WebhookSurface } from './surfaces.ts';
+import { processDeliveryJob } from './process-delivery.job.ts';
 import * as store from './webhooks.store.ts';
 
 export interface WebhooksDeps {
   db: Db;
-  runs: RunsService;
-  /** What a pull request's state changes in a run: its delivery and a notice. */
-  journal: Pick<RunJournal, 'setPullRequest' | 'notice'>;
   /** Whether a surface's integration is enabled, and its webhook secret (null when unset). */
   inbound(surface: WebhookSurface): Promise<{ enabled: boolean; secret: string | null }>;
-  /** The code-host app while the integration is enabled, else null. */
-  codeHost(): Promise<CodeHostClient | null>;
-  /** The chat_a adapter: its slash command arrives here and its jobs run with the webhooks' (optional: tests of this module alone). */
+  /** What a verified delivery of each consumed surface means (its adapter's side); a surface without one is recorded and answered `ignored`. */
+  consumers: Partial<Record<string, Pick<Surface, 'takeIn'>>>;
+  /** The chat_a adapter: its slash command arrives here. */
   chatA?: ChatAService;
-  /** The live teams whose repository `<owner>/<repo>` is (a code_host link, or a repo_url that is one of `urls`). */
-  teamsOfRepository(repo: string, urls: string[]): Promise<string[]>;
   logger: Logger;
 }
 
@@ -53,71 +45,10 @@ function presentDelivery(r: Awaited<ReturnType<typeof store.listDeliveries>>[num
 }
 
 export function createWebhooksService(deps: WebhooksDeps) {
-  const { db, runs, logger } = deps;
-
-  /** Settles a delivery whose work was a problem a retry cannot mend (the team cannot take work, say). */
-  const refusedBy = (err: unknown) => err instanceof Problem && err.status >= 400 && err.status < 500 && err.status !== 429;
-
-  async function task(deliveryRow: string, intent: Extract<CodeHostIntent, { kind: 'task' }>) {
-    const teams = await deps.teamsOfRepository(intent.repo, intent.repo_urls);
-    let team: string;
-    if (intent.team) {
-      if (!teams.includes(intent.team)) return store.settleDelivery(db, deliveryRow, { outcome: 'ignored', detail: `team "${intent.team}" has no link to ${intent.repo}` });
-      team = intent.team;
-    } else if (teams.length === 1) {
-      team = teams[0];
-    } else {
-      const why = teams.length === 0 ? `no team is linked to ${intent.repo}` : `${intent.repo} is linked to ${teams.length} teams (${teams.join(', ')}): label the issue crewhouse:<team>`;
-      return store.settleDelivery(db, deliveryRow, { outcome: 'ignored', detail: why });
-    }
-    const claim = `pending:${deliveryRow}`;
-    const got = await store.claimIssue(db, claim, team, intent.repo, intent.issue);
-    if (!got.claimed) {
-      // The claim of a delivery that died half-way is this one's own to finish; another's means the issue is taken.
-      if (got.run_id !== claim) {
-        const run = got.run_id.startsWith('pending:') ? null : got.run_id;
-        return store.settleDelivery(db, deliveryRow, { outcome: 'ignored', detail: `issue #${intent.issue} is already work of team "${team}"`, run_id: run });
-      }
-    }
-    let accepted;
-    try {
-      accepted = await runs.createRun(systemActor(`code_host:${intent.author}`), { team, text: taskTextOf(intent), surface: 'code_host' }, (trx, runId) => store.settleClaim(trx, claim, runId));
-    } catch (err) {
-      await store.dropClaim(db, claim);
-      if (!refusedBy(err)) throw err;
-      return store.settleDelivery(db, deliveryRow, { outcome: 'refused', detail: (err as Problem).detail });
-    }
-    await store.settleDelivery(db, deliveryRow, { outcome: 'processed', detail: `issue #${intent.issue} became a task of team "${team}"`, run_id: accepted.run_id });
-  }
-
-  async function comment(deliveryRow: string, intent: Extract<CodeHostIntent, { kind: 'comment' }>) {
-    const work = await store.workOfNumber(db, intent.repo, intent.number);
-    if (!work) return store.settleDelivery(db, deliveryRow, { outcome: 'ignored', detail: `#${intent.number} of ${intent.repo} is not the issue or pull request of a run` });
-    const { run } = await runs.get(work.run_id);
-    const question = run.open_question;
-    const what = question ? `answered question ${question.seq}` : 'became a follow-up task';
-    try {
-      // Settled with the reply: a job run again after the reply committed (a worker killed) finds the delivery done.
-      await runs.reply(systemActor(`code_host:${intent.author}`), run.id, { text: intent.text, in_reply_to: question ? question.seq : null }, (trx) =>
-        store.settleDelivery(trx, deliveryRow, { outcome: 'processed', detail: `the comment on #${intent.number} ${what} of run ${run.id}`, run_id: run.id }),
-      );
-    } catch (err) {
-      if (!refusedBy(err)) throw err;
-      return store.settleDelivery(db, deliveryRow, { outcome: 'refused', detail: (err as Problem).detail, run_id: run.id });
-    }
-  }
-
-  async function pullClosed(deliveryRow: string, intent: Extract<CodeHostIntent, { kind: 'pull_closed' }>) {
-    const work = await store.workOfNumber(db, intent.repo, intent.number);
-    if (!work || work.pull_number !== intent.number) return store.settleDelivery(db, deliveryRow, { outcome: 'ignored', detail: `pull request #${intent.number} of ${intent.repo} was not opened by a run` });
-    const state = intent.merged ? 'merged' : 'closed';
-    await deps.journal.setPullRequest(work.run_id, { url: work.pull_url ?? intent.url, number: intent.number, state });
-    await deps.journal.notice(work.run_id, `pull request #${intent.number} was ${state}`, `code_host:pull:${intent.number}:${state}`, { pull_request: intent.number, state });
-    await store.settleDelivery(db, deliveryRow, { outcome: 'processed', detail: `pull request #${intent.number} ${state}`, run_id: work.run_id });
-  }
+  const { db, logger } = deps;
 
   return {
-    /** The chat_a adapter, for its jobs (see webhooks.jobs.ts). */
+    /** The chat_a adapter, for the route of its slash command. */
     chatA: deps.chatA,
 
     /**
@@ -168,7 +99,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
         throw await refuse(problems.badRequest('the body is not JSON'), true);
       }
       const action = typeof (payload as { action?: unknown })?.action === 'string' ? ((payload as { action: string }).action.slice(0, 64)) : null;
-      const consumed = surface === 'code_host';
+      const consumed = surface in deps.consumers;
       const result = await db.transaction().execute(async (trx) => {
         const row = await store.recordVerified(trx, {
           surface,
@@ -180,7 +111,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
           payload: consumed ? payload : null,
         });
         // The job's key is the delivery too: even a row lost to a restore could not queue it twice.
-        if (row.first && consumed) await ProcessDelivery.enqueue(trx, { delivery: row.id }, { key: `webhook:${surface}:${deliveryId}` });
+        if (row.first && consumed) await processDeliveryJob.enqueue(trx, { delivery: row.id }, { key: `webhook:${surface}:${deliveryId}` });
         return row;
       });
       return { delivery_id: deliveryId, outcome: !result.first ? 'duplicate' : consumed ? 'accepted' : 'ignored' };
@@ -214,21 +145,13 @@ export function createWebhooksService(deps: WebhooksDeps) {
       return toPage(rows, query.limit, (r) => [new Date(r.received_at).toISOString(), String(r.id)], presentDelivery);
     },
 
-    /** The job: what a verified code-host delivery means, done once. */
+    /** The job: what a verified delivery means, done once, by the adapter of its surface. */
     async process(deliveryRow: string): Promise<void> {
       const d = await store.getDelivery(db, deliveryRow);
       if (!d || d.outcome !== 'accepted') return;
-      if (d.surface === 'chat_a') {
-        if (!deps.chatA) throw new Error('a chat_a command was queued on a process without the chat_a adapter');
-        return deps.chatA.commands.process(deliveryRow, d.payload);
-      }
-      const intent = intentOf(d.event, d.payload);
-      if (intent.kind === 'ignore') return store.settleDelivery(db, deliveryRow, { outcome: 'ignored', detail: intent.reason });
-      const app = await deps.codeHost();
-      if (!app) return store.settleDelivery(db, deliveryRow, { outcome: 'ignored', detail: 'the code_host integration is not enabled' });
-      if (intent.kind === 'task') return task(deliveryRow, intent);
-      if (intent.kind === 'comment') return comment(deliveryRow, intent);
-      return pullClosed(deliveryRow, intent);
+      const consumer = deps.consumers[d.surface];
+      if (!consumer) throw new Error(`a ${d.surface} delivery was queued on a process without the ${d.surface} adapter`);
+      return consumer.takeIn(deliveryRow, d);
     },
 
     /** Marks a delivery whose job gave up (its last error), so the list says so. */

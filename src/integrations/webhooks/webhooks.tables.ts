@@ -21,14 +21,4 @@ export interface WebhooksTables {
     /** The verified payload, kept for the job that processes it. */
     payload: ColumnType<unknown, string | null | undefined, string | null>;
   };
-  /** The code-host work item a run belongs to: the issue it came from, the pull request it opened. */
-  code_host_work: {
-    run_id: string;
-    team_name: string;
-    repository: string;
-    issue_number: Defaulted<number | null>;
-    pull_number: Defaulted<number | null>;
-    pull_url: Defaulted<string | null>;
-    created_at: Timestamp;
-  };
 }

@@ -4,8 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { sign } from '@octokit/webhooks-methods';
 import { listJobs } from '../../queue/queue.ts';
 import { testApp, type TestApp } from '../../../test/harness.ts';
-import { pullRequestText } from './code-host.delivery.ts';
-import { intentOf, addressedText, teamOfLabel } from './code-host.events.ts';
+import { processDeliveryJob } from './process-delivery.job.ts';
 
 const SECRET = 'whsec-test-0123456789';
 
@@ -27,38 +26,6 @@ async function enable(t: TestApp, kind: string, settings: Record<string, string>
   const put = await t.request({ method: 'PUT', url: `/api/v1/integrations/${kind}`, token: t.adminToken, body: { enabled: true, settings }, headers: { 'if-match': String(current.headers.etag) } });
   assert.equal(put.status, 200, put.text);
 }
-
-const issueOpened = (labels: string[]) => ({
-  action: 'opened',
-  issue: { number: 7, title: 'Fix the thing', body: 'It is broken.', html_url: 'https://github.com/acme/app/issues/7', labels: labels.map((name) => ({ name })) },
-  repository: { full_name: 'acme/app' },
-  sender: { login: 'alice', type: 'User' },
-});
-
-describe('the code-host event rule', () => {
-  it('takes labelled issues, addressed comments and closed pull requests; ignores the rest', () => {
-    assert.equal(intentOf('issues', issueOpened([])).kind, 'ignore');
-    const task = intentOf('issues', issueOpened(['bug', 'crewhouse']));
-    assert.equal(task.kind, 'task');
-    assert.equal(task.kind === 'task' && task.team, null);
-    const named = intentOf('issues', { ...issueOpened([]), action: 'labeled', label: { name: 'crewhouse:web-team' } });
-    assert.equal(named.kind === 'task' && named.team, 'web-team');
-    assert.equal(intentOf('issues', { ...issueOpened(['crewhouse']), action: 'closed' }).kind, 'ignore');
-    const comment = { action: 'created', issue: { number: 9, pull_request: { url: 'x' } }, comment: { body: '/crewhouse please add a test', user: { type: 'User' } }, repository: { full_name: 'acme/app' }, sender: { login: 'bob', type: 'User' } };
-    const c = intentOf('issue_comment', comment);
-    assert.deepEqual(c.kind === 'comment' && [c.on, c.text, c.number], ['pull_request', 'please add a test', 9]);
-    assert.equal(intentOf('issue_comment', { ...comment, comment: { body: 'looks good' } }).kind, 'ignore');
-    assert.equal(intentOf('issue_comment', { ...comment, sender: { login: 'crewhouse[bot]', type: 'Bot' } }).kind, 'ignore');
-    const closed = intentOf('pull_request', { action: 'closed', pull_request: { number: 9, merged: true, html_url: 'u' }, repository: { full_name: 'acme/app' } });
-    assert.deepEqual(closed.kind === 'pull_closed' && [closed.number, closed.merged], [9, true]);
-    assert.equal(intentOf('push', { repository: { full_name: 'acme/app' } }).kind, 'ignore');
-    assert.equal(intentOf('ping', {}).kind, 'ignore');
-    assert.equal(teamOfLabel('Crewhouse'), null);
-    assert.equal(teamOfLabel('crewhouse-ish'), undefined);
-    assert.equal(addressedText('hey @crewhouse, go on'), 'hey go on');
-    assert.equal(addressedText('email me at a@crewhouse.dev'), null);
-  });
-});
 
 describe('POST /webhooks/<surface>', () => {
   let t: TestApp;
@@ -90,7 +57,7 @@ describe('POST /webhooks/<surface>', () => {
     });
 
     it('refuses and records a delivery with a bad or missing signature, before reading its body', async () => {
-      const forged = await deliver(t, { event: 'issues', payload: issueOpened(['crewhouse']), id: 'forged-1', secret: 'not-the-secret' });
+      const forged = await deliver(t, { event: 'issues', payload: { action: 'opened', issue: { number: 7, labels: [{ name: 'crewhouse' }] }, repository: { full_name: 'acme/app' } }, id: 'forged-1', secret: 'not-the-secret' });
       assert.equal(forged.status, 401);
       assert.equal(forged.headers['content-type'], 'application/problem+json; charset=utf-8');
       const unsigned = await deliver(t, { event: 'issues', payload: {}, id: 'unsigned-1', signature: null });
@@ -108,7 +75,7 @@ describe('POST /webhooks/<surface>', () => {
         ],
       );
       assert.ok(list.body.next_cursor);
-      const jobs = await listJobs(t.db, { kind: 'webhook.process', limit: 10 });
+      const jobs = await listJobs(t.db, { kind: processDeliveryJob.kind, limit: 10 });
       assert.equal(jobs.length, 0);
       assert.ok(!t.logs.some((l) => l.includes(SECRET)));
     });
@@ -130,7 +97,7 @@ describe('POST /webhooks/<surface>', () => {
         answers.map((a) => [a.status, a.body.outcome]),
         [[202, 'accepted'], ...Array(9).fill([202, 'duplicate'])],
       );
-      const jobs = (await listJobs(t.db, { kind: 'webhook.process', limit: 50 })).filter((j) => j.key === 'webhook:code_host:replayed-1');
+      const jobs = (await listJobs(t.db, { kind: processDeliveryJob.kind, limit: 50 })).filter((j) => j.key === 'webhook:code_host:replayed-1');
       assert.equal(jobs.length, 1);
       await t.drainJobs();
       const list = await t.request({ method: 'GET', url: '/api/v1/integrations/code_host/deliveries?limit=200', token: t.adminToken });
@@ -173,38 +140,5 @@ describe('POST /webhooks/<surface>', () => {
       assert.equal((await t.request({ method: 'GET', url: '/api/v1/integrations/code_host/deliveries' })).status, 401);
       assert.equal((await t.request({ method: 'GET', url: '/api/v1/integrations/code_host/deliveries?cursor=zzz', token: viewer.token })).status, 400);
     });
-  });
-});
-
-describe('the pull request text of a run', () => {
-  it('says what the run did: summary, pushes, checks, refused egress, the issue it closes and a link', () => {
-    const run = {
-      id: 'run_abc',
-      team: 'web',
-      text: 'Issue #7 of acme/app: Fix the thing\nhttps://code.test/acme/app/issues/7\n\nIt is broken.',
-      delivery: { branch: 'crewhouse/run_abc', commit: 'c0ffee', pull_request: null },
-    } as unknown as Parameters<typeof pullRequestText>[0];
-    const post = (seq: number, kind: string, text: string, data: Record<string, unknown> = {}, role: string | null = 'lead') => ({ seq, kind, role, text, data, created_at: '2026-01-01T00:00:00Z' }) as Parameters<typeof pullRequestText>[1][number];
-    const { title, body } = pullRequestText(
-      run,
-      [
-        post(1, 'task', 'Fix the thing', { from: 'person' }),
-        post(2, 'task', 'Reviewed: the fix is right', { from: 'reviewer' }, 'lead'),
-        post(3, 'working', 'shell: done', { tool: 'shell', ok: true }),
-        post(4, 'notice', 'the gateway refused a request of the lead role to evil.example', { host: 'evil.example', rule: 'no_destination' }, null),
-        post(5, 'artifact', 'pushed crewhouse/run_abc at c0ffee', { branch: 'crewhouse/run_abc' }),
-        post(6, 'completed', 'Fixed the thing.'),
-      ],
-      'http://crewhouse.test/#/runs/run_abc',
-      ['lead: GET evil.example/ (no_destination: not in the allowlist)'],
-    );
-    assert.equal(title, 'Fix the thing');
-    assert.match(body, /^Fixed the thing\./);
-    assert.match(body, /Closes #7/);
-    assert.match(body, /### What changed\n- pushed crewhouse\/run_abc at c0ffee/);
-    assert.match(body, /### How it was checked\n- lead: Reviewed: the fix is right\n- shell: done/);
-    // From the gateway's record, once: the run's refusal notice says the same and is not repeated.
-    assert.match(body, /### Refused egress\n- lead: GET evil\.example\/ \(no_destination: not in the allowlist\)\n\n/);
-    assert.match(body, /\[run_abc\]\(http:\/\/crewhouse\.test\/#\/runs\/run_abc\)/);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * The run engine: performs a run's `run.advance` job. It takes the run's next task, gets the
+ * The run engine: performs a run's `engine.advance-run` job. It takes the run's next task, gets the
  * role's sandbox, catches up on the agent's journal (events a worker that died did not record),
  * then runs the agent runtime's turn in the sandbox and records every event before it is
  * published, and applies the turn's outcome (the next role, a question, the end). Everything it

@@ -23,8 +23,8 @@ export const RUNTIME_ARGV: readonly string[] = [RUNTIME_NODE.target, '/opt/crewh
 
 /**
  * What a microVM image carries of the agent runtime (its guest cannot mount the host's files):
- * the runtime's sources, the one module of ours it imports, the one package it needs, and the
- * package.json that makes them ES modules; absolute sources, targets relative to the image root.
+ * the runtime's sources (src/agent imports nothing else of ours, the tool catalogue included), the
+ * one package it needs, and the package.json that makes them ES modules; absolute sources, targets relative to the image root.
  */
 export async function runtimeImageFiles(): Promise<Array<{ source: string; target: string }>> {
   const out: Array<{ source: string; target: string }> = [];
@@ -36,7 +36,6 @@ export async function runtimeImageFiles(): Promise<Array<{ source: string; targe
     }
   };
   await walk(path.join(ROOT, 'src/agent'), (name) => name.endsWith('.test.ts'));
-  out.push({ source: path.join(ROOT, 'src/runtime/tools/catalog.ts'), target: 'opt/crewhouse/src/runtime/tools/catalog.ts' });
   await walk(path.join(ROOT, 'node_modules/typebox'), () => false);
   out.push({ source: path.join(ROOT, 'package.json'), target: 'opt/crewhouse/package.json' });
   return out;

@@ -13,11 +13,11 @@ import readline from 'node:readline';
 import { after, before, describe, test } from 'node:test';
 import { openDatabase } from '../../db/database.ts';
 import { migrateToLatest } from '../../db/migrate.ts';
-import { Registry } from '../../http/metrics.ts';
+import { Registry } from '../../metrics.ts';
 import { captureLogger, testConfig, testDb, TEST_DATABASE_URL, type TestDb } from '../../../test/harness.ts';
 import { execText, localSkipReason, makeTeamRows, randomSubnet, teamDirectory } from '../../../test/sandboxes.ts';
 import { startSandboxHost, type SandboxHost } from './host.ts';
-import { createDestroyTeamSandboxes } from './jobs/destroy-team-sandboxes.ts';
+import { createDestroyTeamSandboxes } from './jobs/destroy-team.job.ts';
 import { resourceTag } from './network.ts';
 import type { PlacementError } from './placement.ts';
 import { SandboxError } from './provider.ts';
@@ -54,6 +54,40 @@ describe('sandbox host registration', () => {
     }
     const stopped = await t.db.selectFrom('sandbox_hosts').select('stopped_at').where('id', '=', host.id).executeTakeFirstOrThrow();
     assert.ok(stopped.stopped_at);
+  });
+});
+
+describe('sandbox host stopped with sandboxes running', () => {
+  let t: TestDb;
+  before(async () => (t = await testDb()));
+  after(() => t.close());
+
+  test('the stop of `crewhouse serve` says how many sandboxes keep running, that the next start adopts them, and how to remove them', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chhost-'));
+    const { logger, lines } = captureLogger();
+    const config = testConfig({ SERVICE_SANDBOX_DIR: dir });
+    const host = await startSandboxHost({ config, db: t.db, teams: teamDirectory(t.db), logger, tickMs: 3_600_000, local: createLocalProvider({ root: dir, gatewayPort: 1, bwrap: '/nonexistent/bwrap' }) });
+    try {
+      const { teamId } = await makeTeamRows(t.db);
+      // Three sandboxes of this host: two made (they outlive the stop), one whose create never finished.
+      for (const [replica, created] of [[0, true], [1, true], [2, false]] as const) {
+        await t.db.insertInto('sandboxes').values({ id: `sb_kept${replica}_${host.id.slice(5, 11)}`, team_id: teamId, role: 'lead', replica, provider: 'local', state: 'running', created, host_id: host.id }).execute();
+      }
+    } finally {
+      await host.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+    const said = lines.map((l) => JSON.parse(l) as { msg: string; sandboxes?: number }).filter((l) => /keep running/.test(l.msg));
+    assert.deepEqual(said.map((l) => [l.msg, l.sandboxes]), [['2 sandbox(es) keep running (with their workspaces and mounts); they are adopted at the next start. To remove them, stop the service and run crewhouse sandboxes destroy --all', 2]]);
+  });
+
+  test('a host stopped with no sandbox says nothing about them', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chhost-'));
+    const { logger, lines } = captureLogger();
+    const host = await startSandboxHost({ config: testConfig({ SERVICE_SANDBOX_DIR: dir }), db: t.db, teams: teamDirectory(t.db), logger, tickMs: 3_600_000, local: createLocalProvider({ root: dir, gatewayPort: 1, bwrap: '/nonexistent/bwrap' }) });
+    await host.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+    assert.ok(!lines.some((l) => /keep running/.test(l)), lines.join('\n'));
   });
 });
 

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
-import type { Histogram, Registry } from '../../http/metrics.ts';
+import type { Histogram, Registry } from '../../metrics.ts';
 import { logIgnored, type Logger } from '../../logger.ts';
 import { createKeyedQueue } from './keyed-queue.ts';
 import { canTakeWork, fitsOnHost, hostRooms, placeSandbox, liveHostIds, releaseClaim, type Placement, type PlaceRequest, type PlacementSettings, type TeamDirectory } from './placement.ts';
@@ -47,7 +47,7 @@ export interface SandboxHostOptions {
   microvmUsable?: boolean;
   /** Heartbeat and sweep period in ms (default: a third of SERVICE_SANDBOX_HOST_DEAD_AFTER). */
   tickMs?: number;
-  /** Queues the runs again that waited for room on a host (the engine's `run.advance`): room was made. */
+  /** Queues the runs again that waited for room on a host (the engine's `engine.advance-run`): room was made. */
   wake?: (runIds: string[]) => Promise<void>;
 }
 

@@ -10,7 +10,8 @@ import { loadConfig } from '../../config.ts';
 import { testDb, type TestDb } from '../../../test/harness.ts';
 import { makeHostRow, makeTeamRows, randomSubnet, testServices } from '../../../test/sandboxes.ts';
 import { systemActor } from '../../audit/audit.ts';
-import { createDestroyTeamSandboxes } from './jobs/destroy-team-sandboxes.ts';
+import { createDestroyTeamSandboxes, destroyTeamJob } from './jobs/destroy-team.job.ts';
+import { schemaProblem } from '../../queue/queue.ts';
 import { canTakeWork, placeSandbox, PlacementError, releaseClaim, type PlacementSettings, type TeamDirectory } from './placement.ts';
 
 describe('sandbox placement', () => {
@@ -215,11 +216,11 @@ describe('sandbox placement', () => {
     // Archiving while a host is dead: rows are released here; the dead host cleans up if it returns.
     const job = createDestroyTeamSandboxes({ db: t.db, deadAfterSeconds: 30 });
     await t.db.updateTable('sandbox_hosts').set({ heartbeat_at: sql`now() - interval '31 seconds'` }).where('id', '=', second).execute();
-    await job.perform({ team_id: team.teamId });
-    await job.perform({ team_id: team.teamId });
+    await job.destroyTeamSandboxes(team.teamId);
+    await job.destroyTeamSandboxes(team.teamId);
     const gone = await t.db.selectFrom('sandboxes').select(['state', 'released_at']).where('team_id', '=', team.teamId).execute();
     assert.ok(gone.every((g) => g.state === 'destroyed' && g.released_at !== null));
     assert.equal((await t.db.selectFrom('sandbox_claims').select('id').where('id', '=', run).execute()).length, 0);
-    await assert.rejects(job.perform({ team_id: 'x' }), /team_id/);
+    assert.match(schemaProblem(destroyTeamJob.payload, { team_id: 'x' }) ?? '', /team_id/);
   });
 });

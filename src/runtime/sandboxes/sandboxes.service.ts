@@ -1,8 +1,9 @@
 import { sql, type Transaction } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
-import { destroyTeamSandboxesJob } from './jobs/destroy-team-sandboxes.ts';
+import { destroyTeamJob } from './jobs/destroy-team.job.ts';
 import { DEFAULT_VCPU_OVERCOMMIT, hostRooms, lockTeamSandboxes } from './placement.ts';
+import type { TeamSandboxes } from '../../console/teams/teams.presenters.ts';
 
 /** A sandbox host as a person sees it: what it offers, what its sandboxes hold, what waits for it. */
 export interface HostView {
@@ -32,9 +33,6 @@ export interface WaitView {
   disk_gib: number;
   since: string;
 }
-
-/** A team's sandboxes at a glance: none placed, some awake (starting or running), or all asleep. */
-export type TeamSandboxes = 'none' | 'awake' | 'asleep';
 
 /** Sandboxes: what other modules may know of them and do to them (the sandbox host grows this module). */
 export function createSandboxesService(deps: { db: Db }) {
@@ -154,7 +152,7 @@ export function createSandboxesService(deps: { db: Db }) {
       await trx.deleteFrom('sandbox_waits').where('team_id', '=', teamId).execute();
       const rows = await trx.updateTable('sandboxes').set({ state: 'destroyed', updated_at: sql`now()` }).where('team_id', '=', teamId).where('state', '<>', 'destroyed').returning('id').execute();
       // Freeing what runs them (processes, links, disks) leaves the process: a job, after commit.
-      if (rows.length) await destroyTeamSandboxesJob.enqueue(trx, { team_id: teamId }, { key: `sandboxes.destroy-team:${teamId}` });
+      if (rows.length) await destroyTeamJob.enqueue(trx, { team_id: teamId }, { key: `${destroyTeamJob.kind}:${teamId}` });
       return rows.length;
     },
   };

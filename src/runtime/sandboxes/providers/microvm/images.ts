@@ -16,7 +16,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import zlib from 'node:zlib';
-import { manifestProblem } from '../../../../console/environments/images.service.ts';
+import { manifestProblem } from '../../../../console/environments/manifest.ts';
 import { SandboxError } from '../../provider.ts';
 import { runtimeImageFiles } from '../../../engine/runtime-install.ts';
 import { run } from './command.ts';

@@ -27,7 +27,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../../../../config.ts';
-import type { Registry } from '../../../../http/metrics.ts';
+import type { Registry } from '../../../../metrics.ts';
 import { logIgnored } from '../../../../logger.ts';
 import {
   SandboxError,
@@ -41,7 +41,7 @@ import {
 import { Channel } from './channel.ts';
 import { run } from './command.ts';
 import { sha256File, type ImageManifest } from './images.ts';
-import { manifestProblem } from '../../../../console/environments/images.service.ts';
+import { manifestProblem } from '../../../../console/environments/manifest.ts';
 import { accelerator } from './kvm.ts';
 import { Qmp } from './qmp.ts';
 

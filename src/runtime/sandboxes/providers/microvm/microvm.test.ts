@@ -13,6 +13,7 @@ import { microvmSkipReason, randomLink, testImagesDir } from '../../../../../tes
 import { SandboxError, type SandboxProvider, type SandboxSpec } from '../../provider.ts';
 import { createMicrovmProvider } from './index.ts';
 import { accelerator, kvmUsable } from './kvm.ts';
+import { waitFor } from '../../../../../test/harness.ts';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../../..');
 const logger = createLogger({ level: 'silent' });
@@ -35,16 +36,6 @@ function specFor(id: string): SandboxSpec {
 }
 
 const tapExists = (name: string) => fs.existsSync(`/sys/class/net/${name}`);
-
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false>, ms = 60_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe('microvm provider: refusals that need no VM', () => {
   test('a missing QEMU names the Debian package to install', async () => {
@@ -246,7 +237,7 @@ describe('microvm provider under TCG', { skip: skip ?? false }, () => {
     await p.destroy(spec.id);
     assert.equal(fs.existsSync(path.join(dir, spec.id)), false);
     assert.equal(tapExists(spec.network.hostInterface), false);
-    await until('QEMU to exit', async () => !fs.existsSync(`/proc/${qemuPid}`));
+    await waitFor('QEMU to exit', async () => !fs.existsSync(`/proc/${qemuPid}`));
     await assert.rejects(p.status(spec.id), (e: SandboxError) => e.code === 'not_found');
     await p.destroy(spec.id);
   });
@@ -279,7 +270,7 @@ describe('microvm provider under TCG', { skip: skip ?? false }, () => {
     assert.ok(fs.existsSync(`/proc/${first}`), 'QEMU outlived the host');
     const p = provider();
     assert.deepEqual(await p.status(spec.id), { state: 'sleeping', network: spec.network });
-    await until('the orphan QEMU to exit', async () => !fs.existsSync(`/proc/${first}`));
+    await waitFor('the orphan QEMU to exit', async () => !fs.existsSync(`/proc/${first}`));
     assert.equal(tapExists(spec.network.hostInterface), false);
     assert.deepEqual(await snapshots(), ['snapshot.bin', 'snapshot.json']);
     assert.deepEqual(await p.wake(spec.id), { state: 'running', network: spec.network }, 'woke from the snapshot, not cold');
@@ -294,7 +285,7 @@ describe('microvm provider under TCG', { skip: skip ?? false }, () => {
     assert.ok(fs.existsSync(`/proc/${second}`));
     const again = provider();
     assert.deepEqual(await again.status(spec.id), { state: 'deep_sleep', network: spec.network });
-    await until('the paused QEMU to exit', async () => !fs.existsSync(`/proc/${second}`));
+    await waitFor('the paused QEMU to exit', async () => !fs.existsSync(`/proc/${second}`));
     assert.equal(tapExists(spec.network.hostInterface), false);
     assert.deepEqual(await snapshots(), []);
     assert.deepEqual(await again.wake(spec.id), { state: 'running', network: spec.network, coldBooted: true });
@@ -322,7 +313,7 @@ describe('microvm provider under TCG', { skip: skip ?? false }, () => {
     assert.ok(fs.existsSync(`/proc/${third}`));
     const last = provider();
     assert.deepEqual(await last.status(spec.id), { state: 'deep_sleep', network: spec.network }, 'no snapshot is left to wake from');
-    await until('the restoring QEMU to exit', async () => !fs.existsSync(`/proc/${third}`));
+    await waitFor('the restoring QEMU to exit', async () => !fs.existsSync(`/proc/${third}`));
     assert.equal(tapExists(spec.network.hostInterface), false);
     assert.deepEqual(await snapshots(), []);
     assert.deepEqual(await last.wake(spec.id), { state: 'running', network: spec.network, coldBooted: true });

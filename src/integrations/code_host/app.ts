@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import { App } from '@octokit/app';
 import { Octokit } from '@octokit/rest';
+import type { Coverage } from '../../hooks.ts';
 
 /**
  * The code host as a GitHub App: the app authenticates with a JWT signed by its private key
@@ -68,8 +69,6 @@ export interface CodeHostComment {
   author: string;
   url: string;
 }
-
-export type Coverage = { covered: true } | { covered: false; reason: string };
 
 export interface CodeHostApp {
   readonly apiUrl: string;

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { jobType, type JobHandler } from '../../queue/queue.ts';
+import { defineJob } from '../../queue/queue.ts';
 import type { ChatCore } from './core.ts';
 
 const Message = Type.Object({
@@ -16,15 +16,10 @@ const Message = Type.Object({
 });
 
 /** A message taken in from a chat surface: its one effect (a run, an answer, a follow-up, a cancel, a command's answer). */
-export const ChatMessage = jobType('chat.message', Type.Object({ message: Message }));
-
-/** A run's chat thread catches up with the run's posts (queued with each change of the run). */
-export const MirrorThread = jobType('chat.mirror', Type.Object({ run_id: Type.String({ minLength: 1, maxLength: 100 }) }));
-
-export function chatJobHandlers(core: ChatCore): Record<string, JobHandler> {
-  return {
-    [ChatMessage.kind]: ChatMessage.handler(async ({ message }) => core.handle(message)),
-    // The job is the owner of the posts it makes: its retries may look for what it made before.
-    [MirrorThread.kind]: MirrorThread.handler(async ({ run_id }, ctx) => core.mirror(run_id, `job:${ctx.id}`)),
-  };
-}
+export const handleMessageJob = defineJob({
+  kind: 'chat.handle-message',
+  payload: Type.Object({ message: Message }),
+  async perform(core: Pick<ChatCore, 'handle'>, { message }) {
+    await core.handle(message);
+  },
+});

@@ -1,8 +1,3 @@
-import type { CodeHostApp } from '../code-host/app.ts';
-
-/** The code-host app as this module uses it (`services.integrations.codeHostApp()`). */
-export type CodeHostClient = CodeHostApp;
-
 /** The inbound surfaces: `code_host` is consumed; the trackers' deliveries are recorded and answered until their adapters exist. */
 export const WEBHOOK_SURFACES = ['code_host', 'tracker_a', 'tracker_b'] as const;
 export type WebhookSurface = (typeof WEBHOOK_SURFACES)[number];

@@ -1,4 +1,4 @@
-import type { DomainError } from '../errors/errors.ts';
+import type { DomainError } from './errors.ts';
 
 /** One field problem inside a problem document. */
 export interface FieldProblem {

@@ -7,7 +7,7 @@
  */
 import { sql } from 'kysely';
 import { Type } from 'typebox';
-import { jobType } from '../../../queue/queue.ts';
+import { defineJob } from '../../../queue/queue.ts';
 import type { Db } from '../../../db/database.ts';
 import type { SandboxHost } from '../host.ts';
 
@@ -19,10 +19,16 @@ export interface DestroyTeamSandboxesDeps {
   host?: Pick<SandboxHost, 'tick'> | null;
 }
 
-export class BadJobPayloadError extends Error {}
-
 /** Queued in the archive's transaction: the hosts free the team's sandboxes after it commits. */
-export const destroyTeamSandboxesJob = jobType('sandboxes.destroy-team', Type.Object({ team_id: Type.Integer({ minimum: 1 }) }));
+export const destroyTeamJob = defineJob({
+  kind: 'sandboxes.destroy-team',
+  payload: Type.Object({ team_id: Type.Integer({ minimum: 1 }) }),
+  async perform(deps: Pick<DestroyTeamSandboxes, 'destroyTeamSandboxes'>, p) {
+    await deps.destroyTeamSandboxes(p.team_id);
+  },
+});
+
+export type DestroyTeamSandboxes = ReturnType<typeof createDestroyTeamSandboxes>;
 
 export function createDestroyTeamSandboxes(deps: DestroyTeamSandboxesDeps) {
   /** Destroys every sandbox of the team; answers how many it marked and how many nobody holds any more. */
@@ -52,13 +58,5 @@ export function createDestroyTeamSandboxes(deps: DestroyTeamSandboxesDeps) {
     return { marked, released };
   }
 
-  return {
-    destroyTeamSandboxes,
-    /** The queue's handler: payload `{ team_id }`. */
-    async perform(payload: unknown): Promise<void> {
-      const teamId = (payload as { team_id?: unknown } | null)?.team_id;
-      if (typeof teamId !== 'number' || !Number.isInteger(teamId) || teamId < 1) throw new BadJobPayloadError('destroy-team-sandboxes needs { team_id: a positive integer }');
-      await destroyTeamSandboxes(teamId);
-    },
-  };
+  return { destroyTeamSandboxes };
 }

@@ -102,6 +102,12 @@ export function intentOf(event: string, payload: unknown): CodeHostIntent {
 }
 
 /** The task text the team's lead gets for an issue. */
+/** The issue a task's text came from (taskTextOf puts its address on the second line), or null. */
+export function issueOfTaskText(text: string): { url: string; number: number } | null {
+  const m = /^(https?:\/\/\S+\/issues\/(\d+))$/m.exec(text);
+  return m ? { url: m[1], number: Number(m[2]) } : null;
+}
+
 export function taskTextOf(intent: Extract<CodeHostIntent, { kind: 'task' }>): string {
   const body = intent.body.trim();
   return [`Issue #${intent.issue} of ${intent.repo}: ${intent.title}`, intent.url, body ? `\n${body}` : ''].filter(Boolean).join('\n').slice(0, 16_000);

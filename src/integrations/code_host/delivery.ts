@@ -11,9 +11,12 @@ import type { RunsService } from '../../console/runs/runs.service.ts';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import type { RunChange } from '../../hooks.ts';
-import type { CodeHostClient } from './code-host.client.ts';
-import { DeliverRun, PostProgress } from './webhooks.jobs.ts';
-import * as store from './webhooks.store.ts';
+import type { CodeHostApp } from './app.ts';
+import { postKey, type RunProgress } from '../surface.ts';
+import * as store from './code_host.store.ts';
+import { deliverRunJob } from './deliver-run.job.ts';
+import { issueOfTaskText } from './events.ts';
+import { postProgressJob } from './post-progress.job.ts';
 
 type Run = Awaited<ReturnType<RunsService['get']>>['run'];
 type Post = Awaited<ReturnType<RunsService['posts']>>['items'][number];
@@ -23,7 +26,7 @@ export interface CodeHostDeliveryDeps {
   runs: RunsService;
   /** Where the pull request a run opened is recorded (the run's delivery). */
   journal: Pick<RunJournal, 'setPullRequest'>;
-  codeHost(): Promise<CodeHostClient | null>;
+  codeHost(): Promise<CodeHostApp | null>;
   /** The team's code-host repository `<owner>/<repo>` (its code_host link, else its repo_url on the code host), or null. */
   repositoryOfTeam(team: string): Promise<string | null>;
   /** What the gateway refused the team's sandboxes between two times, one line each. */
@@ -47,10 +50,10 @@ export function pullRequestText(run: Run, posts: Post[], runUrl: string, refused
     .map((p) => `- ${clip(p.text, 200)}`);
   // The gateway's own record of the run's time (the run's refusal notices say the same, once each).
   const refused = refusedEgress.map((line) => `- ${clip(line, 200)}`);
-  const issue = /^https?:\/\/\S+\/issues\/(\d+)$/m.exec(run.text);
+  const issue = issueOfTaskText(run.text);
   const body = [
     summary,
-    issue ? `\nCloses #${issue[1]}` : '',
+    issue ? `\nCloses #${issue.number}` : '',
     '\n### What changed',
     pushes.length ? pushes.join('\n') : `- branch \`${run.delivery?.branch ?? '?'}\``,
     '\n### How it was checked',
@@ -76,7 +79,7 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
    * Posts a comment on the run's issue once per key: the key rides in the comment as an HTML
    * comment, so a job run again after posting (a lost lease) finds it on the issue.
    */
-  async function post(app: CodeHostClient, runId: string, key: string, body: string): Promise<void> {
+  async function post(app: CodeHostApp, runId: string, key: string, body: string): Promise<void> {
     const work = await store.workOfRun(db, runId);
     if (!work || work.issue_number === null) return;
     const marker = `<!-- crewhouse:${key} -->`;
@@ -87,7 +90,7 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
   }
 
   /** Opens (or finds again) the run's pull request and records it on the run and here. */
-  async function open(app: CodeHostClient, run: Run, repo: string, req: { head: string; base: string | null; title: string; body: string }) {
+  async function open(app: CodeHostApp, run: Run, repo: string, req: { head: string; base: string | null; title: string; body: string }) {
     const pr = await app.openPullRequest({ repo, head: req.head, ...(req.base ? { base: req.base } : {}), title: req.title, body: req.body });
     await deps.journal.setPullRequest(run.id, { url: pr.url, number: pr.number, state: 'open' });
     await store.setPull(db, { run_id: run.id, team_name: run.team, repository: repo, pull_number: pr.number, pull_url: pr.url });
@@ -110,16 +113,16 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
     /** The reaction to a run's change, inside its transaction: the jobs that tell the code host. */
     async onRunChanged(trx: Transaction<Database>, change: RunChange): Promise<void> {
       if (change.event === 'finished' && change.state === 'succeeded') {
-        await DeliverRun.enqueue(trx, { run_id: change.run_id, seq: change.seq }, { key: `code_host.deliver:${change.run_id}:${change.seq}` });
+        await deliverRunJob.enqueue(trx, { run_id: change.run_id, seq: change.seq }, { key: `${deliverRunJob.kind}:${change.run_id}:${change.seq}` });
         return;
       }
       const work = await store.workOfRun(trx, change.run_id);
       if (!work || work.issue_number === null) return;
-      await PostProgress.enqueue(trx, { run_id: change.run_id, event: change.event, seq: change.seq }, { key: `code_host.progress:${change.run_id}:${change.event}:${change.seq}` });
+      await postProgressJob.enqueue(trx, { run_id: change.run_id, event: change.event, seq: change.seq }, { key: `${postProgressJob.kind}:${change.run_id}:${change.event}:${change.seq}` });
     },
 
     /** The job: a progress comment on the run's issue. */
-    async progress(runId: string, event: 'started' | 'resumed' | 'waiting' | 'finished', seq: number): Promise<void> {
+    async progress(runId: string, event: RunProgress, seq: number): Promise<void> {
       const app = await deps.codeHost();
       if (!app) return;
       const { run } = await runs.get(runId);
@@ -137,7 +140,7 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
       } else if (run.state === 'failed') body = `Team \`${run.team}\` could not finish: ${run.failure_reason ?? 'the run failed'}. [Run ${run.id}](${runUrl(run.id)})`;
       else if (run.state === 'cancelled') body = `The run was cancelled. [Run ${run.id}](${runUrl(run.id)})`;
       else body = finishedText(run);
-      await post(app, runId, `${runId}:${event}:${seq}`, body);
+      await post(app, runId, postKey(runId, event, seq), body);
     },
 
     /** The job: a succeeded run with a pushed branch gets its pull request; the issue is told. */
@@ -154,7 +157,7 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
         await open(app, run, repo, { head: run.delivery.branch, base: null, ...text });
         ({ run } = await runs.get(runId));
       }
-      await post(app, runId, `${runId}:finished:${seq}`, finishedText(run));
+      await post(app, runId, postKey(runId, 'finished', seq), finishedText(run));
     },
 
     /**

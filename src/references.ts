@@ -1,7 +1,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
-import type { Database } from '../db/schema.ts';
-import type { Problem } from '../http/problems.ts';
-import type { HookCaller, RefKind, RefQuery } from '../hooks.ts';
+import type { Database } from './db/schema.ts';
+import type { Problem } from './errors/problems.ts';
+import type { HookCaller, RefKind, RefQuery } from './hooks.ts';
 
 export type { RefKind, RefQuery };
 

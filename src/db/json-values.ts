@@ -1,0 +1,53 @@
+/** JSON nested deeper than this is refused: nothing we store nests so deep, and recursive code downstream must not overflow. */
+export const MAX_JSON_DEPTH = 100;
+
+/**
+ * What is wrong with a parsed request part, if anything: it nests deeper than MAX_JSON_DEPTH
+ * (`tooDeep`), or (unless `nul: false`) a string or key in it holds a NUL character (`nul`: the
+ * field path, '' for the part itself), which PostgreSQL cannot store in text or jsonb. Walks iteratively, so no
+ * input can overflow the stack; the first problem in document order is named.
+ */
+export function inspectJson(value: unknown, opts: { maxDepth?: number; nul?: boolean } = {}): { nul: string } | { tooDeep: string } | null {
+  const maxDepth = opts.maxDepth ?? MAX_JSON_DEPTH;
+  const nul = opts.nul ?? true;
+  // Paths are built only for the value that is named: each entry keeps its key and its parent.
+  interface Entry {
+    value: unknown;
+    key: string;
+    parent: Entry | null;
+    depth: number;
+  }
+  const pathOf = (e: Entry | null): string => {
+    const keys: string[] = [];
+    for (let at = e; at !== null && at.parent !== null; at = at.parent) keys.push(at.key);
+    return keys.reverse().join('.');
+  };
+  const stack: Entry[] = [{ value, key: '', parent: null, depth: 0 }];
+  while (stack.length > 0) {
+    const e = stack.pop()!;
+    const v = e.value;
+    if (typeof v === 'string') {
+      if (nul && v.includes('\u0000')) return { nul: pathOf(e) };
+      continue;
+    }
+    if (v === null || typeof v !== 'object' || ArrayBuffer.isView(v)) continue;
+    if (e.depth >= maxDepth) return { tooDeep: pathOf(e) };
+    const depth = e.depth + 1;
+    // Pushed last to first, so they come off the stack in document order.
+    if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) {
+        const child = v[i];
+        if (child !== null && (typeof child === 'object' || (nul && typeof child === 'string'))) stack.push({ value: child, key: String(i), parent: e, depth });
+      }
+      continue;
+    }
+    const keys = Object.keys(v);
+    for (let i = keys.length - 1; i >= 0; i--) {
+      const k = keys[i];
+      if (nul && k.includes('\u0000')) return { nul: pathOf({ value: null, key: k, parent: e, depth }) };
+      const child = (v as Record<string, unknown>)[k];
+      if (child !== null && (typeof child === 'object' || (nul && typeof child === 'string'))) stack.push({ value: child, key: k, parent: e, depth });
+    }
+  }
+  return null;
+}

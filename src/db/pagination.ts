@@ -1,0 +1,68 @@
+import { sql } from 'kysely';
+import { problems } from '../errors/problems.ts';
+
+export const DEFAULT_LIMIT = 50;
+export const MAX_LIMIT = 200;
+
+export type CursorValue = string | number;
+
+/** Opaque cursor: the sort key of the last item of a page. */
+export function encodeCursor(values: CursorValue[]): string {
+  return Buffer.from(JSON.stringify(values)).toString('base64url');
+}
+
+/**
+ * Decodes a cursor made for `arity` keys, or for keys of the given types (`['string', 'number']`);
+ * a cursor that is not one of ours is a 400 naming `cursor`.
+ */
+export function decodeCursor(cursor: string | undefined, arity: number | Array<'string' | 'number'>): CursorValue[] | null {
+  const types = typeof arity === 'number' ? null : arity;
+  const length = types ? types.length : (arity as number);
+  if (cursor === undefined || cursor === '') return null;
+  let values: unknown;
+  try {
+    values = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    values = undefined;
+  }
+  if (
+    !Array.isArray(values) ||
+    values.length !== length ||
+    !values.every((v, i) => (types === null || typeof v === types[i]) && ((typeof v === 'string' && v.length <= 512) || (typeof v === 'number' && Number.isFinite(v))))
+  ) {
+    throw problems.badRequest('cursor is not a cursor this list gave out', [{ field: 'cursor', message: 'not a valid cursor' }]);
+  }
+  return values as CursorValue[];
+}
+
+/**
+ * Cuts a fetched `limit + 1` rows into a page: when the extra row is there, the last kept
+ * row's key is the next cursor.
+ */
+export function toPage<R, I>(rows: R[], limit: number, keyOf: (row: R) => CursorValue[], present: (row: R) => I) {
+  const more = rows.length > limit;
+  const kept = more ? rows.slice(0, limit) : rows;
+  return {
+    items: kept.map(present),
+    next_cursor: more ? encodeCursor(keyOf(kept[kept.length - 1])) : null,
+  };
+}
+
+/** The limit of a list query with its default. */
+export function limitOf(query: { limit?: number }): number {
+  return query.limit ?? DEFAULT_LIMIT;
+}
+
+/**
+ * Applies keyset pagination to a select: order by `columns` in one direction, start after
+ * the cursor's key, fetch `limit + 1`. The columns must be unique together and indexed.
+ */
+export function keyset<Q>(qb: Q, columns: string[], direction: 'asc' | 'desc', cursor: CursorValue[] | null, limit: number): Q {
+  let q = qb as any;
+  if (cursor) {
+    const op = direction === 'asc' ? sql.raw('>') : sql.raw('<');
+    q = q.where(sql`(${sql.join(columns.map((c) => sql.ref(c)))}) ${op} (${sql.join(cursor)})`);
+  }
+  for (const c of columns) q = q.orderBy(c, direction);
+  return q.limit(limit + 1) as Q;
+}
