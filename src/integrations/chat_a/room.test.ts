@@ -79,14 +79,28 @@ describe('chat_a: messages in a team\'s room', () => {
     assert.match(repliesTo(help.id)[0]!.message, /`frobnicate` is not a Crewhouse command[\s\S]*`@crewhouse skills accept <name>`/);
   });
 
-  it('a task the runs module refuses is answered with the reason; the same message seen again (a catch-up, a second process) has no second effect', async () => {
+  it('a task becomes a run on chat_a with a thread (its link on the run; the Console may not answer or cancel it), its end said there; the same message seen again has no second effect', async () => {
     const task = mm.post(alice.id, room.id, '@crewhouse Fix the login page, it answers 500');
-    await until('the answer', () => repliesTo(task.id).length === 1);
-    assert.match(repliesTo(task.id)[0]!.message, /^Crewhouse could not do that: /);
+    const rootOf = () => mm.posts.find((p) => p.user_id === bot.id && p.root_id === '' && p.message.includes('Fix the login page'));
+    await until('the thread', () => rootOf() !== undefined);
+    const root = rootOf()!;
+    assert.match(root.message, /^Run `run_\w+` started for @alice: team \*\*/);
+    const runId = /`(run_\w+)`/.exec(root.message)![1]!;
+    const run = await t.request({ method: 'GET', url: `/api/v1/runs/${runId}`, token: t.adminToken });
+    assert.equal(run.body.surface, 'chat_a');
+    assert.equal(run.body.chat_thread_url, mm.permalink(root.id));
+    for (const [url, body] of [[`/api/v1/runs/${runId}/replies`, { text: 'more' }], [`/api/v1/runs/${runId}/cancel`, undefined]] as const) {
+      const res = await t.request({ method: 'POST', url, token: t.adminToken, body });
+      if (res.status !== 404) assert.equal(res.status, 409, res.text);
+      if (res.status === 409) assert.match(res.body.detail, /chat_a thread/);
+    }
+    // This test app's host cannot run the team's sandbox: the run ends, and the thread says why.
+    await until('the end in the thread', () => mm.threadOf(root.id).some((p) => /^The run (failed|was cancelled)/.test(p.message)));
     const item = { surface: 'chat_a' as const, message_id: task.id, room_id: room.id, thread_id: null, user_id: alice.id, user_name: 'alice', text: 'Fix the login page, it answers 500', addressed: true, command: false, via: 'catch_up' as const };
     assert.equal(await t.services.chatCore.receive(item), false);
     await t.drainJobs();
-    assert.equal(repliesTo(task.id).length, 1);
+    assert.equal(mm.posts.filter((p) => p.root_id === '' && p.message.includes('Fix the login page') && p.user_id === bot.id).length, 1, 'one run');
+    assert.equal(repliesTo(task.id).length, 0);
   });
 
   it('a post carries its key: a retry finds the post made before; a role without a bot of its own is named by the surface bot', async () => {
