@@ -85,8 +85,9 @@ function waitOf(headers: Headers): number | null {
 
 /**
  * When each server (by base URL) lets the next call through: a 429 (its `Retry-After` or
- * `X-Ratelimit-Reset`), or an answer saying no request is left in the window
- * (`X-Ratelimit-Remaining: 0`), holds every call to that server in this process until then.
+ * `X-Ratelimit-Reset`) holds every call to that server in this process as long as it says; an
+ * answer saying no request is left (`X-Ratelimit-Remaining: 0`) holds them for the time one
+ * request is earned back (a second over `X-Ratelimit-Limit`).
  */
 const gates = new Map<string, number>();
 
@@ -106,8 +107,11 @@ async function throughGate(url: string, signal?: AbortSignal): Promise<void> {
 function holdGate(url: string, headers: Headers, status: number) {
   const remaining = headers.get('x-ratelimit-remaining');
   if (status !== 429 && remaining !== '0') return;
-  const seconds = waitOf(headers) ?? 1;
-  gates.set(url, Math.max(gates.get(url) ?? 0, Date.now() + seconds * 1000));
+  // A 429: as long as the server says. None left in the window: the time the server earns one
+  // request back (X-Ratelimit-Limit is per second), not the whole window's whole seconds.
+  const limit = Number(headers.get('x-ratelimit-limit'));
+  const ms = status === 429 ? (waitOf(headers) ?? 1) * 1000 : Number.isFinite(limit) && limit > 0 ? 1000 / limit : (waitOf(headers) ?? 1) * 1000;
+  gates.set(url, Math.max(gates.get(url) ?? 0, Date.now() + ms));
 }
 
 export interface ChatAClient {
