@@ -48,7 +48,7 @@ type Reaction<T> = (trx: Transaction<Database>, actor: Actor, subject: T) => Pro
  *   each of some names, in one query whatever their number, so a page costs the same as one), `lock:<owner>` (the owner module locks the owner's row FOR SHARE for the rest of the
  *   transaction and says whether it exists), `checkpointUses`, `codeHost:covers`, `codeHost:coversUrl`, `chat:room`, `tracker:link`;
  * - reactions, run one after the other inside the caller's transaction, so what they remove
- *   (or queue) goes or stays with the change: `teamArchived`, `secretRemoved`, `runChanged`.
+ *   (or queue) goes or stays with the change: `teamArchived`, `secretRemoved`, `runChanged`, `runPosted`.
  */
 export type HookSignatures = {
   [K in RefKind as `unknown:${K}`]: (names: string[], q: RefQuery) => Promise<string[]>;
@@ -81,6 +81,8 @@ export type HookSignatures = {
   secretRemoved: Reaction<string>;
   /** A run started, was reopened, waits for a person, or ended: integrations queue what they tell the run's origin. */
   runChanged: Reaction<RunChange>;
+  /** A run's agents added posts (steps, hand-offs), up to `seq`: a surface that mirrors every post (a chat thread) queues its catching up. */
+  runPosted: Reaction<{ run_id: string; seq: number }>;
 };
 
 export type HookName = keyof HookSignatures;
@@ -104,7 +106,7 @@ export function createHooks() {
       return answers;
     },
     /** Runs every reaction, in order; the first failure fails the caller (and so its transaction). */
-    async react<N extends 'teamArchived' | 'secretRemoved' | 'runChanged'>(name: N, ...args: Args<N>): Promise<void> {
+    async react<N extends 'teamArchived' | 'secretRemoved' | 'runChanged' | 'runPosted'>(name: N, ...args: Args<N>): Promise<void> {
       for (const fn of handlers(name)) await fn(...args);
     },
   };

@@ -1,4 +1,6 @@
 import { syncRoleBotsJob } from './integrations/chat_a/sync-role-bots.job.ts';
+import { handleMessageJob } from './integrations/chat/handle-message.job.ts';
+import { mirrorThreadJob } from './integrations/chat/mirror-thread.job.ts';
 import { deliverRunJob } from './integrations/code_host/deliver-run.job.ts';
 import { postProgressJob } from './integrations/code_host/post-progress.job.ts';
 import { processDeliveryJob } from './integrations/webhooks/process-delivery.job.ts';
@@ -39,6 +41,8 @@ const JOBS = [
   row(deliverRunJob, (w) => w.services.codeHostDelivery),
   row(syncRoleBotsJob, (w) => w.services.chatA),
   row(postTrackerProgressJob, (w) => ({ tracker_a: w.services.trackerA, tracker_b: w.services.trackerB })),
+  row(handleMessageJob, (w) => w.services.chatCore),
+  row(mirrorThreadJob, (w) => w.services.chatCore),
 ];
 
 /** The kind of every job, in the table's order. */

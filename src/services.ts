@@ -38,6 +38,11 @@ import { BUILTIN_HOSTS } from './egress/builtins.ts';
 import { sandboxSpendOf } from './modelproxy/sandbox-spend.ts';
 import { createChatAService } from './integrations/chat_a/chat_a.service.ts';
 import { createChatBService } from './integrations/chat_b/chat_b.service.ts';
+import { createChatCore } from './integrations/chat/core.ts';
+import type { ChatPerson } from './integrations/chat/ports.ts';
+import { systemActor } from './audit/audit.ts';
+import { MAX_REPLY_CHARS, MAX_TASK_CHARS } from './console/runs/runs.schemas.ts';
+import { Problem } from './errors/problems.ts';
 import type { CodeHostApp } from './integrations/code_host/app.ts';
 import { createCodeHostDelivery } from './integrations/code_host/delivery.ts';
 import { createCodeHostSurface } from './integrations/code_host/code_host.surface.ts';
@@ -125,6 +130,8 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     hooks,
     traces: createRunTraces({ endpoint: config.otlpEndpoint }),
     propose: async (trx, p) => void (await storeProposalJob.enqueue(trx, p, { key: `proposal:${p.run_id}:${p.source}` })),
+    // Late-bound: the chat core is built after runs.
+    threadUrl: async (runId) => (await chatCore.threadUrls([runId])).get(runId) ?? null,
   };
   // The routes' side of runs and the engine's journal share the steps both take (a run's end, a new task, the post signal).
   const runSteps = createRunSteps(runsDeps);
@@ -180,10 +187,54 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     },
     adapterTests: { chat_a: () => chatA.test(), chat_b: () => chatB.test(), tracker_a: () => trackerA.test(), tracker_b: () => trackerB.test() },
   });
+  // The chat core (the same for every chat surface): runs and teams as it needs them, posting through each surface's adapter.
+  const chatActor = (p: ChatPerson) => systemActor(`${p.surface}:@${p.user_name || p.user_id}`);
+  const chatCore = createChatCore({
+    db,
+    logger: deps.logger,
+    surface: async (kind) => (kind === 'chat_a' ? chatA.chatSurface() : { missing: `${kind} has no adapter in this version` }),
+    runs: {
+      maxTaskChars: MAX_TASK_CHARS,
+      maxReplyChars: MAX_REPLY_CHARS,
+      start: async (input, within) => {
+        const actor = chatActor(input.by);
+        const run = await runs.createRun(actor, { team: input.team, text: input.text, surface: input.by.surface, external_ref: `${input.thread.room_id}/${input.thread.message_id}`, requested_by: actor.name }, within);
+        return { run_id: run.run_id };
+      },
+      reply: async (runId, by, input, within) => void (await runs.reply(chatActor(by), runId, input, within, by.surface)),
+      cancel: async (runId, by) => void (await runs.cancel(chatActor(by), runId, by.surface)),
+      get: async (runId) => {
+        try {
+          return (await runs.get(runId)).run;
+        } catch (err) {
+          if (err instanceof Problem && err.status === 404) return null;
+          throw err;
+        }
+      },
+      posts: async (runId, after, limit) => (await runs.posts(runId, after, limit)).items,
+      recent: async (team, limit) => (await runs.listOfTeam(team, { limit })).items.map((r) => ({ ...r, delivery: null })),
+      notice: (runId, text, key) => runJournal.notice(runId, text, key, { chat: true }),
+    },
+    teams: {
+      async teamOfRoom(surface, roomId) {
+        const homed = (await teamsDirectory.homedOn(surface)).find((t) => t.roomId === roomId);
+        return homed?.name ?? (await links.linkedOn(surface)).find((l) => l.external_id === roomId)?.team ?? null;
+      },
+      async rooms(surface) {
+        const homed = (await teamsDirectory.homedOn(surface)).map((t) => t.roomId).filter((r): r is string => r !== null);
+        return [...new Set([...homed, ...(await links.linkedOn(surface)).map((l) => l.external_id)])];
+      },
+      skills: async (team) => (await teams.listSkills(team, { limit: 100 })).items,
+      decideSkill: async (team, name, decision, by) => void (await teams.decideSkill(chatActor(by), team, name, decision)),
+      mcpServers: (team) => mcpServers.ofTeam(team),
+    },
+  });
   // The chat_a adapter: its settings and secrets through the integrations and secrets services.
   const chatA = createChatAService({
     db,
     logger: deps.logger,
+    core: () => chatCore,
+    publicBaseUrl: config.publicBaseUrl,
     settings: async () => {
       const { integration } = await integrations.get('chat_a');
       return { enabled: integration.enabled, url: typeof integration.settings.url === 'string' ? integration.settings.url : null, slashCommand: integration.settings.slash_command === true };
@@ -323,10 +374,12 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   hooks.on('runChanged', (trx, _actor, change) => codeHostDelivery.onRunChanged(trx, change));
   hooks.on('runChanged', (trx, _actor, change) => trackerA.onRunChanged(trx, change));
   hooks.on('runChanged', (trx, _actor, change) => trackerB.onRunChanged(trx, change));
+  hooks.on('runChanged', (trx, _actor, change) => chatCore.runChanged(trx, change));
+  hooks.on('runPosted', (trx, _actor, posted) => chatCore.runChanged(trx, posted));
 
   const chat = createChatServices({ db, cipher });
   const imports = createImportService({ db, repository: config.importRepository, source: { codeHostApp: () => integrations.codeHostApp(), revealSecret: (name) => secrets.reveal(name) }, agents, templates, destinations, skills, documents });
-  return { imports, hooks, references, models, runs, runJournal, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, teamsDirectory, teamProvisioning, links, integrations, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery, surfaces, chatA, chatB, trackerA, trackerB };
+  return { imports, hooks, references, models, runs, runJournal, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, teamsDirectory, teamProvisioning, links, integrations, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery, surfaces, chatA, chatB, chatCore, trackerA, trackerB };
 }
 
 export type Services = ReturnType<typeof createServices>;

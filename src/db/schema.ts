@@ -18,6 +18,7 @@ import type { QueueTables } from '../queue/queue.tables.ts';
 import type { SandboxesTables } from '../runtime/sandboxes/sandboxes.tables.ts';
 import type { GatewayTables } from '../gateway/gateway.tables.ts';
 import type { WebhooksTables } from '../integrations/webhooks/webhooks.tables.ts';
+import type { ChatSurfacesTables } from '../integrations/chat/chat.tables.ts';
 import type { CodeHostTables } from '../integrations/code_host/code_host.tables.ts';
 import type { IntegrationsTables } from '../console/integrations/integrations.tables.ts';
 import type { TrackerTables } from '../integrations/tracker/tracker.tables.ts';
@@ -26,4 +27,4 @@ import type { TrackerTables } from '../integrations/tracker/tracker.tables.ts';
  * The whole database, composed from the tables each module owns. A module adds its
  * `*.tables.ts` here; only that module's store queries them.
  */
-export interface Database extends UsersTables, AuthTables, AuditTables, SecretsTables, DestinationsTables, EnvironmentsTables, SkillsTables, ModelProxyTables, ChatTables, AgentsTables, DocumentsTables, TemplatesTables, TeamsTables, McpServersTables, SandboxHostsTables, QueueTables, RunsTables, SandboxesTables, GatewayTables, WebhooksTables, CodeHostTables, IntegrationsTables, TrackerTables {}
+export interface Database extends UsersTables, AuthTables, AuditTables, SecretsTables, DestinationsTables, EnvironmentsTables, SkillsTables, ModelProxyTables, ChatTables, AgentsTables, DocumentsTables, TemplatesTables, TeamsTables, McpServersTables, SandboxHostsTables, QueueTables, RunsTables, SandboxesTables, GatewayTables, WebhooksTables, CodeHostTables, IntegrationsTables, TrackerTables, ChatSurfacesTables {}

@@ -24,8 +24,11 @@ export const workerComponent: Component = {
       target: { id: host.id, alive: () => host.liveHosts() },
     });
     await runner.start();
+    // chat_a's messages (mentions, threads) become work while chat_a is enabled.
+    const chatInbound = ctx.services.chatA.startInbound();
     return {
       stop: async () => {
+        await chatInbound.stop();
         await runner.stop();
         await host.stop();
       },

@@ -90,6 +90,8 @@ export interface TeamSpec {
   template?: Record<string, unknown>;
   /** Fields of the team's environment other than the `local` defaults (provider, image, ...). */
   environment?: Record<string, unknown>;
+  /** The team's home (a chat room: `{surface: 'chat_a', room_id}`). */
+  home?: Record<string, unknown>;
 }
 
 export interface Stack {
@@ -167,7 +169,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
         ...spec.template,
       });
       assert.equal(tpl.status, 201, tpl.text);
-      const team = await api('POST', '/api/v1/teams', { name: uniq('team'), template: { name: tpl.body.name, version: null }, ...(spec.repo_url ? { repo_url: spec.repo_url } : {}) });
+      const team = await api('POST', '/api/v1/teams', { name: uniq('team'), template: { name: tpl.body.name, version: null }, ...(spec.repo_url ? { repo_url: spec.repo_url } : {}), ...(spec.home ? { home: spec.home } : {}) });
       assert.equal(team.status, 201, team.text);
       return team.body.name as string;
     },

@@ -58,6 +58,15 @@ export interface FakeMmPost {
   ephemeral_to: string | null;
 }
 
+function stripIntegrations(props: Record<string, unknown>): Record<string, unknown> {
+  if (!Array.isArray(props.attachments)) return props;
+  const attachments = (props.attachments as Array<Record<string, unknown>>).map((a) => ({
+    ...a,
+    ...(Array.isArray(a.actions) ? { actions: (a.actions as Array<Record<string, unknown>>).map(({ integration: _hidden, ...rest }) => rest) } : {}),
+  }));
+  return { ...props, attachments };
+}
+
 const newId = () => crypto.randomBytes(13).toString('base64url').toLowerCase().replace(/[^a-z0-9]/g, 'x').slice(0, 26).padEnd(26, 'a');
 
 interface Socket {
@@ -80,6 +89,13 @@ export class FakeMattermost {
   readonly requests: Array<{ method: string; path: string; auth: string | null }> = [];
   /** Answer the next N REST requests with Mattermost's plain-text 429. */
   throttleNext = 0;
+  /**
+   * Mattermost's own rate limiter when set: a bucket of `burst` requests refilled at `perSecond`;
+   * every answer carries `X-Ratelimit-Limit`/`-Remaining`/`-Reset`, and a request over it gets the
+   * plain-text 429 with `Retry-After`.
+   */
+  rateLimit: { perSecond: number; burst: number } | null = null;
+  private bucket = { tokens: 0, at: 0 };
   /** Answer every REST request with a 500 while true. */
   failing = false;
   url = '';
@@ -148,6 +164,63 @@ export class FakeMattermost {
   /** A post by a user (a person typing in the channel), broadcast as a `posted` event. */
   post(userId: string, channelId: string, message: string, rootId = ''): FakeMmPost {
     return this.createPost(userId, { channel_id: channelId, message, root_id: rootId, props: {} }, null);
+  }
+
+  /**
+   * A person clicks a button of an interactive message (`props.attachments[].actions[]`):
+   * Mattermost POSTs its action request (JSON: the user, channel, post, a trigger id, the
+   * action's `context`) to the action's `integration.url`, and applies the answer: `update`
+   * replaces the post's message and props, `ephemeral_text` is shown to the person. Mattermost
+   * signs nothing, so the integration must trust only what its own context carries.
+   */
+  async clickAction(postId: string, actionId: string, userId: string): Promise<{ status: number; body: any }> {
+    const post = this.posts.find((p) => p.id === postId);
+    if (!post) throw new Error(`no post ${postId}`);
+    const attachments = (post.props.attachments ?? []) as Array<{ actions?: Array<{ id: string; integration?: { url: string; context?: Record<string, unknown> } }> }>;
+    const action = attachments.flatMap((a) => a.actions ?? []).find((a) => a.id === actionId);
+    if (!action?.integration?.url) throw new Error(`post ${postId} has no action ${actionId}`);
+    const channel = this.channels.get(post.channel_id)!;
+    const team = this.teams.get(channel.team_id);
+    const res = await fetch(action.integration.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'user-agent': 'Mattermost-Bot/1.1' },
+      body: JSON.stringify({
+        user_id: userId,
+        user_name: this.users.get(userId)?.username ?? '',
+        channel_id: channel.id,
+        channel_name: channel.name,
+        team_id: team?.id ?? '',
+        team_domain: team?.name ?? '',
+        post_id: post.id,
+        trigger_id: crypto.randomBytes(48).toString('base64url'),
+        type: '',
+        data_source: '',
+        context: action.integration.context ?? {},
+      }),
+    });
+    const text = await res.text();
+    let body: any = null;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = text;
+    }
+    if (res.ok && body && typeof body === 'object') {
+      if (body.update) {
+        if (typeof body.update.message === 'string') post.message = body.update.message;
+        if (body.update.props && typeof body.update.props === 'object') post.props = { ...body.update.props, ...(post.props.from_bot ? { from_bot: post.props.from_bot } : {}) };
+        post.update_at = this.now();
+        post.edit_at = post.update_at;
+        this.broadcastPost('post_edited', post);
+      }
+      if (typeof body.ephemeral_text === 'string' && body.ephemeral_text) this.createPost(post.user_id, { channel_id: post.channel_id, message: body.ephemeral_text, root_id: post.root_id }, userId);
+    }
+    return { status: res.status, body };
+  }
+
+  /** The posts of a thread (its root first), as people see them. */
+  threadOf(rootId: string): FakeMmPost[] {
+    return this.posts.filter((p) => p.id === rootId || p.root_id === rootId).sort((a, b) => a.create_at - b.create_at);
   }
 
   /** Cuts every WebSocket connection without a close frame, as a network failure would. */
@@ -240,7 +313,8 @@ export class FakeMattermost {
       original_id: '',
       message: p.message,
       type: p.type,
-      props: p.props,
+      // Mattermost never shows an action's integration (its URL and context) to clients.
+      props: stripIntegrations(p.props),
       hashtags: '',
       pending_post_id: '',
       reply_count: this.posts.filter((x) => x.root_id && x.root_id === (p.root_id || p.id)).length,
@@ -291,6 +365,12 @@ export class FakeMattermost {
     return p;
   }
 
+  /** A post's event (`posted`, `post_edited`) to the channel's members' connections. */
+  private broadcastPost(event: string, p: FakeMmPost) {
+    const channel = this.channels.get(p.channel_id)!;
+    this.broadcast(event, { post: JSON.stringify(this.presentPost(p)) }, { omit_users: null, user_id: '', channel_id: p.channel_id, team_id: '' }, (s) => channel.members.has(s.userId ?? ''));
+  }
+
   private async readBody(req: http.IncomingMessage): Promise<Buffer> {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
@@ -316,6 +396,22 @@ export class FakeMattermost {
       // Mattermost's rate limiter answers in plain text, with the window in headers.
       res.writeHead(429, { 'content-type': 'text/plain; charset=utf-8', 'x-ratelimit-limit': '10', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': '1', 'retry-after': '1' });
       return res.end('limit exceeded\n');
+    }
+    if (this.rateLimit) {
+      const { perSecond, burst } = this.rateLimit;
+      const now = Date.now();
+      if (this.bucket.at === 0) this.bucket = { tokens: burst, at: now };
+      this.bucket.tokens = Math.min(burst, this.bucket.tokens + ((now - this.bucket.at) / 1000) * perSecond);
+      this.bucket.at = now;
+      const reset = String(Math.max(1, Math.ceil((1 - this.bucket.tokens) / perSecond)));
+      if (this.bucket.tokens < 1) {
+        res.writeHead(429, { 'content-type': 'text/plain; charset=utf-8', 'x-ratelimit-limit': String(perSecond), 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': reset, 'retry-after': reset });
+        return res.end('limit exceeded\n');
+      }
+      this.bucket.tokens -= 1;
+      res.setHeader('x-ratelimit-limit', String(perSecond));
+      res.setHeader('x-ratelimit-remaining', String(Math.floor(this.bucket.tokens)));
+      res.setHeader('x-ratelimit-reset', reset);
     }
     if (this.failing) return this.error(res, 500, 'app.fake.failing', 'We encountered an error.');
     const me = this.userOf(req.headers.authorization);
@@ -403,6 +499,23 @@ export class FakeMattermost {
       if (post.message.length > 16383) return this.error(res, 400, 'model.post.is_valid.msg.app_error', 'Invalid Message.');
       const created = this.createPost(me, post, b === 'ephemeral' ? String(body.user_id ?? '') : null);
       return this.json(res, 201, this.presentPost(created));
+    }
+    if (a === 'posts' && b && c === 'patch' && method === 'PUT') {
+      const p = this.posts.find((x) => x.id === b);
+      if (!p) return this.error(res, 404, 'app.post.get.app_error', 'Unable to get the post.');
+      if (p.user_id !== me) return forbidden();
+      let patch: { message?: unknown; props?: unknown };
+      try {
+        patch = JSON.parse((await this.readBody(req)).toString('utf8'));
+      } catch {
+        return this.error(res, 400, 'api.context.invalid_body_param.app_error', 'Invalid or missing post in request body.');
+      }
+      if (typeof patch.message === 'string') p.message = patch.message;
+      if (patch.props && typeof patch.props === 'object') p.props = { ...(patch.props as Record<string, unknown>), ...(p.props.from_bot ? { from_bot: p.props.from_bot } : {}) };
+      p.update_at = this.now();
+      p.edit_at = p.update_at;
+      this.broadcastPost('post_edited', p);
+      return this.json(res, 200, this.presentPost(p));
     }
     if (a === 'posts' && b && method === 'GET') {
       const p = this.posts.find((x) => x.id === b);

@@ -256,6 +256,12 @@ export function createMcpServersService(deps: {
       return [...byName.values()].sort((a, b) => a.name.localeCompare(b.name));
     },
 
+    /** A live team's own servers (proposed and curated), by name: what chat's `mcp` command lists. */
+    async ofTeam(team: string): Promise<Array<{ name: string; status: string }>> {
+      await teams.mustGetLive(team);
+      return store.serversOfTeam(db, team);
+    },
+
     /** One server; a team server of an unknown or archived team is a 404 too. */
     async get(a: McpAddress) {
       if (a.team !== null) await teams.mustGetLive(a.team);

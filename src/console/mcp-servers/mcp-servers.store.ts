@@ -36,6 +36,11 @@ export function serversFor(db: Q, team: string, platformNames: string[]) {
     .execute();
 }
 
+/** A team's own servers, every status, by name. */
+export function serversOfTeam(db: Q, team: string) {
+  return db.selectFrom('mcp_servers').select(['name', 'status']).where('team_key', '=', team).orderBy('name').execute();
+}
+
 /** Inserts a server; undefined when the (team, name) is taken. */
 export function insertServer(db: Q, row: ServerColumns & { team_key: string; name: string; status: McpStatus; proposed_by: string | null; actor: string }) {
   const { actor, roles, ...rest } = row;

@@ -34,7 +34,7 @@ function viewOf(team: RunTeam, run: store.RunRow, waitingOnLead: string[]): RunV
 
 export function createRunJournal(deps: RunsDeps, steps: RunSteps) {
   const { db } = deps;
-  const { published, changed, teamOfRun, teamToEnd, addTask, finish } = steps;
+  const { published, changed, postsAdded, teamOfRun, teamToEnd, addTask, finish } = steps;
 
   /**
    * Fails a run with a failed post and the reason. A run failed for what its agent sent (`refused`)
@@ -140,13 +140,15 @@ export function createRunJournal(deps: RunsDeps, steps: RunSteps) {
             await deps.traces.recorded(trx, context, accepted);
           }
           let iterations = 0;
+          let lastSeq: number | null = null;
           for (const e of accepted) {
             const source = `${task.conversation}:${e.seq}`;
             if (e.type === 'model_call') iterations++;
             if (e.type === 'proposal' && deps.propose) await deps.propose(trx, { run_id: run.id, team: run.team_name, team_id: run.team_id, role: task.role, source, proposal: e.proposal });
             const draft = postOfEvent(task.role, e, e.type === 'tool_result' ? ((checked.calls.get(e.call_id) ?? known.get(e.call_id))?.subject ?? null) : null);
-            if (draft && run.state !== 'cancelled') await store.appendPost(trx, run.id, draft, source);
+            if (draft && run.state !== 'cancelled') lastSeq = await store.appendPost(trx, run.id, draft, source);
           }
+          if (lastSeq !== null) await postsAdded(trx, run.id, lastSeq);
           await store.saveCalls(trx, task.conversation, checked.calls);
           await store.recordTaskEvents(trx, taskId, accepted[accepted.length - 1].seq, iterations, checked.turnEnd ?? null);
         }
@@ -223,6 +225,7 @@ export function createRunJournal(deps: RunsDeps, steps: RunSteps) {
         const source = (i: number) => `outcome:${taskId}:${fresh.turn_from ?? 0}:${i}`;
         const seqs: number[] = [];
         for (const [i, p] of t.posts.entries()) seqs.push(await store.appendPost(trx, run.id, p as PostDraft, source(i)));
+        if (seqs.length) await postsAdded(trx, run.id, seqs[seqs.length - 1]!);
         switch (t.kind) {
           case 'continue': {
             await store.setTask(trx, taskId, { state: t.task_state, outcome, ...(t.task_state === 'done' ? { finished: true } : {}) });

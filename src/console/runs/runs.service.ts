@@ -95,7 +95,7 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
       })),
       delivery: run.delivery,
       agent_versions: run.agent_versions ?? {},
-      chat_thread_url: null,
+      chat_thread_url: isChatSurface(run.surface) && deps.threadUrl ? await deps.threadUrl(run.id) : null,
       jaeger_url: deps.jaegerUrl && run.trace_id ? `${deps.jaegerUrl.replace(/\/+$/, '')}/trace/${run.trace_id}` : null,
     };
   }
@@ -220,14 +220,15 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
      * runs in the reply's transaction (an integration records there that its delivery was done,
      * so a retried delivery job cannot reply twice).
      */
-    async reply(actor: Actor, id: string, input: { text: string; in_reply_to?: number | null; approve?: boolean }, within?: (trx: Trx) => Promise<void>) {
+    async reply(actor: Actor, id: string, input: { text: string; in_reply_to?: number | null; approve?: boolean }, within?: (trx: Trx) => Promise<void>, from: RunSurface = 'console') {
       if (!input.text.trim()) throw problems.validation([{ field: 'text', message: 'is blank: write the answer or the follow-up' }]);
       // The team is read before the transaction: on the embedded database a read outside it would wait for its one connection.
       const team = await teamOfRun(await mustGet(id));
       const result = await db.transaction().execute(async (trx) => {
         const run = await store.lockRun(trx, id);
         if (!run) throw problems.notFound('run', id);
-        if (isChatSurface(run.surface)) throw problems.conflict(`run ${id} lives on ${run.surface}: answer it in its ${run.surface} thread`);
+        // A run on a chat surface is answered there: only its own surface's adapter replies to it.
+        if (isChatSurface(run.surface) && from !== run.surface) throw problems.conflict(`run ${id} lives on ${run.surface}: answer it in its ${run.surface} thread`);
         if (input.in_reply_to !== undefined && input.in_reply_to !== null) {
           const target = await store.getPost(trx, id, input.in_reply_to);
           if (!target || target.kind !== 'question') {
@@ -274,12 +275,12 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
     },
 
     /** `POST /runs/{id}/cancel`: the run is cancelled at once; the worker stops its tools and agent loop. */
-    async cancel(actor: Actor, id: string) {
+    async cancel(actor: Actor, id: string, from: RunSurface = 'console') {
       const team = await teamToEnd(await mustGet(id));
       await db.transaction().execute(async (trx) => {
         const run = await store.lockRun(trx, id);
         if (!run) throw problems.notFound('run', id);
-        if (isChatSurface(run.surface)) throw problems.conflict(`run ${id} lives on ${run.surface}: cancel it in its ${run.surface} thread (/cancel)`);
+        if (isChatSurface(run.surface) && from !== run.surface) throw problems.conflict(`run ${id} lives on ${run.surface}: cancel it in its ${run.surface} thread (/cancel)`);
         if (FINISHED.includes(run.state)) throw problems.conflict(`run ${id} is already ${run.state}`);
         await store.markCancelRequested(trx, id);
         await finish(trx, run, team, 'cancelled', {});

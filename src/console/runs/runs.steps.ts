@@ -63,6 +63,8 @@ export interface RunsDeps {
   hooks?: HookCaller;
   /** Where recorded events and ended runs become spans (null when no OTLP collector is configured). */
   traces?: RunTraces | null;
+  /** The link to a chat run's thread (`chat_thread_url`), null until its root is posted. */
+  threadUrl?(runId: string): Promise<string | null>;
   /** Queues the storing of what an agent proposed for its team (a skill, an MCP server), in the recording transaction. */
   propose?(trx: Trx, p: { run_id: string; team: string; team_id: number; role: string; source: string; proposal: Proposal }): Promise<void>;
 }
@@ -89,6 +91,10 @@ export function createRunSteps(deps: RunsDeps) {
   const changed = async (trx: Trx, change: RunChange) => {
     if (deps.hooks) await deps.hooks.react('runChanged', trx, systemActor('runs'), change);
   };
+  /** The run's agents added posts up to `seq` (inside the transaction that added them). */
+  const postsAdded = async (trx: Trx, runId: string, seq: number) => {
+    if (deps.hooks) await deps.hooks.react('runPosted', trx, systemActor('runs'), { run_id: runId, seq });
+  };
 
   return {
     /** Tells this process's listeners (the post streams) that a run has new posts. */
@@ -103,6 +109,7 @@ export function createRunSteps(deps: RunsDeps) {
     },
 
     changed,
+    postsAdded,
 
     async mustGet(id: string) {
       const run = await store.getRun(db, id);

@@ -105,6 +105,17 @@ export function createLinksService(deps: { db: Db; hooks: HookCaller }) {
      * The live teams whose repository is `<owner>/<repo>` on the code host: a `code_host` link to
      * it, or a `repo_url` that is one of the repository's URLs there (names compare without case).
      */
+    /** Each live team's links on a surface (a chat surface's rooms). */
+    async linkedOn(surface: LinkSurface): Promise<Array<{ team: string; external_id: string }>> {
+      return db
+        .selectFrom('team_links as l')
+        .innerJoin('teams as t', 't.id', 'l.team_id')
+        .select(['t.name as team', 'l.external_id'])
+        .where('l.surface', '=', surface)
+        .where('t.status', '=', 'active')
+        .execute();
+    },
+
     async teamsOfRepository(repo: string, urls: string[]): Promise<string[]> {
       const linked = await db
         .selectFrom('team_links as l')

@@ -493,6 +493,25 @@ export function createTeamsService(deps: {
       });
     },
 
+    /**
+     * A person decides on a proposed skill (chat's `skills accept|reject <name>`): accepted, it
+     * becomes `curated` (the team's roles get it); rejected, it is removed. 404 when the team
+     * has no skill of the name, 409 when it is not proposed.
+     */
+    async decideSkill(actor: Actor, teamName: string, name: string, decision: 'accept' | 'reject') {
+      return db.transaction().execute(async (trx) => {
+        const t = await store.getLiveTeam(trx, teamName);
+        if (!t) throw problems.notFound('team', teamName);
+        const existing = await trx.selectFrom('team_skills').select(['status', 'version']).where('team_id', '=', t.id).where('name', '=', name).forUpdate().executeTakeFirst();
+        if (!existing) throw problems.notFound(`skill of team "${teamName}"`, name);
+        if (existing.status !== 'proposed') throw problems.conflict(`skill "${name}" of team "${teamName}" is already curated; change it in the Crewhouse console`);
+        if (decision === 'accept') await trx.updateTable('team_skills').set({ status: 'curated', updated_at: sql`now()` }).where('team_id', '=', t.id).where('name', '=', name).execute();
+        else await trx.deleteFrom('team_skills').where('team_id', '=', t.id).where('name', '=', name).execute();
+        await recordAudit(trx, actor, decision === 'accept' ? 'team.skill_accept' : 'team.skill_reject', { type: 'team', id: teamName }, { skill: name, version: existing.version });
+        return { name, decision };
+      });
+    },
+
     countActiveByTemplate: (templates: string[], q: RefQuery = db) => store.countActiveByTemplate(q, templates),
     countTeamsUsingAgent: (agents: string[], q: RefQuery = db) => store.countTeamsUsingAgent(q, agents),
     countOverridesNaming: (destinations: string[], q: RefQuery = db) => store.countOverridesNaming(q, destinations),

@@ -2,7 +2,12 @@ import type { Logger } from 'pino';
 import type { Db } from '../../db/database.ts';
 import { Problem, problems } from '../../errors/problems.ts';
 import { chatAClient, ChatAError, isChatAId, type ChatAClient } from './client.ts';
+import type { ChatCore } from '../chat/core.ts';
+import type { ChatSurface } from '../chat/ports.ts';
+import { receiveAction } from './actions.ts';
 import { createChatACommands } from './commands.ts';
+import { startChatAInbound } from './inbound.ts';
+import { chatASurface } from './surface.ts';
 
 /**
  * The chat_a (Mattermost-compatible) adapter, the part that needs no run: the connection test,
@@ -40,6 +45,10 @@ export interface ChatADeps {
   reveal(name: string): Promise<string | null>;
   /** Every role of every active team homed on chat_a, with what its bot should show. */
   roles(): Promise<ChatARole[]>;
+  /** The chat core (late-bound: it posts through this adapter). */
+  core(): ChatCore;
+  /** Where the chat server sends button clicks (`<base>/webhooks/chat_a/actions`). */
+  publicBaseUrl: string;
 }
 
 export interface RoomCheck {
@@ -59,11 +68,45 @@ export function createChatAService(deps: ChatADeps) {
     return chatAClient(s.url, token);
   }
 
+  /** chat_a as the chat core's surface, or why it cannot post (not enabled, not configured). */
+  async function chatSurface(): Promise<ChatSurface | { missing: string }> {
+    const client = await surfaceClient({ requireEnabled: true });
+    if ('missing' in client) return client;
+    const s = await deps.settings();
+    return chatASurface({
+      surface: client,
+      publicBaseUrl: deps.publicBaseUrl,
+      roleClient: async (team, role) => {
+        const token = await deps.reveal(roleBotSecret(team, role));
+        return token && s.url ? chatAClient(s.url, token) : null;
+      },
+    });
+  }
+
   return {
     surfaceClient,
+    chatSurface,
+
+    /**
+     * Follows the chat server's messages while chat_a is enabled (the worker starts it; two
+     * processes may: each message is recorded once). Mentions of the bot and messages in
+     * threads become the chat core's work items.
+     */
+    startInbound: (opts: { everyMs?: number; retry?: { minMs?: number; maxMs?: number; jitterMs?: number } } = {}) =>
+      startChatAInbound({
+        settings: deps.settings,
+        token: () => deps.reveal(BOT_TOKEN),
+        rooms: () => deps.core().rooms('chat_a'),
+        receive: (m) => deps.core().receive(m),
+        logger: deps.logger,
+        ...opts,
+      }),
+
+    /** A confirmation's button, clicked (`POST /webhooks/chat_a/actions`). */
+    action: (raw: Buffer) => receiveAction({ core: deps.core(), client: () => surfaceClient({ requireEnabled: true }), enabled: async () => (await deps.settings()).enabled }, raw),
 
     /** The slash command: `receive` for the route, `process` for its job. */
-    commands: createChatACommands({ db: deps.db, surfaceClient, settings: deps.settings, reveal: deps.reveal, logger: log }),
+    commands: createChatACommands({ db: deps.db, receive: (m, trx) => deps.core().receive(m, trx), surfaceClient, settings: deps.settings, reveal: deps.reveal, logger: log }),
 
     /** `POST /integrations/chat_a/test`: asks the server who the bot is, with the settings as stored (enabled or not). */
     async test(): Promise<{ state: 'ok' | 'error'; detail: string }> {

@@ -3,25 +3,12 @@ import { after, before, describe, it } from 'node:test';
 import { makeTeam, makeTemplate } from '../../../test/factories.ts';
 import { startFakeMattermost, type FakeMattermost } from '../../../test/fakes/mattermost.ts';
 import { captureLogger, testApp, uniq, waitFor, type TestApp } from '../../../test/harness.ts';
+import { putSecret, setChatA } from '../../../test/integrations.ts';
 import { chatAClient } from './client.ts';
 import { startChatAListener } from './listener.ts';
 
 const BOT_TOKEN = `mm-surface-${'s'.repeat(20)}`;
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
-
-export async function putSecret(t: TestApp, name: string, value: string) {
-  const current = await t.request({ method: 'GET', url: `/api/v1/secrets/${name}`, token: t.adminToken });
-  const headers: Record<string, string> = current.status === 200 ? { 'if-match': String(current.headers.etag) } : {};
-  const res = await t.request({ method: 'PUT', url: `/api/v1/secrets/${name}`, token: t.adminToken, body: { value }, headers });
-  assert.ok([200, 201].includes(res.status), res.text);
-}
-
-/** Writes chat_a's settings (enabled or not) through the integrations resource. */
-export async function setChatA(t: TestApp, enabled: boolean, settings: Record<string, unknown>) {
-  const current = await t.request({ method: 'GET', url: '/api/v1/integrations/chat_a', token: t.adminToken });
-  const res = await t.request({ method: 'PUT', url: '/api/v1/integrations/chat_a', token: t.adminToken, body: { enabled, settings }, headers: { 'if-match': String(current.headers.etag) } });
-  assert.equal(res.status, 200, res.text);
-}
 
 describe('chat_a: the connection test and the role bots', () => {
   let t: TestApp;
@@ -224,27 +211,30 @@ describe('chat_a: the slash command at /webhooks/chat_a', () => {
     assert.equal(mm.ephemerals.length, 1, 'a replayed command is one effect');
     assert.equal(mm.ephemerals[0]!.ephemeral_to, alice.id);
     assert.equal(mm.ephemerals[0]!.channel_id, room.id);
-    assert.match(mm.ephemerals[0]!.message, /`cancel <run id>`/);
+    assert.match(mm.ephemerals[0]!.message, /`@crewhouse cancel <run id>`/);
     const d = (await deliveries())[0]!;
-    assert.deepEqual([d.event, d.outcome, d.times_received, d.signature_valid], ['command.help', 'processed', 2, true]);
+    assert.deepEqual([d.event, d.outcome, d.times_received, d.signature_valid], ['command.help', 'accepted', 2, true]);
   });
 
-  it('answers an unknown command with the list, and refuses work commands with an ephemeral answer saying chat-started runs are not enabled yet', async () => {
-    const unknown = await send(mm.slashCommand({ token: COMMAND_TOKEN, channelId: room.id, userId: alice.id, text: 'frobnicate now' }));
-    assert.equal(unknown.status, 200);
+  it('answers an unknown command with the list; a command in a room no team lives in says so, to the person alone', async () => {
+    const unknown = await send(mm.slashCommand({ token: COMMAND_TOKEN, channelId: room.id, userId: alice.id, text: 'frobnicate' }));
+    assert.equal(unknown.status, 200, unknown.text);
     assert.match(unknown.body.text, /`\/crewhouse frobnicate` is not a Crewhouse command/);
     for (const text of ['task fix the login page', 'status', 'cancel 123', 'skills accept lint']) {
       const work = await send(mm.slashCommand({ token: COMMAND_TOKEN, channelId: room.id, userId: alice.id, text }));
       assert.equal(work.status, 200, work.text);
       assert.deepEqual(work.body, { response_type: 'ephemeral', text: work.body.text });
-      assert.match(work.body.text, /Chat-started runs are not enabled on this deployment yet/);
     }
     const before = mm.ephemerals.length;
     await t.drainJobs();
-    assert.equal(mm.ephemerals.length, before + 1, 'only the unknown command is answered by a job');
+    const answers = mm.ephemerals.slice(before).map((p) => p.message);
+    assert.equal(answers.length, 5, answers.join('\n'));
+    // Each message's job answers it; the jobs run in any order.
+    assert.equal(answers.filter((a) => /^`frobnicate` is not a Crewhouse command[\s\S]*`@crewhouse status`/.test(a)).length, 1, answers.join('\n'));
+    assert.equal(answers.filter((a) => /^No Crewhouse team lives in this room/.test(a)).length, 4, answers.join('\n'));
     assert.equal(mm.posts.length, 0, 'nothing is posted in the channel');
     const recorded = await deliveries();
-    assert.deepEqual(recorded.slice(0, 4).map((d) => [d.event, d.outcome]).reverse(), [['command.task', 'refused'], ['command.status', 'refused'], ['command.cancel', 'refused'], ['command.skills', 'refused']]);
+    assert.deepEqual(recorded.slice(0, 5).map((d) => [d.event, d.outcome]).reverse(), [['command.unknown', 'accepted'], ['command.task', 'accepted'], ['command.status', 'accepted'], ['command.cancel', 'accepted'], ['command.skill', 'accepted']]);
   });
 
   it('refuses a command that is not a form, or lacks its channel or user, with 400', async () => {

@@ -83,14 +83,49 @@ function waitOf(headers: Headers): number | null {
   return Number.isFinite(reset) && reset > 0 ? reset : null;
 }
 
+/**
+ * When each server (by base URL) lets the next call through: a 429 (its `Retry-After` or
+ * `X-Ratelimit-Reset`) holds every call to that server in this process as long as it says; an
+ * answer saying no request is left (`X-Ratelimit-Remaining: 0`) holds them for the time one
+ * request is earned back (a second over `X-Ratelimit-Limit`).
+ */
+const gates = new Map<string, number>();
+
+async function throughGate(url: string, signal?: AbortSignal): Promise<void> {
+  const until = gates.get(url) ?? 0;
+  const wait = until - Date.now();
+  if (wait <= 0) return;
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, wait);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
+}
+
+function holdGate(url: string, headers: Headers, status: number) {
+  const remaining = headers.get('x-ratelimit-remaining');
+  if (status !== 429 && remaining !== '0') return;
+  // A 429: as long as the server says. None left in the window: the time the server earns one
+  // request back (X-Ratelimit-Limit is per second), not the whole window's whole seconds.
+  const limit = Number(headers.get('x-ratelimit-limit'));
+  const ms = status === 429 ? (waitOf(headers) ?? 1) * 1000 : Number.isFinite(limit) && limit > 0 ? 1000 / limit : (waitOf(headers) ?? 1) * 1000;
+  gates.set(url, Math.max(gates.get(url) ?? 0, Date.now() + ms));
+}
+
 export interface ChatAClient {
   readonly url: string;
   me(): Promise<ChatAUser>;
+  user(userId: string): Promise<ChatAUser>;
+  getPost(postId: string): Promise<ChatAPost>;
   channel(channelId: string): Promise<ChatAChannel>;
   /** The user's membership of a channel, or null when they are not a member; `readOnly` for a guest-like member who cannot post. */
   membership(channelId: string, userId: string): Promise<{ roles: string } | null>;
   teamName(teamId: string): Promise<string>;
   post(input: { channel_id: string; message: string; root_id?: string; props?: Record<string, unknown> }): Promise<ChatAPost>;
+  /** Changes a post of this bot's (its message, its props: e.g. a confirmation's buttons removed). */
+  patch(postId: string, input: { message?: string; props?: Record<string, unknown> }): Promise<ChatAPost>;
   ephemeral(userId: string, input: { channel_id: string; message: string; root_id?: string }): Promise<void>;
   thread(postId: string): Promise<ChatAPost[]>;
   /** A channel's posts created or changed after `since` (ms), oldest first: the catch-up after a reconnection. */
@@ -114,11 +149,13 @@ export function chatAClient(url: string, token: string): ChatAClient {
     let out: { response: Response; headers: Headers; data: unknown };
     try {
       // Client4's own request (its headers, its Bearer token), answering whatever the status.
+      await throughGate(c.getUrl());
       out = await (c as unknown as { doFetchWithResponse: (u: string, o: object) => Promise<typeof out> }).doFetchWithResponse(route, { ...options, ignoreStatus: true });
     } catch {
       throw new ChatAError(`the chat server at ${c.getUrl()} could not be reached while ${what}: check the chat_a url setting and that the server is up`, 0);
     }
     const status = out.response.status;
+    holdGate(c.getUrl(), out.response.headers, status);
     if (status >= 200 && status < 300) return out.data as T;
     throw new ChatAError(reasonOf(status, what, out.data), status, status === 429 ? waitOf(out.response.headers) : null);
   }
@@ -126,6 +163,8 @@ export function chatAClient(url: string, token: string): ChatAClient {
   return {
     url: c.getUrl(),
     me: () => call<ChatAUser>('reading the bot\'s own account', `${c.getUsersRoute()}/me`, { method: 'get' }),
+    user: (id) => call<ChatAUser>(`reading user ${id}`, c.getUserRoute(id), { method: 'get' }),
+    getPost: (id) => call<ChatAPost>(`reading post ${id}`, c.getPostRoute(id), { method: 'get' }),
     channel: (id) => call<ChatAChannel>(`reading channel ${id}`, c.getChannelRoute(id), { method: 'get' }),
     async membership(channelId, userId) {
       try {
@@ -137,6 +176,7 @@ export function chatAClient(url: string, token: string): ChatAClient {
     },
     teamName: async (teamId) => (await call<{ name: string }>(`reading team ${teamId}`, c.getTeamRoute(teamId), { method: 'get' })).name,
     post: (input) => call<ChatAPost>(`posting in channel ${input.channel_id}`, c.getPostsRoute(), { method: 'post', body: JSON.stringify(input) }),
+    patch: (postId, input) => call<ChatAPost>(`changing post ${postId}`, `${c.getPostRoute(postId)}/patch`, { method: 'put', body: JSON.stringify(input) }),
     async ephemeral(userId, input) {
       await call(`answering in channel ${input.channel_id}`, `${c.getPostsRoute()}/ephemeral`, { method: 'post', body: JSON.stringify({ user_id: userId, post: input }) });
     },

@@ -1,8 +1,11 @@
 import crypto from 'node:crypto';
 import { safeEqual } from '../../auth/credentials.ts';
+import type { Transaction } from 'kysely';
 import type { Db } from '../../db/database.ts';
+import type { Database } from '../../db/schema.ts';
+import { commandList, parseCommand } from '../chat/commands.ts';
+import type { ChatMessageIn } from '../chat/ports.ts';
 import { Problem, problems } from '../../errors/problems.ts';
-import { processDeliveryJob } from '../webhooks/process-delivery.job.ts';
 import * as store from '../webhooks/webhooks.store.ts';
 import { ChatAError, type ChatAClient } from './client.ts';
 
@@ -13,35 +16,14 @@ export const COMMAND_TOKEN = 'integrations/chat_a/command_token';
  * `/webhooks/chat_a` as a form with the command token in the `token` field and in
  * `Authorization: Token <token>`. The route verifies the token in constant time, records the
  * request as a delivery (its id is the request's `trigger_id`, so a replayed request is one
- * delivery with one effect), and answers at once with Mattermost's response body; what takes a
- * call to the server is a job.
+ * delivery with one effect), hands it to the chat core as a work item (in the same
+ * transaction), and answers at once with Mattermost's response body; the work is a job.
  *
- * Until runs can start from chat, the work commands are refused with an ephemeral answer
- * saying so; `help` and an unknown command get the command list (posted by the job).
+ * The commands are the chat core's (src/integrations/chat/commands.ts). `process` answers the
+ * `webhook.process` jobs of commands queued by the previous version (the command list).
  */
 
-export const COMMAND_LIST = [
-  'Crewhouse commands (type them after the slash command, e.g. `/crewhouse help`):',
-  '- `help`: this list',
-  '- `task <what to do>`: give the team homed in this channel a task',
-  '- `status`: the team\'s runs and what each is doing',
-  '- `cancel <run id>`: cancel a run',
-  '- `skills`: the team\'s skills; `skills accept <name>` or `skills reject <name>` for a proposed one',
-  '- `mcp`: the team\'s MCP servers',
-].join('\n');
-
-const WORK = new Set(['task', 'status', 'cancel', 'skills', 'mcp']);
-
-export const NOT_ENABLED_YET =
-  'Chat-started runs are not enabled on this deployment yet: the team cannot take work, report status or cancel from chat. Give the team its work from the Crewhouse console for now (`/crewhouse help` lists the commands).';
-
-/** What a command's text asks for: the first word is the command. */
-export function commandOf(text: string): { kind: 'help' } | { kind: 'work'; verb: string } | { kind: 'unknown'; word: string } {
-  const word = text.trim().split(/\s+/)[0]?.toLowerCase() ?? '';
-  if (word === '' || word === 'help') return { kind: 'help' };
-  if (WORK.has(word)) return { kind: 'work', verb: word };
-  return { kind: 'unknown', word: word.slice(0, 40) };
-}
+export const COMMAND_LIST = commandList('/crewhouse');
 
 /** Mattermost's slash-command response body. */
 export interface CommandAnswer {
@@ -49,17 +31,15 @@ export interface CommandAnswer {
   text: string;
 }
 
+/** A command queued by the previous version (`webhook.process`): it gets the command list. */
 interface CommandPayload {
   channel_id: string;
   user_id: string;
-  command: string;
-  text: string;
-  kind: 'help' | 'unknown';
 }
 
 const ID = /^[a-z0-9]{26}$/;
 
-export function createChatACommands(deps: { db: Db; surfaceClient: (opts: { requireEnabled: boolean }) => Promise<ChatAClient | { missing: string }>; settings: () => Promise<{ enabled: boolean; slashCommand: boolean }>; reveal: (name: string) => Promise<string | null>; logger: { warn: (o: object, m: string) => void } }) {
+export function createChatACommands(deps: { db: Db; receive: (m: ChatMessageIn, trx: Transaction<Database>) => Promise<boolean>; surfaceClient: (opts: { requireEnabled: boolean }) => Promise<ChatAClient | { missing: string }>; settings: () => Promise<{ enabled: boolean; slashCommand: boolean }>; reveal: (name: string) => Promise<string | null>; logger: { warn: (o: object, m: string) => void } }) {
   const { db } = deps;
 
   return {
@@ -92,19 +72,17 @@ export function createChatACommands(deps: { db: Db; surfaceClient: (opts: { requ
       const userId = form.get('user_id') ?? '';
       const missing = [!ID.test(channelId) && 'channel_id', !ID.test(userId) && 'user_id'].filter((x): x is string => Boolean(x));
       if (missing.length) throw await refuse(problems.badRequest(`the slash command lacks a valid ${missing.join(' and ')}`, missing.map((f) => ({ field: f, message: 'missing or not a chat_a id' }))));
-      const text = (form.get('text') ?? '').slice(0, 4000);
+      const text = (form.get('text') ?? '').slice(0, 16_000);
+      const userName = (form.get('user_name') ?? '').slice(0, 64);
       const command = (form.get('command') ?? '/crewhouse').slice(0, 64);
-      const what = commandOf(text);
-      if (what.kind === 'work') {
-        await store.recordVerified(db, { surface: 'chat_a', delivery_id: deliveryId, event: 'command', action: what.verb, outcome: 'refused', detail: 'chat-started runs are not enabled on this deployment yet', payload: null });
-        return { response_type: 'ephemeral', text: NOT_ENABLED_YET };
-      }
-      const payload: CommandPayload = { channel_id: channelId, user_id: userId, command, text, kind: what.kind };
+      const what = parseCommand(text);
+      const item: ChatMessageIn = { surface: 'chat_a', message_id: `command:${deliveryId}`, room_id: channelId, thread_id: null, user_id: userId, user_name: userName, text, addressed: true, command: true, via: 'command' };
       await db.transaction().execute(async (trx) => {
-        const row = await store.recordVerified(trx, { surface: 'chat_a', delivery_id: deliveryId, event: 'command', action: what.kind, outcome: 'accepted', detail: null, payload });
-        if (row.first) await processDeliveryJob.enqueue(trx, { delivery: row.id }, { key: `webhook:chat_a:${deliveryId}` });
+        const row = await store.recordVerified(trx, { surface: 'chat_a', delivery_id: deliveryId, event: 'command', action: what.kind, outcome: 'accepted', detail: null, payload: null });
+        if (row.first) await deps.receive(item, trx);
       });
-      return { response_type: 'ephemeral', text: what.kind === 'help' ? '' : `\`${command} ${what.word}\` is not a Crewhouse command; the list follows.` };
+      const said = what.kind === 'task' ? 'Taken: the team starts on it, and its run gets a thread in this channel.' : what.kind === 'unknown' ? `\`${command} ${what.word}\` is not a Crewhouse command; the list follows.` : '';
+      return { response_type: 'ephemeral', text: said };
     },
 
     /** The job of an accepted command: the command list, shown to the person who typed it. */

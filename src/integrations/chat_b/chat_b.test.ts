@@ -225,7 +225,7 @@ describe('chat_b: the Socket Mode listener', () => {
       await waitFor('the command and the click', () => got.length === 4);
       await settled();
       const [command, click] = got.slice(2);
-      assert.deepEqual(command && command.kind === 'command' && [command.command, command.text, command.what], ['/crewhouse', 'cancel 42', { kind: 'work', verb: 'cancel' }]);
+      assert.deepEqual(command && command.kind === 'command' && [command.command, command.text, command.what], ['/crewhouse', 'cancel 42', { kind: 'cancel', run: '42' }]);
       assert.deepEqual(click && click.kind === 'action' && [decisionOf(click.action_id), click.value, click.user, click.message_ts, click.thread_ts], ['approve', 'confirmation-7', alice.id, confirm.ts, root.ts]);
       // The message then shows who decided, without its buttons.
       await bot.update(decidedUpdate({ channel: room.id, ts: confirm.ts, text: 'May the dev role push to main?', decision: 'approve', by: alice.id }));

@@ -1,4 +1,4 @@
-import { commandOf } from '../chat_a/commands.ts';
+import { parseCommand, type ChatCommand } from '../chat/commands.ts';
 import type { ChatBMessage } from './client.ts';
 import { addressedText, plainText } from './text.ts';
 
@@ -39,7 +39,7 @@ export type ChatBWork =
       /** The slash command as typed (`/crewhouse`). */
       command: string;
       text: string;
-      what: ReturnType<typeof commandOf>;
+      what: ChatCommand;
     }
   | {
       kind: 'action';
@@ -100,7 +100,7 @@ export function envelopeWork(type: string, body: Record<string, unknown> | undef
     const trigger = str(body.trigger_id);
     if (!channel || !user || !trigger) return null;
     const text = str(body.text).slice(0, 4000);
-    return { kind: 'command', key: trigger, channel, user, command: str(body.command).slice(0, 64) || '/crewhouse', text, what: commandOf(plainText(text)) };
+    return { kind: 'command', key: trigger, channel, user, command: str(body.command).slice(0, 64) || '/crewhouse', text, what: parseCommand(plainText(text)) };
   }
   if (type === 'interactive' && body.type === 'block_actions') {
     const action = (Array.isArray(body.actions) ? body.actions[0] : null) as Record<string, unknown> | null;

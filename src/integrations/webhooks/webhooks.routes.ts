@@ -21,7 +21,7 @@ export function deliveriesRoutes(app: App, deps: { webhooks: WebhooksService }) 
       operationId: 'listIntegrationDeliveries',
       summary: "List an integration's recent webhook deliveries",
       tags: ['integrations'],
-      description: `Recent deliveries to \`/webhooks/<kind>\`, newest first: delivery id, event, time, whether the signature was valid, the outcome and the run it became. Every delivery is listed, refused ones too. chat_a lists its slash commands (the work commands refused until chat-started runs exist); chat_b receives no webhooks (an empty list). ${CONSUMED_RULE}`,
+      description: `Recent deliveries to \`/webhooks/<kind>\`, newest first: delivery id, event, time, whether the signature was valid, the outcome and the run it became. Every delivery is listed, refused ones too. chat_a lists its slash commands (each handed to the chat core as work); chat_b receives no webhooks (an empty list). ${CONSUMED_RULE}`,
       params: DeliveriesParams,
       querystring: ListQuery,
       response: { 200: Page(WebhookDelivery) },
@@ -53,6 +53,18 @@ export function webhooksRoutes(app: App, deps: { webhooks: WebhooksService; body
         if (!chatA) throw problems.notFound('webhook surface', 'chat_a');
         const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
         return reply.status(200).send(await chatA.commands.receive(req.headers, body));
+      },
+    });
+    // chat_a's interactive message actions (a confirmation's buttons): JSON, answered 200 with Mattermost's action response.
+    scope.post('/webhooks/chat_a/actions', {
+      config: { auth: { public: true } },
+      bodyLimit: 64 * 1024,
+      schema: { hide: true } as any,
+      handler: async (req, reply) => {
+        const chatA = deps.webhooks.chatA;
+        if (!chatA) throw problems.notFound('webhook surface', 'chat_a');
+        const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+        return reply.status(200).send(await chatA.action(body));
       },
     });
     scope.post('/webhooks/:surface', {

@@ -1,0 +1,299 @@
+import crypto from 'node:crypto';
+import type { Kysely, Transaction } from 'kysely';
+import type { Logger } from 'pino';
+import type { Database } from '../../db/schema.ts';
+import { Problem, problems } from '../../errors/problems.ts';
+import { handleMessageJob } from './handle-message.job.ts';
+import { mirrorThreadJob } from './mirror-thread.job.ts';
+import * as store from './chat.store.ts';
+import { commandList, isThreadCancel, parseCommand, type ChatCommand } from './commands.ts';
+import { isChatCallError, type ChatMessageIn, type ChatOutbound, type ChatPerson, type ChatRuns, type ChatSurface, type ChatSurfaceKind, type ChatTeams } from './ports.ts';
+import { renderPost, renderStart, statusLine } from './render.ts';
+
+type Db = Kysely<Database>;
+type Trx = Transaction<Database>;
+
+/**
+ * The chat core, the same for every chat surface (docs/integrations-chat.md):
+ *
+ * - `receive` records a message by its id (one message is one effect, however often the
+ *   WebSocket, a catch-up, a replayed slash command or a second process sees it) and queues its
+ *   work (`chat.message`); `handle` does it: a task starts a run with a thread, a message in a
+ *   run's thread answers its question, follows up or cancels it, a command is answered.
+ * - A run's thread follows its posts (`chat.mirror-thread`, queued in the transaction of each change of
+ *   the run): each post is made once by its stable key (`<surface>:run:<id>:<seq>`), retried
+ *   with backoff and as slowly as the server asks; one that can never be made is a notice on the run.
+ * - A confirmation's buttons carry an unguessable token (its hash stored): `decide` approves or
+ *   refuses the confirmation it names.
+ */
+export interface ChatCoreDeps {
+  db: Db;
+  logger: Logger;
+  runs: ChatRuns;
+  teams: ChatTeams;
+  /** The adapter of a surface, or why it cannot post now (not enabled, not configured). */
+  surface(kind: ChatSurfaceKind): Promise<ChatSurface | { missing: string }>;
+}
+
+/** A claim on a post older than this is taken over (its job died and was not retried). */
+const CLAIM_STALE_SECONDS = 300;
+
+/** Another job is making this post now: this one tries again later. */
+export class PostBusy extends Error {
+  override name = 'PostBusy';
+  constructor(key: string) {
+    super(`post ${key} is being made by another job; tried again later`);
+  }
+}
+
+const sha256 = (s: string) => crypto.createHash('sha256').update(s).digest('hex');
+const personOf = (m: ChatMessageIn): ChatPerson => ({ surface: m.surface, user_id: m.user_id, user_name: m.user_name });
+const detailOf = (err: unknown) => (err instanceof Problem ? err.detail : null);
+
+export function createChatCore(deps: ChatCoreDeps) {
+  const { db } = deps;
+  const log = deps.logger.child({ component: 'chat' });
+
+  async function surfaceOf(kind: ChatSurfaceKind): Promise<ChatSurface> {
+    const s = await deps.surface(kind);
+    // Not enabled or not configured: the queue tries again (an admin may mend it); the job's error says why.
+    if ('missing' in s) throw new Error(`${kind} cannot post: ${s.missing}`);
+    return s;
+  }
+
+  /**
+   * Makes a post once per key, for `owner` (the job making it): a key already made answers its
+   * post; a key this owner tried before (the worker died after posting, maybe) lets the adapter
+   * look for it first; a key another job is making now is `PostBusy` (this job tries again
+   * later, by when it is made). A rate limit is waited out as the server asks, a few times,
+   * before the job's own backoff takes over.
+   */
+  async function deliver(s: ChatSurface, out: ChatOutbound, owner: string, prepare?: () => Promise<Partial<ChatOutbound>>): Promise<string> {
+    const claim = await store.claimPost(db, out.key, owner, CLAIM_STALE_SECONDS);
+    if ('made' in claim) return claim.made;
+    if ('busy' in claim) throw new PostBusy(out.key);
+    if (claim.triedBefore) {
+      const earlier = await s.find(out);
+      if (earlier) {
+        await store.postMade(db, out.key, earlier.id);
+        return earlier.id;
+      }
+    }
+    // What only this post's maker may set up (a confirmation's token), once it is sure to post.
+    const full = { ...out, ...(prepare ? await prepare() : {}) };
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const { id } = await s.post(full);
+        await store.postMade(db, out.key, id);
+        return id;
+      } catch (err) {
+        if (attempt < 4 && isChatCallError(err) && err.retryAfterSeconds !== null && err.retryAfterSeconds <= 10) continue;
+        throw err;
+      }
+    }
+  }
+
+  /** Says something to the person who sent a message: to them alone for a slash command, else in a thread under their message. */
+  async function answer(m: ChatMessageIn, text: string): Promise<void> {
+    const s = await surfaceOf(m.surface);
+    if (m.command) return s.ephemeral(m.room_id, m.user_id, text, m.thread_id);
+    // One job per message: its own key is its owner.
+    await deliver(s, { room_id: m.room_id, thread_id: m.thread_id ?? m.message_id, text, as: null, key: `${m.surface}:answer:${m.message_id}` }, `message:${m.surface}:${m.message_id}`);
+  }
+
+  async function runCommand(m: ChatMessageIn, team: string, cmd: ChatCommand, s: ChatSurface): Promise<string> {
+    switch (cmd.kind) {
+      case 'help':
+        return commandList(await s.how());
+      case 'unknown':
+        return `\`${cmd.word}\` is not a Crewhouse command.\n${commandList(await s.how())}`;
+      case 'status': {
+        const runs = await deps.runs.recent(team, 10);
+        const open = runs.filter((r) => r.state === 'running' || r.state === 'waiting');
+        if (!runs.length) return `Team **${team}** has no runs yet: mention the bot with a task to start one.`;
+        return [`Team **${team}**: ${open.length} open run${open.length === 1 ? '' : 's'}. The latest:`, ...runs.map(statusLine)].join('\n');
+      }
+      case 'cancel': {
+        if (!cmd.run) return 'Say which run to cancel: `cancel <run id>` (`status` lists them), or `cancel` in the run\'s thread.';
+        const run = await deps.runs.get(cmd.run);
+        if (!run || run.team !== team) return `Team **${team}** has no run \`${cmd.run.slice(0, 40)}\`: \`status\` lists its runs.`;
+        await deps.runs.cancel(run.id, personOf(m));
+        return `Run \`${run.id}\` is cancelled.`;
+      }
+      case 'skills': {
+        const skills = await deps.teams.skills(team);
+        if (!skills.length) return `Team **${team}** has no skills of its own yet; its agents may propose some.`;
+        const sorted = [...skills].sort((a, b) => (a.status === b.status ? a.name.localeCompare(b.name) : a.status === 'proposed' ? -1 : 1));
+        return [`Skills of team **${team}**:`, ...sorted.map((k) => `- \`${k.name}\` (${k.status}, version ${k.version})`), 'Accept or reject a proposed one with `skills accept <name>` or `skills reject <name>`.'].join('\n');
+      }
+      case 'skill':
+        await deps.teams.decideSkill(team, cmd.name, cmd.decision, personOf(m));
+        return cmd.decision === 'accept' ? `Skill \`${cmd.name}\` is curated: team **${team}** uses it from its next task.` : `Skill \`${cmd.name}\` was rejected and removed.`;
+      case 'mcp': {
+        const servers = await deps.teams.mcpServers(team);
+        if (!servers.length) return `Team **${team}** has no MCP servers of its own.`;
+        return [`MCP servers of team **${team}**:`, ...servers.map((x) => `- \`${x.name}\` (${x.status})`), 'A person accepts a proposed server in the Crewhouse console.'].join('\n');
+      }
+      case 'task':
+        throw new Error('a task is not a command');
+    }
+  }
+
+  /** A message in a run's thread: the cancel word, a command, an answer to the open question, or a follow-up. */
+  async function inThread(m: ChatMessageIn, thread: NonNullable<Awaited<ReturnType<typeof store.threadByRoot>>>): Promise<void> {
+    const by = personOf(m);
+    if (isThreadCancel(m.text)) {
+      const run = await deps.runs.get(thread.run_id);
+      if (run && run.state !== 'cancelled') await deps.runs.cancel(thread.run_id, by);
+      await store.setEffect(db, m.surface, m.message_id, 'cancel', thread.run_id);
+      return;
+    }
+    if (m.addressed) {
+      const cmd = parseCommand(m.text);
+      if (cmd.kind !== 'task' && cmd.kind !== 'unknown') {
+        const s = await surfaceOf(m.surface);
+        await answer(m, await runCommand(m, thread.team, cmd, s));
+        await store.setEffect(db, m.surface, m.message_id, `command:${cmd.kind}`);
+        return;
+      }
+    }
+    if (m.text.length > deps.runs.maxReplyChars) throw problems.validation([{ field: 'text', message: 'too long' }], `the message is ${m.text.length} characters; a reply is at most ${deps.runs.maxReplyChars}`);
+    const run = await deps.runs.get(thread.run_id);
+    const question = run?.state === 'waiting' ? run.open_question : null;
+    await deps.runs.reply(thread.run_id, by, { text: m.text, ...(question ? { in_reply_to: question.seq } : {}) }, (trx) => store.setEffect(trx, m.surface, m.message_id, question ? 'answer' : 'follow_up', thread.run_id));
+  }
+
+  return {
+    /**
+     * Takes a message in, once: records its id and queues its work in one transaction (`q`, or
+     * its own). False when the message was seen before (nothing is queued again).
+     */
+    async receive(m: ChatMessageIn, q?: Trx): Promise<boolean> {
+      const go = async (trx: Trx) => {
+        if (!(await store.recordMessage(trx, m.surface, m.message_id))) return false;
+        await handleMessageJob.enqueue(trx, { message: m }, { key: `chat.handle-message:${m.surface}:${sha256(m.message_id)}` });
+        return true;
+      };
+      return q ? go(q) : db.transaction().execute(go);
+    },
+
+    /** The job `chat.message`: the one effect of a message. */
+    async handle(m: ChatMessageIn): Promise<void> {
+      const done = await store.messageEffect(db, m.surface, m.message_id);
+      if (done?.effect) return;
+      try {
+        const thread = m.thread_id ? await store.threadByRoot(db, m.surface, m.thread_id) : undefined;
+        if (thread) return await inThread(m, thread);
+        if (!m.addressed) return await store.setEffect(db, m.surface, m.message_id, 'ignored');
+        const cmd = parseCommand(m.text);
+        const team = cmd.kind === 'help' || cmd.kind === 'unknown' ? '' : await deps.teams.teamOfRoom(m.surface, m.room_id);
+        if (team === null) {
+          await answer(m, 'No Crewhouse team lives in this room: an admin creates a team with this room as its home (or links the room to a team) in the Crewhouse console.');
+          return await store.setEffect(db, m.surface, m.message_id, 'no_team');
+        }
+        if (cmd.kind === 'task') {
+          if (cmd.text.length > deps.runs.maxTaskChars) throw problems.validation([{ field: 'text', message: 'too long' }], `the task is ${cmd.text.length} characters; a task is at most ${deps.runs.maxTaskChars}`);
+          await deps.runs.start({ team, text: cmd.text, by: personOf(m), thread: { room_id: m.room_id, message_id: m.message_id } }, async (trx, runId) => {
+            await store.insertThread(trx, { run_id: runId, surface: m.surface, room_id: m.room_id, team, requested_by: m.user_id, requested_by_name: m.user_name });
+            await store.setEffect(trx, m.surface, m.message_id, 'run', runId);
+          });
+          return;
+        }
+        const s = await surfaceOf(m.surface);
+        await answer(m, await runCommand(m, team, cmd, s));
+        await store.setEffect(db, m.surface, m.message_id, `command:${cmd.kind}`);
+      } catch (err) {
+        const detail = detailOf(err);
+        if (detail === null) throw err;
+        // Refused (a 4xx of the runs or teams module): the person is told why, and that is the message's effect.
+        await answer(m, `Crewhouse could not do that: ${detail}`);
+        await store.setEffect(db, m.surface, m.message_id, `refused: ${detail.slice(0, 200)}`);
+      }
+    },
+
+    /** Queues the thread's catching up with its run (in the transaction of the run's change); nothing for a run without a thread. */
+    async runChanged(trx: Trx, change: { run_id: string; seq: number; event?: string }): Promise<void> {
+      if (!(await store.threadOfRun(trx, change.run_id))) return;
+      // One job per change (a run that waits at seq N and is cancelled with no post between has two changes at N).
+      await mirrorThreadJob.enqueue(trx, { run_id: change.run_id }, { key: `chat.mirror-thread:${change.run_id}:${change.event ?? 'posted'}:${change.seq}` });
+    },
+
+    /** The job `chat.mirror`: the thread's root (first) and each of the run's posts since it last caught up, in order. */
+    async mirror(runId: string, owner: string): Promise<void> {
+      let thread = await store.threadOfRun(db, runId);
+      if (!thread) return;
+      const s = await surfaceOf(thread.surface as ChatSurfaceKind);
+      const run = await deps.runs.get(runId);
+      if (!run) return;
+      const requester = s.mention(thread.requested_by, thread.requested_by_name);
+      if (!thread.root_id) {
+        const rootId = await deliver(s, { room_id: thread.room_id, thread_id: null, text: renderStart({ requester, team: thread.team, runId, text: run.text }), as: null, key: `${thread.surface}:run:${runId}:root` }, owner);
+        await store.setRoot(db, runId, rootId, await s.permalink(thread.room_id, rootId));
+        thread = (await store.threadOfRun(db, runId))!;
+      }
+      let after = thread.mirrored_seq;
+      let lastRole = thread.last_role;
+      for (;;) {
+        const posts = await deps.runs.posts(runId, after, 50);
+        if (!posts.length) return;
+        for (const p of posts) {
+          const shown = renderPost(p, { requester, lastRole, run });
+          if (shown) {
+            // A confirmation's token is made by the one job about to post it (a new token replaces one never posted).
+            const buttons = shown.confirmation
+              ? async () => {
+                  const token = crypto.randomBytes(24).toString('base64url');
+                  await store.putConfirmation(db, { token_hash: sha256(token), run_id: runId, seq: p.seq, room_id: thread.room_id });
+                  return { buttons: { token } };
+                }
+              : undefined;
+            const out: ChatOutbound = { room_id: thread.room_id, thread_id: thread.root_id, text: shown.text, as: shown.role ? { team: thread.team, role: shown.role } : null, key: `${thread.surface}:run:${runId}:${p.seq}` };
+            try {
+              await deliver(s, out, owner, buttons);
+            } catch (err) {
+              if (err instanceof PostBusy || !isChatCallError(err) || err.transient) throw err;
+              // Never deliverable as it is (refused by the server): the run says so, and the thread goes on.
+              log.warn({ run: runId, seq: p.seq, reason: err.message }, 'a run post could not be posted in its chat thread');
+              await deps.runs.notice(runId, `post ${p.seq} could not be posted in the ${thread.surface} thread: ${err.message}`, `${thread.surface}:undelivered:${p.seq}`);
+            }
+            if (shown.working) lastRole = shown.working;
+          }
+          after = p.seq;
+          await store.advanceThread(db, runId, p.seq, lastRole);
+        }
+      }
+    },
+
+    /**
+     * A confirmation's button, clicked by `by`: approves or refuses the confirmation its token
+     * names, once. Answers what the post should now say (the buttons gone), or why nothing was done.
+     */
+    async decide(token: string, approve: boolean, by: ChatPerson, roomId: string): Promise<{ decided: boolean; text: string }> {
+      const hash = sha256(token);
+      const c = await store.confirmationOf(db, hash);
+      if (!c || c.room_id !== roomId) return { decided: false, text: 'This confirmation is unknown to Crewhouse: answer the newest one in the run\'s thread.' };
+      if (c.decided_by) return { decided: false, text: `This confirmation was already answered by ${c.decided_by}.` };
+      try {
+        await deps.runs.reply(c.run_id, by, { text: approve ? 'approve' : 'refuse', in_reply_to: c.seq, approve }, async (trx) => {
+          if (!(await store.confirmationDecided(trx, hash, `@${by.user_name}`))) throw problems.conflict('this confirmation was already answered');
+        });
+      } catch (err) {
+        const detail = detailOf(err);
+        if (detail === null) throw err;
+        return { decided: false, text: `Nothing was done: ${detail}` };
+      }
+      return { decided: true, text: `${approve ? 'Approved' : 'Refused'} by @${by.user_name}.` };
+    },
+
+    /** The rooms a surface's listener follows: every live team's home or linked room there. */
+    rooms: (surface: ChatSurfaceKind) => deps.teams.rooms(surface),
+
+    /** The thread links of runs that came from chat (`chat_thread_url`). */
+    async threadUrls(runIds: string[]): Promise<Map<string, string>> {
+      const rows = await store.threadUrls(db, runIds);
+      return new Map(rows.filter((r) => r.url).map((r) => [r.run_id, r.url!]));
+    },
+  };
+}
+
+export type ChatCore = ReturnType<typeof createChatCore>;
