@@ -399,12 +399,12 @@ export interface WorkerParts {
 const claimOf = (runId: string, role: string) => `${runId}.${role}`;
 
 /**
- * The worker's side of the composition root: starts this machine's sandbox host and builds the
- * run engine on it, each told what it needs of the services. The worker component (and the test
- * harness's `drainJobs`) perform every job with what this answers; `host.stop()` ends it.
+ * What every component gets: the parsed config, the database, a logger, the metrics registry,
+ * the cipher and model catalogue loaded once per process, and the domain services built once
+ * here. Defined beside the services, so the worker's parts are built from it without this file
+ * importing the components (src/components.ts names it for them).
  */
-/** What the worker's parts are built from: a component's context (src/components.ts gives it), by its shape. */
-export interface WorkerContext {
+export interface ComponentContext {
   config: Config;
   db: Db;
   logger: Logger;
@@ -414,7 +414,12 @@ export interface WorkerContext {
   services: Services;
 }
 
-export async function startWorkerParts(ctx: WorkerContext): Promise<WorkerParts> {
+/**
+ * The worker's side of the composition root: starts this machine's sandbox host and builds the
+ * run engine on it, each told what it needs of the services. The worker component (and the test
+ * harness's `drainJobs`) perform every job with what this answers; `host.stop()` ends it.
+ */
+export async function startWorkerParts(ctx: ComponentContext): Promise<WorkerParts> {
   const { db, logger, services } = ctx;
   // Sandboxes go where the unprivileged sandbox user can reach them (not under a closed /root).
   const place = await reachableSandboxDir(ctx.config);
