@@ -3,6 +3,7 @@ import crypto from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { sign } from '@octokit/webhooks-methods';
 import { listJobs } from '../../queue/queue.ts';
+import { makeIntegration } from '../../../test/factories.ts';
 import { testApp, type TestApp } from '../../../test/harness.ts';
 import { processDeliveryJob } from './process-delivery.job.ts';
 
@@ -14,17 +15,6 @@ async function deliver(t: TestApp, opts: { surface?: string; event: string; payl
   const signature = opts.signature === undefined ? await sign(opts.secret ?? SECRET, raw) : opts.signature;
   if (signature !== null) headers['x-hub-signature-256'] = signature;
   return t.request({ method: 'POST', url: `/webhooks/${opts.surface ?? 'code_host'}`, headers, raw });
-}
-
-/** Writes an integration's secrets and enables it through the integrations resource. */
-async function enable(t: TestApp, kind: string, settings: Record<string, string>, secrets: Record<string, string>) {
-  for (const [name, value] of Object.entries(secrets)) {
-    const put = await t.request({ method: 'PUT', url: `/api/v1/secrets/integrations/${kind}/${name}`, token: t.adminToken, body: { value } });
-    assert.ok([200, 201].includes(put.status), put.text);
-  }
-  const current = await t.request({ method: 'GET', url: `/api/v1/integrations/${kind}`, token: t.adminToken });
-  const put = await t.request({ method: 'PUT', url: `/api/v1/integrations/${kind}`, token: t.adminToken, body: { enabled: true, settings }, headers: { 'if-match': String(current.headers.etag) } });
-  assert.equal(put.status, 200, put.text);
 }
 
 describe('POST /webhooks/<surface>', () => {
@@ -53,7 +43,7 @@ describe('POST /webhooks/<surface>', () => {
   describe('with the integration enabled', () => {
     before(async () => {
       const appKey = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs1', format: 'pem' }) as string;
-      await enable(t, 'code_host', { app_id: '1234', installation_id: '5678' }, { app_key: appKey, webhook_secret: SECRET });
+      await makeIntegration(t, 'code_host', { settings: { app_id: '1234', installation_id: '5678' }, secrets: { app_key: appKey, webhook_secret: SECRET } });
     });
 
     it('refuses and records a delivery with a bad or missing signature, before reading its body', async () => {
@@ -119,7 +109,7 @@ describe('POST /webhooks/<surface>', () => {
     });
 
     it('tracker deliveries are recorded and answered; chat kinds have none; other kinds are 404', async () => {
-      await enable(t, 'tracker_a', {}, { access_token: 'tracker-token', webhook_secret: SECRET });
+      await makeIntegration(t, 'tracker_a', { secrets: { access_token: 'tracker-token', webhook_secret: SECRET } });
       const res = await deliver(t, { surface: 'tracker_a', event: 'issue', payload: { action: 'create' }, id: 'tr-1' });
       assert.equal(res.status, 202);
       assert.equal(res.body.outcome, 'ignored');
