@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { systemActor } from '../src/audit/audit.ts';
+import type { RunSurface } from '../src/console/runs/runs.tables.ts';
 import { uniq, type TestApp } from './harness.ts';
 
 /**
@@ -102,10 +104,29 @@ export async function setIntegration(t: TestApp, kind: string, enabled: boolean,
   const current = await t.request({ method: 'GET', url: `/api/v1/integrations/${kind}`, token: t.adminToken });
   const res = await t.request({ method: 'PUT', url: `/api/v1/integrations/${kind}`, token: t.adminToken, body: { enabled, settings }, headers: { 'if-match': String(current.headers.etag) } });
   assert.equal(res.status, 200, res.text);
+  return { kind, etag: String(res.headers.etag), body: res.body as Record<string, any> };
 }
 
-/** Writes an integration's secrets and enables it with its settings, through the integrations resource (admin, If-Match). */
-export async function enableIntegration(t: TestApp, kind: string, settings: Record<string, string>, secrets: Record<string, string>) {
-  for (const [name, value] of Object.entries(secrets)) await putSecret(t, `integrations/${kind}/${name}`, value);
-  await setIntegration(t, kind, true, settings);
+/**
+ * A run of a team (a fresh one unless named), created through the runs service as a surface
+ * creates it (console unless told; a chat or tracker surface needs `external_ref`). Needs
+ * testApp({ modelProxy: true }) and a sandbox host row (makeHostRow), as any new run does.
+ */
+export async function makeRun(
+  t: TestApp,
+  opts: { team?: string; text?: string; surface?: RunSurface; external_ref?: string | null; requested_by?: string; /** The actor's name (the audit's, and who asked unless `requested_by`). */ actor?: string } = {},
+) {
+  const team = opts.team ?? (await makeTeam(t)).name;
+  const { actor, ...input } = opts;
+  const run = await t.services.runs.createRun(systemActor(actor ?? 'test'), { text: 'Write a README', surface: 'console', ...input, team });
+  return { ...run, team };
+}
+
+/**
+ * An integration of a kind, enabled (unless told) with `settings`, its `secrets` (by name:
+ * integrations/<kind>/<name>) set first, all through the real API.
+ */
+export async function makeIntegration(t: TestApp, kind: string, opts: { settings?: Record<string, string>; secrets?: Record<string, string>; enabled?: boolean } = {}) {
+  for (const [name, value] of Object.entries(opts.secrets ?? {})) await putSecret(t, `integrations/${kind}/${name}`, value);
+  return setIntegration(t, kind, opts.enabled ?? true, opts.settings ?? {});
 }

@@ -17,6 +17,7 @@ import { after, before, describe, it } from 'node:test';
 import { issuerOf, mintCertificateAuthority, mintLeaf } from '../../src/gateway/certificates.ts';
 import { postProgressJob } from '../../src/integrations/code_host/post-progress.job.ts';
 import { listJobs } from '../../src/queue/queue.ts';
+import { makeIntegration } from '../factories.ts';
 import { startFakeCodeHost, type FakeCodeHost } from '../fakes/code-host.ts';
 import { startFakeDns, type FakeDns } from '../fakes/dns-server.ts';
 import type { ScriptedAnswer, ScriptedRequest } from '../fakes/scripted-model.ts';
@@ -77,9 +78,10 @@ describe('the code host end to end: an issue becomes a run that ends in a pull r
     const api = (method: string, url: string, body?: unknown, headers?: Record<string, string>) => t.request({ method, url: `/api/v1${url}`, token: t.adminToken, body, headers });
 
     // The integration: the app's key and webhook secret, then its settings, enabled.
-    assert.equal((await api('PUT', '/secrets/integrations/code_host/app_key', { value: fake.app.privateKeyPem })).status, 201);
-    assert.equal((await api('PUT', '/secrets/integrations/code_host/webhook_secret', { value: SECRET })).status, 201);
-    await enableCodeHost(api, { app_id: String(fake.app.id), installation_id: String(installation), api_url: fake.apiUrl });
+    await makeIntegration(t, 'code_host', {
+      settings: { app_id: String(fake.app.id), installation_id: String(installation), api_url: fake.apiUrl },
+      secrets: { app_key: fake.app.privateKeyPem, webhook_secret: SECRET },
+    });
 
     // The console listens, and the fake GitHub delivers to it.
     await t.app.listen({ port: 0, host: '127.0.0.1' });
@@ -252,11 +254,3 @@ describe('the code host end to end: an issue becomes a run that ends in a pull r
     assert.ok((await stack.posts(runId)).some((p) => p.kind === 'notice' && /merged/.test(p.text)));
   });
 });
-
-/** Enables the code_host integration through the integrations resource (admin, If-Match). */
-async function enableCodeHost(api: (method: string, url: string, body?: unknown, headers?: Record<string, string>) => Promise<{ status: number; text: string; headers: Record<string, unknown>; body: any }>, settings: Record<string, string>) {
-  const current = await api('GET', '/integrations/code_host');
-  assert.equal(current.status, 200, current.text);
-  const put = await api('PUT', '/integrations/code_host', { enabled: true, settings }, { 'if-match': String(current.headers.etag) });
-  assert.equal(put.status, 200, put.text);
-}

@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { issuerOf, mintCertificateAuthority, mintLeaf } from '../../src/gateway/certificates.ts';
-import { enableIntegration } from '../factories.ts';
+import { makeIntegration } from '../factories.ts';
 import { startFakeCodeHost, type FakeCodeHost } from '../fakes/code-host.ts';
 import { startFakeDns, type FakeDns } from '../fakes/dns-server.ts';
 import { startFakeJira, textOfAdf, type FakeJira } from '../fakes/jira.ts';
@@ -68,7 +68,7 @@ describe('the trackers end to end: an assigned issue becomes a run that answers 
     });
     const { t } = stack;
     const api = (method: string, url: string, body?: unknown, headers?: Record<string, string>) => t.request({ method, url: `/api/v1${url}`, token: t.adminToken, body, headers });
-    const enable = (kind: string, settings: Record<string, string>, secrets: Record<string, string>) => enableIntegration(t, kind, settings, secrets);
+    const enable = (kind: string, settings: Record<string, string>, secrets: Record<string, string>) => makeIntegration(t, kind, { settings, secrets });
     await enable('code_host', { app_id: String(code.app.id), installation_id: String(installation), api_url: code.apiUrl }, { app_key: code.app.privateKeyPem, webhook_secret: crypto.randomBytes(8).toString('hex') });
     await enable('tracker_a', { api_url: linear.url }, { access_token: linear.appToken, webhook_secret: linearSecret });
     await enable(

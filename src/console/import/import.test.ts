@@ -13,7 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import { issuerOf, mintCertificateAuthority, mintLeaf } from '../../gateway/certificates.ts';
 import { startGitServer } from '../../../test/fakes/git-server.ts';
 import { startFakeCodeHost } from '../../../test/fakes/code-host.ts';
-import { makeEnvironment } from '../../../test/factories.ts';
+import { makeEnvironment, makeIntegration } from '../../../test/factories.ts';
 import { testApp, type TestApp } from '../../../test/harness.ts';
 import { loadConfig } from '../../config.ts';
 
@@ -350,11 +350,10 @@ describe('a configuration repository on the code host', () => {
     const t = await testApp({ codeHostClock: fake.now, config: { SERVICE_IMPORT_REPOSITORY: `https://127.0.0.1:${fake.httpsPort}/acme/config.git`, SERVICE_IMPORT_CA_FILE: path.join(tmp, 'ca.pem') } });
     try {
       const api = (method: string, url: string, body?: unknown, headers?: Record<string, string>) => t.request({ method, url: `/api/v1${url}`, token: t.adminToken, body, headers });
-      assert.equal((await api('PUT', '/secrets/integrations/code_host/app_key', { value: fake.app.privateKeyPem })).status, 201);
-      assert.equal((await api('PUT', '/secrets/integrations/code_host/webhook_secret', { value: 'whsec-import-test' })).status, 201);
-      const current = await api('GET', '/integrations/code_host');
-      const put = await api('PUT', '/integrations/code_host', { enabled: true, settings: { app_id: String(fake.app.id), installation_id: String(installation), api_url: fake.apiUrl } }, { 'if-match': String(current.headers.etag) });
-      assert.equal(put.status, 200, put.text);
+      await makeIntegration(t, 'code_host', {
+        settings: { app_id: String(fake.app.id), installation_id: String(installation), api_url: fake.apiUrl },
+        secrets: { app_key: fake.app.privateKeyPem, webhook_secret: 'whsec-import-test' },
+      });
 
       const plan = await api('POST', '/import', { dry_run: false });
       assert.equal(plan.status, 200, plan.text);

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { AgentEvent, AgentEventBody } from '../../agent/protocol.ts';
-import { systemActor } from '../../audit/audit.ts';
-import { makeTeam } from '../../../test/factories.ts';
+import { makeRun } from '../../../test/factories.ts';
 import { testApp, type TestApp } from '../../../test/harness.ts';
 import { makeHostRow } from '../../../test/sandboxes.ts';
 import type { EventHost } from './runs.journal.ts';
@@ -33,11 +32,10 @@ describe('recording agent events', () => {
 
   /** A new run of a fresh team, its lead's turn begun as the engine begins it. */
   async function begun() {
-    const team = await makeTeam(t, { body: {} });
-    const { run_id } = await t.services.runs.createRun(systemActor('test'), { team: team.name, text: 'Write a README', surface: 'console' });
+    const { run_id, team } = await makeRun(t);
     const work = (await t.services.runJournal.nextWork(run_id))!;
     await t.services.runJournal.beginTurn(work.task.id, 0, null);
-    return { runId: run_id, taskId: work.task.id, team: team.name };
+    return { runId: run_id, taskId: work.task.id, team };
   }
   const run = async (id: string) => (await t.services.runs.get(id)).run;
   const posts = async (id: string) => (await t.request({ method: 'GET', url: `/api/v1/runs/${id}/posts`, token: t.adminToken })).body.items as Array<{ kind: string; text: string }>;

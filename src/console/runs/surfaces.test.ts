@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { systemActor } from '../../audit/audit.ts';
 import { Problem } from '../../errors/problems.ts';
-import { makeTeam } from '../../../test/factories.ts';
+import { makeRun, makeTeam } from '../../../test/factories.ts';
 import { testApp, type TestApp } from '../../../test/harness.ts';
 import { makeHostRow } from '../../../test/sandboxes.ts';
 
@@ -17,10 +17,7 @@ describe('runs by surface', () => {
   });
   after(() => t.close());
 
-  const chatRun = async (surface: 'chat_a' | 'chat_b') => {
-    const team = await makeTeam(t);
-    return t.services.runs.createRun(systemActor(surface), { team: team.name, text: 'Write a README', surface, external_ref: 'room-1/thread-9', requested_by: 'alice' });
-  };
+  const chatRun = (surface: 'chat_a' | 'chat_b') => makeRun(t, { surface, actor: surface, external_ref: 'room-1/thread-9', requested_by: 'alice' });
   const conflict = (pattern: RegExp) => (err: unknown) => err instanceof Problem && err.status === 409 && pattern.test(err.detail);
 
   it('a chat run records its surface, its thread and who asked', async () => {
@@ -62,8 +59,7 @@ describe('runs by surface', () => {
   }
 
   it('a code-host run is answered and cancelled through the routes', async () => {
-    const team = await makeTeam(t);
-    const { run_id } = await t.services.runs.createRun(systemActor('code_host:alice'), { team: team.name, text: 'Fix issue 7', surface: 'code_host' });
+    const { run_id } = await makeRun(t, { actor: 'code_host:alice', text: 'Fix issue 7', surface: 'code_host' });
     assert.equal((await t.services.runs.get(run_id)).run.surface, 'code_host');
     const reply = await t.services.runs.reply(systemActor('test'), run_id, { text: 'and add a licence' });
     assert.equal(reply.state, 'running');

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { makeAgent, makeEnvironment, makeTeam, makeTemplate } from '../../../test/factories.ts';
+import { makeAgent, makeEnvironment, makeRun, makeTeam, makeTemplate } from '../../../test/factories.ts';
+import { makeHostRow } from '../../../test/sandboxes.ts';
 import { captureLogger, testApp, uniq, type TestApp } from '../../../test/harness.ts';
 import { createModelProxyClient, type ModelProxyClient } from '../../modelproxy/client.ts';
 import { byKind, getJob, listJobs } from '../../queue/queue.ts';
@@ -15,6 +16,7 @@ describe('teams', () => {
   let t: TestApp;
   before(async () => {
     t = await testApp({ modelProxy: true });
+    await makeHostRow(t.db, { providers: ['local', 'microvm'] });
   });
   after(() => t.close());
 
@@ -97,8 +99,7 @@ describe('teams', () => {
     const prefix = uniq('flt');
     const teams = [];
     for (const s of ['a', 'b', 'c']) teams.push(await makeTeam(t, { template: tpl.name, body: { name: `${prefix}-${s}` } }));
-    const busy = await t.services.teams.mustGetLive(teams[0].name);
-    await t.db.insertInto('runs').values({ id: uniq('run'), team_id: busy.id, team_name: busy.name, state: 'running', text: 'do it', created_by: 'test' }).execute();
+    await makeRun(t, { team: teams[0].name });
     const all = await t.request({ method: 'GET', url: `/api/v1/teams?q=${prefix}&limit=2`, token: t.adminToken });
     assert.equal(all.body.items.length, 2);
     assert.ok(all.body.next_cursor);
@@ -244,8 +245,7 @@ describe('teams', () => {
   test('archive: cancels runs, revokes keys, removes roles, links and documents, frees the name; a new team inherits nothing', async () => {
     const team = await makeTeam(t);
     const row = await t.services.teams.mustGetLive(team.name);
-    const runId = uniq('run');
-    await t.db.insertInto('runs').values({ id: runId, team_id: row.id, team_name: row.name, state: 'running', text: 'x', created_by: 'test' }).execute();
+    const { run_id: runId } = await makeRun(t, { team: team.name });
     await t.db.insertInto('sandboxes').values({ id: uniq('sb'), team_id: row.id, role: 'lead', replica: 0, provider: 'microvm', state: 'running' }).execute();
     const doc = await t.request({ method: 'PUT', url: `/api/v1/teams/${team.name}/documents/notes.md`, token: t.adminToken, body: { media_type: 'text/markdown', content: '# notes' } });
     assert.equal(doc.status, 201, doc.text);

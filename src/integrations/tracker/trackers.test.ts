@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { enableIntegration, makeTeam } from '../../../test/factories.ts';
+import { makeIntegration, makeTeam } from '../../../test/factories.ts';
 import { startFakeJira, type FakeJira } from '../../../test/fakes/jira.ts';
 import { startFakeLinear, type FakeLinear } from '../../../test/fakes/linear.ts';
 import { testApp, type TestApp } from '../../../test/harness.ts';
@@ -65,7 +65,7 @@ describe('trackers: signed deliveries, connection tests and links', () => {
 
   it('tracker_a: a real connection test, links checked against Linear, and deliveries verified in Linear\'s format', async () => {
     const secret = crypto.randomBytes(20).toString('hex');
-    await enableIntegration(t, 'tracker_a', { api_url: linear.url }, { access_token: linear.appToken, webhook_secret: secret });
+    await makeIntegration(t, 'tracker_a', { settings: { api_url: linear.url }, secrets: { access_token: linear.appToken, webhook_secret: secret } });
     const test = await t.request({ method: 'POST', url: '/api/v1/integrations/tracker_a/test', token: t.adminToken });
     assert.equal(test.body.state, 'ok', test.body.detail);
     assert.match(test.body.detail, /signed in to Linear as the app Crewhouse/);
@@ -116,12 +116,10 @@ describe('trackers: signed deliveries, connection tests and links', () => {
 
   it('tracker_b: a real connection test with a client-credentials token, project links checked, deliveries verified in Jira\'s format', async () => {
     const secret = crypto.randomBytes(20).toString('hex');
-    await enableIntegration(
-      t,
-      'tracker_b',
-      { client_id: jira.clientId, cloud_id: jira.cloudId, account_id: jira.agent.accountId, api_url: jira.apiUrl, auth_url: jira.authUrl, site_url: 'https://acme.atlassian.net' },
-      { client_secret: jira.clientSecret, webhook_secret: secret },
-    );
+    await makeIntegration(t, 'tracker_b', {
+      settings: { client_id: jira.clientId, cloud_id: jira.cloudId, account_id: jira.agent.accountId, api_url: jira.apiUrl, auth_url: jira.authUrl, site_url: 'https://acme.atlassian.net' },
+      secrets: { client_secret: jira.clientSecret, webhook_secret: secret },
+    });
     const test = await t.request({ method: 'POST', url: '/api/v1/integrations/tracker_b/test', token: t.adminToken });
     assert.equal(test.body.state, 'ok', test.body.detail);
     assert.match(test.body.detail, /acting as Crewhouse/);

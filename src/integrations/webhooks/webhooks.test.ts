@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { sign } from '@octokit/webhooks-methods';
 import { listJobs } from '../../queue/queue.ts';
-import { enableIntegration } from '../../../test/factories.ts';
+import { makeIntegration } from '../../../test/factories.ts';
 import { testApp, type TestApp } from '../../../test/harness.ts';
 import { processDeliveryJob } from './process-delivery.job.ts';
 
@@ -44,7 +44,7 @@ describe('POST /webhooks/<surface>', () => {
   describe('with the integration enabled', () => {
     before(async () => {
       const appKey = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs1', format: 'pem' }) as string;
-      await enableIntegration(t, 'code_host', { app_id: '1234', installation_id: '5678' }, { app_key: appKey, webhook_secret: SECRET });
+      await makeIntegration(t, 'code_host', { settings: { app_id: '1234', installation_id: '5678' }, secrets: { app_key: appKey, webhook_secret: SECRET } });
     });
 
     it('refuses and records a delivery with a bad or missing signature, before reading its body', async () => {
@@ -110,7 +110,7 @@ describe('POST /webhooks/<surface>', () => {
     });
 
     it('each surface is verified in its own format: a tracker delivery signed like the code host\'s is refused; chat kinds have none; other kinds are 404', async () => {
-      await enableIntegration(t, 'tracker_a', {}, { access_token: 'tracker-token', webhook_secret: SECRET });
+      await makeIntegration(t, 'tracker_a', { secrets: { access_token: 'tracker-token', webhook_secret: SECRET } });
       const res = await deliver(t, { surface: 'tracker_a', event: 'issue', payload: { action: 'create' }, id: 'tr-1' });
       assert.equal(res.status, 401);
       assert.match(res.body.detail, /Linear-Signature is missing/);
