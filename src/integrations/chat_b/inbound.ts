@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ChatMessageIn, ChatPerson } from '../chat/ports.ts';
 import type { ChatCore } from '../chat/core.ts';
+import { followSettings } from '../chat/follow.ts';
 import { CHAT_B_SECRET, chatBClient, type ChatBClient } from './client.ts';
 import type { ChatBWork } from './events.ts';
 import { startChatBListener, type ChatBListener } from './listener.ts';
@@ -50,74 +51,46 @@ export async function decideAction(core: ChatCore, client: ChatBClient, w: Extra
 }
 
 export function startChatBInbound(deps: ChatBInboundDeps) {
-  const log = deps.logger.child({ component: 'chat_b.inbound' });
-  let current: { fingerprint: string; listener: ChatBListener } | null = null;
-  let stopped = false;
-  let pending: Promise<void> = Promise.resolve();
+  return followSettings({
+    what: 'chat_b',
+    logger: deps.logger,
+    ...(deps.everyMs ? { everyMs: deps.everyMs } : {}),
+    async wanted() {
+      const s = await deps.settings();
+      const botToken = s.enabled ? await deps.reveal(CHAT_B_SECRET.bot) : null;
+      const appToken = s.enabled ? await deps.reveal(CHAT_B_SECRET.app) : null;
+      if (!botToken || !appToken) return null;
+      return { fingerprint: crypto.createHash('sha256').update(`${s.apiUrl}\n${botToken}\n${appToken}`).digest('hex'), start: () => listen(deps, s.apiUrl, botToken, appToken) };
+    },
+  });
+}
 
-  async function apply(): Promise<void> {
-    const s = await deps.settings();
-    const botToken = s.enabled ? await deps.reveal(CHAT_B_SECRET.bot) : null;
-    const appToken = s.enabled ? await deps.reveal(CHAT_B_SECRET.app) : null;
-    const fingerprint = botToken && appToken ? crypto.createHash('sha256').update(`${s.apiUrl}\n${botToken}\n${appToken}`).digest('hex') : null;
-    if (stopped || fingerprint === (current?.fingerprint ?? null)) return;
-    await current?.listener.stop();
-    current = null;
-    if (!fingerprint || !botToken || !appToken) return;
-    const rest = chatBClient({ apiUrl: s.apiUrl, token: botToken, secret: CHAT_B_SECRET.bot, rateLimited: 'wait', logger: log });
-    const names = new Map<string, string>();
-    const nameOf = async (user: string) => {
-      let name = names.get(user);
-      if (name === undefined) {
-        name = (await rest.user(user)).name;
-        names.set(user, name);
-      }
-      return name;
-    };
-    const listener = startChatBListener({
-      apiUrl: s.apiUrl,
-      botToken,
-      appToken,
-      rooms: deps.rooms,
-      logger: deps.logger,
-      ...(deps.pingTimeoutMs ? { pingTimeoutMs: deps.pingTimeoutMs } : {}),
-      ...(deps.reconnectMs ? { reconnectMs: deps.reconnectMs } : {}),
-      onWork: async (w) => {
-        const name = await nameOf(w.user);
-        if (w.kind === 'action') return decideAction(deps.core(), rest, w, { surface: 'chat_b', user_id: w.user, user_name: name });
-        await deps.core().receive(workItemOf(w, name));
-      },
-    });
-    current = { fingerprint, listener };
-    try {
-      await listener.ready;
-    } catch (err) {
-      log.warn({ reason: err instanceof Error ? err.message : String(err) }, 'the chat_b listener could not start: it is tried again when the settings are checked next');
-      await listener.stop().catch(() => {});
-      current = null;
+/** The listener for one workspace and pair of tokens: each work item handed to the chat core. */
+function listen(deps: ChatBInboundDeps, apiUrl: string, botToken: string, appToken: string): ChatBListener {
+  const rest = chatBClient({ apiUrl, token: botToken, secret: CHAT_B_SECRET.bot, rateLimited: 'wait', logger: deps.logger.child({ component: 'chat_b.inbound' }) });
+  const names = new Map<string, string>();
+  const nameOf = async (user: string) => {
+    let name = names.get(user);
+    if (name === undefined) {
+      name = (await rest.user(user)).name;
+      names.set(user, name);
     }
-  }
-
-  const refresh = () => (pending = pending.then(apply).catch((err) => log.error({ err }, 'the chat_b listener could not follow its settings')));
-  const timer = setInterval(() => void refresh(), deps.everyMs ?? 15_000);
-  timer.unref();
-  void refresh();
-
-  return {
-    /** Follows the settings now; resolves once the listener is (re)started or stopped. */
-    refresh,
-    /** Whether a listener is running. */
-    get listening() {
-      return current !== null;
-    },
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      await pending;
-      await current?.listener.stop();
-      current = null;
-    },
+    return name;
   };
+  return startChatBListener({
+    apiUrl,
+    botToken,
+    appToken,
+    rooms: deps.rooms,
+    logger: deps.logger,
+    ...(deps.pingTimeoutMs ? { pingTimeoutMs: deps.pingTimeoutMs } : {}),
+    ...(deps.reconnectMs ? { reconnectMs: deps.reconnectMs } : {}),
+    onWork: async (w) => {
+      const name = await nameOf(w.user);
+      if (w.kind === 'action') return decideAction(deps.core(), rest, w, { surface: 'chat_b', user_id: w.user, user_name: name });
+      await deps.core().receive(workItemOf(w, name));
+    },
+  });
 }
 
 export type ChatBInbound = ReturnType<typeof startChatBInbound>;
