@@ -10,19 +10,10 @@ import type { ScriptedAnswer, ScriptedRequest } from '../fakes/scripted-model.ts
 import { setIntegration } from '../factories.ts';
 import { uniq } from '../harness.ts';
 import { putSecret } from '../integrations.ts';
-import { lastText, roleOf, startStack, stackSkip, waitFor, type Stack } from './stack.ts';
+import { lastText, roleOf, scenarioOf, startStack, stackSkip, waitFor, type Stack } from './stack.ts';
 
 const BOT_TOKEN = `xoxb-e2e-${'b'.repeat(24)}`;
 const APP_TOKEN = `xapp-e2e-${'a'.repeat(24)}`;
-
-/** The scenario a conversation belongs to: the task's `SCENARIO <name>`. */
-function scenarioOf(req: ScriptedRequest): string {
-  for (const m of req.body.messages) {
-    const found = /SCENARIO (\w+)/.exec(typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? ''));
-    if (found) return found[1]!;
-  }
-  return '?';
-}
 
 function script(req: ScriptedRequest): ScriptedAnswer {
   const text = lastText(req);
