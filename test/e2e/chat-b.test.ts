@@ -77,7 +77,7 @@ describe('a team in a chat_b channel, end to end', { skip: stackSkip }, () => {
     await slack?.stop();
   });
 
-  it('a mention becomes one run with a thread (its envelope redelivered), the question mentions the person and is answered in the thread, a follow-up reopens it; the Console answers 409', async () => {
+  it('a mention becomes one run with a thread (its envelope redelivered), the question mentions the person and is answered in the thread across a dropped socket, a follow-up reopens it; the Console answers 409', async () => {
     const marker = uniq('ask');
     const mention = slack.say(alice.id, channel.id, `<@${bot.id}> SCENARIO ask ${marker}`);
     const { root, runId } = await started(marker);
@@ -101,8 +101,11 @@ describe('a team in a chat_b channel, end to end', { skip: stackSkip }, () => {
     const cancel409 = await api('POST', `/runs/${runId}/cancel`);
     assert.equal(cancel409.status, 409, cancel409.text);
 
+    // The answer is written while the socket is down: Slack keeps it for the next connection, and it is one effect.
+    slack.dropSockets();
     slack.say(alice.id, channel.id, 'yes, ship it', root.ts);
     await stack.waitForState(runId, 'succeeded');
+    await waitFor('the reconnection', async () => slack.openSockets === 1);
     await said(root, /Done: shipped/);
     assert.equal((await stack.posts(runId)).filter((p) => p.kind === 'answer').length, 1, 'the answer was one effect');
 
