@@ -192,7 +192,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   const chatCore = createChatCore({
     db,
     logger: deps.logger,
-    surface: async (kind) => (kind === 'chat_a' ? chatA.chatSurface() : { missing: `${kind} has no adapter in this version` }),
+    surface: async (kind) => (kind === 'chat_a' ? chatA.chatSurface() : chatB.chatSurface()),
     runs: {
       maxTaskChars: MAX_TASK_CHARS,
       maxReplyChars: MAX_REPLY_CHARS,
@@ -264,6 +264,14 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
       return { enabled: integration.enabled, apiUrl: String(settingOf('chat_b', integration.settings, 'api_url')) };
     },
     reveal: (name) => secrets.reveal(name),
+    core: () => chatCore,
+    roleLook: async (team, role) => {
+      const agent = (await teamsDirectory.homedOn('chat_b')).find((t) => t.name === team)?.roles.find((r) => r.role === role)?.agent ?? null;
+      const row = agent ? await agents.get(agent).catch(() => null) : null;
+      const shown = row ? await agents.present(row) : null;
+      const iconUrl = shown?.avatar_url ? new URL(shown.avatar_url, config.publicBaseUrl).toString() : null;
+      return { role, displayName: shown?.display_name ?? role, iconUrl };
+    },
   });
   const egressOverrides = createEgressOverridesService({ db, references });
   const mcpServers = createMcpServersService({ db, references, secrets, teams: teamsDirectory, hooks, logger: deps.logger });

@@ -24,11 +24,13 @@ export const workerComponent: Component = {
       target: { id: host.id, alive: () => host.liveHosts() },
     });
     await runner.start();
-    // chat_a's messages (mentions, threads) become work while chat_a is enabled.
+    // chat_a's and chat_b's messages (mentions, threads, slash commands, buttons) become work while each is enabled.
     const chatInbound = ctx.services.chatA.startInbound();
+    const chatBInbound = ctx.services.chatB.startInbound();
     return {
       stop: async () => {
         await chatInbound.stop();
+        await chatBInbound.stop();
         await runner.stop();
         await host.stop();
       },

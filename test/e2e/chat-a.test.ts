@@ -8,20 +8,11 @@ import { startFakeMattermost, type FakeMattermost, type FakeMmPost } from '../fa
 import type { ScriptedAnswer, ScriptedRequest } from '../fakes/scripted-model.ts';
 import { uniq } from '../harness.ts';
 import { putSecret, setChatA } from '../integrations.ts';
-import { freePort, lastText, roleOf, startStack, stackSkip, waitFor, type Stack } from './stack.ts';
+import { freePort, lastText, roleOf, scenarioOf, startStack, stackSkip, waitFor, type Stack } from './stack.ts';
 
 const BOT_TOKEN = `mm-e2e-surface-${'b'.repeat(16)}`;
 const DEV_BOT_TOKEN = `mm-e2e-dev-${'d'.repeat(16)}`;
 const COMMAND_TOKEN = `mm-e2e-command-${'c'.repeat(16)}`;
-
-/** The scenario a conversation belongs to: the task's `SCENARIO <name>`. */
-function scenarioOf(req: ScriptedRequest): string {
-  for (const m of req.body.messages) {
-    const found = /SCENARIO (\w+)/.exec(typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? ''));
-    if (found) return found[1]!;
-  }
-  return '?';
-}
 
 function script(req: ScriptedRequest): ScriptedAnswer {
   const role = roleOf(req);

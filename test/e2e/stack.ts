@@ -58,6 +58,15 @@ export const roleOf = (req: ScriptedRequest) => /You are the "([a-z0-9._-]+)" ro
 /** The text of the request's last message (the newest user message or tool result). */
 export const lastText = (req: ScriptedRequest) => String(req.last?.content ?? '');
 
+/** The scenario a conversation belongs to (a test's runs told apart by their task's `SCENARIO <name>`), or `?`. */
+export function scenarioOf(req: ScriptedRequest): string {
+  for (const m of req.body.messages) {
+    const found = /SCENARIO (\w+)/.exec(typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? ''));
+    if (found) return found[1]!;
+  }
+  return '?';
+}
+
 export interface RunPost {
   seq: number;
   kind: string;

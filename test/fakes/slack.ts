@@ -67,6 +67,8 @@ export interface FakeSlackMessage {
   edited?: { user: string; ts: string };
   subtype?: string;
   reply_count?: number;
+  /** Message metadata (`event_type`, `event_payload`): shown by history and replies only with `include_all_metadata`. */
+  metadata?: { event_type: string; event_payload: Record<string, unknown> };
 }
 
 interface Token {
@@ -320,7 +322,7 @@ export class FakeSlack {
   }
 
   private present(m: FakeSlackMessage): Record<string, unknown> {
-    const { channel: _channel, ...rest } = m;
+    const { channel: _channel, metadata: _metadata, ...rest } = m;
     const replies = this.messages.filter((x) => x.channel === m.channel && x.thread_ts === m.ts && x.ts !== m.ts);
     return { ...rest, team: this.team.id, ...(replies.length && (!m.thread_ts || m.thread_ts === m.ts) ? { thread_ts: m.ts, reply_count: replies.length } : {}) };
   }
@@ -530,16 +532,18 @@ export class FakeSlack {
         const oldest = Number(str('oldest') || '0');
         const inclusive = str('inclusive') === 'true' || str('inclusive') === '1';
         const after = (m: FakeSlackMessage) => (inclusive ? Number(m.ts) >= oldest : Number(m.ts) > oldest);
+        const withMetadata = str('include_all_metadata') === 'true' || str('include_all_metadata') === '1' || args.include_all_metadata === true;
+        const shown = (m: FakeSlackMessage) => ({ ...this.present(m), ...(withMetadata && m.metadata ? { metadata: m.metadata } : {}) });
         if (method === 'conversations.history') {
           const list = this.messages.filter((x) => x.channel === c.id && (!x.thread_ts || x.thread_ts === x.ts) && after(x)).reverse();
-          return ok({ messages: list.map((x) => this.present(x)), has_more: false, response_metadata: { next_cursor: '' } });
+          return ok({ messages: list.map(shown), has_more: false, response_metadata: { next_cursor: '' } });
         }
         const ts = str('ts');
         const root = this.messages.find((x) => x.channel === c.id && x.ts === ts);
         if (!root) return fail('thread_not_found');
         const thread = this.messages.filter((x) => x.channel === c.id && (x.ts === ts || x.thread_ts === ts));
         // The thread's root comes first whatever `oldest` says, as Slack answers.
-        return ok({ messages: thread.filter((x) => x.ts === ts || after(x)).map((x) => this.present(x)), has_more: false, response_metadata: { next_cursor: '' } });
+        return ok({ messages: thread.filter((x) => x.ts === ts || after(x)).map(shown), has_more: false, response_metadata: { next_cursor: '' } });
       }
       case 'chat.postMessage':
       case 'chat.postEphemeral': {
@@ -552,6 +556,9 @@ export class FakeSlack {
         if (!text && !blocks) return fail('no_text');
         if (text.length > 40_000) return fail('msg_too_long');
         const threadTs = str('thread_ts') || undefined;
+        const rawMetadata = typeof args.metadata === 'string' ? (JSON.parse(args.metadata) as unknown) : args.metadata;
+        const metadata = rawMetadata && typeof rawMetadata === 'object' ? (rawMetadata as { event_type?: unknown; event_payload?: unknown }) : null;
+        if (metadata && (typeof metadata.event_type !== 'string' || !metadata.event_payload || typeof metadata.event_payload !== 'object')) return fail('invalid_metadata_format');
         if (method === 'chat.postEphemeral') {
           const user = str('user');
           if (!this.users.has(user)) return fail('user_not_found');
@@ -570,6 +577,7 @@ export class FakeSlack {
           ...(custom && str('username') ? { username: str('username') } : {}),
           ...(custom && str('icon_url') ? { icon_url: str('icon_url') } : {}),
           ...(blocks ? { blocks } : {}),
+          ...(metadata ? { metadata: { event_type: metadata.event_type as string, event_payload: metadata.event_payload as Record<string, unknown> } } : {}),
         });
         return ok({ channel: c.id, ts: msg.ts, message: this.present(msg) });
       }

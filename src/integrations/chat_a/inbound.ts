@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import type { Logger } from 'pino';
+import { followSettings } from '../chat/follow.ts';
 import type { ChatMessageIn } from '../chat/ports.ts';
 import { chatAClient } from './client.ts';
 import { startChatAListener, type ChatAListener, type ChatAMessage } from './listener.ts';
@@ -42,69 +43,42 @@ export function workItemOf(m: ChatAMessage, bot: { username: string }, userName:
 }
 
 export function startChatAInbound(deps: ChatAInboundDeps) {
-  const log = deps.logger.child({ component: 'chat_a.inbound' });
-  let current: { fingerprint: string; listener: ChatAListener } | null = null;
-  let stopped = false;
-  let pending: Promise<void> = Promise.resolve();
-
-  async function apply(): Promise<void> {
-    const s = await deps.settings();
-    const token = s.enabled && s.url ? await deps.token() : null;
-    const fingerprint = s.url && token ? crypto.createHash('sha256').update(`${s.url}\n${token}`).digest('hex') : null;
-    if (stopped || fingerprint === (current?.fingerprint ?? null)) return;
-    current?.listener.stop();
-    current = null;
-    if (!fingerprint || !s.url || !token) return;
-    const rest = chatAClient(s.url, token);
-    const names = new Map<string, string>();
-    let bot: { username: string } | null = null;
-    const listener = startChatAListener({
-      url: s.url,
-      token,
-      rooms: deps.rooms,
-      logger: deps.logger,
-      retry: deps.retry,
-      onMessage: async (m) => {
-        bot ??= await rest.me();
-        let name = names.get(m.post.user_id);
-        if (name === undefined) {
-          name = (await rest.user(m.post.user_id)).username;
-          names.set(m.post.user_id, name);
-        }
-        const item = workItemOf(m, bot, name);
-        if (item) await deps.receive(item);
-      },
-    });
-    current = { fingerprint, listener };
-    try {
-      await listener.ready;
-    } catch (err) {
-      log.warn({ reason: err instanceof Error ? err.message : String(err) }, 'the chat_a listener could not start: it is tried again when the settings are checked next');
-      listener.stop();
-      current = null;
-    }
-  }
-
-  const refresh = () => (pending = pending.then(apply).catch((err) => log.error({ err }, 'the chat_a listener could not follow its settings')));
-  const timer = setInterval(() => void refresh(), deps.everyMs ?? 15_000);
-  timer.unref();
-  void refresh();
-
-  return {
-    /** Follows the settings now; resolves once the listener is (re)started or stopped. */
-    refresh,
-    /** Whether a listener is running. */
-    get listening() {
-      return current !== null;
+  return followSettings({
+    what: 'chat_a',
+    logger: deps.logger,
+    ...(deps.everyMs ? { everyMs: deps.everyMs } : {}),
+    async wanted() {
+      const s = await deps.settings();
+      const token = s.enabled && s.url ? await deps.token() : null;
+      if (!s.url || !token) return null;
+      const url = s.url;
+      return { fingerprint: crypto.createHash('sha256').update(`${url}\n${token}`).digest('hex'), start: () => listen(deps, url, token) };
     },
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      await pending;
-      current?.listener.stop();
-      current = null;
+  });
+}
+
+/** The listener for one server and token: each message that is work for the chat core handed to it. */
+function listen(deps: ChatAInboundDeps, url: string, token: string): ChatAListener {
+  const rest = chatAClient(url, token);
+  const names = new Map<string, string>();
+  let bot: { username: string } | null = null;
+  return startChatAListener({
+    url,
+    token,
+    rooms: deps.rooms,
+    logger: deps.logger,
+    retry: deps.retry,
+    onMessage: async (m) => {
+      bot ??= await rest.me();
+      let name = names.get(m.post.user_id);
+      if (name === undefined) {
+        name = (await rest.user(m.post.user_id)).username;
+        names.set(m.post.user_id, name);
+      }
+      const item = workItemOf(m, bot, name);
+      if (item) await deps.receive(item);
     },
-  };
+  });
 }
 
 export type ChatAInbound = ReturnType<typeof startChatAInbound>;

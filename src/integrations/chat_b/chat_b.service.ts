@@ -1,6 +1,11 @@
 import type { Logger } from 'pino';
 import { problems } from '../../errors/problems.ts';
+import type { ChatCore } from '../chat/core.ts';
+import type { ChatSurface } from '../chat/ports.ts';
 import { CHAT_B_SECRET, chatBClient, ChatBError, isChannelId, type ChatBClient } from './client.ts';
+import { startChatBInbound } from './inbound.ts';
+import type { RoleLook } from './posts.ts';
+import { chatBSurface } from './surface.ts';
 
 /**
  * The chat_b (Slack-compatible) adapter, the part that needs no run: the connection test,
@@ -22,6 +27,10 @@ export interface ChatBDeps {
   settings(): Promise<ChatBSettings>;
   /** A secret's value, null when unset (read through the secrets service). */
   reveal(name: string): Promise<string | null>;
+  /** What a role of a team shows: its agent's display name and a public URL of its picture. */
+  roleLook(team: string, role: string): Promise<RoleLook>;
+  /** The chat core (late-bound: it posts through this adapter). */
+  core(): ChatCore;
 }
 
 export const CUSTOMIZE_SCOPE = 'chat:write.customize';
@@ -38,8 +47,25 @@ export function createChatBService(deps: ChatBDeps) {
     return chatBClient({ apiUrl: s.apiUrl, token, secret: CHAT_B_SECRET.bot, rateLimited: opts.rateLimited, logger: log });
   }
 
+  /** chat_b as the chat core's surface, or why it cannot post (not enabled, not configured). */
+  async function chatSurface(): Promise<ChatSurface | { missing: string }> {
+    const client = await botClient({ requireEnabled: true, rateLimited: 'wait' });
+    if ('missing' in client) return client;
+    return chatBSurface({ client, roleLook: deps.roleLook });
+  }
+
   return {
     botClient,
+    chatSurface,
+
+    /**
+     * Hears the workspace over Socket Mode while chat_b is enabled (the worker starts it; two
+     * processes may: each message is recorded once, each confirmation decided once). Mentions,
+     * thread messages and the slash command become the chat core's work items; button clicks
+     * decide confirmations.
+     */
+    startInbound: (opts: { everyMs?: number; pingTimeoutMs?: number; reconnectMs?: number } = {}) =>
+      startChatBInbound({ settings: deps.settings, reveal: deps.reveal, rooms: () => deps.core().rooms('chat_b'), core: deps.core, logger: deps.logger, ...opts }),
 
     /**
      * `POST /integrations/chat_b/test`: asks Slack who the bot is and opens (without using) a

@@ -70,6 +70,8 @@ export interface ChatBMessage {
   subtype?: string;
   edited?: unknown;
   files?: unknown[];
+  /** The message's metadata (read with `include_all_metadata`): a run post's key is kept there. */
+  metadata?: { event_type?: string; event_payload?: Record<string, unknown> };
 }
 
 export interface ChatBPost {
@@ -80,6 +82,8 @@ export interface ChatBPost {
   username?: string;
   icon_url?: string;
   blocks?: Array<Block | KnownBlock>;
+  /** Message metadata: the post's own key, so a retried post finds the one made before. */
+  metadata?: { event_type: string; event_payload: Record<string, string> };
 }
 
 function reasonOf(err: unknown, what: string, secret: string, apiUrl: string): ChatBError {
@@ -197,7 +201,7 @@ export function chatBClient(opts: ChatBClientOptions) {
       const out: ChatBMessage[] = [];
       let cursor: string | undefined;
       do {
-        const r = await call(`reading the recent messages of channel ${channel}`, () => web.conversations.history({ channel, oldest, limit: 200, ...(cursor ? { cursor } : {}) }));
+        const r = await call(`reading the recent messages of channel ${channel}`, () => web.conversations.history({ channel, oldest, limit: 200, include_all_metadata: true, ...(cursor ? { cursor } : {}) }));
         for (const m of r.messages ?? []) out.push({ ...(m as ChatBMessage), channel });
         cursor = r.response_metadata?.next_cursor || undefined;
       } while (cursor);
@@ -209,7 +213,7 @@ export function chatBClient(opts: ChatBClientOptions) {
       const out: ChatBMessage[] = [];
       let cursor: string | undefined;
       do {
-        const r = await call(`reading thread ${threadTs}`, () => web.conversations.replies({ channel, ts: threadTs, oldest, limit: 200, ...(cursor ? { cursor } : {}) }));
+        const r = await call(`reading thread ${threadTs}`, () => web.conversations.replies({ channel, ts: threadTs, oldest, limit: 200, include_all_metadata: true, ...(cursor ? { cursor } : {}) }));
         for (const m of r.messages ?? []) if (Number(m.ts) > Number(oldest)) out.push({ ...(m as ChatBMessage), channel });
         cursor = r.response_metadata?.next_cursor || undefined;
       } while (cursor);

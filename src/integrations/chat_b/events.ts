@@ -49,8 +49,9 @@ export type ChatBWork =
       user: string;
       action_id: string;
       value: string;
-      /** The message whose button was clicked, and its thread. */
+      /** The message whose button was clicked (its text, for its update), and its thread. */
       message_ts: string;
+      message_text: string;
       thread_ts: string | null;
     };
 
@@ -118,6 +119,7 @@ export function envelopeWork(type: string, body: Record<string, unknown> | undef
       action_id: str(action.action_id).slice(0, 255),
       value: str(action.value).slice(0, 2000),
       message_ts: messageTs,
+      message_text: str((body.message as Record<string, unknown> | undefined)?.text).slice(0, 40_000),
       thread_ts: threadTs && threadTs !== messageTs ? threadTs : null,
     };
   }

@@ -1,0 +1,72 @@
+import crypto from 'node:crypto';
+import type { ChatOutbound, ChatSurface } from '../chat/ports.ts';
+import type { ChatBClient, ChatBPost } from './client.ts';
+import { confirmationPost, rolePost, type RoleLook } from './posts.ts';
+import { messageText } from './text.ts';
+
+/**
+ * chat_b as a chat surface of the chat core (src/integrations/chat): Slack messages in a thread
+ * (`thread_ts`), a role's words under its own name and picture (`username`, `icon_url`) when the
+ * app has `chat:write.customize`, else the bot's with the role named in the text (posts.ts),
+ * confirmations with Approve and Refuse buttons (Block Kit; the confirmation's token is the
+ * buttons' value), and each post's key in the message's metadata so a retried post finds the
+ * one made before (`conversations.replies` with `include_all_metadata`).
+ *
+ * Text is escaped (text.ts) so agents cannot mention anyone; the core's own mention of the
+ * person who gave the task is kept by a marker only this process knows, put back after escaping.
+ */
+
+export interface ChatBSurfaceDeps {
+  client: ChatBClient;
+  /** What a role shows (its agent's name and picture). */
+  roleLook(team: string, role: string): Promise<RoleLook>;
+}
+
+export const KEY_EVENT_TYPE = 'crewhouse_post';
+const MARK = `\u0001${crypto.randomBytes(9).toString('base64url')}:`;
+const MARKED = new RegExp(`${MARK.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}([A-Z0-9]{1,20})\u0001`, 'g');
+
+/** Escapes the text, then turns the core's mention markers into Slack mentions. */
+const withMentions = (escaped: string) => escaped.replace(MARKED, '<@$1>');
+
+export function chatBSurface(deps: ChatBSurfaceDeps): ChatSurface {
+  const { client } = deps;
+  let me: ReturnType<ChatBClient['me']> | null = null;
+  const bot = () => (me ??= client.me());
+
+  return {
+    surface: 'chat_b',
+    how: async () => `@${(await bot()).name}`,
+    mention: (userId) => `${MARK}${userId.replace(/[^A-Z0-9]/g, '').slice(0, 20)}\u0001`,
+
+    async find(out) {
+      const since = '0';
+      const messages = out.thread_id ? await client.replies(out.room_id, out.thread_id, since) : await client.history(out.room_id, ((Date.now() - 7 * 24 * 3600_000) / 1000).toFixed(6));
+      const earlier = messages.find((m) => m.metadata?.event_type === KEY_EVENT_TYPE && m.metadata.event_payload?.key === out.key);
+      return earlier ? { id: earlier.ts } : null;
+    },
+
+    async post(out: ChatOutbound) {
+      const metadata = { event_type: KEY_EVENT_TYPE, event_payload: { key: out.key } };
+      const thread = out.thread_id ? { thread_ts: out.thread_id } : {};
+      const customize = out.as ? (await bot()).scopes.includes('chat:write.customize') : false;
+      const look = out.as ? await deps.roleLook(out.as.team, out.as.role) : null;
+      let p: ChatBPost;
+      if (look) p = rolePost({ channel: out.room_id, ...thread, text: out.text, role: look, customize });
+      else p = { channel: out.room_id, ...thread, text: messageText(out.text) };
+      p = { ...p, text: withMentions(p.text) };
+      if (out.buttons) {
+        const confirm = confirmationPost({ channel: out.room_id, thread_ts: out.thread_id ?? '', text: '', confirmation: out.buttons.token });
+        const [, actions] = confirm.blocks ?? [];
+        p = { ...p, blocks: [{ type: 'section', text: { type: 'mrkdwn', text: p.text.slice(0, 3000) } }, ...(actions ? [actions] : [])] };
+      }
+      return { id: (await client.post({ ...p, metadata })).ts };
+    },
+
+    async ephemeral(roomId, userId, text, threadId) {
+      await client.ephemeral({ channel: roomId, user: userId, text: withMentions(messageText(text)), ...(threadId ? { thread_ts: threadId } : {}) });
+    },
+
+    permalink: (roomId, postId) => client.permalink(roomId, postId),
+  };
+}
