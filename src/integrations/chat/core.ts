@@ -8,7 +8,7 @@ import { mirrorThreadJob } from './mirror-thread.job.ts';
 import * as store from './chat.store.ts';
 import { commandList, isThreadCancel, parseCommand, type ChatCommand } from './commands.ts';
 import { isChatCallError, type ChatMessageIn, type ChatOutbound, type ChatPerson, type ChatRuns, type ChatSurface, type ChatSurfaceKind, type ChatTeams } from './ports.ts';
-import { renderPost, renderStart, statusLine } from './render.ts';
+import { longOutput, renderPost, renderStart, statusLine } from './render.ts';
 
 type Db = Kysely<Database>;
 type Trx = Transaction<Database>;
@@ -278,7 +278,9 @@ export function createChatCore(deps: ChatCoreDeps) {
                   return { buttons: { token } };
                 }
               : undefined;
-            const out: ChatOutbound = { room_id: thread.room_id, thread_id: thread.root_id, text: shown.text, as: shown.role ? { team: thread.team, role: shown.role } : null, key: `${thread.surface}:run:${runId}:${p.seq}` };
+            // Long output (a diff, a log) goes as a short summary and a file, named for this post so a retry finds it.
+            const long = longOutput(shown.text, `${runId}-${p.seq}`);
+            const out: ChatOutbound = { room_id: thread.room_id, thread_id: thread.root_id, text: long?.text ?? shown.text, as: shown.role ? { team: thread.team, role: shown.role } : null, key: `${thread.surface}:run:${runId}:${p.seq}`, ...(long ? { file: long.file } : {}) };
             try {
               await deliver(s, out, owner, buttons);
             } catch (err) {

@@ -156,6 +156,24 @@ describe('chat_a: messages in a team\'s room', () => {
     assert.equal(repliesTo(root.id)[0]!.user_id, bot.id);
   });
 
+  it('long output goes as a file attached to its post (POST /files, then the post with file_ids), uploaded by whoever posts it; a retry finds it', async () => {
+    const surface = chatASurface({ surface: chatAClient(mm.url, BOT_TOKEN), publicBaseUrl: 'http://crewhouse.test', roleClient: async () => null });
+    const root = mm.post(alice.id, room.id, 'a thread with a diff');
+    const diff = `diff --git a/x.ts b/x.ts\n${'+added line\n'.repeat(300)}`;
+    const out = { room_id: room.id, thread_id: root.id, text: 'Done: the diff is attached', as: { team, role: 'dev' }, key: uniq('key'), file: { name: 'run_x-3.diff', content: diff, type: 'text/x-diff' } };
+    const made = await surface.post(out);
+    const [post] = repliesTo(root.id);
+    assert.equal(post!.id, made.id);
+    assert.equal(post!.message, '**dev**: Done: the diff is attached');
+    assert.equal(post!.file_ids.length, 1);
+    const file = mm.files.get(post!.file_ids[0]!)!;
+    assert.deepEqual([file.name, file.mime_type, file.bytes.toString('utf8'), file.creator_id, file.post_id], ['run_x-3.diff', 'text/x-diff', diff, bot.id, made.id]);
+    const read = await chatAClient(mm.url, BOT_TOKEN).getPost(made.id);
+    assert.deepEqual(read.file_ids, [file.id]);
+    assert.deepEqual(await surface.find(out), { id: made.id });
+    assert.equal(repliesTo(root.id).length, 1);
+  });
+
   it('posts wait as the server asks when it rate-limits (429, X-Ratelimit-*), and every post arrives', async () => {
     const surface = chatASurface({ surface: chatAClient(mm.url, BOT_TOKEN), publicBaseUrl: 'http://crewhouse.test', roleClient: async () => null });
     const root = mm.post(alice.id, room.id, 'a busy thread');
