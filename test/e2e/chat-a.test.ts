@@ -160,7 +160,7 @@ describe('a team in a chat_a room, end to end', { skip: stackSkip }, () => {
     mm.post(alice.id, room.id, `@crewhouse SCENARIO diff ${marker}`);
     const { root, runId } = await started(marker);
     await stack.waitForState(runId, 'succeeded');
-    const done = await said(root, /^Done: the fix is in:/);
+    const done = await said(root, /Done: the fix is in:/);
     assert.doesNotMatch(done.message, /return 200/);
     assert.match(done.message, /The diff is attached as `run_\w+-\d+\.diff`/);
     assert.equal(done.file_ids.length, 1);
