@@ -39,6 +39,7 @@ import { sandboxSpendOf } from './modelproxy/sandbox-spend.ts';
 import { createChatAService } from './integrations/chat_a/chat_a.service.ts';
 import { createChatBService } from './integrations/chat_b/chat_b.service.ts';
 import { createChatCore } from './integrations/chat/core.ts';
+import { chatSurfaceOf } from './integrations/chat/surface.ts';
 import type { ChatPerson } from './integrations/chat/ports.ts';
 import { systemActor } from './audit/audit.ts';
 import { MAX_REPLY_CHARS, MAX_TASK_CHARS } from './console/runs/runs.schemas.ts';
@@ -131,7 +132,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     traces: createRunTraces({ endpoint: config.otlpEndpoint }),
     propose: async (trx, p) => void (await storeProposalJob.enqueue(trx, p, { key: `proposal:${p.run_id}:${p.source}` })),
     // Late-bound: the chat core is built after runs.
-    threadUrl: async (runId) => (await chatCore.threadUrls([runId])).get(runId) ?? null,
+    threadUrl: async (runId) => (await chatCore.originOf(runId))?.url ?? null,
   };
   // The routes' side of runs and the engine's journal share the steps both take (a run's end, a new task, the post signal).
   const runSteps = createRunSteps(runsDeps);
@@ -334,10 +335,16 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   });
   const codeHostInbound = createCodeHostInbound({ db, runs, journal: runJournal, codeHost, teamsOfRepository: (repo, urls) => links.teamsOfRepository(repo, urls) });
   // The surfaces: what each adapter offers (src/integrations/surface.ts).
-  const surfaces = { code_host: createCodeHostSurface({ db, runs, inbound: codeHostInbound, delivery: codeHostDelivery }), tracker_a: trackerA, tracker_b: trackerB } satisfies Partial<Record<SurfaceKind, Surface>>;
-  // Each consumed surface's adapter takes its verified deliveries.
-  const consumers = { ...surfaces, chat_a: { takeIn: (row: string, d: { payload: unknown }) => chatA.commands.process(row, d.payload) } };
-  const webhooks = createWebhooksService({ db, inbound, consumers, chatA, logger: deps.logger });
+  // The chats reach theirs through the chat core; a chat_a command queued by an earlier version gets the command list.
+  const surfaces = {
+    code_host: createCodeHostSurface({ db, runs, inbound: codeHostInbound, delivery: codeHostDelivery }),
+    tracker_a: trackerA,
+    tracker_b: trackerB,
+    chat_a: chatSurfaceOf({ db, core: () => chatCore }, 'chat_a', { otherPayload: (row, payload) => chatA.commands.process(row, payload) }),
+    chat_b: chatSurfaceOf({ db, core: () => chatCore }, 'chat_b'),
+  } satisfies Record<SurfaceKind, Surface>;
+  // Each surface's adapter takes its verified deliveries (chat_a's slash commands among them).
+  const webhooks = createWebhooksService({ db, inbound, consumers: surfaces, chatA, logger: deps.logger });
 
   // Which names exist: each kind's owner answers.
   hooks.on('unknown:secret', (names, q) => secrets.unknown(names, q));

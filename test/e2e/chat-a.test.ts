@@ -31,6 +31,8 @@ function script(req: ScriptedRequest): ScriptedAnswer {
       return { tool_calls: [{ name: 'finish', arguments: { outcome: 'succeeded', summary: text.includes('refused') ? 'refused' : 'the file is written' } }] };
     case 'cancel':
       return { tool_calls: [{ name: 'ask_person', arguments: { question: 'Which branch?' } }] };
+    case 'diff':
+      return { tool_calls: [{ name: 'finish', arguments: { outcome: 'succeeded', summary: 'the fix is in:\n```diff\n--- a/login.ts\n+++ b/login.ts\n-  return 500;\n+  return 200;\n```' } }] };
     case 'skill':
       if (!results) return { tool_calls: [{ name: 'propose_skill', arguments: { name: 'release-notes', description: 'Writing release notes', instructions: '# Release notes\n\nNewest first.' } }] };
       return { tool_calls: [{ name: 'finish', arguments: { outcome: 'succeeded', summary: 'proposed a skill' } }] };
@@ -148,6 +150,24 @@ describe('a team in a chat_a room, end to end', { skip: stackSkip }, () => {
     await said(root, /Done: the file is written/);
     const runs = (await api('GET', `/teams/${team}/runs?limit=50`)).body.items.filter((r: { text: string }) => r.text.includes(marker));
     assert.equal(runs.length, 1, 'a replayed slash command is one run');
+    // Its delivery, counted twice, is settled with the run it became.
+    const deliveries = (await api('GET', '/integrations/chat_a/deliveries?limit=50')).body.items.filter((d: { run_id: string | null }) => d.run_id === runId);
+    assert.deepEqual(deliveries.map((d: { outcome: string; times_received: number; event: string }) => [d.event, d.outcome, d.times_received]), [['command.task', 'processed', 2]]);
+  });
+
+  it('long output (a diff) goes as a short post with the diff attached as a file, never a wall of text', async () => {
+    const marker = uniq('diff');
+    mm.post(alice.id, room.id, `@crewhouse SCENARIO diff ${marker}`);
+    const { root, runId } = await started(marker);
+    await stack.waitForState(runId, 'succeeded');
+    const done = await said(root, /Done: the fix is in:/);
+    assert.doesNotMatch(done.message, /return 200/);
+    assert.match(done.message, /The diff is attached as `run_\w+-\d+\.diff`/);
+    assert.equal(done.file_ids.length, 1);
+    const file = mm.files.get(done.file_ids[0]!)!;
+    assert.match(file.name, new RegExp(`^${runId}-\\d+\\.diff$`));
+    assert.match(file.bytes.toString('utf8'), /\+ {2}return 200;/);
+    assert.equal(file.post_id, done.id);
   });
 
   it('cancel in the thread cancels the run', async () => {

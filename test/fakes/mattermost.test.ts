@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { WebSocketClient, type WebSocketMessage } from '@mattermost/client';
+import { Client4, WebSocketClient, type WebSocketMessage } from '@mattermost/client';
 import { waitFor } from '../harness.ts';
 import { chatAClient, ChatAError } from '../../src/integrations/chat_a/client.ts';
 import { startFakeMattermost, type FakeMattermost } from './mattermost.ts';
@@ -38,6 +38,32 @@ describe('the fake Mattermost server, through @mattermost/client', () => {
     mm.throttleNext = 1;
     await assert.rejects(c.me(), (e: unknown) => e instanceof ChatAError && e.status === 429 && e.retryAfterSeconds === 1 && e.transient);
     await assert.rejects(chatAClient(mm.url, 'wrong-token-000000').me(), (e: unknown) => e instanceof ChatAError && e.status === 401 && !e.message.includes('wrong-token'));
+  });
+
+  it('takes file uploads as Client4.uploadFile sends them (POST /files, multipart channel_id and files) and attaches only the poster\'s own, once', async () => {
+    const bot = mm.addUser({ username: 'filer', bot: true, token: 'mm-filer-token-0123456789' });
+    const alice = mm.addUser({ username: 'alice', token: 'mm-alice-token-0123456789' });
+    const ch = mm.addChannel({ teamId: mm.addTeam('files').id, name: 'dev', members: [bot.id, alice.id] });
+    // The official client's own upload, unchanged.
+    const official = new Client4();
+    official.setUrl(mm.url);
+    official.setToken('mm-filer-token-0123456789');
+    official.setIncludeCookies(false);
+    const form = new FormData();
+    form.append('channel_id', ch.id);
+    form.append('files', new Blob(['+a line\n'], { type: 'text/x-diff' }), 'change.diff');
+    const uploaded = await official.uploadFile(form);
+    assert.equal(uploaded.file_infos.length, 1);
+    assert.deepEqual([uploaded.file_infos[0]!.name, uploaded.file_infos[0]!.extension, uploaded.file_infos[0]!.size, uploaded.file_infos[0]!.mime_type, uploaded.file_infos[0]!.post_id], ['change.diff', 'diff', 8, 'text/x-diff', '']);
+    const c = chatAClient(mm.url, 'mm-filer-token-0123456789');
+    const id = uploaded.file_infos[0]!.id;
+    const post = await c.post({ channel_id: ch.id, message: 'the diff', file_ids: [id] });
+    assert.deepEqual(post.file_ids, [id]);
+    // Attached once: a second post naming it, or another user's post, gets no file.
+    assert.equal((await c.post({ channel_id: ch.id, message: 'again', file_ids: [id] })).file_ids, undefined);
+    const { id: other } = await c.uploadFile(ch.id, { name: 'b.log', content: 'x', type: 'text/plain' });
+    assert.equal((await chatAClient(mm.url, 'mm-alice-token-0123456789').post({ channel_id: ch.id, message: 'not mine', file_ids: [other] })).file_ids, undefined);
+    await assert.rejects(c.uploadFile(mm.addChannel({ teamId: ch.team_id, name: 'closed', type: 'P' }).id, { name: 'c.log', content: 'x', type: 'text/plain' }), (e: unknown) => e instanceof ChatAError && e.status === 403);
   });
 
   it('streams posted events over the WebSocket after the authentication challenge, and a dropped socket reconnects with a new connection id', async () => {

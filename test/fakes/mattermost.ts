@@ -7,7 +7,8 @@ import { acceptWebSocket, refuseUpgrade, type WsPeer } from './websocket.ts';
 /**
  * A fake Mattermost server: the REST v4 routes the chat_a adapter uses (users/me and users,
  * bots and their display names, profile images, teams, channels and channel members, posts with
- * `root_id` threads, ephemeral posts, a channel's posts since a time) with Mattermost's JSON
+ * `root_id` threads and `file_ids`, file uploads (`POST /files`, multipart `channel_id` and
+ * `files`, answering `file_infos`), ephemeral posts, a channel's posts since a time) with Mattermost's JSON
  * bodies and error shape, token auth (`Authorization: Bearer <token>`, or `Token <token>`),
  * a plain-text 429 with `X-Ratelimit-*` and `Retry-After` when a test asks for one, and the
  * WebSocket at /api/v4/websocket: the `authentication_challenge` action, the `hello` event, a
@@ -54,6 +55,8 @@ export interface FakeMmPost {
   message: string;
   type: string;
   props: Record<string, unknown>;
+  /** The files attached (uploaded by the poster to the post's channel, attached once). */
+  file_ids: string[];
   /** Ephemeral posts are shown to one user and never stored in the channel. */
   ephemeral_to: string | null;
 }
@@ -85,6 +88,8 @@ export class FakeMattermost {
   /** Ephemeral posts (POST /posts/ephemeral): shown to one user, never in the channel. */
   readonly ephemerals: FakeMmPost[] = [];
   readonly profileImages = new Map<string, { bytes: Buffer; type: string }>();
+  /** Uploaded files (POST /files): who uploaded them where, and the post they were attached to ('' until then). */
+  readonly files = new Map<string, { id: string; creator_id: string; channel_id: string; post_id: string; name: string; mime_type: string; bytes: Buffer; create_at: number }>();
   /** Every request: method, path, the Authorization scheme (never the token). */
   readonly requests: Array<{ method: string; path: string; auth: string | null }> = [];
   /** Answer the next N REST requests with Mattermost's plain-text 429. */
@@ -315,11 +320,17 @@ export class FakeMattermost {
       type: p.type,
       // Mattermost never shows an action's integration (its URL and context) to clients.
       props: stripIntegrations(p.props),
+      ...(p.file_ids.length ? { file_ids: p.file_ids } : {}),
       hashtags: '',
       pending_post_id: '',
       reply_count: this.posts.filter((x) => x.root_id && x.root_id === (p.root_id || p.id)).length,
-      metadata: {},
+      metadata: p.file_ids.length ? { files: p.file_ids.map((id) => this.fileInfo(this.files.get(id)!)) } : {},
     };
+  }
+
+  private fileInfo(f: NonNullable<ReturnType<FakeMattermost['files']['get']>>) {
+    const extension = /\.([^.]+)$/.exec(f.name)?.[1] ?? '';
+    return { id: f.id, user_id: f.creator_id, post_id: f.post_id, channel_id: f.channel_id, create_at: f.create_at, update_at: f.create_at, delete_at: 0, name: f.name, extension, size: f.bytes.length, mime_type: f.mime_type, has_preview_image: false, mini_preview: null, remote_id: '', archived: false };
   }
 
   private postList(items: FakeMmPost[]) {
@@ -327,8 +338,13 @@ export class FakeMattermost {
     return { order, posts: Object.fromEntries(items.map((p) => [p.id, this.presentPost(p)])), next_post_id: '', prev_post_id: '', has_next: false };
   }
 
-  private createPost(userId: string, body: { channel_id: string; message: string; root_id?: string; props?: Record<string, unknown> }, ephemeralTo: string | null): FakeMmPost {
+  private createPost(userId: string, body: { channel_id: string; message: string; root_id?: string; props?: Record<string, unknown>; file_ids?: unknown }, ephemeralTo: string | null): FakeMmPost {
     const at = this.now();
+    // As Mattermost's attachFilesToPost: only the poster's own uploads to this channel, not yet attached to a post, are attached; others are dropped.
+    const fileIds = ephemeralTo || !Array.isArray(body.file_ids) ? [] : [...new Set(body.file_ids.filter((id): id is string => typeof id === 'string'))].slice(0, 10).filter((id) => {
+      const f = this.files.get(id);
+      return f !== undefined && f.creator_id === userId && f.channel_id === body.channel_id && f.post_id === '';
+    });
     const p: FakeMmPost = {
       id: newId(),
       create_at: at,
@@ -342,8 +358,10 @@ export class FakeMattermost {
       type: '',
       // Mattermost marks a bot's post so clients can tell it from a person's.
       props: { ...(body.props ?? {}), ...(this.users.get(userId)?.is_bot ? { from_bot: 'true' } : {}) },
+      file_ids: fileIds,
       ephemeral_to: ephemeralTo,
     };
+    for (const id of fileIds) this.files.get(id)!.post_id = p.id;
     (ephemeralTo ? this.ephemerals : this.posts).push(p);
     const channel = this.channels.get(p.channel_id)!;
     const team = this.teams.get(channel.team_id);
@@ -499,6 +517,25 @@ export class FakeMattermost {
       if (post.message.length > 16383) return this.error(res, 400, 'model.post.is_valid.msg.app_error', 'Invalid Message.');
       const created = this.createPost(me, post, b === 'ephemeral' ? String(body.user_id ?? '') : null);
       return this.json(res, 201, this.presentPost(created));
+    }
+    if (a === 'files' && !b && method === 'POST') {
+      // Client4's uploadFile: multipart with `channel_id` (before the files) and one or more `files`.
+      const form = await new Request('http://fake/', { method: 'POST', headers: { 'content-type': req.headers['content-type'] ?? '' }, body: await this.readBody(req) }).formData().catch(() => null);
+      if (!form) return this.error(res, 400, 'api.file.upload_file.read_request.app_error', 'Unable to upload file(s). Error reading or parsing request data.');
+      const channelId = form.get('channel_id');
+      if (typeof channelId !== 'string' || !channelId) return this.error(res, 400, 'api.context.invalid_body_param.app_error', 'Invalid or missing channel_id in request body.');
+      const ch = this.channels.get(channelId);
+      if (!ch) return this.error(res, 404, 'app.channel.get.existing.app_error', 'Unable to find the existing channel.');
+      if (!ch.members.has(me) || ch.readOnly.has(me)) return forbidden();
+      const uploads = form.getAll('files').filter((f): f is File => typeof f !== 'string');
+      if (!uploads.length) return this.error(res, 400, 'api.file.upload_file.incorrect_number_of_files.app_error', 'Unable to upload files. Incorrect number of files specified.');
+      const infos = [];
+      for (const u of uploads) {
+        const f = { id: newId(), creator_id: me, channel_id: ch.id, post_id: '', name: u.name || 'file', mime_type: u.type || 'application/octet-stream', bytes: Buffer.from(await u.arrayBuffer()), create_at: this.now() };
+        this.files.set(f.id, f);
+        infos.push(this.fileInfo(f));
+      }
+      return this.json(res, 201, { file_infos: infos, client_ids: [] });
     }
     if (a === 'posts' && b && c === 'patch' && method === 'PUT') {
       const p = this.posts.find((x) => x.id === b);

@@ -38,9 +38,6 @@ export async function advanceThread(q: Q, runId: string, seq: number, lastRole: 
     .execute();
 }
 
-export const threadUrls = (q: Q, runIds: string[]) =>
-  runIds.length ? q.selectFrom('surface_threads').select(['run_id', 'url']).where('run_id', 'in', runIds).execute() : Promise.resolve([]);
-
 /** A post's record by key: absent (never tried), pending (`post_id` null: tried, maybe made), or made. */
 /**
  * Claims the making of a post for `owner` (a job): the post already made (its id), or whether

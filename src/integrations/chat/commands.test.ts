@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { commandList, isThreadCancel, parseCommand } from './commands.ts';
-import { renderPost, renderStart } from './render.ts';
+import { LONG_POST, longOutput, renderPost, renderStart } from './render.ts';
+import { NO_TEAM } from './core.ts';
+import { settlementOf } from './surface.ts';
 
 describe('chat commands', () => {
   it('a known first word is its command; one unknown word or !word is unknown; anything else is a task', () => {
@@ -62,5 +64,38 @@ describe('run posts in a chat thread', () => {
 
   it('the root post names the run, the person and the task', () => {
     assert.match(renderStart({ requester: '@alice', team: 'payments', runId: 'run_x', text: 'Fix it\nplease' }), /^Run `run_x` started for @alice: team \*\*payments\*\*[\s\S]*\n> Fix it\n> please$/);
+  });
+});
+
+describe('long output', () => {
+  it('a short post stays as it is; a long one, or one holding a diff or a log, becomes its first lines and the whole as a file', () => {
+    assert.equal(longOutput('Done: fixed the login page.', 'run_x-1'), null);
+    assert.equal(longOutput('x'.repeat(LONG_POST.chars), 'run_x-1'), null);
+    assert.equal(longOutput('Run `ls` and ```\nthe code\n``` here', 'run_x-1'), null);
+
+    const text = `Line\n`.repeat(LONG_POST.lines + 5);
+    const long = longOutput(text, 'run_x-2')!;
+    assert.deepEqual(long.file, { name: 'run_x-2.md', content: text, type: 'text/markdown' });
+    assert.equal(long.text, `${'Line\n'.repeat(8)}_The whole text (${LONG_POST.lines + 6} lines) is attached as \`run_x-2.md\`._`);
+
+    const withDiff = 'Done: the fix.\n```diff\n--- a/x\n+++ b/x\n-old\n+new\n```\nBranch: `fix`';
+    assert.deepEqual(longOutput(withDiff, 'run_x-3'), { text: 'Done: the fix.\n_The diff is attached as `run_x-3.diff`._', file: { name: 'run_x-3.diff', content: withDiff, type: 'text/x-diff' } });
+    const bareDiff = 'diff --git a/x b/x\n--- a/x\n+++ b/x';
+    assert.equal(longOutput(bareDiff, 'run_x-4')!.file.name, 'run_x-4.diff');
+    const log = 'The build failed:\n```log\nerror TS2304\n```';
+    assert.deepEqual([longOutput(log, 'run_x-5')!.text, longOutput(log, 'run_x-5')!.file.type], ['The build failed:\n_The log is attached as `run_x-5.log`._', 'text/plain']);
+    // A summary never leaves a code block open.
+    const open = `Intro\n\`\`\`\n${'code\n'.repeat(60)}`;
+    assert.equal((longOutput(open, 'run_x-6')!.text.match(/```/g) ?? []).length % 2, 0);
+  });
+});
+
+describe('a chat delivery settled', () => {
+  it('says what its message did: processed with its run, refused with what the person was told', () => {
+    assert.deepEqual(settlementOf('run', 'run_a'), { outcome: 'processed', detail: 'became run run_a', run_id: 'run_a' });
+    assert.deepEqual(settlementOf('cancel', 'run_a'), { outcome: 'processed', detail: 'cancelled run run_a', run_id: 'run_a' });
+    assert.deepEqual(settlementOf('command:status', null), { outcome: 'processed', detail: 'the command `status` was answered', run_id: null });
+    assert.deepEqual(settlementOf('refused: the team\'s budget is spent', null), { outcome: 'refused', detail: 'the team\'s budget is spent', run_id: null });
+    assert.deepEqual(settlementOf('no_team', null), { outcome: 'refused', detail: NO_TEAM, run_id: null });
   });
 });

@@ -8,7 +8,7 @@ import { mirrorThreadJob } from './mirror-thread.job.ts';
 import * as store from './chat.store.ts';
 import { commandList, isThreadCancel, parseCommand, type ChatCommand } from './commands.ts';
 import { isChatCallError, type ChatMessageIn, type ChatOutbound, type ChatPerson, type ChatRuns, type ChatSurface, type ChatSurfaceKind, type ChatTeams } from './ports.ts';
-import { renderPost, renderStart, statusLine } from './render.ts';
+import { longOutput, renderPost, renderStart, statusLine } from './render.ts';
 
 type Db = Kysely<Database>;
 type Trx = Transaction<Database>;
@@ -45,6 +45,9 @@ export class PostBusy extends Error {
     super(`post ${key} is being made by another job; tried again later`);
   }
 }
+
+/** What a person is told when they address a room no team lives in. */
+export const NO_TEAM = 'No Crewhouse team lives in this room: an admin creates a team with this room as its home (or links the room to a team) in the Crewhouse console.';
 
 const sha256 = (s: string) => crypto.createHash('sha256').update(s).digest('hex');
 const personOf = (m: ChatMessageIn): ChatPerson => ({ surface: m.surface, user_id: m.user_id, user_name: m.user_name });
@@ -163,6 +166,13 @@ export function createChatCore(deps: ChatCoreDeps) {
     await deps.runs.reply(thread.run_id, by, { text: m.text, ...(question ? { in_reply_to: question.seq } : {}) }, (trx) => store.setEffect(trx, m.surface, m.message_id, question ? 'answer' : 'follow_up', thread.run_id));
   }
 
+  /** Queues the thread's catching up with its run, once per change; nothing for a run without a thread. */
+  async function queueMirror(q: Db | Trx, runId: string, event: string, seq: number): Promise<void> {
+    if (!(await store.threadOfRun(q, runId))) return;
+    // One job per change (a run that waits at seq N and is cancelled with no post between has two changes at N).
+    await mirrorThreadJob.enqueue(q, { run_id: runId }, { key: `chat.mirror-thread:${runId}:${event}:${seq}` });
+  }
+
   return {
     /**
      * Takes a message in, once: records its id and queues its work in one transaction (`q`, or
@@ -177,6 +187,21 @@ export function createChatCore(deps: ChatCoreDeps) {
       return q ? go(q) : db.transaction().execute(go);
     },
 
+    /**
+     * Records a message as seen without queueing its work: a delivery (chat_a's slash command)
+     * whose work is the delivery's own job, which calls `handle` and reads `effectOf`. Idempotent.
+     */
+    record: (m: ChatMessageIn) => store.recordMessage(db, m.surface, m.message_id),
+
+    /**
+     * What a handled message did: `run`, `answer`, `follow_up`, `cancel`, `command:<kind>`,
+     * `ignored`, `no_team` or `refused: <what the person was told>`, with the run it acted on.
+     */
+    async effectOf(m: Pick<ChatMessageIn, 'surface' | 'message_id'>): Promise<{ effect: string | null; run_id: string | null }> {
+      const row = await store.messageEffect(db, m.surface, m.message_id);
+      return { effect: row?.effect ?? null, run_id: row?.run_id ?? null };
+    },
+
     /** The job `chat.message`: the one effect of a message. */
     async handle(m: ChatMessageIn): Promise<void> {
       const done = await store.messageEffect(db, m.surface, m.message_id);
@@ -188,7 +213,7 @@ export function createChatCore(deps: ChatCoreDeps) {
         const cmd = parseCommand(m.text);
         const team = cmd.kind === 'help' || cmd.kind === 'unknown' ? '' : await deps.teams.teamOfRoom(m.surface, m.room_id);
         if (team === null) {
-          await answer(m, 'No Crewhouse team lives in this room: an admin creates a team with this room as its home (or links the room to a team) in the Crewhouse console.');
+          await answer(m, NO_TEAM);
           return await store.setEffect(db, m.surface, m.message_id, 'no_team');
         }
         if (cmd.kind === 'task') {
@@ -212,10 +237,16 @@ export function createChatCore(deps: ChatCoreDeps) {
     },
 
     /** Queues the thread's catching up with its run (in the transaction of the run's change); nothing for a run without a thread. */
-    async runChanged(trx: Trx, change: { run_id: string; seq: number; event?: string }): Promise<void> {
-      if (!(await store.threadOfRun(trx, change.run_id))) return;
-      // One job per change (a run that waits at seq N and is cancelled with no post between has two changes at N).
-      await mirrorThreadJob.enqueue(trx, { run_id: change.run_id }, { key: `chat.mirror-thread:${change.run_id}:${change.event ?? 'posted'}:${change.seq}` });
+    runChanged: (trx: Trx, change: { run_id: string; seq: number; event?: string }) => queueMirror(trx, change.run_id, change.event ?? 'posted', change.seq),
+
+    /** The same, outside a run's change (the `Surface`'s `progress`): queued in a transaction of its own. */
+    progress: (runId: string, event: string, seq: number) => queueMirror(db, runId, event, seq),
+
+    /** Where a run's work came from in chat: its thread (`<room>/<root post>`) and the thread's permalink, or null for a run without one. */
+    async originOf(runId: string): Promise<{ surface: ChatSurfaceKind; place: string; url: string | null } | null> {
+      const thread = await store.threadOfRun(db, runId);
+      if (!thread) return null;
+      return { surface: thread.surface as ChatSurfaceKind, place: thread.root_id ? `${thread.room_id}/${thread.root_id}` : thread.room_id, url: thread.url };
     },
 
     /** The job `chat.mirror`: the thread's root (first) and each of the run's posts since it last caught up, in order. */
@@ -247,7 +278,9 @@ export function createChatCore(deps: ChatCoreDeps) {
                   return { buttons: { token } };
                 }
               : undefined;
-            const out: ChatOutbound = { room_id: thread.room_id, thread_id: thread.root_id, text: shown.text, as: shown.role ? { team: thread.team, role: shown.role } : null, key: `${thread.surface}:run:${runId}:${p.seq}` };
+            // Long output (a diff, a log) goes as a short summary and a file, named for this post so a retry finds it.
+            const long = longOutput(shown.text, `${runId}-${p.seq}`);
+            const out: ChatOutbound = { room_id: thread.room_id, thread_id: thread.root_id, text: long?.text ?? shown.text, as: shown.role ? { team: thread.team, role: shown.role } : null, key: `${thread.surface}:run:${runId}:${p.seq}`, ...(long ? { file: long.file } : {}) };
             try {
               await deliver(s, out, owner, buttons);
             } catch (err) {
@@ -287,12 +320,6 @@ export function createChatCore(deps: ChatCoreDeps) {
 
     /** The rooms a surface's listener follows: every live team's home or linked room there. */
     rooms: (surface: ChatSurfaceKind) => deps.teams.rooms(surface),
-
-    /** The thread links of runs that came from chat (`chat_thread_url`). */
-    async threadUrls(runIds: string[]): Promise<Map<string, string>> {
-      const rows = await store.threadUrls(db, runIds);
-      return new Map(rows.filter((r) => r.url).map((r) => [r.run_id, r.url!]));
-    },
   };
 }
 

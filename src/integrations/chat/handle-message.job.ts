@@ -2,7 +2,8 @@ import { Type } from 'typebox';
 import { defineJob } from '../../queue/queue.ts';
 import type { ChatCore } from './core.ts';
 
-const Message = Type.Object({
+/** A work item as queued (and as kept in a delivery's payload): `ChatMessageIn`. */
+export const Message = Type.Object({
   surface: Type.Union([Type.Literal('chat_a'), Type.Literal('chat_b')]),
   message_id: Type.String({ minLength: 1, maxLength: 200 }),
   room_id: Type.String({ minLength: 1, maxLength: 200 }),

@@ -35,6 +35,15 @@ export interface ChatButtons {
   token: string;
 }
 
+/** Long output attached to a post as a file (a diff, a log): the post's text is then a short summary. */
+export interface ChatFile {
+  /** The file's name, unique per run post (`run_x-12.diff`): a retried post finds it by name. */
+  name: string;
+  content: string;
+  /** Its media type (`text/x-diff`, `text/plain`). */
+  type: string;
+}
+
 export interface ChatOutbound {
   room_id: string;
   /** The thread to post in, null for a root post in the room. */
@@ -45,6 +54,8 @@ export interface ChatOutbound {
   /** Stable per run post: the same key is never posted twice (a retry finds the earlier post). */
   key: string;
   buttons?: ChatButtons;
+  /** Long output, posted as a file with the post (chat_a: a file attached to it; chat_b: a file shared in the thread after it). */
+  file?: ChatFile;
 }
 
 /** A call to the chat server that failed: `transient` ones are worth a retry, after `retryAfterSeconds` when the server said. */

@@ -1,4 +1,4 @@
-import type { ChatRunPost, ChatRunView } from './ports.ts';
+import type { ChatFile, ChatRunPost, ChatRunView } from './ports.ts';
 
 /**
  * A run's posts as a chat thread says them: when the run starts, which role is working (once per
@@ -84,4 +84,34 @@ export function statusLine(r: ChatRunView): string {
   const what = r.text.split('\n')[0]!.slice(0, 80);
   const waiting = r.waiting_for ? ` (waiting for an answer to the ${r.waiting_for.role}'s ${r.waiting_for.kind})` : '';
   return `- \`${r.id}\` ${r.state}${waiting}, ${cost(r.cost_usd)}: ${what}`;
+}
+
+/** A post longer than this (characters or lines) goes as a short summary and a file. */
+export const LONG_POST = { chars: 3000, lines: 40 };
+/** How much of a long post the summary keeps. */
+const SUMMARY = { chars: 600, lines: 8 };
+
+const FENCED = /```(diff|patch|log|console|text)?\n([\s\S]*?)```/;
+
+/**
+ * Long output never goes as a wall of text: a post longer than `LONG_POST`, or one holding a
+ * diff or a log (a fenced ```diff/```log block, or a `diff --git` header), becomes its first
+ * lines and the whole as a file named `<stem>.diff`, `.log` or `.md`. Null when the post is
+ * fine as it is.
+ */
+export function longOutput(text: string, stem: string): { text: string; file: ChatFile } | null {
+  const fenced = FENCED.exec(text);
+  const kind = fenced?.[1] === 'diff' || fenced?.[1] === 'patch' || /^diff --git /m.test(text) ? 'diff' : fenced?.[1] === 'log' || fenced?.[1] === 'console' ? 'log' : null;
+  const lines = text.split('\n');
+  if (!kind && text.length <= LONG_POST.chars && lines.length <= LONG_POST.lines) return null;
+  const name = `${stem}.${kind ?? 'md'}`;
+  // The summary: what comes before the block (or the first lines), never a half-open block.
+  const before = fenced ? text.slice(0, fenced.index).trimEnd() : lines.slice(0, SUMMARY.lines).join('\n');
+  let head = before.length > SUMMARY.chars ? `${before.slice(0, SUMMARY.chars)}…` : before;
+  if ((head.match(/```/g) ?? []).length % 2 === 1) head = head.slice(0, head.lastIndexOf('```')).trimEnd();
+  const what = kind === 'diff' ? 'The diff' : kind === 'log' ? 'The log' : `The whole text (${lines.length} lines)`;
+  return {
+    text: `${head}${head ? '\n' : ''}_${what} is attached as \`${name}\`._`,
+    file: { name, content: text, type: kind === 'diff' ? 'text/x-diff' : kind === 'log' ? 'text/plain' : 'text/markdown' },
+  };
 }

@@ -106,7 +106,7 @@ export function createChatAService(deps: ChatADeps) {
     action: (raw: Buffer) => receiveAction({ core: deps.core(), client: () => surfaceClient({ requireEnabled: true }), enabled: async () => (await deps.settings()).enabled }, raw),
 
     /** The slash command: `receive` for the route, `process` for its job. */
-    commands: createChatACommands({ db: deps.db, receive: (m, trx) => deps.core().receive(m, trx), surfaceClient, settings: deps.settings, reveal: deps.reveal, logger: log }),
+    commands: createChatACommands({ db: deps.db, surfaceClient, settings: deps.settings, reveal: deps.reveal, logger: log }),
 
     /** `POST /integrations/chat_a/test`: asks the server who the bot is, with the settings as stored (enabled or not). */
     async test(): Promise<{ state: 'ok' | 'error'; detail: string }> {

@@ -213,7 +213,8 @@ describe('chat_a: the slash command at /webhooks/chat_a', () => {
     assert.equal(mm.ephemerals[0]!.channel_id, room.id);
     assert.match(mm.ephemerals[0]!.message, /`@crewhouse cancel <run id>`/);
     const d = (await deliveries())[0]!;
-    assert.deepEqual([d.event, d.outcome, d.times_received, d.signature_valid], ['command.help', 'accepted', 2, true]);
+    // Settled by its job with what it did, as a webhook delivery is.
+    assert.deepEqual([d.event, d.outcome, d.detail, d.times_received, d.signature_valid], ['command.help', 'processed', 'the command `help` was answered', 2, true]);
   });
 
   it('answers an unknown command with the list; a command in a room no team lives in says so, to the person alone', async () => {
@@ -234,7 +235,26 @@ describe('chat_a: the slash command at /webhooks/chat_a', () => {
     assert.equal(answers.filter((a) => /^No Crewhouse team lives in this room/.test(a)).length, 4, answers.join('\n'));
     assert.equal(mm.posts.length, 0, 'nothing is posted in the channel');
     const recorded = await deliveries();
-    assert.deepEqual(recorded.slice(0, 5).map((d) => [d.event, d.outcome]).reverse(), [['command.unknown', 'accepted'], ['command.task', 'accepted'], ['command.status', 'accepted'], ['command.cancel', 'accepted'], ['command.skill', 'accepted']]);
+    // The unknown command was answered (the list); the others were refused with what the person was told.
+    assert.deepEqual(recorded.slice(0, 5).map((d) => [d.event, d.outcome]).reverse(), [['command.unknown', 'processed'], ['command.task', 'refused'], ['command.status', 'refused'], ['command.cancel', 'refused'], ['command.skill', 'refused']]);
+    for (const d of recorded.slice(0, 4)) assert.match(d.detail, /^No Crewhouse team lives in this room/);
+  });
+
+  it('settles a command whose work gave up as failed, with the reason', async () => {
+    const cmd = mm.slashCommand({ token: COMMAND_TOKEN, channelId: room.id, userId: alice.id, text: 'status' });
+    assert.equal((await send(cmd)).status, 200);
+    assert.equal((await deliveries())[0]!.outcome, 'accepted', 'queued, not done inline');
+    // Its one try, made while chat_a is turned off: the answer cannot be posted, and the job gives up.
+    await t.db.updateTable('jobs').set({ max_attempts: 1 }).where('kind', '=', 'webhooks.process-delivery').where('state', '=', 'queued').execute();
+    await setChatA(t, false, { url: mm.url, slash_command: true });
+    try {
+      await t.drainJobs();
+    } finally {
+      await setChatA(t, true, { url: mm.url, slash_command: true });
+    }
+    const d = (await deliveries())[0]!;
+    assert.equal(d.outcome, 'failed');
+    assert.match(d.detail, /chat_a cannot post: the chat_a integration is not enabled/);
   });
 
   it('refuses a command that is not a form, or lacks its channel or user, with 400', async () => {

@@ -35,6 +35,8 @@ export interface ChatAPost {
   /** Empty for a person's message; a system message has a type (`system_join_channel`, ...). */
   type?: string;
   props?: Record<string, unknown>;
+  /** The files attached to the post. */
+  file_ids?: string[];
 }
 
 /** What went wrong with a call: `status` 0 when the server could not be reached. Never carries the token. */
@@ -123,7 +125,9 @@ export interface ChatAClient {
   /** The user's membership of a channel, or null when they are not a member; `readOnly` for a guest-like member who cannot post. */
   membership(channelId: string, userId: string): Promise<{ roles: string } | null>;
   teamName(teamId: string): Promise<string>;
-  post(input: { channel_id: string; message: string; root_id?: string; props?: Record<string, unknown> }): Promise<ChatAPost>;
+  post(input: { channel_id: string; message: string; root_id?: string; props?: Record<string, unknown>; file_ids?: string[] }): Promise<ChatAPost>;
+  /** Uploads a file into a channel (`POST /files`, Client4's `uploadFile` form: `channel_id` and `files`), to attach to this user's next post by its id. */
+  uploadFile(channelId: string, file: { name: string; content: string; type: string }): Promise<{ id: string }>;
   /** Changes a post of this bot's (its message, its props: e.g. a confirmation's buttons removed). */
   patch(postId: string, input: { message?: string; props?: Record<string, unknown> }): Promise<ChatAPost>;
   ephemeral(userId: string, input: { channel_id: string; message: string; root_id?: string }): Promise<void>;
@@ -176,6 +180,15 @@ export function chatAClient(url: string, token: string): ChatAClient {
     },
     teamName: async (teamId) => (await call<{ name: string }>(`reading team ${teamId}`, c.getTeamRoute(teamId), { method: 'get' })).name,
     post: (input) => call<ChatAPost>(`posting in channel ${input.channel_id}`, c.getPostsRoute(), { method: 'post', body: JSON.stringify(input) }),
+    async uploadFile(channelId, file) {
+      const form = new FormData();
+      form.append('channel_id', channelId);
+      form.append('files', new Blob([file.content], { type: file.type }), file.name);
+      const out = await call<{ file_infos?: Array<{ id: string }> }>(`uploading ${file.name} to channel ${channelId}`, c.getFilesRoute(), { method: 'post', body: form });
+      const id = out.file_infos?.[0]?.id;
+      if (!id) throw new ChatAError(`the chat server answered the upload of ${file.name} without a file id`, 502);
+      return { id };
+    },
     patch: (postId, input) => call<ChatAPost>(`changing post ${postId}`, `${c.getPostRoute(postId)}/patch`, { method: 'put', body: JSON.stringify(input) }),
     async ephemeral(userId, input) {
       await call(`answering in channel ${input.channel_id}`, `${c.getPostsRoute()}/ephemeral`, { method: 'post', body: JSON.stringify({ user_id: userId, post: input }) });

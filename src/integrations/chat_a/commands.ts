@@ -1,11 +1,10 @@
 import crypto from 'node:crypto';
 import { safeEqual } from '../../auth/credentials.ts';
-import type { Transaction } from 'kysely';
 import type { Db } from '../../db/database.ts';
-import type { Database } from '../../db/schema.ts';
 import { commandList, parseCommand } from '../chat/commands.ts';
 import type { ChatMessageIn } from '../chat/ports.ts';
 import { Problem, problems } from '../../errors/problems.ts';
+import { acceptDelivery } from '../webhooks/accept.ts';
 import * as store from '../webhooks/webhooks.store.ts';
 import { ChatAError, type ChatAClient } from './client.ts';
 
@@ -16,11 +15,14 @@ export const COMMAND_TOKEN = 'integrations/chat_a/command_token';
  * `/webhooks/chat_a` as a form with the command token in the `token` field and in
  * `Authorization: Token <token>`. The route verifies the token in constant time, records the
  * request as a delivery (its id is the request's `trigger_id`, so a replayed request is one
- * delivery with one effect), hands it to the chat core as a work item (in the same
- * transaction), and answers at once with Mattermost's response body; the work is a job.
+ * delivery with one effect) whose payload is the chat core's work item, and answers at once
+ * with Mattermost's response body. The work is the delivery's job, as for every webhook: the
+ * chat surface's `takeIn` (src/integrations/chat/surface.ts) has the core do the message and
+ * settles the delivery with what it did (`processed`, `refused` with what the person was told,
+ * or `failed` when the work gave up).
  *
  * The commands are the chat core's (src/integrations/chat/commands.ts). `process` answers the
- * `webhook.process` jobs of commands queued by the previous version (the command list).
+ * delivery jobs of commands queued by an earlier version (the command list).
  */
 
 export const COMMAND_LIST = commandList('/crewhouse');
@@ -39,7 +41,7 @@ interface CommandPayload {
 
 const ID = /^[a-z0-9]{26}$/;
 
-export function createChatACommands(deps: { db: Db; receive: (m: ChatMessageIn, trx: Transaction<Database>) => Promise<boolean>; surfaceClient: (opts: { requireEnabled: boolean }) => Promise<ChatAClient | { missing: string }>; settings: () => Promise<{ enabled: boolean; slashCommand: boolean }>; reveal: (name: string) => Promise<string | null>; logger: { warn: (o: object, m: string) => void } }) {
+export function createChatACommands(deps: { db: Db; surfaceClient: (opts: { requireEnabled: boolean }) => Promise<ChatAClient | { missing: string }>; settings: () => Promise<{ enabled: boolean; slashCommand: boolean }>; reveal: (name: string) => Promise<string | null>; logger: { warn: (o: object, m: string) => void } }) {
   const { db } = deps;
 
   return {
@@ -77,10 +79,8 @@ export function createChatACommands(deps: { db: Db; receive: (m: ChatMessageIn, 
       const command = (form.get('command') ?? '/crewhouse').slice(0, 64);
       const what = parseCommand(text);
       const item: ChatMessageIn = { surface: 'chat_a', message_id: `command:${deliveryId}`, room_id: channelId, thread_id: null, user_id: userId, user_name: userName, text, addressed: true, command: true, via: 'command' };
-      await db.transaction().execute(async (trx) => {
-        const row = await store.recordVerified(trx, { surface: 'chat_a', delivery_id: deliveryId, event: 'command', action: what.kind, outcome: 'accepted', detail: null, payload: null });
-        if (row.first) await deps.receive(item, trx);
-      });
+      // Its work is the delivery's job: the chat core does the message and the delivery is settled with what it did.
+      await acceptDelivery(db, { surface: 'chat_a', delivery_id: deliveryId, event: 'command', action: what.kind, payload: item });
       const said = what.kind === 'task' ? 'Taken: the team starts on it, and its run gets a thread in this channel.' : what.kind === 'unknown' ? `\`${command} ${what.word}\` is not a Crewhouse command; the list follows.` : '';
       return { response_type: 'ephemeral', text: said };
     },

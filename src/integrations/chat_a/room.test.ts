@@ -89,6 +89,10 @@ describe('chat_a: messages in a team\'s room', () => {
     const run = await t.request({ method: 'GET', url: `/api/v1/runs/${runId}`, token: t.adminToken });
     assert.equal(run.body.surface, 'chat_a');
     assert.equal(run.body.chat_thread_url, mm.permalink(root.id));
+    // The run's origin as every surface gives it: its thread and the thread's permalink; no other surface claims it.
+    assert.deepEqual(await t.services.surfaces.chat_a.originOf(runId), { surface: 'chat_a', place: `${room.id}/${root.id}`, url: mm.permalink(root.id) });
+    assert.equal(await t.services.surfaces.chat_b.originOf(runId), null);
+    assert.equal(await t.services.surfaces.code_host.originOf(runId), null);
     for (const [url, body] of [[`/api/v1/runs/${runId}/replies`, { text: 'more' }], [`/api/v1/runs/${runId}/cancel`, undefined]] as const) {
       const res = await t.request({ method: 'POST', url, token: t.adminToken, body });
       if (res.status !== 404) assert.equal(res.status, 409, res.text);
@@ -103,6 +107,43 @@ describe('chat_a: messages in a team\'s room', () => {
     assert.equal(repliesTo(task.id).length, 0);
   });
 
+  it('progress queues the thread catching up with its run (once per change); nothing for a run without a thread', async () => {
+    const runId = /`(run_\w+)`/.exec(mm.posts.find((p) => p.user_id === bot.id && p.root_id === '' && p.message.includes('Fix the login page'))!.message)![1]!;
+    const mirrors = (id: string) => t.db.selectFrom('jobs').select('key').where('kind', '=', 'chat.mirror-thread').where('key', 'like', `chat.mirror-thread:${id}:%`).execute();
+    const before = (await mirrors(runId)).length;
+    await t.services.surfaces.chat_a.progress(runId, 'resumed', 9999);
+    await t.services.surfaces.chat_a.progress(runId, 'resumed', 9999);
+    const keys = (await mirrors(runId)).map((j) => j.key);
+    assert.equal(keys.length, before + 1);
+    assert.ok(keys.includes(`chat.mirror-thread:${runId}:resumed:9999`));
+    await t.services.surfaces.chat_a.progress('run_nothreadatall0', 'started', 1);
+    assert.equal((await mirrors('run_nothreadatall0')).length, 0);
+    const posts = mm.posts.length;
+    await t.drainJobs();
+    assert.equal(mm.posts.length, posts, 'a thread that has caught up posts nothing again');
+  });
+
+  it('a slash command\'s delivery is settled with what its message did: the run it became', async () => {
+    const COMMAND = `cmd-room-${'k'.repeat(20)}`;
+    await putSecret(t, 'integrations/chat_a/command_token', COMMAND);
+    await setChatA(t, true, { url: mm.url, slash_command: true });
+    const cmd = mm.slashCommand({ token: COMMAND, channelId: room.id, userId: alice.id, text: 'task Tidy the payments README' });
+    const res = await t.request({ method: 'POST', url: '/webhooks/chat_a', headers: cmd.headers, raw: cmd.body });
+    assert.equal(res.status, 200, res.text);
+    await t.drainJobs();
+    const [d] = (await t.request({ method: 'GET', url: '/api/v1/integrations/chat_a/deliveries?limit=1', token: t.adminToken })).body.items;
+    assert.equal(d.outcome, 'processed', JSON.stringify(d));
+    assert.match(d.run_id, /^run_/);
+    assert.equal(d.detail, `became run ${d.run_id}`);
+    const run = await t.request({ method: 'GET', url: `/api/v1/runs/${d.run_id}`, token: t.adminToken });
+    assert.equal(run.body.text, 'Tidy the payments README');
+    // A replay of the request is counted on the same delivery, which stays settled.
+    assert.equal((await t.request({ method: 'POST', url: '/webhooks/chat_a', headers: cmd.headers, raw: cmd.body })).status, 200);
+    await t.drainJobs();
+    const [again] = (await t.request({ method: 'GET', url: '/api/v1/integrations/chat_a/deliveries?limit=1', token: t.adminToken })).body.items;
+    assert.deepEqual([again.outcome, again.run_id, again.times_received], ['processed', d.run_id, 2]);
+  });
+
   it('a post carries its key: a retry finds the post made before; a role without a bot of its own is named by the surface bot', async () => {
     const surface = chatASurface({ surface: chatAClient(mm.url, BOT_TOKEN), publicBaseUrl: 'http://crewhouse.test', roleClient: async () => null });
     const root = mm.post(alice.id, room.id, 'a thread');
@@ -113,6 +154,24 @@ describe('chat_a: messages in a team\'s room', () => {
     assert.equal(repliesTo(root.id).length, 1);
     assert.equal(repliesTo(root.id)[0]!.message, '**dev**: Build it');
     assert.equal(repliesTo(root.id)[0]!.user_id, bot.id);
+  });
+
+  it('long output goes as a file attached to its post (POST /files, then the post with file_ids), uploaded by whoever posts it; a retry finds it', async () => {
+    const surface = chatASurface({ surface: chatAClient(mm.url, BOT_TOKEN), publicBaseUrl: 'http://crewhouse.test', roleClient: async () => null });
+    const root = mm.post(alice.id, room.id, 'a thread with a diff');
+    const diff = `diff --git a/x.ts b/x.ts\n${'+added line\n'.repeat(300)}`;
+    const out = { room_id: room.id, thread_id: root.id, text: 'Done: the diff is attached', as: { team, role: 'dev' }, key: uniq('key'), file: { name: 'run_x-3.diff', content: diff, type: 'text/x-diff' } };
+    const made = await surface.post(out);
+    const [post] = repliesTo(root.id);
+    assert.equal(post!.id, made.id);
+    assert.equal(post!.message, '**dev**: Done: the diff is attached');
+    assert.equal(post!.file_ids.length, 1);
+    const file = mm.files.get(post!.file_ids[0]!)!;
+    assert.deepEqual([file.name, file.mime_type, file.bytes.toString('utf8'), file.creator_id, file.post_id], ['run_x-3.diff', 'text/x-diff', diff, bot.id, made.id]);
+    const read = await chatAClient(mm.url, BOT_TOKEN).getPost(made.id);
+    assert.deepEqual(read.file_ids, [file.id]);
+    assert.deepEqual(await surface.find(out), { id: made.id });
+    assert.equal(repliesTo(root.id).length, 1);
   });
 
   it('posts wait as the server asks when it rate-limits (429, X-Ratelimit-*), and every post arrives', async () => {

@@ -8,8 +8,9 @@ import { postText } from './text.ts';
  * surface bot naming the role otherwise, or when the role's bot cannot post in the room),
  * confirmations as an interactive message (`props.attachments[].actions[]`, each button's
  * `integration` pointing at `/webhooks/chat_a/actions` with the confirmation's token in its
- * context, which Mattermost keeps from clients), and each post's key in `props.crewhouse_key`
- * so a retried post finds the one made before.
+ * context, which Mattermost keeps from clients), long output as a file attached to the post
+ * (uploaded first, `POST /files`; the post and its file appear together), and each post's key
+ * in `props.crewhouse_key` so a retried post finds the one made before.
  */
 
 export const ACTIONS_PATH = '/webhooks/chat_a/actions';
@@ -51,18 +52,22 @@ export function chatASurface(deps: ChatASurfaceDeps): ChatSurface {
 
     async post(out) {
       const props: Record<string, unknown> = { [KEY_PROP]: out.key, ...(out.buttons ? buttonsProps(`${deps.publicBaseUrl.replace(/\/+$/, '')}${ACTIONS_PATH}`, out.buttons.token) : {}) };
-      const input = (message: string) => ({ channel_id: out.room_id, message: postText(message), ...(out.thread_id ? { root_id: out.thread_id } : {}), props });
+      // Long output goes as a file attached to the post, uploaded by whoever posts it (Mattermost attaches only the poster's own uploads).
+      const send = async (client: ChatAClient, message: string) => {
+        const files = out.file ? { file_ids: [(await client.uploadFile(out.room_id, out.file)).id] } : {};
+        return client.post({ channel_id: out.room_id, message: postText(message), ...(out.thread_id ? { root_id: out.thread_id } : {}), props, ...files });
+      };
       const own = out.as ? await deps.roleClient(out.as.team, out.as.role) : null;
       if (own) {
         try {
-          return { id: (await own.post(input(out.text))).id };
+          return { id: (await send(own, out.text)).id };
         } catch (err) {
           // The role's bot is not in the room (or its token is refused): the surface bot says it, naming the role.
           if (!(err instanceof ChatAError) || ![401, 403].includes(err.status)) throw err;
         }
       }
       const named = out.as && !out.text.includes(`**${out.as.role}**`) ? `**${out.as.role}**: ${out.text}` : out.text;
-      return { id: (await surface.post(input(named))).id };
+      return { id: (await send(surface, named)).id };
     },
 
     async ephemeral(roomId, userId, text, threadId) {

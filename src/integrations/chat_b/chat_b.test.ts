@@ -6,7 +6,8 @@ import { captureLogger, testApp, uniq, waitFor, type TestApp } from '../../../te
 import { CHAT_B_SECRET, chatBClient, ChatBError } from './client.ts';
 import type { ChatBWork } from './events.ts';
 import { startChatBListener } from './listener.ts';
-import { confirmationPost, decidedUpdate, decisionOf, isLongOutput, rolePost } from './posts.ts';
+import { confirmationPost, decidedUpdate, decisionOf, rolePost } from './posts.ts';
+import { chatBSurface } from './surface.ts';
 
 const BOT_TOKEN = `xoxb-${'1'.repeat(12)}-${'b'.repeat(24)}`;
 const APP_TOKEN = `xapp-1-A${'2'.repeat(10)}-${'a'.repeat(30)}`;
@@ -154,7 +155,6 @@ describe('chat_b: the client', () => {
         ['the plan: a &lt; b', 'Lena the Lead', 'https://x.example/lena.png', root.ts],
         ['[Lena the Lead] the plan, again', null, null, root.ts],
       ]);
-      assert.deepEqual([isLongOutput('x\n'.repeat(41)), isLongOutput('x'.repeat(3001)), isLongOutput('a short note')], [true, true, false]);
       await client.update({ channel: room.id, ts: root.ts, text: 'Done' });
       assert.equal(slack.messages[0]!.text, 'Done');
       slack.messages.splice(1);
@@ -175,6 +175,38 @@ describe('chat_b: the client', () => {
       await assert.rejects(impatient.me(), (err: ChatBError) => err.code === 'ratelimited' && err.retryAfterSeconds === 1 && err.transient);
       const wrong = chatBClient({ apiUrl: slack.apiUrl, token: 'xoxb-wrong', secret: CHAT_B_SECRET.bot, rateLimited: 'fail', logger });
       await assert.rejects(wrong.me(), (err: ChatBError) => err.refusedToken && !err.message.includes('xoxb-wrong'));
+    } finally {
+      await slack.stop();
+    }
+  });
+});
+
+describe('chat_b: a post with long output', () => {
+  it('goes as its summary and a file shared in the thread under it (files.uploadV2), once however often it is retried', async () => {
+    const slack = await startFakeSlack();
+    const { logger } = captureLogger();
+    try {
+      const app = slack.installApp({ botName: 'crewhouse', botToken: BOT_TOKEN, appToken: APP_TOKEN, scopes: BOT_SCOPES });
+      const room = slack.addChannel({ name: 'dev', members: [app.botUser.id] });
+      const client = chatBClient({ apiUrl: slack.apiUrl, token: BOT_TOKEN, secret: CHAT_B_SECRET.bot, rateLimited: 'wait', logger });
+      const surface = chatBSurface({ client, roleLook: async (_team, role) => ({ role, displayName: role, iconUrl: null }) });
+      const root = await client.post({ channel: room.id, text: 'Run started' });
+      const diff = `diff --git a/x.ts b/x.ts\n${'+added line\n'.repeat(200)}`;
+      const out = { room_id: room.id, thread_id: root.ts, text: 'Done: see the diff', as: null, key: uniq('key'), file: { name: 'run_x-7.diff', content: diff, type: 'text/x-diff' } };
+      const made = await surface.post(out);
+      const thread = () => slack.messages.filter((m) => m.thread_ts === root.ts);
+      assert.deepEqual(thread().map((m) => [m.text, (m.files ?? []).map((f) => f.name)]), [['Done: see the diff', []], ['', ['run_x-7.diff']]]);
+      const file = [...slack.files.values()].find((f) => f.name === 'run_x-7.diff')!;
+      assert.equal(file.bytes!.toString('utf8'), diff);
+      assert.deepEqual([file.channel, file.thread_ts], [room.id, root.ts]);
+      // A retry finds the post and its file: nothing is posted or shared again.
+      assert.deepEqual(await surface.find(out), { id: made.id });
+      assert.equal(thread().length, 2);
+      // A try that died after the message and before its file: the retry shares the file, once.
+      slack.messages.splice(slack.messages.findIndex((m) => m.files?.length), 1);
+      assert.deepEqual(await surface.find(out), { id: made.id });
+      assert.deepEqual(await surface.find(out), { id: made.id });
+      assert.deepEqual(thread().map((m) => (m.files ?? []).map((f) => f.name)), [[], ['run_x-7.diff']]);
     } finally {
       await slack.stop();
     }

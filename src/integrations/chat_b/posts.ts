@@ -7,7 +7,7 @@ import { messageText } from './text.ts';
  * send with the client: a role's message (its own name and picture where the app may, else the
  * bot's with the role named in the text), a question that mentions the person who gave the
  * task, a confirmation with Approve and Refuse buttons (Block Kit), the same message once
- * decided, and whether output is long enough to go as a file instead of a wall of text.
+ * decided. Whether output goes as a file is the chat core's call (render.ts `longOutput`).
  */
 
 /** The `action_id`s of a confirmation's buttons; a click comes back as `action` work with one of them. */
@@ -77,9 +77,4 @@ export function decidedUpdate(input: { channel: string; ts: string; text: string
       { type: 'context', elements: [{ type: 'mrkdwn', text: said }] },
     ],
   };
-}
-
-/** Output long enough to go as a file (`upload`) rather than a message: more than 40 lines or 3,000 characters. */
-export function isLongOutput(text: string): boolean {
-  return text.length > 3000 || text.split('\n').length > 40;
 }

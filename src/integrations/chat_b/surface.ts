@@ -9,7 +9,8 @@ import { messageText } from './text.ts';
  * (`thread_ts`), a role's words under its own name and picture (`username`, `icon_url`) when the
  * app has `chat:write.customize`, else the bot's with the role named in the text (posts.ts),
  * confirmations with Approve and Refuse buttons (Block Kit; the confirmation's token is the
- * buttons' value), and each post's key in the message's metadata so a retried post finds the
+ * buttons' value), long output as the post's summary and a file shared in its thread
+ * (`files.uploadV2`), and each post's key in the message's metadata so a retried post finds the
  * one made before (`conversations.replies` with `include_all_metadata`).
  *
  * Text is escaped (text.ts) so agents cannot mention anyone; the core's own mention of the
@@ -34,6 +35,19 @@ export function chatBSurface(deps: ChatBSurfaceDeps): ChatSurface {
   let me: ReturnType<ChatBClient['me']> | null = null;
   const bot = () => (me ??= client.me());
 
+  /**
+   * A post's file, shared in its thread (`files.uploadV2`) unless it is there already: the
+   * file's name is unique per run post, so a retry after the message was posted and before (or
+   * after) its file was shares it once.
+   */
+  async function shareFile(out: ChatOutbound, threadTs: string): Promise<void> {
+    if (!out.file) return;
+    const { name, content } = out.file;
+    const thread = await client.replies(out.room_id, threadTs, '0');
+    if (thread.some((m) => (m.files as Array<{ name?: string }> | undefined)?.some((f) => f.name === name))) return;
+    await client.upload({ channel: out.room_id, thread_ts: threadTs, filename: name, title: name, content });
+  }
+
   return {
     surface: 'chat_b',
     how: async () => `@${(await bot()).name}`,
@@ -43,7 +57,10 @@ export function chatBSurface(deps: ChatBSurfaceDeps): ChatSurface {
       const since = '0';
       const messages = out.thread_id ? await client.replies(out.room_id, out.thread_id, since) : await client.history(out.room_id, ((Date.now() - 7 * 24 * 3600_000) / 1000).toFixed(6));
       const earlier = messages.find((m) => m.metadata?.event_type === KEY_EVENT_TYPE && m.metadata.event_payload?.key === out.key);
-      return earlier ? { id: earlier.ts } : null;
+      if (!earlier) return null;
+      // Made before, maybe without its file (the try died between the two): the file follows it now.
+      await shareFile(out, out.thread_id ?? earlier.ts);
+      return { id: earlier.ts };
     },
 
     async post(out: ChatOutbound) {
@@ -60,7 +77,10 @@ export function chatBSurface(deps: ChatBSurfaceDeps): ChatSurface {
         const [, actions] = confirm.blocks ?? [];
         p = { ...p, blocks: [{ type: 'section', text: { type: 'mrkdwn', text: p.text.slice(0, 3000) } }, ...(actions ? [actions] : [])] };
       }
-      return { id: (await client.post({ ...p, metadata })).ts };
+      const { ts } = await client.post({ ...p, metadata });
+      // Long output: the summary above, the whole as a file shared in the thread under it (Slack keeps no metadata on a file share).
+      await shareFile(out, out.thread_id ?? ts);
+      return { id: ts };
     },
 
     async ephemeral(roomId, userId, text, threadId) {

@@ -21,7 +21,7 @@ export function deliveriesRoutes(app: App, deps: { webhooks: WebhooksService }) 
       operationId: 'listIntegrationDeliveries',
       summary: "List an integration's recent webhook deliveries",
       tags: ['integrations'],
-      description: `Recent deliveries to \`/webhooks/<kind>\`, newest first: delivery id, event, time, whether the signature was valid, the outcome and the run it became. Every delivery is listed, refused ones too. chat_a lists its slash commands (each handed to the chat core as work); chat_b receives no webhooks (an empty list). ${CONSUMED_RULE}`,
+      description: `Recent deliveries to \`/webhooks/<kind>\`, newest first: delivery id, event, time, whether the signature was valid, the outcome and the run it became. Every delivery is listed, refused ones too. chat_a lists its slash commands (each done by the chat core as a delivery's work, and settled with what it did); chat_b receives no webhooks (an empty list). ${CONSUMED_RULE}`,
       params: DeliveriesParams,
       querystring: ListQuery,
       response: { 200: Page(WebhookDelivery) },

@@ -7,7 +7,7 @@ import { Problem, problems } from '../../errors/problems.ts';
 import type { Surface } from '../surface.ts';
 import { isWebhookSurface, type WebhookSurface } from './surfaces.ts';
 import { INBOUND_FORMATS } from './formats.ts';
-import { processDeliveryJob } from './process-delivery.job.ts';
+import { acceptDelivery } from './accept.ts';
 import * as store from './webhooks.store.ts';
 
 export interface WebhooksDeps {
@@ -103,20 +103,11 @@ export function createWebhooksService(deps: WebhooksDeps) {
       }
       const { event, action } = read;
       const consumed = surface in deps.consumers;
-      const result = await db.transaction().execute(async (trx) => {
-        const row = await store.recordVerified(trx, {
-          surface,
-          delivery_id: deliveryId,
-          event,
-          action,
-          outcome: consumed ? 'accepted' : 'ignored',
-          detail: consumed ? null : `no ${surface} adapter runs in this process: the delivery is recorded, not processed`,
-          payload: consumed ? payload : null,
-        });
-        // The job's key is the delivery too: even a row lost to a restore could not queue it twice.
-        if (row.first && consumed) await processDeliveryJob.enqueue(trx, { delivery: row.id }, { key: `webhook:${surface}:${deliveryId}` });
-        return row;
-      });
+      const result = await db.transaction().execute((trx) =>
+        consumed
+          ? acceptDelivery(trx, { surface, delivery_id: deliveryId, event, action, payload })
+          : store.recordVerified(trx, { surface, delivery_id: deliveryId, event, action, outcome: 'ignored', detail: `no ${surface} adapter runs in this process: the delivery is recorded, not processed`, payload: null }),
+      );
       return { delivery_id: deliveryId, outcome: !result.first ? 'duplicate' : consumed ? 'accepted' : 'ignored' };
     },
 
