@@ -137,7 +137,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
   const root = opts.root;
   const hostUid = opts.hostUid ?? 2_000_000;
   const bwrapName = opts.bwrap ?? 'bwrap';
-  let tools: { bwrap: string; ip: string; nft: string; nsenter: string; setpriv: string; mkfs: string | null; mount: string; umount: string; cgroups: CgroupVersion } | null = null;
+  let tools: { bwrap: string; ip: string; nft: string; nsenter: string; mkfs: string | null; mount: string; umount: string; cgroups: CgroupVersion } | null = null;
   let warnedNoLoop = false;
   let hardening: { bash: string; disableUserns: boolean; tmpfsSize: boolean; node: string | null; seccomp: Buffer } | null = null;
 
@@ -149,7 +149,6 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
       ip: requireProgram('ip'),
       nft: requireProgram('nft'),
       nsenter: requireProgram('nsenter'),
-      setpriv: requireProgram('setpriv'),
       // Only needed where volumes can be made; without loop devices the fallback needs none.
       mkfs: loop ? requireProgram('mkfs.ext4') : null,
       mount: requireProgram('mount'),
@@ -217,7 +216,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
   };
   const names = (id: string) => {
     const tag = resourceTag(id);
-    return { netns: `chs-${tag}`, peer: `chp${tag}`, cgroup: `chs-${tag}` };
+    return { netns: `chs-${tag}`, cgroup: `chs-${tag}` };
   };
   const cgroupOf = async (id: string) => new Cgroup((await ready()).cgroups, names(id).cgroup);
 
@@ -298,8 +297,9 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
 
   /**
    * Starts one process tree of a sandbox: bash enters the cgroup, drops inherited descriptors
-   * and the environment, `ip netns exec` joins the network namespace, setpriv becomes the
-   * sandbox's host uid, and bubblewrap reads its options and the filter from descriptors.
+   * and the environment, nsenter joins the network namespace and becomes the sandbox's host uid
+   * and gid with no supplementary groups (one process where `ip netns exec` and setpriv were
+   * two), and bubblewrap reads its options and the filter from descriptors.
    */
   async function spawnSandboxed(id: string, command: string[], stdio: 'exec' | 'init') {
     const t = await ready();
@@ -308,7 +308,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     const keep = stdio === 'init' ? INFO_FD : SECCOMP_FD;
     const child = spawn(
       t.bash,
-      ['--norc', '--noprofile', '-c', ENTER_CGROUP, 'bash', t.ip, 'netns', 'exec', n.netns, t.setpriv, `--reuid=${hostUid}`, `--regid=${hostUid}`, '--clear-groups', t.bwrap, '--args', String(ARGS_FD), ...(stdio === 'init' ? ['--info-fd', String(INFO_FD)] : []), '--', ...command],
+      ['--norc', '--noprofile', '-c', ENTER_CGROUP, 'bash', t.nsenter, `--net=/run/netns/${n.netns}`, `--setuid=${hostUid}`, `--setgid=${hostUid}`, '--', t.bwrap, '--args', String(ARGS_FD), ...(stdio === 'init' ? ['--info-fd', String(INFO_FD)] : []), '--', ...command],
       {
         // Detached: its own process group, which an abort kills whole.
         detached: true,
@@ -352,7 +352,9 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
         }
       }
       return initPid > 0 || exited !== null;
-    }, 800, 10);
+      // Every 2 ms (a few small reads of /proc each): a create waits on this, and the init is
+      // usually there within milliseconds of bubblewrap's report.
+    }, 4000, 2);
     child.stderr!.destroy();
     infoStream.removeAllListeners();
     (infoStream as unknown as { destroy(): void }).destroy();
@@ -446,15 +448,26 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     if (r.code !== 0) await run(t.umount, ['-l', target]);
   }
 
-  /** Everything a sandbox holds on the host besides its directory, made (again) where missing. */
-  async function ensureHostSide(id: string, spec: SandboxRecord['spec'], disk: SandboxRecord['disk']) {
+  /** Everything a sandbox holds on the host besides its directory, made (again) where missing; `newVolume` formats the volume first (a create). */
+  async function ensureHostSide(id: string, spec: SandboxRecord['spec'], disk: SandboxRecord['disk'], newVolume = false) {
     const t = await ready();
     const n = names(id);
-    if (disk === 'volume') await mountVolume(id);
-    await mountTmp(id, spec.memoryMib);
-    await ensureVethNamespace(t.ip, n.netns, n.peer, spec.network);
-    await ensureFirewall(t.nft, spec.network, opts.gatewayPort);
-    await (await cgroupOf(id)).ensure({ vcpus: spec.vcpus, memoryMib: spec.memoryMib });
+    // Independent of one another, so made at once (most of the time is waiting on processes and
+    // the kernel); every step has ended, done or failed, before this returns, so a teardown
+    // after a failure never races a step still under way.
+    const steps = await Promise.allSettled([
+      (async () => {
+        if (disk !== 'volume') return;
+        if (newVolume) await makeVolume(id, spec.diskGib);
+        await mountVolume(id);
+      })(),
+      mountTmp(id, spec.memoryMib),
+      ensureVethNamespace(t, n.netns, spec.network),
+      ensureFirewall(t.nft, spec.network, opts.gatewayPort),
+      (async () => (await cgroupOf(id)).ensure({ vcpus: spec.vcpus, memoryMib: spec.memoryMib }))(),
+    ]);
+    const failed = steps.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 
   /** Frees every host resource of a sandbox; each step runs even when an earlier one failed. */
@@ -578,8 +591,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
           await fs.chmod(dir, 0o711);
           await writeEtc(dir, caPem);
           await writeRecord(spec.id, rec);
-          if (rec.disk === 'volume') await makeVolume(spec.id, spec.diskGib);
-          await ensureHostSide(spec.id, kept, rec.disk);
+          await ensureHostSide(spec.id, kept, rec.disk, true);
           await fs.chown(workspaceOf(spec.id), hostUid, hostUid);
           rec.pid = await startInit(spec.id);
           rec.state = 'running';
