@@ -86,6 +86,8 @@ interface SandboxRecord {
 const ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 /** Where the provider keeps what it shares between sandboxes (the execute-only Node); not a sandbox id. */
 const SHARED_DIR = '.shared';
+/** How the volumes formatted ahead of demand are named in SHARED_DIR. */
+const SPARE_PREFIX = 'spare-volume-';
 const INSIDE_UID = 1000;
 /** What holds a running sandbox's namespaces open. */
 const INIT_COMMAND = ['/usr/bin/sleep', 'infinity'];
@@ -171,6 +173,9 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
       if (dir === path.dirname(dir)) break;
     }
     tools = { ...found, cgroups };
+    // Volumes formatted ahead of demand by an earlier process: nothing will take them now.
+    const shared = path.join(root, SHARED_DIR);
+    for (const f of await fs.readdir(shared).catch(() => [] as string[])) if (f.startsWith(SPARE_PREFIX)) await fs.rm(path.join(shared, f), { force: true });
   }
   async function ready() {
     if (!tools) await check();
@@ -381,12 +386,9 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     return info.split('\n').some((line) => line.split(' ')[4]?.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8))) === mountPoint);
   }
 
-  /** The sandbox's /workspace volume: a sparse file of the disk size, formatted once, owned by the sandbox user. */
-  async function makeVolume(id: string, diskGib: number) {
+  /** Formats a new sparse volume file of `bytes`, its top owned by the sandbox user. */
+  async function formatVolume(file: string, bytes: number) {
     const t = await ready();
-    if (!(Number.isFinite(diskGib) && diskGib > 0)) throw new SandboxError('resources', `sandbox ${id}: the disk size must be a positive number of GiB, not ${diskGib}`);
-    const bytes = Math.max(MIN_VOLUME_MIB, Math.round(diskGib * 1024)) * 1024 * 1024;
-    const file = volumeOf(id);
     // Sparse: the host's disk holds only what the sandbox writes.
     const handle = await fs.open(file, 'wx', 0o600);
     try {
@@ -398,6 +400,43 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     // sparse file reads as zeros already: zeroing the journal and inode tables would only turn
     // holes into host disk (69 MiB for 10 GiB), so neither mkfs nor the kernel (noinit_itable) does.
     await run(t.mkfs!, ['-q', '-F', '-m', '0', '-L', 'workspace', '-E', `root_owner=${hostUid}:${hostUid},lazy_itable_init=1,lazy_journal_init=1`, file]);
+  }
+
+  /**
+   * One volume per size formatted ahead of demand (mkfs is the longest step of a create): made
+   * after a create takes one, in the background, in the provider's shared directory. Each is
+   * formatted on its own (its own file system UUID); what a process leaves behind is removed at
+   * its provider's check.
+   */
+  const spares = new Map<number, Promise<string | null>>();
+  function makeSpare(bytes: number) {
+    const shared = path.join(root, SHARED_DIR);
+    const file = path.join(shared, `${SPARE_PREFIX}${bytes}-${randomUUID()}.img`);
+    const made = (async () => {
+      await fs.mkdir(shared, { recursive: true, mode: 0o711 });
+      await formatVolume(file, bytes);
+      return file;
+    })().catch(async (err) => {
+      opts.logger?.warn({ err }, 'a volume formatted ahead of demand could not be made; the next sandbox formats its own');
+      await fs.rm(file, { force: true }).catch(() => {});
+      return null;
+    });
+    spares.set(bytes, made);
+  }
+
+  /** The sandbox's /workspace volume: a sparse file of the disk size, formatted once (ahead of demand where it can), owned by the sandbox user. */
+  async function makeVolume(id: string, diskGib: number) {
+    await ready();
+    if (!(Number.isFinite(diskGib) && diskGib > 0)) throw new SandboxError('resources', `sandbox ${id}: the disk size must be a positive number of GiB, not ${diskGib}`);
+    const bytes = Math.max(MIN_VOLUME_MIB, Math.round(diskGib * 1024)) * 1024 * 1024;
+    const file = volumeOf(id);
+    const spare = spares.get(bytes);
+    spares.delete(bytes);
+    const spareFile = spare ? await spare : null;
+    // Same file system (both under the sandbox directory): the rename is the whole move.
+    const taken = spareFile !== null && (await fs.rename(spareFile, file).then(() => true, () => false));
+    if (!taken) await formatVolume(file, bytes);
+    makeSpare(bytes);
   }
 
   async function mountVolume(id: string) {
