@@ -10,6 +10,13 @@ import type { Post } from './runs.schemas.ts';
 const HEARTBEAT_MS = 15_000;
 const POLL_MS = 1_000;
 const PAGE = 200;
+/**
+ * What a watcher may have waiting in its connection (beyond what the kernel holds) before it is
+ * dropped: a client that stops reading costs the server this much memory at most, never a wait.
+ */
+export const WATCHER_BUFFER_BYTES = 1024 * 1024;
+/** How long a dropped watcher's connection may take to take its last event before it is destroyed. */
+const DROP_GRACE_MS = 10_000;
 
 /** What the stream reads of a run: its posts after a seq, and the signal that it has new ones. */
 export interface PostSource {
@@ -17,8 +24,34 @@ export interface PostSource {
   onPosts(runId: string, listener: () => void): () => void;
 }
 
-/** Streams a run's posts after `after` until the client closes; a 404 (unknown run) is answered before the stream starts. */
-export async function watchPosts(req: FastifyRequest, reply: FastifyReply, runs: PostSource, runId: string, after: number): Promise<void> {
+type Page = Awaited<ReturnType<PostSource['posts']>>;
+/**
+ * Reads in flight per source, by run and position: the watchers of a run that are caught up sit
+ * at the same seq, and a new post wakes them all at once, so they share one read of the database
+ * instead of making one each (the run's own writes wait behind every read on the embedded database).
+ */
+const inFlight = new WeakMap<PostSource, Map<string, Promise<Page>>>();
+function sharedRead(source: PostSource, runId: string, after: number): Promise<Page> {
+  let reads = inFlight.get(source);
+  if (!reads) inFlight.set(source, (reads = new Map()));
+  const key = `${runId}:${after}`;
+  let read = reads.get(key);
+  if (!read) {
+    read = source.posts(runId, after, PAGE).finally(() => reads.delete(key));
+    reads.set(key, read);
+  }
+  return read;
+}
+
+/**
+ * Streams a run's posts after `after` until the client closes; a 404 (unknown run) is answered
+ * before the stream starts. The run never waits on a watcher: each reads on its own, and one that
+ * falls more than `maxBuffered` bytes behind what it has read (a client that stopped reading) gets
+ * an `overflow` event naming the last seq written and the stream ends; it resumes with
+ * `Last-Event-ID` (what EventSource sends when it reconnects) without losing or repeating a post.
+ */
+export async function watchPosts(req: FastifyRequest, reply: FastifyReply, runs: PostSource, runId: string, after: number, opts: { maxBuffered?: number } = {}): Promise<void> {
+  const maxBuffered = opts.maxBuffered ?? WATCHER_BUFFER_BYTES;
   let seen = after;
   await runs.posts(runId, seen, 1); // 404 before the stream starts
   reply.hijack();
@@ -26,19 +59,46 @@ export async function watchPosts(req: FastifyRequest, reply: FastifyReply, runs:
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
   res.write(': stream of run posts\n\n');
   let closed = false;
+  let overflowed = false;
   let wake: (() => void) | null = null;
   const unsubscribe = runs.onPosts(runId, () => wake?.());
   const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS);
-  req.raw.on('close', () => {
+  const onClose = () => {
     closed = true;
     wake?.();
-  });
+  };
+  req.raw.on('close', onClose);
+  res.on('close', onClose);
+  /** Until the connection has taken what it holds (or the client goes): the next page is read only then. */
+  const drained = () =>
+    new Promise<void>((resolve) => {
+      wake = resolve;
+      res.once('drain', resolve);
+    }).finally(() => {
+      res.off('drain', wake!);
+      wake = null;
+    });
   try {
     while (!closed) {
-      const page = await runs.posts(runId, seen, PAGE);
+      const page = await sharedRead(runs, runId, seen);
       for (const p of page.items) {
-        if (!res.write(`id: ${p.seq}\nevent: ${p.kind}\ndata: ${JSON.stringify(p)}\n\n`)) await new Promise((r) => res.once('drain', r));
+        if (closed) break;
+        res.write(`id: ${p.seq}\nevent: ${p.kind}\ndata: ${JSON.stringify(p)}\n\n`);
         seen = p.seq;
+        if (res.writableLength > maxBuffered) {
+          overflowed = true;
+          break;
+        }
+      }
+      if (overflowed) {
+        req.log.info({ run: runId, seq: seen, buffered: res.writableLength }, 'a run post watcher fell too far behind and was dropped');
+        res.write(`event: overflow\ndata: ${JSON.stringify({ detail: `this client read too slowly (more than ${maxBuffered} bytes waited for it); reconnect with Last-Event-ID: ${seen} to resume`, last_event_id: seen })}\n\n`);
+        break;
+      }
+      if (closed) break;
+      if (res.writableNeedDrain) {
+        await drained();
+        continue;
       }
       if (page.next_cursor) continue;
       await new Promise<void>((resolve) => {
@@ -55,6 +115,13 @@ export async function watchPosts(req: FastifyRequest, reply: FastifyReply, runs:
   } finally {
     clearInterval(heartbeat);
     unsubscribe();
+    req.raw.off('close', onClose);
     res.end();
+    if (overflowed && !closed) {
+      // The connection ends too (once it has taken what waits in it), so the client sees the end
+      // and reconnects; one that reads nothing more would hold it, and what waits in it, forever.
+      res.socket?.end();
+      setTimeout(() => res.destroy(), DROP_GRACE_MS).unref();
+    }
   }
 }

@@ -40,22 +40,35 @@ const linkExists = (name: string) => fs.existsSync(`/sys/class/net/${name}`);
 const netnsExists = (name: string) => fs.existsSync(`/run/netns/${name}`) || fs.existsSync(`/var/run/netns/${name}`);
 
 /**
- * Makes (or completes) a namespace whose one interface, eth0, is the sandbox end of a veth
- * pair: loopback up, no default route, IPv6 off on both ends. Safe to call again.
+ * What ensureVethNamespace runs, as one shell on the host (each process started costs
+ * milliseconds; this was eight `ip` processes): the namespace is made where missing; inside it
+ * (nsenter) IPv6 goes off, then one `ip -batch` makes the veth pair there, eth0 inside and the host
+ * end moved out at once to the host's namespace (the service's own, by its pid), addresses eth0
+ * and brings eth0 and loopback up; on the host IPv6 goes off on the host end while it is still
+ * down (no link-local address is ever made), then one `ip -batch` addresses it and brings it up.
+ * Every value is a positional parameter, never part of the script's text.
  */
-export async function ensureVethNamespace(ip: string, netns: string, peer: string, net: SandboxNetwork): Promise<void> {
-  if (!netnsExists(netns)) await run(ip, ['netns', 'add', netns]);
-  if (!linkExists(net.hostInterface)) {
-    await run(ip, ['link', 'add', net.hostInterface, 'type', 'veth', 'peer', 'name', peer, 'netns', netns]);
-    fs.writeFileSync(`/proc/sys/net/ipv6/conf/${net.hostInterface}/disable_ipv6`, '1');
-    await run(ip, ['addr', 'add', `${net.hostAddress}/30`, 'dev', net.hostInterface]);
-    await run(ip, ['link', 'set', net.hostInterface, 'up']);
-    await run(ip, ['-n', netns, 'link', 'set', peer, 'name', 'eth0']);
-    await run(ip, ['netns', 'exec', netns, 'sh', '-c', 'echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6; echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6']);
-    await run(ip, ['-n', netns, 'addr', 'add', `${net.sandboxAddress}/30`, 'dev', 'eth0']);
-    await run(ip, ['-n', netns, 'link', 'set', 'eth0', 'up']);
-    await run(ip, ['-n', netns, 'link', 'set', 'lo', 'up']);
-  }
+const VETH_SCRIPT = `set -e
+ip=$1 nsenter=$2 netns=$3 host_if=$4 host_addr=$5 sandbox_addr=$6 host_pid=$7
+[ -e "/run/netns/$netns" ] || [ -e "/var/run/netns/$netns" ] || "$ip" netns add "$netns"
+"$nsenter" "--net=/run/netns/$netns" /bin/sh -c '
+set -e
+echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6
+echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6
+printf "%s\\n" "link add eth0 type veth peer name $2 netns $4" "addr add $3/30 dev eth0" "link set eth0 up" "link set lo up" | "$1" -batch -
+' sh "$ip" "$host_if" "$sandbox_addr" "$host_pid"
+echo 1 > "/proc/sys/net/ipv6/conf/$host_if/disable_ipv6"
+printf '%s\n' "addr add $host_addr/30 dev $host_if" "link set $host_if up" | "$ip" -batch -
+`;
+
+/**
+ * Makes (or completes) a namespace whose one interface, eth0, is the sandbox end of a veth
+ * pair: loopback up, no default route, IPv6 off on both ends. Safe to call again: a link in
+ * place is kept (its pair lives and dies with the namespace).
+ */
+export async function ensureVethNamespace(tools: { ip: string; nsenter: string }, netns: string, net: SandboxNetwork): Promise<void> {
+  if (netnsExists(netns) && linkExists(net.hostInterface)) return;
+  await run('/bin/sh', ['-c', VETH_SCRIPT, 'sh', tools.ip, tools.nsenter, netns, net.hostInterface, net.hostAddress, net.sandboxAddress, String(process.pid)]);
 }
 
 /** Removes the namespace (its veth pair goes with it) and a host end left behind. */

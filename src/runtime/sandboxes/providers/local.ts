@@ -86,6 +86,8 @@ interface SandboxRecord {
 const ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 /** Where the provider keeps what it shares between sandboxes (the execute-only Node); not a sandbox id. */
 const SHARED_DIR = '.shared';
+/** How the volumes formatted ahead of demand are named in SHARED_DIR. */
+const SPARE_PREFIX = 'spare-volume-';
 const INSIDE_UID = 1000;
 /** What holds a running sandbox's namespaces open. */
 const INIT_COMMAND = ['/usr/bin/sleep', 'infinity'];
@@ -137,7 +139,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
   const root = opts.root;
   const hostUid = opts.hostUid ?? 2_000_000;
   const bwrapName = opts.bwrap ?? 'bwrap';
-  let tools: { bwrap: string; ip: string; nft: string; nsenter: string; setpriv: string; mkfs: string | null; mount: string; umount: string; cgroups: CgroupVersion } | null = null;
+  let tools: { bwrap: string; ip: string; nft: string; nsenter: string; mkfs: string | null; mount: string; umount: string; cgroups: CgroupVersion } | null = null;
   let warnedNoLoop = false;
   let hardening: { bash: string; disableUserns: boolean; tmpfsSize: boolean; node: string | null; seccomp: Buffer } | null = null;
 
@@ -149,7 +151,6 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
       ip: requireProgram('ip'),
       nft: requireProgram('nft'),
       nsenter: requireProgram('nsenter'),
-      setpriv: requireProgram('setpriv'),
       // Only needed where volumes can be made; without loop devices the fallback needs none.
       mkfs: loop ? requireProgram('mkfs.ext4') : null,
       mount: requireProgram('mount'),
@@ -172,6 +173,9 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
       if (dir === path.dirname(dir)) break;
     }
     tools = { ...found, cgroups };
+    // Volumes formatted ahead of demand by an earlier process: nothing will take them now.
+    const shared = path.join(root, SHARED_DIR);
+    for (const f of await fs.readdir(shared).catch(() => [] as string[])) if (f.startsWith(SPARE_PREFIX)) await fs.rm(path.join(shared, f), { force: true });
   }
   async function ready() {
     if (!tools) await check();
@@ -217,7 +221,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
   };
   const names = (id: string) => {
     const tag = resourceTag(id);
-    return { netns: `chs-${tag}`, peer: `chp${tag}`, cgroup: `chs-${tag}` };
+    return { netns: `chs-${tag}`, cgroup: `chs-${tag}` };
   };
   const cgroupOf = async (id: string) => new Cgroup((await ready()).cgroups, names(id).cgroup);
 
@@ -298,8 +302,9 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
 
   /**
    * Starts one process tree of a sandbox: bash enters the cgroup, drops inherited descriptors
-   * and the environment, `ip netns exec` joins the network namespace, setpriv becomes the
-   * sandbox's host uid, and bubblewrap reads its options and the filter from descriptors.
+   * and the environment, nsenter joins the network namespace and becomes the sandbox's host uid
+   * and gid with no supplementary groups (one process where `ip netns exec` and setpriv were
+   * two), and bubblewrap reads its options and the filter from descriptors.
    */
   async function spawnSandboxed(id: string, command: string[], stdio: 'exec' | 'init') {
     const t = await ready();
@@ -308,7 +313,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     const keep = stdio === 'init' ? INFO_FD : SECCOMP_FD;
     const child = spawn(
       t.bash,
-      ['--norc', '--noprofile', '-c', ENTER_CGROUP, 'bash', t.ip, 'netns', 'exec', n.netns, t.setpriv, `--reuid=${hostUid}`, `--regid=${hostUid}`, '--clear-groups', t.bwrap, '--args', String(ARGS_FD), ...(stdio === 'init' ? ['--info-fd', String(INFO_FD)] : []), '--', ...command],
+      ['--norc', '--noprofile', '-c', ENTER_CGROUP, 'bash', t.nsenter, `--net=/run/netns/${n.netns}`, `--setuid=${hostUid}`, `--setgid=${hostUid}`, '--', t.bwrap, '--args', String(ARGS_FD), ...(stdio === 'init' ? ['--info-fd', String(INFO_FD)] : []), '--', ...command],
       {
         // Detached: its own process group, which an abort kills whole.
         detached: true,
@@ -352,7 +357,9 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
         }
       }
       return initPid > 0 || exited !== null;
-    }, 800, 10);
+      // Every 2 ms (a few small reads of /proc each): a create waits on this, and the init is
+      // usually there within milliseconds of bubblewrap's report.
+    }, 4000, 2);
     child.stderr!.destroy();
     infoStream.removeAllListeners();
     (infoStream as unknown as { destroy(): void }).destroy();
@@ -379,12 +386,9 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     return info.split('\n').some((line) => line.split(' ')[4]?.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8))) === mountPoint);
   }
 
-  /** The sandbox's /workspace volume: a sparse file of the disk size, formatted once, owned by the sandbox user. */
-  async function makeVolume(id: string, diskGib: number) {
+  /** Formats a new sparse volume file of `bytes`, its top owned by the sandbox user. */
+  async function formatVolume(file: string, bytes: number) {
     const t = await ready();
-    if (!(Number.isFinite(diskGib) && diskGib > 0)) throw new SandboxError('resources', `sandbox ${id}: the disk size must be a positive number of GiB, not ${diskGib}`);
-    const bytes = Math.max(MIN_VOLUME_MIB, Math.round(diskGib * 1024)) * 1024 * 1024;
-    const file = volumeOf(id);
     // Sparse: the host's disk holds only what the sandbox writes.
     const handle = await fs.open(file, 'wx', 0o600);
     try {
@@ -396,6 +400,43 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     // sparse file reads as zeros already: zeroing the journal and inode tables would only turn
     // holes into host disk (69 MiB for 10 GiB), so neither mkfs nor the kernel (noinit_itable) does.
     await run(t.mkfs!, ['-q', '-F', '-m', '0', '-L', 'workspace', '-E', `root_owner=${hostUid}:${hostUid},lazy_itable_init=1,lazy_journal_init=1`, file]);
+  }
+
+  /**
+   * One volume per size formatted ahead of demand (mkfs is the longest step of a create): made
+   * after a create takes one, in the background, in the provider's shared directory. Each is
+   * formatted on its own (its own file system UUID); what a process leaves behind is removed at
+   * its provider's check.
+   */
+  const spares = new Map<number, Promise<string | null>>();
+  function makeSpare(bytes: number) {
+    const shared = path.join(root, SHARED_DIR);
+    const file = path.join(shared, `${SPARE_PREFIX}${bytes}-${randomUUID()}.img`);
+    const made = (async () => {
+      await fs.mkdir(shared, { recursive: true, mode: 0o711 });
+      await formatVolume(file, bytes);
+      return file;
+    })().catch(async (err) => {
+      opts.logger?.warn({ err }, 'a volume formatted ahead of demand could not be made; the next sandbox formats its own');
+      await fs.rm(file, { force: true }).catch(() => {});
+      return null;
+    });
+    spares.set(bytes, made);
+  }
+
+  /** The sandbox's /workspace volume: a sparse file of the disk size, formatted once (ahead of demand where it can), owned by the sandbox user. */
+  async function makeVolume(id: string, diskGib: number) {
+    await ready();
+    if (!(Number.isFinite(diskGib) && diskGib > 0)) throw new SandboxError('resources', `sandbox ${id}: the disk size must be a positive number of GiB, not ${diskGib}`);
+    const bytes = Math.max(MIN_VOLUME_MIB, Math.round(diskGib * 1024)) * 1024 * 1024;
+    const file = volumeOf(id);
+    const spare = spares.get(bytes);
+    spares.delete(bytes);
+    const spareFile = spare ? await spare : null;
+    // Same file system (both under the sandbox directory): the rename is the whole move.
+    const taken = spareFile !== null && (await fs.rename(spareFile, file).then(() => true, () => false));
+    if (!taken) await formatVolume(file, bytes);
+    makeSpare(bytes);
   }
 
   async function mountVolume(id: string) {
@@ -446,15 +487,26 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     if (r.code !== 0) await run(t.umount, ['-l', target]);
   }
 
-  /** Everything a sandbox holds on the host besides its directory, made (again) where missing. */
-  async function ensureHostSide(id: string, spec: SandboxRecord['spec'], disk: SandboxRecord['disk']) {
+  /** Everything a sandbox holds on the host besides its directory, made (again) where missing; `newVolume` formats the volume first (a create). */
+  async function ensureHostSide(id: string, spec: SandboxRecord['spec'], disk: SandboxRecord['disk'], newVolume = false) {
     const t = await ready();
     const n = names(id);
-    if (disk === 'volume') await mountVolume(id);
-    await mountTmp(id, spec.memoryMib);
-    await ensureVethNamespace(t.ip, n.netns, n.peer, spec.network);
-    await ensureFirewall(t.nft, spec.network, opts.gatewayPort);
-    await (await cgroupOf(id)).ensure({ vcpus: spec.vcpus, memoryMib: spec.memoryMib });
+    // Independent of one another, so made at once (most of the time is waiting on processes and
+    // the kernel); every step has ended, done or failed, before this returns, so a teardown
+    // after a failure never races a step still under way.
+    const steps = await Promise.allSettled([
+      (async () => {
+        if (disk !== 'volume') return;
+        if (newVolume) await makeVolume(id, spec.diskGib);
+        await mountVolume(id);
+      })(),
+      mountTmp(id, spec.memoryMib),
+      ensureVethNamespace(t, n.netns, spec.network),
+      ensureFirewall(t.nft, spec.network, opts.gatewayPort),
+      (async () => (await cgroupOf(id)).ensure({ vcpus: spec.vcpus, memoryMib: spec.memoryMib }))(),
+    ]);
+    const failed = steps.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 
   /** Frees every host resource of a sandbox; each step runs even when an earlier one failed. */
@@ -578,8 +630,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
           await fs.chmod(dir, 0o711);
           await writeEtc(dir, caPem);
           await writeRecord(spec.id, rec);
-          if (rec.disk === 'volume') await makeVolume(spec.id, spec.diskGib);
-          await ensureHostSide(spec.id, kept, rec.disk);
+          await ensureHostSide(spec.id, kept, rec.disk, true);
           await fs.chown(workspaceOf(spec.id), hostUid, hostUid);
           rec.pid = await startInit(spec.id);
           rec.state = 'running';
