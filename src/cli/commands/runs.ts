@@ -99,6 +99,11 @@ export async function watchRun(ctx: Ctx, id: string): Promise<number> {
     try {
       for await (const ev of api.events(`${path}/posts`, { lastEventId: last > 0 ? String(last) : null, signal: ac.signal })) {
         reconnects = 0;
+        // The server dropped this client for reading too slowly: the stream ends, and is resumed after the last post.
+        if (ev.event === 'overflow') {
+          dropped = 'this terminal read the posts too slowly';
+          continue;
+        }
         const post = JSON.parse(ev.data);
         print(post);
         if (post.kind === 'question') await answer(post);
