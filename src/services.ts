@@ -214,6 +214,14 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
       posts: async (runId, after, limit) => (await runs.posts(runId, after, limit)).items,
       recent: async (team, limit) => (await runs.listOfTeam(team, { limit })).items.map((r) => ({ ...r, delivery: null })),
       notice: (runId, text, key) => runJournal.notice(runId, text, key, { chat: true }),
+      // Late-bound: the surfaces are built after the chat core.
+      async originOf(runId) {
+        for (const s of Object.values(surfaces)) {
+          const origin = await s.originOf(runId);
+          if (origin) return origin;
+        }
+        return null;
+      },
     },
     teams: {
       async teamOfRoom(surface, roomId) {
@@ -224,6 +232,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
         const homed = (await teamsDirectory.homedOn(surface)).map((t) => t.roomId).filter((r): r is string => r !== null);
         return [...new Set([...homed, ...(await links.linkedOn(surface)).map((l) => l.external_id)])];
       },
+      homeRoomOf: (team, trx) => teamsDirectory.homeRoomOf(team, trx),
       skills: async (team) => (await teams.listSkills(team, { limit: 100 })).items,
       decideSkill: async (team, name, decision, by) => void (await teams.decideSkill(chatActor(by), team, name, decision)),
       mcpServers: (team) => mcpServers.ofTeam(team),
