@@ -132,8 +132,18 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     propose: async (trx, p) => void (await storeProposalJob.enqueue(trx, p, { key: `proposal:${p.run_id}:${p.source}` })),
     // Late-bound: the chat core is built after runs.
     threadUrl: async (runId) => (await chatCore.threadUrls([runId])).get(runId) ?? null,
+    // Late-bound: the surfaces are built after runs.
+    originUrl: async (runId) => (await originOfRun(runId))?.url ?? null,
   };
   // The routes' side of runs and the engine's journal share the steps both take (a run's end, a new task, the post signal).
+  /** Where a run from a tracker or the code host came from (its issue and link), asked of the surfaces (late-bound: they are built after runs and the chat core). */
+  async function originOfRun(runId: string) {
+    for (const s of Object.values(surfaces)) {
+      const origin = await s.originOf(runId);
+      if (origin) return origin;
+    }
+    return null;
+  }
   const runSteps = createRunSteps(runsDeps);
   const runs = createRunsService(runsDeps, runSteps);
   const runJournal = createRunJournal(runsDeps, runSteps);
@@ -214,14 +224,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
       posts: async (runId, after, limit) => (await runs.posts(runId, after, limit)).items,
       recent: async (team, limit) => (await runs.listOfTeam(team, { limit })).items.map((r) => ({ ...r, delivery: null })),
       notice: (runId, text, key) => runJournal.notice(runId, text, key, { chat: true }),
-      // Late-bound: the surfaces are built after the chat core.
-      async originOf(runId) {
-        for (const s of Object.values(surfaces)) {
-          const origin = await s.originOf(runId);
-          if (origin) return origin;
-        }
-        return null;
-      },
+      originOf: (runId) => originOfRun(runId),
     },
     teams: {
       async teamOfRoom(surface, roomId) {

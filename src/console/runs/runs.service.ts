@@ -97,6 +97,7 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
       agent_versions: run.agent_versions ?? {},
       // A chat run's thread, or the home-room thread of a chat-homed team's run from a tracker or the code host.
       chat_thread_url: deps.threadUrl ? await deps.threadUrl(run.id) : null,
+      origin_url: deps.originUrl && !isChatSurface(run.surface) && run.surface !== 'console' ? await deps.originUrl(run.id) : null,
       jaeger_url: deps.jaegerUrl && run.trace_id ? `${deps.jaegerUrl.replace(/\/+$/, '')}/trace/${run.trace_id}` : null,
     };
   }

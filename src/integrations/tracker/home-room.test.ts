@@ -80,6 +80,8 @@ describe('a chat-homed team\'s work from a tracker', () => {
     assert.equal((await t.services.runs.get(fromTracker.run_id)).run.surface, 'tracker_a');
     const fromCode = await makeRun(t, { team, surface: 'code_host', actor: 'code_host:alice' });
     assert.equal((await t.services.runs.get(fromCode.run_id)).run.surface, 'code_host');
+    // A run from the console has no link back (nor one from a chat: its thread is chat_thread_url).
+    assert.equal((await t.services.runs.get((await makeRun(t)).run_id)).run.origin_url, null);
     const refused = (err: unknown) => err instanceof Problem && err.status === 409 && /lives on chat_a: give it work in its chat room/.test(err.detail);
     await assert.rejects(makeRun(t, { team }), refused);
     await assert.rejects(makeRun(t, { team, surface: 'chat_b', external_ref: 'C1/1.2' }), refused);
@@ -108,6 +110,9 @@ describe('a chat-homed team\'s work from a tracker', () => {
     const issueUrl = `${linear.url.replace(/\/graphql$/, '')}/issue/${issue.identifier}`;
     assert.ok(root.message.includes(`took work from ${issue.identifier} on tracker_a (${issueUrl}), asked by Ada.`), root.message);
     assert.equal((await t.services.runs.get(runId)).run.chat_thread_url, mm.permalink(root.id));
+    // The run links back to the issue, through the API too.
+    const shown = await t.request({ method: 'GET', url: `/api/v1/runs/${runId}`, token: t.adminToken });
+    assert.deepEqual([shown.body.origin_url, shown.body.chat_thread_url], [issueUrl, mm.permalink(root.id)]);
     const ours = () => linear.activities.filter((a) => a.sessionId === session.id && a.userId === linear.app.id);
     assert.deepEqual(ours().map((a) => a.content.type), ['thought']);
 
