@@ -103,7 +103,7 @@ function activityOf(note: ProgressNote, ctx: ProgressContext): ActivityContent {
     case 'started':
       return { type: 'thought', body: `Team \`${ctx.team}\` is on it: ${run}.` };
     case 'resumed':
-      return { type: 'thought', body: note.by ? `Team \`${ctx.team}\` resumed work on ${note.by}'s follow-up. ${run}` : `Team \`${ctx.team}\` resumed work on a follow-up given in the Crewhouse console. ${run}` };
+      return { type: 'thought', body: note.by ? `Team \`${ctx.team}\` resumed work on ${note.by}'s follow-up. ${run}` : `Team \`${ctx.team}\` resumed work on a follow-up given in ${note.where}. ${run}` };
     case 'question':
       return { type: 'elicitation', body: `${note.role} asks:\n\n${note.text}\n\n${note.confirmation ? 'Answer here with approve or refuse.' : 'Answer here in the session.'}` };
     case 'delivered':
