@@ -216,7 +216,7 @@ export function createChatCore(deps: ChatCoreDeps) {
       }
     },
 
-    /** Queues the thread's catching up with its run (in the transaction of the run's change); nothing for a run without a thread. */
+    /** Queues the thread's catching up with its run (in the transaction of the run's change), opening the home-room thread of a run from elsewhere when it starts; nothing for a run without a thread. */
     async runChanged(trx: Trx, change: { run_id: string; seq: number; event?: string; team?: string }): Promise<void> {
       if (!(await store.threadOfRun(trx, change.run_id))) {
         // A chat run's thread is recorded before its run starts: a run starting without one came from elsewhere, and its team's home room (if any) gets a thread.
