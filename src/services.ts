@@ -133,8 +133,19 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     propose: async (trx, p) => void (await storeProposalJob.enqueue(trx, p, { key: `proposal:${p.run_id}:${p.source}` })),
     // Late-bound: the chat core is built after runs.
     threadUrl: async (runId) => (await chatCore.originOf(runId))?.url ?? null,
+    // Late-bound: the surfaces are built after runs.
+    originUrl: async (runId) => (await originOfRun(runId))?.url ?? null,
   };
   // The routes' side of runs and the engine's journal share the steps both take (a run's end, a new task, the post signal).
+  /** Where a run from a tracker or the code host came from (its issue and link), asked of the surfaces (late-bound: they are built after runs and the chat core). */
+  async function originOfRun(runId: string) {
+    // Not the chats': a chat's origin of a run is its thread (chat_thread_url), a tracker run of a chat-homed team has one too.
+    for (const s of [surfaces.code_host, surfaces.tracker_a, surfaces.tracker_b]) {
+      const origin = await s.originOf(runId);
+      if (origin) return origin;
+    }
+    return null;
+  }
   const runSteps = createRunSteps(runsDeps);
   const runs = createRunsService(runsDeps, runSteps);
   const runJournal = createRunJournal(runsDeps, runSteps);
@@ -215,6 +226,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
       posts: async (runId, after, limit) => (await runs.posts(runId, after, limit)).items,
       recent: async (team, limit) => (await runs.listOfTeam(team, { limit })).items.map((r) => ({ ...r, delivery: null })),
       notice: (runId, text, key) => runJournal.notice(runId, text, key, { chat: true }),
+      originOf: (runId) => originOfRun(runId),
     },
     teams: {
       async teamOfRoom(surface, roomId) {
@@ -225,6 +237,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
         const homed = (await teamsDirectory.homedOn(surface)).map((t) => t.roomId).filter((r): r is string => r !== null);
         return [...new Set([...homed, ...(await links.linkedOn(surface)).map((l) => l.external_id)])];
       },
+      homeRoomOf: (team, trx) => teamsDirectory.homeRoomOf(team, trx),
       skills: async (team) => (await teams.listSkills(team, { limit: 100 })).items,
       decideSkill: async (team, name, decision, by) => void (await teams.decideSkill(chatActor(by), team, name, decision)),
       mcpServers: (team) => mcpServers.ofTeam(team),

@@ -71,3 +71,23 @@ export const problems = {
     new Problem(e.status, e.code.replace(/_/g, '-'), TITLES[e.status] ?? 'Error', e.message, [], e.retryAfter ? { 'retry-after': String(e.retryAfter) } : {}),
   internal: () => new Problem(500, 'internal', 'Internal server error', 'the server failed to answer; the error was logged with this request id'),
 };
+
+/**
+ * An error whose message is written for people: one line saying what failed and what to do
+ * next, without a secret (a surface adapter's failed call: `TrackerError`, `CodeHostError`).
+ */
+export interface SaidForPeople extends Error {
+  readonly forPeople: true;
+}
+
+/**
+ * The words a failure may be shown with where people read it (a webhook delivery's `detail`): a
+ * Problem's detail, or the message of an error written for people; `otherwise` for any other
+ * error, whose own text is never shown (an SDK's message may quote a response body or an address
+ * with a token in it).
+ */
+export function reasonForPeople(err: unknown, otherwise: string): string {
+  if (err instanceof Problem) return err.detail;
+  if (err instanceof Error && (err as Partial<SaidForPeople>).forPeople === true) return err.message;
+  return otherwise;
+}

@@ -6,7 +6,9 @@
 // A Jira issue assigned to the agent's account becomes a run whose notes are ADF comments: the
 // question mentions the reporter, a comment answers it, the result names the pull request, and
 // the issue moves through the configured transition. Replays and forged deliveries of both
-// have no effect.
+// have no effect. A team homed in a chat_a room takes its Linear issue too: the run's progress
+// is agent activities in the session and a thread in the home room, where the question is
+// answered.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -20,6 +22,9 @@ import { startFakeCodeHost, type FakeCodeHost } from '../fakes/code-host.ts';
 import { startFakeDns, type FakeDns } from '../fakes/dns-server.ts';
 import { startFakeJira, textOfAdf, type FakeJira } from '../fakes/jira.ts';
 import { startFakeLinear, type FakeLinear } from '../fakes/linear.ts';
+import { startFakeMattermost, type FakeMattermost } from '../fakes/mattermost.ts';
+import { uniq } from '../harness.ts';
+import { putSecret, setChatA } from '../integrations.ts';
 import type { ScriptedAnswer, ScriptedRequest } from '../fakes/scripted-model.ts';
 import { addCodeHostDestination, lastText, startStack, stackSkip, waitFor, type Stack } from './stack.ts';
 
@@ -32,6 +37,7 @@ describe('the trackers end to end: an assigned issue becomes a run that answers 
   let linear: FakeLinear;
   let jira: FakeJira;
   let dns: FakeDns;
+  let mm: FakeMattermost;
   let tmp: string;
   let team: string;
   let base: string;
@@ -43,6 +49,11 @@ describe('the trackers end to end: an assigned issue becomes a run that answers 
   function script(req: ScriptedRequest): ScriptedAnswer {
     const text = lastText(req);
     const task = String(req.body.messages.find((m) => m.role === 'user')?.content ?? '');
+    // The chat-homed team's issue: a question answered in the home room, then done.
+    if (task.includes('SCENARIO home')) {
+      if (text.startsWith('The answer:')) return { tool_calls: [{ name: 'finish', arguments: { outcome: 'succeeded', summary: `Painted it (${text}).` } }] };
+      return { tool_calls: [{ name: 'ask_person', arguments: { question: 'Which colour?' } }] };
+    }
     const file = task.includes('Jira') ? 'repo/JIRA.md' : 'repo/LINEAR.md';
     if (text.startsWith('wrote')) return { tool_calls: [{ name: 'git_commit', arguments: { message: `Work for ${file}` } }] };
     if (text.startsWith('committed')) return { tool_calls: [{ name: 'git_push', arguments: {} }] };
@@ -60,7 +71,7 @@ describe('the trackers end to end: an assigned issue becomes a run that answers 
     code = await startFakeCodeHost({ tls: mintLeaf(issuerOf(ca), HOST), host: HOST });
     const installation = code.addInstallation('acme');
     code.addRepo(REPO, { installation });
-    [linear, jira, dns] = await Promise.all([startFakeLinear(), startFakeJira(), startFakeDns({ [HOST]: ['127.0.0.1'] })]);
+    [linear, jira, dns, mm] = await Promise.all([startFakeLinear(), startFakeJira(), startFakeDns({ [HOST]: ['127.0.0.1'] }), startFakeMattermost()]);
     stack = await startStack({
       script,
       codeHostClock: code.now,
@@ -100,7 +111,7 @@ describe('the trackers end to end: an assigned issue becomes a run that answers 
   after(async () => {
     await stack?.stop();
     await code?.close();
-    await Promise.all([linear?.stop(), jira?.stop(), dns?.close()]);
+    await Promise.all([linear?.stop(), jira?.stop(), dns?.close(), mm?.stop()]);
     if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
   });
 
@@ -151,6 +162,55 @@ describe('the trackers end to end: an assigned issue becomes a run that answers 
     assert.match(inSecond()[0]!.content.body ?? '', /resumed work on Alice's follow-up/);
     assert.equal(ours().length, 3, 'the first session is told nothing more');
     assert.equal((await stack.run(runId)).state, 'succeeded');
+  });
+
+  it('a team homed in a chat_a room: its Linear issue becomes a run told in the session and in a thread of the home room, whose question is answered in the thread', async () => {
+    const { t } = stack;
+    const botToken = `mm-e2e-trackers-${'t'.repeat(16)}`;
+    const bot = mm.addUser({ username: 'crewhouse', bot: true, token: botToken });
+    const person = mm.addUser({ username: 'alice' });
+    const room = mm.addChannel({ teamId: mm.addTeam(uniq('acme')).id, name: 'design', members: [bot.id, person.id] });
+    await putSecret(t, 'integrations/chat_a/bot_token', botToken);
+    await setChatA(t, true, { url: mm.url });
+    const homed = await stack.makeTeam({ roles: { lead: { tools: ['ask_person', 'finish'], role: { confirmation_policy: 'never_confirm' } } }, home: { surface: 'chat_a', room_id: room.id } });
+    const design = linear.addTeam({ key: 'DES', name: 'Design' });
+    const link = await t.request({ method: 'PUT', url: `/api/v1/teams/${homed}/links`, token: t.adminToken, body: { surface: 'tracker_a', external_id: 'DES' } });
+    assert.equal(link.status, 201, link.text);
+    // The worker follows the chat server once it sees chat_a enabled.
+    await waitFor('the worker to listen to the chat server', async () => mm.openSockets === 1, 60_000);
+
+    const ada = linear.addUser({ name: 'Ada' });
+    const issue = linear.addIssue({ teamId: design.id, title: 'SCENARIO home: paint the door', creatorId: ada.id });
+    const { session, delivery } = await linear.assignToApp(issue.id, ada.id);
+    assert.equal(delivery.status, 202, delivery.response);
+    const runId = await waitFor('the session to become a run', async () => (await deliveries('tracker_a')).find((d) => d.id === delivery.id && d.run_id)?.run_id as string | undefined);
+    await stack.waitForState(runId, 'waiting');
+
+    // Linear's session has the question, and so has the home room's thread.
+    const ours = () => linear.activities.filter((a) => a.sessionId === session.id && a.userId === linear.app.id);
+    const asked = await waitFor('the elicitation in the session', async () => ours().find((a) => a.content.type === 'elicitation'));
+    assert.match(asked.content.body ?? '', /Which colour\?/);
+    const root = await waitFor('the thread in the home room', async () => mm.posts.find((p) => p.channel_id === room.id && p.root_id === '' && p.message.includes(runId)));
+    assert.equal(root.user_id, bot.id);
+    assert.ok(root.message.includes(`took work from ${issue.identifier} on tracker_a (${linear.url.replace(/\/graphql$/, '')}/issue/${issue.identifier}), asked by Ada.`), root.message);
+    const inThread = (what: RegExp) => waitFor(`${what} in the thread`, async () => mm.threadOf(root.id).slice(1).find((p) => what.test(p.message)));
+    await inThread(/asks: Which colour\?/);
+    const run = await stack.run(runId);
+    assert.deepEqual([run.surface, run.team, run.chat_thread_url], ['tracker_a', homed, mm.permalink(root.id)]);
+
+    // A person in the room answers in the thread (through the worker's WebSocket listener).
+    mm.post(person.id, room.id, 'green', root.id);
+    const done = await stack.waitForState(runId, 'succeeded');
+    assert.match(String(done.text), /SCENARIO home/);
+    assert.ok((await stack.posts(runId)).some((p) => p.kind === 'answer' && p.text === 'green' && p.data?.by === 'chat_a:@alice'), 'the thread answered the question');
+    await inThread(/Done: Painted it/);
+    const response = await waitFor('the response activity', async () => ours().find((a) => a.content.type === 'response'));
+    assert.match(response.content.body ?? '', /Painted it/);
+    assert.deepEqual(ours().map((a) => a.content.type), ['thought', 'elicitation', 'response']);
+    // A task from the Console is still refused for the chat-homed team.
+    const console409 = await t.request({ method: 'POST', url: `/api/v1/teams/${homed}/tasks`, token: t.adminToken, body: { text: 'x' } });
+    assert.equal(console409.status, 409, console409.text);
+    assert.ok(!stack.logLines.some((l) => l.includes(botToken)));
   });
 
   it('Jira: an issue assigned to the agent becomes a run with ADF comments; a comment answers its question; success moves the issue', async () => {

@@ -58,6 +58,7 @@ export const runsExamples: Partial<ContractExamples> = {
         "lead": 1
       },
       "chat_thread_url": null,
+      "origin_url": null,
       "jaeger_url": null
     },
     "RunSummary": {

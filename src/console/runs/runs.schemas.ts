@@ -65,6 +65,7 @@ export const Run = Type.Object({
   ),
   agent_versions: Type.Record(Type.String(), Type.Integer(), { description: 'the agent version each role runs, fixed when the run started' }),
   chat_thread_url: Nullable(Type.String()),
+  origin_url: Nullable(Type.String({ description: 'the link back to where the work came from: the tracker issue or the code host issue of a run from there; null for the console and chat (see `chat_thread_url`)' })),
   jaeger_url: Nullable(Type.String()),
 });
 export type Run = Static<typeof Run>;

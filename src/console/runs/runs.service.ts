@@ -95,7 +95,9 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
       })),
       delivery: run.delivery,
       agent_versions: run.agent_versions ?? {},
-      chat_thread_url: isChatSurface(run.surface) && deps.threadUrl ? await deps.threadUrl(run.id) : null,
+      // A chat run's thread, or the home-room thread of a chat-homed team's run from a tracker or the code host.
+      chat_thread_url: deps.threadUrl ? await deps.threadUrl(run.id) : null,
+      origin_url: deps.originUrl && !isChatSurface(run.surface) && run.surface !== 'console' ? await deps.originUrl(run.id) : null,
       jaeger_url: deps.jaegerUrl && run.trace_id ? `${deps.jaegerUrl.replace(/\/+$/, '')}/trace/${run.trace_id}` : null,
     };
   }
@@ -157,8 +159,8 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
       if (!text.trim()) throw problems.validation([{ field: 'text', message: 'is blank: say what the team should do' }]);
       if (team.status === 'archived') throw problems.conflict(`team "${teamName}" is archived`);
       if (team.status !== 'active') throw problems.conflict(`team "${teamName}" is ${team.status}; try again when it is active`);
-      // A team homed in a chat room takes work only from there.
-      if (isChatSurface(team.surface) && surface !== team.surface) throw problems.conflict(`team "${teamName}" lives on ${team.surface}: give it work in its chat room`);
+      // A team homed in a chat room takes work from its room and from its linked surfaces (a tracker, the code host: the chat core opens a thread in the room for that work too), not from the Console or another chat.
+      if (isChatSurface(team.surface) && surface !== team.surface && (surface === 'console' || isChatSurface(surface))) throw problems.conflict(`team "${teamName}" lives on ${team.surface}: give it work in its chat room`);
       if (await deps.isBudgetSpent(teamName)) {
         // Retry-After: the seconds until the UTC day turns, when the budget is whole again.
         const now = new Date();

@@ -63,8 +63,10 @@ export interface RunsDeps {
   hooks?: HookCaller;
   /** Where recorded events and ended runs become spans (null when no OTLP collector is configured). */
   traces?: RunTraces | null;
-  /** The link to a chat run's thread (`chat_thread_url`), null until its root is posted. */
+  /** The link to a run's chat thread (`chat_thread_url`: a chat run's, or the home-room thread of a chat-homed team's run from elsewhere), null until its root is posted. */
   threadUrl?(runId: string): Promise<string | null>;
+  /** The link back to the issue a run from a tracker or the code host came from (`origin_url`), or null. */
+  originUrl?(runId: string): Promise<string | null>;
   /** Queues the storing of what an agent proposed for its team (a skill, an MCP server), in the recording transaction. */
   propose?(trx: Trx, p: { run_id: string; team: string; team_id: number; role: string; source: string; proposal: Proposal }): Promise<void>;
 }

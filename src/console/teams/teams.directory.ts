@@ -65,6 +65,13 @@ export function createTeamsDirectory(deps: {
       return teams.map((t) => ({ name: t.name, roomId: t.home_room_id, roles: roles.filter((r) => r.team_id === t.id).map((r) => ({ role: r.role, agent: r.agent })) }));
     },
 
+    /** The chat room a live team is homed in (`q`: the caller's transaction), or null when its home is not a chat room. */
+    async homeRoomOf(name: string, q?: RefQuery): Promise<{ surface: 'chat_a' | 'chat_b'; room_id: string } | null> {
+      const t = await store.getLiveTeam(q ?? db, name);
+      if (!t || !t.home_room_id || (t.home_surface !== 'chat_a' && t.home_surface !== 'chat_b')) return null;
+      return { surface: t.home_surface, room_id: t.home_room_id };
+    },
+
     /** The name of a team by its id (archived ones too), or null. */
     async nameById(id: number): Promise<string | null> {
       return (await store.getTeamById(db, id))?.name ?? null;

@@ -8,7 +8,7 @@ import { mirrorThreadJob } from './mirror-thread.job.ts';
 import * as store from './chat.store.ts';
 import { commandList, isThreadCancel, parseCommand, type ChatCommand } from './commands.ts';
 import { isChatCallError, type ChatMessageIn, type ChatOutbound, type ChatPerson, type ChatRuns, type ChatSurface, type ChatSurfaceKind, type ChatTeams } from './ports.ts';
-import { longOutput, renderPost, renderStart, statusLine } from './render.ts';
+import { longOutput, renderPost, renderStart, renderStartFrom, statusLine } from './render.ts';
 
 type Db = Kysely<Database>;
 type Trx = Transaction<Database>;
@@ -23,6 +23,9 @@ type Trx = Transaction<Database>;
  * - A run's thread follows its posts (`chat.mirror-thread`, queued in the transaction of each change of
  *   the run): each post is made once by its stable key (`<surface>:run:<id>:<seq>`), retried
  *   with backoff and as slowly as the server asks; one that can never be made is a notice on the run.
+ *   Work that came from elsewhere (a tracker, the code host) to a team homed in a chat room gets
+ *   a thread in the home room too, opened when its run starts (`runChanged`); it is answered,
+ *   followed up and cancelled there as a chat run's thread is.
  * - A confirmation's buttons carry an unguessable token (its hash stored): `decide` approves or
  *   refuses the confirmation it names.
  */
@@ -52,6 +55,8 @@ export const NO_TEAM = 'No Crewhouse team lives in this room: an admin creates a
 const sha256 = (s: string) => crypto.createHash('sha256').update(s).digest('hex');
 const personOf = (m: ChatMessageIn): ChatPerson => ({ surface: m.surface, user_id: m.user_id, user_name: m.user_name });
 const detailOf = (err: unknown) => (err instanceof Problem ? err.detail : null);
+/** Who asked on another surface, as a run from there names them (`tracker_a:Alice`): the name alone, not a mention (they may not be in the room). */
+const askedBy = (createdBy: string) => createdBy.slice(createdBy.indexOf(':') + 1) || createdBy;
 
 export function createChatCore(deps: ChatCoreDeps) {
   const { db } = deps;
@@ -236,8 +241,16 @@ export function createChatCore(deps: ChatCoreDeps) {
       }
     },
 
-    /** Queues the thread's catching up with its run (in the transaction of the run's change); nothing for a run without a thread. */
-    runChanged: (trx: Trx, change: { run_id: string; seq: number; event?: string }) => queueMirror(trx, change.run_id, change.event ?? 'posted', change.seq),
+    /** Queues the thread's catching up with its run (in the transaction of the run's change), opening the home-room thread of a run from elsewhere when it starts; nothing for a run without a thread. */
+    async runChanged(trx: Trx, change: { run_id: string; seq: number; event?: string; team?: string }): Promise<void> {
+      if (!(await store.threadOfRun(trx, change.run_id))) {
+        // A chat run's thread is recorded before its run starts: a run starting without one came from elsewhere, and its team's home room (if any) gets a thread.
+        const home = change.event === 'started' && change.team ? await deps.teams.homeRoomOf(change.team, trx) : null;
+        if (!home) return;
+        await store.insertThread(trx, { run_id: change.run_id, surface: home.surface, room_id: home.room_id, team: change.team!, requested_by: '', requested_by_name: '' });
+      }
+      await queueMirror(trx, change.run_id, change.event ?? 'posted', change.seq);
+    },
 
     /** The same, outside a run's change (the `Surface`'s `progress`): queued in a transaction of its own. */
     progress: (runId: string, event: string, seq: number) => queueMirror(db, runId, event, seq),
@@ -256,9 +269,11 @@ export function createChatCore(deps: ChatCoreDeps) {
       const s = await surfaceOf(thread.surface as ChatSurfaceKind);
       const run = await deps.runs.get(runId);
       if (!run) return;
-      const requester = s.mention(thread.requested_by, thread.requested_by_name);
+      const fromElsewhere = run.surface !== thread.surface;
+      const requester = fromElsewhere ? askedBy(run.created_by) : s.mention(thread.requested_by, thread.requested_by_name);
       if (!thread.root_id) {
-        const rootId = await deliver(s, { room_id: thread.room_id, thread_id: null, text: renderStart({ requester, team: thread.team, runId, text: run.text }), as: null, key: `${thread.surface}:run:${runId}:root` }, owner);
+        const text = fromElsewhere ? renderStartFrom({ team: thread.team, runId, text: run.text, by: requester, origin: await deps.runs.originOf(runId) }) : renderStart({ requester, team: thread.team, runId, text: run.text });
+        const rootId = await deliver(s, { room_id: thread.room_id, thread_id: null, text, as: null, key: `${thread.surface}:run:${runId}:root` }, owner);
         await store.setRoot(db, runId, rootId, await s.permalink(thread.room_id, rootId));
         thread = (await store.threadOfRun(db, runId))!;
       }

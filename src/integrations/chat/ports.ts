@@ -86,6 +86,10 @@ export interface ChatSurface {
 export interface ChatRunView {
   id: string;
   team: string;
+  /** Where the work came from: the thread's own surface, or elsewhere (a tracker, the code host) for a team homed in a chat room. */
+  surface: string;
+  /** Who asked, as the run shows it (`tracker_a:Alice` for work from elsewhere). */
+  created_by: string;
   state: 'running' | 'waiting' | 'succeeded' | 'failed' | 'cancelled';
   text: string;
   cost_usd: number;
@@ -125,6 +129,8 @@ export interface ChatRuns {
   posts(runId: string, after: number, limit: number): Promise<ChatRunPost[]>;
   /** The team's runs, newest first. */
   recent(team: string, limit: number): Promise<ChatRunView[]>;
+  /** Where a run from elsewhere came from (a tracker's issue, the code host's), with its link, or null. */
+  originOf(runId: string): Promise<{ surface: string; place: string; url: string | null } | null>;
   /** Something the run's people should know that the chat could not say (a post never delivered); once per `key`. */
   notice(runId: string, text: string, key: string): Promise<void>;
 }
@@ -133,6 +139,8 @@ export interface ChatRuns {
 export interface ChatTeams {
   /** The live team homed in or linked to a room, or null. */
   teamOfRoom(surface: ChatSurfaceKind, roomId: string): Promise<string | null>;
+  /** The chat room a live team is homed in, read in the caller's transaction `trx`; null when its home is not a chat room. */
+  homeRoomOf(team: string, trx: Trx): Promise<{ surface: ChatSurfaceKind; room_id: string } | null>;
   /** Every room a live team lives in or is linked to (the listener's catch-up). */
   rooms(surface: ChatSurfaceKind): Promise<string[]>;
   skills(team: string): Promise<Array<{ name: string; status: string; version: number }>>;

@@ -43,6 +43,17 @@ export function renderStart(input: { requester: string; team: string; runId: str
   return `Run \`${input.runId}\` started for ${input.requester}: team **${input.team}** is on it. Follow it in this thread; reply here to add to it, \`cancel\` to stop it.\n> ${task.replace(/\n/g, '\n> ')}`;
 }
 
+/**
+ * The root post of a thread opened in a team's home room for work that came from elsewhere (a
+ * tracker's issue, the code host): where it came from, with the link back, and who asked there.
+ */
+export function renderStartFrom(input: { team: string; runId: string; text: string; by: string; origin: { surface: string; place: string; url: string | null } | null }): string {
+  const task = input.text.length > 500 ? `${input.text.slice(0, 500)}…` : input.text;
+  const o = input.origin;
+  const from = o ? `${o.place} on ${o.surface}${o.url ? ` (${o.url})` : ''}` : 'another surface';
+  return `Run \`${input.runId}\` started: team **${input.team}** took work from ${from}, asked by ${input.by}. Its progress goes there and into this thread; reply here to answer its questions or add to it, \`cancel\` to stop it.\n> ${task.replace(/\n/g, '\n> ')}`;
+}
+
 /** A run post as the thread says it, or null when the thread does not show it. */
 export function renderPost(p: ChatRunPost, ctx: RenderContext): RenderedPost | null {
   const none = { confirmation: false, working: null };

@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import { App } from '@octokit/app';
 import { Octokit } from '@octokit/rest';
 import type { Coverage } from '../../hooks.ts';
+import type { SaidForPeople } from '../../errors/problems.ts';
 
 /**
  * The code host as a GitHub App: the app authenticates with a JWT signed by its private key
@@ -92,8 +93,9 @@ export interface CodeHostApp {
 }
 
 /** A code-host call that failed; `message` is one line without secrets. */
-export class CodeHostError extends Error {
+export class CodeHostError extends Error implements SaidForPeople {
   readonly status: number | null;
+  readonly forPeople = true;
   constructor(message: string, status: number | null = null) {
     super(message);
     this.name = 'CodeHostError';

@@ -38,7 +38,8 @@ export type TrackerIntent =
 /** What a run tells the issue it came from. */
 export type ProgressNote =
   | { kind: 'started' }
-  | { kind: 'resumed'; text: string; by: string | null }
+  /** `by`: the tracker's person who wrote the follow-up there; else `where` says where it was given (the console, the team's chat room). */
+  | { kind: 'resumed'; text: string; by: string | null; where: string }
   | { kind: 'question'; role: string; text: string; confirmation: boolean }
   | { kind: 'delivered'; summary: string | null; pullUrl: string | null; branch: string | null }
   | { kind: 'failed'; reason: string }

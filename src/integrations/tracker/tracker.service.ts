@@ -104,8 +104,9 @@ export function createTrackerService(deps: TrackerServiceDeps) {
       const followUp = (await runs.posts(run.id, seq - 1, 1)).items[0];
       if (!followUp || followUp.seq !== seq || followUp.kind !== 'reply') return null;
       const by = typeof followUp.data?.by === 'string' ? followUp.data.by : null;
-      // A follow-up written on the tracker is quoted there already; one from the console is not quoted.
-      return by?.startsWith(`${surface}:`) ? { kind: 'resumed', text: followUp.text, by: by.slice(surface.length + 1) } : { kind: 'resumed', text: '', by: null };
+      // A follow-up written on the tracker is quoted there already; one from the console or the team's chat room (a chat actor: `chat_a:@alice`) is not quoted.
+      if (by?.startsWith(`${surface}:`)) return { kind: 'resumed', text: followUp.text, by: by.slice(surface.length + 1), where: kind.title };
+      return { kind: 'resumed', text: '', by: null, where: /^chat_[ab]:@/.test(by ?? '') ? "the team's chat room" : 'the Crewhouse console' };
     }
     if (event === 'waiting') {
       const q = run.open_question;

@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import { LinearClient, LinearError, LinearErrorType } from '@linear/sdk';
-import { TrackerError } from '../tracker/errors.ts';
+import { saidLine, TrackerError, transportReason } from '../tracker/errors.ts';
 
 /**
  * tracker_a (Linear, as an agent app) as this project calls it: one `LinearClient` per GraphQL
@@ -50,7 +50,8 @@ export function idOfKey(key: string): string {
 export function linearReason(err: unknown, what: string): TrackerError {
   if (err instanceof TrackerError) return err;
   if (err instanceof LinearError) {
-    const said = (err.errors?.[0]?.message ?? '').replace(/\s+/g, ' ').slice(0, 200);
+    // What Linear said (its GraphQL error's message), never the SDK's own message: that one quotes the raw response.
+    const said = saidLine(err.errors?.[0]?.message ?? '');
     switch (err.type) {
       case LinearErrorType.AuthenticationError:
         return new TrackerError(`Linear refused the app's token while ${what}: check the secret integrations/tracker_a/access_token (the agent app's OAuth access token)`, 401);
@@ -64,12 +65,13 @@ export function linearReason(err: unknown, what: string): TrackerError {
       case LinearErrorType.InternalError:
         return new TrackerError(`Linear failed while ${what}${said ? `: ${said}` : ''}; try again later`, 502);
       default:
-        if (err.status === undefined) return new TrackerError(`Linear could not be reached while ${what}: ${err.message.replace(/\s+/g, ' ').slice(0, 200)}`, 0);
-        return new TrackerError(`Linear answered an error while ${what}${said ? `: ${said}` : ` (HTTP ${err.status})`}`, err.status ?? 0);
+        if (err.status === undefined) return transportReason(err, 'Linear', what);
+        // An answer that is not Linear's (a proxy's page, a body that is not GraphQL): its status, not its text.
+        if (!said) return new TrackerError(`Linear answered something that is not a GraphQL answer (HTTP ${err.status}) while ${what}: is api_url Linear's GraphQL endpoint?`, err.status === 200 ? 502 : err.status);
+        return new TrackerError(`Linear answered an error while ${what}: ${said}`, err.status === 200 ? 502 : err.status);
     }
   }
-  const message = err instanceof Error ? err.message : String(err);
-  return new TrackerError(`Linear could not be reached while ${what}: ${message.replace(/\s+/g, ' ').slice(0, 200)}`, 0);
+  return transportReason(err, 'Linear', what);
 }
 
 const TEAM_KEY = /^[A-Za-z0-9]{1,10}$/;

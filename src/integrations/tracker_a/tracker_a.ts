@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import { clip, obj, str } from '../tracker/payload.ts';
 import type { ProgressContext, ProgressNote, TaskIntent, TrackerConnection, TrackerIntent, TrackerIssue, TrackerKind, TrackerPerson } from '../tracker/kind.ts';
 import type { TrackerWork } from '../tracker/tracker.store.ts';
+import { TrackerError, transportReason } from '../tracker/errors.ts';
 import type { ActivityContent, LinearApp } from './client.ts';
 
 /**
@@ -102,7 +103,7 @@ function activityOf(note: ProgressNote, ctx: ProgressContext): ActivityContent {
     case 'started':
       return { type: 'thought', body: `Team \`${ctx.team}\` is on it: ${run}.` };
     case 'resumed':
-      return { type: 'thought', body: note.by ? `Team \`${ctx.team}\` resumed work on ${note.by}'s follow-up. ${run}` : `Team \`${ctx.team}\` resumed work on a follow-up given in the Crewhouse console. ${run}` };
+      return { type: 'thought', body: note.by ? `Team \`${ctx.team}\` resumed work on ${note.by}'s follow-up. ${run}` : `Team \`${ctx.team}\` resumed work on a follow-up given in ${note.where}. ${run}` };
     case 'question':
       return { type: 'elicitation', body: `${note.role} asks:\n\n${note.text}\n\n${note.confirmation ? 'Answer here with approve or refuse.' : 'Answer here in the session.'}` };
     case 'delivered':
@@ -135,8 +136,8 @@ export function trackerAKind(deps: { settings(): Promise<TrackerASettings>; reve
       const { createLinearApp } = await clientModule();
       try {
         cached = { key, app: createLinearApp({ apiUrl: s.apiUrl, accessToken: token }), self: null };
-      } catch (err) {
-        return `tracker_a's api_url cannot be used: ${err instanceof Error ? err.message : String(err)}`;
+      } catch {
+        return `tracker_a's api_url cannot be used by the Linear SDK: set it to the GraphQL endpoint's https address (http only on localhost)`;
       }
     }
     const c = cached;
@@ -176,7 +177,8 @@ export function trackerAKind(deps: { settings(): Promise<TrackerASettings>; reve
             const me = await app.viewer();
             return { state: 'ok', detail: `signed in to Linear as the app ${me.name} (user ${me.id})` };
           } catch (err) {
-            return { state: 'error', detail: err instanceof Error ? err.message : String(err) };
+            // The client's calls fail with a TrackerError; anything else is said in words, not quoted.
+            return { state: 'error', detail: (err instanceof TrackerError ? err : transportReason(err, 'Linear', 'reading who the app is')).message };
           }
         },
         findLink: (externalId) => app.findTeamOrProject(externalId),

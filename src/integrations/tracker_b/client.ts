@@ -1,5 +1,5 @@
 import { HttpException, Version3Client } from 'jira.js';
-import { TrackerError } from '../tracker/errors.ts';
+import { saidLine, TrackerError, transportReason } from '../tracker/errors.ts';
 import { textOfAdf, type AdfDoc } from './adf.ts';
 
 /**
@@ -51,15 +51,16 @@ export interface JiraAgent {
 
 const oneLine = (s: string) => s.replace(/\s+/g, ' ').trim().slice(0, 200);
 
+/** What Jira (or Atlassian's token endpoint) said in its error body's fields; a body that is not JSON (a proxy's page) is not quoted. */
 function saidOf(data: unknown): string {
-  if (!data || typeof data !== 'object') return typeof data === 'string' ? oneLine(data) : '';
+  if (!data || typeof data !== 'object') return '';
   const d = data as { errorMessages?: unknown; errors?: unknown; message?: unknown; error_description?: unknown };
   const parts: string[] = [];
   if (Array.isArray(d.errorMessages)) parts.push(...d.errorMessages.filter((x): x is string => typeof x === 'string'));
   if (d.errors && typeof d.errors === 'object') parts.push(...Object.entries(d.errors).map(([k, v]) => `${k}: ${String(v)}`));
   if (typeof d.message === 'string') parts.push(d.message);
   if (typeof d.error_description === 'string') parts.push(d.error_description);
-  return oneLine(parts.join('; '));
+  return saidLine(parts.join('; '));
 }
 
 /** A one-line reason for a failed Jira call. */
@@ -68,7 +69,7 @@ export function jiraReason(err: unknown, what: string): TrackerError {
   const status = err instanceof HttpException ? err.status : typeof (err as { status?: unknown })?.status === 'number' ? (err as { status: number }).status : 0;
   const data = err instanceof HttpException ? (err.response as { data?: unknown })?.data ?? err.response : undefined;
   const said = saidOf(data);
-  if (!status) return new TrackerError(`Jira could not be reached while ${what}: ${oneLine(err instanceof Error ? err.message : String(err))}`, 0);
+  if (!status) return transportReason(err, 'Jira', what);
   if (status === 401) return new TrackerError(`Jira refused the agent's token while ${what}: check the settings client_id and cloud_id and the secret integrations/tracker_b/client_secret`, 401);
   if (status === 403) return new TrackerError(`the agent's account may not do this in Jira (${what})${said ? `: ${said}` : ''}: give the account the project permission`, 403);
   if (status === 404) return new TrackerError(`Jira has no such thing, or the agent's account cannot see it (${what})${said ? `: ${said}` : ''}`, 404);
@@ -92,9 +93,16 @@ export function createJiraAgent(config: JiraConfig, opts: { now?: () => number }
         body: JSON.stringify({ grant_type: 'client_credentials', client_id: config.clientId, client_secret: config.clientSecret }),
       });
     } catch (err) {
-      throw new TrackerError(`the Atlassian token endpoint could not be reached: ${oneLine(err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err))}`, 0);
+      throw transportReason(err, 'the Atlassian token endpoint (auth_url)', 'fetching a token');
     }
-    const body = (await res.json().catch(() => null)) as { access_token?: unknown; expires_in?: unknown } | null;
+    let body: { access_token?: unknown; expires_in?: unknown } | null;
+    try {
+      body = (await res.json()) as typeof body;
+    } catch (err) {
+      // Not JSON, or the connection closed while the body came.
+      if (res.ok) throw transportReason(err, 'the Atlassian token endpoint (auth_url)', 'fetching a token');
+      body = null;
+    }
     if (res.status === 401 || res.status === 403 || (res.status === 400 && saidOf(body).includes('access_denied'))) {
       throw new TrackerError('Atlassian refused the client credentials: check the setting client_id and the secret integrations/tracker_b/client_secret', 401);
     }
@@ -126,11 +134,17 @@ export function createJiraAgent(config: JiraConfig, opts: { now?: () => number }
       throw jiraReason(err, what);
     }
   };
+  /** A read: an answer that is not a JSON object (axios hands a body that is not JSON on as a string) is a failure, not a thing with no fields. */
+  const read = async <T>(what: string, fn: (c: Version3Client) => Promise<T>): Promise<T> => {
+    const got = await call(what, fn);
+    if (!got || typeof got !== 'object') throw new TrackerError(`Jira answered something that is not JSON while ${what}: is api_url Atlassian's API gateway (https://api.atlassian.com)?`, 502);
+    return got;
+  };
 
   return {
     async check() {
       try {
-        const me = await call('reading who the agent is', (c) => c.myself.getCurrentUser());
+        const me = await read('reading who the agent is', (c) => c.myself.getCurrentUser());
         if (me.accountId !== config.accountId) {
           return { state: 'error', detail: `the client credentials act as ${me.displayName ?? '?'} (${me.accountId}), not account_id ${config.accountId}: set account_id to the service account of these credentials` };
         }
@@ -142,7 +156,7 @@ export function createJiraAgent(config: JiraConfig, opts: { now?: () => number }
 
     async findProject(key) {
       try {
-        const p = await call(`reading the project ${key}`, (c) => c.projects.getProject({ projectIdOrKey: key }));
+        const p = await read(`reading the project ${key}`, (c) => c.projects.getProject({ projectIdOrKey: key }));
         return { found: true, label: `${p.key} ${p.name}` };
       } catch (err) {
         const reason = jiraReason(err, `reading the project ${key}`);
@@ -152,7 +166,7 @@ export function createJiraAgent(config: JiraConfig, opts: { now?: () => number }
     },
 
     async issue(key) {
-      const i = await call(`reading the issue ${key}`, (c) => c.issues.getIssue({ issueIdOrKey: key, fields: ['summary', 'description', 'project', 'reporter', 'assignee'] }));
+      const i = await read(`reading the issue ${key}`, (c) => c.issues.getIssue({ issueIdOrKey: key, fields: ['summary', 'description', 'project', 'reporter', 'assignee'] }));
       const f = i.fields as unknown as { summary?: string; description?: unknown; project?: { key?: string }; reporter?: { accountId?: string; displayName?: string } | null; assignee?: { accountId?: string } | null };
       return {
         id: i.id,
@@ -167,7 +181,7 @@ export function createJiraAgent(config: JiraConfig, opts: { now?: () => number }
 
     async comment(issueKey, key, body) {
       const what = `commenting on ${issueKey}`;
-      const existing = await call(what, (c) => c.issueComments.getComments({ issueIdOrKey: issueKey, expand: 'properties', maxResults: 5000 }));
+      const existing = await read(what, (c) => c.issueComments.getComments({ issueIdOrKey: issueKey, expand: 'properties', maxResults: 5000 }));
       const mine = (existing.comments ?? []).find((c) => (c as { properties?: Array<{ key?: string; value?: unknown }> }).properties?.some((p) => p.key === POST_PROPERTY && (p.value as { key?: unknown })?.key === key));
       if (mine?.id) return { id: mine.id, created: false };
       const made = await call(what, (c) => c.issueComments.addComment({ issueIdOrKey: issueKey, comment: body as never, properties: [{ key: POST_PROPERTY, value: { key } }] }));
@@ -175,7 +189,7 @@ export function createJiraAgent(config: JiraConfig, opts: { now?: () => number }
     },
 
     async transition(issueKey, name) {
-      const { transitions } = await call(`reading the transitions of ${issueKey}`, (c) => c.issues.getTransitions({ issueIdOrKey: issueKey }));
+      const { transitions } = await read(`reading the transitions of ${issueKey}`, (c) => c.issues.getTransitions({ issueIdOrKey: issueKey }));
       const t = (transitions ?? []).find((x) => x.name?.toLowerCase() === name.toLowerCase());
       if (!t?.id) return false;
       await call(`moving ${issueKey} to ${name}`, (c) => c.issues.doTransition({ issueIdOrKey: issueKey, transition: { id: t.id } }));

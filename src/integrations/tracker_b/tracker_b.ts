@@ -75,7 +75,7 @@ export function commentOf(note: ProgressNote, ctx: ProgressContext, asker: { id:
     case 'started':
       return adf(['Team ', team, ' is on it: ', run, '.']);
     case 'resumed':
-      return adf(note.by ? ['Team ', team, ` resumed work on ${note.by}'s follow-up: `, run, '.'] : ['Team ', team, ' resumed work on a follow-up given in the Crewhouse console: ', run, '.']);
+      return adf(note.by ? ['Team ', team, ` resumed work on ${note.by}'s follow-up: `, run, '.'] : ['Team ', team, ` resumed work on a follow-up given in ${note.where}: `, run, '.']);
     case 'question':
       return adf(
         [...(asker.id ? [{ mention: asker.id, name: asker.name ?? 'reporter' } as Inline, ' '] : []), `${note.role} of team `, team, ' asks:'],

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { reasonForPeople } from '../../errors/problems.ts';
 import { defineJob } from '../../queue/queue.ts';
 import type { WebhooksService } from './webhooks.service.ts';
 
@@ -11,7 +12,8 @@ export const processDeliveryJob = defineJob({
       await deps.webhooks.process(p.delivery);
     } catch (err) {
       // The list of deliveries says when one's work gave up, not only the job table.
-      if (ctx.attempt >= ctx.maxAttempts) await deps.webhooks.failed(p.delivery, err instanceof Error ? err.message : String(err));
+      // In words: a Problem's detail or an adapter's reason for people, never another exception's text.
+      if (ctx.attempt >= ctx.maxAttempts) await deps.webhooks.failed(p.delivery, reasonForPeople(err, `its work failed ${ctx.attempt} times with an unexpected error (${err instanceof Error ? err.name : 'not an Error'}); the service log has the details`));
       throw err;
     }
   },
