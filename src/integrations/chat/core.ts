@@ -37,6 +37,12 @@ export interface ChatCoreDeps {
 
 /** A claim on a post older than this is taken over (its job died and was not retried). */
 const CLAIM_STALE_SECONDS = 300;
+/**
+ * The threads a listener catches up on after a reconnection: those of runs still open, and of
+ * runs ended within a day (a follow-up in the thread reopens one), at most this many.
+ */
+const CATCH_UP_ENDED_SECONDS = 24 * 3600;
+const CATCH_UP_THREADS = 200;
 
 /** Another job is making this post now: this one tries again later. */
 export class PostBusy extends Error {
@@ -287,6 +293,17 @@ export function createChatCore(deps: ChatCoreDeps) {
 
     /** The rooms a surface's listener follows: every live team's home or linked room there. */
     rooms: (surface: ChatSurfaceKind) => deps.teams.rooms(surface),
+
+    /**
+     * The threads (room, root post) a surface's listener catches up on after a reconnection, where
+     * reading a room does not show replies (Slack's history has top-level messages only): those of
+     * the surface's open runs and of runs ended within a day, the most recently changed first, bounded.
+     */
+    async openThreads(surface: ChatSurfaceKind): Promise<Array<{ room_id: string; root_id: string }>> {
+      const ids = await deps.runs.live(surface, CATCH_UP_ENDED_SECONDS, CATCH_UP_THREADS);
+      const order = new Map(ids.map((id, i) => [id, i]));
+      return (await store.threadRoots(db, surface, ids)).sort((a, b) => order.get(a.run_id)! - order.get(b.run_id)!).map(({ room_id, root_id }) => ({ room_id, root_id }));
+    },
 
     /** The thread links of runs that came from chat (`chat_thread_url`). */
     async threadUrls(runIds: string[]): Promise<Map<string, string>> {

@@ -114,6 +114,8 @@ export interface ChatRuns {
   posts(runId: string, after: number, limit: number): Promise<ChatRunPost[]>;
   /** The team's runs, newest first. */
   recent(team: string, limit: number): Promise<ChatRunView[]>;
+  /** The ids of a surface's runs open (running, waiting) or ended within `endedWithinSeconds`, most recently changed first, at most `limit`. */
+  live(surface: ChatSurfaceKind, endedWithinSeconds: number, limit: number): Promise<string[]>;
   /** Something the run's people should know that the chat could not say (a post never delivered); once per `key`. */
   notice(runId: string, text: string, key: string): Promise<void>;
 }

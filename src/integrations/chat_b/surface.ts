@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import type { ChatOutbound, ChatSurface } from '../chat/ports.ts';
-import type { ChatBClient, ChatBPost } from './client.ts';
+import type { ChatBClient, ChatBIdentity, ChatBPost } from './client.ts';
 import { confirmationPost, rolePost, type RoleLook } from './posts.ts';
 import { messageText } from './text.ts';
 
@@ -18,6 +18,8 @@ import { messageText } from './text.ts';
 
 export interface ChatBSurfaceDeps {
   client: ChatBClient;
+  /** The bot's identity (`auth.test`), cached by the caller across posts. */
+  identity(): Promise<ChatBIdentity>;
   /** What a role shows (its agent's name and picture). */
   roleLook(team: string, role: string): Promise<RoleLook>;
 }
@@ -31,8 +33,7 @@ const withMentions = (escaped: string) => escaped.replace(MARKED, '<@$1>');
 
 export function chatBSurface(deps: ChatBSurfaceDeps): ChatSurface {
   const { client } = deps;
-  let me: ReturnType<ChatBClient['me']> | null = null;
-  const bot = () => (me ??= client.me());
+  const bot = deps.identity;
 
   return {
     surface: 'chat_b',
