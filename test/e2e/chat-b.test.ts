@@ -83,6 +83,8 @@ describe('a team in a chat_b channel, end to end', { skip: stackSkip }, () => {
     const { root, runId } = await started(marker);
     const run = await stack.run(runId);
     assert.equal(run.surface, 'chat_b');
+    // Slack's mrkdwn: bold with one star, code, the mention of the person a real one.
+    assert.match(root.text, new RegExp(`^Run \`${runId}\` started for <@${alice.id}>: team \\*${team}\\* is on it`));
     assert.equal(run.chat_thread_url, slack.permalink(channel.id, root.ts));
 
     // Slack sends the mention's envelopes again (an ack lost): acknowledged again, and still one run.
@@ -133,6 +135,8 @@ describe('a team in a chat_b channel, end to end', { skip: stackSkip }, () => {
     slack.click(alice.id, channel.id, confirmation.ts, { action_id: approve.action_id, value: approve.value });
     await stack.waitForState(runId, 'succeeded');
     await waitFor('the confirmation updated', async () => new RegExp(`Approved by <@${alice.id}>`).test(slack.messages.find((m) => m.ts === confirmation.ts)!.text));
+    // The update keeps the message's own mrkdwn (the mention of the person), not escaped a second time.
+    assert.ok(slack.messages.find((m) => m.ts === confirmation.ts)!.text.startsWith(`<@${alice.id}> *lead* asks for a confirmation`), slack.messages.find((m) => m.ts === confirmation.ts)!.text);
     await said(root, /Done: the file is written/);
     assert.equal((await runsOf(marker)).length, 1);
   });

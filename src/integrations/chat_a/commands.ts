@@ -4,6 +4,7 @@ import type { Transaction } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import { commandList, parseCommand } from '../chat/commands.ts';
+import { formatOf } from '../chat/format.ts';
 import type { ChatMessageIn } from '../chat/ports.ts';
 import { Problem, problems } from '../../errors/problems.ts';
 import * as store from '../webhooks/webhooks.store.ts';
@@ -23,7 +24,7 @@ export const COMMAND_TOKEN = 'integrations/chat_a/command_token';
  * `webhook.process` jobs of commands queued by the previous version (the command list).
  */
 
-export const COMMAND_LIST = commandList('/crewhouse');
+export const COMMAND_LIST = commandList('/crewhouse', formatOf('markdown'));
 
 /** Mattermost's slash-command response body. */
 export interface CommandAnswer {

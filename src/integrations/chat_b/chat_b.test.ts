@@ -7,6 +7,7 @@ import { CHAT_B_SECRET, chatBClient, ChatBError } from './client.ts';
 import type { ChatBWork } from './events.ts';
 import { startChatBListener } from './listener.ts';
 import { confirmationPost, decidedUpdate, decisionOf, isLongOutput, rolePost } from './posts.ts';
+import { escapeText } from './text.ts';
 
 const BOT_TOKEN = `xoxb-${'1'.repeat(12)}-${'b'.repeat(24)}`;
 const APP_TOKEN = `xapp-1-A${'2'.repeat(10)}-${'a'.repeat(30)}`;
@@ -184,7 +185,7 @@ describe('chat_b: the client', () => {
       const client = chatBClient({ apiUrl: slack.apiUrl, token: BOT_TOKEN, secret: CHAT_B_SECRET.bot, rateLimited: 'wait', logger });
       const root = await client.post({ channel: room.id, text: 'Working on it' });
       const lena = { role: 'lead', displayName: 'Lena the Lead', iconUrl: 'https://x.example/lena.png' };
-      await client.post(rolePost({ channel: room.id, thread_ts: root.ts, text: 'the plan: a < b', role: lena, customize: true }));
+      await client.post(rolePost({ channel: room.id, thread_ts: root.ts, text: escapeText('the plan: a < b'), role: lena, customize: true }));
       // Without chat:write.customize the role is named in the text.
       await client.post(rolePost({ channel: room.id, thread_ts: root.ts, text: 'the plan, again', role: lena, customize: false }));
       assert.deepEqual(slack.messages.map((m) => [m.text, m.username ?? null, m.icon_url ?? null, m.thread_ts ?? null]), [
