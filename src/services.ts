@@ -225,6 +225,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
       },
       posts: async (runId, after, limit) => (await runs.posts(runId, after, limit)).items,
       recent: async (team, limit) => (await runs.listOfTeam(team, { limit })).items.map((r) => ({ ...r, delivery: null })),
+      live: (surface, endedWithinSeconds, limit) => runs.liveOnSurface(surface, endedWithinSeconds, limit),
       notice: (runId, text, key) => runJournal.notice(runId, text, key, { chat: true }),
       originOf: (runId) => originOfRun(runId),
     },

@@ -83,6 +83,8 @@ describe('a team in a chat_b channel, end to end', { skip: stackSkip }, () => {
     const { root, runId } = await started(marker);
     const run = await stack.run(runId);
     assert.equal(run.surface, 'chat_b');
+    // Slack's mrkdwn: bold with one star, code, the mention of the person a real one.
+    assert.match(root.text, new RegExp(`^Run \`${runId}\` started for <@${alice.id}>: team \\*${team}\\* is on it`));
     assert.equal(run.chat_thread_url, slack.permalink(channel.id, root.ts));
 
     // Slack sends the mention's envelopes again (an ack lost): acknowledged again, and still one run.
@@ -101,13 +103,20 @@ describe('a team in a chat_b channel, end to end', { skip: stackSkip }, () => {
     const cancel409 = await api('POST', `/runs/${runId}/cancel`);
     assert.equal(cancel409.status, 409, cancel409.text);
 
-    // The answer is written while the socket is down: Slack keeps it for the next connection, and it is one effect.
+    // The answer is written in the thread while the socket is down and Slack gives up on its event: the channel's
+    // history does not show thread replies, so only reading the open run's thread after the reconnection finds it, once.
+    const opens = slack.callsOf('apps.connections.open');
+    slack.loseWhileDisconnected = true;
     slack.dropSockets();
-    slack.say(alice.id, channel.id, 'yes, ship it', root.ts);
+    const answer = slack.say(alice.id, channel.id, 'yes, ship it', root.ts);
+    await waitFor('the reconnection', async () => slack.callsOf('apps.connections.open') > opens && slack.openSockets === 1);
+    slack.loseWhileDisconnected = false;
+    assert.ok(!slack.sent.some((e) => (e.payload.event as { ts?: string } | undefined)?.ts === answer.ts), 'no event ever carried the answer');
     await stack.waitForState(runId, 'succeeded');
-    await waitFor('the reconnection', async () => slack.openSockets === 1);
     await said(root, /Done: shipped/);
-    assert.equal((await stack.posts(runId)).filter((p) => p.kind === 'answer').length, 1, 'the answer was one effect');
+    assert.ok(slack.calls.some((c) => c.method === 'conversations.replies' && c.body.ts === root.ts), 'the catch-up read the run\'s thread');
+    const afterAnswer = (await stack.posts(runId)).filter((p) => p.kind === 'answer');
+    assert.deepEqual(afterAnswer.map((p) => p.text), ['yes, ship it'], 'the answer was one effect');
 
     slack.say(alice.id, channel.id, 'please add a README too', root.ts);
     await said(root, /Done: README added too/);
@@ -126,6 +135,8 @@ describe('a team in a chat_b channel, end to end', { skip: stackSkip }, () => {
     slack.click(alice.id, channel.id, confirmation.ts, { action_id: approve.action_id, value: approve.value });
     await stack.waitForState(runId, 'succeeded');
     await waitFor('the confirmation updated', async () => new RegExp(`Approved by <@${alice.id}>`).test(slack.messages.find((m) => m.ts === confirmation.ts)!.text));
+    // The update keeps the message's own mrkdwn (the mention of the person), not escaped a second time.
+    assert.ok(slack.messages.find((m) => m.ts === confirmation.ts)!.text.startsWith(`<@${alice.id}> *lead* asks for a confirmation`), slack.messages.find((m) => m.ts === confirmation.ts)!.text);
     await said(root, /Done: the file is written/);
     assert.equal((await runsOf(marker)).length, 1);
   });

@@ -72,6 +72,13 @@ describe('the fake Slack, through @slack/web-api and @slack/socket-mode', () => 
     assert.equal(link.permalink, `${slack.url}/archives/${room.id}/p${reply.ts!.replace('.', '')}?thread_ts=${root.ts}&cid=${room.id}`);
     const thread = await web.conversations.replies({ channel: room.id, ts: root.ts! });
     assert.deepEqual(thread.messages?.map((m) => m.text), ['plain, updated', 'in the thread']);
+    // More replies than a page: the root first on every page, the replies after `oldest` in order, paged by cursor (the SDK's own paginator follows it).
+    const more = ['r1', 'r2', 'r3', 'r4'].map((text) => slack.say(alice.id, room.id, text, root.ts!));
+    const pages: Array<Array<string | undefined>> = [];
+    for await (const page of web.paginate('conversations.replies', { channel: room.id, ts: root.ts!, oldest: more[0]!.ts, limit: 2 })) pages.push(((page as { messages?: Array<{ text?: string }> }).messages ?? []).map((m) => m.text));
+    assert.deepEqual(pages, [['plain, updated', 'r2', 'r3'], ['plain, updated', 'r4']]);
+    assert.equal(await platformError(web.conversations.replies({ channel: room.id, ts: root.ts!, cursor: 'bm9wZQ==' })), 'invalid_cursor');
+    for (const m of more) slack.remove(room.id, m.ts);
     const history = await web.conversations.history({ channel: room.id, oldest: root.ts! });
     assert.deepEqual(history.messages?.map((m) => m.text), ['not yours'], 'history after a ts, newest first, without thread replies');
     await web.chat.postEphemeral({ channel: room.id, user: alice.id, text: 'only you' });

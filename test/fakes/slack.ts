@@ -14,7 +14,8 @@ import { acceptWebSocket, refuseUpgrade, type WsPeer } from './websocket.ts';
  *   (`thread_ts`; `username` and `icon_url` applied only when the token has
  *   `chat:write.customize`, silently ignored otherwise, as Slack does), `chat.update`,
  *   `chat.postEphemeral`, `chat.getPermalink`, `conversations.info`, `conversations.members`,
- *   `conversations.history`, `conversations.replies`, `users.info`, and the three steps of
+ *   `conversations.history`, `conversations.replies` (the root first on every page, then the
+ *   replies after `oldest`, oldest first, `limit` a page with a `next_cursor`), `users.info`, and the three steps of
  *   `files.uploadV2` (`files.getUploadURLExternal`, the upload, `files.completeUploadExternal`).
  *   Every answer is HTTP 200 with `{ok:false, error}` on failure (`not_authed`, `invalid_auth`,
  *   `not_allowed_token_type`, `channel_not_found`, `not_in_channel`, `user_not_found`,
@@ -167,6 +168,16 @@ export class FakeSlack {
     this.tokens.delete(token);
   }
 
+  /** Token rotation: `next` is the same identity with the same scopes, and `token` is refused from now on. */
+  rotate(token: string, next: string) {
+    const t = this.tokens.get(token);
+    if (!t) throw new Error('no such token');
+    this.tokens.set(next, { ...t, scopes: [...t.scopes] });
+    this.tokens.delete(token);
+    if (this.app?.botToken === token) this.app.botToken = next;
+    if (this.app?.appToken === token) this.app.appToken = next;
+  }
+
   /** Changes the scopes a token was granted. */
   setScopes(token: string, scopes: string[]) {
     const t = this.tokens.get(token);
@@ -296,6 +307,11 @@ export class FakeSlack {
 
   get openSockets(): number {
     return this.sockets.size;
+  }
+
+  /** How many Web API calls of `method` were made. */
+  callsOf(method: string): number {
+    return this.calls.filter((c) => c.method === method).length;
   }
 
   /** Envelopes sent and not acknowledged. */
@@ -541,9 +557,21 @@ export class FakeSlack {
         const ts = str('ts');
         const root = this.messages.find((x) => x.channel === c.id && x.ts === ts);
         if (!root) return fail('thread_not_found');
-        const thread = this.messages.filter((x) => x.channel === c.id && (x.ts === ts || x.thread_ts === ts));
-        // The thread's root comes first whatever `oldest` says, as Slack answers.
-        return ok({ messages: thread.filter((x) => x.ts === ts || after(x)).map(shown), has_more: false, response_metadata: { next_cursor: '' } });
+        // Replies oldest first, `limit` (1 to 1000, 1000 by default) per page; the next page's cursor names its first reply (`next_ts:<ts>`, base64) as Slack's does.
+        const latest = str('latest') ? Number(str('latest')) : Infinity;
+        const replies = this.messages.filter((x) => x.channel === c.id && x.thread_ts === ts && x.ts !== ts && after(x) && Number(x.ts) <= latest);
+        const limit = Math.max(1, Math.min(1000, Number(str('limit')) || 1000));
+        let start = 0;
+        if (str('cursor')) {
+          const from = /^next_ts:(\d{7,})$/.exec(Buffer.from(str('cursor'), 'base64').toString('utf8'))?.[1];
+          if (!from) return fail('invalid_cursor');
+          start = replies.findIndex((x) => Number(x.ts.replace('.', '')) >= Number(from));
+          if (start < 0) start = replies.length;
+        }
+        const page = replies.slice(start, start + limit);
+        const next = replies[start + limit];
+        // The thread's root comes first on every page, whatever `oldest` says, as Slack answers.
+        return ok({ messages: [root, ...page].map(shown), has_more: next !== undefined, response_metadata: { next_cursor: next ? Buffer.from(`next_ts:${next.ts.replace('.', '')}`).toString('base64') : '' } });
       }
       case 'chat.postMessage':
       case 'chat.postEphemeral': {

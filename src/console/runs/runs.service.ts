@@ -198,6 +198,13 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
 
     get,
 
+    /**
+     * A surface's runs that may still take work from where they came from: open (running,
+     * waiting) or ended within `endedWithinSeconds` (a follow-up reopens a finished run), most
+     * recently changed first, at most `limit`.
+     */
+    liveOnSurface: (surface: RunSurface, endedWithinSeconds: number, limit: number) => store.liveOnSurface(db, surface, endedWithinSeconds, limit),
+
     /** A team's memory, newest first: the outcome entries its finished runs left (the spec has no route for it yet). */
     async memory(team: string, limit = 10): Promise<Array<{ run_id: string; text: string; created_at: string }>> {
       const rows = await store.memoryOf(db, team, limit);

@@ -158,6 +158,20 @@ export function activityOf(db: Q, teamIds: number[]) {
     .execute();
 }
 
+/** A surface's runs still open, or ended within `endedWithinSeconds`, most recently changed first. */
+export async function liveOnSurface(db: Q, surface: RunSurface, endedWithinSeconds: number, limit: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('runs')
+    .select('id')
+    .where('surface', '=', surface)
+    .where((eb) => eb.or([eb('state', 'in', ['running', 'waiting']), eb('finished_at', '>', sql<string>`now() - make_interval(secs => ${endedWithinSeconds})`)]))
+    .orderBy('updated_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => r.id);
+}
+
 export async function openRunsOf(db: Q, teamId: number): Promise<string[]> {
   return (await db.selectFrom('runs').select('id').where('team_id', '=', teamId).where('state', 'in', ['running', 'waiting']).execute()).map((r) => r.id);
 }

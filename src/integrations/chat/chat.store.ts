@@ -25,6 +25,13 @@ export const threadOfRun = (q: Q, runId: string) => q.selectFrom('surface_thread
 export const threadByRoot = (q: Q, surface: string, rootId: string) =>
   q.selectFrom('surface_threads').selectAll().where('surface', '=', surface).where('root_id', '=', rootId).executeTakeFirst();
 
+/** The posted threads (room, root) of these runs on a surface. */
+export async function threadRoots(q: Q, surface: string, runIds: string[]): Promise<Array<{ run_id: string; room_id: string; root_id: string }>> {
+  if (!runIds.length) return [];
+  const rows = await q.selectFrom('surface_threads').select(['run_id', 'room_id', 'root_id']).where('surface', '=', surface).where('run_id', 'in', runIds).where('root_id', 'is not', null).execute();
+  return rows.map((r) => ({ run_id: r.run_id, room_id: r.room_id, root_id: r.root_id! }));
+}
+
 export async function setRoot(q: Q, runId: string, rootId: string, url: string): Promise<void> {
   await q.updateTable('surface_threads').set({ root_id: rootId, url }).where('run_id', '=', runId).execute();
 }

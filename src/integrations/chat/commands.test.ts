@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { commandList, isThreadCancel, parseCommand } from './commands.ts';
+import { formatOf } from './format.ts';
 import { LONG_POST, longOutput, renderPost, renderStart } from './render.ts';
 import { NO_TEAM } from './core.ts';
 import { settlementOf } from './surface.ts';
@@ -30,7 +31,7 @@ describe('chat commands', () => {
   });
 
   it('the list names every command in the form people type', () => {
-    const list = commandList('@crewhouse');
+    const list = commandList('@crewhouse', formatOf('markdown'));
     for (const c of ['help', 'status', 'cancel <run id>', 'skills accept <name>', 'skills reject <name>', 'mcp']) assert.ok(list.includes(`\`@crewhouse ${c}\``), c);
     assert.match(list, /`!cancel`/);
   });
@@ -38,7 +39,7 @@ describe('chat commands', () => {
 
 describe('run posts in a chat thread', () => {
   const run = { id: 'run_x', cost_usd: 0.0123, delivery: { branch: 'crewhouse/run_x', pull_request: { url: 'https://code.example/pr/7' } } };
-  const ctx = { requester: '@alice', lastRole: null, run };
+  const ctx = { requester: '@alice', lastRole: null, run, format: formatOf('markdown') };
   const post = (kind: string, role: string | null, text: string, data: Record<string, unknown> = {}) => ({ seq: 1, kind, role, text, data });
 
   it('says which role works once, hand-offs by the role taking over, questions to the person, the delivery and the cost', () => {
@@ -63,7 +64,7 @@ describe('run posts in a chat thread', () => {
   });
 
   it('the root post names the run, the person and the task', () => {
-    assert.match(renderStart({ requester: '@alice', team: 'payments', runId: 'run_x', text: 'Fix it\nplease' }), /^Run `run_x` started for @alice: team \*\*payments\*\*[\s\S]*\n> Fix it\n> please$/);
+    assert.match(renderStart({ requester: '@alice', team: 'payments', runId: 'run_x', text: 'Fix it\nplease', format: formatOf('markdown') }), /^Run `run_x` started for @alice: team \*\*payments\*\*[\s\S]*\n> Fix it\n> please$/);
   });
 });
 

@@ -1,3 +1,5 @@
+import type { ChatFormat } from './format.ts';
+
 /**
  * The chat commands, the same on every chat surface: what a message addressed to the team's bot
  * (a mention, or the surface's slash command) asks for, and the words a message in a run's
@@ -27,9 +29,13 @@ export const COMMANDS: Array<{ usage: string; what: string }> = [
   { usage: 'mcp', what: "the team's MCP servers, proposed ones first" },
 ];
 
-/** The command list, for help and for an unknown command; `how` says how a command is given on this surface (`@crewhouse` or `/crewhouse`). */
-export function commandList(how: string): string {
-  return [`Crewhouse commands (say them as \`${how} <command>\`):`, ...COMMANDS.map((c) => `- \`${how} ${c.usage}\`: ${c.what}`), 'In a run\'s thread: a reply answers its question, any other message is a follow-up, and `cancel` (or `!cancel`) cancels it.'].join('\n');
+/** The command list in the surface's dialect, for help and for an unknown command; `how` says how a command is given on this surface (`@crewhouse` or `/crewhouse`). */
+export function commandList(how: string, f: ChatFormat): string {
+  return [
+    `Crewhouse commands (say them as ${f.code(`${how} <command>`)}):`,
+    ...COMMANDS.map((c) => `- ${f.code(`${how} ${c.usage}`)}: ${c.what}`),
+    `In a run's thread: a reply answers its question, any other message is a follow-up, and ${f.code('cancel')} (or ${f.code('!cancel')}) cancels it.`,
+  ].join('\n');
 }
 
 const WORDS = new Set(['help', 'task', 'status', 'cancel', 'skills', 'skill', 'mcp']);

@@ -7,6 +7,7 @@ import { handleMessageJob } from './handle-message.job.ts';
 import { mirrorThreadJob } from './mirror-thread.job.ts';
 import * as store from './chat.store.ts';
 import { commandList, isThreadCancel, parseCommand, type ChatCommand } from './commands.ts';
+import { formatOf, type ChatFormat } from './format.ts';
 import { isChatCallError, type ChatMessageIn, type ChatOutbound, type ChatPerson, type ChatRuns, type ChatSurface, type ChatSurfaceKind, type ChatTeams } from './ports.ts';
 import { longOutput, renderPost, renderStart, renderStartFrom, statusLine } from './render.ts';
 
@@ -40,6 +41,12 @@ export interface ChatCoreDeps {
 
 /** A claim on a post older than this is taken over (its job died and was not retried). */
 const CLAIM_STALE_SECONDS = 300;
+/**
+ * The threads a listener catches up on after a reconnection: those of runs still open, and of
+ * runs ended within a day (a follow-up in the thread reopens one), at most this many.
+ */
+const CATCH_UP_ENDED_SECONDS = 24 * 3600;
+const CATCH_UP_THREADS = 200;
 
 /** Another job is making this post now: this one tries again later. */
 export class PostBusy extends Error {
@@ -101,46 +108,50 @@ export function createChatCore(deps: ChatCoreDeps) {
     }
   }
 
-  /** Says something to the person who sent a message: to them alone for a slash command, else in a thread under their message. */
-  async function answer(m: ChatMessageIn, text: string): Promise<void> {
+  /** Says something to the person who sent a message: to them alone for a slash command, else in a thread under their message. `say` is in the surface's dialect, or writes it. */
+  async function answer(m: ChatMessageIn, say: string | ((f: ChatFormat) => string)): Promise<void> {
     const s = await surfaceOf(m.surface);
+    const text = typeof say === 'string' ? say : say(formatOf(s.dialect));
     if (m.command) return s.ephemeral(m.room_id, m.user_id, text, m.thread_id);
     // One job per message: its own key is its owner.
     await deliver(s, { room_id: m.room_id, thread_id: m.thread_id ?? m.message_id, text, as: null, key: `${m.surface}:answer:${m.message_id}` }, `message:${m.surface}:${m.message_id}`);
   }
 
+  /** A command's answer, in the surface's dialect. */
   async function runCommand(m: ChatMessageIn, team: string, cmd: ChatCommand, s: ChatSurface): Promise<string> {
+    const f = formatOf(s.dialect);
+    const theTeam = `team ${f.bold(team)}`;
     switch (cmd.kind) {
       case 'help':
-        return commandList(await s.how());
+        return commandList(await s.how(), f);
       case 'unknown':
-        return `\`${cmd.word}\` is not a Crewhouse command.\n${commandList(await s.how())}`;
+        return `${f.code(cmd.word)} is not a Crewhouse command.\n${commandList(await s.how(), f)}`;
       case 'status': {
         const runs = await deps.runs.recent(team, 10);
         const open = runs.filter((r) => r.state === 'running' || r.state === 'waiting');
-        if (!runs.length) return `Team **${team}** has no runs yet: mention the bot with a task to start one.`;
-        return [`Team **${team}**: ${open.length} open run${open.length === 1 ? '' : 's'}. The latest:`, ...runs.map(statusLine)].join('\n');
+        if (!runs.length) return `Team ${f.bold(team)} has no runs yet: mention the bot with a task to start one.`;
+        return [`Team ${f.bold(team)}: ${open.length} open run${open.length === 1 ? '' : 's'}. The latest:`, ...runs.map((r) => statusLine(r, f))].join('\n');
       }
       case 'cancel': {
-        if (!cmd.run) return 'Say which run to cancel: `cancel <run id>` (`status` lists them), or `cancel` in the run\'s thread.';
+        if (!cmd.run) return `Say which run to cancel: ${f.code('cancel <run id>')} (${f.code('status')} lists them), or ${f.code('cancel')} in the run's thread.`;
         const run = await deps.runs.get(cmd.run);
-        if (!run || run.team !== team) return `Team **${team}** has no run \`${cmd.run.slice(0, 40)}\`: \`status\` lists its runs.`;
+        if (!run || run.team !== team) return `Team ${f.bold(team)} has no run ${f.code(cmd.run.slice(0, 40))}: ${f.code('status')} lists its runs.`;
         await deps.runs.cancel(run.id, personOf(m));
-        return `Run \`${run.id}\` is cancelled.`;
+        return `Run ${f.code(run.id)} is cancelled.`;
       }
       case 'skills': {
         const skills = await deps.teams.skills(team);
-        if (!skills.length) return `Team **${team}** has no skills of its own yet; its agents may propose some.`;
+        if (!skills.length) return `Team ${f.bold(team)} has no skills of its own yet; its agents may propose some.`;
         const sorted = [...skills].sort((a, b) => (a.status === b.status ? a.name.localeCompare(b.name) : a.status === 'proposed' ? -1 : 1));
-        return [`Skills of team **${team}**:`, ...sorted.map((k) => `- \`${k.name}\` (${k.status}, version ${k.version})`), 'Accept or reject a proposed one with `skills accept <name>` or `skills reject <name>`.'].join('\n');
+        return [`Skills of ${theTeam}:`, ...sorted.map((k) => `- ${f.code(k.name)} (${k.status}, version ${k.version})`), `Accept or reject a proposed one with ${f.code('skills accept <name>')} or ${f.code('skills reject <name>')}.`].join('\n');
       }
       case 'skill':
         await deps.teams.decideSkill(team, cmd.name, cmd.decision, personOf(m));
-        return cmd.decision === 'accept' ? `Skill \`${cmd.name}\` is curated: team **${team}** uses it from its next task.` : `Skill \`${cmd.name}\` was rejected and removed.`;
+        return cmd.decision === 'accept' ? `Skill ${f.code(cmd.name)} is curated: ${theTeam} uses it from its next task.` : `Skill ${f.code(cmd.name)} was rejected and removed.`;
       case 'mcp': {
         const servers = await deps.teams.mcpServers(team);
-        if (!servers.length) return `Team **${team}** has no MCP servers of its own.`;
-        return [`MCP servers of team **${team}**:`, ...servers.map((x) => `- \`${x.name}\` (${x.status})`), 'A person accepts a proposed server in the Crewhouse console.'].join('\n');
+        if (!servers.length) return `Team ${f.bold(team)} has no MCP servers of its own.`;
+        return [`MCP servers of ${theTeam}:`, ...servers.map((x) => `- ${f.code(x.name)} (${x.status})`), 'A person accepts a proposed server in the Crewhouse console.'].join('\n');
       }
       case 'task':
         throw new Error('a task is not a command');
@@ -236,7 +247,7 @@ export function createChatCore(deps: ChatCoreDeps) {
         const detail = detailOf(err);
         if (detail === null) throw err;
         // Refused (a 4xx of the runs or teams module): the person is told why, and that is the message's effect.
-        await answer(m, `Crewhouse could not do that: ${detail}`);
+        await answer(m, (f) => `Crewhouse could not do that: ${f.text(detail)}`);
         await store.setEffect(db, m.surface, m.message_id, `refused: ${detail.slice(0, 200)}`);
       }
     },
@@ -271,8 +282,9 @@ export function createChatCore(deps: ChatCoreDeps) {
       if (!run) return;
       const fromElsewhere = run.surface !== thread.surface;
       const requester = fromElsewhere ? askedBy(run.created_by) : s.mention(thread.requested_by, thread.requested_by_name);
+      const format = formatOf(s.dialect);
       if (!thread.root_id) {
-        const text = fromElsewhere ? renderStartFrom({ team: thread.team, runId, text: run.text, by: requester, origin: await deps.runs.originOf(runId) }) : renderStart({ requester, team: thread.team, runId, text: run.text });
+        const text = fromElsewhere ? renderStartFrom({ team: thread.team, runId, text: run.text, by: requester, origin: await deps.runs.originOf(runId), format }) : renderStart({ requester, team: thread.team, runId, text: run.text, format });
         const rootId = await deliver(s, { room_id: thread.room_id, thread_id: null, text, as: null, key: `${thread.surface}:run:${runId}:root` }, owner);
         await store.setRoot(db, runId, rootId, await s.permalink(thread.room_id, rootId));
         thread = (await store.threadOfRun(db, runId))!;
@@ -283,7 +295,9 @@ export function createChatCore(deps: ChatCoreDeps) {
         const posts = await deps.runs.posts(runId, after, 50);
         if (!posts.length) return;
         for (const p of posts) {
-          const shown = renderPost(p, { requester, lastRole, run });
+          // Long output (a diff, a log) goes as a short summary and the whole, as it was written, as a file named for this post (so a retry finds it).
+          const long = longOutput(p.text, `${runId}-${p.seq}`);
+          const shown = renderPost(long ? { ...p, text: long.text } : p, { requester, lastRole, run, format });
           if (shown) {
             // A confirmation's token is made by the one job about to post it (a new token replaces one never posted).
             const buttons = shown.confirmation
@@ -293,9 +307,7 @@ export function createChatCore(deps: ChatCoreDeps) {
                   return { buttons: { token } };
                 }
               : undefined;
-            // Long output (a diff, a log) goes as a short summary and a file, named for this post so a retry finds it.
-            const long = longOutput(shown.text, `${runId}-${p.seq}`);
-            const out: ChatOutbound = { room_id: thread.room_id, thread_id: thread.root_id, text: long?.text ?? shown.text, as: shown.role ? { team: thread.team, role: shown.role } : null, key: `${thread.surface}:run:${runId}:${p.seq}`, ...(long ? { file: long.file } : {}) };
+            const out: ChatOutbound = { room_id: thread.room_id, thread_id: thread.root_id, text: shown.text, as: shown.role ? { team: thread.team, role: shown.role } : null, key: `${thread.surface}:run:${runId}:${p.seq}`, ...(long ? { file: long.file } : {}) };
             try {
               await deliver(s, out, owner, buttons);
             } catch (err) {
@@ -335,6 +347,18 @@ export function createChatCore(deps: ChatCoreDeps) {
 
     /** The rooms a surface's listener follows: every live team's home or linked room there. */
     rooms: (surface: ChatSurfaceKind) => deps.teams.rooms(surface),
+
+    /**
+     * The threads (room, root post) a surface's listener catches up on after a reconnection, where
+     * reading a room does not show replies (Slack's history has top-level messages only): those of
+     * the surface's open runs and of runs ended within a day, the most recently changed first, bounded.
+     */
+    async openThreads(surface: ChatSurfaceKind): Promise<Array<{ room_id: string; root_id: string }>> {
+      const ids = await deps.runs.live(surface, CATCH_UP_ENDED_SECONDS, CATCH_UP_THREADS);
+      const order = new Map(ids.map((id, i) => [id, i]));
+      return (await store.threadRoots(db, surface, ids)).sort((a, b) => order.get(a.run_id)! - order.get(b.run_id)!).map(({ room_id, root_id }) => ({ room_id, root_id }));
+    },
+
   };
 }
 

@@ -1,5 +1,6 @@
 import type { Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
+import type { ChatDialect } from './format.ts';
 
 /**
  * What the chat core needs from the rest of the service and from a chat surface's adapter: the
@@ -48,6 +49,7 @@ export interface ChatOutbound {
   room_id: string;
   /** The thread to post in, null for a root post in the room. */
   thread_id: string | null;
+  /** In the surface's dialect, others' words already made safe (format.ts). */
   text: string;
   /** The role whose words these are: posted as the role's own bot when it has one, else by the surface bot naming the role. */
   as: { team: string; role: string } | null;
@@ -69,9 +71,11 @@ export const isChatCallError = (err: unknown): err is ChatCallError => err insta
 /** What a chat surface's adapter does for the core. Each call throws a `ChatCallError` when the server fails. */
 export interface ChatSurface {
   readonly surface: ChatSurfaceKind;
+  /** How the surface formats text (format.ts): the core writes every post and answer in it. */
+  readonly dialect: ChatDialect;
   /** How people address the bot here, for the command list (`@crewhouse`, `/crewhouse`). */
   how(): Promise<string>;
-  /** A mention of a person that notifies them. */
+  /** A mention of a person that notifies them, in the surface's dialect. */
   mention(userId: string, userName: string): string;
   /** Posts and answers the post's id; the post carries its key. */
   post(out: ChatOutbound): Promise<{ id: string }>;
@@ -131,6 +135,8 @@ export interface ChatRuns {
   recent(team: string, limit: number): Promise<ChatRunView[]>;
   /** Where a run from elsewhere came from (a tracker's issue, the code host's), with its link, or null. */
   originOf(runId: string): Promise<{ surface: string; place: string; url: string | null } | null>;
+  /** The ids of a surface's runs open (running, waiting) or ended within `endedWithinSeconds`, most recently changed first, at most `limit`. */
+  live(surface: ChatSurfaceKind, endedWithinSeconds: number, limit: number): Promise<string[]>;
   /** Something the run's people should know that the chat could not say (a post never delivered); once per `key`. */
   notice(runId: string, text: string, key: string): Promise<void>;
 }

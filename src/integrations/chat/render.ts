@@ -1,3 +1,4 @@
+import type { ChatFormat } from './format.ts';
 import type { ChatFile, ChatRunPost, ChatRunView } from './ports.ts';
 
 /**
@@ -7,7 +8,9 @@ import type { ChatFile, ChatRunPost, ChatRunView } from './ports.ts';
  * the failure reason and the cost. The person's own words (the task, answers, follow-ups) are
  * already in the thread and are not repeated; a role's every tool step is not posted.
  *
- * Text is plain: each surface defuses mass mentions and bounds the length when it posts.
+ * Written in the surface's dialect (format.ts): the core's markup is the surface's, and agents'
+ * and people's words go through `format.text`. Each surface defuses mass mentions and bounds the
+ * length when it posts.
  */
 
 export interface RenderContext {
@@ -17,6 +20,8 @@ export interface RenderContext {
   lastRole: string | null;
   /** The run as it is now (cost, delivery), for the end posts. */
   run: Pick<ChatRunView, 'cost_usd' | 'delivery' | 'id'>;
+  /** The surface's dialect. */
+  format: ChatFormat;
 }
 
 export interface RenderedPost {
@@ -31,59 +36,64 @@ export interface RenderedPost {
 
 const cost = (usd: number) => `$${usd.toFixed(usd < 1 ? 4 : 2)}`;
 
-function deliveryLines(run: RenderContext['run'], data: Record<string, unknown>): string[] {
+function deliveryLines(run: RenderContext['run'], data: Record<string, unknown>, f: ChatFormat): string[] {
   const branch = (typeof data.branch === 'string' ? data.branch : null) ?? run.delivery?.branch ?? null;
   const pr = (typeof data.pull_request_url === 'string' ? data.pull_request_url : null) ?? run.delivery?.pull_request?.url ?? null;
-  return [branch ? `Branch: \`${branch}\`` : null, pr ? `Pull request: ${pr}` : null].filter((x): x is string => x !== null);
+  return [branch ? `Branch: ${f.code(branch)}` : null, pr ? `Pull request: ${f.text(pr)}` : null].filter((x): x is string => x !== null);
 }
 
 /** The thread's root post: the run started, for whom, with what. */
-export function renderStart(input: { requester: string; team: string; runId: string; text: string }): string {
+export function renderStart(input: { requester: string; team: string; runId: string; text: string; format: ChatFormat }): string {
+  const f = input.format;
   const task = input.text.length > 500 ? `${input.text.slice(0, 500)}…` : input.text;
-  return `Run \`${input.runId}\` started for ${input.requester}: team **${input.team}** is on it. Follow it in this thread; reply here to add to it, \`cancel\` to stop it.\n> ${task.replace(/\n/g, '\n> ')}`;
+  return `Run ${f.code(input.runId)} started for ${input.requester}: team ${f.bold(input.team)} is on it. Follow it in this thread; reply here to add to it, ${f.code('cancel')} to stop it.\n> ${f.text(task).replace(/\n/g, '\n> ')}`;
 }
 
 /**
  * The root post of a thread opened in a team's home room for work that came from elsewhere (a
  * tracker's issue, the code host): where it came from, with the link back, and who asked there.
  */
-export function renderStartFrom(input: { team: string; runId: string; text: string; by: string; origin: { surface: string; place: string; url: string | null } | null }): string {
+export function renderStartFrom(input: { team: string; runId: string; text: string; by: string; origin: { surface: string; place: string; url: string | null } | null; format: ChatFormat }): string {
+  const f = input.format;
   const task = input.text.length > 500 ? `${input.text.slice(0, 500)}…` : input.text;
   const o = input.origin;
-  const from = o ? `${o.place} on ${o.surface}${o.url ? ` (${o.url})` : ''}` : 'another surface';
-  return `Run \`${input.runId}\` started: team **${input.team}** took work from ${from}, asked by ${input.by}. Its progress goes there and into this thread; reply here to answer its questions or add to it, \`cancel\` to stop it.\n> ${task.replace(/\n/g, '\n> ')}`;
+  const place = o ? `${o.place} on ${o.surface}` : null;
+  const from = !o ? 'another surface' : o.url ? f.link(place!, o.url) : f.text(place!);
+  return `Run ${f.code(input.runId)} started: team ${f.bold(input.team)} took work from ${from}, asked by ${f.text(input.by)}. Its progress goes there and into this thread; reply here to answer its questions or add to it, ${f.code('cancel')} to stop it.\n> ${f.text(task).replace(/\n/g, '\n> ')}`;
 }
 
 /** A run post as the thread says it, or null when the thread does not show it. */
 export function renderPost(p: ChatRunPost, ctx: RenderContext): RenderedPost | null {
+  const f = ctx.format;
   const none = { confirmation: false, working: null };
+  const said = f.text(p.text);
   switch (p.kind) {
     case 'working':
       if (!p.role || p.role === ctx.lastRole) return null;
-      return { text: `**${p.role}** is working.`, role: p.role, ...none, working: p.role };
+      return { text: `${f.bold(p.role)} is working.`, role: p.role, ...none, working: p.role };
     case 'task': {
       const from = typeof p.data.from === 'string' ? p.data.from : null;
       if (!from || from === 'person' || !p.role) return null;
-      if (p.data.question) return { text: `**${from}** asks **${p.role}**: ${p.text}`, role: from, ...none };
+      if (p.data.question) return { text: `${f.bold(from)} asks ${f.bold(p.role)}: ${said}`, role: from, ...none };
       const rework = p.data.rework ? ' (rework)' : '';
-      return { text: `**${p.role}** takes over from **${from}**${rework}:\n${p.text}`, role: p.role, confirmation: false, working: p.role };
+      return { text: `${f.bold(p.role)} takes over from ${f.bold(from)}${rework}:\n${said}`, role: p.role, confirmation: false, working: p.role };
     }
     case 'question':
       if (p.data.kind === 'confirmation') {
-        return { text: `${ctx.requester} **${p.role ?? 'the lead'}** asks for a confirmation: ${p.text}\nApprove or refuse with the buttons, or reply \`approve\` or \`refuse\` in this thread.`, role: p.role, confirmation: true, working: null };
+        return { text: `${ctx.requester} ${f.bold(p.role ?? 'the lead')} asks for a confirmation: ${said}\nApprove or refuse with the buttons, or reply ${f.code('approve')} or ${f.code('refuse')} in this thread.`, role: p.role, confirmation: true, working: null };
       }
-      return { text: `${ctx.requester} **${p.role ?? 'the lead'}** asks: ${p.text}\nReply in this thread to answer.`, role: p.role, ...none };
+      return { text: `${ctx.requester} ${f.bold(p.role ?? 'the lead')} asks: ${said}\nReply in this thread to answer.`, role: p.role, ...none };
     case 'notice':
-      if (p.data.proposal && p.data.stored === false) return { text: p.text, role: p.role, ...none };
-      if (p.data.proposal === 'skill') return { text: `${p.text}. Say \`skills\` to see it, \`skills accept ${String(p.data.name ?? '<name>')}\` to accept it.`, role: p.role, ...none };
-      if (p.data.proposal) return { text: `${p.text}. A person accepts it in the Crewhouse console.`, role: p.role, ...none };
+      if (p.data.proposal && p.data.stored === false) return { text: said, role: p.role, ...none };
+      if (p.data.proposal === 'skill') return { text: `${said}. Say ${f.code('skills')} to see it, ${f.code(`skills accept ${String(p.data.name ?? '<name>')}`)} to accept it.`, role: p.role, ...none };
+      if (p.data.proposal) return { text: `${said}. A person accepts it in the Crewhouse console.`, role: p.role, ...none };
       return null;
     case 'completed':
-      return { text: [`Done: ${p.text}`, ...deliveryLines(ctx.run, p.data), `Cost: ${cost(ctx.run.cost_usd)}`].join('\n'), role: p.role, ...none };
+      return { text: [`Done: ${said}`, ...deliveryLines(ctx.run, p.data, f), `Cost: ${cost(ctx.run.cost_usd)}`].join('\n'), role: p.role, ...none };
     case 'failed':
-      return { text: `The run failed: ${p.text}\nCost: ${cost(ctx.run.cost_usd)}`, role: null, ...none };
+      return { text: `The run failed: ${said}\nCost: ${cost(ctx.run.cost_usd)}`, role: null, ...none };
     case 'canceled':
-      return { text: `The run was ${p.text.startsWith('cancelled') ? p.text : `cancelled: ${p.text}`}.\nCost: ${cost(ctx.run.cost_usd)}`, role: null, ...none };
+      return { text: `The run was ${p.text.startsWith('cancelled') ? said : `cancelled: ${said}`}.\nCost: ${cost(ctx.run.cost_usd)}`, role: null, ...none };
     default:
       // task from the person, answers and follow-ups (the person's own words), artifacts, command results.
       return null;
@@ -91,10 +101,10 @@ export function renderPost(p: ChatRunPost, ctx: RenderContext): RenderedPost | n
 }
 
 /** One line of a run for `status`. */
-export function statusLine(r: ChatRunView): string {
+export function statusLine(r: ChatRunView, f: ChatFormat): string {
   const what = r.text.split('\n')[0]!.slice(0, 80);
   const waiting = r.waiting_for ? ` (waiting for an answer to the ${r.waiting_for.role}'s ${r.waiting_for.kind})` : '';
-  return `- \`${r.id}\` ${r.state}${waiting}, ${cost(r.cost_usd)}: ${what}`;
+  return `- ${f.code(r.id)} ${r.state}${waiting}, ${cost(r.cost_usd)}: ${f.text(what)}`;
 }
 
 /** A post longer than this (characters or lines) goes as a short summary and a file. */

@@ -270,7 +270,7 @@ describe('chat_a: the slash command at /webhooks/chat_a', () => {
 });
 
 describe('chat_a: the inbound listener', () => {
-  it('hands on each person\'s message once, from the WebSocket or, for one sent while the socket was down, from the catch-up; its own posts, bots\' and system messages are dropped', async () => {
+  it('hands on each person\'s message once, from the WebSocket or, for one sent while the socket was down (in the room or in a thread), from the catch-up; its own posts, bots\' and system messages are dropped', async () => {
     const mm = await startFakeMattermost();
     const { logger } = captureLogger();
     const bot = mm.addUser({ username: 'crewhouse', bot: true, token: BOT_TOKEN });
@@ -282,19 +282,20 @@ describe('chat_a: the inbound listener', () => {
     try {
       await listener.ready;
       await waitFor('the connection', () => mm.openSockets === 1);
-      mm.post(alice.id, room.id, 'one');
+      const one = mm.post(alice.id, room.id, 'one');
       await waitFor('the first message', () => got.length === 1);
       mm.dropSockets();
-      // Sent while nobody listens: only the catch-up after the reconnection can see it; its first try is rate-limited.
+      // Sent while nobody listens: only the catch-up after the reconnection can see them (a channel's posts since a time hold its threads' replies too); its first try is rate-limited.
       mm.post(alice.id, room.id, 'two');
+      mm.post(alice.id, room.id, 'two, in the thread', one.id);
       mm.throttleNext = 1;
-      await waitFor('the catch-up', () => got.length === 2);
+      await waitFor('the catch-up', () => got.length === 3);
       await waitFor('the reconnection', () => mm.openSockets === 1);
       await chatAClient(mm.url, BOT_TOKEN).post({ channel_id: room.id, message: 'the bot itself' });
       mm.post(other.id, room.id, 'another bot');
       mm.post(alice.id, room.id, 'three');
       await waitFor('the third message', () => got.some(([m]) => m === 'three'));
-      assert.deepEqual(got, [['one', 'event'], ['two', 'catch_up'], ['three', 'event']]);
+      assert.deepEqual(got, [['one', 'event'], ['two', 'catch_up'], ['two, in the thread', 'catch_up'], ['three', 'event']]);
       assert.ok(mm.requests.filter((r) => r.path.endsWith(`/channels/${room.id}/posts`)).length >= 2, 'the rate-limited catch-up was tried again');
     } finally {
       listener.stop();

@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import { safeEqual } from '../../auth/credentials.ts';
 import type { Db } from '../../db/database.ts';
 import { commandList, parseCommand } from '../chat/commands.ts';
+import { formatOf } from '../chat/format.ts';
 import type { ChatMessageIn } from '../chat/ports.ts';
 import { Problem, problems } from '../../errors/problems.ts';
 import { acceptDelivery } from '../webhooks/accept.ts';
@@ -25,7 +26,7 @@ export const COMMAND_TOKEN = 'integrations/chat_a/command_token';
  * delivery jobs of commands queued by an earlier version (the command list).
  */
 
-export const COMMAND_LIST = commandList('/crewhouse');
+export const COMMAND_LIST = commandList('/crewhouse', formatOf('markdown'));
 
 /** Mattermost's slash-command response body. */
 export interface CommandAnswer {

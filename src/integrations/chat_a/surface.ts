@@ -42,6 +42,7 @@ export function chatASurface(deps: ChatASurfaceDeps): ChatSurface {
 
   return {
     surface: 'chat_a',
+    dialect: 'markdown',
     how: async () => `@${(await bot()).username}`,
     mention: (_userId, userName) => `@${userName}`,
 

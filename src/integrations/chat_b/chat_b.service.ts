@@ -2,8 +2,8 @@ import type { Logger } from 'pino';
 import { problems } from '../../errors/problems.ts';
 import type { ChatCore } from '../chat/core.ts';
 import type { ChatSurface } from '../chat/ports.ts';
-import { CHAT_B_SECRET, chatBClient, ChatBError, isChannelId, type ChatBClient } from './client.ts';
-import { startChatBInbound } from './inbound.ts';
+import { CHAT_B_SECRET, chatBClient, ChatBError, isChannelId, type ChatBClient, type ChatBIdentity } from './client.ts';
+import { chatBFingerprint, startChatBInbound } from './inbound.ts';
 import type { RoleLook } from './posts.ts';
 import { chatBSurface } from './surface.ts';
 
@@ -35,6 +35,9 @@ export interface ChatBDeps {
 
 export const CUSTOMIZE_SCOPE = 'chat:write.customize';
 
+/** How long the bot's identity is trusted with unchanged settings: a reinstall may grant scopes to the same token. */
+const IDENTITY_TTL_MS = 10 * 60_000;
+
 export function createChatBService(deps: ChatBDeps) {
   const log = deps.logger.child({ component: 'chat_b' });
 
@@ -47,11 +50,29 @@ export function createChatBService(deps: ChatBDeps) {
     return chatBClient({ apiUrl: s.apiUrl, token, secret: CHAT_B_SECRET.bot, rateLimited: opts.rateLimited, logger: log });
   }
 
+  /**
+   * The bot's identity (`auth.test`: its user, name and scopes), asked once per configuration
+   * (the fingerprint the listener follows: a new `api_url` or token asks again) and at most every
+   * ten minutes, not once per post job. A failed ask is not kept.
+   */
+  let identity: { fingerprint: string; until: number; me: Promise<ChatBIdentity> } | null = null;
+  async function identityOf(client: ChatBClient): Promise<ChatBIdentity> {
+    const s = await deps.settings();
+    const fingerprint = chatBFingerprint(s.apiUrl, (await deps.reveal(CHAT_B_SECRET.bot)) ?? '', await deps.reveal(CHAT_B_SECRET.app));
+    if (identity && identity.fingerprint === fingerprint && identity.until > Date.now()) return identity.me;
+    const asked = { fingerprint, until: Date.now() + IDENTITY_TTL_MS, me: client.me() };
+    identity = asked;
+    asked.me.catch(() => {
+      if (identity === asked) identity = null;
+    });
+    return asked.me;
+  }
+
   /** chat_b as the chat core's surface, or why it cannot post (not enabled, not configured). */
   async function chatSurface(): Promise<ChatSurface | { missing: string }> {
     const client = await botClient({ requireEnabled: true, rateLimited: 'wait' });
     if ('missing' in client) return client;
-    return chatBSurface({ client, roleLook: deps.roleLook });
+    return chatBSurface({ client, identity: () => identityOf(client), roleLook: deps.roleLook });
   }
 
   return {
@@ -65,7 +86,15 @@ export function createChatBService(deps: ChatBDeps) {
      * decide confirmations.
      */
     startInbound: (opts: { everyMs?: number; pingTimeoutMs?: number; reconnectMs?: number } = {}) =>
-      startChatBInbound({ settings: deps.settings, reveal: deps.reveal, rooms: () => deps.core().rooms('chat_b'), core: deps.core, logger: deps.logger, ...opts }),
+      startChatBInbound({
+        settings: deps.settings,
+        reveal: deps.reveal,
+        rooms: () => deps.core().rooms('chat_b'),
+        threads: async () => (await deps.core().openThreads('chat_b')).map((t) => ({ channel: t.room_id, ts: t.root_id })),
+        core: deps.core,
+        logger: deps.logger,
+        ...opts,
+      }),
 
     /**
      * `POST /integrations/chat_b/test`: asks Slack who the bot is and opens (without using) a

@@ -8,6 +8,7 @@ import type { ChatBWork } from './events.ts';
 import { startChatBListener } from './listener.ts';
 import { confirmationPost, decidedUpdate, decisionOf, rolePost } from './posts.ts';
 import { chatBSurface } from './surface.ts';
+import { escapeText } from './text.ts';
 
 const BOT_TOKEN = `xoxb-${'1'.repeat(12)}-${'b'.repeat(24)}`;
 const APP_TOKEN = `xapp-1-A${'2'.repeat(10)}-${'a'.repeat(30)}`;
@@ -137,6 +138,44 @@ describe('chat_b: the connection test and a team\'s room', () => {
   });
 });
 
+describe('chat_b: the surface\'s bot identity', () => {
+  it('many posts ask Slack who the bot is once; a new token or api_url asks again', async () => {
+    const slack = await startFakeSlack();
+    const t = await testApp({ modelProxy: true });
+    try {
+      const app = slack.installApp({ botName: 'crewhouse', botToken: BOT_TOKEN, appToken: APP_TOKEN });
+      const room = slack.addChannel({ name: 'busy', members: [app.botUser.id] });
+      await putSecret(t, CHAT_B_SECRET.bot, BOT_TOKEN);
+      await putSecret(t, CHAT_B_SECRET.app, APP_TOKEN);
+      await setIntegration(t, 'chat_b', true, { api_url: slack.apiUrl });
+      // Each post job takes a fresh surface, as the chat core does; a role's post needs the scopes, `how` the name.
+      const postJob = async (text: string) => {
+        const s = await t.services.chatB.chatSurface();
+        assert.ok(!('missing' in s), JSON.stringify(s));
+        await s.post({ room_id: room.id, thread_id: null, text, as: { team: 'payments', role: 'lead' }, key: uniq('key') });
+        assert.equal(await s.how(), '@crewhouse');
+      };
+      for (let i = 0; i < 6; i++) await postJob(`post ${i}`);
+      assert.equal(slack.messages.length, 6);
+      assert.equal(slack.callsOf('auth.test'), 1, 'one auth.test for six post jobs');
+
+      const rotated = `xoxb-${'3'.repeat(12)}-${'c'.repeat(24)}`;
+      slack.rotate(BOT_TOKEN, rotated);
+      await putSecret(t, CHAT_B_SECRET.bot, rotated);
+      await postJob('after the rotation');
+      await postJob('again');
+      assert.equal(slack.callsOf('auth.test'), 2, 'a new token: asked again, once');
+      await setIntegration(t, 'chat_b', true, { api_url: slack.apiUrl.replace('127.0.0.1', 'localhost') });
+      await postJob('the same workspace at another address');
+      assert.equal(slack.callsOf('auth.test'), 3, 'new settings: asked again');
+      assert.equal(slack.messages.length, 9);
+    } finally {
+      await t.close();
+      await slack.stop();
+    }
+  });
+});
+
 describe('chat_b: the client', () => {
   it('posts as a role only with chat:write.customize, updates, links, uploads; Slack\'s errors become clear reasons; a rate limit waits or fails as asked', async () => {
     const slack = await startFakeSlack();
@@ -147,7 +186,7 @@ describe('chat_b: the client', () => {
       const client = chatBClient({ apiUrl: slack.apiUrl, token: BOT_TOKEN, secret: CHAT_B_SECRET.bot, rateLimited: 'wait', logger });
       const root = await client.post({ channel: room.id, text: 'Working on it' });
       const lena = { role: 'lead', displayName: 'Lena the Lead', iconUrl: 'https://x.example/lena.png' };
-      await client.post(rolePost({ channel: room.id, thread_ts: root.ts, text: 'the plan: a < b', role: lena, customize: true }));
+      await client.post(rolePost({ channel: room.id, thread_ts: root.ts, text: escapeText('the plan: a < b'), role: lena, customize: true }));
       // Without chat:write.customize the role is named in the text.
       await client.post(rolePost({ channel: room.id, thread_ts: root.ts, text: 'the plan, again', role: lena, customize: false }));
       assert.deepEqual(slack.messages.map((m) => [m.text, m.username ?? null, m.icon_url ?? null, m.thread_ts ?? null]), [
@@ -159,6 +198,16 @@ describe('chat_b: the client', () => {
       assert.equal(slack.messages[0]!.text, 'Done');
       slack.messages.splice(1);
       assert.equal(await client.permalink(room.id, root.ts), slack.permalink(room.id, root.ts));
+      // A thread longer than a page (200): Slack answers its root first on every page; the root is kept once, and only when after `oldest`.
+      const asker = slack.addUser({ name: 'asker' });
+      room.members.add(asker.id);
+      const many = Array.from({ length: 250 }, (_, i) => slack.say(asker.id, room.id, `reply ${i}`, root.ts));
+      const whole = await client.replies(room.id, root.ts, '0');
+      assert.deepEqual([whole.length, whole[0]!.ts, whole.at(-1)!.text, new Set(whole.map((m) => m.ts)).size], [251, root.ts, 'reply 249', 251]);
+      const since = await client.replies(room.id, root.ts, many[99]!.ts);
+      assert.deepEqual([since.length, since[0]!.text], [150, 'reply 100']);
+      assert.equal((await client.replies(room.id, root.ts, many[99]!.ts, 20)).at(-1)!.text, 'reply 119', 'bounded: the oldest first');
+      slack.messages.splice(1);
       await client.upload({ channel: room.id, thread_ts: root.ts, filename: 'run.log', title: 'the log', content: 'line\n'.repeat(1000) });
       assert.equal([...slack.files.values()][0]!.bytes!.length, 5000);
 

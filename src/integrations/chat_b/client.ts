@@ -208,16 +208,20 @@ export function chatBClient(opts: ChatBClientOptions) {
       return out.sort((a, b) => Number(a.ts) - Number(b.ts));
     },
 
-    /** A thread's messages after `oldest` (its root excluded unless newer), oldest first. */
-    async replies(channel: string, threadTs: string, oldest: string): Promise<ChatBMessage[]> {
-      const out: ChatBMessage[] = [];
+    /**
+     * A thread's messages after `oldest`, oldest first, at most `max` (the newest beyond it are
+     * left for later): Slack answers the root first on every page, so it is kept once, and only
+     * when it is itself after `oldest`.
+     */
+    async replies(channel: string, threadTs: string, oldest: string, max = 1000): Promise<ChatBMessage[]> {
+      const out = new Map<string, ChatBMessage>();
       let cursor: string | undefined;
       do {
         const r = await call(`reading thread ${threadTs}`, () => web.conversations.replies({ channel, ts: threadTs, oldest, limit: 200, include_all_metadata: true, ...(cursor ? { cursor } : {}) }));
-        for (const m of r.messages ?? []) if (Number(m.ts) > Number(oldest)) out.push({ ...(m as ChatBMessage), channel });
+        for (const m of r.messages ?? []) if (m.ts && Number(m.ts) > Number(oldest)) out.set(m.ts, { ...(m as ChatBMessage), channel });
         cursor = r.response_metadata?.next_cursor || undefined;
-      } while (cursor);
-      return out.sort((a, b) => Number(a.ts) - Number(b.ts));
+      } while (cursor && out.size < max);
+      return [...out.values()].sort((a, b) => Number(a.ts) - Number(b.ts)).slice(0, max);
     },
 
     /** Long output (a diff, a log) as a file in a channel or thread, never a wall of text (`files.uploadV2`). */

@@ -23,6 +23,8 @@ export interface ChatBInboundDeps {
   settings(): Promise<{ enabled: boolean; apiUrl: string }>;
   reveal(name: string): Promise<string | null>;
   rooms(): Promise<string[]>;
+  /** The threads of runs that may still get work (open, or ended lately), for the catch-up: Slack's history shows no replies. */
+  threads(): Promise<Array<{ channel: string; ts: string }>>;
   core(): ChatCore;
   logger: Logger;
   everyMs?: number;
@@ -50,6 +52,9 @@ export async function decideAction(core: ChatCore, client: ChatBClient, w: Extra
   await client.update(decidedUpdate({ channel: w.channel, ts: w.message_ts, text: w.message_text, decision, by: w.user }));
 }
 
+/** What chat_b's connection depends on, hashed: a new one restarts the listener and forgets the bot's identity. */
+export const chatBFingerprint = (apiUrl: string, botToken: string, appToken: string | null) => crypto.createHash('sha256').update(`${apiUrl}\n${botToken}\n${appToken ?? ''}`).digest('hex');
+
 export function startChatBInbound(deps: ChatBInboundDeps) {
   return followSettings({
     what: 'chat_b',
@@ -60,7 +65,7 @@ export function startChatBInbound(deps: ChatBInboundDeps) {
       const botToken = s.enabled ? await deps.reveal(CHAT_B_SECRET.bot) : null;
       const appToken = s.enabled ? await deps.reveal(CHAT_B_SECRET.app) : null;
       if (!botToken || !appToken) return null;
-      return { fingerprint: crypto.createHash('sha256').update(`${s.apiUrl}\n${botToken}\n${appToken}`).digest('hex'), start: () => listen(deps, s.apiUrl, botToken, appToken) };
+      return { fingerprint: chatBFingerprint(s.apiUrl, botToken, appToken), start: () => listen(deps, s.apiUrl, botToken, appToken) };
     },
   });
 }
@@ -82,6 +87,7 @@ function listen(deps: ChatBInboundDeps, apiUrl: string, botToken: string, appTok
     botToken,
     appToken,
     rooms: deps.rooms,
+    threads: deps.threads,
     logger: deps.logger,
     ...(deps.pingTimeoutMs ? { pingTimeoutMs: deps.pingTimeoutMs } : {}),
     ...(deps.reconnectMs ? { reconnectMs: deps.reconnectMs } : {}),

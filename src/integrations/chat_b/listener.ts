@@ -21,9 +21,8 @@ import { envelopeWork, messageWork, type ChatBWork, type Me } from './events.ts'
  * reconnection the listener catches up through the Web API on each room
  * (`conversations.history`) and each open thread (`conversations.replies`) from a minute before
  * the newest message it saw live, so a message Slack gave up delivering while the connection was
- * down is still seen.
- *
- * Nothing starts this yet: the chat core connects `onWork` to runs.
+ * down is still seen. A room's history holds top-level messages only: a reply in a run's thread
+ * (an answer, a follow-up, `cancel`) is found by reading the thread, paged, from the same point.
  */
 
 export interface ChatBListenerOptions {

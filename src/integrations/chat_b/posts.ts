@@ -1,6 +1,6 @@
 import type { KnownBlock } from '@slack/web-api';
 import type { ChatBPost } from './client.ts';
-import { messageText } from './text.ts';
+import { escapeText, messageText, mrkdwnText } from './text.ts';
 
 /**
  * The shapes of what a run posts in a chat_b thread, as plain functions for the chat core to
@@ -25,13 +25,14 @@ export interface RoleLook {
 }
 
 /**
- * A role's message in a thread. With `chat:write.customize` (`customize`), under the role's
- * name and picture; without it Slack would ignore both, so the text starts with `[<role>]`.
+ * A role's message in a thread (`text` in mrkdwn, as the chat core writes it). With
+ * `chat:write.customize` (`customize`), under the role's name and picture; without it Slack
+ * would ignore both, so the text starts with `[<role>]`.
  */
 export function rolePost(input: { channel: string; thread_ts?: string; text: string; role: RoleLook; customize: boolean }): ChatBPost {
   const base = { channel: input.channel, ...(input.thread_ts ? { thread_ts: input.thread_ts } : {}) };
-  if (input.customize) return { ...base, text: messageText(input.text), username: input.role.displayName.slice(0, 80), ...(input.role.iconUrl ? { icon_url: input.role.iconUrl } : {}) };
-  return { ...base, text: messageText(`[${input.role.displayName}] ${input.text}`) };
+  if (input.customize) return { ...base, text: mrkdwnText(input.text), username: input.role.displayName.slice(0, 80), ...(input.role.iconUrl ? { icon_url: input.role.iconUrl } : {}) };
+  return { ...base, text: mrkdwnText(`[${escapeText(input.role.displayName)}] ${input.text}`) };
 }
 
 /** A question to the person who gave the task: it mentions them, so Slack notifies them. */
@@ -64,10 +65,10 @@ export function decisionOf(actionId: string): 'approve' | 'refuse' | null {
   return null;
 }
 
-/** The confirmation's message once decided (`chat.update`): the buttons replaced by who decided what. */
+/** The confirmation's message once decided (`chat.update`; `text` the message's as Slack gave it, mrkdwn): the buttons replaced by who decided what. */
 export function decidedUpdate(input: { channel: string; ts: string; text: string; decision: 'approve' | 'refuse'; by: string }): { channel: string; ts: string; text: string; blocks: KnownBlock[] } {
   const said = `${input.decision === 'approve' ? 'Approved' : 'Refused'} by <@${input.by.replace(/[^A-Z0-9]/g, '')}>`;
-  const text = messageText(input.text);
+  const text = mrkdwnText(input.text);
   return {
     channel: input.channel,
     ts: input.ts,

@@ -1,8 +1,7 @@
-import crypto from 'node:crypto';
 import type { ChatOutbound, ChatSurface } from '../chat/ports.ts';
-import type { ChatBClient, ChatBPost } from './client.ts';
+import type { ChatBClient, ChatBIdentity, ChatBPost } from './client.ts';
 import { confirmationPost, rolePost, type RoleLook } from './posts.ts';
-import { messageText } from './text.ts';
+import { mrkdwnText } from './text.ts';
 
 /**
  * chat_b as a chat surface of the chat core (src/integrations/chat): Slack messages in a thread
@@ -13,27 +12,24 @@ import { messageText } from './text.ts';
  * (`files.uploadV2`), and each post's key in the message's metadata so a retried post finds the
  * one made before (`conversations.replies` with `include_all_metadata`).
  *
- * Text is escaped (text.ts) so agents cannot mention anyone; the core's own mention of the
- * person who gave the task is kept by a marker only this process knows, put back after escaping.
+ * Text comes in Slack's mrkdwn (the surface's dialect: the core escapes agents' and people's words
+ * as it writes, chat/format.ts), so the only mention a post holds is the core's own of the person
+ * who gave the task; posting defuses any `<!...>` command and cuts to Slack's size (text.ts).
  */
 
 export interface ChatBSurfaceDeps {
   client: ChatBClient;
+  /** The bot's identity (`auth.test`), cached by the caller across posts. */
+  identity(): Promise<ChatBIdentity>;
   /** What a role shows (its agent's name and picture). */
   roleLook(team: string, role: string): Promise<RoleLook>;
 }
 
 export const KEY_EVENT_TYPE = 'crewhouse_post';
-const MARK = `\u0001${crypto.randomBytes(9).toString('base64url')}:`;
-const MARKED = new RegExp(`${MARK.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}([A-Z0-9]{1,20})\u0001`, 'g');
-
-/** Escapes the text, then turns the core's mention markers into Slack mentions. */
-const withMentions = (escaped: string) => escaped.replace(MARKED, '<@$1>');
 
 export function chatBSurface(deps: ChatBSurfaceDeps): ChatSurface {
   const { client } = deps;
-  let me: ReturnType<ChatBClient['me']> | null = null;
-  const bot = () => (me ??= client.me());
+  const bot = deps.identity;
 
   /**
    * A post's file, shared in its thread (`files.uploadV2`) unless it is there already: the
@@ -50,8 +46,9 @@ export function chatBSurface(deps: ChatBSurfaceDeps): ChatSurface {
 
   return {
     surface: 'chat_b',
+    dialect: 'mrkdwn',
     how: async () => `@${(await bot()).name}`,
-    mention: (userId) => `${MARK}${userId.replace(/[^A-Z0-9]/g, '').slice(0, 20)}\u0001`,
+    mention: (userId) => `<@${userId.replace(/[^A-Z0-9]/g, '').slice(0, 20)}>`,
 
     async find(out) {
       const since = '0';
@@ -70,8 +67,7 @@ export function chatBSurface(deps: ChatBSurfaceDeps): ChatSurface {
       const look = out.as ? await deps.roleLook(out.as.team, out.as.role) : null;
       let p: ChatBPost;
       if (look) p = rolePost({ channel: out.room_id, ...thread, text: out.text, role: look, customize });
-      else p = { channel: out.room_id, ...thread, text: messageText(out.text) };
-      p = { ...p, text: withMentions(p.text) };
+      else p = { channel: out.room_id, ...thread, text: mrkdwnText(out.text) };
       if (out.buttons) {
         const confirm = confirmationPost({ channel: out.room_id, thread_ts: out.thread_id ?? '', text: '', confirmation: out.buttons.token });
         const [, actions] = confirm.blocks ?? [];
@@ -84,7 +80,7 @@ export function chatBSurface(deps: ChatBSurfaceDeps): ChatSurface {
     },
 
     async ephemeral(roomId, userId, text, threadId) {
-      await client.ephemeral({ channel: roomId, user: userId, text: withMentions(messageText(text)), ...(threadId ? { thread_ts: threadId } : {}) });
+      await client.ephemeral({ channel: roomId, user: userId, text: mrkdwnText(text), ...(threadId ? { thread_ts: threadId } : {}) });
     },
 
     permalink: (roomId, postId) => client.permalink(roomId, postId),

@@ -1,3 +1,4 @@
+import { escapeMrkdwn } from '../chat/format.ts';
 import { postText } from '../chat_a/text.ts';
 
 /**
@@ -12,11 +13,21 @@ import { postText } from '../chat_a/text.ts';
 export const MAX_MESSAGE_CHARS = 40_000;
 
 /** Slack's three control characters, escaped as its formatting rules ask. */
-export const escapeText = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+export const escapeText = escapeMrkdwn;
 
-/** A message safe to post: escaped, mass mentions defused, within Slack's size. */
+/**
+ * Text already in Slack's mrkdwn (the chat core's, written through its format, or a message's
+ * text as Slack gave it), safe to post: every `<!...>` command (`<!channel>`, `<!here>`,
+ * `<!everyone>`, ...) defused, since none is ever ours, mass mentions written as words shown in
+ * code, within Slack's size.
+ */
+export function mrkdwnText(text: string, max = MAX_MESSAGE_CHARS): string {
+  return postText(text.replace(/<!([^<>]*)>/g, '&lt;!$1&gt;').replace(/<!/g, '&lt;!'), max);
+}
+
+/** Plain words (not mrkdwn) as a message safe to post: escaped, mass mentions defused, within Slack's size. */
 export function messageText(text: string, max = MAX_MESSAGE_CHARS): string {
-  return postText(escapeText(text), max);
+  return mrkdwnText(escapeText(text), max);
 }
 
 /** The text of a message that mentions the bot user `botUserId` (the mention removed), or null when it does not. */
