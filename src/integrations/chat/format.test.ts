@@ -53,7 +53,7 @@ describe('chat dialects: the core writes each surface\'s markup, others\' words 
     const handOff = renderPost(post('task', 'dev', 'Build *it* & test', { from: 'lead' }), { requester: '<@U0ALICE>', lastRole: null, run, format: mrkdwn })!;
     assert.equal(handOff.text, '*dev* takes over from *lead*:\nBuild *it* &amp; test');
     assert.equal(renderStart({ requester: '<@U0ALICE>', team: 'payments', runId: 'run_x', text: 'Fix <the> login\n& signup', format: mrkdwn }), 'Run `run_x` started for <@U0ALICE>: team *payments* is on it. Follow it in this thread; reply here to add to it, `cancel` to stop it.\n> Fix &lt;the&gt; login\n> &amp; signup');
-    const line = statusLine({ id: 'run_x', team: 'payments', state: 'waiting', text: 'deploy <!here> now', cost_usd: 0.01, waiting_for: { role: 'lead', kind: 'question' }, open_question: null, delivery: null, created_at: '' }, mrkdwn);
+    const line = statusLine({ id: 'run_x', team: 'payments', surface: 'chat_b', created_by: 'chat_b:U0ALICE', state: 'waiting', text: 'deploy <!here> now', cost_usd: 0.01, waiting_for: { role: 'lead', kind: 'question' }, open_question: null, delivery: null, created_at: '' }, mrkdwn);
     assert.equal(line, "- `run_x` waiting (waiting for an answer to the lead's question), $0.0100: deploy &lt;!here&gt; now");
   });
 

@@ -238,7 +238,7 @@ describe('chat_b: a post with long output', () => {
       const app = slack.installApp({ botName: 'crewhouse', botToken: BOT_TOKEN, appToken: APP_TOKEN, scopes: BOT_SCOPES });
       const room = slack.addChannel({ name: 'dev', members: [app.botUser.id] });
       const client = chatBClient({ apiUrl: slack.apiUrl, token: BOT_TOKEN, secret: CHAT_B_SECRET.bot, rateLimited: 'wait', logger });
-      const surface = chatBSurface({ client, roleLook: async (_team, role) => ({ role, displayName: role, iconUrl: null }) });
+      const surface = chatBSurface({ client, identity: () => client.me(), roleLook: async (_team, role) => ({ role, displayName: role, iconUrl: null }) });
       const root = await client.post({ channel: room.id, text: 'Run started' });
       const diff = `diff --git a/x.ts b/x.ts\n${'+added line\n'.repeat(200)}`;
       const out = { room_id: room.id, thread_id: root.ts, text: 'Done: see the diff', as: null, key: uniq('key'), file: { name: 'run_x-7.diff', content: diff, type: 'text/x-diff' } };
