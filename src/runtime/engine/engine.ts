@@ -14,6 +14,7 @@ import { PlacementError } from '../sandboxes/placement.ts';
 import { SandboxError, type ExecHandle, type ExecRequest } from '../sandboxes/provider.ts';
 import { ChannelViolation, MAX_EVENT_BYTES, readLines } from './channel.ts';
 import { RunFailure } from './failures.ts';
+import { createSharedRuntimes } from './shared-runtime.ts';
 
 /** A role's sandbox as the engine uses it: ready to exec, its workspace prepared for the run. */
 export interface RoleSandbox {
@@ -48,6 +49,14 @@ export interface EngineDeps {
   cancelPollMs?: number;
   /** How long a runtime told to stop (a cancel, a lost lease) has before it is killed (ms). */
   stopGraceMs?: number;
+  /**
+   * One long-lived agent runtime per sandbox serves every request (shared-runtime.ts), instead of
+   * a runtime started for each (the journal replay, then the turn). The runtime must speak the
+   * shared protocol (`{"op":"serve"}`); src/agent/main.ts does.
+   */
+  sharedRuntime?: boolean;
+  /** How long a shared runtime that serves nothing lives on (ms). */
+  runtimeIdleMs?: number;
   /** Times a turn whose runtime died is resumed before the run fails. */
   runtimeRestarts?: number;
   /** The gateway's refusals of a sandbox's requests after `afterId`, not before `since` (the gateway's record). */
@@ -253,6 +262,10 @@ function eventOf(line: Buffer): AgentEvent {
 export function createRunEngine(deps: EngineDeps) {
   const { runs, logger } = deps;
   const pollMs = deps.cancelPollMs ?? 1000;
+  const shared = deps.sharedRuntime ? createSharedRuntimes({ logger, idleMs: deps.runtimeIdleMs }) : null;
+  /** Serves one request on the sandbox's runtime: its shared one, or one started for it. */
+  const serve = (sandbox: RoleSandbox, argv: string[], request: AgentRequest, signal: AbortSignal, onEvent: (e: AgentEvent) => Promise<void>, control?: TurnControl): Promise<RuntimeResult> =>
+    shared ? shared.request(sandbox, argv, request, onEvent, control) : runRuntime(sandbox, argv, request, signal, onEvent, control);
 
   /** One turn of the task's role; returns its outcome, or null when the run stopped being ours to drive. */
   async function turn(work: RunWork, signal: AbortSignal): Promise<TurnOutcome | null> {
@@ -269,7 +282,7 @@ export function createRunEngine(deps: EngineDeps) {
     const from = task.state === 'running' && task.turn_from !== null ? Math.min(task.turn_from, task.events_seen) : task.events_seen;
     const argv = sandbox.runtimeArgv ?? deps.runtimeArgv;
     const oomBefore = await oomCount(sandbox, run.id);
-    const replay = await runRuntime(sandbox, argv, { op: 'events', conversation: task.conversation, workspace: config.workspace, after: from }, signal, async (e) => void caught.push(e));
+    const replay = await serve(sandbox, argv, { op: 'events', conversation: task.conversation, workspace: config.workspace, after: from }, signal, async (e) => void caught.push(e));
     if (replay.code !== 0) throw await stopped(sandbox, run.id, task.role, oomBefore, replay, `the agent runtime of the ${task.role} role could not read its journal`);
     // Every event is checked on the host before it is believed (event-checks.ts); a refused one failed the run.
     const caughtUp = await runs.recordEvents(task.id, config, caught);
@@ -349,7 +362,7 @@ export function createRunEngine(deps: EngineDeps) {
     const oomAtStart = await oomCount(sandbox, run.id);
     try {
       const control = { cancel: stop.signal, leave: signal, graceMs: deps.stopGraceMs ?? 30_000 };
-      result = await runRuntime(
+      result = await serve(
         sandbox,
         argv,
         { op: 'turn', conversation: task.conversation, config, input },
@@ -445,6 +458,10 @@ export function createRunEngine(deps: EngineDeps) {
   }
 
   return {
+    /** Stops the shared runtimes (a turn still served by one ends as it exits). */
+    stop(): void {
+      shared?.stopAll();
+    },
     /**
      * The job's perform: drives a run until it waits, ends, or is no longer ours. After letting
      * the lease go it looks once more for work, so a task that arrived while another job found
