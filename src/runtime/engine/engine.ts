@@ -264,8 +264,8 @@ export function createRunEngine(deps: EngineDeps) {
   const pollMs = deps.cancelPollMs ?? 1000;
   const shared = deps.sharedRuntime ? createSharedRuntimes({ logger, idleMs: deps.runtimeIdleMs }) : null;
   /** Serves one request on the sandbox's runtime: its shared one, or one started for it. */
-  const serve = (sandbox: RoleSandbox, argv: string[], request: AgentRequest, signal: AbortSignal, onEvent: (e: AgentEvent) => Promise<void>, control?: TurnControl): Promise<RuntimeResult> =>
-    shared ? shared.request(sandbox, argv, request, onEvent, control) : runRuntime(sandbox, argv, request, signal, onEvent, control);
+  const serve = (sandbox: RoleSandbox, argv: string[], request: AgentRequest, signal: AbortSignal, onEvents: (events: AgentEvent[]) => Promise<void>, control?: TurnControl): Promise<RuntimeResult> =>
+    shared ? shared.request(sandbox, argv, request, onEvents, control) : runRuntime(sandbox, argv, request, signal, (e) => onEvents([e]), control);
 
   /** One turn of the task's role; returns its outcome, or null when the run stopped being ours to drive. */
   async function turn(work: RunWork, signal: AbortSignal): Promise<TurnOutcome | null> {
@@ -282,7 +282,7 @@ export function createRunEngine(deps: EngineDeps) {
     const from = task.state === 'running' && task.turn_from !== null ? Math.min(task.turn_from, task.events_seen) : task.events_seen;
     const argv = sandbox.runtimeArgv ?? deps.runtimeArgv;
     const oomBefore = await oomCount(sandbox, run.id);
-    const replay = await serve(sandbox, argv, { op: 'events', conversation: task.conversation, workspace: config.workspace, after: from }, signal, async (e) => void caught.push(e));
+    const replay = await serve(sandbox, argv, { op: 'events', conversation: task.conversation, workspace: config.workspace, after: from }, signal, async (events) => void caught.push(...events));
     if (replay.code !== 0) throw await stopped(sandbox, run.id, task.role, oomBefore, replay, `the agent runtime of the ${task.role} role could not read its journal`);
     // Every event is checked on the host before it is believed (event-checks.ts); a refused one failed the run.
     const caughtUp = await runs.recordEvents(task.id, config, caught);
@@ -349,7 +349,6 @@ export function createRunEngine(deps: EngineDeps) {
     let outcome: TurnOutcome | null = null;
     let refused = false;
     let replies = 0;
-    let pending: AgentEvent[] = [];
     const record = async (batch: AgentEvent[]) => {
       const rec = await runs.recordEvents(task.id, config, batch);
       if (rec.refused) {
@@ -367,14 +366,11 @@ export function createRunEngine(deps: EngineDeps) {
         argv,
         { op: 'turn', conversation: task.conversation, config, input },
         signal,
-        async (e) => {
+        async (events) => {
           if (refused) return;
-          pending.push(e);
-          if (e.type === 'model_reply') replies++;
+          for (const e of events) if (e.type === 'model_reply') replies++;
           // Record before anything is published; a burst is written in one transaction.
-          const batch = pending;
-          pending = [];
-          await record(batch);
+          await record(events);
         },
         control,
       );
@@ -383,7 +379,6 @@ export function createRunEngine(deps: EngineDeps) {
     }
     await refusals;
     await postRefusals();
-    if (pending.length && !refused) await record(pending);
     // The proxy writes a call's cost just after its answer: the turn's end waits (bounded) for the lines of the replies it saw.
     const deadline = Date.now() + (deps.spendWaitMs ?? 10_000);
     for (;;) {

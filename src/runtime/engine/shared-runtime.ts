@@ -35,12 +35,13 @@ export interface ChannelControl {
 
 /** The JSON wrapping of an event on a channel: `{"ch":N,"event":` and `}`, over an event's own bound. */
 const WRAP_BYTES = 64;
-/** Events read but not yet handled, over every channel, before the runtime's stdout is paused. */
-const MAX_QUEUED = 256;
+/** Bytes of events read but not yet handled, over every channel, before the runtime's stdout is paused (one event more may be read). */
+const MAX_QUEUED_BYTES = 16 * 1024 * 1024;
 
 interface Channel {
-  queue: AgentEvent[];
-  onEvent: (e: AgentEvent) => Promise<void>;
+  queue: Array<{ event: AgentEvent; bytes: number }>;
+  /** Handles the events that came since the last call, in order (the engine records them in one transaction). */
+  onEvents: (events: AgentEvent[]) => Promise<void>;
   /** The handling of the queue, one event after another. */
   handling: Promise<void>;
   failure: Error | null;
@@ -60,7 +61,7 @@ interface Runtime {
 
 export interface SharedRuntimes {
   /** Serves one request on the sandbox's runtime (started if need be); `onEvent` gets its events in order. */
-  request(sandbox: RoleSandbox, argv: string[], request: AgentRequest, onEvent: (e: AgentEvent) => Promise<void>, control?: ChannelControl): Promise<ChannelResult>;
+  request(sandbox: RoleSandbox, argv: string[], request: AgentRequest, onEvents: (events: AgentEvent[]) => Promise<void>, control?: ChannelControl): Promise<ChannelResult>;
   /** Ends every runtime (their requests end as the runtimes exit). */
   stopAll(): void;
 }
@@ -157,21 +158,22 @@ export function createSharedRuntimes(opts: { logger: Logger; idleMs?: number }):
             idleCheck(sandbox.id, rt);
             continue;
           }
-          const e = msg.event;
           const ch = msg.ch;
-          queued++;
-          c.queue.push(e);
+          queued += line.length;
+          c.queue.push({ event: msg.event, bytes: line.length });
+          // What came while the last batch was handled is handled as one.
           c.handling = c.handling.then(async () => {
-            const next = c.queue.shift()!;
-            queued--;
-            if (queued < MAX_QUEUED / 2 && drained) {
+            const batch = c.queue.splice(0);
+            if (!batch.length) return;
+            for (const b of batch) queued -= b.bytes;
+            if (queued < MAX_QUEUED_BYTES / 2 && drained) {
               const d = drained;
               drained = null;
               d();
             }
             if (c.failure) return;
             try {
-              await c.onEvent(next);
+              await c.onEvents(batch.map((b) => b.event));
             } catch (err) {
               // What cannot be handled (recorded) ends the request: its turn is left, as a one-request runtime would be killed.
               c.failure ??= err as Error;
@@ -184,7 +186,7 @@ export function createSharedRuntimes(opts: { logger: Logger; idleMs?: number }):
             }
           });
           // A slow consumer holds the runtime's output back instead of buffering without bound.
-          if (queued >= MAX_QUEUED) await new Promise<void>((r) => (drained = r));
+          if (queued >= MAX_QUEUED_BYTES) await new Promise<void>((r) => (drained = r));
         }
       } catch (err) {
         violation = err as Error;
@@ -217,12 +219,12 @@ export function createSharedRuntimes(opts: { logger: Logger; idleMs?: number }):
 
   const sendTo = send;
   return {
-    async request(sandbox, argv, request, onEvent, control) {
+    async request(sandbox, argv, request, onEvents, control) {
       const rt = await runtimeOf(sandbox, argv);
       const ch = nextChannel++;
       let killTimer: NodeJS.Timeout | undefined;
       const result = new Promise<ChannelResult>((done, fail) => {
-        rt.channels.set(ch, { queue: [], onEvent, handling: Promise.resolve(), failure: null, done, fail, ended: false });
+        rt.channels.set(ch, { queue: [], onEvents, handling: Promise.resolve(), failure: null, done, fail, ended: false });
       });
       if (rt.idle) clearTimeout(rt.idle);
       rt.idle = null;
