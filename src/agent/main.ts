@@ -16,10 +16,12 @@
  * request of the worker, each on a channel of its own (see serveMany; the engine's side is
  * src/runtime/engine/shared-runtime.ts).
  */
+import crypto from 'node:crypto';
 import path from 'node:path';
 import { Journal } from './journal.ts';
 import { runTurn } from './loop.ts';
 import type { AgentEvent, AgentRequest } from './protocol.ts';
+import { endAllBut, endTurn, TURN_MARK } from './reap.ts';
 
 const CONVERSATION = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -32,7 +34,7 @@ export function journalPath(workspace: string, conversation: string): string {
 export const WORKER_GONE_EXIT = 3;
 
 /** Reads the request: stdin up to its first newline (the control channel stays open) or its end. */
-async function readRequest(): Promise<{ request: AgentRequest | { op: 'serve' }; control: boolean }> {
+async function readRequest(): Promise<{ request: AgentRequest | ServeRequest; control: boolean }> {
   const chunks: Buffer[] = [];
   let control = false;
   await new Promise<void>((resolve, reject) => {
@@ -50,7 +52,10 @@ async function readRequest(): Promise<{ request: AgentRequest | { op: 'serve' };
     process.stdin.on('data', onData).once('end', onEnd).once('error', reject);
   });
   const text = Buffer.concat(chunks).toString('utf8');
-  if (control && (JSON.parse(text) as { op?: unknown } | null)?.op === 'serve') return { request: { op: 'serve' }, control };
+  if (control) {
+    const o = JSON.parse(text) as { op?: unknown; sweep?: unknown } | null;
+    if (o?.op === 'serve') return { request: { op: 'serve', sweep: o.sweep === true }, control };
+  }
   return { request: parse(text), control };
 }
 
@@ -87,6 +92,12 @@ function emit(e: AgentEvent): void {
   process.stdout.write(`${JSON.stringify(e)}\n`);
 }
 
+/** `{"op":"serve"}`: be the sandbox's long-lived runtime; `sweep`: it is alone in a PID namespace of its own (a `local` sandbox's exec). */
+interface ServeRequest {
+  op: 'serve';
+  sweep: boolean;
+}
+
 /** How one request is told to stop: `cancel` ends a turn `cancelled` (recorded); `gone` kills its tools and records nothing more. */
 interface Stops {
   cancel: AbortSignal;
@@ -98,7 +109,7 @@ interface Stops {
  * disk. When `stops.gone` aborts, the tools are killed and the journal is sealed at once: nothing
  * more of the turn is recorded (the request then rejects with WorkerGone).
  */
-async function serve(request: AgentRequest, out: (e: AgentEvent) => void, stops: Stops): Promise<void> {
+async function serve(request: AgentRequest, out: (e: AgentEvent) => void, stops: Stops, env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const workspace = request.op === 'turn' ? request.config.workspace : request.workspace;
   const journal = Journal.open(journalPath(workspace, request.conversation));
   if (request.op === 'events') {
@@ -119,7 +130,7 @@ async function serve(request: AgentRequest, out: (e: AgentEvent) => void, stops:
   let mcp: import('./mcp.ts').McpToolbox | undefined;
   try {
     mcp = request.config.mcp_servers?.length ? await (await import('./mcp.ts')).McpToolbox.open(request.config.mcp_servers) : undefined;
-    await runTurn(request.config, journal, request.input, { signal: tools, stream: true, env: process.env, mcp });
+    await runTurn(request.config, journal, request.input, { signal: tools, stream: true, env, mcp });
   } finally {
     stops.gone.removeEventListener('abort', sealing);
     await mcp?.close();
@@ -128,7 +139,7 @@ async function serve(request: AgentRequest, out: (e: AgentEvent) => void, stops:
 }
 
 async function main(): Promise<number> {
-  let request: AgentRequest | { op: 'serve' };
+  let request: AgentRequest | ServeRequest;
   let control = false;
   try {
     ({ request, control } = await readRequest());
@@ -136,7 +147,7 @@ async function main(): Promise<number> {
     process.stderr.write(`agent runtime: bad request: ${err instanceof Error ? err.message : String(err)}\n`);
     return 2;
   }
-  if (request.op === 'serve') return serveMany();
+  if (request.op === 'serve') return serveMany(request.sweep);
   const cancel = new AbortController();
   process.on('SIGTERM', () => cancel.abort());
   process.on('SIGINT', () => cancel.abort());
@@ -161,9 +172,13 @@ async function main(): Promise<number> {
  * kills its tools and records nothing more of it. Out: `{"ch":N,"event":E}` per event once it is on
  * disk, and `{"ch":N,"exit":C}` at its end (0 done, 1 failed, 2 bad request, 3 left). The end of
  * stdin is the worker gone: every channel is left, and the process exits at once.
+ *
+ * A channel's end is said only after what its tools started is killed (reap.ts: marked with the
+ * turn's token, their groups, their descendants); with `sweep`, once no channel is served,
+ * everything else in the exec's PID namespace is killed too (what escaped every mark).
  */
-async function serveMany(): Promise<number> {
-  const channels = new Map<number, { cancel: AbortController; gone: AbortController; conversation: string; ended: boolean }>();
+async function serveMany(sweep: boolean): Promise<number> {
+  const channels = new Map<number, { cancel: AbortController; gone: AbortController; conversation: string; ended: boolean; token: string }>();
   const busy = new Set<string>();
   const write = (o: object) => process.stdout.write(`${JSON.stringify(o)}\n`);
   const finish = (ch: number, code: number) => {
@@ -172,6 +187,8 @@ async function serveMany(): Promise<number> {
     c.ended = true;
     channels.delete(ch);
     busy.delete(c.conversation);
+    endTurn(c.token);
+    if (sweep && !channels.size) endAllBut();
     write({ ch, exit: code });
   };
   const start = (ch: number, raw: unknown) => {
@@ -187,10 +204,10 @@ async function serveMany(): Promise<number> {
       process.stderr.write(`agent runtime: channel ${ch} or conversation ${request.conversation} is already in use\n`);
       return void write({ ch, exit: 2 });
     }
-    const c = { cancel: new AbortController(), gone: new AbortController(), conversation: request.conversation, ended: false };
+    const c = { cancel: new AbortController(), gone: new AbortController(), conversation: request.conversation, ended: false, token: crypto.randomBytes(16).toString('hex') };
     channels.set(ch, c);
     busy.add(request.conversation);
-    serve(request, (event) => c.ended || write({ ch, event }), { cancel: c.cancel.signal, gone: c.gone.signal }).then(
+    serve(request, (event) => c.ended || write({ ch, event }), { cancel: c.cancel.signal, gone: c.gone.signal }, { ...process.env, [TURN_MARK]: c.token }).then(
       () => finish(ch, 0),
       (err: unknown) => {
         if (!c.gone.signal.aborted) process.stderr.write(`agent runtime: channel ${ch} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);

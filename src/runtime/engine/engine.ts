@@ -24,6 +24,11 @@ export interface RoleSandbox {
   coldBooted: boolean;
   /** The runtime's command line in this sandbox, when its provider places it elsewhere than `runtimeArgv` says. */
   runtimeArgv?: string[];
+  /**
+   * Each exec runs in a PID namespace of its own (a `local` sandbox): the long-lived runtime may
+   * then kill everything else in its namespace whenever it serves no turn (see src/agent/reap.ts).
+   */
+  ownPidNamespace?: boolean;
   /** How many processes the sandbox's memory limit has killed so far; null when its provider does not count them. */
   oomKills?(): Promise<number | null>;
 }

@@ -116,7 +116,8 @@ export function createSharedRuntimes(opts: { logger: Logger; idleMs?: number }):
     handle.stderr.on('data', (c: Buffer) => {
       rt.stderr = (rt.stderr + c.toString('utf8')).slice(-4000);
     });
-    handle.stdin.write(`${JSON.stringify({ op: 'serve' })}\n`);
+    // Alone in its own PID namespace, the runtime kills whatever runs there while it serves no turn.
+    handle.stdin.write(`${JSON.stringify({ op: 'serve', ...(sandbox.ownPidNamespace ? { sweep: true } : {}) })}\n`);
     const gone = (code: number | null) => {
       // The next request starts a new runtime (runtimeOf passes over one that exited).
       rt.exited = true;
