@@ -475,7 +475,6 @@ export async function startWorkerParts(ctx: ComponentContext): Promise<WorkerPar
     logger,
     owner: host.id,
     runtimeArgv: [...RUNTIME_ARGV],
-    sharedRuntime: true,
     openPullRequest: (runId, req) => services.codeHostDelivery.openFor(runId, req),
     egressRefusals: (sandboxId, afterId, since) => egressEventsOf(db, sandboxId, afterId, 100, since),
     gitPushes: (sandboxId, afterId, since) => pushesOf(db, sandboxId, afterId, 100, since),

@@ -33,10 +33,11 @@ export interface ChannelControl {
   graceMs: number;
 }
 
-/** The JSON wrapping of an event on a channel: `{"ch":N,"event":` and `}`, over an event's own bound. */
-const WRAP_BYTES = 64;
 /** Bytes of events read but not yet handled, over every channel, before the runtime's stdout is paused (one event more may be read). */
 const MAX_QUEUED_BYTES = 16 * 1024 * 1024;
+
+/** How long a runtime told to stop (its stdin ended) has before it is killed (ms). */
+const STOP_GRACE_MS = 10_000;
 
 interface Channel {
   queue: Array<{ event: AgentEvent; bytes: number }>;
@@ -92,6 +93,12 @@ export function createSharedRuntimes(opts: { logger: Logger; idleMs?: number }):
     void c.handling.then(() => (c.failure ? c.fail(c.failure) : c.done({ code, stderr: rt.stderr })));
   }
 
+  /** The end of its stdin stops a runtime (as a worker that went away would); one that does not stop at that is killed. */
+  function stop(rt: Runtime) {
+    rt.handle.stdin.end();
+    setTimeout(() => rt.exited || rt.kill.abort(), STOP_GRACE_MS).unref();
+  }
+
   function idleCheck(sandboxId: string, rt: Runtime) {
     if (rt.idle) clearTimeout(rt.idle);
     rt.idle = null;
@@ -99,8 +106,7 @@ export function createSharedRuntimes(opts: { logger: Logger; idleMs?: number }):
     rt.idle = setTimeout(() => {
       if (rt.channels.size || rt.exited) return;
       runtimes.delete(sandboxId);
-      // The end of its stdin stops it (as a worker that went away would).
-      rt.handle.stdin.end();
+      stop(rt);
     }, idleMs);
     rt.idle.unref();
   }
@@ -135,7 +141,7 @@ export function createSharedRuntimes(opts: { logger: Logger; idleMs?: number }):
       },
       () => reader.drain(2_000),
     );
-    const reader = readLines(handle.stdout, MAX_EVENT_BYTES + WRAP_BYTES);
+    const reader = readLines(handle.stdout, MAX_EVENT_BYTES);
     void (async () => {
       let violation: Error | null = null;
       try {
@@ -261,7 +267,7 @@ export function createSharedRuntimes(opts: { logger: Logger; idleMs?: number }):
     stopAll() {
       for (const [id, p] of runtimes) {
         runtimes.delete(id);
-        void p.then((rt) => rt.handle.stdin.end(), () => {});
+        void p.then(stop, () => {});
       }
     },
   };
