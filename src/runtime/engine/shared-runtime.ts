@@ -9,7 +9,7 @@
  * started again by the next request after it died: a request it was serving ends with its exit
  * code, which the engine treats as a runtime that stopped (the turn is resumed).
  *
- * Its stdout is untrusted as a one-request runtime's is (channel.ts): every line is bounded and
+ * Its stdout is untrusted (channel.ts): every line is bounded and
  * must be a channel's event or end. A line that names no channel cannot be told apart from a
  * tool's writing into the runtime's stdout: the runtime is killed and every request it served
  * ends with ChannelViolation; a bad event on a channel ends that channel's request so.
@@ -182,7 +182,7 @@ export function createSharedRuntimes(opts: { logger: Logger; idleMs?: number }):
             try {
               await c.onEvents(batch.map((b) => b.event));
             } catch (err) {
-              // What cannot be handled (recorded) ends the request: its turn is left, as a one-request runtime would be killed.
+              // What cannot be handled (recorded) ends the request: its turn is left (its tools killed, nothing more recorded).
               c.failure ??= err as Error;
               if (rt.channels.get(ch) === c) {
                 rt.channels.delete(ch);
