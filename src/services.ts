@@ -521,6 +521,7 @@ export async function startWorkerParts(ctx: ComponentContext): Promise<WorkerPar
         // The engine reads it around a turn, to say when a runtime died of the sandbox's memory limit.
         oomKills: () => host.oomKills(placement.sandboxId),
         ...(placement.provider === 'microvm' ? { runtimeArgv: [...MICROVM_RUNTIME_ARGV] } : {}),
+        ownPidNamespace: placement.provider === 'local',
       };
     },
   });

@@ -2,6 +2,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { AgentEvent, AgentEventBody } from './protocol.ts';
 
+/** An append to a journal sealed because its turn's worker went away. */
+export class JournalSealed extends Error {
+  constructor(file: string) {
+    super(`the journal ${file} is sealed: its turn's worker went away, so nothing more is recorded`);
+    this.name = 'JournalSealed';
+  }
+}
+
 /**
  * The append-only journal of one conversation: a JSON line per event, written and synced to
  * disk before it is told to anyone, so a runtime killed at any point resumes from exactly what
@@ -12,6 +20,7 @@ export class Journal {
   private fd: number;
   private readonly events: AgentEvent[] = [];
   private readonly listeners = new Set<(e: AgentEvent) => void>();
+  private sealed = false;
 
   private constructor(file: string, fd: number, events: AgentEvent[]) {
     this.file = file;
@@ -60,6 +69,7 @@ export class Journal {
 
   /** Records an event durably and then tells the listeners; returns it with its seq. */
   append(body: AgentEventBody): AgentEvent {
+    if (this.sealed) throw new JournalSealed(this.file);
     const event = { seq: this.events.length + 1, at: new Date().toISOString(), ...body } as AgentEvent;
     fs.writeSync(this.fd, `${JSON.stringify(event)}\n`);
     fs.fdatasyncSync(this.fd);
@@ -71,6 +81,11 @@ export class Journal {
   onAppend(listener: (e: AgentEvent) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** From now on nothing is appended (each append throws JournalSealed): the worker that drove this turn is gone. */
+  seal(): void {
+    this.sealed = true;
   }
 
   close(): void {

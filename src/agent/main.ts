@@ -11,11 +11,17 @@
  * its lease lost): the runtime kills its tools and exits at once WITHOUT recording anything,
  * so the worker that takes the run over finds the journal as the kill left it and reports the
  * started call as interrupted, instead of racing a second writer on the same journal.
+ *
+ * `{"op":"serve"}` makes it the sandbox's long-lived runtime instead: one process serving every
+ * request of the worker, each on a channel of its own (see serveMany; the engine's side is
+ * src/runtime/engine/shared-runtime.ts).
  */
+import crypto from 'node:crypto';
 import path from 'node:path';
 import { Journal } from './journal.ts';
 import { runTurn } from './loop.ts';
 import type { AgentEvent, AgentRequest } from './protocol.ts';
+import { endAllBut, endTurn, TURN_MARK } from './reap.ts';
 
 const CONVERSATION = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -28,7 +34,7 @@ export function journalPath(workspace: string, conversation: string): string {
 export const WORKER_GONE_EXIT = 3;
 
 /** Reads the request: stdin up to its first newline (the control channel stays open) or its end. */
-async function readRequest(): Promise<{ request: AgentRequest; control: boolean }> {
+async function readRequest(): Promise<{ request: AgentRequest | ServeRequest; control: boolean }> {
   const chunks: Buffer[] = [];
   let control = false;
   await new Promise<void>((resolve, reject) => {
@@ -45,7 +51,12 @@ async function readRequest(): Promise<{ request: AgentRequest; control: boolean 
     const onEnd = () => resolve();
     process.stdin.on('data', onData).once('end', onEnd).once('error', reject);
   });
-  return { request: parse(Buffer.concat(chunks).toString('utf8')), control };
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (control) {
+    const o = JSON.parse(text) as { op?: unknown; sweep?: unknown } | null;
+    if (o?.op === 'serve') return { request: { op: 'serve', sweep: o.sweep === true }, control };
+  }
+  return { request: parse(text), control };
 }
 
 function parse(text: string): AgentRequest {
@@ -81,8 +92,54 @@ function emit(e: AgentEvent): void {
   process.stdout.write(`${JSON.stringify(e)}\n`);
 }
 
+/** `{"op":"serve"}`: be the sandbox's long-lived runtime; `sweep`: it is alone in a PID namespace of its own (a `local` sandbox's exec). */
+interface ServeRequest {
+  op: 'serve';
+  sweep: boolean;
+}
+
+/** How one request is told to stop: `cancel` ends a turn `cancelled` (recorded); `gone` kills its tools and records nothing more. */
+interface Stops {
+  cancel: AbortSignal;
+  gone: AbortSignal;
+}
+
+/**
+ * Serves one request: a replay of the journal, or a turn whose events are told to `out` once on
+ * disk. When `stops.gone` aborts, the tools are killed and the journal is sealed at once: nothing
+ * more of the turn is recorded (the request then rejects with WorkerGone).
+ */
+async function serve(request: AgentRequest, out: (e: AgentEvent) => void, stops: Stops, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  const workspace = request.op === 'turn' ? request.config.workspace : request.workspace;
+  const journal = Journal.open(journalPath(workspace, request.conversation));
+  if (request.op === 'events') {
+    try {
+      for (const e of journal.after(request.after)) out(e);
+    } finally {
+      journal.close();
+    }
+    return;
+  }
+  const sealing = () => journal.seal();
+  stops.gone.addEventListener('abort', sealing, { once: true });
+  if (stops.gone.aborted) journal.seal();
+  // The tools listen on `tools`: aborting it kills their process groups synchronously.
+  const tools = AbortSignal.any([stops.cancel, stops.gone]);
+  journal.onAppend(out);
+  // Loaded only for a role with MCP servers: the SDK is not in every image (the microVM's minimal one).
+  let mcp: import('./mcp.ts').McpToolbox | undefined;
+  try {
+    mcp = request.config.mcp_servers?.length ? await (await import('./mcp.ts')).McpToolbox.open(request.config.mcp_servers) : undefined;
+    await runTurn(request.config, journal, request.input, { signal: tools, stream: true, env, mcp });
+  } finally {
+    stops.gone.removeEventListener('abort', sealing);
+    await mcp?.close();
+    journal.close();
+  }
+}
+
 async function main(): Promise<number> {
-  let request: AgentRequest;
+  let request: AgentRequest | ServeRequest;
   let control = false;
   try {
     ({ request, control } = await readRequest());
@@ -90,38 +147,112 @@ async function main(): Promise<number> {
     process.stderr.write(`agent runtime: bad request: ${err instanceof Error ? err.message : String(err)}\n`);
     return 2;
   }
-  const workspace = request.op === 'turn' ? request.config.workspace : request.workspace;
-  const journal = Journal.open(journalPath(workspace, request.conversation));
-  if (request.op === 'events') {
-    for (const e of journal.after(request.after)) emit(e);
-    journal.close();
-    return 0;
-  }
-  const controller = new AbortController();
-  process.on('SIGTERM', () => controller.abort());
-  process.on('SIGINT', () => controller.abort());
-  // The tools listen on `tools`: aborting it kills their process groups synchronously.
+  if (request.op === 'serve') return serveMany(request.sweep);
+  const cancel = new AbortController();
+  process.on('SIGTERM', () => cancel.abort());
+  process.on('SIGINT', () => cancel.abort());
   const gone = new AbortController();
-  const tools = AbortSignal.any([controller.signal, gone.signal]);
   if (control) {
     watchControl(
-      () => controller.abort(),
+      () => cancel.abort(),
       () => {
         gone.abort();
         process.exit(WORKER_GONE_EXIT);
       },
     );
   }
-  journal.onAppend(emit);
-  // Loaded only for a role with MCP servers: the SDK is not in every image (the microVM's minimal one).
-  const mcp = request.config.mcp_servers?.length ? await (await import('./mcp.ts')).McpToolbox.open(request.config.mcp_servers) : undefined;
-  try {
-    await runTurn(request.config, journal, request.input, { signal: tools, stream: true, env: process.env, mcp });
-  } finally {
-    await mcp?.close();
-    journal.close();
-  }
+  await serve(request, emit, { cancel: cancel.signal, gone: gone.signal });
   return 0;
+}
+
+/**
+ * The long-lived runtime of a sandbox (`{"op":"serve"}`): one process serves every request of
+ * the worker, each on a channel of its own, so a turn starts no Node. In: `{"ch":N,"request":R}`
+ * starts request R on channel N, `{"ch":N,"op":"cancel"}` cancels its turn, `{"ch":N,"op":"leave"}`
+ * kills its tools and records nothing more of it. Out: `{"ch":N,"event":E}` per event once it is on
+ * disk, and `{"ch":N,"exit":C}` at its end (0 done, 1 failed, 2 bad request, 3 left). The end of
+ * stdin is the worker gone: every channel is left, and the process exits at once.
+ *
+ * A channel's end is said only after what its tools started is killed (reap.ts: marked with the
+ * turn's token, their groups, their descendants); with `sweep`, once no channel is served,
+ * everything else in the exec's PID namespace is killed too (what escaped every mark).
+ */
+async function serveMany(sweep: boolean): Promise<number> {
+  const channels = new Map<number, { cancel: AbortController; gone: AbortController; conversation: string; ended: boolean; token: string }>();
+  const busy = new Set<string>();
+  const write = (o: object) => process.stdout.write(`${JSON.stringify(o)}\n`);
+  const finish = (ch: number, code: number) => {
+    const c = channels.get(ch);
+    if (!c || c.ended) return;
+    c.ended = true;
+    channels.delete(ch);
+    busy.delete(c.conversation);
+    endTurn(c.token);
+    if (sweep && !channels.size) endAllBut();
+    write({ ch, exit: code });
+  };
+  const start = (ch: number, raw: unknown) => {
+    let request: AgentRequest;
+    try {
+      request = parse(JSON.stringify(raw));
+    } catch (err) {
+      process.stderr.write(`agent runtime: bad request on channel ${ch}: ${err instanceof Error ? err.message : String(err)}\n`);
+      return void write({ ch, exit: 2 });
+    }
+    // One writer per journal: a conversation already served is refused.
+    if (channels.has(ch) || busy.has(request.conversation)) {
+      process.stderr.write(`agent runtime: channel ${ch} or conversation ${request.conversation} is already in use\n`);
+      return void write({ ch, exit: 2 });
+    }
+    const c = { cancel: new AbortController(), gone: new AbortController(), conversation: request.conversation, ended: false, token: crypto.randomBytes(16).toString('hex') };
+    channels.set(ch, c);
+    busy.add(request.conversation);
+    serve(request, (event) => c.ended || write({ ch, event }), { cancel: c.cancel.signal, gone: c.gone.signal }, { ...process.env, [TURN_MARK]: c.token }).then(
+      () => finish(ch, 0),
+      (err: unknown) => {
+        if (!c.gone.signal.aborted) process.stderr.write(`agent runtime: channel ${ch} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+        finish(ch, c.gone.signal.aborted ? WORKER_GONE_EXIT : 1);
+      },
+    );
+  };
+  const leave = (ch: number) => {
+    const c = channels.get(ch);
+    if (!c) return;
+    c.gone.abort();
+    finish(ch, WORKER_GONE_EXIT);
+  };
+  process.on('SIGTERM', () => channels.forEach((c) => c.cancel.abort()));
+  process.on('SIGINT', () => channels.forEach((c) => c.cancel.abort()));
+  let buffered = '';
+  process.stdin.setEncoding('utf8');
+  process.stdin.on('data', (chunk: string) => {
+    buffered += chunk;
+    let nl;
+    while ((nl = buffered.indexOf('\n')) >= 0) {
+      const line = buffered.slice(0, nl).trim();
+      buffered = buffered.slice(nl + 1);
+      if (!line) continue;
+      let msg: { ch?: unknown; op?: unknown; request?: unknown };
+      try {
+        msg = JSON.parse(line) as typeof msg;
+      } catch {
+        continue;
+      }
+      const ch = msg?.ch;
+      if (typeof ch !== 'number' || !Number.isSafeInteger(ch)) continue;
+      if (msg.request !== undefined) start(ch, msg.request);
+      else if (msg.op === 'cancel') channels.get(ch)?.cancel.abort();
+      else if (msg.op === 'leave') leave(ch);
+    }
+  });
+  await new Promise<void>((resolve) => {
+    process.stdin.once('end', resolve);
+    process.stdin.once('error', () => resolve());
+    process.stdin.resume();
+  });
+  // The worker is gone: every turn's tools are killed and nothing more is recorded.
+  for (const ch of [...channels.keys()]) leave(ch);
+  return WORKER_GONE_EXIT;
 }
 
 if (import.meta.main) {

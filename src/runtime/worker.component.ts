@@ -32,6 +32,7 @@ export const workerComponent: Component = {
         await chatInbound.stop();
         await chatBInbound.stop();
         await runner.stop();
+        parts.engine.stop();
         await host.stop();
       },
     };

@@ -123,8 +123,9 @@ describe('the run engine against a hostile agent runtime in a real sandbox', { s
       runs: stack.t.services.runJournal,
       logger,
       owner: host.id,
-      // A replay of the journal finds nothing; a turn is the hostile script.
-      runtimeArgv: ['/bin/sh', '-c', `IFS= read -r req; case "$req" in *'"op":"events"'*) exit 0;; esac; ${script}`],
+      // A shared runtime (`{"op":"serve"}`, then a request per channel): a replay of the journal
+      // finds nothing; a turn is the hostile script, its channel in $ch.
+      runtimeArgv: ['/bin/sh', '-c', `IFS= read -r serve; while IFS= read -r req; do ch=\${req#'{"ch":'}; ch=\${ch%%,*}; case "$req" in *'"op":"events"'*) echo "{\\"ch\\":$ch,\\"exit\\":0}";; *'"request"'*) break;; esac; done; ${script}`],
       cancelPollMs: 100,
       stopGraceMs: 1000,
       egressRefusals: async () => [],
@@ -166,6 +167,10 @@ describe('the run engine against a hostile agent runtime in a real sandbox', { s
     assert.equal(run.failure_reason, 'the lead role could not go on: the agent runtime sent something that is not a JSON event on its control channel; the run was stopped so it cannot harm the service');
     const { run: odd } = await runWith(`echo '[1,2]'; sleep 600`);
     assert.match(odd.failure_reason, /without a sequence number and type on its control channel/);
+    // A bad event on the run's own channel fails that run the same way.
+    const { run: bad } = await runWith(`echo '{"ch":'$ch',"event":[1,2]}'; sleep 600`);
+    assert.equal(bad.state, 'failed');
+    assert.match(bad.failure_reason, /without a sequence number and type on its control channel/);
   });
 
   it('a cancel ends the run although the runtime ignores it: the job returns and the lease is let go', async () => {
@@ -180,13 +185,27 @@ describe('the run engine against a hostile agent runtime in a real sandbox', { s
     await waitFor('the runtime to be killed', async () => (await processesWith(['sleep', `600.${marker}`])).length === 0);
   });
 
+  it('a runtime that ignores being left (this worker no longer drives the run) is killed after the grace; nothing is recorded', async () => {
+    const marker = `${crypto.randomInt(100000, 999999)}`;
+    const team = await stack.makeTeam({ roles: { lead: { tools: ['finish'], system_prompt: 'You lead.' } } });
+    const id = await stack.giveTask(team, 'be hostile');
+    const lost = new AbortController();
+    const advancing = engine(`trap '' TERM INT; sleep 600.${marker}`).advance(id, lost.signal);
+    await waitFor('the hostile runtime to run', async () => (await processesWith(['sleep', `600.${marker}`])).length > 0);
+    lost.abort();
+    await advancing.catch(() => {});
+    await waitFor('the runtime to be killed', async () => (await processesWith(['sleep', `600.${marker}`])).length === 0);
+    // Left, not ended: the run waits for the worker that takes it over.
+    assert.equal((await stack.run(id)).state, 'running');
+  });
+
   it('a turn ends with its runtime although a process left behind holds its stdout', async () => {
     const marker = `${crypto.randomInt(100000, 999999)}`;
     // A turn the host believes: the model's call of finish, then the turn's end answering it.
     const at = new Date().toISOString();
     const call = JSON.stringify({ seq: 1, at, type: 'model_reply', content: null, tool_calls: [{ id: 'c1', name: 'finish', arguments: '{}' }], usage: null, finish_reason: 'tool_calls' });
     const end = JSON.stringify({ seq: 2, at, type: 'turn_end', outcome: { kind: 'finished', outcome: 'succeeded', summary: 'done', branch: null, pull_request_url: null } });
-    const { run, lease } = await runWith(`(setsid sleep 600.${marker} &); echo '${call}'; echo '${end}'; exit 0`);
+    const { run, lease } = await runWith(`(setsid sleep 600.${marker} &); echo '{"ch":'$ch',"event":${call}}'; echo '{"ch":'$ch',"event":${end}}'; echo '{"ch":'$ch',"exit":0}'; exit 0`);
     assert.equal(run.state, 'succeeded', run.failure_reason);
     assert.equal(lease.owner, null);
     for (const pid of await processesWith(['sleep', `600.${marker}`])) process.kill(pid, 'SIGKILL');

@@ -12,8 +12,8 @@ import type { AgentConfig, AgentEvent, AgentInput, AgentRequest, TurnOutcome } f
 import type { RunJournal, RunWork } from '../../console/runs/runs.journal.ts';
 import { PlacementError } from '../sandboxes/placement.ts';
 import { SandboxError, type ExecHandle, type ExecRequest } from '../sandboxes/provider.ts';
-import { ChannelViolation, MAX_EVENT_BYTES, readLines } from './channel.ts';
 import { RunFailure } from './failures.ts';
+import { createSharedRuntimes, type ChannelControl, type ChannelResult } from './shared-runtime.ts';
 
 /** A role's sandbox as the engine uses it: ready to exec, its workspace prepared for the run. */
 export interface RoleSandbox {
@@ -23,6 +23,11 @@ export interface RoleSandbox {
   coldBooted: boolean;
   /** The runtime's command line in this sandbox, when its provider places it elsewhere than `runtimeArgv` says. */
   runtimeArgv?: string[];
+  /**
+   * Each exec runs in a PID namespace of its own (a `local` sandbox): the long-lived runtime may
+   * then kill everything else in its namespace whenever it serves no turn (see src/agent/reap.ts).
+   */
+  ownPidNamespace?: boolean;
   /** How many processes the sandbox's memory limit has killed so far; null when its provider does not count them. */
   oomKills?(): Promise<number | null>;
 }
@@ -48,6 +53,8 @@ export interface EngineDeps {
   cancelPollMs?: number;
   /** How long a runtime told to stop (a cancel, a lost lease) has before it is killed (ms). */
   stopGraceMs?: number;
+  /** How long a shared runtime that serves nothing lives on (ms). */
+  runtimeIdleMs?: number;
   /** Times a turn whose runtime died is resumed before the run fails. */
   runtimeRestarts?: number;
   /** The gateway's refusals of a sandbox's requests after `afterId`, not before `since` (the gateway's record). */
@@ -87,172 +94,16 @@ export class PlacedElsewhere extends Error {
 /** Another worker drives the run now; the job is tried again later (the owner picks new work up before it lets go). */
 export class RunBusy extends Error {}
 
-/**
- * How a running turn is stopped. `cancel` asks the runtime to end the turn `cancelled` (it
- * kills its tools and records a result for every open call); `leave` closes its control
- * channel, so it kills its tools and exits recording nothing (this worker no longer drives the
- * run; the next one reports the interrupted call). A runtime that does neither in time is killed.
- */
-interface TurnControl {
-  cancel: AbortSignal;
-  leave: AbortSignal;
-  /** Grace before a runtime that was told to stop is killed (ms). */
-  graceMs: number;
-}
-
-/** After the runtime exited (or ended its turn, or was killed): how long a quiet stdout is still waited on (ms). */
-const DRAIN_QUIET_MS = 2_000;
-/** ... and how long anything still holding its stdout is listened to at most (ms). */
-const DRAIN_MAX_MS = 10_000;
-/** How long the exit of a runtime whose output has ended is waited on before it is killed, and then abandoned (ms). */
-const EXIT_WAIT_MS = 10_000;
-
-/** What a runtime's turn came to: its exit code (null when it never said, and was abandoned after a kill), and the tail of its stderr (for the log, never for people). */
-interface RuntimeResult {
-  code: number | null;
-  stderr: string;
-}
-
-/**
- * Runs the agent runtime with one request; calls `onEvent` for each event line, in order.
- *
- * Nothing on the channel is trusted: each line is bounded (MAX_EVENT_BYTES) and must be a JSON
- * event, else the runtime is killed and ChannelViolation ends the turn. The turn ends when the
- * runtime does, whoever else holds its stdout: once it exited, ended its turn or was killed, its
- * stdout is read only while it keeps coming (a bounded drain) and then let go, and its exit is
- * awaited a bounded time, then it is killed, then abandoned. Every stream has its error handled.
- */
-async function runRuntime(sandbox: RoleSandbox, argv: string[], request: AgentRequest, signal: AbortSignal, onEvent: (e: AgentEvent) => Promise<void>, control?: TurnControl): Promise<RuntimeResult> {
-  const kill = new AbortController();
-  const handle = await sandbox.exec({ argv, cwd: '/workspace', signal: control ? kill.signal : AbortSignal.any([signal, kill.signal]) });
-  const noop = () => {};
-  handle.stdin.on('error', noop);
-  handle.stdout.on('error', noop);
-  handle.stderr.on('error', noop);
-  let exitCode: number | null = null;
-  let exited = false;
-  const exit = handle.exit.then(
-    (code) => {
-      exited = true;
-      exitCode = code;
-      ending();
-      return code;
-    },
-    (err: unknown) => {
-      exited = true;
-      ending();
-      throw err;
-    },
-  );
-  exit.catch(noop);
-  const reader = readLines(handle.stdout, MAX_EVENT_BYTES);
-  let drainTimer: NodeJS.Timeout | undefined;
-  // The runtime is done (or made to be): read what it left, then stop listening to its stdout.
-  function ending() {
-    if (drainTimer) return;
-    reader.drain(DRAIN_QUIET_MS);
-    drainTimer = setTimeout(() => {
-      handle.stdout.destroy();
-      handle.stderr.destroy();
-    }, DRAIN_MAX_MS);
-  }
-  const killNow = () => {
-    kill.abort();
-    ending();
-  };
-  if (!control) {
-    if (signal.aborted) ending();
-    else signal.addEventListener('abort', ending, { once: true });
-  }
-  let killTimer: NodeJS.Timeout | undefined;
-  const killLater = () => {
-    killTimer ??= setTimeout(killNow, control!.graceMs);
-  };
-  const onCancel = () => {
-    handle.stdin.write(`${JSON.stringify({ op: 'cancel' })}\n`);
-    killLater();
-  };
-  const onLeave = () => {
-    handle.stdin.end();
-    killLater();
-  };
-  if (control) {
-    // The request's newline keeps stdin open as the control channel.
-    handle.stdin.write(`${JSON.stringify(request)}\n`);
-    if (control.cancel.aborted) onCancel();
-    else control.cancel.addEventListener('abort', onCancel, { once: true });
-    if (control.leave.aborted) onLeave();
-    else control.leave.addEventListener('abort', onLeave, { once: true });
-  } else handle.stdin.end(JSON.stringify(request));
-  let stderr = '';
-  handle.stderr.on('data', (c: Buffer) => {
-    stderr = (stderr + c.toString('utf8')).slice(-4000);
-  });
-  try {
-    // A turn's runtime writes nothing after its turn's end: what else comes is drained unread.
-    let over = false;
-    for await (const line of reader.lines) {
-      if (over || isBlank(line)) continue;
-      const e = eventOf(line);
-      await onEvent(e);
-      if (e.type === 'turn_end' && control) {
-        over = true;
-        ending();
-      }
-    }
-    // The output has ended (or is no longer listened to: a process left behind may hold it): our
-    // ends of the pipes go, and the exit is awaited a bounded time, then the runtime is killed, then abandoned.
-    ending();
-    handle.stdout.destroy();
-    handle.stderr.destroy();
-    for (const step of ['wait', 'kill', 'abandon'] as const) {
-      if (exited || step === 'abandon') break;
-      if (step === 'kill') killNow();
-      await Promise.race([exit.catch(noop), new Promise((r) => setTimeout(r, EXIT_WAIT_MS).unref())]);
-    }
-    if (exited) await exit;
-    return { code: exitCode, stderr };
-  } catch (err) {
-    // A channel that broke its protocol (or anything else that stops the reading): the runtime goes.
-    killNow();
-    throw err;
-  } finally {
-    clearTimeout(killTimer);
-    clearTimeout(drainTimer);
-    signal.removeEventListener('abort', ending);
-    handle.stdout.destroy();
-    handle.stderr.destroy();
-    if (control) {
-      control.cancel.removeEventListener('abort', onCancel);
-      control.leave.removeEventListener('abort', onLeave);
-    }
-    if (!handle.stdin.writableEnded) handle.stdin.end();
-  }
-}
-
-function isBlank(line: Buffer): boolean {
-  for (const b of line) if (b !== 32 && b !== 9 && b !== 13) return false;
-  return true;
-}
-
-/** One line of the channel as an event, or ChannelViolation: the runtime writes nothing else on it. */
-function eventOf(line: Buffer): AgentEvent {
-  let e: unknown;
-  try {
-    e = JSON.parse(line.toString('utf8'));
-  } catch {
-    throw new ChannelViolation('the agent runtime sent something that is not a JSON event on its control channel; the run was stopped so it cannot harm the service');
-  }
-  const o = e as { seq?: unknown; type?: unknown } | null;
-  if (!o || typeof o !== 'object' || Array.isArray(o) || typeof o.seq !== 'number' || typeof o.type !== 'string') {
-    throw new ChannelViolation('the agent runtime sent a message without a sequence number and type on its control channel; the run was stopped so it cannot harm the service');
-  }
-  return e as AgentEvent;
-}
-
 export function createRunEngine(deps: EngineDeps) {
   const { runs, logger } = deps;
   const pollMs = deps.cancelPollMs ?? 1000;
+  // One long-lived agent runtime per sandbox serves every request (the journal replay, then the
+  // turn); the runtime speaks the shared protocol (`{"op":"serve"}`, src/agent/main.ts).
+  const shared = createSharedRuntimes({ logger, idleMs: deps.runtimeIdleMs });
+  const graceMs = deps.stopGraceMs ?? 30_000;
+  /** Serves one request on the sandbox's runtime; a request not stopped otherwise is left when `signal` aborts (this worker no longer drives the run). */
+  const serve = (sandbox: RoleSandbox, argv: string[], request: AgentRequest, signal: AbortSignal, onEvents: (events: AgentEvent[]) => Promise<void>, control?: ChannelControl): Promise<ChannelResult> =>
+    shared.request(sandbox, argv, request, onEvents, control ?? { cancel: new AbortController().signal, leave: signal, graceMs });
 
   /** One turn of the task's role; returns its outcome, or null when the run stopped being ours to drive. */
   async function turn(work: RunWork, signal: AbortSignal): Promise<TurnOutcome | null> {
@@ -269,7 +120,7 @@ export function createRunEngine(deps: EngineDeps) {
     const from = task.state === 'running' && task.turn_from !== null ? Math.min(task.turn_from, task.events_seen) : task.events_seen;
     const argv = sandbox.runtimeArgv ?? deps.runtimeArgv;
     const oomBefore = await oomCount(sandbox, run.id);
-    const replay = await runRuntime(sandbox, argv, { op: 'events', conversation: task.conversation, workspace: config.workspace, after: from }, signal, async (e) => void caught.push(e));
+    const replay = await serve(sandbox, argv, { op: 'events', conversation: task.conversation, workspace: config.workspace, after: from }, signal, async (events) => void caught.push(...events));
     if (replay.code !== 0) throw await stopped(sandbox, run.id, task.role, oomBefore, replay, `the agent runtime of the ${task.role} role could not read its journal`);
     // Every event is checked on the host before it is believed (event-checks.ts); a refused one failed the run.
     const caughtUp = await runs.recordEvents(task.id, config, caught);
@@ -336,7 +187,6 @@ export function createRunEngine(deps: EngineDeps) {
     let outcome: TurnOutcome | null = null;
     let refused = false;
     let replies = 0;
-    let pending: AgentEvent[] = [];
     const record = async (batch: AgentEvent[]) => {
       const rec = await runs.recordEvents(task.id, config, batch);
       if (rec.refused) {
@@ -348,20 +198,17 @@ export function createRunEngine(deps: EngineDeps) {
     let result;
     const oomAtStart = await oomCount(sandbox, run.id);
     try {
-      const control = { cancel: stop.signal, leave: signal, graceMs: deps.stopGraceMs ?? 30_000 };
-      result = await runRuntime(
+      const control = { cancel: stop.signal, leave: signal, graceMs };
+      result = await serve(
         sandbox,
         argv,
         { op: 'turn', conversation: task.conversation, config, input },
         signal,
-        async (e) => {
+        async (events) => {
           if (refused) return;
-          pending.push(e);
-          if (e.type === 'model_reply') replies++;
+          for (const e of events) if (e.type === 'model_reply') replies++;
           // Record before anything is published; a burst is written in one transaction.
-          const batch = pending;
-          pending = [];
-          await record(batch);
+          await record(events);
         },
         control,
       );
@@ -370,7 +217,6 @@ export function createRunEngine(deps: EngineDeps) {
     }
     await refusals;
     await postRefusals();
-    if (pending.length && !refused) await record(pending);
     // The proxy writes a call's cost just after its answer: the turn's end waits (bounded) for the lines of the replies it saw.
     const deadline = Date.now() + (deps.spendWaitMs ?? 10_000);
     for (;;) {
@@ -445,6 +291,10 @@ export function createRunEngine(deps: EngineDeps) {
   }
 
   return {
+    /** Stops the shared runtimes (a turn still served by one ends as it exits). */
+    stop(): void {
+      shared.stopAll();
+    },
     /**
      * The job's perform: drives a run until it waits, ends, or is no longer ours. After letting
      * the lease go it looks once more for work, so a task that arrived while another job found
