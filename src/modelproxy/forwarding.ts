@@ -135,14 +135,17 @@ export function createForwarder(deps: ForwarderDeps) {
       }
 
       const upstreamReq = credential ? { ...draft, headers: adapter.withCredential(draft.headers, credential) } : draft;
-      const abort = new AbortController();
+      const call = post(upstreamReq.url, upstreamReq.headers, upstreamReq.payload, { idleTimeoutMs: deps.upstreamIdleTimeoutMs });
+      let clientClosed = false;
       reply.raw.on('close', () => {
-        if (!reply.raw.writableFinished) abort.abort();
+        if (reply.raw.writableFinished) return;
+        clientClosed = true;
+        call.cancel();
       });
 
       let res;
       try {
-        res = await post(upstreamReq.url, upstreamReq.headers, upstreamReq.payload, { signal: abort.signal, idleTimeoutMs: deps.upstreamIdleTimeoutMs });
+        res = await call.response;
       } catch (err) {
         return fail(
           err instanceof UpstreamNetworkError
@@ -219,17 +222,17 @@ export function createForwarder(deps: ForwarderDeps) {
         pending += text;
       });
       res.on('error', () => {
-        failed = abort.signal.aborted ? 'the client closed the stream' : 'the upstream broke off the stream';
+        failed = clientClosed ? 'the client closed the stream' : 'the upstream broke off the stream';
       });
       res.on('close', () => {
         pending += scrub(translator.end());
         flush();
-        if (!res.complete && !failed) failed = abort.signal.aborted ? 'the client closed the stream' : 'the upstream broke off the stream';
-        if (failed && !abort.signal.aborted) send(`data: ${JSON.stringify(proxyErrors.upstream(502, failed, 'upstream_error').toJSON())}\n\n`);
+        if (!res.complete && !failed) failed = clientClosed ? 'the client closed the stream' : 'the upstream broke off the stream';
+        if (failed && !clientClosed) send(`data: ${JSON.stringify(proxyErrors.upstream(502, failed, 'upstream_error').toJSON())}\n\n`);
         if (!client.destroyed && !client.writableEnded) client.end();
         const usage = translator.usage();
         const midStreamError = translator.error();
-        const finalStatus = abort.signal.aborted ? 499 : failed || midStreamError ? 502 : 200;
+        const finalStatus = clientClosed ? 499 : failed || midStreamError ? 502 : 200;
         settleWith(finalStatus, usage ?? { tokensIn: promptTokens, tokensOut: 0, reported: false }, upstreamId, failed ?? (midStreamError && scrub(midStreamError)));
       });
       return reply;

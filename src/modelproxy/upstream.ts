@@ -58,34 +58,69 @@ export class UpstreamNetworkError extends Error {
   }
 }
 
-/** POSTs to the upstream on a kept-alive connection; resolves with the response as soon as its headers arrive. */
-export function post(
-  url: string,
-  headers: Record<string, string>,
-  payload: string,
-  opts: { signal: AbortSignal; idleTimeoutMs: number },
-): Promise<http.IncomingMessage> {
-  return new Promise((resolve, reject) => {
+/** An upstream call under way: its response (as soon as the headers arrive), and how to give it up. */
+export interface UpstreamCall {
+  response: Promise<http.IncomingMessage>;
+  /** Destroys the request (the client went away): `response` rejects with an AbortError, or the response being read breaks off. */
+  cancel(): void;
+}
+
+interface Target {
+  protocol: string;
+  hostname: string;
+  port: string;
+  path: string;
+  host: string;
+  agent: http.Agent;
+  lib: typeof http | typeof https;
+}
+
+/** Upstream URLs parsed once each: the catalogue names a few, and every request goes to one of them. */
+const targets = new Map<string, Target>();
+function targetOf(url: string): Target {
+  let t = targets.get(url);
+  if (!t) {
     const u = new URL(url);
-    const lib = u.protocol === 'https:' ? https : http;
-    const req = lib.request(
-      u,
+    const secure = u.protocol === 'https:';
+    t = { protocol: u.protocol, hostname: u.hostname.replace(/^\[|\]$/g, ''), port: u.port, path: u.pathname + u.search, host: u.host, agent: secure ? httpsAgent : httpAgent, lib: secure ? https : http };
+    if (targets.size < 1000) targets.set(url, t);
+  }
+  return t;
+}
+
+/**
+ * POSTs to the upstream on a kept-alive connection. A plain cancel function rather than an
+ * AbortSignal: a signal per request costs a controller, an event target and listeners on the
+ * request's path, for a cancellation that almost never happens.
+ */
+export function post(url: string, headers: Record<string, string>, payload: string, opts: { idleTimeoutMs: number }): UpstreamCall {
+  const t = targetOf(url);
+  let req: http.ClientRequest;
+  const response = new Promise<http.IncomingMessage>((resolve, reject) => {
+    req = t.lib.request(
       {
+        protocol: t.protocol,
+        hostname: t.hostname,
+        port: t.port,
+        path: t.path,
         method: 'POST',
-        agent: u.protocol === 'https:' ? httpsAgent : httpAgent,
+        agent: t.agent,
         headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)), accept: 'application/json, text/event-stream' },
-        signal: opts.signal,
       },
       resolve,
     );
-    req.setTimeout(opts.idleTimeoutMs, () => req.destroy(new UpstreamNetworkError(`the upstream at ${u.host} did not answer within ${Math.round(opts.idleTimeoutMs / 1000)} s`, true)));
+    req.setTimeout(opts.idleTimeoutMs, () => req.destroy(new UpstreamNetworkError(`the upstream at ${t.host} did not answer within ${Math.round(opts.idleTimeoutMs / 1000)} s`, true)));
     req.on('error', (err) => {
       if (err instanceof UpstreamNetworkError) return reject(err);
       if ((err as Error).name === 'AbortError') return reject(err);
-      reject(new UpstreamNetworkError(`the upstream at ${u.host} could not be reached (${(err as NodeJS.ErrnoException).code ?? 'network error'})`, false));
+      reject(new UpstreamNetworkError(`the upstream at ${t.host} could not be reached (${(err as NodeJS.ErrnoException).code ?? 'network error'})`, false));
     });
     req.end(payload);
   });
+  return {
+    response,
+    cancel: () => req.destroy(Object.assign(new Error('the client closed the request'), { name: 'AbortError' })),
+  };
 }
 
 /** Reads a body up to a limit. */
