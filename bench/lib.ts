@@ -12,6 +12,8 @@ export interface LoadResult {
   rps: number;
   p50: number;
   p99: number;
+  /** `timed` only: the median time to the first byte of the body (a streamed answer's first event). */
+  firstByteP50?: number;
   errors: number;
   non2xx: number;
 }

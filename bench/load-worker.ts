@@ -17,6 +17,7 @@ async function timed(o: LoadOptions) {
   const body = o.body === undefined ? undefined : Buffer.from(o.body);
   const headers = { ...(o.headers ?? {}), ...(body ? { 'content-length': String(body.length) } : {}) };
   const latencies: number[] = [];
+  const firstBytes: number[] = [];
   let errors = 0;
   let non2xx = 0;
   const started = performance.now();
@@ -25,7 +26,11 @@ async function timed(o: LoadOptions) {
     new Promise<void>((resolve) => {
       const t0 = performance.now();
       const req = http.request(url, { method: o.method ?? 'GET', agent, headers }, (res) => {
-        res.on('data', () => {});
+        let first = true;
+        res.on('data', () => {
+          if (first) firstBytes.push(performance.now() - t0);
+          first = false;
+        });
         res.on('end', () => {
           latencies.push(performance.now() - t0);
           if ((res.statusCode ?? 0) < 200 || (res.statusCode ?? 0) >= 300) non2xx++;
@@ -55,8 +60,9 @@ async function timed(o: LoadOptions) {
   const elapsed = (performance.now() - started) / 1000;
   agent.destroy();
   latencies.sort((a, b) => a - b);
-  const at = (q: number) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] : 0);
-  return { rps: latencies.length / elapsed, p50: at(0.5), p99: at(0.99), errors, non2xx };
+  firstBytes.sort((a, b) => a - b);
+  const at = (xs: number[], q: number) => (xs.length ? xs[Math.min(xs.length - 1, Math.floor(q * xs.length))] : 0);
+  return { rps: latencies.length / elapsed, p50: at(latencies, 0.5), p99: at(latencies, 0.99), firstByteP50: at(firstBytes, 0.5), errors, non2xx };
 }
 
 async function cannon(o: LoadOptions) {

@@ -23,6 +23,8 @@ export function createServer(opts: {
   bodyLimit?: number;
   trustProxy?: boolean;
   component: string;
+  /** A log line per answered request at info (default true); errors are logged whatever this says. */
+  requestLines?: boolean;
   extra?: Partial<FastifyServerOptions>;
 }): App {
   const app = Fastify({
@@ -65,6 +67,7 @@ export function createServer(opts: {
     done();
   });
 
+  const requestLines = opts.requestLines ?? true;
   const requests = opts.metrics?.counter(`${opts.component}_http_requests_total`, 'HTTP requests by method, route and status');
   const durations = opts.metrics?.histogram(`${opts.component}_http_request_duration_seconds`, 'HTTP request duration by method and route');
   // The series of each method, route and status, found once: their label keys are made once.
@@ -93,7 +96,7 @@ export function createServer(opts: {
     count();
     observe(ms / 1000);
     if (status >= 500) request.log.error({ method: request.method, url: redactUrl(request.url), status, ms: Math.round(ms) }, 'request failed');
-    else if ((request.log as Logger).isLevelEnabled('info')) request.log.info({ method: request.method, url: redactUrl(request.url), status, ms: Math.round(ms) }, 'request');
+    else if (requestLines && (request.log as Logger).isLevelEnabled('info')) request.log.info({ method: request.method, url: redactUrl(request.url), status, ms: Math.round(ms) }, 'request');
     done();
   });
   return app;

@@ -1,3 +1,4 @@
+import { StringDecoder } from 'node:string_decoder';
 import type { ModelAlias } from '../models/catalog.ts';
 import { eventData, SseSplitter, tokenCount, type Adapter, type ChatRequest, type Usage } from './upstream.ts';
 
@@ -187,11 +188,14 @@ export const anthropicAdapter: Adapter = {
           return '';
       }
     };
+    // Every event is translated, so this one reads text: a character split between chunks waits in the decoder.
+    const decoder = new StringDecoder('utf8');
+    const bytes = (text: string) => (text ? [Buffer.from(text)] : []);
     return {
-      push: (text) => sse.push(text).map(handle).join(''),
+      push: (chunk) => bytes(sse.push(decoder.write(chunk)).map(handle).join('')),
       end: () => {
-        const rest = sse.rest();
-        return rest.trim() ? handle(rest) : '';
+        const rest = sse.rest() + decoder.end();
+        return bytes(rest.trim() ? handle(rest) : '');
       },
       usage: () => (reported ? { tokensIn, tokensOut, reported } : null),
       error: () => error,

@@ -135,14 +135,17 @@ export function createForwarder(deps: ForwarderDeps) {
       }
 
       const upstreamReq = credential ? { ...draft, headers: adapter.withCredential(draft.headers, credential) } : draft;
-      const abort = new AbortController();
+      const call = post(upstreamReq.url, upstreamReq.headers, upstreamReq.payload, { idleTimeoutMs: deps.upstreamIdleTimeoutMs });
+      let clientClosed = false;
       reply.raw.on('close', () => {
-        if (!reply.raw.writableFinished) abort.abort();
+        if (reply.raw.writableFinished) return;
+        clientClosed = true;
+        call.cancel();
       });
 
       let res;
       try {
-        res = await post(upstreamReq.url, upstreamReq.headers, upstreamReq.payload, { signal: abort.signal, idleTimeoutMs: deps.upstreamIdleTimeoutMs });
+        res = await call.response;
       } catch (err) {
         return fail(
           err instanceof UpstreamNetworkError
@@ -195,42 +198,44 @@ export function createForwarder(deps: ForwarderDeps) {
         'x-accel-buffering': 'no',
         ...(upstreamId ? { 'x-upstream-request-id': upstreamId } : {}),
       });
-      const send = (text: string) => {
-        if (client.destroyed || client.writableEnded || !text) return;
-        if (!client.write(text)) {
+      const send = (bytes: Buffer | string) => {
+        if (client.destroyed || client.writableEnded || !bytes.length) return;
+        if (!client.write(bytes)) {
           res.pause();
           client.once('drain', () => res.resume());
         }
       };
-      res.setEncoding('utf8');
       let failed: string | null = null;
-      // Events go on as they arrive; what arrives in one turn of the event loop goes in one write.
-      let pending = '';
+      // Events go on as they arrive, as the bytes that came unless the adapter had to change
+      // them; what arrives in one turn of the event loop goes in one write.
+      let pending: Buffer[] = [];
       const flush = () => {
-        send(pending);
-        pending = '';
+        send(pending.length === 1 ? pending[0] : Buffer.concat(pending));
+        pending = [];
       };
-      // The upstream's own events may quote the credential (as its error messages do): never pass it on.
-      const scrub = (text: string) => (credential && text.includes(credential) ? text.split(credential).join('[redacted]') : text);
-      res.on('data', (chunk: string) => {
-        const text = scrub(translator.push(chunk));
-        if (!text) return;
-        if (!pending) setImmediate(flush);
-        pending += text;
-      });
+      // The upstream's own events may quote the credential (as its error messages do): never
+      // pass it on. What the adapter answers is whole events, so a credential is never cut.
+      const secret = credential ? Buffer.from(credential) : null;
+      const scrub = (bytes: Buffer) => (secret && bytes.includes(secret) ? Buffer.from(bytes.toString('utf8').split(credential!).join('[redacted]')) : bytes);
+      const queue = (out: Buffer[]) => {
+        if (!out.length) return;
+        if (!pending.length) setImmediate(flush);
+        for (const bytes of out) pending.push(scrub(bytes));
+      };
+      res.on('data', (chunk: Buffer) => queue(translator.push(chunk)));
       res.on('error', () => {
-        failed = abort.signal.aborted ? 'the client closed the stream' : 'the upstream broke off the stream';
+        failed = clientClosed ? 'the client closed the stream' : 'the upstream broke off the stream';
       });
       res.on('close', () => {
-        pending += scrub(translator.end());
+        for (const bytes of translator.end()) pending.push(scrub(bytes));
         flush();
-        if (!res.complete && !failed) failed = abort.signal.aborted ? 'the client closed the stream' : 'the upstream broke off the stream';
-        if (failed && !abort.signal.aborted) send(`data: ${JSON.stringify(proxyErrors.upstream(502, failed, 'upstream_error').toJSON())}\n\n`);
+        if (!res.complete && !failed) failed = clientClosed ? 'the client closed the stream' : 'the upstream broke off the stream';
+        if (failed && !clientClosed) send(`data: ${JSON.stringify(proxyErrors.upstream(502, failed, 'upstream_error').toJSON())}\n\n`);
         if (!client.destroyed && !client.writableEnded) client.end();
         const usage = translator.usage();
         const midStreamError = translator.error();
-        const finalStatus = abort.signal.aborted ? 499 : failed || midStreamError ? 502 : 200;
-        settleWith(finalStatus, usage ?? { tokensIn: promptTokens, tokensOut: 0, reported: false }, upstreamId, failed ?? (midStreamError && scrub(midStreamError)));
+        const finalStatus = clientClosed ? 499 : failed || midStreamError ? 502 : 200;
+        settleWith(finalStatus, usage ?? { tokensIn: promptTokens, tokensOut: 0, reported: false }, upstreamId, failed ?? (midStreamError && credential ? midStreamError.split(credential).join('[redacted]') : midStreamError));
       });
       return reply;
     } catch (err) {

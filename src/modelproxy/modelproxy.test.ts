@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { systemActor } from '../audit/audit.ts';
 import { loadCipher } from '../secrets/cipher.ts';
 import { createSecretsService } from '../secrets/secrets.service.ts';
-import { awayFromClockEdges, captureLogger, testConfig, testDb, testModelProxy, uniq, type TestDb } from '../../test/harness.ts';
+import { awayFromClockEdges, captureLogger, testConfig, testDb, testModelProxy, uniq, waitFor, type TestDb } from '../../test/harness.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../../test/fakes/openai-upstream.ts';
 import { createModelProxyClient, ModelProxyFailedError, ModelProxyUnavailableError, type ModelProxyClient } from './client.ts';
 import { serviceCredential } from './credential.ts';
@@ -56,11 +56,12 @@ describe('model proxy', () => {
     await tdb.close();
   });
 
-  const chat = (key: string | null, body: Record<string, unknown>, headers: Record<string, string> = {}) =>
+  const chat = (key: string | null, body: Record<string, unknown>, headers: Record<string, string> = {}, signal?: AbortSignal) =>
     fetch(`${proxy.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers },
       body: JSON.stringify(body),
+      signal,
     });
   const hello = { model: 'fake', messages: [{ role: 'user', content: 'Say hello' }] };
   const mint = (limits: Record<string, unknown> = {}, team = uniq('team')) => client.mintKey({ team, role: 'dev', agent: 'coder', ...limits });
@@ -197,6 +198,30 @@ describe('model proxy', () => {
       assert.equal(Number(key.reserved), 0);
     } finally {
       fake.options.chunkDelayMs = 0;
+    }
+  });
+
+  test('a client that leaves before the upstream answered ends the upstream request, and nothing but the log line is left', async () => {
+    fake.options.latencyMs = 5_000;
+    try {
+      const k = await mint({ max_budget: 1 });
+      const seen = fake.requests.length;
+      const gone = new AbortController();
+      const res = chat(k.key, hello, {}, gone.signal).catch((err: Error) => err);
+      await waitFor('the upstream to receive the request', () => fake.requests.length > seen);
+      gone.abort();
+      assert.equal(((await res) as Error).name, 'AbortError');
+      const [row] = await settled(k.team, 1);
+      assert.equal(row.status, 499);
+      assert.equal(row.error, 'client_closed');
+      assert.equal(Number(row.cost_usd), 0, 'nothing came back, nothing is charged');
+      const key = await waitFor('the reservation to be released', async () => {
+        const r = await keyRow(k.key_id);
+        return Number(r.reserved) === 0 && r;
+      });
+      assert.equal(Number(key.spend_total), 0);
+    } finally {
+      fake.options.latencyMs = 0;
     }
   });
 

@@ -52,7 +52,16 @@ export async function buildModelProxyApp(deps: ModelProxyDeps): Promise<App> {
   // The cipher was loaded before (src/services.ts), so a key file created on this first start is there to derive from.
   const credential = serviceCredential(config);
 
-  const app = createServer({ logger: deps.logger, metrics, bodyLimit: Math.max(config.bodyLimit, 32 * 1024 * 1024), trustProxy: config.trustProxy, component: 'modelproxy' });
+  // No log line per answered request: each one is a line of the request log (mp_request_log),
+  // with its status and latency, and writing both cost a request's logger and a serialised line.
+  const app = createServer({
+    logger: deps.logger,
+    metrics,
+    bodyLimit: Math.max(config.bodyLimit, 32 * 1024 * 1024),
+    trustProxy: config.trustProxy,
+    component: 'modelproxy',
+    requestLines: false,
+  });
   useProxyErrors(app);
   app.removeContentTypeParser('text/plain');
   // `lost`: settlements or log lines that could not be kept (0 for a failed reread of limits, retried later).

@@ -24,10 +24,10 @@ export interface ChatRequest {
 
 /** Turns the upstream's server-sent events into the OpenAI chunks the client gets, watching usage. */
 export interface StreamTranslator {
-  /** Takes raw bytes as they arrive; answers the text to send on now (whole events only). */
-  push(chunk: string): string;
-  /** The stream ended: anything left to send, and the usage seen. */
-  end(): string;
+  /** Takes raw bytes as they arrive; answers the bytes to send on now (whole events only, possibly none). */
+  push(chunk: Buffer): Buffer[];
+  /** The stream ended: anything left to send. */
+  end(): Buffer[];
   usage(): Usage | null;
   /** An error event the upstream sent inside the stream, if any. */
   error(): string | null;
@@ -58,34 +58,69 @@ export class UpstreamNetworkError extends Error {
   }
 }
 
-/** POSTs to the upstream on a kept-alive connection; resolves with the response as soon as its headers arrive. */
-export function post(
-  url: string,
-  headers: Record<string, string>,
-  payload: string,
-  opts: { signal: AbortSignal; idleTimeoutMs: number },
-): Promise<http.IncomingMessage> {
-  return new Promise((resolve, reject) => {
+/** An upstream call under way: its response (as soon as the headers arrive), and how to give it up. */
+export interface UpstreamCall {
+  response: Promise<http.IncomingMessage>;
+  /** Destroys the request (the client went away): `response` rejects with an AbortError, or the response being read breaks off. */
+  cancel(): void;
+}
+
+interface Target {
+  protocol: string;
+  hostname: string;
+  port: string;
+  path: string;
+  host: string;
+  agent: http.Agent;
+  lib: typeof http | typeof https;
+}
+
+/** Upstream URLs parsed once each: the catalogue names a few, and every request goes to one of them. */
+const targets = new Map<string, Target>();
+function targetOf(url: string): Target {
+  let t = targets.get(url);
+  if (!t) {
     const u = new URL(url);
-    const lib = u.protocol === 'https:' ? https : http;
-    const req = lib.request(
-      u,
+    const secure = u.protocol === 'https:';
+    t = { protocol: u.protocol, hostname: u.hostname.replace(/^\[|\]$/g, ''), port: u.port, path: u.pathname + u.search, host: u.host, agent: secure ? httpsAgent : httpAgent, lib: secure ? https : http };
+    if (targets.size < 1000) targets.set(url, t);
+  }
+  return t;
+}
+
+/**
+ * POSTs to the upstream on a kept-alive connection. A plain cancel function rather than an
+ * AbortSignal: a signal per request costs a controller, an event target and listeners on the
+ * request's path, for a cancellation that almost never happens.
+ */
+export function post(url: string, headers: Record<string, string>, payload: string, opts: { idleTimeoutMs: number }): UpstreamCall {
+  const t = targetOf(url);
+  let req: http.ClientRequest;
+  const response = new Promise<http.IncomingMessage>((resolve, reject) => {
+    req = t.lib.request(
       {
+        protocol: t.protocol,
+        hostname: t.hostname,
+        port: t.port,
+        path: t.path,
         method: 'POST',
-        agent: u.protocol === 'https:' ? httpsAgent : httpAgent,
+        agent: t.agent,
         headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)), accept: 'application/json, text/event-stream' },
-        signal: opts.signal,
       },
       resolve,
     );
-    req.setTimeout(opts.idleTimeoutMs, () => req.destroy(new UpstreamNetworkError(`the upstream at ${u.host} did not answer within ${Math.round(opts.idleTimeoutMs / 1000)} s`, true)));
+    req.setTimeout(opts.idleTimeoutMs, () => req.destroy(new UpstreamNetworkError(`the upstream at ${t.host} did not answer within ${Math.round(opts.idleTimeoutMs / 1000)} s`, true)));
     req.on('error', (err) => {
       if (err instanceof UpstreamNetworkError) return reject(err);
       if ((err as Error).name === 'AbortError') return reject(err);
-      reject(new UpstreamNetworkError(`the upstream at ${u.host} could not be reached (${(err as NodeJS.ErrnoException).code ?? 'network error'})`, false));
+      reject(new UpstreamNetworkError(`the upstream at ${t.host} could not be reached (${(err as NodeJS.ErrnoException).code ?? 'network error'})`, false));
     });
     req.end(payload);
   });
+  return {
+    response,
+    cancel: () => req.destroy(Object.assign(new Error('the client closed the request'), { name: 'AbortError' })),
+  };
 }
 
 /** Reads a body up to a limit. */
@@ -103,7 +138,7 @@ export async function readBody(res: http.IncomingMessage, limit = 64 * 1024 * 10
   return Buffer.concat(chunks);
 }
 
-/** Splits server-sent events out of a byte stream; answers whole events (without their blank line). */
+/** Splits server-sent events out of text (the adapters that translate every event); answers whole events (without their blank line). */
 export class SseSplitter {
   #pending = '';
   push(chunk: string): string[] {
@@ -122,6 +157,104 @@ export class SseSplitter {
     this.#pending = '';
     return r;
   }
+}
+
+const LF = 0x0a;
+const CR = 0x0d;
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * Splits server-sent events out of bytes without decoding them: an event ends at a blank line
+ * (LF or CRLF, as `SseSplitter`), found with `indexOf` on the bytes. Each whole event is handed
+ * to `onEvent` as a range of `buf`: its text ends at `end` and its blank line at `next`, so an
+ * unchanged event passes on as the bytes that came. A part event (split anywhere, inside a line
+ * ending or a multi-byte character included) waits for the rest.
+ */
+export class SseByteSplitter {
+  #pending: Buffer = EMPTY;
+  /** Where to resume looking for a line feed in what is pending (all before it was looked at). */
+  #scanFrom = 0;
+  push(chunk: Buffer, onEvent: (buf: Buffer, start: number, end: number, next: number) => void): void {
+    const buf = this.#pending.length ? Buffer.concat([this.#pending, chunk]) : chunk;
+    let start = 0;
+    let i = this.#scanFrom;
+    for (;;) {
+      const nl = buf.indexOf(LF, i);
+      if (nl < 0) {
+        i = buf.length;
+        break;
+      }
+      let next = -1;
+      if (buf[nl + 1] === LF) next = nl + 2;
+      else if (buf[nl + 1] === CR && buf[nl + 2] === LF) next = nl + 3;
+      if (next < 0) {
+        // Not yet known whether this line feed ends the event: look again when more arrives.
+        if (nl + 1 === buf.length || (buf[nl + 1] === CR && nl + 2 === buf.length)) {
+          i = nl;
+          break;
+        }
+        i = nl + 1;
+        continue;
+      }
+      onEvent(buf, start, nl > start && buf[nl - 1] === CR ? nl - 1 : nl, next);
+      start = i = next;
+    }
+    this.#pending = start === buf.length ? EMPTY : buf.subarray(start);
+    this.#scanFrom = i - start;
+  }
+  rest(): Buffer {
+    const r = this.#pending;
+    this.#pending = EMPTY;
+    this.#scanFrom = 0;
+    return r;
+  }
+}
+
+const isJsonSpace = (b: number | undefined) => b === 0x20 || b === 0x09 || b === LF || b === CR;
+function skipSpace(b: Buffer, i: number): number {
+  while (isJsonSpace(b[i])) i++;
+  return i;
+}
+
+/**
+ * Whether `b` holds the JSON key `key` (given with its quotes) followed by a colon, and, when
+ * `then` is given, by that byte as the value's first. A key inside a string value is escaped
+ * (\") and never matches.
+ */
+function hasKey(b: Buffer, key: Buffer, then: number | null): boolean {
+  for (let i = b.indexOf(key); i >= 0; i = b.indexOf(key, i + key.length)) {
+    let j = skipSpace(b, i + key.length);
+    if (b[j] !== 0x3a) continue;
+    if (then === null) return true;
+    j = skipSpace(b, j + 1);
+    if (b[j] === then) return true;
+  }
+  return false;
+}
+
+const USAGE_KEY = Buffer.from('"usage"');
+const ERROR_KEY = Buffer.from('"error"');
+const TEXT_KEYS = [Buffer.from('"content"'), Buffer.from('"arguments"')];
+
+/** The bytes of content and tool-arguments string values in `b`, as written in the JSON (escapes counted as written: an estimate). */
+function streamedTextBytes(b: Buffer): number {
+  let n = 0;
+  for (const key of TEXT_KEYS) {
+    for (let i = b.indexOf(key); i >= 0; ) {
+      let j = skipSpace(b, i + key.length);
+      if (b[j] === 0x3a && b[(j = skipSpace(b, j + 1))] === 0x22) {
+        let k = j + 1;
+        while (k < b.length && b[k] !== 0x22) k += b[k] === 0x5c ? 2 : 1;
+        if (k < b.length) {
+          n += k - j - 1;
+          i = b.indexOf(key, k + 1);
+          continue;
+        }
+      }
+      i = b.indexOf(key, i + key.length);
+    }
+  }
+  return n;
 }
 
 /** The data of an event (its `data:` lines joined), and its `event:` name. */
@@ -157,11 +290,6 @@ function parseJson(text: string): any {
   }
 }
 
-/** An event that may carry usage (as an object) or an error, and so has to be parsed. */
-const MAY_HOLD_USAGE_OR_ERROR = /"usage"\s*:\s*\{|"error"\s*:/;
-/** The text of a content or tool-arguments delta, as written in the JSON (escapes counted as written: an estimate). */
-const STREAMED_TEXT = /"(?:content|arguments)"\s*:\s*"((?:[^"\\]|\\.)*)"/g;
-
 const joinUrl = (base: string, path: string) => base.replace(/\/+$/, '') + path;
 
 /** Any OpenAI-compatible upstream: the body passes through with the model renamed. */
@@ -185,20 +313,14 @@ export const openaiAdapter: Adapter = {
     return { body: raw, usage };
   },
   stream({ clientWantsUsage, promptTokens }) {
-    const sse = new SseSplitter();
+    const sse = new SseByteSplitter();
     let usage: Usage | null = null;
     let streamedBytes = 0;
     let error: string | null = null;
-    const handle = (event: string): string => {
+    /** An event that may hold usage or an error, as text: null to pass it on unchanged, else what to send instead ('' for nothing). */
+    const parsed = (event: string): string | null => {
       const { data } = eventData(event);
-      if (data === null || data === '[DONE]') return event + '\n\n';
-      // Most events are a token of content: passed on as they are, without parsing them. Only an
-      // event that can hold usage (an object, not the `"usage":null` of every chunk) or an
-      // error is parsed; a key inside a string value is escaped (\") and never matches.
-      if (!MAY_HOLD_USAGE_OR_ERROR.test(data)) {
-        for (const m of data.matchAll(STREAMED_TEXT)) streamedBytes += Buffer.byteLength(m[1]);
-        return event + '\n\n';
-      }
+      if (data === null || data === '[DONE]') return null;
       const chunk = parseJson(data);
       if (chunk?.error) error = String(chunk.error.message ?? 'the upstream failed mid-stream').slice(0, 500);
       if (chunk?.usage && typeof chunk.usage === 'object') {
@@ -215,13 +337,49 @@ export const openaiAdapter: Adapter = {
           if (Array.isArray(d?.tool_calls)) for (const t of d.tool_calls) streamedBytes += Buffer.byteLength(String(t?.function?.arguments ?? ''));
         }
       }
-      return event + '\n\n';
+      return null;
+    };
+    /** One event's bytes: null to pass them on unchanged, else what to send instead. */
+    const handle = (event: Buffer): string | null => {
+      // Most events are a token of content: passed on as the bytes that came, neither decoded nor
+      // parsed. Only an event that can hold usage (an object, not the `"usage":null` of every
+      // chunk) or an error is decoded and parsed.
+      if (!hasKey(event, USAGE_KEY, 0x7b) && !hasKey(event, ERROR_KEY, null)) {
+        streamedBytes += streamedTextBytes(event);
+        return null;
+      }
+      return parsed(event.toString('utf8'));
     };
     return {
-      push: (chunk) => sse.push(chunk).map(handle).join(''),
+      push: (chunk) => {
+        const out: Buffer[] = [];
+        // Unchanged events next to each other go on as one slice of the bytes that came.
+        let run: Buffer | null = null;
+        let runStart = 0;
+        let runEnd = 0;
+        sse.push(chunk, (buf, start, end, next) => {
+          const instead = handle(buf.subarray(start, end));
+          if (instead === null) {
+            if (run !== buf || runEnd !== start) {
+              if (run) out.push(run.subarray(runStart, runEnd));
+              run = buf;
+              runStart = start;
+            }
+            runEnd = next;
+            return;
+          }
+          if (run) out.push(run.subarray(runStart, runEnd));
+          run = null;
+          if (instead) out.push(Buffer.from(instead));
+        });
+        if (run) out.push((run as Buffer).subarray(runStart, runEnd));
+        return out;
+      },
       end: () => {
         const rest = sse.rest();
-        return rest.trim() ? handle(rest) : '';
+        if (rest.findIndex((b) => !isJsonSpace(b)) < 0) return [];
+        const instead = handle(rest);
+        return [instead === null ? Buffer.concat([rest, Buffer.from('\n\n')]) : Buffer.from(instead)].filter((b) => b.length);
       },
       // No usage reported: the prompt estimate and what was streamed, so a silent upstream still pays for its prompt.
       usage: () => usage ?? { tokensIn: promptTokens, tokensOut: estimateTokens(streamedBytes), reported: false },
