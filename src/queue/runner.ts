@@ -223,7 +223,10 @@ export function createJobRunner(opts: JobRunnerOptions) {
     const jobLog = log.child({ job: job.id, kind: job.kind, attempt: job.attempts });
     const r = { job, controller: new AbortController() } as Running;
     r.done = (async () => {
+      // The heartbeat serves the handler's work and does not of itself keep the process alive:
+      // a handler waiting on nothing that can settle would otherwise pin it for good.
       const beat = setInterval(() => void heartbeat(r, jobLog), heartbeatMs);
+      beat.unref();
       let error: unknown = undefined;
       try {
         await perform(r, jobLog);
