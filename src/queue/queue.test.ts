@@ -464,6 +464,16 @@ describe(`job queue (${dbKind})`, () => {
       }
     });
 
+    test('a runner stopped while it is still starting leaves no LISTEN connection behind', async () => {
+      const { r } = runner({ [newKind()]: { perform: async () => {} } });
+      const channel = (await sql<{ c: string }>`select ${channelSql} as c`.execute(db)).rows[0].c;
+      const listeners = async () => (await sql<{ pid: number }>`select pid from pg_stat_activity where query = ${`listen "${channel}"`} and pid <> pg_backend_pid()`.execute(db)).rows.length;
+      const starting = r.start();
+      await r.stop();
+      await starting;
+      await waitFor('the LISTEN connection to be gone', async () => (await listeners()) === 0);
+    });
+
     test('a targeted job is taken only by its host\'s runner while that host lives; by any runner once it is dead', async () => {
       const kind = newKind();
       // Host rows that run no provider, so no placement of another test picks them.
