@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, afterEach, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { Type } from 'typebox';
 import { captureLogger, dbKind, TEST_DATABASE_URL, testDb, uniq, waitFor, type TestDb } from '../../test/harness.ts';
@@ -27,12 +27,20 @@ describe(`job queue (${dbKind})`, () => {
     return { r: createJobRunner({ db, logger, handlers, pollMs: 600_000, ...opts }), lines };
   };
   const jobsOf = (kind: string) => db.selectFrom('jobs').selectAll().where('kind', '=', kind).orderBy('id').execute();
-  /** A promise and the function that settles it. */
+  /**
+   * A promise and the function that settles it. Every gate is opened after its test, passed or
+   * failed, so no handler is left waiting (its runner's heartbeat would keep the process alive).
+   */
+  const gates: Array<() => void> = [];
   const gate = () => {
     let open!: () => void;
     const p = new Promise<void>((resolve) => (open = resolve));
+    gates.push(open);
     return { p, open };
   };
+  afterEach(() => {
+    for (const open of gates.splice(0)) open();
+  });
 
   test('a job enqueued in a committed transaction runs once; one in a rolled-back transaction never runs', async () => {
     const kind = newKind();
@@ -302,9 +310,10 @@ describe(`job queue (${dbKind})`, () => {
     // Before the lease runs out, nobody else takes the job.
     await b(29_000).r.drain();
     assert.deepEqual(bSeen, []);
-    // After, another runner does.
+    // After, another runner does. Its claim skips a row locked at that moment (runner A's
+    // heartbeat renewing, every 20 ms, on PostgreSQL), so it is tried until it takes the job.
     const late = b(31_000);
-    await late.r.drain();
+    await waitFor('runner B to take the job over', async () => (await late.r.drain(), bSeen.length > 0));
     assert.deepEqual(bSeen, [2]);
     row = (await getJob(db, job.id))!;
     assert.equal(row.state, 'done');
@@ -332,9 +341,13 @@ describe(`job queue (${dbKind})`, () => {
     const job = await enqueue(db, { kind, payload: {}, maxAttempts: 1 });
     const aDone = a.r.drain();
     await waitFor('runner A to start the job', () => started);
-    await b.r.drain();
+    // B's claim skips the row while A's heartbeat holds it locked, so it is tried until the job is settled.
+    const row = await waitFor('runner B to settle the job', async () => {
+      await b.r.drain();
+      const r = (await getJob(db, job.id))!;
+      return r.state !== 'running' && r;
+    });
     assert.equal(again, 0);
-    const row = (await getJob(db, job.id))!;
     assert.equal(row.state, 'failed');
     assert.match(row.last_error!, /gave up after 1 attempts: the lease of the last one ran out/);
     hold.open();
@@ -449,6 +462,16 @@ describe(`job queue (${dbKind})`, () => {
       } finally {
         await r.stop();
       }
+    });
+
+    test('a runner stopped while it is still starting leaves no LISTEN connection behind', async () => {
+      const { r } = runner({ [newKind()]: { perform: async () => {} } });
+      const channel = (await sql<{ c: string }>`select ${channelSql} as c`.execute(db)).rows[0].c;
+      const listeners = async () => (await sql<{ pid: number }>`select pid from pg_stat_activity where query = ${`listen "${channel}"`} and pid <> pg_backend_pid()`.execute(db)).rows.length;
+      const starting = r.start();
+      await r.stop();
+      await starting;
+      await waitFor('the LISTEN connection to be gone', async () => (await listeners()) === 0);
     });
 
     test('a targeted job is taken only by its host\'s runner while that host lives; by any runner once it is dead', async () => {

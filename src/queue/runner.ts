@@ -120,6 +120,7 @@ export function createJobRunner(opts: JobRunnerOptions) {
   let stopping = false;
   let started = false;
   let loopDone: Promise<void> = Promise.resolve();
+  let starting: Promise<void> = Promise.resolve();
   let unlisten: Unlisten | null = null;
   const timers: NodeJS.Timeout[] = [];
 
@@ -223,7 +224,10 @@ export function createJobRunner(opts: JobRunnerOptions) {
     const jobLog = log.child({ job: job.id, kind: job.kind, attempt: job.attempts });
     const r = { job, controller: new AbortController() } as Running;
     r.done = (async () => {
+      // The heartbeat serves the handler's work and does not of itself keep the process alive:
+      // a handler waiting on nothing that can settle would otherwise pin it for good.
       const beat = setInterval(() => void heartbeat(r, jobLog), heartbeatMs);
+      beat.unref();
       let error: unknown = undefined;
       try {
         await perform(r, jobLog);
@@ -292,26 +296,31 @@ export function createJobRunner(opts: JobRunnerOptions) {
     }
   }
 
+  async function begin(): Promise<void> {
+    try {
+      const { channel } = (await sql<{ channel: string }>`select ${channelSql} as channel`.execute(db)).rows[0];
+      unlisten = await listen(db, channel, wake);
+    } catch (err) {
+      log.warn({ error: describeError(err) }, `could not LISTEN for new jobs; looking every ${pollMs} ms instead`);
+    }
+    await refreshGauge();
+    // A count over the whole table: often enough for a dashboard, rarely enough to cost nothing.
+    timers.push(setInterval(() => void refreshGauge(), 15_000));
+    void prune();
+    timers.push(setInterval(() => void prune(), 3_600_000));
+    for (const t of timers) t.unref();
+    loopDone = loop();
+  }
+
   return {
     owner,
 
     /** Starts listening and claiming; returns once listening (or, failing that, polling). */
-    async start(): Promise<void> {
-      if (started) throw new Error('the job runner is already started');
+    start(): Promise<void> {
+      if (started) return Promise.reject(new Error('the job runner is already started'));
       started = true;
-      try {
-        const { channel } = (await sql<{ channel: string }>`select ${channelSql} as channel`.execute(db)).rows[0];
-        unlisten = await listen(db, channel, wake);
-      } catch (err) {
-        log.warn({ error: describeError(err) }, `could not LISTEN for new jobs; looking every ${pollMs} ms instead`);
-      }
-      await refreshGauge();
-      // A count over the whole table: often enough for a dashboard, rarely enough to cost nothing.
-      timers.push(setInterval(() => void refreshGauge(), 15_000));
-      void prune();
-      timers.push(setInterval(() => void prune(), 3_600_000));
-      for (const t of timers) t.unref();
-      loopDone = loop();
+      starting = begin();
+      return starting;
     },
 
     /**
@@ -341,6 +350,8 @@ export function createJobRunner(opts: JobRunnerOptions) {
     async stop(): Promise<void> {
       stopping = true;
       wake();
+      // A start still under way finishes first, so its LISTEN (a connection of its own on PostgreSQL) and timers are released below.
+      await starting.catch(() => {});
       for (const t of timers) clearInterval(t);
       await loopDone;
       await filling;

@@ -90,6 +90,8 @@ export class ChatEventReader {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    // A start still under way finishes first: its LISTEN (a connection of its own on PostgreSQL) is then released here, not left open.
+    await this.started?.catch(() => {});
     if (this.timer) clearInterval(this.timer);
     await this.unlisten?.().catch(() => {});
   }
