@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../../db/schema.ts';
-import { Problem, problems } from '../../errors/problems.ts';
+import { Problem, problems, type SaidForPeople } from '../../errors/problems.ts';
 import { handleMessageJob } from './handle-message.job.ts';
 import { mirrorThreadJob } from './mirror-thread.job.ts';
 import * as store from './chat.store.ts';
@@ -59,6 +59,12 @@ export class PostBusy extends Error {
 /** What a person is told when they address a room no team lives in. */
 export const NO_TEAM = 'No Crewhouse team lives in this room: an admin creates a team with this room as its home (or links the room to a team) in the Crewhouse console.';
 
+/** A surface that cannot post now (not enabled, not configured): said as it is where people read it (a delivery's detail). */
+class SurfaceMissing extends Error implements SaidForPeople {
+  override name = 'SurfaceMissing';
+  readonly forPeople = true;
+}
+
 const sha256 = (s: string) => crypto.createHash('sha256').update(s).digest('hex');
 const personOf = (m: ChatMessageIn): ChatPerson => ({ surface: m.surface, user_id: m.user_id, user_name: m.user_name });
 const detailOf = (err: unknown) => (err instanceof Problem ? err.detail : null);
@@ -72,7 +78,7 @@ export function createChatCore(deps: ChatCoreDeps) {
   async function surfaceOf(kind: ChatSurfaceKind): Promise<ChatSurface> {
     const s = await deps.surface(kind);
     // Not enabled or not configured: the queue tries again (an admin may mend it); the job's error says why.
-    if ('missing' in s) throw new Error(`${kind} cannot post: ${s.missing}`);
+    if ('missing' in s) throw new SurfaceMissing(`${kind} cannot post: ${s.missing}`);
     return s;
   }
 

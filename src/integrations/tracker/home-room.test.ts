@@ -108,7 +108,7 @@ describe('a chat-homed team\'s work from a tracker', () => {
     assert.ok(root, 'a root post in the home room');
     assert.equal(root.user_id, bot.id);
     const issueUrl = `${linear.url.replace(/\/graphql$/, '')}/issue/${issue.identifier}`;
-    assert.ok(root.message.includes(`took work from ${issue.identifier} on tracker_a (${issueUrl}), asked by Ada.`), root.message);
+    assert.ok(root.message.includes(`took work from [${issue.identifier} on tracker_a](${issueUrl}), asked by Ada.`), root.message);
     assert.equal((await t.services.runs.get(runId)).run.chat_thread_url, mm.permalink(root.id));
     // The run links back to the issue, through the API too.
     const shown = await t.request({ method: 'GET', url: `/api/v1/runs/${runId}`, token: t.adminToken });
