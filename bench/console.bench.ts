@@ -9,19 +9,12 @@
 // The machine may be shared, and a neighbour's burst in one run skews that run: each pair is
 // measured in alternating rounds, and the ratio reported is the median of the rounds' ratios.
 import Fastify from 'fastify';
-import { systemActor } from '../src/audit/audit.ts';
 import { findToken } from '../src/auth/auth.service.ts';
 import { lookupCredential } from '../src/auth/credential-cache.ts';
-import { hashToken, newSecret } from '../src/auth/credentials.ts';
-import { loadConfig } from '../src/config.ts';
-import { buildConsoleApp, createConsoleServices } from '../src/console/app.ts';
+import { hashToken } from '../src/auth/credentials.ts';
 import { listUsers } from '../src/console/users/users.store.ts';
 import { authUser, presentUser } from '../src/console/users/users.service.ts';
-import { openDatabase } from '../src/db/database.ts';
-import { migrateToLatest } from '../src/db/migrate.ts';
-import { Registry } from '../src/metrics.ts';
-import { createLogger } from '../src/logger.ts';
-import { fmt, load, type BenchReport, type LoadResult } from './lib.ts';
+import { consoleInMemory, fmt, load, type BenchReport, type LoadResult } from './lib.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -30,16 +23,8 @@ const GOAL = 0.8;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 export default async function consoleBench(): Promise<BenchReport[]> {
-  const config = loadConfig({ SERVICE_DATA_DIR: ':memory:', SERVICE_LOG_LEVEL: 'warn', SERVICE_WEB_DIR: '/nonexistent-web' });
-  const { db, close } = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
-  await migrateToLatest(db);
-  const logger = createLogger({ level: 'warn' });
-  const services = createConsoleServices({ config, db, logger });
-  const token = newSecret('chk_');
-  await services.users.ensureFirstAdmin(systemActor('bench'), token);
+  const { db, close, services, token, app } = await consoleInMemory();
   for (let i = 0; i < 60; i++) await db.insertInto('users').values({ name: `bench-${i}`, email: null, role: 'viewer', password_hash: null }).execute();
-
-  const app = await buildConsoleApp({ config, db, logger, metrics: new Registry(), services });
   for (let i = 0; i < 60; i++) {
     const res = await app.inject({
       method: 'POST',

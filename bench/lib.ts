@@ -72,3 +72,30 @@ export async function serviceProcess<T>(file: string, arg: unknown): Promise<{ u
     },
   };
 }
+
+/**
+ * The console on an in-memory embedded database with its first admin's token, built (not
+ * listening): the console and watchers benches' start. Imported when asked, so the other benches
+ * do not load the console.
+ */
+export async function consoleInMemory() {
+  const [{ systemActor }, { newSecret }, { loadConfig }, { buildConsoleApp, createConsoleServices }, { openDatabase }, { migrateToLatest }, { Registry }, { createLogger }] = await Promise.all([
+    import('../src/audit/audit.ts'),
+    import('../src/auth/credentials.ts'),
+    import('../src/config.ts'),
+    import('../src/console/app.ts'),
+    import('../src/db/database.ts'),
+    import('../src/db/migrate.ts'),
+    import('../src/metrics.ts'),
+    import('../src/logger.ts'),
+  ]);
+  const config = loadConfig({ SERVICE_DATA_DIR: ':memory:', SERVICE_LOG_LEVEL: 'warn', SERVICE_WEB_DIR: '/nonexistent-web' });
+  const { db, close } = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  await migrateToLatest(db);
+  const logger = createLogger({ level: 'warn' });
+  const services = createConsoleServices({ config, db, logger });
+  const token = newSecret('chk_');
+  await services.users.ensureFirstAdmin(systemActor('bench'), token);
+  const app = await buildConsoleApp({ config, db, logger, metrics: new Registry(), services });
+  return { db, close, services, token, app };
+}

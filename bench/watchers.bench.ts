@@ -6,28 +6,13 @@
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { systemActor } from '../src/audit/audit.ts';
-import { newSecret } from '../src/auth/credentials.ts';
-import { loadConfig } from '../src/config.ts';
-import { buildConsoleApp, createConsoleServices } from '../src/console/app.ts';
-import { openDatabase } from '../src/db/database.ts';
-import { migrateToLatest } from '../src/db/migrate.ts';
-import { createLogger } from '../src/logger.ts';
-import { Registry } from '../src/metrics.ts';
-import type { BenchReport } from './lib.ts';
+import { consoleInMemory, type BenchReport } from './lib.ts';
 
 const POSTS = Number(process.env.BENCH_POSTS ?? 200);
 const WATCHERS = 20;
 
 export default async function watchersBench(): Promise<BenchReport[]> {
-  const config = loadConfig({ SERVICE_DATA_DIR: ':memory:', SERVICE_LOG_LEVEL: 'warn', SERVICE_WEB_DIR: '/nonexistent-web' });
-  const { db, close } = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
-  await migrateToLatest(db);
-  const logger = createLogger({ level: 'warn' });
-  const services = createConsoleServices({ config, db, logger });
-  const token = newSecret('chk_');
-  await services.users.ensureFirstAdmin(systemActor('bench'), token);
-  const app = await buildConsoleApp({ config, db, logger, metrics: new Registry(), services });
+  const { db, close, services, token, app } = await consoleInMemory();
   await app.listen({ port: 0, host: '127.0.0.1' });
   const port = (app.server.address() as AddressInfo).port;
   const team = await db

@@ -6,10 +6,9 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ScriptedAnswer, ScriptedRequest } from '../fakes/scripted-model.ts';
-import { processesWith, startStack, stackSkip, waitFor, type Stack } from './stack.ts';
+import { assertResumedWithoutRepeats, processesWith, startStack, stackSkip, waitFor, workspaceFile, type Stack } from './stack.ts';
 
 /** The parent of a process, from /proc (0 when it is gone). */
 function parentOf(pid: number): number {
@@ -57,11 +56,7 @@ describe('the long-lived agent runtime dies mid-turn', { skip: stackSkip }, () =
   it('resumes the turn once on a new runtime: no tool effect repeated, every post once', async () => {
     const team = await stack.makeTeam({ roles: { lead: { tools: ['shell', 'finish'], system_prompt: 'You lead.', role: { concurrent_runs: 2 } } } });
     const id = await stack.giveTask(team, 'Write three lines FILE lines.txt');
-    const lines = (name: string) => {
-      const files = fs.readdirSync(stack.sandboxDir, { recursive: true }) as string[];
-      const f = files.find((x) => x.endsWith(`workspace${path.sep}${name}`));
-      return f ? fs.readFileSync(path.join(stack.sandboxDir, f), 'utf8') : '';
-    };
+    const lines = (name: string) => workspaceFile(stack, name);
     await waitFor('the tool of step 2 to run', async () => lines('lines.txt') === 'one\ntwo\n' && processesWith(sleeper).length > 0, 300_000);
     // A second run of the team, served by the same runtime, mid-turn when it dies.
     const other = await stack.giveTask(team, 'Write three lines FILE other.txt');
@@ -82,13 +77,7 @@ describe('the long-lived agent runtime dies mid-turn', { skip: stackSkip }, () =
     await waitFor('the tool to stop with its runtime', async () => processesWith(sleeper).length === 0);
 
     const done = await stack.waitForState(id, 'succeeded');
-    assert.equal(lines('lines.txt'), 'one\ntwo\nthree\n', 'every tool ran once; the interrupted one was not run again');
-    assert.match(done.tasks.at(-1).state, /done/);
-    const posts = await stack.posts(id);
-    posts.forEach((p, i) => assert.equal(p.seq, i + 1, 'posts are numbered without gaps'));
-    const summary = posts.map((p) => `${p.kind}:${p.data?.tool ?? ''}:${p.data?.ok ?? ''}`);
-    assert.deepEqual(summary, ['task::', 'working:shell:true', 'notice:shell:', 'working:shell:true', 'completed::'], JSON.stringify(posts.map((p) => [p.seq, p.kind, p.text.slice(0, 80)])));
-    assert.match(posts[2].text, /shell was interrupted/);
+    await assertResumedWithoutRepeats(stack, done, 'lines.txt');
     // Resumed once, on a new runtime.
     const resumed = stack.logLines.filter((l) => l.includes('agent runtime stopped; resuming the turn') && l.includes(id));
     assert.equal(resumed.length, 1, JSON.stringify(resumed));

@@ -247,3 +247,25 @@ export async function addCodeHostDestination(t: TestApp, host: string, port: num
   });
   assert.equal(dest.status, 201, dest.text);
 }
+
+/** A file of a run's workspace in the stack's sandboxes, '' until it exists. */
+export function workspaceFile(stack: Stack, name: string): string {
+  const files = fs.readdirSync(stack.sandboxDir, { recursive: true }) as string[];
+  const f = files.find((x) => x.endsWith(`workspace${path.sep}${name}`));
+  return f ? fs.readFileSync(path.join(stack.sandboxDir, f), 'utf8') : '';
+}
+
+/**
+ * A run that wrote three lines to `file` with three shell calls, the second interrupted mid-way
+ * (its runtime or its worker killed) and resumed: each call ran once, the interrupted one was
+ * not run again and the run was told (a notice), and its posts are numbered without gaps.
+ */
+export async function assertResumedWithoutRepeats(stack: Stack, run: Record<string, any>, file: string): Promise<void> {
+  assert.equal(workspaceFile(stack, file), 'one\ntwo\nthree\n', 'every tool ran once; the interrupted one was not run again');
+  assert.match(run.tasks.at(-1).state, /done/);
+  const posts = await stack.posts(run.id);
+  posts.forEach((p, i) => assert.equal(p.seq, i + 1, 'posts are numbered without gaps'));
+  const summary = posts.map((p) => `${p.kind}:${p.data?.tool ?? ''}:${p.data?.ok ?? ''}`);
+  assert.deepEqual(summary, ['task::', 'working:shell:true', 'notice:shell:', 'working:shell:true', 'completed::'], JSON.stringify(posts.map((p) => [p.seq, p.kind, p.text.slice(0, 80)])));
+  assert.match(posts[2]!.text, /shell was interrupted/);
+}
