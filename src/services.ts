@@ -225,7 +225,8 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
       },
       posts: async (runId, after, limit) => (await runs.posts(runId, after, limit)).items,
       recent: async (team, limit) => (await runs.listOfTeam(team, { limit })).items.map((r) => ({ ...r, delivery: null })),
-      live: (surface, endedWithinSeconds, limit) => runs.liveOnSurface(surface, endedWithinSeconds, limit),
+      // The surface's runs, and the runs from elsewhere of teams homed there (their threads are in the home room).
+      live: async (surface, endedWithinSeconds, limit) => runs.liveOnSurface(surface, endedWithinSeconds, limit, (await teamsDirectory.homedOn(surface)).map((t) => t.name)),
       notice: (runId, text, key) => runJournal.notice(runId, text, key, { chat: true }),
       originOf: (runId) => originOfRun(runId),
     },

@@ -203,7 +203,8 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
      * waiting) or ended within `endedWithinSeconds` (a follow-up reopens a finished run), most
      * recently changed first, at most `limit`.
      */
-    liveOnSurface: (surface: RunSurface, endedWithinSeconds: number, limit: number) => store.liveOnSurface(db, surface, endedWithinSeconds, limit),
+    /** A surface's runs still open or lately ended (a chat listener's catch-up), with every run of `teams` (the teams homed there, whose runs from elsewhere have a thread there too). */
+    liveOnSurface: (surface: RunSurface, endedWithinSeconds: number, limit: number, teams: string[] = []) => store.liveOnSurface(db, surface, endedWithinSeconds, limit, teams),
 
     /** A team's memory, newest first: the outcome entries its finished runs left (the spec has no route for it yet). */
     async memory(team: string, limit = 10): Promise<Array<{ run_id: string; text: string; created_at: string }>> {

@@ -158,12 +158,12 @@ export function activityOf(db: Q, teamIds: number[]) {
     .execute();
 }
 
-/** A surface's runs still open, or ended within `endedWithinSeconds`, most recently changed first. */
-export async function liveOnSurface(db: Q, surface: RunSurface, endedWithinSeconds: number, limit: number): Promise<string[]> {
+/** A surface's runs (and every run of `teams`) still open, or ended within `endedWithinSeconds`, most recently changed first. */
+export async function liveOnSurface(db: Q, surface: RunSurface, endedWithinSeconds: number, limit: number, teams: string[] = []): Promise<string[]> {
   const rows = await db
     .selectFrom('runs')
     .select('id')
-    .where('surface', '=', surface)
+    .where((eb) => (teams.length ? eb.or([eb('surface', '=', surface), eb('team_name', 'in', teams)]) : eb('surface', '=', surface)))
     .where((eb) => eb.or([eb('state', 'in', ['running', 'waiting']), eb('finished_at', '>', sql<string>`now() - make_interval(secs => ${endedWithinSeconds})`)]))
     .orderBy('updated_at', 'desc')
     .orderBy('id', 'desc')

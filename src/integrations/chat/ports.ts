@@ -135,7 +135,7 @@ export interface ChatRuns {
   recent(team: string, limit: number): Promise<ChatRunView[]>;
   /** Where a run from elsewhere came from (a tracker's issue, the code host's), with its link, or null. */
   originOf(runId: string): Promise<{ surface: string; place: string; url: string | null } | null>;
-  /** The ids of a surface's runs open (running, waiting) or ended within `endedWithinSeconds`, most recently changed first, at most `limit`. */
+  /** The ids of the runs with a thread on a surface (its own, and those from elsewhere of teams homed there) open (running, waiting) or ended within `endedWithinSeconds`, most recently changed first, at most `limit`. */
   live(surface: ChatSurfaceKind, endedWithinSeconds: number, limit: number): Promise<string[]>;
   /** Something the run's people should know that the chat could not say (a post never delivered); once per `key`. */
   notice(runId: string, text: string, key: string): Promise<void>;

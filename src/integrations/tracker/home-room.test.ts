@@ -113,6 +113,8 @@ describe('a chat-homed team\'s work from a tracker', () => {
     // The run links back to the issue, through the API too.
     const shown = await t.request({ method: 'GET', url: `/api/v1/runs/${runId}`, token: t.adminToken });
     assert.deepEqual([shown.body.origin_url, shown.body.chat_thread_url], [issueUrl, mm.permalink(root.id)]);
+    // A listener's catch-up after a reconnection reads this thread too (a reply written while it was down still counts).
+    assert.ok((await t.services.chatCore.openThreads('chat_a')).some((th) => th.room_id === room.id && th.root_id === root.id), 'the home-room thread is among those caught up on');
     const ours = () => linear.activities.filter((a) => a.sessionId === session.id && a.userId === linear.app.id);
     assert.deepEqual(ours().map((a) => a.content.type), ['thought']);
 
