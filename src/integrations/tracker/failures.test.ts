@@ -61,6 +61,16 @@ describe('trackers: failures said in words', () => {
     assert.doesNotMatch(detail, /\n|<html|evil\.test/);
     for (const s of [leaked, ...secrets]) assert.ok(!detail.includes(s), `the detail quotes a secret: ${detail}`);
   };
+  /** Each way the broken server fails, in turn: the kind's test is an error saying so in words, quoting no secret. */
+  const expectErrors = async (kind: string, cases: Array<[Mode, RegExp]>, secrets: string[]) => {
+    for (const [m, pattern] of cases) {
+      mode = m;
+      const r = await test(kind);
+      assert.equal(r.state, 'error');
+      assert.match(r.detail, pattern, `${m}: ${r.detail}`);
+      clean(r.detail, secrets);
+    }
+  };
 
   it('tracker_a: garbage, a closed connection, an error echoing an address, a refused connection', async () => {
     const token = `lin_oauth_${crypto.randomBytes(16).toString('hex')}`;
@@ -70,13 +80,7 @@ describe('trackers: failures said in words', () => {
       ['close', /^Linear could not be reached while reading who the app is: the connection was closed before an answer came; check the setting api_url/],
       ['linear-error', /^Linear refused the request while reading who the app is: Entity not found, see \(an address\)$/],
     ];
-    for (const [m, pattern] of expected) {
-      mode = m;
-      const r = await test('tracker_a');
-      assert.equal(r.state, 'error');
-      assert.match(r.detail, pattern, `${m}: ${r.detail}`);
-      clean(r.detail, [token]);
-    }
+    await expectErrors('tracker_a', expected, [token]);
     // A port nothing listens on (one just let go).
     const probe = http.createServer();
     await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
@@ -91,30 +95,26 @@ describe('trackers: failures said in words', () => {
   it('tracker_b: the token endpoint and the REST API answering garbage, closing, or an error echoing a token', async () => {
     const base = { client_id: jira.clientId, cloud_id: jira.cloudId, account_id: jira.agent.accountId };
     await makeIntegration(t, 'tracker_b', { settings: { ...base, api_url: jira.apiUrl, auth_url: brokenUrl }, secrets: { client_secret: jira.clientSecret } });
-    for (const [m, pattern] of [
-      ['garbage', /^the Atlassian token endpoint \(auth_url\) answered something that is not JSON while fetching a token: is api_url the API's address\?$/],
-      ['close', /^the Atlassian token endpoint \(auth_url\) could not be reached while fetching a token: the connection was closed before an answer came/],
-    ] as Array<[Mode, RegExp]>) {
-      mode = m;
-      const r = await test('tracker_b');
-      assert.equal(r.state, 'error');
-      assert.match(r.detail, pattern, `${m}: ${r.detail}`);
-      clean(r.detail, [jira.clientSecret]);
-    }
+    await expectErrors(
+      'tracker_b',
+      [
+        ['garbage', /^the Atlassian token endpoint \(auth_url\) answered something that is not JSON while fetching a token: is api_url the API's address\?$/],
+        ['close', /^the Atlassian token endpoint \(auth_url\) could not be reached while fetching a token: the connection was closed before an answer came/],
+      ],
+      [jira.clientSecret],
+    );
     // A token from the real (fake) endpoint; the REST calls go to the broken server.
     await makeIntegration(t, 'tracker_b', { settings: { ...base, api_url: brokenUrl, auth_url: jira.authUrl } });
-    for (const [m, pattern] of [
-      ['garbage', /^Jira answered something that is not JSON while reading who the agent is: is api_url Atlassian's API gateway/],
-      ['close', /^Jira could not be reached while reading who the agent is: the connection was closed before an answer came/],
-      // Jira's own error message is quoted, with what looks like a token in it redacted.
-      ['jira-error', /^Jira refused the request \(HTTP 400\) while reading who the agent is: Bad request \(redacted\) from Bearer \(redacted\)$/],
-    ] as Array<[Mode, RegExp]>) {
-      mode = m;
-      const r = await test('tracker_b');
-      assert.equal(r.state, 'error');
-      assert.match(r.detail, pattern, `${m}: ${r.detail}`);
-      clean(r.detail, [jira.clientSecret]);
-    }
+    await expectErrors(
+      'tracker_b',
+      [
+        ['garbage', /^Jira answered something that is not JSON while reading who the agent is: is api_url Atlassian's API gateway/],
+        ['close', /^Jira could not be reached while reading who the agent is: the connection was closed before an answer came/],
+        // Jira's own error message is quoted, with what looks like a token in it redacted.
+        ['jira-error', /^Jira refused the request \(HTTP 400\) while reading who the agent is: Bad request \(redacted\) from Bearer \(redacted\)$/],
+      ],
+      [jira.clientSecret],
+    );
   });
 
   it('a failure is shown by a Problem\'s detail or an adapter\'s reason for people, never another exception\'s text', () => {
