@@ -82,7 +82,7 @@ export function runsRoutes(app: App, deps: { runs: RunsService; traces: TraceRea
       summary: "Read a run's conversation",
       tags,
       description:
-        'The conversation in order. `cursor` = the last `seq` seen returns only newer posts. With `Accept: text/event-stream` the same route streams posts as they come (each event\'s `id` is its seq, `event` its kind, `data` the post as JSON), starting after `cursor` or the `Last-Event-ID` header; comments keep the connection alive.',
+        'The conversation in order. `cursor` = the last `seq` seen returns only newer posts. With `Accept: text/event-stream` the same route streams posts as they come (each event\'s `id` is its seq, `event` its kind, `data` the post as JSON), starting after `cursor` or the `Last-Event-ID` header; comments keep the connection alive. A client that reads too slowly (more than 1 MiB waiting for it) gets an `overflow` event (`data`: `{detail, last_event_id}`, no `id`) and the stream ends; reconnecting with `Last-Event-ID` resumes without a post lost or repeated.',
       params: RunParams,
       querystring: PostsQuery,
       headers: PostsStreamHeaders,
