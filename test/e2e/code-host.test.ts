@@ -130,6 +130,7 @@ describe('the code host end to end: an issue becomes a run that ends in a pull r
     // The lead's question is posted on the issue; a comment addressed to the team answers it.
     const waiting = await stack.waitForState(runId, 'waiting');
     assert.equal(waiting.surface, 'code_host', 'the run says its work came from the code host');
+    assert.ok(String(waiting.origin_url).endsWith(`/${REPO}/issues/${issue.number}`), `the run links back to its issue: ${waiting.origin_url}`);
     const asked = await waitFor('the question on the issue', async () => fake.comments.find((c) => c.issue === issue.number && c.body.includes('Shall I put the fix in FIX.md?')));
     assert.match(asked.body, /\/crewhouse/);
     fake.commentOnIssue(REPO, issue.number, 'Looks right to me.', 'carol');

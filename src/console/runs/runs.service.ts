@@ -212,6 +212,11 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
       return rows.map((r) => ({ run_id: r.run_id, text: r.text, created_at: iso(r.created_at)! }));
     },
 
+    /** The run's task text as given, without presenting the run (what a surface reads to link back to its work). */
+    async textOf(id: string): Promise<string> {
+      return (await mustGet(id)).text;
+    },
+
     /** The run's trace id (spans are exported under it when tracing is on). */
     async traceId(id: string): Promise<string | null> {
       return (await mustGet(id)).trace_id;

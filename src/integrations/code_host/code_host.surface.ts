@@ -11,7 +11,7 @@ import { issueOfTaskText } from './events.ts';
  * follow-up), progress goes back as comments on the issue (each keyed by a hidden marker), and
  * the link back is the issue.
  */
-export function createCodeHostSurface(deps: { db: Db; runs: Pick<RunsService, 'get'>; inbound: Pick<Surface, 'takeIn'>; delivery: Pick<CodeHostDelivery, 'progress'> }): Surface {
+export function createCodeHostSurface(deps: { db: Db; runs: Pick<RunsService, 'textOf'>; inbound: Pick<Surface, 'takeIn'>; delivery: Pick<CodeHostDelivery, 'progress'> }): Surface {
   return {
     kind: 'code_host',
     takeIn: (eventRow, event) => deps.inbound.takeIn(eventRow, event),
@@ -19,8 +19,9 @@ export function createCodeHostSurface(deps: { db: Db; runs: Pick<RunsService, 'g
     async originOf(runId) {
       const work = await store.workOfRun(deps.db, runId);
       if (!work || work.issue_number === null) return null;
-      const { run } = await deps.runs.get(runId);
-      return { surface: 'code_host', place: `${work.repository}#${work.issue_number}`, url: issueOfTaskText(run.text)?.url ?? null };
+      // The task's text, not the presented run: presenting a run asks for its origin (origin_url).
+      const text = await deps.runs.textOf(runId);
+      return { surface: 'code_host', place: `${work.repository}#${work.issue_number}`, url: issueOfTaskText(text)?.url ?? null };
     },
   };
 }

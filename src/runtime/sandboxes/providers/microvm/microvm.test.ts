@@ -51,12 +51,14 @@ describe('microvm provider: refusals that need no VM', () => {
     // A path of its own, so the decision is not one another test already cached.
     const qemu = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'mvm-q-')), 'qemu-system-x86_64');
     fs.symlinkSync('/usr/bin/qemu-system-x86_64', qemu);
-    const usable = await kvmUsable(qemu);
+    // One probe decides (a second probe of its own could answer otherwise on a loaded host, where
+    // a vCPU that cannot run may abort only after the probe's round trips): asked again, the
+    // answer is the same, and TCG is said once in the log.
     const first = await accelerator(qemu, captured);
     const second = await accelerator(qemu, captured);
-    assert.equal(first, usable ? 'kvm' : 'tcg');
+    assert.ok(first === 'kvm' || first === 'tcg');
     assert.equal(second, first);
-    assert.equal(lines.filter((l) => l.includes('using TCG')).length, usable ? 0 : 1);
+    assert.equal(lines.filter((l) => l.includes('using TCG')).length, first === 'tcg' ? 1 : 0);
     assert.equal(await accelerator(qemu, captured, 'tcg'), 'tcg');
     fs.rmSync(path.dirname(qemu), { recursive: true, force: true });
   });
