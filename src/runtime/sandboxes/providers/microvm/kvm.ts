@@ -56,6 +56,8 @@ async function kvmRuns(qemu: string): Promise<boolean> {
   const child = spawn(qemu, ['-M', 'microvm', '-accel', 'kvm', '-cpu', 'host', '-m', '16', '-nodefaults', '-no-user-config', '-display', 'none', '-S', '-qmp', 'stdio'], {
     stdio: ['pipe', 'pipe', 'ignore'],
   });
+  // A QEMU that cannot run the guest exits at once: a QMP command written after that is EPIPE, which says no more than the exit does.
+  child.stdin.on('error', () => {});
   const exited = new Promise<boolean>((resolve) => {
     child.on('error', () => resolve(false));
     child.on('close', () => resolve(false));
