@@ -1,8 +1,8 @@
 // The long-lived agent runtime of a sandbox (one process serving every turn, shared-runtime.ts)
 // killed with SIGKILL mid-turn, while a tool runs: the engine starts a new one, the turn is
 // resumed once, the interrupted call is reported to the model and never run again, and every
-// post is there once. Two runs of the team are served by the one runtime meanwhile: the other
-// is resumed too and finishes.
+// post is there once. Two runs of the team are served by the one runtime, both mid-tool when it
+// dies: the other is resumed the same way and finishes.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -32,6 +32,9 @@ describe('the long-lived agent runtime dies mid-turn', { skip: stackSkip }, () =
   let stack: Stack;
   const token = String(crypto.randomInt(100000, 999999));
   const sleeper = ['sleep', `600.${token}`];
+  // The other run's tool sleeps too, so that both runs are mid-tool when the runtime dies: a run
+  // caught between steps would have its call reported as interrupted before it wrote anything.
+  const otherSleeper = ['sleep', `601.${token}`];
 
   function script(req: ScriptedRequest): ScriptedAnswer {
     const results = req.body.messages.filter((m) => m.role === 'tool').map((m) => String(m.content ?? ''));
@@ -39,7 +42,7 @@ describe('the long-lived agent runtime dies mid-turn', { skip: stackSkip }, () =
     const file = /FILE (\S+)/.exec(first)?.[1] ?? 'other.txt';
     const n = results.length;
     if (n === 0) return { tool_calls: [{ name: 'shell', arguments: { command: `echo one >> ${file}` } }] };
-    if (n === 1) return { tool_calls: [{ name: 'shell', arguments: { command: file === 'lines.txt' ? `echo two >> ${file}; sleep 600.${token}; echo never >> ${file}` : `echo two >> ${file}; sleep 2` } }] };
+    if (n === 1) return { tool_calls: [{ name: 'shell', arguments: { command: file === 'lines.txt' ? `echo two >> ${file}; sleep 600.${token}; echo never >> ${file}` : `echo two >> ${file}; sleep 601.${token}; echo never >> ${file}` } }] };
     if (n === 2) return { tool_calls: [{ name: 'shell', arguments: { command: `echo three >> ${file}` } }] };
     return { tool_calls: [{ name: 'finish', arguments: { outcome: 'succeeded', summary: `three lines (${results[1].slice(0, 60)})` } }] };
   }
@@ -49,7 +52,7 @@ describe('the long-lived agent runtime dies mid-turn', { skip: stackSkip }, () =
   });
 
   after(async () => {
-    for (const pid of processesWith(sleeper)) process.kill(pid, 'SIGKILL');
+    for (const pid of [...processesWith(sleeper), ...processesWith(otherSleeper)]) process.kill(pid, 'SIGKILL');
     await stack?.stop();
   });
 
@@ -60,7 +63,7 @@ describe('the long-lived agent runtime dies mid-turn', { skip: stackSkip }, () =
     await waitFor('the tool of step 2 to run', async () => lines('lines.txt') === 'one\ntwo\n' && processesWith(sleeper).length > 0, 300_000);
     // A second run of the team, served by the same runtime, mid-turn when it dies.
     const other = await stack.giveTask(team, 'Write three lines FILE other.txt');
-    await waitFor('the other run to begin', async () => lines('other.txt').length > 0, 300_000);
+    await waitFor('the other run to be in its step 2 tool', async () => lines('other.txt') === 'one\ntwo\n' && processesWith(otherSleeper).length > 0, 300_000);
 
     // The runtime is the tool's ancestor that runs src/agent/main.ts: one process for both runs.
     const [tool] = processesWith(sleeper);
@@ -74,7 +77,7 @@ describe('the long-lived agent runtime dies mid-turn', { skip: stackSkip }, () =
     assert.ok(runtime > 0, 'the tool runs under an agent runtime');
     process.kill(runtime, 'SIGKILL');
     // Its sandbox's processes go with it: the tool too.
-    await waitFor('the tool to stop with its runtime', async () => processesWith(sleeper).length === 0);
+    await waitFor('the tools to stop with their runtime', async () => processesWith(sleeper).length === 0 && processesWith(otherSleeper).length === 0);
 
     const done = await stack.waitForState(id, 'succeeded');
     await assertResumedWithoutRepeats(stack, done, 'lines.txt');
@@ -83,7 +86,7 @@ describe('the long-lived agent runtime dies mid-turn', { skip: stackSkip }, () =
     assert.equal(resumed.length, 1, JSON.stringify(resumed));
 
     // The other run was resumed as well and finished; nothing of it ran twice either.
-    await stack.waitForState(other, 'succeeded');
-    assert.equal(lines('other.txt'), 'one\ntwo\nthree\n');
+    const otherDone = await stack.waitForState(other, 'succeeded');
+    await assertResumedWithoutRepeats(stack, otherDone, 'other.txt');
   });
 });
