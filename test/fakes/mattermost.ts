@@ -103,6 +103,8 @@ export class FakeMattermost {
   private bucket = { tokens: 0, at: 0 };
   /** Answer every REST request with a 500 while true. */
   failing = false;
+  /** A slow server: every REST request is answered this many ms late. */
+  latencyMs = 0;
   url = '';
   private server: http.Server;
   private sockets = new Set<Socket>();
@@ -409,6 +411,7 @@ export class FakeMattermost {
       return res.end('<!doctype html><title>Mattermost</title>');
     }
     if (!path.startsWith('/api/v4/')) return this.error(res, 404, 'api.context.404.app_error', 'Sorry, we could not find the page.');
+    if (this.latencyMs > 0) await new Promise((r) => setTimeout(r, this.latencyMs));
     if (this.throttleNext > 0) {
       this.throttleNext--;
       // Mattermost's rate limiter answers in plain text, with the window in headers.
