@@ -107,12 +107,18 @@ export function stdoutDestination(): pino.DestinationStream {
   return stream;
 }
 
+/** The fields under which an error or its text is logged: each is passed through redactError. */
+const ERROR_KEYS = ['err', 'error', 'cause', 'reason'] as const;
+
 export function createLogger(opts: { level: string; destination?: pino.DestinationStream; name?: string }): Logger {
+  const serializers: Record<string, (value: unknown) => unknown> = {};
+  for (const key of ERROR_KEYS) serializers[key] = redactError;
   return pino(
     {
       level: opts.level,
       name: opts.name ?? 'crewhouse',
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      serializers,
       base: { pid: process.pid },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
@@ -149,6 +155,60 @@ export function redactUrl(url: string): string {
     })
     .join('&');
   return url.slice(0, q + 1) + censored + (hash < 0 ? '' : url.slice(hash));
+}
+
+const CENSOR = '[redacted]';
+/** A file's path: from the root or here, each part short (a token's characters run long between its slashes, if any). */
+const PATH = /^\.?(?:\/[\w.~-]{1,23})+\/?$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** Where a credential shows in text an outside service wrote: each replaced, in order. */
+const TEXT_RULES: Array<[RegExp, string | ((...m: string[]) => string)]> = [
+  // An Authorization (or Proxy-Authorization) header as text or JSON, whatever its scheme.
+  [/((?:proxy-)?authorization["']?\s*[:=]\s*["']?)[^"'\r\n,}]+/gi, `$1${CENSOR}`],
+  // A scheme and its credential anywhere else.
+  [/\b(bearer|basic|token)(\s+)[A-Za-z0-9._~+/=-]{8,}/gi, `$1$2${CENSOR}`],
+  // A credential-named field as JSON (`"access_token":"..."`) or as a form or header (`token=...`, `x-api-key: ...`).
+  [/(["']?)([\w-]*(?:token|key|secret|passw|pwd|credential|session|cookie|jwt)[\w-]*)\1(\s*[:=]\s*)(["']?)[^"'\s&,;}]+/gi, (_m, q: string, name: string, sep: string, vq: string) => `${q}${name}${q}${sep}${vq}${CENSOR}`],
+  // A URL's user and password.
+  [/(\b[a-z][a-z0-9+.-]*:\/\/)[^/\s:@]+:[^/\s@]+@/gi, `$1${CENSOR}@`],
+  // Known token shapes: Slack (xoxb-, xapp-), GitHub (ghp_, ghs_, github_pat_), Linear (lin_api_), GitLab (glpat-).
+  [/\b(?:xox[abposre]|xapp)-[A-Za-z0-9-]+|\b(?:gh[pousr]_|github_pat_|lin_(?:api|oauth)_|glpat-)[A-Za-z0-9_-]+/g, CENSOR],
+  // Anything else as long as a token, save an id (a UUID) and a file's path (a stack's lines).
+  [/[A-Za-z0-9_\-.~+/=]{32,}/g, (m: string) => (UUID.test(m) || PATH.test(m) ? m : CENSOR)],
+];
+
+/**
+ * Text an outside service or its SDK wrote (an exception's message, a body it quotes) with every
+ * credential it may carry censored: an Authorization header, a scheme and its credential, a
+ * credential-named field, a URL's password or credential-like query parameters, known token
+ * shapes, and any run of characters as long as a token. The one redaction of free text: what is
+ * logged as an error (see redactError) and what an error leaves where people read it.
+ */
+export function redactSecrets(text: string): string {
+  let out = text;
+  for (const [re, to] of TEXT_RULES) out = out.replace(re, to as string);
+  return out.replace(/\bhttps?:\/\/[^\s"'<>]+/gi, (url) => redactUrl(url));
+}
+
+/**
+ * A logged error (under err, error, cause or reason) as it may be written: an Error as pino
+ * writes one (type, message, stack, its own fields), every text in it through redactSecrets, and
+ * every field named like a credential (an SDK's request headers, say) censored whole.
+ */
+export function redactError(value: unknown): unknown {
+  const seen = new WeakSet<object>();
+  const walk = (v: unknown, depth: number): unknown => {
+    if (typeof v === 'string') return redactSecrets(v);
+    if (!v || typeof v !== 'object') return v;
+    if (seen.has(v) || depth > 6) return '[not shown]';
+    seen.add(v);
+    if (v instanceof Error) v = pino.stdSerializers.err(v);
+    if (Array.isArray(v)) return v.slice(0, 50).map((x) => walk(x, depth + 1));
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v as Record<string, unknown>)) out[k] = CREDENTIAL_NAME.test(k) && k !== 'code' ? CENSOR : walk(x, depth + 1);
+    return out;
+  };
+  return walk(value, 0);
 }
 
 export type { Logger };

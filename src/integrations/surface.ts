@@ -22,6 +22,17 @@ export interface Origin {
   url: string | null;
 }
 
+/**
+ * Where a follow-up that reopened a run was given, in words for the place its work came from,
+ * from the follow-up's author (`by` of its post): a chat actor (`chat_a:@alice`) wrote in the
+ * team's chat room (the home-room thread a chat-homed team's run from elsewhere gets), anyone
+ * else in the Crewhouse console. (One written on the place itself is quoted with its author
+ * instead, by the adapter.)
+ */
+export function followUpGivenIn(by: string | null): string {
+  return /^chat_[ab]:@/.test(by ?? '') ? "the team's chat room" : 'the Crewhouse console';
+}
+
 /** The key of one post into a run's origin: stable, so a job performed twice posts once (the adapter keeps it with the post). */
 export const postKey = (runId: string, progress: RunProgress, seq: number) => `${runId}:${progress}:${seq}`;
 

@@ -1,7 +1,9 @@
+import crypto from 'node:crypto';
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { Type } from 'typebox';
+import { startEchoUpstream } from '../../test/fakes/echo-upstream.ts';
 import { captureLogger, dbKind, TEST_DATABASE_URL, testDb, uniq, waitFor, type TestDb } from '../../test/harness.ts';
 import { ConfigError } from '../config.ts';
 import type { Db } from '../db/database.ts';
@@ -167,6 +169,56 @@ describe(`job queue (${dbKind})`, () => {
     assert.equal(row.last_error, null);
     assert.deepEqual(attempts, [1, 2, 3]);
     assert.ok(lines.some((l) => l.includes('will retry') && l.includes('flaky 1')));
+  });
+
+  test('a failure whose text or fields echo a credential (an outside service quoting the request) is logged and recorded without it, on a retry and for good', async (t) => {
+    // The outside service answers with the request it got, its Authorization header included, as
+    // a misbehaving API's error body may; the handler fails as an SDK does, quoting the answer in
+    // its message and keeping the request's headers and the answer in its fields.
+    const upstream = await startEchoUpstream(null);
+    t.after(() => upstream.close());
+    const token = `xoxb-${crypto.randomUUID().replace(/-/g, '')}`;
+    const apiKey = crypto.randomUUID().replace(/-/g, '') + crypto.randomUUID().replace(/-/g, '');
+    const kind = newKind();
+    let nowMs = Date.now() + 5_000;
+    const { r, lines } = runner(
+      {
+        [kind]: {
+          perform: async (_p, ctx) => {
+            const res = await fetch(`http://127.0.0.1:${upstream.port}/reflect?api_key=${apiKey}`, { headers: { authorization: `Bearer ${token}` } });
+            const body = await res.text();
+            const err = Object.assign(new Error(`the service refused the call to ${res.url}: ${body}`), { config: { headers: { Authorization: `Bearer ${token}` } }, data: JSON.parse(body) });
+            ctx.logger.warn({ err }, 'the call failed');
+            throw err;
+          },
+        },
+      },
+      { now: () => new Date(nowMs), backoff: { baseMs: 100, maxMs: 100 } },
+    );
+    const job = await enqueue(db, { kind, payload: {}, maxAttempts: 2 });
+    await r.drain();
+    const retried = (await getJob(db, job.id))!;
+    assert.equal(retried.state, 'queued');
+    nowMs += 100;
+    await r.drain();
+    const failed = (await getJob(db, job.id))!;
+    assert.equal(failed.state, 'failed');
+    assert.equal(upstream.seen.length, 2, 'the outside service was called on each attempt');
+    assert.ok(upstream.seen.every((s) => s.headers.authorization === `Bearer ${token}`), 'the token did reach the service (and its answer)');
+    const leaks = (text: string) => text.includes(token) || text.includes(apiKey);
+    for (const text of [retried.last_error!, failed.last_error!]) {
+      assert.match(text, /^the service refused the call to http:\/\/127\.0\.0\.1:\d+\/reflect\?api_key=\[redacted\]/, 'what failed is still said');
+      assert.ok(!leaks(text), `the recorded error quotes the credential: ${text}`);
+    }
+    const listed = await listJobsCommand(db, { state: 'failed', kind });
+    assert.ok(listed.includes(kind) && !leaks(listed), 'crewhouse jobs shows no credential');
+    const logged = lines.filter((l) => l.includes(`"job":${job.id},`));
+    for (const msg of ['the call failed', 'job attempt failed; will retry', 'job failed for good']) assert.ok(logged.some((l) => l.includes(msg)), `logged: ${msg}`);
+    for (const l of logged) assert.ok(!leaks(l), `a log line quotes the credential: ${l}`);
+    // The fields an SDK keeps are there, their credentials censored.
+    const warned = JSON.parse(logged.find((l) => l.includes('the call failed'))!);
+    assert.equal(warned.err.config.headers.Authorization, '[redacted]');
+    assert.equal(warned.err.data.method, 'GET');
   });
 
   test('attempts used up: the job is failed with its last error, visible in `crewhouse jobs`, and `jobs retry` requeues it', async () => {

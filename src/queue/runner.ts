@@ -3,6 +3,7 @@ import os from 'node:os';
 import { sql, type RawBuilder } from 'kysely';
 import type { Logger } from 'pino';
 import { listen, type Db, type Unlisten } from '../db/database.ts';
+import { redactSecrets } from '../logger.ts';
 import type { Registry } from '../metrics.ts';
 import { channelSql, countJobs, PermanentJobError, pruneDoneJobs, schemaProblem, type Job, type JobHandler } from './queue.ts';
 
@@ -55,7 +56,11 @@ export function backoffMs(attempt: number, backoff: BackoffOptions, random: () =
 
 const MAX_ERROR_CHARS = 2_000;
 
-/** A thrown value as one line of text: an Error's message, or what else was thrown, named as such. */
+/**
+ * A thrown value as one line of text: an Error's message, or what else was thrown, named as
+ * such; credentials in it censored (redactSecrets), as an SDK's message may quote a request's
+ * headers or an answer echoing a token. What a job's failure is logged and recorded with.
+ */
 export function describeError(err: unknown): string {
   let text: string;
   if (err instanceof Error) text = err.name && err.name !== 'Error' ? `${err.name}: ${err.message}` : err.message || err.name;
@@ -68,6 +73,7 @@ export function describeError(err: unknown): string {
     }
     text = `threw a non-Error value: ${shown ?? String(err)}`;
   }
+  text = redactSecrets(text);
   return text.length > MAX_ERROR_CHARS ? text.slice(0, MAX_ERROR_CHARS) + '…' : text;
 }
 

@@ -13,7 +13,7 @@ const STATE_EVERY_MS = 3000;
 /** A dropped stream is resumed this many times in a row before `watch` gives up. */
 const MAX_RECONNECTS = 20;
 
-export const runColumns: Array<Column<any>> = [['ID', (r) => r.id], ['TEAM', (r) => r.team], ['STATE', (r) => r.state], ['WAITING', (r) => (r.waiting_for ? `${r.waiting_for.kind} (${r.waiting_for.role})` : '')], ['COST USD', (r) => r.cost_usd], ['CREATED', (r) => r.created_at], ['TASK', (r) => (r.text?.length > 60 ? `${r.text.slice(0, 57)}...` : r.text)]];
+export const runColumns: Array<Column<any>> = [['ID', (r) => r.id], ['TEAM', (r) => r.team], ['FROM', (r) => r.surface], ['STATE', (r) => r.state], ['WAITING', (r) => (r.waiting_for ? `${r.waiting_for.kind} (${r.waiting_for.role})` : '')], ['COST USD', (r) => r.cost_usd], ['CREATED', (r) => r.created_at], ['TASK', (r) => (r.text?.length > 60 ? `${r.text.slice(0, 57)}...` : r.text)]];
 
 /** The exit status of a finished run: 0 when it succeeded. */
 export const exitOf = (state: string) => (state === 'succeeded' ? 0 : state === 'cancelled' ? 3 : 1);
@@ -22,8 +22,12 @@ export const exitOf = (state: string) => (state === 'succeeded' ? 0 : state === 
 const PEOPLE_POSTS = new Set(['task', 'reply', 'answer']);
 export const renderPost = (p: any) => `#${p.seq} ${p.role ?? (PEOPLE_POSTS.has(p.kind) ? 'you' : 'crewhouse')} [${p.kind}] ${p.text}\n`;
 
+/**
+ * One run for people: where its work came from (`surface`, and `origin_url`, the issue or pull
+ * request it links back to) beside where it is talked about (`chat_thread_url`).
+ */
 function renderRun(r: any): string {
-  let s = block(r, ['id', 'team', 'state', 'text', 'lead', 'cost_usd', 'failure_reason', 'created_by', 'created_at', 'finished_at', 'chat_thread_url', 'jaeger_url']);
+  let s = block(r, ['id', 'team', 'state', 'text', 'lead', 'cost_usd', 'failure_reason', 'created_by', 'created_at', 'finished_at', 'surface', 'origin_url', 'chat_thread_url', 'jaeger_url']);
   if (r.open_question) s += `\nopen question (#${r.open_question.seq}, ${r.open_question.role}): ${r.open_question.text}\n  answer with: crewhouse runs reply ${r.id} "..." --to ${r.open_question.seq}\n`;
   if (r.delivery) s += `\ndelivery: ${JSON.stringify(r.delivery)}\n`;
   if (r.tasks?.length) s += '\ntasks:\n' + table(r.tasks, [['ROLE', (t: any) => t.role], ['STATE', (t) => t.state], ['ITERATIONS', (t) => t.iterations], ['COST USD', (t) => t.cost_usd]]);

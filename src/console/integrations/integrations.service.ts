@@ -6,6 +6,7 @@ import { updateIfVersion } from '../../db/conditional.ts';
 import { API_PREFIX } from '../../http/openapi.ts';
 import { decodeCursor, toPage } from '../../db/pagination.ts';
 import { problems, type FieldProblem } from '../../errors/problems.ts';
+import { redactSecrets } from '../../logger.ts';
 import type { CodeHostApp } from '../../integrations/code_host/app.ts';
 import type { Coverage } from '../../hooks.ts';
 
@@ -221,7 +222,8 @@ export function createIntegrationsService(deps: IntegrationsDeps) {
     return { apiUrl: String(settingOf('code_host', s, 'api_url') ?? DEFAULT_CODE_HOST_API_URL), appId: String(appId), installationId: String(installationId) };
   }
 
-  const appLog = { warn: (msg: string) => log.warn(msg) };
+  // The SDK's own warnings may quote a request or an error: they go through the logger's redaction.
+  const appLog = { warn: (msg: string) => log.warn(redactSecrets(String(msg))) };
   let cached: { key: string; app: CodeHostApp } | null = null;
 
   /** The code-host app of the enabled, complete code_host integration; null otherwise. Rebuilt when its settings or key change. */

@@ -158,17 +158,26 @@ export function activityOf(db: Q, teamIds: number[]) {
     .execute();
 }
 
-/** A surface's runs (and every run of `teams`) still open, or ended within `endedWithinSeconds`, most recently changed first. */
-export async function liveOnSurface(db: Q, surface: RunSurface, endedWithinSeconds: number, limit: number, teams: string[] = []): Promise<string[]> {
-  const rows = await db
+/**
+ * The query of liveOnSurface. An open run (running, waiting) has no finished_at (finishRun sets
+ * it, reopenRun clears it), so "open, or ended within" is one range on
+ * coalesce(finished_at, 'infinity'): the indexes runs_surface_live and runs_team_name_live
+ * (migration 0760) serve it, where the state's OR read the whole table.
+ */
+export function liveOnSurfaceQuery(db: Q, surface: RunSurface, endedWithinSeconds: number, limit: number, teams: string[] = []) {
+  return db
     .selectFrom('runs')
     .select('id')
     .where((eb) => (teams.length ? eb.or([eb('surface', '=', surface), eb('team_name', 'in', teams)]) : eb('surface', '=', surface)))
-    .where((eb) => eb.or([eb('state', 'in', ['running', 'waiting']), eb('finished_at', '>', sql<string>`now() - make_interval(secs => ${endedWithinSeconds})`)]))
+    .where(sql<string>`coalesce(finished_at, 'infinity'::timestamptz)`, '>', sql<string>`now() - make_interval(secs => ${endedWithinSeconds})`)
     .orderBy('updated_at', 'desc')
     .orderBy('id', 'desc')
-    .limit(limit)
-    .execute();
+    .limit(limit);
+}
+
+/** A surface's runs (and every run of `teams`) still open, or ended within `endedWithinSeconds`, most recently changed first. */
+export async function liveOnSurface(db: Q, surface: RunSurface, endedWithinSeconds: number, limit: number, teams: string[] = []): Promise<string[]> {
+  const rows = await liveOnSurfaceQuery(db, surface, endedWithinSeconds, limit, teams).execute();
   return rows.map((r) => r.id);
 }
 

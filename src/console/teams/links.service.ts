@@ -51,6 +51,15 @@ export function createLinksService(deps: { db: Db; hooks: HookCaller }) {
     /** Links a surface to a team; linking again is a no-op. `created` says which. */
     async put(actor: Actor, name: string, input: { surface: LinkSurface; external_id: string; label?: string }) {
       const t = await liveTeam(name);
+      // A run has one chat thread. A chat-homed team's work goes to its home room (work from a
+      // tracker or the code host gets a thread there too); a room of the other chat surface would
+      // need a second thread for the same run, so it is refused here, when an admin links it,
+      // rather than each time a person gives work there.
+      if (isChatSurface(t.home_surface) && isChatSurface(input.surface) && input.surface !== t.home_surface) {
+        throw problems.conflict(
+          `team "${name}" lives in a ${t.home_surface} room, and a run's progress goes to one chat thread, in that room: a ${input.surface} room cannot be linked to it. Link a ${t.home_surface} room instead, or give the ${input.surface} room a team of its own (home ${input.surface})`,
+        );
+      }
       if (input.surface === 'code_host') {
         if (!/^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/.test(input.external_id)) {
           throw problems.validation([{ field: 'external_id', message: 'a code_host link is <owner>/<repo>' }]);

@@ -49,7 +49,7 @@ describe('chat dialects: the core writes each surface\'s markup, others\' words 
     assert.equal(renderPost(question, { requester: '@alice', lastRole: null, run, format: markdown })!.text, '@alice **lead** asks: Ship it to <!channel>? **really**\nReply in this thread to answer.');
     assert.equal(renderPost(question, { requester: '<@U0ALICE>', lastRole: null, run, format: mrkdwn })!.text, '<@U0ALICE> *lead* asks: Ship it to &lt;!channel&gt;? *really*\nReply in this thread to answer.');
     const done = renderPost(post('completed', 'lead', 'Shipped <@U123>', { branch: 'crewhouse/run_x' }), { requester: '<@U0ALICE>', lastRole: null, run, format: mrkdwn })!.text;
-    assert.equal(done, 'Done: Shipped &lt;@U123&gt;\nBranch: `crewhouse/run_x`\nPull request: https://code.example/pr/7?a=1&amp;b=2\nCost: $0.5000');
+    assert.equal(done, 'Done: Shipped &lt;@U123&gt;\nBranch: `crewhouse/run_x`\nPull request: https://code.example/pr/7?a=1&amp;b=2\nCost: $0.5000\nReply in this thread to ask for changes or more.');
     const handOff = renderPost(post('task', 'dev', 'Build *it* & test', { from: 'lead' }), { requester: '<@U0ALICE>', lastRole: null, run, format: mrkdwn })!;
     assert.equal(handOff.text, '*dev* takes over from *lead*:\nBuild *it* &amp; test');
     assert.equal(renderStart({ requester: '<@U0ALICE>', team: 'payments', runId: 'run_x', text: 'Fix <the> login\n& signup', format: mrkdwn }), 'Run `run_x` started for <@U0ALICE>: team *payments* is on it. Follow it in this thread; reply here to add to it, `cancel` to stop it.\n> Fix &lt;the&gt; login\n> &amp; signup');

@@ -89,11 +89,11 @@ export function renderPost(p: ChatRunPost, ctx: RenderContext): RenderedPost | n
       if (p.data.proposal) return { text: `${said}. A person accepts it in the Crewhouse console.`, role: p.role, ...none };
       return null;
     case 'completed':
-      return { text: [`Done: ${said}`, ...deliveryLines(ctx.run, p.data, f), `Cost: ${cost(ctx.run.cost_usd)}`].join('\n'), role: p.role, ...none };
+      return { text: [`Done: ${said}`, ...deliveryLines(ctx.run, p.data, f), `Cost: ${cost(ctx.run.cost_usd)}`, 'Reply in this thread to ask for changes or more.'].join('\n'), role: p.role, ...none };
     case 'failed':
-      return { text: `The run failed: ${said}\nCost: ${cost(ctx.run.cost_usd)}`, role: null, ...none };
+      return { text: `The run failed: ${said}\nCost: ${cost(ctx.run.cost_usd)}\nReply in this thread to have the team try again, with what to do differently.`, role: null, ...none };
     case 'canceled':
-      return { text: `The run was ${p.text.startsWith('cancelled') ? said : `cancelled: ${said}`}.\nCost: ${cost(ctx.run.cost_usd)}`, role: null, ...none };
+      return { text: `The run was ${p.text.startsWith('cancelled') ? said : `cancelled: ${said}`}.\nCost: ${cost(ctx.run.cost_usd)}\nFor new work, give the team a new task in the room.`, role: null, ...none };
     default:
       // task from the person, answers and follow-ups (the person's own words), artifacts, command results.
       return null;

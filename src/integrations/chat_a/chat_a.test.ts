@@ -120,6 +120,10 @@ describe('chat_a: the connection test and the role bots', () => {
     const refused = await t.request({ method: 'PUT', url: links, token: t.adminToken, body: { surface: 'chat_a', external_id: outside.id } });
     assert.equal(refused.status, 422);
     assert.equal(refused.body.errors[0].field, 'external_id');
+    // A run has one chat thread, in the home room: a room of the other chat surface is refused when it is linked, saying what to do instead.
+    const otherChat = await t.request({ method: 'PUT', url: links, token: t.adminToken, body: { surface: 'chat_b', external_id: 'C0PAYMENTS' } });
+    assert.equal(otherChat.status, 409, otherChat.text);
+    assert.match(otherChat.body.detail, /lives in a chat_a room.*a chat_b room cannot be linked to it\. Link a chat_a room instead, or give the chat_b room a team of its own \(home chat_b\)$/);
     assert.deepEqual((await t.request({ method: 'GET', url: links, token: t.adminToken })).body.items.map((l: any) => l.external_id), [side.id]);
   });
 

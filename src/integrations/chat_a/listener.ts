@@ -1,5 +1,6 @@
 import { WebSocketClient, type WebSocketMessage } from '@mattermost/client';
 import type { Logger } from 'pino';
+import { isPersonsMessage, type InboundFacts } from '../chat/inbound.ts';
 import { chatAClient, ChatAError, type ChatAPost } from './client.ts';
 
 /**
@@ -8,7 +9,7 @@ import { chatAClient, ChatAError, type ChatAPost } from './client.ts';
  * connection id: `@mattermost/client` calls its missed-message listeners) from a catch-up through
  * REST (`GET /channels/{id}/posts?since=`), so a message sent while the connection was down is
  * still seen. Messages of the bot itself, of other bots, system messages, edits and deletions
- * are dropped. A message is handed on once per listener (ids seen are remembered, bounded); what
+ * are dropped, by the chat core's rule (chat/inbound.ts) on the post's facts. A message is handed on once per listener (ids seen are remembered, bounded); what
  * is done with it must still record its id, since two processes may both listen.
  *
  * The runs half of issue #21 connects `onMessage` to runs; nothing starts this yet.
@@ -32,6 +33,20 @@ export interface ChatAListenerOptions {
 
 const REMEMBERED = 10_000;
 
+/** A post's facts for the chat core's rule of which messages are a person's (chat/inbound.ts). */
+export function postFacts(p: ChatAPost, botId: string | null): InboundFacts {
+  const props = p.props ?? {};
+  return {
+    author: p.user_id,
+    self: botId,
+    fromBot: props.from_bot === 'true' || props.from_bot === true || props.from_webhook === 'true' || props.from_webhook === true,
+    edited: (p.edit_at ?? 0) > 0,
+    deleted: (p.delete_at ?? 0) > 0,
+    // A system message has a type (`system_join_channel`, ...); a person's has none.
+    system: Boolean(p.type),
+  };
+}
+
 export function startChatAListener(opts: ChatAListenerOptions) {
   const log = opts.logger.child({ component: 'chat_a.listener' });
   const rest = chatAClient(opts.url, opts.token);
@@ -47,11 +62,7 @@ export function startChatAListener(opts: ChatAListenerOptions) {
 
   function wanted(p: ChatAPost): boolean {
     if (!p.id || seen.has(p.id)) return false;
-    if (p.user_id === botId) return false;
-    if (p.type) return false;
-    if ((p.delete_at ?? 0) > 0 || (p.edit_at ?? 0) > 0) return false;
-    if (p.props && (p.props.from_bot === 'true' || p.props.from_bot === true || p.props.from_webhook === 'true')) return false;
-    return true;
+    return isPersonsMessage(postFacts(p, botId));
   }
 
   async function hand(p: ChatAPost, via: ChatAMessage['via']) {

@@ -133,6 +133,10 @@ describe('chat_b: the connection test and a team\'s room', () => {
     const refused = await t.request({ method: 'PUT', url: links, token: t.adminToken, body: { surface: 'chat_b', external_id: outside.id } });
     assert.equal(refused.status, 422);
     assert.equal(refused.body.errors[0].field, 'external_id');
+    // A run has one chat thread, in the home room: a room of the other chat surface is refused when it is linked, saying what to do instead.
+    const otherChat = await t.request({ method: 'PUT', url: links, token: t.adminToken, body: { surface: 'chat_a', external_id: 'payments-room-id' } });
+    assert.equal(otherChat.status, 409, otherChat.text);
+    assert.match(otherChat.body.detail, /lives in a chat_b room.*a chat_a room cannot be linked to it\. Link a chat_b room instead/);
     assert.deepEqual((await t.request({ method: 'GET', url: links, token: t.adminToken })).body.items.map((l: any) => l.external_id), [side.id]);
     assert.ok(!t.logs.join('\n').includes(BOT_TOKEN));
   });

@@ -1,5 +1,6 @@
 import { ErrorCode, WebClient, type Block, type KnownBlock } from '@slack/web-api';
 import type { Logger } from 'pino';
+import { redactSecrets } from '../../logger.ts';
 
 /**
  * The chat_b (Slack-compatible) workspace as this project calls it: one `WebClient` of
@@ -108,14 +109,19 @@ function reasonOf(err: unknown, what: string, secret: string, apiUrl: string): C
   }
 }
 
-/** The `@slack/logger` interface over the service's logger; the SDK's debug lines (whole payloads) are not kept. */
+/**
+ * The `@slack/logger` interface over the service's logger; the SDK's debug lines (whole
+ * payloads) are not kept, and its other lines (which may quote an error, a URL or a header) go
+ * through the logger's redaction.
+ */
 export function sdkLogger(logger: Logger) {
   let level = 'info';
+  const line = (msg: unknown[]) => redactSecrets(msg.map(String).join(' '));
   return {
     debug() {},
-    info: (...msg: unknown[]) => logger.info(msg.map(String).join(' ')),
-    warn: (...msg: unknown[]) => logger.warn(msg.map(String).join(' ')),
-    error: (...msg: unknown[]) => logger.error(msg.map(String).join(' ')),
+    info: (...msg: unknown[]) => logger.info(line(msg)),
+    warn: (...msg: unknown[]) => logger.warn(line(msg)),
+    error: (...msg: unknown[]) => logger.error(line(msg)),
     setLevel: (l: string) => void (level = l),
     getLevel: () => level as never,
     setName() {},

@@ -1,4 +1,5 @@
 import { parseCommand, type ChatCommand } from '../chat/commands.ts';
+import { isPersonsMessage, type InboundFacts } from '../chat/inbound.ts';
 import type { ChatBMessage } from './client.ts';
 import { addressedText, plainText } from './text.ts';
 
@@ -9,9 +10,10 @@ import { addressedText, plainText } from './text.ts';
  * often Slack sends it (a redelivered envelope, the `message` and `app_mention` events of one
  * message, a message seen again by the catch-up) for the core to record once.
  *
- * Dropped here: the app's own messages, other bots' (`bot_id`, `bot_message`), edits,
- * deletions and every other subtype (joins, topic changes), direct messages, and interactive
- * payloads that are not a button click.
+ * Dropped: what the chat core's rule says is not a person's new message (chat/inbound.ts: the
+ * app's own messages, other bots' (`bot_id`, `bot_message`), edits, deletions and every other
+ * subtype: joins, topic changes), and here direct messages and interactive payloads that are not
+ * a button click.
  */
 
 export type ChatBWork =
@@ -63,11 +65,27 @@ export interface Me {
 /** Subtypes that are still a person writing: a file shared with a comment, a reply also sent to the channel. */
 const PERSON_SUBTYPES = new Set(['file_share', 'thread_broadcast']);
 
+/** A message's facts for the chat core's rule of which messages are a person's (chat/inbound.ts). */
+export function messageFacts(m: ChatBMessage, me: Me): InboundFacts {
+  const sub = m.subtype;
+  const edited = Boolean(m.edited) || sub === 'message_changed';
+  const deleted = sub === 'message_deleted';
+  const fromBot = Boolean(m.bot_id) || sub === 'bot_message';
+  return {
+    author: m.user,
+    self: me.userId,
+    fromBot,
+    edited,
+    deleted,
+    // Every other subtype is Slack's own (a join, a topic change), save the ones a person writes.
+    system: Boolean(sub) && !PERSON_SUBTYPES.has(sub!) && !edited && !deleted && !fromBot,
+  };
+}
+
 /** A message as work, or null when it must not become work (see the module's comment). */
 export function messageWork(m: ChatBMessage, me: Me, via: 'event' | 'catch_up', mention = false): Extract<ChatBWork, { kind: 'message' }> | null {
   if (!m.ts || !m.channel || !m.user) return null;
-  if (m.subtype && !PERSON_SUBTYPES.has(m.subtype)) return null;
-  if (m.user === me.userId || m.bot_id || m.edited) return null;
+  if (!isPersonsMessage(messageFacts(m, me))) return null;
   if (!/^[CG]/.test(m.channel)) return null;
   const raw = m.text ?? '';
   const stripped = addressedText(raw, me.userId);

@@ -12,7 +12,7 @@ import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import type { RunChange } from '../../hooks.ts';
 import type { CodeHostApp } from './app.ts';
-import { postKey, type RunProgress } from '../surface.ts';
+import { followUpGivenIn, postKey, type RunProgress } from '../surface.ts';
 import * as store from './code_host.store.ts';
 import { deliverRunJob } from './deliver-run.job.ts';
 import { issueOfTaskText } from './events.ts';
@@ -126,21 +126,9 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
       const app = await deps.codeHost();
       if (!app) return;
       const { run } = await runs.get(runId);
-      let body: string;
-      if (event === 'started') body = `Team \`${run.team}\` is on it: [run ${run.id}](${runUrl(run.id)}).`;
-      else if (event === 'resumed') {
-        const followUp = (await runs.posts(runId, seq - 1, 1)).items[0];
-        if (!followUp || followUp.seq !== seq || followUp.kind !== 'reply') return;
-        body = resumedText(run, followUp);
-      } else if (event === 'waiting') {
-        const q = run.open_question;
-        if (!q || q.seq !== seq) return;
-        const how = run.waiting_for?.kind === 'confirmation' ? 'Answer with a comment `/crewhouse approve` or `/crewhouse refuse`.' : 'Answer with a comment that mentions `/crewhouse`.';
-        body = `Team \`${run.team}\` asks (${q.role}):\n\n> ${q.text.split('\n').join('\n> ')}\n\n${how} [Run ${run.id}](${runUrl(run.id)})`;
-      } else if (run.state === 'failed') body = `Team \`${run.team}\` could not finish: ${run.failure_reason ?? 'the run failed'}. [Run ${run.id}](${runUrl(run.id)})`;
-      else if (run.state === 'cancelled') body = `The run was cancelled. [Run ${run.id}](${runUrl(run.id)})`;
-      else body = finishedText(run);
-      await post(app, runId, postKey(runId, event, seq), body);
+      const followUp = event === 'resumed' ? (await runs.posts(runId, seq - 1, 1)).items[0] : undefined;
+      const body = progressText(run, event, seq, followUp, runUrl(run.id));
+      if (body !== null) await post(app, runId, postKey(runId, event, seq), body);
     },
 
     /** The job: a succeeded run with a pushed branch gets its pull request; the issue is told. */
@@ -157,7 +145,8 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
         await open(app, run, repo, { head: run.delivery.branch, base: null, ...text });
         ({ run } = await runs.get(runId));
       }
-      await post(app, runId, postKey(runId, 'finished', seq), finishedText(run));
+      const body = progressText(run, 'finished', seq, undefined, runUrl(run.id));
+      if (body !== null) await post(app, runId, postKey(runId, 'finished', seq), body);
     },
 
     /**
@@ -198,30 +187,44 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
       }
     },
   };
-
-  /**
-   * Names the follow-up that reopened the run: a comment on the code host is quoted with its
-   * author (it is public there already); one given in the console is not quoted.
-   */
-  function resumedText(run: Run, followUp: Post): string {
-    const by = typeof followUp.data?.by === 'string' ? followUp.data.by : null;
-    const link = `[Run ${run.id}](${runUrl(run.id)})`;
-    if (by?.startsWith('code_host:')) {
-      // An HTML comment in the quote could pose as another comment's key marker: it is shown, not hidden.
-      const quoted = clip(followUp.text.trim(), 500).replaceAll('<!--', '&lt;!--').split('\n').join('\n> ');
-      return `Team \`${run.team}\` resumed work on a follow-up from @${by.slice('code_host:'.length)}:\n\n> ${quoted}\n\n${link}`;
-    }
-    return `Team \`${run.team}\` resumed work on a follow-up given in the Crewhouse console. ${link}`;
-  }
-
-  function finishedText(run: Run): string {
-    const pr = run.delivery?.pull_request;
-    const what = pr ? `Pull request: ${pr.url}` : run.delivery?.branch ? `Branch \`${run.delivery.branch}\` was pushed.` : 'Nothing was pushed.';
-    return `Team \`${run.team}\` finished. ${what} [Run ${run.id}](${runUrl(run.id)})`;
-  }
 }
 
 export type CodeHostDelivery = ReturnType<typeof createCodeHostDelivery>;
+
+/** What a person on the issue can expect next, after the team took up work. */
+const REPORTS_BACK = 'The team comments here when it finishes or has a question.';
+
+/**
+ * What the run's issue is told of a change, saying what to do next there (or null when there is
+ * nothing, anymore, to say): `followUp` is the post at `seq` for `resumed`. A follow-up is quoted
+ * with its author when it was a comment on the code host (it is public there already), else
+ * named by where it was given (the console, the team's chat room), not quoted.
+ */
+export function progressText(run: Run, event: RunProgress, seq: number, followUp: Post | undefined, runUrl: string): string | null {
+  const link = `[Run ${run.id}](${runUrl})`;
+  if (event === 'started') return `Team \`${run.team}\` is on it: [run ${run.id}](${runUrl}). ${REPORTS_BACK}`;
+  if (event === 'resumed') {
+    if (!followUp || followUp.seq !== seq || followUp.kind !== 'reply') return null;
+    const by = typeof followUp.data?.by === 'string' ? followUp.data.by : null;
+    if (by?.startsWith('code_host:')) {
+      // An HTML comment in the quote could pose as another comment's key marker: it is shown, not hidden.
+      const quoted = clip(followUp.text.trim(), 500).replaceAll('<!--', '&lt;!--').split('\n').join('\n> ');
+      return `Team \`${run.team}\` resumed work on a follow-up from @${by.slice('code_host:'.length)}:\n\n> ${quoted}\n\n${link}. ${REPORTS_BACK}`;
+    }
+    return `Team \`${run.team}\` resumed work on a follow-up given in ${followUpGivenIn(by)}. ${link}. ${REPORTS_BACK}`;
+  }
+  if (event === 'waiting') {
+    const q = run.open_question;
+    if (!q || q.seq !== seq) return null;
+    const how = run.waiting_for?.kind === 'confirmation' ? 'Answer with a comment `/crewhouse approve` or `/crewhouse refuse`.' : 'Answer with a comment that mentions `/crewhouse`.';
+    return `Team \`${run.team}\` asks (${q.role}):\n\n> ${q.text.split('\n').join('\n> ')}\n\n${how} ${link}`;
+  }
+  if (run.state === 'failed') return `Team \`${run.team}\` could not finish: ${run.failure_reason ?? 'the run failed'}. ${link}. To have it try again, comment here mentioning \`/crewhouse\` with what to do differently.`;
+  if (run.state === 'cancelled') return `The run was cancelled, and the team stopped working on it. ${link}. For new work, open an issue with the label \`crewhouse\`.`;
+  const pr = run.delivery?.pull_request;
+  const what = pr ? `Pull request: ${pr.url} (review and merge it there).` : run.delivery?.branch ? `Branch \`${run.delivery.branch}\` was pushed.` : 'Nothing was pushed.';
+  return `Team \`${run.team}\` finished. ${what} ${link}. For changes, comment here mentioning \`/crewhouse\` with what to change.`;
+}
 
 /** Why a code-host call failed, for the agent and the run's posts: the code host's own one-line reason, never a raw error of ours (that is in the log). */
 function codeHostReason(err: unknown): string {

@@ -1,4 +1,5 @@
 import type { SaidForPeople } from '../../errors/problems.ts';
+import { redactSecrets } from '../../logger.ts';
 
 /**
  * A call to an issue tracker that failed: `message` is one line for people, without secrets;
@@ -57,9 +58,7 @@ export function transportReason(err: unknown, title: string, what: string): Trac
  * without addresses or anything that looks like a token, for a detail.
  */
 export function saidLine(said: string): string {
-  return said
-    .replace(/https?:\/\/\S+/gi, '(an address)')
-    .replace(/[A-Za-z0-9_\-.~+/=]{32,}/g, '(redacted)')
+  return redactSecrets(said.replace(/https?:\/\/\S+/gi, '(an address)'))
     .replace(/\s+/g, ' ')
     .trim()
     .slice(0, 200);

@@ -111,7 +111,7 @@ describe('trackers: failures said in words', () => {
         ['garbage', /^Jira answered something that is not JSON while reading who the agent is: is api_url Atlassian's API gateway/],
         ['close', /^Jira could not be reached while reading who the agent is: the connection was closed before an answer came/],
         // Jira's own error message is quoted, with what looks like a token in it redacted.
-        ['jira-error', /^Jira refused the request \(HTTP 400\) while reading who the agent is: Bad request \(redacted\) from Bearer \(redacted\)$/],
+        ['jira-error', /^Jira refused the request \(HTTP 400\) while reading who the agent is: Bad request \[redacted\] from Bearer \[redacted\]$/],
       ],
       [jira.clientSecret],
     );

@@ -7,6 +7,7 @@ import { startFakeLinear, type FakeLinear } from '../../../test/fakes/linear.ts'
 import { startFakeMattermost, type FakeMattermost } from '../../../test/fakes/mattermost.ts';
 import { captureLogger, testApp, uniq, type TestApp } from '../../../test/harness.ts';
 import { putSecret, setChatA } from '../../../test/integrations.ts';
+import { runCliIn } from '../../../test/run-cli.ts';
 import { makeHostRow } from '../../../test/sandboxes.ts';
 import { systemActor } from '../../audit/audit.ts';
 import { Problem } from '../../errors/problems.ts';
@@ -34,6 +35,7 @@ describe('a chat-homed team\'s work from a tracker', () => {
   let alice: { id: string };
   let team: string;
   let engTeam: string;
+  let base: string;
 
   /** Performs the due jobs of the surfaces (deliveries, tracker progress, chat messages and threads), not the engine's. */
   const drainSurfaces = () =>
@@ -52,7 +54,7 @@ describe('a chat-homed team\'s work from a tracker', () => {
     t = await testApp({ modelProxy: true });
     await makeHostRow(t.db, { providers: ['local', 'microvm'] });
     await t.app.listen({ port: 0, host: '127.0.0.1' });
-    const base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+    base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
     [mm, linear] = await Promise.all([startFakeMattermost(), startFakeLinear()]);
     bot = mm.addUser({ username: 'crewhouse', bot: true, token: BOT_TOKEN });
     alice = mm.addUser({ username: 'alice' });
@@ -113,6 +115,17 @@ describe('a chat-homed team\'s work from a tracker', () => {
     // The run links back to the issue, through the API too.
     const shown = await t.request({ method: 'GET', url: `/api/v1/runs/${runId}`, token: t.adminToken });
     assert.deepEqual([shown.body.origin_url, shown.body.chat_thread_url], [issueUrl, mm.permalink(root.id)]);
+    // And through the CLI, where a person looks: `runs show` says where the work came from and where it is talked about; `runs list` where it came from.
+    const env = { CREWHOUSE_URL: base, CREWHOUSE_TOKEN: t.adminToken, HOME: '/nonexistent', XDG_CONFIG_HOME: '/nonexistent' };
+    const cliShown = await runCliIn(['runs', 'show', runId], { env });
+    assert.equal(cliShown.code, 0, cliShown.stderr);
+    assert.match(cliShown.stdout, /^surface: +tracker_a$/m);
+    assert.ok(cliShown.stdout.split('\n').some((l) => /^origin_url: +/.test(l) && l.endsWith(` ${issueUrl}`)), cliShown.stdout);
+    assert.ok(cliShown.stdout.split('\n').some((l) => /^chat_thread_url: +/.test(l) && l.endsWith(` ${mm.permalink(root.id)}`)), cliShown.stdout);
+    const cliListed = await runCliIn(['runs', 'list', '--team', team], { env });
+    assert.equal(cliListed.code, 0, cliListed.stderr);
+    assert.match(cliListed.stdout, /^ID +TEAM +FROM +STATE/m);
+    assert.ok(cliListed.stdout.split('\n').some((l) => l.startsWith(runId) && /\btracker_a\b/.test(l)), cliListed.stdout);
     // A listener's catch-up after a reconnection reads this thread too (a reply written while it was down still counts).
     assert.ok((await t.services.chatCore.openThreads('chat_a')).some((th) => th.room_id === room.id && th.root_id === root.id), 'the home-room thread is among those caught up on');
     const ours = () => linear.activities.filter((a) => a.sessionId === session.id && a.userId === linear.app.id);

@@ -6,7 +6,7 @@ import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import type { RunChange } from '../../hooks.ts';
 import { Problem } from '../../errors/problems.ts';
-import { postKey } from '../surface.ts';
+import { followUpGivenIn, postKey } from '../surface.ts';
 import { settleDelivery } from '../webhooks/webhooks.store.ts';
 import { TrackerError } from './errors.ts';
 import type { ProgressNote, TaskIntent, TrackerConnection, TrackerIntent, TrackerKind } from './kind.ts';
@@ -106,7 +106,7 @@ export function createTrackerService(deps: TrackerServiceDeps) {
       const by = typeof followUp.data?.by === 'string' ? followUp.data.by : null;
       // A follow-up written on the tracker is quoted there already; one from the console or the team's chat room (a chat actor: `chat_a:@alice`) is not quoted.
       if (by?.startsWith(`${surface}:`)) return { kind: 'resumed', text: followUp.text, by: by.slice(surface.length + 1), where: kind.title };
-      return { kind: 'resumed', text: '', by: null, where: /^chat_[ab]:@/.test(by ?? '') ? "the team's chat room" : 'the Crewhouse console' };
+      return { kind: 'resumed', text: '', by: null, where: followUpGivenIn(by) };
     }
     if (event === 'waiting') {
       const q = run.open_question;

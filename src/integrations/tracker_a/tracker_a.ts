@@ -97,29 +97,47 @@ export function linearIntentOf(delivery: { event: string; payload: unknown }, ap
   return { kind: 'ignore', reason: `${what} is not work for the agent` };
 }
 
-function activityOf(note: ProgressNote, ctx: ProgressContext): ActivityContent {
+/** What a person on the issue can expect next, after the team took up work. */
+const REPORTS_BACK = 'The team reports back here when it finishes or has a question.';
+
+/**
+ * A note as an agent activity, or (`inSession` false) as the text of a comment, for work that
+ * came without an agent session: each says what to do next where it is read (a reply in the
+ * session, or a comment on the issue mentioning the agent).
+ */
+export function activityOf(note: ProgressNote, ctx: ProgressContext, inSession = true): ActivityContent {
   const run = `[run ${ctx.runId}](${ctx.runUrl})`;
+  const write = inSession ? 'reply in this session' : 'comment on this issue mentioning the agent';
   switch (note.kind) {
     case 'started':
-      return { type: 'thought', body: `Team \`${ctx.team}\` is on it: ${run}.` };
+      return { type: 'thought', body: `Team \`${ctx.team}\` is on it: ${run}. ${REPORTS_BACK}` };
     case 'resumed':
-      return { type: 'thought', body: note.by ? `Team \`${ctx.team}\` resumed work on ${note.by}'s follow-up. ${run}` : `Team \`${ctx.team}\` resumed work on a follow-up given in ${note.where}. ${run}` };
-    case 'question':
-      return { type: 'elicitation', body: `${note.role} asks:\n\n${note.text}\n\n${note.confirmation ? 'Answer here with approve or refuse.' : 'Answer here in the session.'}` };
+      return { type: 'thought', body: `${note.by ? `Team \`${ctx.team}\` resumed work on ${note.by}'s follow-up.` : `Team \`${ctx.team}\` resumed work on a follow-up given in ${note.where}.`} ${run}. ${REPORTS_BACK}` };
+    case 'question': {
+      const how = inSession ? (note.confirmation ? 'Answer here with approve or refuse.' : 'Answer here in the session.') : note.confirmation ? 'Answer with a comment: approve or refuse.' : 'Answer with a comment on this issue.';
+      return { type: 'elicitation', body: `${note.role} asks:\n\n${note.text}\n\n${how}` };
+    }
     case 'delivered':
-      return { type: 'response', body: [note.summary ? clip(note.summary, 2000) : `Team \`${ctx.team}\` finished.`, note.pullUrl ? `Pull request: ${note.pullUrl}` : note.branch ? `Branch \`${note.branch}\` was pushed.` : 'Nothing was pushed.', run].join('\n\n') };
+      return {
+        type: 'response',
+        body: [
+          note.summary ? clip(note.summary, 2000) : `Team \`${ctx.team}\` finished.`,
+          note.pullUrl ? `Pull request: ${note.pullUrl} (review and merge it there).` : note.branch ? `Branch \`${note.branch}\` was pushed.` : 'Nothing was pushed.',
+          `${run}. For changes, ${write} with what to change.`,
+        ].join('\n\n'),
+      };
     case 'failed':
-      return { type: 'error', body: `Team \`${ctx.team}\` could not finish: ${note.reason}. ${run}` };
+      return { type: 'error', body: `Team \`${ctx.team}\` could not finish: ${note.reason}. ${run}. To have it try again, ${write} with what to do differently.` };
     case 'cancelled':
-      return { type: 'error', body: `The run was cancelled. ${run}` };
+      return { type: 'error', body: `The run was cancelled, and the team stopped working on it. ${run}. For new work, assign the agent a new issue.` };
   }
 }
 
 /** The same note as a comment, for work that came without an agent session. */
 function commentOf(note: ProgressNote, ctx: ProgressContext, work: TrackerWork): string {
-  const a = activityOf(note, ctx);
+  const a = activityOf(note, ctx, false);
   const body = 'body' in a ? a.body : '';
-  if (note.kind === 'question') return `${work.requested_by_name ? `@${work.requested_by_name} ` : ''}${body.replace('Answer here in the session.', 'Answer with a comment on this issue.').replace('Answer here with', 'Answer with a comment:')}`;
+  if (note.kind === 'question') return `${work.requested_by_name ? `@${work.requested_by_name} ` : ''}${body}`;
   return body;
 }
 

@@ -67,15 +67,18 @@ export function jiraIntentOf(delivery: { event: string; payload: unknown }, acco
   return { kind: 'ignore', reason: `${delivery.event}${action ? ` (${action})` : ''} is not work for the agent` };
 }
 
-/** A note as an ADF comment: a question mentions the person who asked for the work. */
+/** What a person on the issue can expect next, after the team took up work. */
+const REPORTS_BACK = 'The team comments here when it finishes or has a question.';
+
+/** A note as an ADF comment, saying what to do next: a question mentions the person who asked for the work. */
 export function commentOf(note: ProgressNote, ctx: ProgressContext, asker: { id: string | null; name: string | null }): AdfDoc {
   const run: Inline = { link: ctx.runUrl, text: `run ${ctx.runId}` };
   const team: Inline = { strong: ctx.team };
   switch (note.kind) {
     case 'started':
-      return adf(['Team ', team, ' is on it: ', run, '.']);
+      return adf(['Team ', team, ' is on it: ', run, '.'], [REPORTS_BACK]);
     case 'resumed':
-      return adf(note.by ? ['Team ', team, ` resumed work on ${note.by}'s follow-up: `, run, '.'] : ['Team ', team, ` resumed work on a follow-up given in ${note.where}: `, run, '.']);
+      return adf(note.by ? ['Team ', team, ` resumed work on ${note.by}'s follow-up: `, run, '.'] : ['Team ', team, ` resumed work on a follow-up given in ${note.where}: `, run, '.'], [REPORTS_BACK]);
     case 'question':
       return adf(
         [...(asker.id ? [{ mention: asker.id, name: asker.name ?? 'reporter' } as Inline, ' '] : []), `${note.role} of team `, team, ' asks:'],
@@ -86,13 +89,13 @@ export function commentOf(note: ProgressNote, ctx: ProgressContext, asker: { id:
       return adf(
         ['Team ', team, ' finished.'],
         ...(note.summary ? [[clip(note.summary, 4000)]] : []),
-        note.pullUrl ? ['Pull request: ', { link: note.pullUrl }] : note.branch ? ['Branch ', { strong: note.branch }, ' was pushed.'] : ['Nothing was pushed.'],
-        [run],
+        note.pullUrl ? ['Pull request: ', { link: note.pullUrl }, ' (review and merge it there).'] : note.branch ? ['Branch ', { strong: note.branch }, ' was pushed.'] : ['Nothing was pushed.'],
+        [run, '. For changes, comment on this issue mentioning the agent with what to change.'],
       );
     case 'failed':
-      return adf(['Team ', team, ` could not finish: ${note.reason}. `, run]);
+      return adf(['Team ', team, ` could not finish: ${note.reason}. `, run, '.'], ['To have it try again, comment on this issue mentioning the agent with what to do differently.']);
     case 'cancelled':
-      return adf(['The run was cancelled. ', run]);
+      return adf(['The run was cancelled, and the team stopped working on it. ', run, '.'], ['For new work, assign the agent a new issue.']);
   }
 }
 

@@ -1,0 +1,80 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Post, Run } from '../console/runs/runs.schemas.ts';
+import { renderPost } from './chat/render.ts';
+import { formatOf } from './chat/format.ts';
+import { progressText } from './code_host/delivery.ts';
+import type { ProgressNote } from './tracker/kind.ts';
+import { activityOf } from './tracker_a/tracker_a.ts';
+import { textOfAdf } from './tracker_b/adf.ts';
+import { commentOf } from './tracker_b/tracker_b.ts';
+
+// What each surface tells people of a run's progress says what to do next there, in words, and
+// is right for where the work came from: a follow-up from the team's chat room is said to come
+// from there (not from the Crewhouse console), and each next step names the place's own way
+// (a comment mentioning /crewhouse on the code host, a reply in a Linear session or a comment
+// mentioning the agent, a reply in the chat thread).
+describe('the texts people read of a run, on each surface', () => {
+  const URL = 'https://crewhouse.test/#/runs/run_x';
+  const run = (over: Partial<Run>) => ({ id: 'run_x', team: 'payments', state: 'running', open_question: null, waiting_for: null, failure_reason: null, delivery: null, cost_usd: 0.5, ...over }) as Run;
+  const reply = (by: string, text = 'keep the old colours') => ({ seq: 9, kind: 'reply', role: 'lead', text, data: { by }, created_at: '' }) as unknown as Post;
+
+  it('the code host: a follow-up is named by where it was given; each text says what happens or what to do next', () => {
+    const resumed = (by: string) => progressText(run({}), 'resumed', 9, reply(by), URL)!;
+    assert.match(resumed('chat_a:@alice'), /^Team `payments` resumed work on a follow-up given in the team's chat room\. \[Run run_x\]\(.*\)\. The team comments here when it finishes or has a question\.$/);
+    assert.match(resumed('chat_b:@bob'), /given in the team's chat room/);
+    assert.match(resumed('admin'), /given in the Crewhouse console/);
+    assert.match(resumed('code_host:bob'), /^Team `payments` resumed work on a follow-up from @bob:\n\n> keep the old colours\n\n\[Run run_x\]/);
+    assert.equal(progressText(run({}), 'resumed', 9, reply('admin'), URL)!.includes('chat room'), false);
+    assert.match(progressText(run({}), 'started', 3, undefined, URL)!, /is on it: .*\. The team comments here when it finishes or has a question\.$/);
+    const pr = { branch: 'b', commit: null, pull_request: { url: 'https://code.test/acme/app/pull/4', number: 4, state: 'open' } };
+    assert.match(progressText(run({ state: 'succeeded', delivery: pr }), 'finished', 12, undefined, URL)!, /finished\. Pull request: https:\/\/code\.test\/acme\/app\/pull\/4 \(review and merge it there\)\. .*For changes, comment here mentioning `\/crewhouse` with what to change\.$/);
+    assert.match(progressText(run({ state: 'failed', failure_reason: 'the budget ran out' }), 'finished', 12, undefined, URL)!, /could not finish: the budget ran out\. .*To have it try again, comment here mentioning `\/crewhouse`/);
+    assert.match(progressText(run({ state: 'cancelled' }), 'finished', 12, undefined, URL)!, /For new work, open an issue with the label `crewhouse`\.$/);
+    assert.equal(progressText(run({}), 'resumed', 9, { ...reply('admin'), kind: 'answer' } as Post, URL), null, 'only a follow-up resumes');
+  });
+
+  const notes: ProgressNote[] = [
+    { kind: 'started' },
+    { kind: 'resumed', text: '', by: null, where: "the team's chat room" },
+    { kind: 'delivered', summary: 'Painted it', pullUrl: 'https://code.test/acme/app/pull/4', branch: 'b' },
+    { kind: 'failed', reason: 'the budget ran out' },
+    { kind: 'cancelled' },
+  ];
+  const ctx = { team: 'payments', runId: 'run_x', runUrl: URL };
+  const NEXT = /reports back here|comments here when|For changes, |To have it try again, |For new work, /;
+
+  it('Linear: in a session each note says to reply in the session; as a comment, to comment mentioning the agent', () => {
+    for (const note of notes) {
+      const inSession = activityOf(note, ctx);
+      const asComment = activityOf(note, ctx, false);
+      const a = 'body' in inSession ? inSession.body : '';
+      const c = 'body' in asComment ? asComment.body : '';
+      assert.match(a, NEXT, `${note.kind}: ${a}`);
+      assert.match(c, NEXT, `${note.kind}: ${c}`);
+      if (note.kind === 'delivered' || note.kind === 'failed') {
+        assert.match(a, /reply in this session/);
+        assert.match(c, /comment on this issue mentioning the agent/);
+      }
+    }
+    const resumed = activityOf(notes[1], ctx);
+    assert.match('body' in resumed ? resumed.body : '', /resumed work on a follow-up given in the team's chat room\./);
+  });
+
+  it('Jira: each comment says what happens or what to do next on the issue', () => {
+    for (const note of notes) {
+      const text = textOfAdf(commentOf(note, ctx, { id: null, name: null }));
+      assert.match(text, NEXT, `${note.kind}: ${text}`);
+      if (note.kind === 'delivered' || note.kind === 'failed') assert.match(text, /comment on this issue mentioning the agent/);
+    }
+    assert.equal(textOfAdf(commentOf(notes[0], ctx, { id: null, name: null })).split('\n')[0], 'Team payments is on it: run run_x.');
+  });
+
+  it('chat: the end of a run says what to do next in its thread', () => {
+    const post = (kind: string, text: string) => ({ seq: 5, kind, role: kind === 'completed' ? 'lead' : null, text, data: {}, created_at: '' }) as never;
+    const rctx = { requester: '@alice', lastRole: null, run: run({}), format: formatOf('markdown') } as never;
+    assert.match(renderPost(post('completed', 'Shipped'), rctx)!.text, /\nReply in this thread to ask for changes or more\.$/);
+    assert.match(renderPost(post('failed', 'the budget ran out'), rctx)!.text, /\nReply in this thread to have the team try again, with what to do differently\.$/);
+    assert.match(renderPost(post('canceled', 'cancelled by chat_a:@alice'), rctx)!.text, /\nFor new work, give the team a new task in the room\.$/);
+  });
+});
