@@ -28,7 +28,7 @@
  * and the link stay); wake thaws, or starts a new init after a deep sleep.
  */
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, lstatSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import type { Socket } from 'node:net';
@@ -37,7 +37,7 @@ import type { Readable } from 'node:stream';
 import type { Logger } from '../../../logger.ts';
 import { Cgroup, cgroupVersion, type CgroupVersion } from '../cgroups.ts';
 import { createKeyedQueue } from '../keyed-queue.ts';
-import { ensureFirewall, ensureVethNamespace, removeFirewall, removeVethNamespace, resourceTag } from '../network.ts';
+import { claimPooledLink, ensureFirewall, ensureVethNamespace, makePooledLink, pooledLinkWhole, removeFirewall, removePooledLink, removeVethNamespace, resourceTag, type PooledLink } from '../network.ts';
 import {
   SANDBOX_CA_PATH,
   SandboxError,
@@ -71,6 +71,12 @@ export interface LocalProviderOptions {
   logger?: Logger;
   /** The loop control device; where it is missing, /workspace is a plain directory without a size limit. */
   loopControl?: string;
+  /**
+   * How many network links (namespace, veth pair, firewall) to keep made ahead of demand
+   * (SERVICE_SANDBOX_NETWORK_POOL); 0, the default here, makes each on demand. A pool is
+   * released by close().
+   */
+  networkPool?: number;
 }
 
 /** What a sandbox's directory records about it, so a restarted host finds it again. */
@@ -81,6 +87,8 @@ interface SandboxRecord {
   pid: number | null;
   /** volume: /workspace is workspace.img loop-mounted; directory (or absent, from before volumes): a plain directory. */
   disk?: 'volume' | 'directory';
+  /** The network namespace, when it is not the one named after the sandbox (a link taken from the pool). */
+  netns?: string;
 }
 
 const ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
@@ -88,6 +96,13 @@ const ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 const SHARED_DIR = '.shared';
 /** How the volumes formatted ahead of demand are named in SHARED_DIR. */
 const SPARE_PREFIX = 'spare-volume-';
+/**
+ * Where each pooled link is registered (a file named after it, holding its names and the pid of
+ * the process that made it) before any of it is made; taking it renames the file into the
+ * sandbox's directory (POOLED_FILE), so at every moment one of the two names what to remove.
+ */
+const POOL_DIR = 'network-pool';
+const POOLED_FILE = 'pooled-network.json';
 const INSIDE_UID = 1000;
 /** What holds a running sandbox's namespaces open. */
 const INIT_COMMAND = ['/usr/bin/sleep', 'infinity'];
@@ -135,7 +150,7 @@ const MIN_VOLUME_MIB = 16;
 
 const signalNumbers: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGABRT: 6, SIGKILL: 9, SIGSEGV: 11, SIGPIPE: 13, SIGALRM: 14, SIGTERM: 15 };
 
-export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider & { memoryBytes(id: string): Promise<number>; oomKills(id: string): Promise<number> } {
+export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider & { memoryBytes(id: string): Promise<number>; oomKills(id: string): Promise<number>; close(): Promise<void>; pooled(): Promise<PooledLink[]> } {
   const root = opts.root;
   const hostUid = opts.hostUid ?? 2_000_000;
   const bwrapName = opts.bwrap ?? 'bwrap';
@@ -176,6 +191,8 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     // Volumes formatted ahead of demand by an earlier process: nothing will take them now.
     const shared = path.join(root, SHARED_DIR);
     for (const f of await fs.readdir(shared).catch(() => [] as string[])) if (f.startsWith(SPARE_PREFIX)) await fs.rm(path.join(shared, f), { force: true });
+    await findPooled();
+    refill();
   }
   async function ready() {
     if (!tools) await check();
@@ -213,6 +230,91 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
       }
     }
     return { bash, disableUserns, tmpfsSize: help.stdout.includes('--size'), node, seccomp: sandboxFilter() };
+  }
+
+  /**
+   * The network pool: links made ahead of demand, so a create only renames and addresses one
+   * (the namespace, the veth pair and the firewall are most of a create's processes). Taken
+   * first come first served; each take starts a refill in the background; an empty pool makes
+   * the link on demand as before.
+   */
+  const poolSize = Math.max(0, Math.floor(opts.networkPool ?? 0));
+  const poolDir = path.join(root, SHARED_DIR, POOL_DIR);
+  const pool: PooledLink[] = [];
+  const making = new Set<Promise<void>>();
+  let closed = false;
+  const ownerAlive = (pid: unknown) => {
+    if (typeof pid !== 'number' || !Number.isInteger(pid) || pid <= 0) return false;
+    if (pid === process.pid) return true;
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch (err) {
+      return (err as NodeJS.ErrnoException).code === 'EPERM';
+    }
+  };
+  const registerPooled = (item: PooledLink) => fs.writeFile(path.join(poolDir, item.link), JSON.stringify({ ...item, pid: process.pid }));
+
+  /**
+   * At start: links a process made ahead of demand and no longer holds (it was killed, or
+   * stopped without closing) are used when whole and the pool has room, else removed. Links
+   * of a process still running (another provider on this directory) are left to it.
+   */
+  async function findPooled() {
+    const t = tools!;
+    for (const f of await fs.readdir(poolDir).catch(() => [] as string[])) {
+      const file = path.join(poolDir, f);
+      const entry = await fs.readFile(file, 'utf8').then((x) => JSON.parse(x) as PooledLink & { pid: number }, () => null);
+      if (entry && ownerAlive(entry.pid)) continue;
+      const item = entry && { netns: entry.netns, link: entry.link };
+      if (item && !closed && pool.length < poolSize && (await pooledLinkWhole(t.nft, item))) {
+        await registerPooled(item);
+        pool.push(item);
+        continue;
+      }
+      if (item) await removePooledLink(t, item).catch((err) => opts.logger?.warn({ err, link: item.link }, 'a network link made ahead of demand could not be removed'));
+      await fs.rm(file, { force: true });
+    }
+  }
+
+  function refill() {
+    while (!closed && tools && pool.length + making.size < poolSize) {
+      const tag = randomBytes(6).toString('hex');
+      const item: PooledLink = { netns: `chp-${tag}`, link: `chp${tag}` };
+      const made: Promise<void> = (async () => {
+        await fs.mkdir(poolDir, { recursive: true, mode: 0o700 });
+        await registerPooled(item);
+        try {
+          await makePooledLink(tools!, item, opts.gatewayPort);
+        } catch (err) {
+          await removePooledLink(tools!, item).catch(() => {});
+          await fs.rm(path.join(poolDir, item.link), { force: true });
+          throw err;
+        }
+        if (closed) {
+          await removePooledLink(tools!, item);
+          await fs.rm(path.join(poolDir, item.link), { force: true });
+        } else pool.push(item);
+      })()
+        .catch((err) => opts.logger?.warn({ err }, 'a network link could not be made ahead of demand; sandboxes make theirs on demand'))
+        .finally(() => making.delete(made));
+      making.add(made);
+    }
+  }
+
+  /** Takes a pooled link for a sandbox (its registration moves into the sandbox's directory); null when the pool is empty. */
+  async function takePooled(dir: string): Promise<PooledLink | null> {
+    const item = pool.shift();
+    if (!item) return null;
+    try {
+      await fs.rename(path.join(poolDir, item.link), path.join(dir, POOLED_FILE));
+    } catch {
+      // Removed behind our back (another start cleaning up): not ours to use.
+      return null;
+    } finally {
+      refill();
+    }
+    return item;
   }
 
   const dirOf = (id: string) => {
@@ -306,14 +408,14 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
    * and gid with no supplementary groups (one process where `ip netns exec` and setpriv were
    * two), and bubblewrap reads its options and the filter from descriptors.
    */
-  async function spawnSandboxed(id: string, command: string[], stdio: 'exec' | 'init') {
+  async function spawnSandboxed(id: string, rec: SandboxRecord, command: string[], stdio: 'exec' | 'init') {
     const t = await ready();
-    const n = names(id);
+    const netns = rec.netns ?? names(id).netns;
     const cg = await cgroupOf(id);
     const keep = stdio === 'init' ? INFO_FD : SECCOMP_FD;
     const child = spawn(
       t.bash,
-      ['--norc', '--noprofile', '-c', ENTER_CGROUP, 'bash', t.nsenter, `--net=/run/netns/${n.netns}`, `--setuid=${hostUid}`, `--setgid=${hostUid}`, '--', t.bwrap, '--args', String(ARGS_FD), ...(stdio === 'init' ? ['--info-fd', String(INFO_FD)] : []), '--', ...command],
+      ['--norc', '--noprofile', '-c', ENTER_CGROUP, 'bash', t.nsenter, `--net=/run/netns/${netns}`, `--setuid=${hostUid}`, `--setgid=${hostUid}`, '--', t.bwrap, '--args', String(ARGS_FD), ...(stdio === 'init' ? ['--info-fd', String(INFO_FD)] : []), '--', ...command],
       {
         // Detached: its own process group, which an abort kills whole.
         detached: true,
@@ -333,9 +435,9 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
   }
 
   /** Starts the init process under bubblewrap inside the namespace and cgroup; resolves with its host pid. */
-  async function startInit(id: string): Promise<number> {
+  async function startInit(id: string, rec: SandboxRecord): Promise<number> {
     // Detached with no stdio of ours: the sandbox outlives a host process that is killed.
-    const child = await spawnSandboxed(id, INIT_COMMAND, 'init');
+    const child = await spawnSandboxed(id, rec, INIT_COMMAND, 'init');
     let stderr = '';
     let info = '';
     let exited: string | null = null;
@@ -487,10 +589,15 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     if (r.code !== 0) await run(t.umount, ['-l', target]);
   }
 
-  /** Everything a sandbox holds on the host besides its directory, made (again) where missing; `newVolume` formats the volume first (a create). */
-  async function ensureHostSide(id: string, spec: SandboxRecord['spec'], disk: SandboxRecord['disk'], newVolume = false) {
+  /**
+   * Everything a sandbox holds on the host besides its directory, made (again) where missing;
+   * `newVolume` formats the volume first (a create); `pooled` is a link taken from the pool for it
+   * (renamed and addressed, where otherwise the link and its firewall are made).
+   */
+  async function ensureHostSide(id: string, rec: SandboxRecord, newVolume = false, pooled: PooledLink | null = null) {
     const t = await ready();
-    const n = names(id);
+    const { spec, disk } = rec;
+    const netns = rec.netns ?? names(id).netns;
     // Independent of one another, so made at once (most of the time is waiting on processes and
     // the kernel); every step has ended, done or failed, before this returns, so a teardown
     // after a failure never races a step still under way.
@@ -501,8 +608,8 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
         await mountVolume(id);
       })(),
       mountTmp(id, spec.memoryMib),
-      ensureVethNamespace(t, n.netns, spec.network),
-      ensureFirewall(t.nft, spec.network, opts.gatewayPort),
+      pooled ? claimPooledLink(t.ip, pooled, spec.network) : ensureVethNamespace(t, netns, spec.network),
+      pooled ? null : ensureFirewall(t.nft, spec.network, opts.gatewayPort),
       (async () => (await cgroupOf(id)).ensure({ vcpus: spec.vcpus, memoryMib: spec.memoryMib }))(),
     ]);
     const failed = steps.find((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -526,6 +633,10 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     await step('tmp', () => unmountTmp(id));
     await step('network', () => removeVethNamespace(t.ip, n.netns, network?.hostInterface ?? `chv${resourceTag(id)}`));
     if (network) await step('firewall', () => removeFirewall(t.nft, network.hostInterface));
+    // A link taken from the pool keeps its own namespace name and firewall table.
+    const pooledFile = path.join(dirOf(id), POOLED_FILE);
+    const pooled = await fs.readFile(pooledFile, 'utf8').then((x) => JSON.parse(x) as PooledLink, () => null);
+    if (pooled) await step('pooled network', () => removePooledLink(t, pooled, network?.hostInterface));
     if (!keepDir) await step('files', () => fs.rm(dirOf(id), { recursive: true, force: true }));
     if (failures.length) throw new SandboxError('failed', `sandbox ${id} was not fully removed: ${failures.join('; ')}`);
   }
@@ -549,7 +660,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     const cwd = req.cwd ?? '/workspace';
     // Each exec is its own bubblewrap with its own PID namespace: when the command ends, the
     // kernel ends everything it started (a daemon, a setsid), whoever holds its pipes.
-    const child = await spawnSandboxed(id, ['/usr/bin/env', '-i', '-C', cwd, ...assignments, ...req.argv], 'exec');
+    const child = await spawnSandboxed(id, rec, ['/usr/bin/env', '-i', '-C', cwd, ...assignments, ...req.argv], 'exec');
     const killTree = () => {
       try {
         process.kill(-child.pid!, 'SIGKILL');
@@ -629,10 +740,12 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
           await fs.mkdir(path.join(dir, 'workspace'), { recursive: true });
           await fs.chmod(dir, 0o711);
           await writeEtc(dir, caPem);
+          const pooled = await takePooled(dir);
+          if (pooled) rec.netns = pooled.netns;
           await writeRecord(spec.id, rec);
-          await ensureHostSide(spec.id, kept, rec.disk, true);
+          await ensureHostSide(spec.id, rec, true, pooled);
           await fs.chown(workspaceOf(spec.id), hostUid, hostUid);
-          rec.pid = await startInit(spec.id);
+          rec.pid = await startInit(spec.id, rec);
           rec.state = 'running';
           await writeRecord(spec.id, rec);
         } catch (err) {
@@ -687,8 +800,8 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
         if (now === 'sleeping') {
           await (await cgroupOf(id)).thaw();
         } else if (now === 'deep_sleep') {
-          await ensureHostSide(id, rec.spec, rec.disk);
-          rec.pid = await startInit(id);
+          await ensureHostSide(id, rec);
+          rec.pid = await startInit(id, rec);
         } else {
           throw new SandboxError('wrong_state', `sandbox ${id} is ${now}; only a sleeping sandbox wakes`);
         }
@@ -719,6 +832,22 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     /** How many of the sandbox's processes the kernel has killed for want of memory (since its cgroup was made). */
     async oomKills(id) {
       return (await cgroupOf(id)).oomKills();
+    },
+
+    /** Removes the links made ahead of demand (waiting for those being made); sandboxes keep theirs. */
+    async close() {
+      closed = true;
+      while (making.size) await Promise.all(making);
+      for (const item of pool.splice(0)) {
+        await removePooledLink(tools!, item).catch((err) => opts.logger?.warn({ err, link: item.link }, 'a network link made ahead of demand could not be removed'));
+        await fs.rm(path.join(poolDir, item.link), { force: true });
+      }
+    },
+
+    /** The links ready in the pool now, after those being made are done (for tests). */
+    async pooled() {
+      while (making.size) await Promise.all(making);
+      return [...pool];
     },
 
     /** Memory the sandbox's processes use now (for metrics and the bench). */

@@ -1,0 +1,193 @@
+// The local provider's network pool (links made ahead of demand): taken and refilled, removed
+// with the sandbox that took it, found again by the next start after its maker was killed, and
+// as isolating as a link made on demand (one pooled sandbox cannot reach another). Needs root;
+// skips with the reason elsewhere.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { execText, localSkipReason, randomLink, sandboxId } from '../../../../test/sandboxes.ts';
+import { firewallExists, resourceTag, type PooledLink } from '../network.ts';
+import type { SandboxSpec } from '../provider.ts';
+import { findProgram } from '../system.ts';
+import { createLocalProvider } from './local.ts';
+
+const skip = localSkipReason();
+
+/** Whether anything of a pooled link is on the host: its namespace, its host end, its firewall. */
+const present = async (item: PooledLink) => ({
+  netns: fs.existsSync(`/run/netns/${item.netns}`),
+  link: fs.existsSync(`/sys/class/net/${item.link}`),
+  firewall: await firewallExists('nft', item.link),
+});
+const gone = { netns: false, link: false, firewall: false };
+const whole = { netns: true, link: true, firewall: true };
+
+describe('local provider network pool', { skip: skip ?? false }, () => {
+  let root: string;
+  let gateway: net.Server;
+  let gatewayPort: number;
+  let provider: ReturnType<typeof createLocalProvider>;
+
+  const spec = (): SandboxSpec => {
+    const id = sandboxId('pool');
+    return { id, vcpus: 1, memoryMib: 256, diskGib: 1, image: null, env: {}, network: randomLink(id), caPem: null };
+  };
+  /** Connects from inside to address:port and reads a line; exit 0 only when one came. */
+  const tcp = (id: string, address: string, port: number) =>
+    execText(provider, id, ['/usr/bin/timeout', '5', '/bin/bash', '-c', `exec 3<>/dev/tcp/${address}/${port} && echo ping >&3 && read -r line <&3 && echo "$line"`]);
+  const netnsOf = (id: string, dir = root) => (JSON.parse(fs.readFileSync(path.join(dir, id, 'sandbox.json'), 'utf8')) as { netns?: string }).netns;
+
+  before(async () => {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'chpool-'));
+    gateway = net.createServer((s) => s.once('data', () => s.end('pong\n')));
+    await new Promise<void>((r) => gateway.listen(0, '0.0.0.0', r));
+    gatewayPort = (gateway.address() as net.AddressInfo).port;
+    provider = createLocalProvider({ root, gatewayPort, networkPool: 2 });
+    await provider.check();
+  });
+
+  after(async () => {
+    for (const id of await provider.list()) await provider.destroy(id).catch(() => {});
+    await provider.close();
+    fs.rmSync(root, { recursive: true, force: true });
+    gateway.close();
+  });
+
+  test('a create takes a pooled link (named and addressed for the sandbox), the pool refills, and destroy removes the link', async () => {
+    const before = await provider.pooled();
+    assert.equal(before.length, 2);
+    for (const item of before) assert.deepEqual(await present(item), whole);
+    const s = spec();
+    await provider.create(s);
+    try {
+      const taken = before.find((i) => i.netns === netnsOf(s.id));
+      assert.ok(taken, 'the sandbox runs in a pooled namespace');
+      assert.equal(fs.existsSync(`/sys/class/net/${taken.link}`), false, 'the host end was renamed');
+      assert.equal(fs.existsSync(`/sys/class/net/${s.network.hostInterface}`), true);
+      assert.equal(fs.existsSync(`/run/netns/chs-${resourceTag(s.id)}`), false, 'no second namespace was made');
+
+      const refilled = await provider.pooled();
+      assert.equal(refilled.length, 2);
+      assert.equal(refilled.some((i) => i.netns === taken.netns), false);
+
+      // The gateway answers on the link's host address; nothing else does.
+      const gw = await tcp(s.id, s.network.hostAddress, gatewayPort);
+      assert.equal(gw.code, 0, gw.stderr);
+      assert.equal(gw.stdout.trim(), 'pong');
+      const elsewhere = await tcp(s.id, s.network.hostAddress, gatewayPort === 65535 ? 65534 : gatewayPort + 1);
+      assert.notEqual(elsewhere.code, 0);
+
+      await provider.destroy(s.id);
+      assert.deepEqual(await present(taken), gone);
+      assert.equal(fs.existsSync(`/sys/class/net/${s.network.hostInterface}`), false);
+      assert.equal(await firewallExists('nft', s.network.hostInterface), false);
+    } finally {
+      await provider.destroy(s.id);
+    }
+  });
+
+  test('two sandboxes from the pool cannot reach each other, nor each other’s gateway address', { skip: findProgram('socat') ? false : 'needs socat' }, async () => {
+    const a = spec();
+    const b = spec();
+    await provider.create(a);
+    await provider.create(b);
+    try {
+      assert.ok(netnsOf(a.id)?.startsWith('chp-') && netnsOf(b.id)?.startsWith('chp-'), 'both took pooled links');
+      // A listener in b, reachable from the host (so it is there to be refused).
+      const listener = await provider.exec(b.id, { argv: ['/usr/bin/socat', 'TCP-LISTEN:8080,fork,reuseaddr', 'SYSTEM:echo here'] });
+      listener.stdout.resume();
+      listener.stderr.resume();
+      const fromHost = () =>
+        new Promise<string>((resolve) => {
+          const c = net.connect(8080, b.network.sandboxAddress);
+          let got = '';
+          c.on('data', (d) => (got += d.toString()));
+          c.on('close', () => resolve(got));
+          c.on('error', () => resolve(''));
+        });
+      let answer = '';
+      for (let i = 0; i < 200 && !answer.includes('here'); i++) {
+        answer = await fromHost();
+        if (!answer.includes('here')) await new Promise((r) => setTimeout(r, 25));
+      }
+      assert.match(answer, /here/, 'the host reaches b');
+
+      const toB = await tcp(a.id, b.network.sandboxAddress, 8080);
+      assert.notEqual(toB.code, 0);
+      assert.doesNotMatch(toB.stdout, /here/);
+      const toBGateway = await tcp(a.id, b.network.hostAddress, gatewayPort);
+      assert.notEqual(toBGateway.code, 0, "a cannot use b's link address to the gateway");
+      assert.doesNotMatch(toBGateway.stdout, /pong/);
+      const own = await tcp(a.id, a.network.hostAddress, gatewayPort);
+      assert.equal(own.stdout.trim(), 'pong', own.stderr);
+    } finally {
+      await provider.destroy(a.id);
+      await provider.destroy(b.id);
+    }
+  });
+
+  test('links made by a process that was killed are used or removed at the next start; close removes the pool', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chpool-kill-'));
+    const next = createLocalProvider({ root: dir, gatewayPort: 1, networkPool: 1 });
+    try {
+      // A process fills a pool of 2 on this directory, says so, and is killed.
+      const script = `const { createLocalProvider } = await import(process.argv[1]);
+const p = createLocalProvider({ root: process.argv[2], gatewayPort: 1, networkPool: 2 });
+await p.check();
+console.log(JSON.stringify(await p.pooled()));
+setInterval(() => {}, 1000);`;
+      const child = spawn(process.execPath, ['--input-type=module', '-e', script, path.join(import.meta.dirname, 'local.ts'), dir], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const line = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        child.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
+          if (out.includes('\n')) resolve(out.split('\n')[0]);
+        });
+        child.on('exit', (code) => reject(new Error(`the pool maker exited (${code}) before filling its pool`)));
+      });
+      const left = JSON.parse(line) as PooledLink[];
+      assert.equal(left.length, 2);
+      child.kill('SIGKILL');
+      await new Promise((r) => child.once('exit', r));
+      for (const item of left) assert.deepEqual(await present(item), whole);
+
+      // The next start on the directory, with room for one: it uses one and removes the other.
+      await next.check();
+      const kept = await next.pooled();
+      assert.equal(kept.length, 1);
+      assert.ok(left.some((i) => i.netns === kept[0].netns), 'a link the killed process made is used');
+      const removed = left.find((i) => i.netns !== kept[0].netns)!;
+      assert.deepEqual(await present(removed), gone);
+
+      // A sandbox made from it works, and is removed whole.
+      const s = spec();
+      await next.create(s);
+      assert.equal(netnsOf(s.id, dir), kept[0].netns);
+      const r = await execText(next, s.id, ['/usr/bin/true']);
+      assert.equal(r.code, 0, r.stderr);
+      await next.destroy(s.id);
+      assert.deepEqual(await present(kept[0]), gone);
+
+      // Closed: what the pool holds goes, and a create makes its link on demand.
+      const refilled = await next.pooled();
+      await next.close();
+      for (const item of refilled) assert.deepEqual(await present(item), gone);
+      assert.deepEqual(fs.readdirSync(path.join(dir, '.shared', 'network-pool')), []);
+      const t = spec();
+      await next.create(t);
+      assert.equal(netnsOf(t.id, dir), undefined);
+      assert.equal(fs.existsSync(`/run/netns/chs-${resourceTag(t.id)}`), true);
+      await next.destroy(t.id);
+    } finally {
+      for (const id of await next.list()) await next.destroy(id).catch(() => {});
+      await next.close();
+      // A provider without a pool removes whatever a dead process left.
+      await createLocalProvider({ root: dir, gatewayPort: 1 }).check();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
