@@ -62,13 +62,16 @@ echo 1 > "/proc/sys/net/ipv6/conf/$host_if/disable_ipv6"
 printf '%s\n' \${host_addr:+"addr add $host_addr/30 dev $host_if"} "link set $host_if up" | "$ip" -batch -
 `;
 
+/** Whether a namespace and its link's host end are both in place. */
+export const vethInPlace = (netns: string, hostInterface: string) => netnsExists(netns) && linkExists(hostInterface);
+
 /**
  * Makes (or completes) a namespace whose one interface, eth0, is the sandbox end of a veth
  * pair: loopback up, no default route, IPv6 off on both ends. Safe to call again: a link in
  * place is kept (its pair lives and dies with the namespace).
  */
 export async function ensureVethNamespace(tools: { ip: string; nsenter: string }, netns: string, net: SandboxNetwork): Promise<void> {
-  if (netnsExists(netns) && linkExists(net.hostInterface)) return;
+  if (vethInPlace(netns, net.hostInterface)) return;
   await run('/bin/sh', ['-c', VETH_SCRIPT, 'sh', tools.ip, tools.nsenter, netns, net.hostInterface, net.hostAddress, net.sandboxAddress, String(process.pid)]);
 }
 

@@ -28,7 +28,7 @@
  * and the link stay); wake thaws, or starts a new init after a deep sleep.
  */
 import { spawn } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, lstatSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import type { Socket } from 'node:net';
@@ -37,7 +37,7 @@ import type { Readable } from 'node:stream';
 import type { Logger } from '../../../logger.ts';
 import { Cgroup, cgroupVersion, type CgroupVersion } from '../cgroups.ts';
 import { createKeyedQueue } from '../keyed-queue.ts';
-import { claimPooledLink, ensureFirewall, ensureVethNamespace, makePooledLink, pooledLinkWhole, removeFirewall, removePooledLink, removeVethNamespace, resourceTag, type PooledLink } from '../network.ts';
+import { claimPooledLink, ensureFirewall, ensureVethNamespace, makePooledLink, pooledLinkWhole, removeFirewall, removePooledLink, removeVethNamespace, resourceTag, vethInPlace, type PooledLink } from '../network.ts';
 import {
   SANDBOX_CA_PATH,
   SandboxError,
@@ -77,6 +77,8 @@ export interface LocalProviderOptions {
    * released by close().
    */
   networkPool?: number;
+  /** Told how long each step of a create or a wake took (the bench's breakdown). */
+  onStep?: (step: string, ms: number) => void;
 }
 
 /** What a sandbox's directory records about it, so a restarted host finds it again. */
@@ -87,6 +89,8 @@ interface SandboxRecord {
   pid: number | null;
   /** volume: /workspace is workspace.img loop-mounted; directory (or absent, from before volumes): a plain directory. */
   disk?: 'volume' | 'directory';
+  /** Its /etc: a directory in SHARED_DIR shared by every sandbox with the same CA (absent: its own, from before). */
+  etc?: string;
   /** The network namespace, when it is not the one named after the sandbox (a link taken from the pool). */
   netns?: string;
 }
@@ -103,8 +107,14 @@ const SPARE_PREFIX = 'spare-volume-';
  */
 const POOL_DIR = 'network-pool';
 const POOLED_FILE = 'pooled-network.json';
+/** What a shared /etc being written is named with (a process killed meanwhile leaves it; check removes it). */
+const ETC_TMP = '.tmp-';
 const INSIDE_UID = 1000;
-/** What holds a running sandbox's namespaces open. */
+/**
+ * What marks a sandbox running (and is frozen with it): a process in its cgroup, as its host uid,
+ * outside every namespace of the sandbox (nothing inside can see or reach it). It runs nothing of
+ * the sandbox's and holds nothing open: each exec is a bubblewrap of its own.
+ */
 const INIT_COMMAND = ['/usr/bin/sleep', 'infinity'];
 const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin';
 /**
@@ -123,10 +133,9 @@ const ENTER_CGROUP = [
   'if [ "$CH_STAY" = 1 ]; then (enter; exec /usr/bin/env -i "$@"); exit $?; fi',
   'enter; exec /usr/bin/env -i "$@"',
 ].join('\n');
-/** The descriptors bubblewrap reads: its options (so that no host path shows in a command line inside) and the seccomp filter; init adds its info descriptor. */
+/** The descriptors bubblewrap reads: its options (so that no host path shows in a command line inside) and the seccomp filter. */
 const ARGS_FD = 3;
 const SECCOMP_FD = 4;
-const INFO_FD = 5;
 /**
  * After a command ends, how long its output may stay idle, and at most how long it may take to
  * drain, before its pipes are closed (a copy held elsewhere cannot keep an exec open).
@@ -190,7 +199,11 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     tools = { ...found, cgroups };
     // Volumes formatted ahead of demand by an earlier process: nothing will take them now.
     const shared = path.join(root, SHARED_DIR);
-    for (const f of await fs.readdir(shared).catch(() => [] as string[])) if (f.startsWith(SPARE_PREFIX)) await fs.rm(path.join(shared, f), { force: true });
+    for (const f of await fs.readdir(shared).catch(() => [] as string[])) {
+      if (f.startsWith(SPARE_PREFIX)) await fs.rm(path.join(shared, f), { force: true });
+      // A shared /etc a killed process was writing.
+      if (f.startsWith('etc-') && f.includes(ETC_TMP)) await fs.rm(path.join(shared, f), { recursive: true, force: true });
+    }
     await findPooled();
     refill();
   }
@@ -282,6 +295,8 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
       const tag = randomBytes(6).toString('hex');
       const item: PooledLink = { netns: `chp-${tag}`, link: `chp${tag}` };
       const made: Promise<void> = (async () => {
+        // SHARED_DIR must stay open to the sandbox user (its /etc is there); the registry need not.
+        await fs.mkdir(path.join(root, SHARED_DIR), { recursive: true, mode: 0o711 });
         await fs.mkdir(poolDir, { recursive: true, mode: 0o700 });
         await registerPooled(item);
         try {
@@ -302,7 +317,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     }
   }
 
-  /** Takes a pooled link for a sandbox (its registration moves into the sandbox's directory); null when the pool is empty. */
+  /** Takes a pooled link for a sandbox (its registration moves into the sandbox's directory); null when the pool is empty. The create refills once it is done. */
   async function takePooled(dir: string): Promise<PooledLink | null> {
     const item = pool.shift();
     if (!item) return null;
@@ -311,10 +326,19 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     } catch {
       // Removed behind our back (another start cleaning up): not ours to use.
       return null;
-    } finally {
-      refill();
     }
     return item;
+  }
+
+  /** Runs one step of a create or wake, telling onStep how long it took. */
+  async function timed<T>(step: string, fn: () => Promise<T>): Promise<T> {
+    if (!opts.onStep) return fn();
+    const started = performance.now();
+    try {
+      return await fn();
+    } finally {
+      opts.onStep(step, performance.now() - started);
+    }
   }
 
   const dirOf = (id: string) => {
@@ -352,9 +376,36 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     return { state, network: rec.spec.network };
   }
 
-  /** The sandbox's own /etc: what its user, name lookups and TLS see. */
-  async function writeEtc(dir: string, caPem: string | null | undefined) {
-    const etc = path.join(dir, 'etc');
+  /**
+   * The /etc of every sandbox with this CA (and these host files present), written once into
+   * SHARED_DIR (under a name of its own, then renamed into place: what is there is whole) and
+   * bound read-only: a create writes no files for it. Resolves with its name there.
+   */
+  const etcDirs = new Map<string, Promise<string>>();
+  function sharedEtc(caPem: string | null | undefined): Promise<string> {
+    const present = HOST_ETC.filter((f) => existsSync(path.join('/etc', f)));
+    const name = `etc-${createHash('sha256').update(`${caPem ?? ''}\0${present.join('\0')}`).digest('hex').slice(0, 16)}`;
+    let made = etcDirs.get(name);
+    if (!made) {
+      made = (async () => {
+        const final = path.join(root, SHARED_DIR, name);
+        if (existsSync(final)) return name;
+        const tmp = `${final}${ETC_TMP}${randomUUID()}`;
+        await fs.mkdir(path.join(root, SHARED_DIR), { recursive: true, mode: 0o711 });
+        await fs.chmod(path.join(root, SHARED_DIR), 0o711);
+        await writeEtc(tmp, caPem);
+        // Another process may have put it there first: either copy is the same.
+        await fs.rename(tmp, final).catch(() => fs.rm(tmp, { recursive: true, force: true }));
+        return name;
+      })();
+      made.catch(() => etcDirs.delete(name));
+      etcDirs.set(name, made);
+    }
+    return made;
+  }
+
+  /** A sandbox's /etc (`etc` of its record): what its user, name lookups and TLS see. */
+  async function writeEtc(etc: string, caPem: string | null | undefined) {
     await fs.mkdir(path.join(etc, 'ssl', 'certs'), { recursive: true });
     await fs.writeFile(path.join(etc, 'passwd'), `root:x:0:0:root:/root:/usr/sbin/nologin\nagent:x:${INSIDE_UID}:${INSIDE_UID}:agent:/workspace:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`);
     await fs.writeFile(path.join(etc, 'group'), `root:x:0:\nagent:x:${INSIDE_UID}:\nnogroup:x:65534:\n`);
@@ -374,17 +425,16 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
   }
 
   /**
-   * bubblewrap's options for one process tree of a sandbox (its init, or one exec): its own user,
+   * bubblewrap's options for one process tree of a sandbox (one exec): its own user,
    * PID, IPC, UTS and cgroup namespaces (the network namespace is the sandbox's, joined before),
    * the seccomp filter, no nested user namespaces; the same mounts each time.
    */
-  function bwrapArgs(dir: string, h: { disableUserns: boolean; tmpfsSize: boolean; node: string | null }, stdio: 'exec' | 'init'): string[] {
+  function bwrapArgs(dir: string, etc: string, h: { disableUserns: boolean; tmpfsSize: boolean; node: string | null }): string[] {
     const args = ['--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--uid', String(INSIDE_UID), '--gid', String(INSIDE_UID), '--hostname', 'sandbox', '--cap-drop', 'ALL'];
     args.push('--seccomp', String(SECCOMP_FD));
     // An exec's PID 1 (bubblewrap's reaper) dies with the outer bubblewrap, which exits when the
-    // command does: the kernel then ends everything else in the exec's namespace. (The init must
-    // not: it would end with a killed host process, and a restart adopts running sandboxes.)
-    if (stdio === 'exec') args.push('--die-with-parent');
+    // command does: the kernel then ends everything else in the exec's namespace.
+    args.push('--die-with-parent');
     if (h.disableUserns) args.push('--disable-userns', '--assert-userns-disabled');
     args.push('--ro-bind', '/usr', '/usr');
     for (const d of ['bin', 'lib', 'lib64', 'sbin', 'lib32', 'libx32']) {
@@ -393,8 +443,9 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
       if (lstatSync(host).isSymbolicLink()) args.push('--symlink', `usr/${d}`, host);
       else args.push('--ro-bind', host, host);
     }
-    args.push('--ro-bind', path.join(dir, 'etc'), '/etc');
-    for (const f of HOST_ETC) if (existsSync(path.join('/etc', f))) args.push('--ro-bind', path.join('/etc', f), path.join('/etc', f));
+    args.push('--ro-bind', etc, '/etc');
+    // Only where the sandbox's /etc has a place for it (a host file added since has none there).
+    for (const f of HOST_ETC) if (existsSync(path.join('/etc', f)) && existsSync(path.join(etc, f))) args.push('--ro-bind', path.join('/etc', f), path.join('/etc', f));
     for (const m of opts.readOnly ?? []) args.push('--ro-bind', m.source, m.target);
     if (h.node && opts.node) args.push('--ro-bind', h.node, opts.node.target);
     // /tmp is the sandbox's (shared by its execs, bounded: see mountTmp); /run is each exec's own, small.
@@ -402,81 +453,79 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     return args;
   }
 
+  /** What ENTER_CGROUP reads: the cgroup to enter, the descriptors to keep, the OOM score, whether bash stays as the parent. */
+  const enterEnv = (cg: Cgroup, keepFds: number, oomScoreAdj: number, stay: boolean) => ({ PATH: DEFAULT_PATH, CH_CGROUP_PROCS: cg.procsFiles().join(' '), CH_KEEP_FDS: String(keepFds), CH_OOM_SCORE_ADJ: String(oomScoreAdj), CH_STAY: stay ? '1' : '0' });
+
   /**
-   * Starts one process tree of a sandbox: bash enters the cgroup, drops inherited descriptors
-   * and the environment, nsenter joins the network namespace and becomes the sandbox's host uid
-   * and gid with no supplementary groups (one process where `ip netns exec` and setpriv were
-   * two), and bubblewrap reads its options and the filter from descriptors.
+   * Starts one exec of a sandbox: bash enters the cgroup, drops inherited descriptors and the
+   * environment, nsenter joins the network namespace and becomes the sandbox's host uid and gid
+   * with no supplementary groups (one process where `ip netns exec` and setpriv were two), and
+   * bubblewrap reads its options and the filter from descriptors.
    */
-  async function spawnSandboxed(id: string, rec: SandboxRecord, command: string[], stdio: 'exec' | 'init') {
+  async function spawnSandboxed(id: string, rec: SandboxRecord, command: string[]) {
     const t = await ready();
     const netns = rec.netns ?? names(id).netns;
     const cg = await cgroupOf(id);
-    const keep = stdio === 'init' ? INFO_FD : SECCOMP_FD;
-    const child = spawn(
-      t.bash,
-      ['--norc', '--noprofile', '-c', ENTER_CGROUP, 'bash', t.nsenter, `--net=/run/netns/${netns}`, `--setuid=${hostUid}`, `--setgid=${hostUid}`, '--', t.bwrap, '--args', String(ARGS_FD), ...(stdio === 'init' ? ['--info-fd', String(INFO_FD)] : []), '--', ...command],
-      {
-        // Detached: its own process group, which an abort kills whole.
-        detached: true,
-        stdio: stdio === 'init' ? ['ignore', 'ignore', 'pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'],
-        env: { PATH: DEFAULT_PATH, CH_CGROUP_PROCS: cg.procsFiles().join(' '), CH_KEEP_FDS: String(keep), CH_OOM_SCORE_ADJ: stdio === 'init' ? '0' : String(EXEC_OOM_SCORE_ADJ), CH_STAY: stdio === 'init' ? '0' : '1' },
-      },
-    );
+    const child = spawn(t.bash, ['--norc', '--noprofile', '-c', ENTER_CGROUP, 'bash', t.nsenter, `--net=/run/netns/${netns}`, `--setuid=${hostUid}`, `--setgid=${hostUid}`, '--', t.bwrap, '--args', String(ARGS_FD), '--', ...command], {
+      // Detached: its own process group, which an abort kills whole.
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'],
+      env: enterEnv(cg, SECCOMP_FD, EXEC_OOM_SCORE_ADJ, true),
+    });
     const feed = (fd: number, data: Buffer) => {
       const w = (child.stdio as unknown[])[fd] as NodeJS.WritableStream & { on(e: 'error', f: () => void): void };
       // A bubblewrap that failed before reading must not crash the host with EPIPE.
       w.on('error', () => {});
       w.end(data);
     };
-    feed(ARGS_FD, Buffer.from(bwrapArgs(dirOf(id), t, stdio).map((a) => `${a}\0`).join('')));
+    const etc = rec.etc ? path.join(root, SHARED_DIR, rec.etc) : path.join(dirOf(id), 'etc');
+    feed(ARGS_FD, Buffer.from(bwrapArgs(dirOf(id), etc, t).map((a) => `${a}\0`).join('')));
     feed(SECCOMP_FD, t.seccomp);
     return child;
   }
 
-  /** Starts the init process under bubblewrap inside the namespace and cgroup; resolves with its host pid. */
-  async function startInit(id: string, rec: SandboxRecord): Promise<number> {
+  /**
+   * Starts the init (INIT_COMMAND) in the sandbox's cgroup as its host uid and gid, with no
+   * supplementary groups, descriptors or environment of the host's: bash enters the cgroup and
+   * execs env, which execs nsenter (for the uid and gid only), which execs the command, so the
+   * pid spawned is the init's. Resolves with it once the command runs.
+   */
+  async function startInit(id: string): Promise<number> {
+    const t = await ready();
+    const cg = await cgroupOf(id);
     // Detached with no stdio of ours: the sandbox outlives a host process that is killed.
-    const child = await spawnSandboxed(id, rec, INIT_COMMAND, 'init');
+    const child = spawn(t.bash, ['--norc', '--noprofile', '-c', ENTER_CGROUP, 'bash', t.nsenter, `--setuid=${hostUid}`, `--setgid=${hostUid}`, '--', ...INIT_COMMAND], {
+      detached: true,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: enterEnv(cg, 2, 0, false),
+    });
     let stderr = '';
-    let info = '';
     let exited: string | null = null;
     child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
-    const infoStream = (child.stdio as unknown[])[INFO_FD] as NodeJS.ReadableStream;
-    infoStream.on('data', (d: Buffer) => (info += d.toString()));
-    child.on('exit', (code, signal) => (exited = `bubblewrap exited (${signal ?? code})`));
+    child.on('exit', (code, signal) => (exited = `its init exited (${signal ?? code})`));
     child.on('error', (err) => (exited = err.message));
-    // bubblewrap reports its PID 1 before it has finished setting the namespaces up; the init
-    // command runs only once they are, so its pid is the one exec joins.
-    let initPid = 0;
+    const pid = child.pid ?? 0;
+    const want = `${INIT_COMMAND.join('\0')}\0`;
+    let running = false;
+    // Every millisecond (one small read of /proc): a create and a wake wait on this, and the
+    // three execs take a few milliseconds.
     await pollUntil(async () => {
-      const outer = /"child-pid"\s*:\s*(\d+)/.exec(info)?.[1];
-      if (outer) {
-        const children = await fs.readFile(`/proc/${outer}/task/${outer}/children`, 'utf8').catch(() => '');
-        for (const c of children.split(' ').filter(Boolean)) {
-          const cmd = await fs.readFile(`/proc/${c}/cmdline`, 'utf8').catch(() => '');
-          if (cmd.startsWith(`${INIT_COMMAND[0]}\0`)) initPid = Number(c);
-        }
-      }
-      return initPid > 0 || exited !== null;
-      // Every 2 ms (a few small reads of /proc each): a create waits on this, and the init is
-      // usually there within milliseconds of bubblewrap's report.
-    }, 4000, 2);
+      running = pid > 0 && (await fs.readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')) === want;
+      return running || exited !== null;
+    }, 10_000, 1);
     child.stderr!.destroy();
-    infoStream.removeAllListeners();
-    (infoStream as unknown as { destroy(): void }).destroy();
     child.unref();
-    if (!initPid) {
+    if (!running || !(await cg.holds(pid))) {
       if (!exited) {
         try {
-          process.kill(-child.pid!, 'SIGKILL');
+          process.kill(-pid, 'SIGKILL');
         } catch {
           // gone
         }
       }
       throw new SandboxError('failed', `sandbox ${id} did not start: ${exited ?? 'its init process never ran'}${stderr.trim() ? `: ${stderr.trim()}` : ''}`);
     }
-    return initPid;
+    return pid;
   }
 
   const workspaceOf = (id: string) => path.join(dirOf(id), 'workspace');
@@ -526,11 +575,13 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     spares.set(bytes, made);
   }
 
+  const volumeBytes = (diskGib: number) => Math.max(MIN_VOLUME_MIB, Math.round(diskGib * 1024)) * 1024 * 1024;
+
   /** The sandbox's /workspace volume: a sparse file of the disk size, formatted once (ahead of demand where it can), owned by the sandbox user. */
   async function makeVolume(id: string, diskGib: number) {
     await ready();
     if (!(Number.isFinite(diskGib) && diskGib > 0)) throw new SandboxError('resources', `sandbox ${id}: the disk size must be a positive number of GiB, not ${diskGib}`);
-    const bytes = Math.max(MIN_VOLUME_MIB, Math.round(diskGib * 1024)) * 1024 * 1024;
+    const bytes = volumeBytes(diskGib);
     const file = volumeOf(id);
     const spare = spares.get(bytes);
     spares.delete(bytes);
@@ -538,7 +589,6 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     // Same file system (both under the sandbox directory): the rename is the whole move.
     const taken = spareFile !== null && (await fs.rename(spareFile, file).then(() => true, () => false));
     if (!taken) await formatVolume(file, bytes);
-    makeSpare(bytes);
   }
 
   async function mountVolume(id: string) {
@@ -591,10 +641,12 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
 
   /**
    * Everything a sandbox holds on the host besides its directory, made (again) where missing;
-   * `newVolume` formats the volume first (a create); `pooled` is a link taken from the pool for it
-   * (renamed and addressed, where otherwise the link and its firewall are made).
+   * `creating` formats the volume first (a create); `pooled` is a link taken from the pool for it
+   * (renamed and addressed, where otherwise the link and its firewall are made). Then starts the
+   * init, which needs only the cgroup (it is in no namespace or mount of the sandbox's), meanwhile;
+   * resolves with its pid once everything is in place.
    */
-  async function ensureHostSide(id: string, rec: SandboxRecord, newVolume = false, pooled: PooledLink | null = null) {
+  async function ensureHostSide(id: string, rec: SandboxRecord, creating = false, pooled: PooledLink | null = null): Promise<number> {
     const t = await ready();
     const { spec, disk } = rec;
     const netns = rec.netns ?? names(id).netns;
@@ -602,18 +654,37 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     // the kernel); every step has ended, done or failed, before this returns, so a teardown
     // after a failure never races a step still under way.
     const steps = await Promise.allSettled([
+      timed('volume', async () => {
+        if (disk === 'volume') {
+          if (creating) await makeVolume(id, spec.diskGib);
+          await mountVolume(id);
+        }
+        if (creating) await fs.chown(workspaceOf(id), hostUid, hostUid);
+      }),
+      timed('tmp', () => mountTmp(id, spec.memoryMib)),
+      timed('network', async () => {
+        if (pooled) return claimPooledLink(t.ip, pooled, spec.network);
+        // A create makes both at once (one cut short is never woken: its host removes it). After,
+        // the firewall is always made before the link, so a link in place has its firewall (a
+        // pooled link's table is made with it and goes only with the sandbox): a wake whose link
+        // survived starts no nft.
+        if (creating) {
+          const both = await Promise.allSettled([ensureVethNamespace(t, netns, spec.network), ensureFirewall(t.nft, spec.network, opts.gatewayPort)]);
+          for (const r of both) if (r.status === 'rejected') throw r.reason;
+          return;
+        }
+        if (vethInPlace(netns, spec.network.hostInterface)) return;
+        await ensureFirewall(t.nft, spec.network, opts.gatewayPort);
+        await ensureVethNamespace(t, netns, spec.network);
+      }),
       (async () => {
-        if (disk !== 'volume') return;
-        if (newVolume) await makeVolume(id, spec.diskGib);
-        await mountVolume(id);
+        await timed('cgroup', async () => (await cgroupOf(id)).ensure({ vcpus: spec.vcpus, memoryMib: spec.memoryMib }));
+        return timed('init', () => startInit(id));
       })(),
-      mountTmp(id, spec.memoryMib),
-      pooled ? claimPooledLink(t.ip, pooled, spec.network) : ensureVethNamespace(t, netns, spec.network),
-      pooled ? null : ensureFirewall(t.nft, spec.network, opts.gatewayPort),
-      (async () => (await cgroupOf(id)).ensure({ vcpus: spec.vcpus, memoryMib: spec.memoryMib }))(),
     ]);
     const failed = steps.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;
+    return (steps[3] as PromiseFulfilledResult<number>).value;
   }
 
   /** Frees every host resource of a sandbox; each step runs even when an earlier one failed. */
@@ -660,7 +731,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     const cwd = req.cwd ?? '/workspace';
     // Each exec is its own bubblewrap with its own PID namespace: when the command ends, the
     // kernel ends everything it started (a daemon, a setsid), whoever holds its pipes.
-    const child = await spawnSandboxed(id, rec, ['/usr/bin/env', '-i', '-C', cwd, ...assignments, ...req.argv], 'exec');
+    const child = await spawnSandboxed(id, rec, ['/usr/bin/env', '-i', '-C', cwd, ...assignments, ...req.argv]);
     const killTree = () => {
       try {
         process.kill(-child.pid!, 'SIGKILL');
@@ -737,24 +808,36 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
           opts.logger?.warn(`this host has no loop devices (${opts.loopControl ?? '/dev/loop-control'} is missing): local sandboxes get a plain /workspace directory and their disk size is not enforced`);
         }
         try {
-          await fs.mkdir(path.join(dir, 'workspace'), { recursive: true });
-          await fs.chmod(dir, 0o711);
-          await writeEtc(dir, caPem);
-          const pooled = await takePooled(dir);
-          if (pooled) rec.netns = pooled.netns;
-          await writeRecord(spec.id, rec);
-          await ensureHostSide(spec.id, rec, true, pooled);
-          await fs.chown(workspaceOf(spec.id), hostUid, hostUid);
-          rec.pid = await startInit(spec.id, rec);
+          const pooled = await timed('directory and record', async () => {
+            await fs.mkdir(path.join(dir, 'workspace'), { recursive: true });
+            await fs.chmod(dir, 0o711);
+            const taken = await takePooled(dir);
+            if (taken) rec.netns = taken.netns;
+            await writeRecord(spec.id, rec);
+            return taken;
+          });
+          // Its /etc is read only by its execs' bubblewraps: found (or written) meanwhile.
+          const etc = timed('etc', () => sharedEtc(caPem));
+          const host = timed('host side and init', () => ensureHostSide(spec.id, rec, true, pooled));
+          const done = await Promise.allSettled([etc, host]);
+          for (const r of done) if (r.status === 'rejected') throw r.reason;
+          rec.etc = await etc;
+          rec.pid = await host;
           rec.state = 'running';
-          await writeRecord(spec.id, rec);
+          await timed('record', () => writeRecord(spec.id, rec));
         } catch (err) {
           // Nothing stays running or mounted after a failed create.
           await teardown(spec.id, spec.network, false).catch((e) => opts.logger?.error({ err: e, sandbox: spec.id }, 'cleanup after a failed create was incomplete'));
           if (err instanceof SandboxError) throw err;
           throw new SandboxError('failed', `sandbox ${spec.id} could not be made: ${(err as Error).message}`, { cause: err });
+        } finally {
+          // What this create took is made again once it has answered (not meanwhile: it would compete).
+          setImmediate(() => {
+            refill();
+            if (rec.disk === 'volume' && Number.isFinite(spec.diskGib) && spec.diskGib > 0 && !spares.has(volumeBytes(spec.diskGib))) makeSpare(volumeBytes(spec.diskGib));
+          });
         }
-        return statusOf(spec.id, rec);
+        return timed('status', () => statusOf(spec.id, rec));
       }),
 
     exec,
@@ -800,8 +883,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
         if (now === 'sleeping') {
           await (await cgroupOf(id)).thaw();
         } else if (now === 'deep_sleep') {
-          await ensureHostSide(id, rec);
-          rec.pid = await startInit(id, rec);
+          rec.pid = await timed('host side and init', () => ensureHostSide(id, rec));
         } else {
           throw new SandboxError('wrong_state', `sandbox ${id} is ${now}; only a sleeping sandbox wakes`);
         }
@@ -844,9 +926,10 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
       }
     },
 
-    /** The links ready in the pool now, after those being made are done (for tests). */
+    /** The links ready in the pool now, once what is being made ahead of demand (links, volumes) is done (for tests and the bench). */
     async pooled() {
       while (making.size) await Promise.all(making);
+      await Promise.all(spares.values());
       return [...pool];
     },
 
