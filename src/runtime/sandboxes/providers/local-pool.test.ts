@@ -3,7 +3,7 @@
 // as isolating as a link made on demand (one pooled sandbox cannot reach another). Needs root;
 // skips with the reason elsewhere.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -90,10 +90,39 @@ describe('local provider network pool', { skip: skip ?? false }, () => {
     }
   });
 
+  test('a pooled sandbox whose link was lost in deep sleep (a reboot) wakes with its firewall made again; destroy leaves nothing', async () => {
+    await provider.pooled();
+    const s = spec();
+    await provider.create(s);
+    try {
+      const netns = netnsOf(s.id)!;
+      const item = { netns, link: `chp${netns.slice('chp-'.length)}` };
+      await provider.sleep(s.id, 'deep');
+      // What a reboot loses: the namespace (with the pair) and every nftables table.
+      execFileSync('ip', ['netns', 'del', netns]);
+      execFileSync('nft', ['delete', 'table', 'inet', `crewhouse_${item.link}`]);
+      assert.equal(fs.existsSync(`/sys/class/net/${s.network.hostInterface}`), false);
+      await provider.wake(s.id);
+      assert.equal(await firewallExists('nft', s.network.hostInterface), true, 'the link made again has its firewall');
+      const gw = await tcp(s.id, s.network.hostAddress, gatewayPort);
+      assert.equal(gw.stdout.trim(), 'pong', gw.stderr);
+      const elsewhere = await tcp(s.id, s.network.hostAddress, gatewayPort === 65535 ? 65534 : gatewayPort + 1);
+      assert.notEqual(elsewhere.code, 0);
+      await provider.destroy(s.id);
+      assert.deepEqual(await present(item), gone);
+      assert.equal(await firewallExists('nft', s.network.hostInterface), false);
+      assert.equal(fs.existsSync(`/sys/class/net/${s.network.hostInterface}`), false);
+    } finally {
+      await provider.destroy(s.id);
+    }
+  });
+
   test('two sandboxes from the pool cannot reach each other, nor each other’s gateway address', { skip: findProgram('socat') ? false : 'needs socat' }, async () => {
     const a = spec();
     const b = spec();
+    await provider.pooled();
     await provider.create(a);
+    await provider.pooled();
     await provider.create(b);
     try {
       assert.ok(netnsOf(a.id)?.startsWith('chp-') && netnsOf(b.id)?.startsWith('chp-'), 'both took pooled links');

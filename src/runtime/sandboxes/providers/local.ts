@@ -4,8 +4,8 @@
  * is a veth pair to the host, with CPU and memory limits from its cgroup.
  *
  * What it mounts: the host's /usr read-only (with /bin, /lib, /lib64, /sbin as links or
- * read-only binds), an /etc of its own (passwd and group naming the sandbox user, hosts, an
- * empty resolv.conf, the deployment CA as the trust store) with a few host files bound
+ * read-only binds), an /etc of the sandboxes' own, one per CA (passwd and group naming the sandbox
+ * user, hosts, an empty resolv.conf, the deployment CA as the trust store) with a few host files bound
  * read-only (alternatives, ld.so cache, localtime, openssl.cnf), its own /proc and /dev, a tmpfs
  * /tmp and a private /workspace on disk under SERVICE_SANDBOX_DIR that survives restarts. It needs
  * no image.
@@ -16,14 +16,15 @@
  * again wherever it is missing (a host that rebooted). A host without loop devices falls back to
  * a plain directory with no size limit, says so once in the log, and records it per sandbox. Processes run as uid/gid 1000 inside, an unprivileged host uid outside.
  *
- * Every process tree of a sandbox (its init, and each exec) is its own bubblewrap: joined to the
+ * Every exec of a sandbox is its own bubblewrap: joined to the
  * sandbox's network namespace and cgroup, with the same mounts, in a PID namespace of its own
  * (when an exec's command ends the kernel ends everything it started), under a seccomp filter
  * (seccomp.ts) with no_new_privs and no nested user namespaces, with only the descriptors it
  * needs and an empty environment. /tmp is a tmpfs of a quarter of the sandbox's memory, shared
  * by its execs. docs/sandboxes-security.md says what is allowed and denied, and why.
  *
- * States: running (an init process marks it, in the cgroup); sleeping (the cgroup is frozen:
+ * States: running (an init process marks it: `sleep` in the cgroup as the host uid, in none of the
+ * sandbox's namespaces); sleeping (the cgroup is frozen:
  * memory stays, nothing runs); deep_sleep (every process is gone, /tmp with them; /workspace
  * and the link stay); wake thaws, or starts a new init after a deep sleep.
  */
