@@ -26,6 +26,29 @@ const present = async (item: PooledLink) => ({
 const gone = { netns: false, link: false, firewall: false };
 const whole = { netns: true, link: true, firewall: true };
 
+/** Starts a process that fills a pool of 2 links on `dir`, kills it once it has, and answers what it made. */
+async function killedPoolMaker(dir: string, gatewayPort: number): Promise<PooledLink[]> {
+  const script = `const { createLocalProvider } = await import(process.argv[1]);
+const p = createLocalProvider({ root: process.argv[2], gatewayPort: Number(process.argv[3]), networkPool: 2 });
+await p.check();
+console.log(JSON.stringify(await p.pooled()));
+setInterval(() => {}, 1000);`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script, path.join(import.meta.dirname, 'local.ts'), dir, String(gatewayPort)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const line = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('\n')) resolve(out.split('\n')[0]);
+    });
+    child.on('exit', (code) => reject(new Error(`the pool maker exited (${code}) before filling its pool`)));
+  });
+  child.kill('SIGKILL');
+  await new Promise((r) => child.once('exit', r));
+  const left = JSON.parse(line) as PooledLink[];
+  assert.equal(left.length, 2);
+  return left;
+}
+
 describe('local provider network pool', { skip: skip ?? false }, () => {
   let root: string;
   let gateway: net.Server;
@@ -164,24 +187,7 @@ describe('local provider network pool', { skip: skip ?? false }, () => {
     const next = createLocalProvider({ root: dir, gatewayPort: 1, networkPool: 1 });
     try {
       // A process fills a pool of 2 on this directory, says so, and is killed.
-      const script = `const { createLocalProvider } = await import(process.argv[1]);
-const p = createLocalProvider({ root: process.argv[2], gatewayPort: 1, networkPool: 2 });
-await p.check();
-console.log(JSON.stringify(await p.pooled()));
-setInterval(() => {}, 1000);`;
-      const child = spawn(process.execPath, ['--input-type=module', '-e', script, path.join(import.meta.dirname, 'local.ts'), dir], { stdio: ['ignore', 'pipe', 'inherit'] });
-      const line = await new Promise<string>((resolve, reject) => {
-        let out = '';
-        child.stdout.on('data', (d: Buffer) => {
-          out += d.toString();
-          if (out.includes('\n')) resolve(out.split('\n')[0]);
-        });
-        child.on('exit', (code) => reject(new Error(`the pool maker exited (${code}) before filling its pool`)));
-      });
-      const left = JSON.parse(line) as PooledLink[];
-      assert.equal(left.length, 2);
-      child.kill('SIGKILL');
-      await new Promise((r) => child.once('exit', r));
+      const left = await killedPoolMaker(dir, 1);
       for (const item of left) assert.deepEqual(await present(item), whole);
 
       // The next start on the directory, with room for one: it uses one and removes the other.
@@ -215,6 +221,23 @@ setInterval(() => {}, 1000);`;
       for (const id of await next.list()) await next.destroy(id).catch(() => {});
       await next.close();
       // A provider without a pool removes whatever a dead process left.
+      await createLocalProvider({ root: dir, gatewayPort: 1 }).check();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('links a killed process made for another gateway port are removed, never used', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chpool-port-'));
+    const next = createLocalProvider({ root: dir, gatewayPort: 1, networkPool: 2 });
+    try {
+      const left = await killedPoolMaker(dir, 2);
+      await next.check();
+      for (const item of left) assert.deepEqual(await present(item), gone);
+      const own = await next.pooled();
+      assert.equal(own.length, 2);
+      assert.equal(own.some((i) => left.some((l) => l.netns === i.netns)), false);
+    } finally {
+      await next.close();
       await createLocalProvider({ root: dir, gatewayPort: 1 }).check();
       fs.rmSync(dir, { recursive: true, force: true });
     }

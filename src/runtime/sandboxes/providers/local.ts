@@ -30,7 +30,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, lstatSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import type { Socket } from 'node:net';
 import path from 'node:path';
@@ -257,17 +257,27 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
   const pool: PooledLink[] = [];
   const making = new Set<Promise<void>>();
   let closed = false;
-  const ownerAlive = (pid: unknown) => {
-    if (typeof pid !== 'number' || !Number.isInteger(pid) || pid <= 0) return false;
-    if (pid === process.pid) return true;
+  /**
+   * Who made a pooled link: a pid and that process's start time (a restarted service may get the
+   * same pid, as PID 1 of a container does), and the gateway port its firewall lets through.
+   */
+  interface PoolEntry extends PooledLink {
+    pid: number;
+    started: string;
+    gatewayPort: number;
+  }
+  /** A process's start time (field 22 of /proc/PID/stat, in clock ticks since boot), or null when there is none. */
+  const startedAt = (pid: number) => {
     try {
-      process.kill(pid, 0);
-      return true;
-    } catch (err) {
-      return (err as NodeJS.ErrnoException).code === 'EPERM';
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+    } catch {
+      return null;
     }
   };
-  const registerPooled = (item: PooledLink) => fs.writeFile(path.join(poolDir, item.link), JSON.stringify({ ...item, pid: process.pid }));
+  const ownStart = startedAt(process.pid) ?? '';
+  const ownerAlive = (e: PoolEntry) => Number.isInteger(e.pid) && e.pid > 0 && startedAt(e.pid) === e.started;
+  const registerPooled = (item: PooledLink) => fs.writeFile(path.join(poolDir, item.link), JSON.stringify({ netns: item.netns, link: item.link, pid: process.pid, started: ownStart, gatewayPort: opts.gatewayPort } satisfies PoolEntry));
 
   /**
    * At start: links a process made ahead of demand and no longer holds (it was killed, or
@@ -278,10 +288,11 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     const t = tools!;
     for (const f of await fs.readdir(poolDir).catch(() => [] as string[])) {
       const file = path.join(poolDir, f);
-      const entry = await fs.readFile(file, 'utf8').then((x) => JSON.parse(x) as PooledLink & { pid: number }, () => null);
-      if (entry && ownerAlive(entry.pid)) continue;
-      const item = entry && { netns: entry.netns, link: entry.link };
-      if (item && !closed && pool.length < poolSize && (await pooledLinkWhole(t.nft, item))) {
+      const entry = await fs.readFile(file, 'utf8').then((x) => JSON.parse(x) as PoolEntry, () => null);
+      if (entry && ownerAlive(entry)) continue;
+      const item = entry && /^chp-[0-9a-f]{12}$/.test(entry.netns) && /^chp[0-9a-f]{12}$/.test(entry.link) ? { netns: entry.netns, link: entry.link } : null;
+      // Its firewall must let through this gateway's port, no other.
+      if (item && !closed && pool.length < poolSize && entry!.gatewayPort === opts.gatewayPort && (await pooledLinkWhole(t.nft, item))) {
         await registerPooled(item);
         pool.push(item);
         continue;
