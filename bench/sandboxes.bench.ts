@@ -32,7 +32,7 @@ export default async function sandboxesBench(): Promise<BenchReport[]> {
     return [{ name: 'local sandboxes', lines: ['skipped: needs root and bubblewrap'], goal: 'runs as root', met: false }];
   }
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'chbench-'));
-  // The network pool at SERVICE_SANDBOX_NETWORK_POOL's default; each create below finds it refilled
+  // The network pool at SERVICE_SANDBOX_POOL's default; each create below finds it refilled
   // (creates spaced apart, as a host sees them); a create from an empty pool is the on-demand path.
   let phase = 'create';
   const steps = new Map<string, number[]>();
@@ -40,7 +40,7 @@ export default async function sandboxesBench(): Promise<BenchReport[]> {
     const key = `${phase}: ${step}`;
     steps.set(key, [...(steps.get(key) ?? []), ms]);
   };
-  const provider = createLocalProvider({ root, gatewayPort: 1, networkPool: 2, onStep });
+  const provider = createLocalProvider({ root, gatewayPort: 1, poolSize: 2, onStep });
   await provider.check();
   const third = crypto.randomBytes(1)[0];
   const ids: string[] = [];

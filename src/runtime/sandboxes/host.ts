@@ -143,7 +143,7 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
   const providers = new Map<ProviderName, SandboxProvider>();
   // Why a provider cannot run here, in words: logged once and registered, so a refused task says it.
   const problems: Record<string, string> = {};
-  const local = opts.local === undefined ? (config.sandboxDir ? createLocalProvider({ root: config.sandboxDir, gatewayPort: config.gatewayPort, networkPool: config.sandboxNetworkPool, logger: log }) : null) : opts.local;
+  const local = opts.local === undefined ? (config.sandboxDir ? createLocalProvider({ root: config.sandboxDir, gatewayPort: config.gatewayPort, poolSize: config.sandboxPool, logger: log }) : null) : opts.local;
   if (local) {
     try {
       await local.check();

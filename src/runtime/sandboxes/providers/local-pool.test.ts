@@ -26,14 +26,26 @@ const present = async (item: PooledLink) => ({
 const gone = { netns: false, link: false, firewall: false };
 const whole = { netns: true, link: true, firewall: true };
 
-/** Starts a process that fills a pool of 2 links on `dir`, kills it once it has, and answers what it made. */
-async function killedPoolMaker(dir: string, gatewayPort: number): Promise<PooledLink[]> {
+/** Mount points under a directory (the host's mount table). */
+const mountsUnder = (dir: string) =>
+  fs
+    .readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' ')[4])
+    .filter((m) => m?.startsWith(`${dir}/`));
+
+/**
+ * Starts a process that fills a pool of 2 links on `dir` (and, given a sandbox, makes it, which
+ * leaves a spare volume made ahead of demand), kills it once it has, and answers the links it made.
+ */
+async function killedPoolMaker(dir: string, gatewayPort: number, sandbox?: SandboxSpec): Promise<PooledLink[]> {
   const script = `const { createLocalProvider } = await import(process.argv[1]);
-const p = createLocalProvider({ root: process.argv[2], gatewayPort: Number(process.argv[3]), networkPool: 2 });
+const p = createLocalProvider({ root: process.argv[2], gatewayPort: Number(process.argv[3]), poolSize: 2 });
 await p.check();
+if (process.argv[4]) await p.create(JSON.parse(process.argv[4]));
 console.log(JSON.stringify(await p.pooled()));
 setInterval(() => {}, 1000);`;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', script, path.join(import.meta.dirname, 'local.ts'), dir, String(gatewayPort)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script, path.join(import.meta.dirname, 'local.ts'), dir, String(gatewayPort), sandbox ? JSON.stringify(sandbox) : ''], { stdio: ['ignore', 'pipe', 'inherit'] });
   const line = await new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout.on('data', (d: Buffer) => {
@@ -69,7 +81,7 @@ describe('local provider network pool', { skip: skip ?? false }, () => {
     gateway = net.createServer((s) => s.once('data', () => s.end('pong\n')));
     await new Promise<void>((r) => gateway.listen(0, '0.0.0.0', r));
     gatewayPort = (gateway.address() as net.AddressInfo).port;
-    provider = createLocalProvider({ root, gatewayPort, networkPool: 2 });
+    provider = createLocalProvider({ root, gatewayPort, poolSize: 2 });
     await provider.check();
   });
 
@@ -96,6 +108,17 @@ describe('local provider network pool', { skip: skip ?? false }, () => {
       const refilled = await provider.pooled();
       assert.equal(refilled.length, 2);
       assert.equal(refilled.some((i) => i.netns === taken.netns), false);
+      // A volume of this size is ready, mounted; the next create's /workspace is that mount, moved.
+      const [spare] = mountsUnder(path.join(root, '.shared'));
+      assert.ok(spare, 'a spare volume is mounted ahead of demand');
+      const u = spec();
+      await provider.create(u);
+      assert.equal(fs.existsSync(spare), false);
+      assert.ok(mountsUnder(path.join(root, u.id)).includes(path.join(root, u.id, 'workspace')));
+      const w = await execText(provider, u.id, ['/bin/sh', '-c', 'echo hi > /workspace/f && cat /workspace/f && stat -c %u /workspace']);
+      assert.equal(w.stdout, 'hi\n1000\n', w.stderr);
+      await provider.destroy(u.id);
+      assert.deepEqual(mountsUnder(path.join(root, u.id)), []);
 
       // The gateway answers on the link's host address; nothing else does.
       const gw = await tcp(s.id, s.network.hostAddress, gatewayPort);
@@ -184,11 +207,14 @@ describe('local provider network pool', { skip: skip ?? false }, () => {
 
   test('links made by a process that was killed are used or removed at the next start; close removes the pool', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chpool-kill-'));
-    const next = createLocalProvider({ root: dir, gatewayPort: 1, networkPool: 1 });
+    const next = createLocalProvider({ root: dir, gatewayPort: 1, poolSize: 1 });
     try {
       // A process fills a pool of 2 on this directory, says so, and is killed.
-      const left = await killedPoolMaker(dir, 1);
+      const made = spec();
+      const left = await killedPoolMaker(dir, 1, made);
       for (const item of left) assert.deepEqual(await present(item), whole);
+      const spareMounts = mountsUnder(path.join(dir, '.shared'));
+      assert.equal(spareMounts.length, 1, 'the killed process left a spare volume, mounted');
 
       // The next start on the directory, with room for one: it uses one and removes the other.
       await next.check();
@@ -197,6 +223,10 @@ describe('local provider network pool', { skip: skip ?? false }, () => {
       assert.ok(left.some((i) => i.netns === kept[0].netns), 'a link the killed process made is used');
       const removed = left.find((i) => i.netns !== kept[0].netns)!;
       assert.deepEqual(await present(removed), gone);
+      assert.deepEqual(mountsUnder(path.join(dir, '.shared')), [], 'its spare volume is unmounted and removed');
+      // The sandbox it made is this start's to adopt (or destroy).
+      assert.ok((await next.list()).includes(made.id));
+      await next.destroy(made.id);
 
       // A sandbox made from it works, and is removed whole.
       const s = spec();
@@ -212,6 +242,7 @@ describe('local provider network pool', { skip: skip ?? false }, () => {
       await next.close();
       for (const item of refilled) assert.deepEqual(await present(item), gone);
       assert.deepEqual(fs.readdirSync(path.join(dir, '.shared', 'network-pool')), []);
+      assert.deepEqual(mountsUnder(dir), [], 'no spare volume stays mounted');
       const t = spec();
       await next.create(t);
       assert.equal(netnsOf(t.id, dir), undefined);
@@ -228,7 +259,7 @@ describe('local provider network pool', { skip: skip ?? false }, () => {
 
   test('links a killed process made for another gateway port are removed, never used', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chpool-port-'));
-    const next = createLocalProvider({ root: dir, gatewayPort: 1, networkPool: 2 });
+    const next = createLocalProvider({ root: dir, gatewayPort: 1, poolSize: 2 });
     try {
       const left = await killedPoolMaker(dir, 2);
       await next.check();

@@ -74,10 +74,10 @@ export interface LocalProviderOptions {
   loopControl?: string;
   /**
    * How many network links (namespace, veth pair, firewall) to keep made ahead of demand
-   * (SERVICE_SANDBOX_NETWORK_POOL); 0, the default here, makes each on demand. A pool is
+   * (SERVICE_SANDBOX_POOL); 0, the default here, makes each on demand. A pool is
    * released by close().
    */
-  networkPool?: number;
+  poolSize?: number;
   /** Told how long each step of a create or a wake took (the bench's breakdown). */
   onStep?: (step: string, ms: number) => void;
 }
@@ -201,7 +201,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     // Volumes formatted ahead of demand by an earlier process: nothing will take them now.
     const shared = path.join(root, SHARED_DIR);
     for (const f of await fs.readdir(shared).catch(() => [] as string[])) {
-      if (f.startsWith(SPARE_PREFIX)) await fs.rm(path.join(shared, f), { force: true });
+      if (f.startsWith(SPARE_PREFIX)) await removeSpare(path.join(shared, f));
       // A shared /etc a killed process was writing.
       if (f.startsWith('etc-') && f.includes(ETC_TMP)) await fs.rm(path.join(shared, f), { recursive: true, force: true });
     }
@@ -252,7 +252,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
    * first come first served; each take starts a refill in the background; an empty pool makes
    * the link on demand as before.
    */
-  const poolSize = Math.max(0, Math.floor(opts.networkPool ?? 0));
+  const poolSize = Math.max(0, Math.floor(opts.poolSize ?? 0));
   const poolDir = path.join(root, SHARED_DIR, POOL_DIR);
   const pool: PooledLink[] = [];
   const making = new Set<Promise<void>>();
@@ -566,54 +566,81 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
   }
 
   /**
-   * One volume per size formatted ahead of demand (mkfs is the longest step of a create): made
-   * after a create takes one, in the background, in the provider's shared directory. Each is
-   * formatted on its own (its own file system UUID); what a process leaves behind is removed at
-   * its provider's check.
+   * One volume per size formatted ahead of demand (mkfs is the longest step of a create), and
+   * mounted where the provider keeps a pool (the loop mount was the next longest): made after a
+   * create takes one, in the background, in a directory of its own in the provider's shared
+   * directory, which the create renames into the sandbox's. Each is formatted on its own (its own
+   * file system UUID); close() removes them, and what a killed process leaves is removed at the
+   * next check.
    */
   const spares = new Map<number, Promise<string | null>>();
   function makeSpare(bytes: number) {
+    if (closed) return;
     const shared = path.join(root, SHARED_DIR);
-    const file = path.join(shared, `${SPARE_PREFIX}${bytes}-${randomUUID()}.img`);
+    const spare = path.join(shared, `${SPARE_PREFIX}${bytes}-${randomUUID()}`);
     const made = (async () => {
       await fs.mkdir(shared, { recursive: true, mode: 0o711 });
-      await formatVolume(file, bytes);
-      return file;
+      await fs.mkdir(spare, { mode: 0o711 });
+      await formatVolume(path.join(spare, 'workspace.img'), bytes);
+      // With a pool, mounted too: the create that takes it mounts nothing.
+      if (poolSize > 0) await mountVolumeAt(path.join(spare, 'workspace.img'), path.join(spare, 'workspace'), 'a volume made ahead of demand');
+      return spare;
     })().catch(async (err) => {
       opts.logger?.warn({ err }, 'a volume formatted ahead of demand could not be made; the next sandbox formats its own');
-      await fs.rm(file, { force: true }).catch(() => {});
+      await removeSpare(spare).catch(() => {});
       return null;
     });
     spares.set(bytes, made);
   }
 
+  /** Removes a spare volume's directory (unmounting it first), or an older spare's file. */
+  async function removeSpare(spare: string) {
+    const target = path.join(spare, 'workspace');
+    if (await mounted(target)) {
+      const r = await run(tools!.umount, [target], { allowFail: true });
+      if (r.code !== 0) await run(tools!.umount, ['-l', target]);
+    }
+    await fs.rm(spare, { recursive: true, force: true });
+  }
+
   const volumeBytes = (diskGib: number) => Math.max(MIN_VOLUME_MIB, Math.round(diskGib * 1024)) * 1024 * 1024;
 
-  /** The sandbox's /workspace volume: a sparse file of the disk size, formatted once (ahead of demand where it can), owned by the sandbox user. */
+  /**
+   * Takes the spare volume of this disk size for a sandbox about to be made: its directory (the
+   * volume, mounted or not) becomes the sandbox's directory, one rename (a mount inside moves with
+   * it). False when there is none, or the sandbox's directory is already there.
+   */
+  async function takeSpare(diskGib: number, dir: string): Promise<boolean> {
+    if (!(Number.isFinite(diskGib) && diskGib > 0)) return false;
+    const bytes = volumeBytes(diskGib);
+    const spare = spares.get(bytes);
+    spares.delete(bytes);
+    const spareDir = spare ? await spare : null;
+    if (!spareDir) return false;
+    if (await fs.rename(spareDir, dir).then(() => true, () => false)) return true;
+    await removeSpare(spareDir).catch((err) => opts.logger?.warn({ err }, 'a volume made ahead of demand could not be removed'));
+    return false;
+  }
+
+  /** The sandbox's /workspace volume where no spare was taken: a sparse file of the disk size, formatted now, owned by the sandbox user. */
   async function makeVolume(id: string, diskGib: number) {
     await ready();
     if (!(Number.isFinite(diskGib) && diskGib > 0)) throw new SandboxError('resources', `sandbox ${id}: the disk size must be a positive number of GiB, not ${diskGib}`);
-    const bytes = volumeBytes(diskGib);
-    const file = volumeOf(id);
-    const spare = spares.get(bytes);
-    spares.delete(bytes);
-    const spareFile = spare ? await spare : null;
-    // Same file system (both under the sandbox directory): the rename is the whole move.
-    const taken = spareFile !== null && (await fs.rename(spareFile, file).then(() => true, () => false));
-    if (!taken) await formatVolume(file, bytes);
+    await formatVolume(volumeOf(id), volumeBytes(diskGib));
   }
 
-  async function mountVolume(id: string) {
+  const mountVolume = (id: string) => mountVolumeAt(volumeOf(id), workspaceOf(id), `sandbox ${id}`);
+
+  async function mountVolumeAt(file: string, target: string, whose: string) {
     const t = await ready();
-    const target = workspaceOf(id);
     if (await mounted(target)) return;
     await fs.mkdir(target, { recursive: true });
     try {
-      await run(t.mount, ['-o', 'loop,nosuid,nodev,noatime,noinit_itable', '-t', 'ext4', volumeOf(id), target]);
+      await run(t.mount, ['-o', 'loop,nosuid,nodev,noatime,noinit_itable', '-t', 'ext4', file, target]);
     } catch (err) {
       const text = (err as Error).message;
-      if (/loop device|losetup/i.test(text)) throw new SandboxError('resources', `sandbox ${id}: no free loop device to mount its /workspace (${text})`, { cause: err });
-      throw new SandboxError('failed', `sandbox ${id}: its /workspace volume could not be mounted: ${text}`, { cause: err });
+      if (/loop device|losetup/i.test(text)) throw new SandboxError('resources', `${whose}: no free loop device to mount its /workspace (${text})`, { cause: err });
+      throw new SandboxError('failed', `${whose}: its /workspace volume could not be mounted: ${text}`, { cause: err });
     }
     // mkfs leaves lost+found, owned by root and unreadable inside: not the agent's business.
     await fs.rm(path.join(target, 'lost+found'), { recursive: true, force: true });
@@ -658,7 +685,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
    * init, which needs only the cgroup (it is in no namespace or mount of the sandbox's), meanwhile;
    * resolves with its pid once everything is in place.
    */
-  async function ensureHostSide(id: string, rec: SandboxRecord, creating = false, pooled: PooledLink | null = null): Promise<number> {
+  async function ensureHostSide(id: string, rec: SandboxRecord, creating = false, pooled: PooledLink | null = null, volumeTaken = false): Promise<number> {
     const t = await ready();
     const { spec, disk } = rec;
     const netns = rec.netns ?? names(id).netns;
@@ -668,7 +695,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     const steps = await Promise.allSettled([
       timed('volume', async () => {
         if (disk === 'volume') {
-          if (creating) await makeVolume(id, spec.diskGib);
+          if (creating && !volumeTaken) await makeVolume(id, spec.diskGib);
           await mountVolume(id);
         }
         if (creating) await fs.chown(workspaceOf(id), hostUid, hostUid);
@@ -820,7 +847,10 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
           opts.logger?.warn(`this host has no loop devices (${opts.loopControl ?? '/dev/loop-control'} is missing): local sandboxes get a plain /workspace directory and their disk size is not enforced`);
         }
         try {
+          let volumeTaken = false;
           const pooled = await timed('directory and record', async () => {
+            // A spare volume's directory becomes the sandbox's (before anything else is put there).
+            if (rec.disk === 'volume') volumeTaken = await takeSpare(spec.diskGib, dir);
             await fs.mkdir(path.join(dir, 'workspace'), { recursive: true });
             await fs.chmod(dir, 0o711);
             const taken = await takePooled(dir);
@@ -830,7 +860,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
           });
           // Its /etc is read only by its execs' bubblewraps: found (or written) meanwhile.
           const etc = timed('etc', () => sharedEtc(caPem));
-          const host = timed('host side and init', () => ensureHostSide(spec.id, rec, true, pooled));
+          const host = timed('host side and init', () => ensureHostSide(spec.id, rec, true, pooled, volumeTaken));
           const done = await Promise.allSettled([etc, host]);
           for (const r of done) if (r.status === 'rejected') throw r.reason;
           rec.etc = await etc;
@@ -932,6 +962,12 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     async close() {
       closed = true;
       while (making.size) await Promise.all(making);
+      // Spare volumes go too (mounted ones hold a loop device); the next start makes them again.
+      for (const [bytes, spare] of [...spares]) {
+        spares.delete(bytes);
+        const made = await spare;
+        if (made) await removeSpare(made).catch((err) => opts.logger?.warn({ err }, 'a volume made ahead of demand could not be removed'));
+      }
       for (const item of pool.splice(0)) {
         await removePooledLink(tools!, item).catch((err) => opts.logger?.warn({ err, link: item.link }, 'a network link made ahead of demand could not be removed'));
         await fs.rm(path.join(poolDir, item.link), { force: true });
