@@ -109,12 +109,17 @@ describe('local provider network pool', { skip: skip ?? false }, () => {
       assert.equal(refilled.length, 2);
       assert.equal(refilled.some((i) => i.netns === taken.netns), false);
       // A volume of this size is ready, mounted; the next create's /workspace is that mount, moved.
-      const [spare] = mountsUnder(path.join(root, '.shared'));
-      assert.ok(spare, 'a spare volume is mounted ahead of demand');
-      const u = spec();
+      const spareMounts = mountsUnder(path.join(root, '.shared'));
+      assert.equal(spareMounts.length, 2, 'a spare volume and its /tmp are mounted ahead of demand');
+      // Another memory size than the sandbox the spare was made after: its /tmp is resized.
+      const u = { ...spec(), memoryMib: 512 };
       await provider.create(u);
-      assert.equal(fs.existsSync(spare), false);
-      assert.ok(mountsUnder(path.join(root, u.id)).includes(path.join(root, u.id, 'workspace')));
+      for (const m of spareMounts) assert.equal(fs.existsSync(m), false);
+      assert.deepEqual(mountsUnder(path.join(root, u.id)).sort(), [path.join(root, u.id, 'tmp'), path.join(root, u.id, 'workspace')]);
+      const tmp = await execText(provider, u.id, ['/bin/sh', '-c', 'stat -f -c "%b %S" /tmp && ls -A /tmp | wc -l']);
+      const [blocks, blockSize] = tmp.stdout.split('\n')[0].split(' ').map(Number);
+      assert.equal(blocks * blockSize, 128 * 1024 * 1024, 'a quarter of 512 MiB');
+      assert.equal(tmp.stdout.split('\n')[1], '0', 'an empty /tmp');
       const w = await execText(provider, u.id, ['/bin/sh', '-c', 'echo hi > /workspace/f && cat /workspace/f && stat -c %u /workspace']);
       assert.equal(w.stdout, 'hi\n1000\n', w.stderr);
       await provider.destroy(u.id);
@@ -214,7 +219,7 @@ describe('local provider network pool', { skip: skip ?? false }, () => {
       const left = await killedPoolMaker(dir, 1, made);
       for (const item of left) assert.deepEqual(await present(item), whole);
       const spareMounts = mountsUnder(path.join(dir, '.shared'));
-      assert.equal(spareMounts.length, 1, 'the killed process left a spare volume, mounted');
+      assert.equal(spareMounts.length, 2, 'the killed process left a spare volume and its /tmp, mounted');
 
       // The next start on the directory, with room for one: it uses one and removes the other.
       await next.check();

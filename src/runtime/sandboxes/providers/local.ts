@@ -543,10 +543,15 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
   const workspaceOf = (id: string) => path.join(dirOf(id), 'workspace');
   const volumeOf = (id: string) => path.join(dirOf(id), 'workspace.img');
 
-  async function mounted(mountPoint: string): Promise<boolean> {
+  const mounted = async (mountPoint: string): Promise<boolean> => (await superOptions(mountPoint)) !== null;
+
+  /** The options of the file system mounted at a mount point (such as "rw,size=65536k,mode=1777"), or null when nothing is. */
+  async function superOptions(mountPoint: string): Promise<string | null> {
     const info = await fs.readFile('/proc/self/mountinfo', 'utf8');
-    // Field 5 is the mount point, with spaces and the like octal-escaped.
-    return info.split('\n').some((line) => line.split(' ')[4]?.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8))) === mountPoint);
+    // Field 5 is the mount point, with spaces and the like octal-escaped; after " - " come the
+    // file system's type, source and options.
+    const line = info.split('\n').findLast((l) => l.split(' ')[4]?.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8))) === mountPoint);
+    return line === undefined ? null : (line.split(' - ')[1]?.split(' ')[2] ?? '');
   }
 
   /** Formats a new sparse volume file of `bytes`, its top owned by the sandbox user. */
@@ -574,7 +579,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
    * next check.
    */
   const spares = new Map<number, Promise<string | null>>();
-  function makeSpare(bytes: number) {
+  function makeSpare(bytes: number, memoryMib: number) {
     if (closed) return;
     const shared = path.join(root, SHARED_DIR);
     const spare = path.join(shared, `${SPARE_PREFIX}${bytes}-${randomUUID()}`);
@@ -583,7 +588,12 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
       await fs.mkdir(spare, { mode: 0o711 });
       await formatVolume(path.join(spare, 'workspace.img'), bytes);
       // With a pool, mounted too: the create that takes it mounts nothing.
-      if (poolSize > 0) await mountVolumeAt(path.join(spare, 'workspace.img'), path.join(spare, 'workspace'), 'a volume made ahead of demand');
+      // With a pool, mounted too, and a /tmp beside it (sized for the sandbox that took the last
+      // one; a create of another memory size resizes it): the create that takes it mounts nothing.
+      if (poolSize > 0) {
+        await mountVolumeAt(path.join(spare, 'workspace.img'), path.join(spare, 'workspace'), 'a volume made ahead of demand');
+        await mountTmpAt(path.join(spare, 'tmp'), memoryMib);
+      }
       return spare;
     })().catch(async (err) => {
       opts.logger?.warn({ err }, 'a volume formatted ahead of demand could not be made; the next sandbox formats its own');
@@ -593,10 +603,10 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     spares.set(bytes, made);
   }
 
-  /** Removes a spare volume's directory (unmounting it first), or an older spare's file. */
+  /** Removes a spare volume's directory (unmounting what is mounted there first), or an older spare's file. */
   async function removeSpare(spare: string) {
-    const target = path.join(spare, 'workspace');
-    if (await mounted(target)) {
+    for (const target of [path.join(spare, 'workspace'), path.join(spare, 'tmp')]) {
+      if (!(await mounted(target))) continue;
       const r = await run(tools!.umount, [target], { allowFail: true });
       if (r.code !== 0) await run(tools!.umount, ['-l', target]);
     }
@@ -662,12 +672,20 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
    * every exec (so they share it). Its pages count against the sandbox's memory, but it can
    * never take all of it: a full /tmp is ENOSPC inside, not an OOM kill of the runtime.
    */
-  async function mountTmp(id: string, memoryMib: number) {
+  const mountTmp = (id: string, memoryMib: number) => mountTmpAt(tmpOf(id), memoryMib);
+
+  /** Mounts a /tmp at `target` where none is, or sizes the one there (a spare's, made for another memory size). */
+  async function mountTmpAt(target: string, memoryMib: number) {
     const t = await ready();
-    const target = tmpOf(id);
-    if (await mounted(target)) return;
+    const size = tmpSizeMib(memoryMib);
+    const now = await superOptions(target);
+    if (now !== null) {
+      if (now.split(',').includes(`size=${size * 1024}k`)) return;
+      await run(t.mount, ['-o', `remount,size=${size}m`, target]);
+      return;
+    }
     await fs.mkdir(target, { recursive: true });
-    await run(t.mount, ['-t', 'tmpfs', '-o', `size=${tmpSizeMib(memoryMib)}m,mode=1777,nosuid,nodev`, 'tmpfs', target]);
+    await run(t.mount, ['-t', 'tmpfs', '-o', `size=${size}m,mode=1777,nosuid,nodev`, 'tmpfs', target]);
   }
 
   async function unmountTmp(id: string) {
@@ -876,7 +894,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
           // What this create took is made again once it has answered (not meanwhile: it would compete).
           setImmediate(() => {
             refill();
-            if (rec.disk === 'volume' && Number.isFinite(spec.diskGib) && spec.diskGib > 0 && !spares.has(volumeBytes(spec.diskGib))) makeSpare(volumeBytes(spec.diskGib));
+            if (rec.disk === 'volume' && Number.isFinite(spec.diskGib) && spec.diskGib > 0 && !spares.has(volumeBytes(spec.diskGib))) makeSpare(volumeBytes(spec.diskGib), spec.memoryMib);
           });
         }
         return timed('status', () => statusOf(spec.id, rec));
