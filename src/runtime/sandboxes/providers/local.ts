@@ -256,6 +256,8 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
   const poolDir = path.join(root, SHARED_DIR, POOL_DIR);
   const pool: PooledLink[] = [];
   const making = new Set<Promise<void>>();
+  /** Settles once the refills after the last create have started (they start after it answers). */
+  let refillsStarted = Promise.resolve();
   let closed = false;
   /**
    * Who made a pooled link: a pid and that process's start time (a restarted service may get the
@@ -892,10 +894,13 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
           throw new SandboxError('failed', `sandbox ${spec.id} could not be made: ${(err as Error).message}`, { cause: err });
         } finally {
           // What this create took is made again once it has answered (not meanwhile: it would compete).
-          setImmediate(() => {
-            refill();
-            if (rec.disk === 'volume' && Number.isFinite(spec.diskGib) && spec.diskGib > 0 && !spares.has(volumeBytes(spec.diskGib))) makeSpare(volumeBytes(spec.diskGib), spec.memoryMib);
-          });
+          refillsStarted = new Promise<void>((started) =>
+            setImmediate(() => {
+              refill();
+              if (rec.disk === 'volume' && Number.isFinite(spec.diskGib) && spec.diskGib > 0 && !spares.has(volumeBytes(spec.diskGib))) makeSpare(volumeBytes(spec.diskGib), spec.memoryMib);
+              started();
+            }),
+          );
         }
         return timed('status', () => statusOf(spec.id, rec));
       }),
@@ -979,6 +984,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
     /** Removes the links made ahead of demand (waiting for those being made); sandboxes keep theirs. */
     async close() {
       closed = true;
+      await refillsStarted;
       while (making.size) await Promise.all(making);
       // Spare volumes go too (mounted ones hold a loop device); the next start makes them again.
       for (const [bytes, spare] of [...spares]) {
@@ -994,6 +1000,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
 
     /** The links ready in the pool now, once what is being made ahead of demand (links, volumes) is done (for tests and the bench). */
     async pooled() {
+      await refillsStarted;
       while (making.size) await Promise.all(making);
       await Promise.all(spares.values());
       return [...pool];
