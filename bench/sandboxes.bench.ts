@@ -80,7 +80,7 @@ export default async function sandboxesBench(): Promise<BenchReport[]> {
     return [
       {
         name: 'local sandbox create vs a bare bubblewrap sandbox',
-        lines: [`create (pooled network named and addressed, cgroup, volume, bubblewrap): median ${median(create).toFixed(1)} ms`, `bare bubblewrap /bin/true: median ${median(bare).toFixed(1)} ms`, `ratio ${createRatio.toFixed(1)}`, `wake from deep sleep (cold start): median ${median(wake).toFixed(1)} ms`,
+        lines: [`create (a pooled link named and addressed, the spare volume and /tmp, cgroup, init): median ${median(create).toFixed(1)} ms`, `bare bubblewrap /bin/true: median ${median(bare).toFixed(1)} ms`, `ratio ${createRatio.toFixed(1)}`, `wake from deep sleep (cold start): median ${median(wake).toFixed(1)} ms`,
           // Where the time went: the host side's steps run at once, then the init.
           `steps (medians, ms): ${[...steps].map(([k, v]) => `${k} ${median(v).toFixed(1)}`).join(', ')}`,
         ],
