@@ -55,6 +55,7 @@ export interface Config {
   sandboxHostAddress: string;
   /** Seconds without a heartbeat after which a sandbox host is dead. */
   sandboxHostDeadAfter: number;
+  sandboxPool: number;
   /** `local` lets the local provider serve microvm environments when KVM is unusable; `none` refuses them. */
   sandboxMicrovmFallback: 'none' | 'local';
   /** Capacity this host offers; 0 means measured (CPUs, memory, free disk under the sandbox dir). */
@@ -158,6 +159,7 @@ export const configReference: Array<{ name: string; default: string; meaning: st
   { name: 'SERVICE_SANDBOX_DIR', default: '<data dir>/sandboxes', meaning: 'where the local provider keeps each sandbox (its /workspace and state) and the host its id' },
   { name: 'SERVICE_SANDBOX_SUBNET', default: '10.213.0.0/16', meaning: 'IPv4 range each sandbox\'s /30 link to its host is taken from' },
   { name: 'SERVICE_SANDBOX_HOST_ADDRESS', default: '(the machine\'s host name)', meaning: 'how other processes reach this sandbox host; registered with it' },
+  { name: 'SERVICE_SANDBOX_POOL', default: '2', meaning: 'network links (namespace, veth pair, firewall) the local provider keeps made ahead of demand, so a create only names and addresses one; with any pool the spare /workspace volume is mounted ahead too; 0 makes links on demand and leaves the spare unmounted' },
   { name: 'SERVICE_SANDBOX_HOST_DEAD_AFTER', default: '30', meaning: 'seconds without a heartbeat after which a sandbox host is dead and its sandboxes are re-placed' },
   { name: 'SERVICE_SANDBOX_MICROVM_FALLBACK', default: 'none', meaning: '`local` lets the local provider serve microvm environments on a host where KVM is unusable (logged at start); `none` refuses them' },
   { name: 'SERVICE_SANDBOX_VCPUS', default: '0 (the CPU count)', meaning: 'vCPUs this host offers to sandboxes' },
@@ -307,6 +309,7 @@ export function loadConfig(env: Env = process.env): Config {
     sandboxSubnet: sandboxSubnet(env),
     sandboxHostAddress: str(env, 'SERVICE_SANDBOX_HOST_ADDRESS') ?? os.hostname(),
     sandboxHostDeadAfter: int(env, 'SERVICE_SANDBOX_HOST_DEAD_AFTER', 30, 3, 86_400),
+    sandboxPool: int(env, 'SERVICE_SANDBOX_POOL', 2, 0, 64),
     sandboxMicrovmFallback: choice(env, 'SERVICE_SANDBOX_MICROVM_FALLBACK', ['none', 'local'] as const, 'none'),
     sandboxCapacity: {
       vcpus: int(env, 'SERVICE_SANDBOX_VCPUS', 0, 0, 4096),

@@ -456,7 +456,7 @@ export async function startWorkerParts(ctx: ComponentContext): Promise<WorkerPar
   if (place.moved) logger.info(place.moved);
   const config = { ...ctx.config, sandboxDir: place.dir };
   const caPem = await deploymentCaCertificate(db, ctx.cipher);
-  const local = config.sandboxDir ? createLocalProvider({ root: config.sandboxDir, gatewayPort: config.gatewayPort, logger, readOnly: RUNTIME_MOUNTS, node: RUNTIME_NODE }) : null;
+  const local = config.sandboxDir ? createLocalProvider({ root: config.sandboxDir, gatewayPort: config.gatewayPort, poolSize: config.sandboxPool, logger, readOnly: RUNTIME_MOUNTS, node: RUNTIME_NODE }) : null;
   const microvm = microvmProviderFromConfig(config, { logger, metrics: ctx.metrics });
   // Without KVM a microvm runs under TCG, unless the operator chose the local provider for it.
   const microvmUsable = config.sandboxMicrovmFallback === 'local' ? await kvmUsable() : true;

@@ -25,6 +25,11 @@ export function cgroupVersion(root = ROOT): CgroupVersion | null {
 const write = (file: string, value: string) => fs.writeFile(file, value).catch((err: NodeJS.ErrnoException) => {
   throw new Error(`cannot write ${value.trim()} to ${file}: ${err.code ?? err.message}`);
 });
+/** Waits for every one to end (none left running behind a failure), then throws the first failure. */
+async function settleAll(steps: Promise<unknown>[]): Promise<void> {
+  const failed = (await Promise.allSettled(steps)).find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+}
 const readOr = (file: string, fallback = '') => fs.readFile(file, 'utf8').catch(() => fallback);
 
 export class Cgroup {
@@ -54,26 +59,25 @@ export class Cgroup {
   async ensure(limits: { vcpus: number; memoryMib: number }): Promise<void> {
     const period = 100_000;
     const memory = String(limits.memoryMib * 1024 * 1024);
+    // Each write is a few round trips to the file system's threads: the independent ones go at once.
     if (this.version === 2) {
       const parent = path.join(this.root, PARENT);
-      await fs.mkdir(parent, { recursive: true });
-      // Controllers must be handed down each level before a child can use them. A write refused
-      // here (already delegated, or not ours to change) is not the failure: the limit writes below
-      // fail, with the file named, when a controller really is missing.
-      await fs.writeFile(path.join(this.root, 'cgroup.subtree_control'), '+cpu +memory +pids').catch(() => {});
-      await fs.writeFile(path.join(parent, 'cgroup.subtree_control'), '+cpu +memory +pids').catch(() => {});
       const dir = this.dirs()[0];
-      await fs.mkdir(dir, { recursive: true });
-      await write(path.join(dir, 'memory.max'), memory);
-      await write(path.join(dir, 'cpu.max'), `${limits.vcpus * period} ${period}`);
-      await write(path.join(dir, 'pids.max'), String(MAX_PROCESSES));
+      if (!existsSync(dir)) {
+        await fs.mkdir(parent, { recursive: true });
+        // Controllers must be handed down each level before a child can use them. A write refused
+        // here (already delegated, or not ours to change) is not the failure: the limit writes below
+        // fail, with the file named, when a controller really is missing.
+        await fs.writeFile(path.join(this.root, 'cgroup.subtree_control'), '+cpu +memory +pids').catch(() => {});
+        await fs.writeFile(path.join(parent, 'cgroup.subtree_control'), '+cpu +memory +pids').catch(() => {});
+        await fs.mkdir(dir, { recursive: true });
+      }
+      await settleAll([write(path.join(dir, 'memory.max'), memory), write(path.join(dir, 'cpu.max'), `${limits.vcpus * period} ${period}`), write(path.join(dir, 'pids.max'), String(MAX_PROCESSES))]);
       return;
     }
-    for (const d of this.dirs()) await fs.mkdir(d, { recursive: true });
-    await write(path.join(this.dir('memory'), 'memory.limit_in_bytes'), memory);
+    await settleAll(this.dirs().map((d) => fs.mkdir(d, { recursive: true })));
     await write(path.join(this.dir('cpu'), 'cpu.cfs_period_us'), String(period));
-    await write(path.join(this.dir('cpu'), 'cpu.cfs_quota_us'), String(limits.vcpus * period));
-    await write(path.join(this.dir('pids'), 'pids.max'), String(MAX_PROCESSES));
+    await settleAll([write(path.join(this.dir('memory'), 'memory.limit_in_bytes'), memory), write(path.join(this.dir('cpu'), 'cpu.cfs_quota_us'), String(limits.vcpus * period)), write(path.join(this.dir('pids'), 'pids.max'), String(MAX_PROCESSES))]);
   }
 
   exists(): boolean {

@@ -143,7 +143,7 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
   const providers = new Map<ProviderName, SandboxProvider>();
   // Why a provider cannot run here, in words: logged once and registered, so a refused task says it.
   const problems: Record<string, string> = {};
-  const local = opts.local === undefined ? (config.sandboxDir ? createLocalProvider({ root: config.sandboxDir, gatewayPort: config.gatewayPort, logger: log }) : null) : opts.local;
+  const local = opts.local === undefined ? (config.sandboxDir ? createLocalProvider({ root: config.sandboxDir, gatewayPort: config.gatewayPort, poolSize: config.sandboxPool, logger: log }) : null) : opts.local;
   if (local) {
     try {
       await local.check();
@@ -518,6 +518,8 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
       clearInterval(timer);
       await ticking;
       await again;
+      // What providers made ahead of demand goes (the network pool); sandboxes keep running.
+      for (const p of providers.values()) await p.close?.().catch((err: unknown) => log.warn({ err, provider: p.name }, 'a provider did not release what it made ahead of demand'));
       // Sandboxes keep running; the next start adopts them. Others see this host gone at once.
       await db.updateTable('sandbox_hosts').set({ stopped_at: sql`now()` }).where('id', '=', id).execute();
       const kept = await db.selectFrom('sandboxes').select((eb) => eb.fn.countAll<number>().as('n')).where('host_id', '=', id).where('state', '<>', 'destroyed').where('created', '=', true).executeTakeFirstOrThrow();

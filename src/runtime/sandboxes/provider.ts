@@ -82,6 +82,8 @@ export interface SandboxProvider {
   /** Frees everything the sandbox holds on the host; a sandbox already gone is not an error (the host calls it again after a crash). */
   destroy(id: string): Promise<void>;
   status(id: string): Promise<SandboxStatus>;
+  /** Releases what the provider made ahead of demand (the local provider's network pool); sandboxes keep running. */
+  close?(): Promise<void>;
   /** After a host restart: the ids this provider still has resources for (to adopt or clean up). */
   list(): Promise<string[]>;
   /** How many processes the sandbox's memory limit has killed since it was made (a count that only rises), where the provider can tell. */
