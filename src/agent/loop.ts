@@ -77,8 +77,9 @@ export async function runTurn(config: AgentConfig, journal: Journal, input: Agen
     journal.append({ type: 'turn_end', outcome });
     return outcome;
   };
+  // A result is only written: the append that follows it (the next tool's start, the next model call, the turn's end) syncs both at once.
   const result = (call: ToolCall, ok: boolean, output: string, interrupted = false, startedAt?: string) =>
-    journal.append({ type: 'tool_result', call_id: call.id, name: call.name, ok, output, ...(interrupted ? { interrupted: true } : {}), ...(startedAt ? { started_at: startedAt } : {}) });
+    journal.write({ type: 'tool_result', call_id: call.id, name: call.name, ok, output, ...(interrupted ? { interrupted: true } : {}), ...(startedAt ? { started_at: startedAt } : {}) });
 
   // Settle what the last answer left open first: a tool message must follow the answer that
   // called it, before any new user message (the wire format requires it).
@@ -192,7 +193,8 @@ export async function runTurn(config: AgentConfig, journal: Journal, input: Agen
     journal.append({ type: 'model_call', iteration: iterations + 1 });
     const reply = await callWithRetries(config, journal, model, sleep, deps, signal);
     if (!reply) return signal.aborted ? end({ kind: 'cancelled' }) : end({ kind: 'failed', reason: lastModelError(journal.all()) });
-    journal.append({ type: 'model_reply', content: reply.content, tool_calls: reply.tool_calls, usage: reply.usage, finish_reason: reply.finish_reason, started_at: reply.started_at });
+    // Synced with what it leads to (a tool's start, a result, the turn's end), by the next append.
+    journal.write({ type: 'model_reply', content: reply.content, tool_calls: reply.tool_calls, usage: reply.usage, finish_reason: reply.finish_reason, started_at: reply.started_at });
     if (!reply.tool_calls.length) {
       if (++nudges > NUDGES) return end({ kind: 'failed', reason: `the model stopped calling tools (answered ${NUDGES + 1} times with text only)` });
       journal.append({
@@ -274,6 +276,8 @@ async function fitContext(config: AgentConfig, journal: Journal, model: (req: Mo
     .join('\n')
     .slice(-budget * 2);
   let summary: string;
+  // Nothing leaves the runtime while an event is only written.
+  journal.sync();
   try {
     const reply = await model({
       baseUrl: config.base_url,
