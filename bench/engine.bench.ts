@@ -4,8 +4,8 @@
 //
 // 1. Engine overhead per agent step: the time from the model's answer (when the scripted model
 //    sends it) to the next model request arriving there, minus the tool's own time (read from
-//    the step's `execute_tool` span, exported over OTLP to a fake collector), against the
-//    model's latency. Goal: the overhead at most half the model's latency.
+//    the step's `execute_tool` span, exported over OTLP to a fake collector), also shown against
+//    the model's latency. Goal (issue 27): at most 5 ms at the median.
 // 2. 50 runs given at once on one host (spread over a few teams): runs per minute and posts per
 //    second from the first task to the last run's end, and host memory per active run (the RSS
 //    of this process and every process under it, peak minus before, over the runs active then).
@@ -21,6 +21,8 @@ const STEPS = Number(process.env.BENCH_ENGINE_STEPS ?? 20);
 const RUNS = Number(process.env.BENCH_ENGINE_RUNS ?? 50);
 const TEAMS = Number(process.env.BENCH_ENGINE_TEAMS ?? 5);
 const RUN_STEPS = Number(process.env.BENCH_ENGINE_RUN_STEPS ?? 5);
+/** Issue 27's goal for the engine's overhead per agent step, at the median (ms). */
+const STEP_OVERHEAD_GOAL_MS = 5;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const median = (xs: number[]) => {
@@ -110,8 +112,8 @@ export default async function engineBench(): Promise<BenchReport[]> {
         `model's answer to the next model request: median ${median(gaps).toFixed(1)} ms, of which the tool (shell) ${median(toolMs).toFixed(1)} ms`,
         `engine overhead per step: median ${overhead.toFixed(1)} ms, max ${Math.max(...overheads).toFixed(1)} ms (${(overhead / LATENCY_MS).toFixed(2)}x the model's latency)`,
       ],
-      goal: "overhead per step at most 0.5x the model's latency",
-      met: overhead <= LATENCY_MS * 0.5,
+      goal: `overhead per step at most ${STEP_OVERHEAD_GOAL_MS} ms at the median (${(STEP_OVERHEAD_GOAL_MS / LATENCY_MS).toFixed(2)}x the model's latency)`,
+      met: overhead <= STEP_OVERHEAD_GOAL_MS,
     });
 
     // 2. RUNS runs at once over TEAMS teams.
