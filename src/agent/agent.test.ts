@@ -3,7 +3,7 @@ import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it, mock } from 'node:test';
 import { startScriptedModel, type ScriptedAnswer, type ScriptedModel, type ScriptedRequest } from '../../test/fakes/scripted-model.ts';
 import { Journal } from './journal.ts';
 import { runTurn, type LoopDeps } from './loop.ts';
@@ -338,11 +338,11 @@ describe('agent runtime', () => {
     const model = await startScriptedModel(script([step, step, { tool_calls: [{ name: 'finish', arguments: { outcome: 'succeeded', summary: 'done' } }] }]));
     const realSync = fs.fdatasyncSync;
     let synced = 0;
-    fs.fdatasyncSync = (fd: number) => {
+    const syncs = mock.method(fs, 'fdatasyncSync', (fd: number) => {
       realSync(fd);
       synced = fs.readFileSync(file, 'utf8').split('\n').length - 1;
       fs.appendFileSync(marks, `sync ${synced}\n`);
-    };
+    });
     try {
       const journal = Journal.open(file);
       const told: number[] = [];
@@ -362,7 +362,7 @@ describe('agent runtime', () => {
       // The reply is synced with its tool's start, the result with the next model call, the last reply with the turn's end.
       assert.deepEqual(lines, ['sync 1', 'sync 2', 'sync 4', 'tool 4', 'sync 6', 'sync 8', 'tool 8', 'sync 10', 'sync 12']);
     } finally {
-      fs.fdatasyncSync = realSync;
+      syncs.mock.restore();
       await model.close();
       fs.rmSync(dir, { recursive: true, force: true });
     }
