@@ -4,11 +4,12 @@
 //
 // 1. Engine overhead per agent step: the time from the model's answer (when the scripted model
 //    sends it) to the next model request arriving there, minus the tool's own time (read from
-//    the step's `execute_tool` span, exported over OTLP to a fake collector), against the
-//    model's latency. Goal: the overhead at most half the model's latency.
+//    the step's `execute_tool` span, exported over OTLP to a fake collector), also shown against
+//    the model's latency. Goal (issue 27): at most 5 ms at the median.
 // 2. 50 runs given at once on one host (spread over a few teams): runs per minute and posts per
 //    second from the first task to the last run's end, and host memory per active run (the RSS
-//    of this process and every process under it, peak minus before, over the runs active then).
+//    of this process and every process under it when the most runs were active, minus before,
+//    over those runs).
 import fs from 'node:fs';
 import { listJobs } from '../src/queue/queue.ts';
 import { startFakeCollector } from '../test/fakes/otlp-collector.ts';
@@ -21,6 +22,8 @@ const STEPS = Number(process.env.BENCH_ENGINE_STEPS ?? 20);
 const RUNS = Number(process.env.BENCH_ENGINE_RUNS ?? 50);
 const TEAMS = Number(process.env.BENCH_ENGINE_TEAMS ?? 5);
 const RUN_STEPS = Number(process.env.BENCH_ENGINE_RUN_STEPS ?? 5);
+/** Issue 27's goal for the engine's overhead per agent step, at the median (ms). */
+const STEP_OVERHEAD_GOAL_MS = 5;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const median = (xs: number[]) => {
@@ -110,8 +113,8 @@ export default async function engineBench(): Promise<BenchReport[]> {
         `model's answer to the next model request: median ${median(gaps).toFixed(1)} ms, of which the tool (shell) ${median(toolMs).toFixed(1)} ms`,
         `engine overhead per step: median ${overhead.toFixed(1)} ms, max ${Math.max(...overheads).toFixed(1)} ms (${(overhead / LATENCY_MS).toFixed(2)}x the model's latency)`,
       ],
-      goal: "overhead per step at most 0.5x the model's latency",
-      met: overhead <= LATENCY_MS * 0.5,
+      goal: `overhead per step at most ${STEP_OVERHEAD_GOAL_MS} ms at the median (${(STEP_OVERHEAD_GOAL_MS / LATENCY_MS).toFixed(2)}x the model's latency)`,
+      met: overhead <= STEP_OVERHEAD_GOAL_MS,
     });
 
     // 2. RUNS runs at once over TEAMS teams.
@@ -126,12 +129,16 @@ export default async function engineBench(): Promise<BenchReport[]> {
     steps = RUN_STEPS;
     const before = treeRss(process.pid);
     let peak = { bytes: before, active: 0 };
+    let highest = before;
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
         const bytes = treeRss(process.pid);
         const active = (await stack.t.services.runs.list({ limit: 100, state: 'running' })).items.length;
-        if (bytes - before > peak.bytes - before && active > 0) peak = { bytes, active };
+        // The sample with the most runs active (the most memory among those): the overall peak can come
+        // after most runs ended (finished runs' runtimes linger until idle), over the one or two still active.
+        if (active > peak.active || (active === peak.active && active > 0 && bytes > peak.bytes)) peak = { bytes, active };
+        highest = Math.max(highest, bytes);
         await sleep(500);
       }
     })();
@@ -173,7 +180,7 @@ export default async function engineBench(): Promise<BenchReport[]> {
         `${succeeded} of ${RUNS} runs succeeded in ${seconds.toFixed(1)} s: ${runsPerMinute.toFixed(0)} runs per minute, ${(posts / seconds).toFixed(1)} posts per second (${posts} posts)`,
         ...(problems.length ? [`not succeeded: ${problems.join(' | ')}`] : []),
         `a run that only waited on the model would take ${ideal.toFixed(1)} s: all ${RUNS} took ${(seconds / ideal).toFixed(1)}x that`,
-        `host memory (this process and its sandboxes' processes): ${(before / 1024 / 1024).toFixed(0)} MiB before, peak ${(peak.bytes / 1024 / 1024).toFixed(0)} MiB with ${peak.active} runs active: ${perRunMiB.toFixed(1)} MiB per active run`,
+        `host memory (this process and its sandboxes' processes): ${(before / 1024 / 1024).toFixed(0)} MiB before, ${(peak.bytes / 1024 / 1024).toFixed(0)} MiB with the most runs active (${peak.active}): ${perRunMiB.toFixed(1)} MiB per active run (highest ${(highest / 1024 / 1024).toFixed(0)} MiB)`,
       ],
       goal: 'every run succeeds; at least 60 runs per minute',
       met: succeeded === RUNS && runsPerMinute >= 60,

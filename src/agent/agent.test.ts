@@ -3,7 +3,7 @@ import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it, mock } from 'node:test';
 import { startScriptedModel, type ScriptedAnswer, type ScriptedModel, type ScriptedRequest } from '../../test/fakes/scripted-model.ts';
 import { Journal } from './journal.ts';
 import { runTurn, type LoopDeps } from './loop.ts';
@@ -329,13 +329,52 @@ describe('agent runtime', () => {
     }
   });
 
+  it('group commit: one fdatasync per effect, each event told once and in order only after it is synced, each tool started only after its start is synced', async () => {
+    const dir = workspace();
+    const file = journalPath(dir, 'group');
+    const marks = path.join(dir, 'marks');
+    // Each tool writes how many journal lines there are as it runs, after the syncs the journal made so far.
+    const step = { tool_calls: [{ name: 'shell', arguments: { command: `echo "tool $(wc -l < ${file})" >> ${marks}` } }] };
+    const model = await startScriptedModel(script([step, step, { tool_calls: [{ name: 'finish', arguments: { outcome: 'succeeded', summary: 'done' } }] }]));
+    const realSync = fs.fdatasyncSync;
+    let synced = 0;
+    const syncs = mock.method(fs, 'fdatasyncSync', (fd: number) => {
+      realSync(fd);
+      synced = fs.readFileSync(file, 'utf8').split('\n').length - 1;
+      fs.appendFileSync(marks, `sync ${synced}\n`);
+    });
+    try {
+      const journal = Journal.open(file);
+      const told: number[] = [];
+      journal.onDurable((events) => {
+        for (const e of events) {
+          assert.ok(e.seq <= synced, `event ${e.seq} (${e.type}) was told before it was synced (synced up to ${synced})`);
+          told.push(e.seq);
+        }
+      });
+      const outcome = await runTurn(config(dir, model), journal, { kind: 'task', text: 'two steps', from: 'person' }, deps());
+      assert.equal(outcome.kind, 'finished');
+      journal.close();
+      const types = journal.all().map((e) => e.type);
+      assert.deepEqual(types, ['input', 'model_call', 'model_reply', 'tool_started', 'tool_result', 'model_call', 'model_reply', 'tool_started', 'tool_result', 'model_call', 'model_reply', 'turn_end']);
+      assert.deepEqual(told, types.map((_, i) => i + 1), 'every event told once, in order');
+      const lines = fs.readFileSync(marks, 'utf8').trim().split('\n');
+      // The reply is synced with its tool's start, the result with the next model call, the last reply with the turn's end.
+      assert.deepEqual(lines, ['sync 1', 'sync 2', 'sync 4', 'tool 4', 'sync 6', 'sync 8', 'tool 8', 'sync 10', 'sync 12']);
+    } finally {
+      syncs.mock.restore();
+      await model.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('a cancel kills a running tool and ends the turn cancelled', async () => {
     const model = await startScriptedModel(script([{ tool_calls: [{ name: 'shell', arguments: { command: 'sleep 60' } }] }]));
     try {
       const journal = Journal.open(journalPath(ws, 'cancel'));
       const controller = new AbortController();
-      journal.onAppend((e) => {
-        if (e.type === 'tool_started') setImmediate(() => controller.abort());
+      journal.onDurable((events) => {
+        if (events.some((e) => e.type === 'tool_started')) setImmediate(() => controller.abort());
       });
       const outcome = await runTurn(config(ws, model), journal, { kind: 'task', text: 'wait', from: 'person' }, deps({ signal: controller.signal }));
       assert.deepEqual(outcome, { kind: 'cancelled' });

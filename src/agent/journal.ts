@@ -14,13 +14,23 @@ export class JournalSealed extends Error {
  * The append-only journal of one conversation: a JSON line per event, written and synced to
  * disk before it is told to anyone, so a runtime killed at any point resumes from exactly what
  * was recorded. A torn last line (a write cut short by the kill) is dropped on open.
+ *
+ * Group commit: `write` puts an event in the file without syncing it; the next `append` (or
+ * `sync`) syncs it together with its own event, with one fdatasync, and only then are they told,
+ * in order and at once. The loop writes what merely follows from an answer or a tool (the
+ * model's reply, a tool's result) and appends what starts an effect (a tool, a model call), so
+ * nothing outside the runtime ever sees or acts on an event before it is on disk. An event only
+ * written is in the file for a runtime killed before the sync (the kernel holds the write), and
+ * lost only with the machine: then its turn resumes as it would have from before it.
  */
 export class Journal {
   readonly file: string;
   private fd: number;
   private readonly events: AgentEvent[] = [];
-  private readonly listeners = new Set<(e: AgentEvent) => void>();
+  private readonly listeners = new Set<(events: readonly AgentEvent[]) => void>();
   private sealed = false;
+  /** Written but not yet synced nor told. */
+  private unsynced: AgentEvent[] = [];
 
   private constructor(file: string, fd: number, events: AgentEvent[]) {
     this.file = file;
@@ -67,18 +77,35 @@ export class Journal {
     return this.events.slice(Math.max(0, seq));
   }
 
-  /** Records an event durably and then tells the listeners; returns it with its seq. */
+  /** Records an event durably, with any written before it, and then tells the listeners; returns it with its seq. */
   append(body: AgentEventBody): AgentEvent {
-    if (this.sealed) throw new JournalSealed(this.file);
-    const event = { seq: this.events.length + 1, at: new Date().toISOString(), ...body } as AgentEvent;
-    fs.writeSync(this.fd, `${JSON.stringify(event)}\n`);
-    fs.fdatasyncSync(this.fd);
-    this.events.push(event);
-    for (const l of this.listeners) l(event);
+    const event = this.write(body);
+    this.sync();
     return event;
   }
 
-  onAppend(listener: (e: AgentEvent) => void): () => void {
+  /** Writes an event to the file without syncing it: the next append or sync makes it durable and tells it. */
+  write(body: AgentEventBody): AgentEvent {
+    if (this.sealed) throw new JournalSealed(this.file);
+    const event = { seq: this.events.length + 1, at: new Date().toISOString(), ...body } as AgentEvent;
+    fs.writeSync(this.fd, `${JSON.stringify(event)}\n`);
+    this.events.push(event);
+    this.unsynced.push(event);
+    return event;
+  }
+
+  /** Syncs what was written (one fdatasync for all of it) and tells the listeners, in order. */
+  sync(): void {
+    if (!this.unsynced.length) return;
+    if (this.sealed) throw new JournalSealed(this.file);
+    fs.fdatasyncSync(this.fd);
+    const events = this.unsynced;
+    this.unsynced = [];
+    for (const l of this.listeners) l(events);
+  }
+
+  /** Tells `listener` every batch of events once it is on disk (each sync's events at once, in order). */
+  onDurable(listener: (events: readonly AgentEvent[]) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
@@ -88,7 +115,12 @@ export class Journal {
     this.sealed = true;
   }
 
+  /** Closes the file; what was only written is synced and told first, unless the journal is sealed. */
   close(): void {
-    fs.closeSync(this.fd);
+    try {
+      if (!this.sealed) this.sync();
+    } finally {
+      fs.closeSync(this.fd);
+    }
   }
 }

@@ -1,6 +1,6 @@
 import { estimateTokens, messagesOf, pendingCalls, settledBoundary, toolSpecsOf } from './conversation.ts';
 import type { Journal } from './journal.ts';
-import { callModel, ModelError, type ModelReply, type ModelRequest } from './model.ts';
+import { callModel, ModelError, type ChatMessage, type ModelReply, type ModelRequest } from './model.ts';
 import type { AgentConfig, AgentEvent, AgentInput, ToolCall, TurnOutcome } from './protocol.ts';
 import type { McpToolbox } from './mcp.ts';
 import { NOTE_TOOLS, parseCall, PROPOSAL_TOOLS, proposalOf, riskOf, runWorkTool, TURN_TOOLS, type ToolContext } from './tools/index.ts';
@@ -77,8 +77,9 @@ export async function runTurn(config: AgentConfig, journal: Journal, input: Agen
     journal.append({ type: 'turn_end', outcome });
     return outcome;
   };
+  // A result is only written: the append that follows it (the next tool's start, the next model call, the turn's end) syncs both at once.
   const result = (call: ToolCall, ok: boolean, output: string, interrupted = false, startedAt?: string) =>
-    journal.append({ type: 'tool_result', call_id: call.id, name: call.name, ok, output, ...(interrupted ? { interrupted: true } : {}), ...(startedAt ? { started_at: startedAt } : {}) });
+    journal.write({ type: 'tool_result', call_id: call.id, name: call.name, ok, output, ...(interrupted ? { interrupted: true } : {}), ...(startedAt ? { started_at: startedAt } : {}) });
 
   // Settle what the last answer left open first: a tool message must follow the answer that
   // called it, before any new user message (the wire format requires it).
@@ -188,11 +189,13 @@ export async function runTurn(config: AgentConfig, journal: Journal, input: Agen
     if (signal.aborted) return end({ kind: 'cancelled' });
     const iterations = journal.after(turnStart).filter((e) => e.type === 'model_call').length;
     if (iterations >= config.max_iterations) return end({ kind: 'iteration_cap', iterations });
-    await fitContext(config, journal, model, deps);
+    // The conversation is built once per call: the events recorded from here on (the call, its errors) are not part of it.
+    const messages = await fitContext(config, journal, model, deps);
     journal.append({ type: 'model_call', iteration: iterations + 1 });
-    const reply = await callWithRetries(config, journal, model, sleep, deps, signal);
+    const reply = await callWithRetries(config, journal, messages, model, sleep, deps, signal);
     if (!reply) return signal.aborted ? end({ kind: 'cancelled' }) : end({ kind: 'failed', reason: lastModelError(journal.all()) });
-    journal.append({ type: 'model_reply', content: reply.content, tool_calls: reply.tool_calls, usage: reply.usage, finish_reason: reply.finish_reason, started_at: reply.started_at });
+    // Synced with what it leads to (a tool's start, a result, the turn's end), by the next append.
+    journal.write({ type: 'model_reply', content: reply.content, tool_calls: reply.tool_calls, usage: reply.usage, finish_reason: reply.finish_reason, started_at: reply.started_at });
     if (!reply.tool_calls.length) {
       if (++nudges > NUDGES) return end({ kind: 'failed', reason: `the model stopped calling tools (answered ${NUDGES + 1} times with text only)` });
       journal.append({
@@ -218,6 +221,7 @@ function lastModelError(events: readonly AgentEvent[]): string {
 async function callWithRetries(
   config: AgentConfig,
   journal: Journal,
+  messages: ChatMessage[],
   model: (req: ModelRequest) => Promise<ModelReply>,
   sleep: (ms: number, signal: AbortSignal) => Promise<void>,
   deps: LoopDeps,
@@ -230,7 +234,7 @@ async function callWithRetries(
       const reply = await model({
         baseUrl: config.base_url,
         model: config.model,
-        messages: messagesOf(config, journal.all()),
+        messages,
         tools: [...toolSpecsOf(config), ...(deps.mcp?.specs() ?? [])],
         stream: deps.stream ?? false,
         temperature: config.temperature,
@@ -252,12 +256,13 @@ async function callWithRetries(
 /**
  * Keeps the conversation inside the model's window: first old tool output is masked (the
  * newest answer's results stay), then, if that is not enough, everything settled is replaced
- * by a summary the model writes. Each step is recorded as an event.
+ * by a summary the model writes. Each step is recorded as an event. Answers the conversation
+ * the model is called with.
  */
-async function fitContext(config: AgentConfig, journal: Journal, model: (req: ModelRequest) => Promise<ModelReply>, deps: LoopDeps): Promise<void> {
+async function fitContext(config: AgentConfig, journal: Journal, model: (req: ModelRequest) => Promise<ModelReply>, deps: LoopDeps): Promise<ChatMessage[]> {
   const budget = config.context_tokens;
   let messages = messagesOf(config, journal.all());
-  if (estimateTokens(messages) <= budget * 0.7) return;
+  if (estimateTokens(messages) <= budget * 0.7) return messages;
   const boundary = settledBoundary(journal.all());
   const toMask = journal.all().filter((e) => e.type === 'tool_result' && e.seq <= boundary && e.output.length > 200);
   const alreadyMasked = Math.max(0, ...journal.all().flatMap((e) => (e.type === 'context_masked' ? [e.up_to_seq] : [])));
@@ -265,15 +270,17 @@ async function fitContext(config: AgentConfig, journal: Journal, model: (req: Mo
     const fresh = toMask.filter((e) => e.seq > alreadyMasked) as Array<Extract<AgentEvent, { type: 'tool_result' }>>;
     journal.append({ type: 'context_masked', up_to_seq: boundary, tool_results: fresh.length, chars: fresh.reduce((n, e) => n + e.output.length, 0) });
     messages = messagesOf(config, journal.all());
-    if (estimateTokens(messages) <= budget * 0.85) return;
+    if (estimateTokens(messages) <= budget * 0.85) return messages;
   }
-  if (boundary === 0) return;
+  if (boundary === 0) return messages;
   const transcript = messages
     .slice(1)
     .map((m) => `${m.role}: ${typeof m.content === 'string' ? m.content : ''}${m.role === 'assistant' && m.tool_calls ? ` [calls ${m.tool_calls.map((c) => `${c.function.name}(${c.function.arguments.slice(0, 300)})`).join(', ')}]` : ''}`)
     .join('\n')
     .slice(-budget * 2);
   let summary: string;
+  // Nothing leaves the runtime while an event is only written.
+  journal.sync();
   try {
     const reply = await model({
       baseUrl: config.base_url,
@@ -294,4 +301,5 @@ async function fitContext(config: AgentConfig, journal: Journal, model: (req: Mo
   // Without a model summary, the transcript's tail is the summary: the window must hold.
   if (!summary) summary = transcript.slice(-Math.floor(budget * 1.5));
   journal.append({ type: 'context_summarized', up_to_seq: boundary, summary });
+  return messagesOf(config, journal.all());
 }

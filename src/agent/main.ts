@@ -88,8 +88,9 @@ function watchControl(cancel: () => void, gone: () => void): void {
   process.stdin.resume();
 }
 
-function emit(e: AgentEvent): void {
-  process.stdout.write(`${JSON.stringify(e)}\n`);
+/** The events of one sync, a line each, in one write (the worker reads them as one batch). */
+function emit(events: readonly AgentEvent[]): void {
+  process.stdout.write(events.map((e) => `${JSON.stringify(e)}\n`).join(''));
 }
 
 /** `{"op":"serve"}`: be the sandbox's long-lived runtime; `sweep`: it is alone in a PID namespace of its own (a `local` sandbox's exec). */
@@ -109,12 +110,12 @@ interface Stops {
  * disk. When `stops.gone` aborts, the tools are killed and the journal is sealed at once: nothing
  * more of the turn is recorded (the request then rejects with WorkerGone).
  */
-async function serve(request: AgentRequest, out: (e: AgentEvent) => void, stops: Stops, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+async function serve(request: AgentRequest, out: (events: readonly AgentEvent[]) => void, stops: Stops, env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const workspace = request.op === 'turn' ? request.config.workspace : request.workspace;
   const journal = Journal.open(journalPath(workspace, request.conversation));
   if (request.op === 'events') {
     try {
-      for (const e of journal.after(request.after)) out(e);
+      for (const e of journal.after(request.after)) out([e]);
     } finally {
       journal.close();
     }
@@ -125,7 +126,7 @@ async function serve(request: AgentRequest, out: (e: AgentEvent) => void, stops:
   if (stops.gone.aborted) journal.seal();
   // The tools listen on `tools`: aborting it kills their process groups synchronously.
   const tools = AbortSignal.any([stops.cancel, stops.gone]);
-  journal.onAppend(out);
+  journal.onDurable(out);
   // Loaded only for a role with MCP servers: the SDK is not in every image (the microVM's minimal one).
   let mcp: import('./mcp.ts').McpToolbox | undefined;
   try {
@@ -207,7 +208,7 @@ async function serveMany(sweep: boolean): Promise<number> {
     const c = { cancel: new AbortController(), gone: new AbortController(), conversation: request.conversation, ended: false, token: crypto.randomBytes(16).toString('hex') };
     channels.set(ch, c);
     busy.add(request.conversation);
-    serve(request, (event) => c.ended || write({ ch, event }), { cancel: c.cancel.signal, gone: c.gone.signal }, { ...process.env, [TURN_MARK]: c.token }).then(
+    serve(request, (events) => c.ended || process.stdout.write(events.map((event) => `${JSON.stringify({ ch, event })}\n`).join('')), { cancel: c.cancel.signal, gone: c.gone.signal }, { ...process.env, [TURN_MARK]: c.token }).then(
       () => finish(ch, 0),
       (err: unknown) => {
         if (!c.gone.signal.aborted) process.stderr.write(`agent runtime: channel ${ch} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);

@@ -102,6 +102,30 @@ describe('the embedded database driver', () => {
     assert.equal((await db.selectFrom('t').select('name').where('name', '=', 'kept').execute()).length, 1);
   });
 
+  test('between the statements of a transaction, waiting I/O runs; a query it starts waits for the transaction to end', async () => {
+    let seen: string[] | null = null;
+    let ranDuring = false;
+    let inside = false;
+    await db.transaction().execute(async (trx) => {
+      inside = true;
+      await trx.insertInto('t').values({ name: 'uncommitted' }).execute();
+      // What the event loop has waiting (a timer here; a socket's data in the service) runs before the next statement.
+      setImmediate(() => {
+        ranDuring = inside;
+        // Another user of the database: it must not run inside this transaction (the engine has one session).
+        void db.selectFrom('t').select('name').where('name', 'in', ['uncommitted', 'rolled back']).execute().then((rows) => (seen = rows.map((r) => r.name)));
+      });
+      await trx.selectFrom('t').select('id').execute();
+      await trx.deleteFrom('t').where('name', '=', 'uncommitted').execute();
+      await trx.insertInto('t').values({ name: 'rolled back' }).execute();
+      await trx.deleteFrom('t').where('name', '=', 'rolled back').execute();
+      inside = false;
+    });
+    assert.equal(ranDuring, true, 'the waiting callback ran while the transaction was open');
+    for (let i = 0; i < 100 && seen === null; i++) await new Promise((r) => setImmediate(r));
+    assert.deepEqual(seen, [], 'the other query ran after the transaction, not inside it');
+  });
+
   test('a table that changes shape is read with its new shape', async () => {
     const read = () => db.selectFrom('t').selectAll().where('name', '=', 'kept').executeTakeFirstOrThrow();
     assert.equal('extra' in (await read()), false);

@@ -149,6 +149,10 @@ class PGliteConnection implements DatabaseConnection {
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     const text = query.sql;
     const params = query.parameters as readonly unknown[];
+    // The engine runs on this thread: each statement holds the event loop while it runs. Between
+    // the statements of a transaction, what is waiting on I/O runs first (a request passing the
+    // gateway and the model proxy in this process), instead of waiting for the whole transaction.
+    if (this.#status === 'T') await new Promise<void>((resolve) => setImmediate(resolve));
     let statement = this.#statements.get(text);
     if (statement) {
       this.#statements.delete(text);

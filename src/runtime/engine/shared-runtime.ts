@@ -43,8 +43,10 @@ interface Channel {
   queue: Array<{ event: AgentEvent; bytes: number }>;
   /** Handles the events that came since the last call, in order (the engine records them in one transaction). */
   onEvents: (events: AgentEvent[]) => Promise<void>;
-  /** The handling of the queue, one event after another. */
+  /** The handling of the queue, one batch after another. */
   handling: Promise<void>;
+  /** A handling of the queue is chained and has not taken its batch yet. */
+  scheduled: boolean;
   failure: Error | null;
   done: (r: ChannelResult) => void;
   fail: (err: Error) => void;
@@ -168,30 +170,36 @@ export function createSharedRuntimes(opts: { logger: Logger; idleMs?: number }):
           const ch = msg.ch;
           queued += line.length;
           c.queue.push({ event: msg.event, bytes: line.length });
-          // What came while the last batch was handled is handled as one.
-          c.handling = c.handling.then(async () => {
-            const batch = c.queue.splice(0);
-            if (!batch.length) return;
-            for (const b of batch) queued -= b.bytes;
-            if (queued < MAX_QUEUED_BYTES / 2 && drained) {
-              const d = drained;
-              drained = null;
-              d();
-            }
-            if (c.failure) return;
-            try {
-              await c.onEvents(batch.map((b) => b.event));
-            } catch (err) {
-              // What cannot be handled (recorded) ends the request: its turn is left (its tools killed, nothing more recorded).
-              c.failure ??= err as Error;
-              if (rt.channels.get(ch) === c) {
-                rt.channels.delete(ch);
-                send(rt, ch, { op: 'leave' });
-                settle(rt, c, null);
-                idleCheck(sandbox.id, rt);
+          // What came while the last batch was handled is handled as one, and so is what came in one
+          // read (the events of one sync of the journal, written at once): the batch is taken after
+          // the lines already read are queued.
+          if (!c.scheduled) {
+            c.scheduled = true;
+            c.handling = c.handling.then(afterQueued).then(async () => {
+              c.scheduled = false;
+              const batch = c.queue.splice(0);
+              if (!batch.length) return;
+              for (const b of batch) queued -= b.bytes;
+              if (queued < MAX_QUEUED_BYTES / 2 && drained) {
+                const d = drained;
+                drained = null;
+                d();
               }
-            }
-          });
+              if (c.failure) return;
+              try {
+                await c.onEvents(batch.map((b) => b.event));
+              } catch (err) {
+                // What cannot be handled (recorded) ends the request: its turn is left (its tools killed, nothing more recorded).
+                c.failure ??= err as Error;
+                if (rt.channels.get(ch) === c) {
+                  rt.channels.delete(ch);
+                  send(rt, ch, { op: 'leave' });
+                  settle(rt, c, null);
+                  idleCheck(sandbox.id, rt);
+                }
+              }
+            });
+          }
           // A slow consumer holds the runtime's output back instead of buffering without bound.
           if (queued >= MAX_QUEUED_BYTES) await new Promise<void>((r) => (drained = r));
         }
@@ -231,7 +239,7 @@ export function createSharedRuntimes(opts: { logger: Logger; idleMs?: number }):
       const ch = nextChannel++;
       let killTimer: NodeJS.Timeout | undefined;
       const result = new Promise<ChannelResult>((done, fail) => {
-        rt.channels.set(ch, { queue: [], onEvents, handling: Promise.resolve(), failure: null, done, fail, ended: false });
+        rt.channels.set(ch, { queue: [], onEvents, handling: Promise.resolve(), scheduled: false, failure: null, done, fail, ended: false });
       });
       if (rt.idle) clearTimeout(rt.idle);
       rt.idle = null;
@@ -272,6 +280,9 @@ export function createSharedRuntimes(opts: { logger: Logger; idleMs?: number }):
     },
   };
 }
+
+/** Resolves once the lines of the chunk being read are queued (after the reader's microtasks). */
+const afterQueued = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 type Message = { ch: number; exit: number } | { ch: number; event: AgentEvent | ChannelViolation };
 
