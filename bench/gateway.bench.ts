@@ -20,7 +20,7 @@ import { startGateway } from '../src/gateway/gateway.component.ts';
 import { Registry } from '../src/metrics.ts';
 import { createLogger } from '../src/logger.ts';
 import type { ProxyLoadOptions } from './proxy-load-worker.ts';
-import { serviceProcess, type BenchReport } from './lib.ts';
+import { cpuOf, serviceProcess, type BenchReport } from './lib.ts';
 
 const SECONDS = 3;
 const ROUNDS = 3;
@@ -54,11 +54,6 @@ async function hold(o: Omit<ProxyLoadOptions, 'connections' | 'seconds'>): Promi
   };
 }
 
-/** CPU seconds (user + system) a process has used, from /proc. */
-const cpuOf = (pid: number) => {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-};
 const rssOf = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 // A full collection on demand, for the memory figures (the bench does not run with --expose-gc).
 v8.setFlagsFromString('--expose-gc');

@@ -1,4 +1,5 @@
 import { fork, spawn } from 'node:child_process';
+import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 export interface BenchReport {
@@ -99,3 +100,9 @@ export async function consoleInMemory() {
   const app = await buildConsoleApp({ config, db, logger, metrics: new Registry(), services });
   return { db, close, services, token, app };
 }
+
+/** CPU seconds (user + system, every thread) a process has used, from /proc. */
+export const cpuOf = (pid: number) => {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+};

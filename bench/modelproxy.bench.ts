@@ -5,10 +5,15 @@
 // words a few ms apart, so a proxy that buffered the stream would show in the first event's time.
 // Measured in rounds (direct and proxied back to back, alternating order) and reported as the
 // medians of the rounds, so that other work on the machine coming and going does not decide it.
-import { testConfig, testDb, testModelProxy, uniq } from '../test/harness.ts';
+// Last, the ceiling again with the proxy as `crewhouse serve` runs it: every component in one
+// process, on a data directory, the CPU of that whole process per request.
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { servicePlace, testConfig, testDb, testModelProxy, uniq } from '../test/harness.ts';
 import type { FakeOpenAIOptions } from '../test/fakes/openai-upstream.ts';
 import { createModelProxyClient } from '../src/modelproxy/client.ts';
-import { fmt, load, serviceProcess, type BenchReport, type LoadResult } from './lib.ts';
+import { cpuOf, fmt, load, serviceProcess, type BenchReport, type LoadResult } from './lib.ts';
 
 const UPSTREAM_DELAY_MS = 40;
 /** Between streamed words: 20 words take about 40 ms after the first. */
@@ -117,12 +122,88 @@ export default async function modelProxyBench(): Promise<BenchReport[]> {
       goal: `at least ${MIN_CEILING_RATIO} of direct throughput (median of the rounds), no errors`,
       met: ceilingScore.ratio >= MIN_CEILING_RATIO && ceilingScore.clean,
     });
+
+    // The same ceiling with the proxy as `crewhouse serve` runs it: every component in one
+    // process (console, proxy, chat, gateway, worker), on a data directory, the CPU of that process.
+    const served = await servedProxy(overrides.SERVICE_MODELS);
+    try {
+      const servedClient = createModelProxyClient(testConfig({ ...overrides, SERVICE_MODEL_PROXY_TOKEN: served.token }), { baseUrl: served.url });
+      const servedKey = (await servedClient.mintKey({ team: uniq('bench'), role: 'dev', agent: 'coder', max_budget: 1_000_000 })).key;
+      const throughServe = async () => {
+        const before = served.cpuUs();
+        const r = await load({
+          url: `${served.url}/v1/chat/completions`,
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${servedKey}` },
+          body: JSON.stringify({ model: 'fake', messages: [{ role: 'user', content: 'Write a haiku about proxies.' }], max_tokens: 100 }),
+          seconds: 3,
+          connections: CONNECTIONS,
+          engine: 'timed',
+          spreadMs: 0,
+        });
+        return { ...r, cpuUs: (served.cpuUs() - before) / Math.max(1, r.rps * 3) };
+      };
+      await throughServe();
+      const inServe = await rounds(CEILING_ROUNDS, (p) => (p ? throughServe() : direct(false, 3, 0)));
+      const inServeScore = score(inServe);
+      reports.push({
+        name: 'model proxy ceiling in `crewhouse serve` (every component in one process)',
+        lines: [
+          `${CONNECTIONS} connections, 3 s each, ${CEILING_ROUNDS} rounds; CPU of the service process`,
+          ...inServe.map((r, i) => `round ${i + 1}: direct ${fmt(r.direct)} | proxied ${fmt(r.proxied)} | ratio ${(r.proxied.rps / r.direct.rps).toFixed(3)}, service CPU ${(r.proxied.cpuUs ?? NaN).toFixed(0)} µs/request`),
+          `median of the rounds: the proxy's throughput against direct: ${inServeScore.ratio.toFixed(3)}; service CPU ${inServeScore.cpuUs.toFixed(0)} µs/request`,
+        ],
+        goal: `at least ${MIN_CEILING_RATIO} of direct throughput (median of the rounds), no errors`,
+        met: inServeScore.ratio >= MIN_CEILING_RATIO && inServeScore.clean,
+      });
+    } finally {
+      await served.stop();
+    }
   } finally {
     await proxy.stop();
     await fake.close();
     await tdb.close();
   }
   return reports;
+}
+
+/**
+ * `node src/main.ts serve` in a fresh place, the model proxy on a free port: its address once it
+ * started, and the CPU time the service process (the supervisor's child) has used so far (µs).
+ */
+async function servedProxy(models: string) {
+  const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+  const place = await servicePlace('bench-serve');
+  const token = `bench-${uniq('token')}-0123456789abcdef`;
+  const env = { ...place.env, SERVICE_MODELS: models, SERVICE_MODEL_PROXY_PORT: '0', SERVICE_MODEL_PROXY_TOKEN: token, SERVICE_LOG_LEVEL: 'info' };
+  const child = spawn(process.execPath, [path.join(root, 'src', 'main.ts'), 'serve'], { cwd: root, env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise((r) => child.once('exit', r));
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    await exited;
+    await place.drop();
+  };
+  try {
+    let url = '';
+    let pid = 0;
+    for (let i = 0; i < 1200 && !(url && pid); i++) {
+      if (child.exitCode !== null) break;
+      await new Promise((r) => setTimeout(r, 100));
+      // Whole lines only: the last may still be arriving.
+      const lines = out.split('\n').slice(0, -1).filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, any>);
+      url = lines.find((l) => l.msg === 'component started' && l.component === 'modelproxy')?.address ?? '';
+      pid = lines.findLast((l) => l.msg === 'service process started')?.service_pid ?? 0;
+    }
+    if (!url || !pid) throw new Error(`crewhouse serve did not start its model proxy:\n${out.slice(-2000)}`);
+    const cpuUs = () => cpuOf(pid) * 1e6;
+    return { url, token, cpuUs, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
 }
 
 const setting = () => `upstream answers after ${UPSTREAM_DELAY_MS} ms; ${CONNECTIONS} connections (started over ${UPSTREAM_DELAY_MS} ms), ${SECONDS} s each, ${ROUNDS} rounds`;

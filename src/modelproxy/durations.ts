@@ -36,7 +36,14 @@ export function addDuration(at: number, d: Duration): number {
   return Date.UTC(year, month, Math.min(t.getUTCDate(), lastDay), t.getUTCHours(), t.getUTCMinutes(), t.getUTCSeconds(), t.getUTCMilliseconds());
 }
 
+const DAY_MS = 86_400_000;
+/** The last day named, kept: admission and settlement ask for today's several times a request. */
+let lastDay = { start: NaN, text: '' };
+
 /** The UTC day `offset` days from `now`, as YYYY-MM-DD. */
 export function utcDay(offset = 0, now = Date.now()): string {
-  return new Date(now + offset * 86_400_000).toISOString().slice(0, 10);
+  const at = now + offset * DAY_MS;
+  const start = at - (((at % DAY_MS) + DAY_MS) % DAY_MS);
+  if (start !== lastDay.start) lastDay = { start, text: new Date(start).toISOString().slice(0, 10) };
+  return lastDay.text;
 }

@@ -177,6 +177,24 @@ describe('model proxy', () => {
     assert.ok(rows[2].tokens_out > 0);
   });
 
+  test('a plain answer the upstream breaks off is a clean 502: nothing charged, the reservation released', async () => {
+    const k = await mint({ max_budget: 1 });
+    fake.failNext({ status: 200, dropAfterChunks: 0 });
+    const res = await chat(k.key, hello);
+    assert.equal(res.status, 502);
+    const body = await json(res);
+    assert.equal(body.error.code, 'upstream_error');
+    assert.match(body.error.message, /broke off its answer/);
+    const [row] = await settled(k.team, 1);
+    assert.deepEqual([row.status, row.error, Number(row.cost_usd)], [502, 'upstream_error', 0]);
+    const key = await waitFor('the reservation to be released', async () => {
+      const r = await keyRow(k.key_id);
+      return Number(r.reserved) === 0 && r;
+    });
+    assert.equal(Number(key.spend_total), 0);
+    assert.equal((await chat(k.key, hello)).status, 200, 'the next request is answered');
+  });
+
   test('a client that leaves mid-stream ends the upstream request, and what was streamed is charged', async () => {
     fake.options.chunkDelayMs = 50;
     try {

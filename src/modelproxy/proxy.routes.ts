@@ -66,10 +66,12 @@ export function proxyRoutes(app: App, deps: ForwarderDeps & { db: Db }) {
       return sendProxyError(reply, e);
     });
     // Bodies pass on upstream as JSON: one nested without bound would overflow the serializer.
-    scope.addHook('preValidation', async (req) => {
+    // A callback hook: an async one costs a promise and its turns on every request.
+    scope.addHook('preValidation', (req, _reply, done) => {
       if (req.body !== undefined && inspectJson(req.body, { nul: false }) !== null) {
-        throw proxyErrors.invalidRequest(`the body nests deeper than ${MAX_JSON_DEPTH} levels`);
+        return done(proxyErrors.invalidRequest(`the body nests deeper than ${MAX_JSON_DEPTH} levels`));
       }
+      done();
     });
 
     scope.post('/v1/chat/completions', { schema: { body: ChatBody } }, async (req, reply) => {

@@ -123,19 +123,26 @@ export function post(url: string, headers: Record<string, string>, payload: stri
   };
 }
 
-/** Reads a body up to a limit. */
-export async function readBody(res: http.IncomingMessage, limit = 64 * 1024 * 1024): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of res) {
-    size += (chunk as Buffer).length;
-    if (size > limit) {
-      res.destroy();
-      throw new UpstreamNetworkError('the upstream answer is too large', false);
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
+/** Reads a body up to a limit (with listeners: an async iterator costs a promise and its turns per chunk). */
+export function readBody(res: http.IncomingMessage, limit = 64 * 1024 * 1024): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    res.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        res.destroy(new UpstreamNetworkError('the upstream answer is too large', false));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    res.once('error', reject);
+    res.once('end', () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)));
+    // Destroyed without an error (the client went away, and the call was cancelled): no 'end' comes.
+    res.once('close', () => {
+      if (!res.complete) reject(new UpstreamNetworkError('the upstream broke off its answer', false));
+    });
+  });
 }
 
 /** Splits server-sent events out of text (the adapters that translate every event); answers whole events (without their blank line). */

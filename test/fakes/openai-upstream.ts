@@ -25,7 +25,7 @@ export interface ScriptedFailure {
   status: number;
   body?: unknown;
   headers?: Record<string, string>;
-  /** Stream this many chunks and then cut the connection. */
+  /** Stream this many chunks and then cut the connection; a plain answer sends half its body and is cut (whatever the number). */
   dropAfterChunks?: number;
   /** Stream `dropAfterChunks` chunks (0 by default), then an error event with this message (as OpenAI does mid-stream), then end. */
   streamError?: string;
@@ -103,18 +103,23 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     const finish = words < (options.words ?? 5) ? 'length' : 'stop';
 
     if (!body.stream) {
+      const answer = JSON.stringify({
+        id: cid,
+        object: 'chat.completion',
+        created,
+        model: body.model,
+        choices: [{ index: 0, message: { role: 'assistant', content: parts.join(''), refusal: null }, logprobs: null, finish_reason: finish }],
+        ...(options.omitUsage ? {} : { usage }),
+        system_fingerprint: 'fp_fake',
+      });
+      if (failure?.dropAfterChunks !== undefined) {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(answer)) });
+        res.write(answer.slice(0, answer.length >> 1));
+        setTimeout(() => res.socket?.destroy(), 10);
+        return;
+      }
       res.writeHead(200, { 'content-type': 'application/json' });
-      return res.end(
-        JSON.stringify({
-          id: cid,
-          object: 'chat.completion',
-          created,
-          model: body.model,
-          choices: [{ index: 0, message: { role: 'assistant', content: parts.join(''), refusal: null }, logprobs: null, finish_reason: finish }],
-          ...(options.omitUsage ? {} : { usage }),
-          system_fingerprint: 'fp_fake',
-        }),
-      );
+      return res.end(answer);
     }
     const withUsage = body.stream_options?.include_usage === true && !options.omitUsage;
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });

@@ -240,7 +240,7 @@ describe('limits an admin changes hold at once', () => {
 
   test('when writing settlements fails, nothing is lost: they are written once the database takes them', { skip: process.env.SERVICE_TEST_DATABASE_URL ? 'on PostgreSQL settlements are written by the database admission' : false }, async () => {
     const k = await client.mintKey({ team: uniq('team'), role: 'dev', agent: 'coder', max_budget: 10 });
-    await sql`alter function mp_write_ledger(jsonb) rename to mp_write_ledger_away`.execute(tdb.db);
+    await sql`alter function mp_write_ledger(json, json, json, json) rename to mp_write_ledger_away`.execute(tdb.db);
     let charged = 0;
     try {
       for (let i = 0; i < 3; i++) {
@@ -255,7 +255,7 @@ describe('limits an admin changes hold at once', () => {
       // The ledger still counts what it could not write yet.
       assert.equal((await chat(k.key)).status, 200);
     } finally {
-      await sql`alter function mp_write_ledger_away(jsonb) rename to mp_write_ledger`.execute(tdb.db);
+      await sql`alter function mp_write_ledger_away(json, json, json, json) rename to mp_write_ledger`.execute(tdb.db);
     }
     let rows: unknown[] = [];
     for (let i = 0; i < 150 && rows.length < 4; i++) {

@@ -353,8 +353,8 @@ function createLedger(db: Db, onError: (err: unknown, lost: number) => void, for
   }
 
   /** Writes what changed since the last write: counters as they stand now, log lines and rollups gathered. */
-  const writePayload = (payload: { keys: unknown[]; teams: unknown[]; log: LogLine[]; rollup: unknown[] }) =>
-    sql`select mp_write_ledger(${JSON.stringify(payload)}::jsonb)`.execute(db);
+  const writePayload = (p: { keys: unknown[]; teams: unknown[]; log: LogLine[]; rollup: unknown[] }) =>
+    sql`select mp_write_ledger(${JSON.stringify(p.keys)}::json, ${JSON.stringify(p.teams)}::json, ${JSON.stringify(p.log)}::json, ${JSON.stringify(p.rollup)}::json)`.execute(db);
 
   /**
    * Lines the database refuses as data (a line no cleaning foresaw) are found by halving and
