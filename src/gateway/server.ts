@@ -61,7 +61,7 @@ const FRAMING = ['content-type', 'content-encoding'];
 /** A short-lived cache of promises (a failed one is forgotten at once). */
 function ttlCache<T>(ttlMs: number, max = 10_000) {
   const entries = new Map<string, { at: number; value: Promise<T> }>();
-  return (key: string, load: () => Promise<T>): Promise<T> => {
+  const get = (key: string, load: () => Promise<T>): Promise<T> => {
     const hit = entries.get(key);
     if (hit && Date.now() - hit.at < ttlMs) return hit.value;
     const value = load();
@@ -70,6 +70,11 @@ function ttlCache<T>(ttlMs: number, max = 10_000) {
     value.catch(() => entries.delete(key));
     return value;
   };
+  /** Drops every entry whose key starts with `prefix`: it is read again at its next use. */
+  get.forget = (prefix: string) => {
+    for (const key of entries.keys()) if (key.startsWith(prefix)) entries.delete(key);
+  };
+  return get;
 }
 
 /**
@@ -100,6 +105,8 @@ export function createGatewayServer(opts: GatewayOptions) {
     pathPrefix: url.pathname.replace(/\/+$/, ''),
   });
 
+  // A turn begun in a sandbox may pin another agent version (another egress): its next request is decided under that one, not the cached one.
+  const stopStaleWatch = sources.onPolicyStale?.((sandboxId) => policyOf.forget(`${sandboxId}\n`)) ?? (() => {});
   const contextFor = (who: SandboxIdentity) =>
     policyOf(`${who.sandboxId}\n${who.role}`, async () => {
       const { policy, repository } = await sources.policyFor(who);
@@ -582,6 +589,7 @@ export function createGatewayServer(opts: GatewayOptions) {
         for (const socket of open) socket.destroy();
       });
       pool.close();
+      stopStaleWatch();
     },
   };
 }

@@ -18,6 +18,12 @@ export interface GatewaySources {
   identify(hostAddress: string, sandboxAddress: string): Promise<SandboxIdentity | null>;
   /** The role's effective egress and the team's code-host repository. */
   policyFor(who: SandboxIdentity): Promise<{ policy: EffectivePolicy; repository: string | null }>;
+  /**
+   * Tells `listener` when what policyFor answered for a sandbox may have changed at once (a run
+   * began a turn there, and the egress is its pinned agent version's), where this process knows;
+   * answers the unsubscribe. Other changes are read again within the gateway's cache time.
+   */
+  onPolicyStale?(listener: (sandboxId: string) => void): () => void;
   /** The credential a destination's `inject_secret` names, or why there is none. */
   credential(who: SandboxIdentity, injectSecret: string, use: 'git' | 'api'): Promise<{ ok: true; credential: Credential } | { ok: false; reason: string }>;
   /** The MCP server `name` as the sandbox's role may use it: where it is, the destination whose address rules apply, its credential. */
@@ -57,6 +63,8 @@ export function createGatewaySources(deps: { db: Db; services: Services }): Gate
       // The team's code_host link, else its repo_url when that is on the code host.
       return { policy, repository: await services.integrations.codeHostRepositoryOf(who.teamName) };
     },
+
+    onPolicyStale: (listener) => services.runJournal.onTurnBegun(listener),
 
     async credential(who, injectSecret, use) {
       const ref = parseInjectSecret(injectSecret);

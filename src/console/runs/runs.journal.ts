@@ -4,6 +4,7 @@
  * each), the turn's outcome, a failure, a notice, the delivery. The routes' side of runs is
  * the runs service (runs.service.ts); the steps both take are in runs.steps.ts.
  */
+import { EventEmitter } from 'node:events';
 import type { AgentConfig, AgentEvent, AgentInput, TurnOutcome } from '../../agent/protocol.ts';
 import { checkEvents } from './event-checks.ts';
 import { postOfEvent, transitionOf, type PostDraft, type RunView } from './runs.rules.ts';
@@ -35,6 +36,9 @@ function viewOf(team: RunTeam, run: store.RunRow, waitingOnLead: string[]): RunV
 export function createRunJournal(deps: RunsDeps, steps: RunSteps) {
   const { db } = deps;
   const { published, changed, postsAdded, teamOfRun, teamToEnd, addTask, finish } = steps;
+  /** This process's listeners told when a turn begins in a sandbox (the gateway: its role's pinned version may have changed). */
+  const turnBegun = new EventEmitter();
+  turnBegun.setMaxListeners(0);
 
   /**
    * Fails a run with a failed post and the reason. A run failed for what its agent sent (`refused`)
@@ -95,6 +99,12 @@ export function createRunJournal(deps: RunsDeps, steps: RunSteps) {
     /** For the gateway: the agent version the open run in a sandbox pinned for its role (its egress), or null. */
     pinnedVersionInSandbox: (sandboxId: string, role: string) => store.pinnedVersionInSandbox(db, sandboxId, role),
 
+    /** In-process signal that a turn began in a sandbox, so what was read of its pinned version is stale. */
+    onTurnBegun(listener: (sandboxId: string) => void): () => void {
+      turnBegun.on('begun', listener);
+      return () => turnBegun.off('begun', listener);
+    },
+
     isActive: async (runId: string) => (await store.getRun(db, runId))?.state === 'running',
 
     /** Marks a task's turn as begun from the conversation's seq `from` (kept across a takeover). */
@@ -104,6 +114,7 @@ export function createRunJournal(deps: RunsDeps, steps: RunSteps) {
         if (!t || (t.state !== 'queued' && t.state !== 'running')) return;
         await store.setTask(trx, taskId, { state: 'running', started: true, sandbox_id: sandboxId, ...(t.state === 'queued' || t.turn_from === null ? { turn_from: from } : {}) });
       });
+      if (sandboxId) turnBegun.emit('begun', sandboxId);
       return store.getTask(db, taskId);
     },
 
