@@ -51,6 +51,21 @@ describe('teams', () => {
     assert.ok(!JSON.stringify(detail.body).includes(worker!), 'the key never leaves the server');
   });
 
+  test('a team whose home is none has no room: room_id or room_label with it is a 422 naming the field', async () => {
+    const tpl = await makeTemplate(t);
+    for (const field of ['room_id', 'room_label']) {
+      const name = uniq('nohome');
+      const res = await t.request({ method: 'POST', url: '/api/v1/teams', token: t.adminToken, body: { name, template: { name: tpl.name }, home: { surface: 'none', [field]: 'x' } } });
+      assert.equal(res.status, 422, res.text);
+      assert.deepEqual(res.body.errors.map((e: { field: string }) => e.field), [`home.${field}`]);
+      assert.match(res.body.detail, /home "none" has no room/);
+      assert.equal((await get(name)).status, 404, 'no team was created');
+    }
+    const plain = await t.request({ method: 'POST', url: '/api/v1/teams', token: t.adminToken, body: { name: uniq('nohome'), template: { name: tpl.name }, home: { surface: 'none', room_id: null, room_label: null } } });
+    assert.equal(plain.status, 201, plain.text);
+    assert.deepEqual(plain.body.home, { surface: 'none', room_id: null, room_label: null });
+  });
+
   test('viewers cannot create teams; names are unique among live teams; reserved names and missing repos are 422', async () => {
     const viewer = await t.user('viewer');
     const tpl = await makeTemplate(t);
