@@ -82,6 +82,28 @@ describe('HTTP conventions', () => {
     assert.equal(query.body.errors[0].field, 'cursor');
   });
 
+  test('a JSON body that is not UTF-8 is a 400 saying so, not text stored with replacement characters', async () => {
+    const name = `utf8-${Date.now()}`;
+    for (const bytes of [[0xff, 0xfe], [0xc3], [0xed, 0xa0, 0x80]]) {
+      const raw = Buffer.concat([Buffer.from(`{"name":"${name}-`), Buffer.from(bytes), Buffer.from('","role":"viewer"}')]);
+      const res = await t.request({ method: 'POST', url: '/api/v1/users', token: t.adminToken, headers: { 'content-type': 'application/json' }, raw });
+      assertProblem(res, 400);
+      assert.match(res.body.detail, /not valid UTF-8/);
+      assert.deepEqual(res.body.errors, [{ field: '(body)', message: 'is not valid UTF-8' }]);
+    }
+    const found = await t.db.selectFrom('users').select('id').where('name', 'like', `${name}%`).executeTakeFirst();
+    assert.equal(found, undefined, 'nothing was stored');
+    // Text outside ASCII, sent as UTF-8, still goes through (with or without a charset).
+    for (const type of ['application/json', 'application/json; charset=utf-8']) {
+      const ok = await t.request({ method: 'POST', url: '/api/v1/users', token: t.adminToken, headers: { 'content-type': type }, raw: Buffer.from(JSON.stringify({ name: `${name}-é✓-${type.length}`, role: 'viewer' })) });
+      assert.equal(ok.status, 201, ok.text);
+      assert.equal(ok.body.name, `${name}-é✓-${type.length}`);
+    }
+    // The parser still refuses a prototype-poisoning key, as Fastify's own does.
+    const proto = await t.request({ method: 'POST', url: '/api/v1/users', token: t.adminToken, headers: { 'content-type': 'application/json' }, raw: Buffer.from('{"name":"x","role":"viewer","__proto__":{"admin":true}}') });
+    assertProblem(proto, 400);
+  });
+
   test('a URL the router cannot decode is a 400 problem', async () => {
     for (const url of ['/api/v1/users/%zz', '/%E0%A4%A']) {
       const res = await t.request({ method: 'GET', url, token: t.adminToken });

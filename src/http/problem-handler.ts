@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { toDomainError } from '../errors/errors.ts';
 import type { App } from './kernel.ts';
@@ -65,6 +66,19 @@ export function sendProblem(reply: FastifyReply, p: Problem): FastifyReply {
  */
 export function useProblems(app: App): void {
   app.setErrorHandler((err: FastifyError, request, reply) => sendProblem(reply, toProblem(err, request)));
+  // A JSON body is UTF-8 (RFC 8259): bytes that are not would be decoded into replacement
+  // characters and stored as if the client had sent them, so they are refused first. Fastify's own
+  // parser (its prototype-poisoning guards included) then reads the text.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const bytes = body as Buffer;
+    if (!isUtf8(bytes)) {
+      done(problems.badRequest('the body is not valid UTF-8: send JSON text encoded as UTF-8', [{ field: '(body)', message: 'is not valid UTF-8' }]), undefined);
+      return;
+    }
+    parseJson(request, bytes.toString('utf8'), done);
+  });
   // A callback hook: it never waits, and an async one costs a promise and its turns per request.
   app.addHook('preValidation', (request, _reply, done) => {
     for (const part of ['body', 'query', 'params'] as const) {
