@@ -10,6 +10,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** What a route's body must be, as its 415 says; JSON when not given. */
     accepts?: string;
+    /** The body may be left out: none is read as `{}`, and the contract documents it as optional. */
+    optionalBody?: boolean;
   }
 }
 
@@ -81,6 +83,7 @@ export function useProblems(app: App): void {
   });
   // A callback hook: it never waits, and an async one costs a promise and its turns per request.
   app.addHook('preValidation', (request, _reply, done) => {
+    if (request.body == null && request.routeOptions.config?.optionalBody) request.body = {};
     for (const part of ['body', 'query', 'params'] as const) {
       const found = inspectJson(request[part]);
       if (found === null) continue;

@@ -106,7 +106,8 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
   });
 
   app.post('/teams/:name/upgrade', {
-    config: { auth: { role: 'operator' } },
+    // No body at all means "the current version".
+    config: { auth: { role: 'operator' }, optionalBody: true },
     schema: {
       operationId: 'upgradeTeam',
       summary: 'Move a team to another template version',
@@ -118,10 +119,6 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
       headers: IfMatchHeader,
       body: TeamUpgrade,
       response: { 200: Team },
-    },
-    // No body at all means "the current version".
-    preValidation: async (req) => {
-      req.body ??= {};
     },
     handler: async (req, reply) => {
       const row = await teams.upgrade(actorOf(req), req.params.name, requireIfMatch(req), req.body?.version);
