@@ -3,6 +3,7 @@ import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import type { ChatSurface, HookCaller } from '../../hooks.ts';
 import { problems } from '../../errors/problems.ts';
+import { pageOfList } from '../../db/pagination.ts';
 import { isChatSurface } from '../runs/runs.rules.ts';
 import { chatRoomLabel } from './teams.service.ts';
 import { mustGetLiveTeam } from './teams.directory.ts';
@@ -46,6 +47,12 @@ export function createLinksService(deps: { db: Db; hooks: HookCaller }) {
     async list(name: string) {
       const t = await liveTeam(name);
       return (await store.linksOf(db, [t.id])).map(presentLink);
+    },
+
+    /** A page of a team's links, in the order `list` gives them (surface, then id). */
+    async page(name: string, query: { limit?: number; cursor?: string }) {
+      const t = await liveTeam(name);
+      return pageOfList(await store.linksOf(db, [t.id]), (l) => [l.surface, l.external_id], presentLink, query);
     },
 
     /** Links a surface to a team; linking again is a no-op. `created` says which. */

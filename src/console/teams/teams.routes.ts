@@ -130,7 +130,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
   app.get('/teams/:name/links', {
     config: { auth: { role: 'viewer' } },
     schema: { operationId: 'listTeamLinks', summary: 'List a team\'s links', tags, params: TeamParams, querystring: ListQuery, response: { 200: Page(Link) } },
-    handler: async (req) => ({ items: await links.list(req.params.name), next_cursor: null }),
+    handler: async (req) => links.page(req.params.name, req.query),
   });
 
   app.put('/teams/:name/links', {

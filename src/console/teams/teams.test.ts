@@ -429,6 +429,24 @@ describe('teams', () => {
     assert.equal(taken.status, 409);
   });
 
+  test('links are a list like any other: limit and cursor page through them', async () => {
+    const team = await makeTeam(t);
+    const url = `/api/v1/teams/${team.name}/links`;
+    const ids = ['a', 'b', 'c'].map((x) => `${uniq('page')}-${x}`);
+    for (const external_id of ids) assert.equal((await t.request({ method: 'PUT', url, token: t.adminToken, body: { surface: 'tracker_b', external_id } })).status, 201);
+    const first = await t.request({ method: 'GET', url: `${url}?limit=2`, token: t.adminToken });
+    assert.equal(first.status, 200, first.text);
+    assert.equal(first.body.items.length, 2);
+    assert.equal(typeof first.body.next_cursor, 'string');
+    const second = await t.request({ method: 'GET', url: `${url}?limit=2&cursor=${encodeURIComponent(first.body.next_cursor)}`, token: t.adminToken });
+    assert.equal(second.status, 200, second.text);
+    assert.equal(second.body.next_cursor, null);
+    assert.deepEqual([...first.body.items, ...second.body.items].map((l: { external_id: string }) => l.external_id).sort(), ids.sort());
+    const bad = await t.request({ method: 'GET', url: `${url}?cursor=nonsense`, token: t.adminToken });
+    assert.equal(bad.status, 400, bad.text);
+    assert.equal(bad.body.errors[0].field, 'cursor');
+  });
+
   test('role egress overrides: admin only, validated, If-Match, removable', async () => {
     const team = await makeTeam(t);
     const url = `/api/v1/teams/${team.name}/roles/dev/egress`;
