@@ -447,6 +447,24 @@ describe('teams', () => {
     assert.equal(bad.body.errors[0].field, 'cursor');
   });
 
+  test('a repository or tracker id is one link whatever its case, as work arriving on it is matched', async () => {
+    const team = await makeTeam(t);
+    const other = await makeTeam(t, { template: team.template });
+    const id = uniq('Proj');
+    const put = (name: string, external_id: string) => t.request({ method: 'PUT', url: `/api/v1/teams/${name}/links`, token: t.adminToken, body: { surface: 'tracker_b', external_id } });
+    assert.equal((await put(team.name, id)).status, 201);
+    // The same id in other case is the link the team has (tracker and code-host ids are matched without case).
+    const again = await put(team.name, id.toUpperCase());
+    assert.equal(again.status, 200, again.text);
+    assert.equal(again.body.external_id, id);
+    const list = await t.request({ method: 'GET', url: `/api/v1/teams/${team.name}/links`, token: t.adminToken });
+    assert.deepEqual(list.body.items.map((l: { external_id: string }) => l.external_id), [id]);
+    // Another team cannot take it in other case: work on it would find two teams.
+    const taken = await put(other.name, id.toLowerCase());
+    assert.equal(taken.status, 409, taken.text);
+    assert.match(taken.body.detail, new RegExp(`already linked to team "${team.name}"`));
+  });
+
   test('role egress overrides: admin only, validated, If-Match, removable', async () => {
     const team = await makeTeam(t);
     const url = `/api/v1/teams/${team.name}/roles/dev/egress`;
