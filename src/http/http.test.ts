@@ -104,6 +104,15 @@ describe('HTTP conventions', () => {
     assertProblem(proto, 400);
   });
 
+  test('a problem with a path parameter or a query parameter says which part of the request it is in', async () => {
+    const path = await t.request({ method: 'GET', url: '/api/v1/teams/Not_A_Name', token: t.adminToken });
+    assertProblem(path, 400);
+    assert.match(path.body.detail, /^the path is not valid: name must be /);
+    const query = await t.request({ method: 'GET', url: '/api/v1/users?limit=many', token: t.adminToken });
+    assertProblem(query, 400);
+    assert.match(query.body.detail, /^the query string is not valid: limit must be a whole number/);
+  });
+
   test('a URL the router cannot decode is a 400 problem', async () => {
     for (const url of ['/api/v1/users/%zz', '/%E0%A4%A']) {
       const res = await t.request({ method: 'GET', url, token: t.adminToken });

@@ -22,7 +22,7 @@ export function toProblem(err: FastifyError & { code?: string }, request: Fastif
     // A trailing `*` parameter is named in errors as the contract names it (`name`, not `*`).
     const wildcard = err.validationContext === 'params' ? request.routeOptions.config?.openapiWildcard : undefined;
     const errors = fieldProblems(err.validation as any, err.validationContext).map((e) => (wildcard && e.field === '*' ? { ...e, field: wildcard } : e));
-    const where = err.validationContext === 'body' ? 'the body' : `the ${err.validationContext ?? 'request'}`;
+    const where = ({ body: 'the body', params: 'the path', querystring: 'the query string', headers: 'a header' } as Record<string, string>)[err.validationContext ?? ''] ?? 'the request';
     return problems.badRequest(`${where} is not valid: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, errors);
   }
   switch (err.code) {
