@@ -113,6 +113,22 @@ describe('HTTP conventions', () => {
     assert.match(query.body.detail, /^the query string is not valid: limit must be a whole number/);
   });
 
+  test('If-Match takes one ETag: * or a list is a 400 saying so, a stale or weak one a 412', async () => {
+    const made = await t.request({ method: 'POST', url: '/api/v1/users', token: t.adminToken, body: { name: `ifmatch-${Date.now()}`, role: 'viewer' } });
+    assert.equal(made.status, 201, made.text);
+    const url = `/api/v1/users/${made.body.id}`;
+    const etag = String((await t.request({ method: 'GET', url, token: t.adminToken })).headers.etag);
+    const patch = (ifMatch: string) => t.request({ method: 'PATCH', url, token: t.adminToken, headers: { 'if-match': ifMatch }, body: { role: 'operator' } });
+    for (const value of ['*', `"1", ${etag}`, 'garbage']) {
+      const res = await patch(value);
+      assertProblem(res, 400);
+      assert.deepEqual(res.body.errors.map((e: { field: string }) => e.field), ['If-Match'], value);
+      assert.match(res.body.detail, /If-Match must be one ETag/);
+    }
+    for (const value of ['"999999"', `W/${etag}`]) assertProblem(await patch(value), 412);
+    assert.equal((await patch(etag)).status, 200);
+  });
+
   test('a URL the router cannot decode is a 400 problem', async () => {
     for (const url of ['/api/v1/users/%zz', '/%E0%A4%A']) {
       const res = await t.request({ method: 'GET', url, token: t.adminToken });
