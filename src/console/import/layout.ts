@@ -41,7 +41,7 @@ export interface YamlFile {
 export function readYaml(text: string): YamlFile {
   const lineCounter = new LineCounter();
   const doc: Document = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
-  const errors = doc.errors.map((e) => ({ line: lineCounter.linePos(e.pos[0]).line, message: e.message.split('\n')[0] }));
+  const errors: YamlFile['errors'] = doc.errors.map((e) => ({ line: lineCounter.linePos(e.pos[0]).line, message: e.message.split('\n')[0] }));
   const lineOf = (field: string | Array<string | number> | null): number | null => {
     if (!doc.contents) return null;
     const parts: Array<string | number> = Array.isArray(field) ? field : field ? field.split('.').map((p) => (/^\d+$/.test(p) ? Number(p) : p)) : [];
