@@ -48,6 +48,23 @@ export function toPage<R, I>(rows: R[], limit: number, keyOf: (row: R) => Cursor
   };
 }
 
+/**
+ * A page of a list held whole in memory (a fixed catalogue, a team's links), in its given order:
+ * the cursor is the key of the last item given out, as `keyset` makes it for a query.
+ */
+export function pageOfList<T, I>(all: readonly T[], keyOf: (item: T) => CursorValue[], present: (item: T) => I, query: { limit?: number; cursor?: string }) {
+  const limit = limitOf(query);
+  const first = all[0];
+  const cursor = decodeCursor(query.cursor, first === undefined ? 1 : keyOf(first).map((v) => (typeof v === 'number' ? 'number' : 'string')));
+  let start = 0;
+  if (cursor) {
+    const at = all.findIndex((item) => keyOf(item).every((v, i) => v === cursor[i]));
+    if (at < 0) throw problems.badRequest('cursor is not a cursor this list gave out', [{ field: 'cursor', message: 'not a valid cursor' }]);
+    start = at + 1;
+  }
+  return toPage(all.slice(start, start + limit + 1), limit, keyOf, present);
+}
+
 /** The limit of a list query with its default. */
 export function limitOf(query: { limit?: number }): number {
   return query.limit ?? DEFAULT_LIMIT;

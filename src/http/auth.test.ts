@@ -53,6 +53,16 @@ describe('bearer tokens and roles', () => {
     }
   });
 
+  test('the scheme is matched without case (RFC 9110), and a malformed token is named as such', async () => {
+    for (const scheme of ['bearer', 'BEARER', 'Bearer']) {
+      const res = await t.request({ method: 'GET', url: '/api/v1/me', headers: { authorization: `${scheme} ${t.adminToken}` } });
+      assert.equal(res.status, 200, `${scheme}: ${res.text}`);
+    }
+    const short = await t.request({ method: 'GET', url: '/api/v1/me', headers: { authorization: 'Bearer short' } });
+    assert401(short);
+    assert.match(short.body.detail, /the bearer token is malformed/);
+  });
+
   test('on /webhooks/*, an Authorization header that is not Bearer is left to the route (a chat server sends "Token <command token>")', async () => {
     const res = await t.request({ method: 'POST', url: '/webhooks/tracker_a', headers: { authorization: 'Token abcdefgh12345678', 'content-type': 'application/json' }, raw: '{}' });
     assert.equal(res.status, 409, res.text);

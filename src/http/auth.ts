@@ -68,8 +68,10 @@ async function authenticate(db: Db, userOf: UserLookup, request: FastifyRequest,
   if ('public' in rule && request.url.startsWith('/webhooks/') && authz !== undefined && !/^Bearer /i.test(authz)) return;
 
   if (authz !== undefined) {
-    const m = /^Bearer ([A-Za-z0-9._~+/=-]{8,512})$/.exec(authz);
+    // The scheme is matched without case (RFC 9110, 11.1), the token exactly.
+    const m = /^Bearer +(\S*)$/i.exec(authz);
     if (!m) throw problems.unauthorized('the Authorization header must be "Bearer <token>"');
+    if (!/^[A-Za-z0-9._~+/=-]{8,512}$/.test(m[1])) throw problems.unauthorized('the bearer token is malformed: a token is 8 to 512 of A-Z a-z 0-9 . _ ~ + / = -');
     if (csrf !== undefined) throw problems.badRequest(`${CSRF_HEADER} is only for browser sessions; do not send it with a token`, [{ field: CSRF_HEADER, message: 'not accepted with a token' }]);
     const hash = hashToken(m[1]);
     const row = await lookupCredential(db, `t:${hash}`, async () => withUser(db, userOf, await findToken(db, hash)));

@@ -12,14 +12,22 @@ export function setEtag(reply: FastifyReply, rowVersion: number | string): void 
 }
 
 /**
- * The row version a write of an existing resource expects: 428 without If-Match. A value
- * that is not one of our ETags can never match, so it becomes a version no row has (412).
+ * The row version a write of an existing resource expects: 428 without If-Match. An ETag
+ * that is not one of ours can never match, so it becomes a version no row has (412); a value
+ * that is not one ETag (`*`, a list) is a 400.
  */
 export function requireIfMatch(request: FastifyRequest): number {
   const raw = request.headers['if-match'];
   if (raw === undefined || raw === '') throw problems.preconditionRequired();
-  const match = /^\s*"(\d{1,15})"\s*$/.exec(String(raw));
-  return match ? Number(match[1]) : -1;
+  const value = String(raw).trim();
+  const match = /^"(\d{1,15})"$/.exec(value);
+  if (match) return Number(match[1]);
+  // Another ETag (a weak one, or one we never gave) can never match: stale (412). `*` or a list
+  // would be a different question than "is it still the version I read?", so it is refused.
+  if (/^(W\/)?"[^",]*"$/.test(value)) return -1;
+  throw problems.badRequest('If-Match must be one ETag as a GET of the resource gave it (such as "12"); * and lists of ETags are not accepted', [
+    { field: 'If-Match', message: 'must be one ETag from a fresh GET' },
+  ]);
 }
 
 /** If-Match when present (for create-or-replace routes), else null. */

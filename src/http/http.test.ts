@@ -82,6 +82,53 @@ describe('HTTP conventions', () => {
     assert.equal(query.body.errors[0].field, 'cursor');
   });
 
+  test('a JSON body that is not UTF-8 is a 400 saying so, not text stored with replacement characters', async () => {
+    const name = `utf8-${Date.now()}`;
+    for (const bytes of [[0xff, 0xfe], [0xc3], [0xed, 0xa0, 0x80]]) {
+      const raw = Buffer.concat([Buffer.from(`{"name":"${name}-`), Buffer.from(bytes), Buffer.from('","role":"viewer"}')]);
+      const res = await t.request({ method: 'POST', url: '/api/v1/users', token: t.adminToken, headers: { 'content-type': 'application/json' }, raw });
+      assertProblem(res, 400);
+      assert.match(res.body.detail, /not valid UTF-8/);
+      assert.deepEqual(res.body.errors, [{ field: '(body)', message: 'is not valid UTF-8' }]);
+    }
+    const found = await t.db.selectFrom('users').select('id').where('name', 'like', `${name}%`).executeTakeFirst();
+    assert.equal(found, undefined, 'nothing was stored');
+    // Text outside ASCII, sent as UTF-8, still goes through (with or without a charset).
+    for (const type of ['application/json', 'application/json; charset=utf-8']) {
+      const ok = await t.request({ method: 'POST', url: '/api/v1/users', token: t.adminToken, headers: { 'content-type': type }, raw: Buffer.from(JSON.stringify({ name: `${name}-é✓-${type.length}`, role: 'viewer' })) });
+      assert.equal(ok.status, 201, ok.text);
+      assert.equal(ok.body.name, `${name}-é✓-${type.length}`);
+    }
+    // The parser still refuses a prototype-poisoning key, as Fastify's own does.
+    const proto = await t.request({ method: 'POST', url: '/api/v1/users', token: t.adminToken, headers: { 'content-type': 'application/json' }, raw: Buffer.from('{"name":"x","role":"viewer","__proto__":{"admin":true}}') });
+    assertProblem(proto, 400);
+  });
+
+  test('a problem with a path parameter or a query parameter says which part of the request it is in', async () => {
+    const path = await t.request({ method: 'GET', url: '/api/v1/teams/Not_A_Name', token: t.adminToken });
+    assertProblem(path, 400);
+    assert.match(path.body.detail, /^the path is not valid: name must be /);
+    const query = await t.request({ method: 'GET', url: '/api/v1/users?limit=many', token: t.adminToken });
+    assertProblem(query, 400);
+    assert.match(query.body.detail, /^the query string is not valid: limit must be a whole number/);
+  });
+
+  test('If-Match takes one ETag: * or a list is a 400 saying so, a stale or weak one a 412', async () => {
+    const made = await t.request({ method: 'POST', url: '/api/v1/users', token: t.adminToken, body: { name: `ifmatch-${Date.now()}`, role: 'viewer' } });
+    assert.equal(made.status, 201, made.text);
+    const url = `/api/v1/users/${made.body.id}`;
+    const etag = String((await t.request({ method: 'GET', url, token: t.adminToken })).headers.etag);
+    const patch = (ifMatch: string) => t.request({ method: 'PATCH', url, token: t.adminToken, headers: { 'if-match': ifMatch }, body: { role: 'operator' } });
+    for (const value of ['*', `"1", ${etag}`, 'garbage']) {
+      const res = await patch(value);
+      assertProblem(res, 400);
+      assert.deepEqual(res.body.errors.map((e: { field: string }) => e.field), ['If-Match'], value);
+      assert.match(res.body.detail, /If-Match must be one ETag/);
+    }
+    for (const value of ['"999999"', `W/${etag}`]) assertProblem(await patch(value), 412);
+    assert.equal((await patch(etag)).status, 200);
+  });
+
   test('a URL the router cannot decode is a 400 problem', async () => {
     for (const url of ['/api/v1/users/%zz', '/%E0%A4%A']) {
       const res = await t.request({ method: 'GET', url, token: t.adminToken });

@@ -158,6 +158,21 @@ describe('OpenAPI', () => {
     assert.deepEqual(lines, []);
   });
 
+  test('a body is documented as required only where leaving it out is refused', async () => {
+    const requiredOf = (method: string, path: string) => doc.paths[path][method].requestBody.required;
+    // Left out, these answer as an empty object does (the import's dry run, the upgrade to the current version).
+    assert.equal(requiredOf('post', '/import'), false);
+    assert.equal(requiredOf('post', '/teams/{name}/upgrade'), false);
+    assert.equal(requiredOf('post', '/teams'), true);
+    const noBody = await t.request({ method: 'POST', url: '/api/v1/teams/nope/upgrade', token: t.adminToken, headers: { 'if-match': '"1"' } });
+    assert.equal(noBody.status, 404, noBody.text);
+    const empty = await t.request({ method: 'POST', url: '/api/v1/teams', token: t.adminToken, headers: { 'content-type': 'application/json' } });
+    assert.equal(empty.status, 400, empty.text);
+    for (const [path, ops] of Object.entries<any>(doc.paths)) {
+      for (const [method, o] of Object.entries<any>(ops)) assert.ok(!Object.keys(o).some((k) => k.startsWith('x-optional')), `${method} ${path}: no internal marker left`);
+    }
+  });
+
   test('problem answers follow each route: role, path parameters, body, If-Match and the route\'s own', () => {
     const op = (method: string, path: string) => doc.paths[path][method];
     const codes = (method: string, path: string) => Object.keys(op(method, path).responses).filter((c) => /^[45]/.test(c)).sort();

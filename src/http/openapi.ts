@@ -247,6 +247,10 @@ export function finishDocument(doc: any, examples?: ContractExamples): any {
       if (op.requestBody?.content) {
         next.requestBody = { ...op.requestBody, content: mapContent(op.requestBody.content, (s) => mapSchema(s, hoist)) };
       }
+      if (next['x-optional-body']) {
+        if (next.requestBody) next.requestBody.required = false;
+        delete next['x-optional-body'];
+      }
       next.responses = {};
       for (const [code, answer] of Object.entries<any>(op.responses)) {
         const derived = DERIVED[Number(code) as DerivedStatus];
@@ -322,6 +326,8 @@ export async function useOpenApi(app: App, opts: { publicBaseUrl: string; versio
       }
       // A required If-Match is documented as required; validation leaves it optional so that its absence is a 428, not a 400.
       if (s.headers && isIfMatchRequired(s.headers)) s.headers = { ...s.headers, required: [...(s.headers.required ?? []), 'if-match'] };
+      // Carried to finishDocument, which has the built requestBody (the generator marks every body required).
+      if (s.body && (route.config as { optionalBody?: boolean } | undefined)?.optionalBody) s['x-optional-body'] = true;
       if (s.body) s.body = s.body.content ? { ...s.body, content: mapContent(s.body.content, (x) => nameShapes(x, shapes)) } : nameShapes(s.body, shapes);
       const response = withSuccessHeaders(nameAnswers(s.response ?? {}, shapes), s);
       for (const [status, description] of problems) {

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { toDomainError } from '../errors/errors.ts';
 import type { App } from './kernel.ts';
@@ -9,6 +10,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** What a route's body must be, as its 415 says; JSON when not given. */
     accepts?: string;
+    /** The body may be left out: none is read as `{}`, and the contract documents it as optional. */
+    optionalBody?: boolean;
   }
 }
 
@@ -19,7 +22,7 @@ export function toProblem(err: FastifyError & { code?: string }, request: Fastif
     // A trailing `*` parameter is named in errors as the contract names it (`name`, not `*`).
     const wildcard = err.validationContext === 'params' ? request.routeOptions.config?.openapiWildcard : undefined;
     const errors = fieldProblems(err.validation as any, err.validationContext).map((e) => (wildcard && e.field === '*' ? { ...e, field: wildcard } : e));
-    const where = err.validationContext === 'body' ? 'the body' : `the ${err.validationContext ?? 'request'}`;
+    const where = ({ body: 'the body', params: 'the path', querystring: 'the query string', headers: 'a header' } as Record<string, string>)[err.validationContext ?? ''] ?? 'the request';
     return problems.badRequest(`${where} is not valid: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, errors);
   }
   switch (err.code) {
@@ -65,8 +68,22 @@ export function sendProblem(reply: FastifyReply, p: Problem): FastifyReply {
  */
 export function useProblems(app: App): void {
   app.setErrorHandler((err: FastifyError, request, reply) => sendProblem(reply, toProblem(err, request)));
+  // A JSON body is UTF-8 (RFC 8259): bytes that are not would be decoded into replacement
+  // characters and stored as if the client had sent them, so they are refused first. Fastify's own
+  // parser (its prototype-poisoning guards included) then reads the text.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const bytes = body as Buffer;
+    if (!isUtf8(bytes)) {
+      done(problems.badRequest('the body is not valid UTF-8: send JSON text encoded as UTF-8', [{ field: '(body)', message: 'is not valid UTF-8' }]), undefined);
+      return;
+    }
+    parseJson(request, bytes.toString('utf8'), done);
+  });
   // A callback hook: it never waits, and an async one costs a promise and its turns per request.
   app.addHook('preValidation', (request, _reply, done) => {
+    if (request.body == null && request.routeOptions.config?.optionalBody) request.body = {};
     for (const part of ['body', 'query', 'params'] as const) {
       const found = inspectJson(request[part]);
       if (found === null) continue;

@@ -15,12 +15,12 @@ export const ProblemSchema = Type.Object(
 // answers 428 (or creates). The contract lists the first as required.
 /** Headers of a write of an existing resource: If-Match is required (428 when missing, 412 when stale). */
 export const IfMatchHeader = Type.Object({
-  'if-match': Type.Optional(Type.String({ description: 'the ETag from a fresh GET; 428 when missing, 412 when stale' })),
+  'if-match': Type.Optional(Type.String({ description: 'the ETag from a fresh GET, one ETag as given ("12"); 428 when missing, 412 when stale, 400 for * or a list' })),
 });
 
 /** Headers of a create-or-replace write: without If-Match it creates; replacing needs it (412 when stale). */
 export const IfMatchToReplace = Type.Object({
-  'if-match': Type.Optional(Type.String({ description: 'to replace: the ETag from a fresh GET (412 when stale); omit to create' })),
+  'if-match': Type.Optional(Type.String({ description: 'to replace: the ETag from a fresh GET, one ETag as given (412 when stale, 400 for * or a list); omit to create' })),
 });
 
 /** Whether a route's headers schema requires If-Match (the contract marks it required). */

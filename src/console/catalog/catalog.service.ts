@@ -1,24 +1,9 @@
 import net from 'node:net';
 import type { Static } from 'typebox';
-import { decodeCursor, encodeCursor } from '../../db/pagination.ts';
-import { problems } from '../../errors/problems.ts';
+import { pageOfList } from '../../db/pagination.ts';
 import type { ModelAlias, ModelCatalog } from '../../models/catalog.ts';
 import { TOOL_CATALOG, type ToolDefinition } from '../../agent/tools/catalog.ts';
 import type { ModelEntry, ToolEntry } from './catalog.schemas.ts';
-
-/** A page of a fixed, ordered list; the cursor is the key of the last item given out. */
-function pageOf<T, I>(all: readonly T[], keyOf: (item: T) => string, present: (item: T) => I, query: { limit: number; cursor?: string }) {
-  const cursor = decodeCursor(query.cursor, 1);
-  let start = 0;
-  if (cursor) {
-    const at = all.findIndex((item) => keyOf(item) === cursor[0]);
-    if (at < 0) throw problems.badRequest('cursor is not a cursor this list gave out', [{ field: 'cursor', message: 'not a valid cursor' }]);
-    start = at + 1;
-  }
-  const kept = all.slice(start, start + query.limit);
-  const more = start + query.limit < all.length;
-  return { items: kept.map(present), next_cursor: more ? encodeCursor([keyOf(kept[kept.length - 1])]) : null };
-}
 
 function isLocalHost(hostname: string): boolean {
   const h = hostname.replace(/^\[|\]$/g, '');
@@ -60,8 +45,8 @@ export function presentTool(t: ToolDefinition): Static<typeof ToolEntry> {
 /** The two read-only catalogues: built-in tools and the deployment's model aliases. */
 export function createCatalogService(deps: { models: ModelCatalog }) {
   return {
-    tools: (query: { limit: number; cursor?: string }) => pageOf(TOOL_CATALOG, (t) => t.name, presentTool, query),
-    models: (query: { limit: number; cursor?: string }) => pageOf(deps.models.aliases, (a) => a.alias, presentModel, query),
+    tools: (query: { limit: number; cursor?: string }) => pageOfList(TOOL_CATALOG, (t) => [t.name], presentTool, query),
+    models: (query: { limit: number; cursor?: string }) => pageOfList(deps.models.aliases, (a) => [a.alias], presentModel, query),
   };
 }
 

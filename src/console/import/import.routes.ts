@@ -5,7 +5,8 @@ import type { ImportService } from './import.service.ts';
 
 export function importRoutes(app: App, deps: { imports: ImportService }) {
   app.post('/import', {
-    config: { auth: { role: 'admin' } },
+    // No body at all is the dry run with the defaults, as `{}` is.
+    config: { auth: { role: 'admin' }, optionalBody: true },
     schema: {
       operationId: 'importConfiguration',
       summary: 'Import from the configuration repository',
@@ -15,10 +16,6 @@ export function importRoutes(app: App, deps: { imports: ImportService }) {
       body: ImportRequest,
       response: { 200: ImportPlan },
       problems: { 502: 'the configuration repository could not be fetched' },
-    },
-    // No body at all is the dry run with the defaults, as `{}` is.
-    preValidation: async (req) => {
-      if (req.body === undefined || req.body === null) req.body = {};
     },
     handler: async (req) => {
       const body = req.body;

@@ -336,6 +336,27 @@ describe('the configuration repository setting and a local directory', () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
+  it('a file whose aliases expand past the guard is a problem of that file with its reason, not a 500', async (ctx) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crewhouse-import-aliases-'));
+    ctx.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const t = await testApp({ config: { SERVICE_IMPORT_REPOSITORY: dir } });
+    ctx.after(() => t.close());
+    fs.mkdirSync(path.join(dir, 'agents'));
+    // Each level holds nine of the one before: a small file that expands to 9^6 strings.
+    const levels = ['a: &a ["x","x","x","x","x","x","x","x","x"]'];
+    for (const [prev, name] of [['a', 'b'], ['b', 'c'], ['c', 'd'], ['d', 'e'], ['e', 'f']]) levels.push(`${name}: &${name} [${Array(9).fill(`*${prev}`).join(',')}]`);
+    fs.writeFileSync(path.join(dir, 'agents', 'bomb.yaml'), `${levels.join('\n')}\n`);
+    fs.writeFileSync(path.join(dir, 'agents', 'fine.yaml'), 'description: x\nversion:\n  system_prompt: hi\n');
+    const plan = await t.request({ method: 'POST', url: '/api/v1/import', token: t.adminToken, body: {} });
+    assert.equal(plan.status, 200, plan.text);
+    assert.deepEqual(plan.body.entries.map((e: any) => `${e.action} ${e.kind}:${e.name}`), ['create agent:fine']);
+    assert.equal(plan.body.problems.length, 1, plan.text);
+    assert.equal(plan.body.problems[0].file, 'agents/bomb.yaml');
+    assert.match(plan.body.problems[0].message, /^is not valid YAML: .*aliases/);
+    const apply = await t.request({ method: 'POST', url: '/api/v1/import', token: t.adminToken, body: { dry_run: false } });
+    assert.equal(apply.status, 422, apply.text);
+    assert.match(apply.body.detail, /1 problem/);
+  });
 });
 
 describe('a configuration repository on the code host', () => {

@@ -41,7 +41,7 @@ export interface YamlFile {
 export function readYaml(text: string): YamlFile {
   const lineCounter = new LineCounter();
   const doc: Document = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
-  const errors = doc.errors.map((e) => ({ line: lineCounter.linePos(e.pos[0]).line, message: e.message.split('\n')[0] }));
+  const errors: YamlFile['errors'] = doc.errors.map((e) => ({ line: lineCounter.linePos(e.pos[0]).line, message: e.message.split('\n')[0] }));
   const lineOf = (field: string | Array<string | number> | null): number | null => {
     if (!doc.contents) return null;
     const parts: Array<string | number> = Array.isArray(field) ? field : field ? field.split('.').map((p) => (/^\d+$/.test(p) ? Number(p) : p)) : [];
@@ -63,7 +63,17 @@ export function readYaml(text: string): YamlFile {
     }
     return null;
   };
-  return { value: errors.length ? undefined : doc.toJS(), lineOf, errors };
+  let value: unknown;
+  if (!errors.length) {
+    try {
+      value = doc.toJS();
+    } catch (e) {
+      // The one failure of a document that parsed: aliases that expand past the library's guard
+      // (a few lines that would become millions of values).
+      errors.push({ line: null, message: `its aliases expand too far (${(e as Error).message.toLowerCase()}); write the values out instead` });
+    }
+  }
+  return { value, lineOf, errors };
 }
 
 /** YAML text of a definition with keys in a stable order (sorted), as export writes and diffs show it. */

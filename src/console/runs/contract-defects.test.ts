@@ -2,13 +2,16 @@
 // Retry-After (the seconds until the UTC day turns), as the served contract declares on every 429;
 // and a run belongs to the team that ran it, not to its name: a new team that takes an archived
 // team's name lists none of the archived team's runs.
+// A reply's in_reply_to past the largest post number is a 400 naming it, not a database error without a field.
+// A client that prefers JSON (by its Accept qualities) gets the posts as JSON, not the endless event stream.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
-import { makeTeam, makeTemplate } from '../../../test/factories.ts';
+import { makeRun, makeTeam, makeTemplate } from '../../../test/factories.ts';
 import { makeHostRow } from '../../../test/sandboxes.ts';
 import { systemActor } from '../../audit/audit.ts';
 import { testApp, type TestApp } from '../../../test/harness.ts';
+import { prefers } from '../../http/negotiation.ts';
 
 describe('runs: contract defects', () => {
   let t: TestApp;
@@ -53,6 +56,35 @@ describe('runs: contract defects', () => {
     const listed = await t.request({ method: 'GET', url: `/api/v1/teams/${second.name}/runs`, token: t.adminToken });
     assert.equal(listed.status, 200, listed.text);
     assert.deepEqual(listed.body.items.map((r: { id: string }) => r.id), [mine], `not the archived team's run ${old}`);
+  });
+
+  test('a reply whose in_reply_to is past the largest post number is a 400 naming in_reply_to', async () => {
+    await makeHostRow(t.db, { providers: ['local', 'microvm'] });
+    const run = await makeRun(t);
+    for (const in_reply_to of [2147483648, 1e30]) {
+      const res = await t.request({ method: 'POST', url: `/api/v1/runs/${run.run_id}/replies`, token: t.adminToken, body: { text: 'yes', in_reply_to } });
+      assert.equal(res.status, 400, res.text);
+      assert.deepEqual(res.body.errors.map((e: { field: string }) => e.field), ['in_reply_to']);
+      assert.match(res.body.detail, /in_reply_to must be at most 2147483647/);
+    }
+    const doc = (await t.request({ method: 'GET', url: '/api/v1/openapi.json', token: t.adminToken })).body;
+    const body = doc.paths['/runs/{id}/replies'].post.requestBody.content['application/json'].schema;
+    const schema = body.$ref ? doc.components.schemas[body.$ref.split('/').pop()] : body;
+    assert.equal(schema.properties.in_reply_to.anyOf[0].maximum, 2147483647, 'the contract says the bound');
+  });
+
+  test('posts are JSON to a client that prefers JSON over the event stream, by its Accept qualities', async () => {
+    await makeHostRow(t.db, { providers: ['local', 'microvm'] });
+    const run = await makeRun(t);
+    for (const accept of ['text/event-stream;q=0.1, application/json', 'text/event-stream;q=0', 'application/json, text/event-stream;q=0.9']) {
+      const res = await t.request({ method: 'GET', url: `/api/v1/runs/${run.run_id}/posts`, token: t.adminToken, headers: { accept } });
+      assert.equal(res.status, 200, accept);
+      assert.match(String(res.headers['content-type']), /^application\/json/, accept);
+      assert.ok(Array.isArray(res.body.items), accept);
+    }
+    // Asked for first, or alone, it is the stream (the route's own tests follow one).
+    for (const accept of ['text/event-stream', 'application/json;q=0.5, text/event-stream', 'text/event-stream, */*']) assert.equal(prefers(accept, 'text/event-stream'), true, accept);
+    for (const accept of [undefined, '', 'application/json', '*/*', 'text/event-stream;q=0.2, */*;q=0.8']) assert.equal(prefers(accept, 'text/event-stream'), false, String(accept));
   });
 
   test('the served contract describes the team state transitions and its compatibility and deprecation policy', async () => {

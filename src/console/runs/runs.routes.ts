@@ -9,6 +9,7 @@ import { MAX_REPLY_CHARS, MAX_TASK_CHARS, Post, PostsQuery, ReplyAccepted, Reply
 import type { RunsService } from './runs.service.ts';
 import type { TraceReader } from './trace.ts';
 import { watchPosts } from './watch.ts';
+import { prefers } from '../../http/negotiation.ts';
 
 /** The stream resumes after the post whose seq a reconnecting client names (the EventSource standard's header). */
 const PostsStreamHeaders = Type.Object({
@@ -82,7 +83,7 @@ export function runsRoutes(app: App, deps: { runs: RunsService; traces: TraceRea
       summary: "Read a run's conversation",
       tags,
       description:
-        'The conversation in order. `cursor` = the last `seq` seen returns only newer posts. With `Accept: text/event-stream` the same route streams posts as they come (each event\'s `id` is its seq, `event` its kind, `data` the post as JSON), starting after `cursor` or the `Last-Event-ID` header; comments keep the connection alive. A client that reads too slowly (more than 1 MiB waiting for it) gets an `overflow` event (`data`: `{detail, last_event_id}`, no `id`) and the stream ends; reconnecting with `Last-Event-ID` resumes without a post lost or repeated.',
+        'The conversation in order. `cursor` = the last `seq` seen returns only newer posts. With `Accept: text/event-stream` (preferred by its quality over application/json; a tie goes to the stream) the same route streams posts as they come (each event\'s `id` is its seq, `event` its kind, `data` the post as JSON), starting after `cursor` or the `Last-Event-ID` header; comments keep the connection alive. A client that reads too slowly (more than 1 MiB waiting for it) gets an `overflow` event (`data`: `{detail, last_event_id}`, no `id`) and the stream ends; reconnecting with `Last-Event-ID` resumes without a post lost or repeated.',
       params: RunParams,
       querystring: PostsQuery,
       headers: PostsStreamHeaders,
@@ -103,7 +104,7 @@ export function runsRoutes(app: App, deps: { runs: RunsService; traces: TraceRea
     handler: async (req, reply) => {
       const after = Number(req.query.cursor ?? 0);
       const limit = req.query.limit ?? 200;
-      if (!String(req.headers.accept ?? '').includes('text/event-stream')) return runs.posts(req.params.id, after, limit);
+      if (!prefers(req.headers.accept, 'text/event-stream')) return runs.posts(req.params.id, after, limit);
 
       const lastEventId = Number(req.headers['last-event-id']);
       await watchPosts(req, reply, runs, req.params.id, Number.isInteger(lastEventId) && lastEventId > 0 ? lastEventId : after);

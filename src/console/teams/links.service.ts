@@ -3,6 +3,7 @@ import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import type { ChatSurface, HookCaller } from '../../hooks.ts';
 import { problems } from '../../errors/problems.ts';
+import { pageOfList } from '../../db/pagination.ts';
 import { isChatSurface } from '../runs/runs.rules.ts';
 import { chatRoomLabel } from './teams.service.ts';
 import { mustGetLiveTeam } from './teams.directory.ts';
@@ -22,6 +23,14 @@ function verificationOf(surface: LinkSurface, tracker: 'verified' | 'unverified'
   if (surface === 'code_host') return 'verified';
   if (surface === 'tracker_a' || surface === 'tracker_b') return tracker ?? 'unverified';
   return 'not_applicable';
+}
+
+/**
+ * A link's id is `id`: without case for a repository or a tracker team or project, as work
+ * arriving on them is matched (teamsOfRepository, teamsLinkedTo); exactly for a chat room.
+ */
+function sameId(column: 'external_id' | 'l.external_id', surface: LinkSurface, id: string) {
+  return surface === 'code_host' || surface === 'tracker_a' || surface === 'tracker_b' ? sql<boolean>`lower(${sql.ref(column)}) = lower(${id})` : sql<boolean>`${sql.ref(column)} = ${id}`;
 }
 
 /**
@@ -46,6 +55,12 @@ export function createLinksService(deps: { db: Db; hooks: HookCaller }) {
     async list(name: string) {
       const t = await liveTeam(name);
       return (await store.linksOf(db, [t.id])).map(presentLink);
+    },
+
+    /** A page of a team's links, in the order `list` gives them (surface, then id). */
+    async page(name: string, query: { limit?: number; cursor?: string }) {
+      const t = await liveTeam(name);
+      return pageOfList(await store.linksOf(db, [t.id]), (l) => [l.surface, l.external_id], presentLink, query);
     },
 
     /** Links a surface to a team; linking again is a no-op. `created` says which. */
@@ -82,13 +97,8 @@ export function createLinksService(deps: { db: Db; hooks: HookCaller }) {
       const room = isChatSurface(input.surface) ? await chatRoomLabel(deps.hooks, input.surface as ChatSurface, 'external_id', input.external_id) : null;
       const label = input.label ?? room ?? tracker?.label ?? input.external_id;
       return db.transaction().execute(async (trx) => {
-        const existing = await trx
-          .selectFrom('team_links')
-          .selectAll()
-          .where('team_id', '=', t.id)
-          .where('surface', '=', input.surface)
-          .where('external_id', '=', input.external_id)
-          .executeTakeFirst();
+        // A repository or tracker id in other case is the same link.
+        const existing = await trx.selectFrom('team_links').selectAll().where('team_id', '=', t.id).where('surface', '=', input.surface).where(sameId('external_id', input.surface, input.external_id)).executeTakeFirst();
         if (existing) return { link: presentLink(existing), created: false };
         // Work arriving on a surface must find one team: another live team holding it is a conflict.
         const other = await trx
@@ -96,7 +106,7 @@ export function createLinksService(deps: { db: Db; hooks: HookCaller }) {
           .innerJoin('teams as x', 'x.id', 'l.team_id')
           .select('x.name')
           .where('l.surface', '=', input.surface)
-          .where('l.external_id', '=', input.external_id)
+          .where(sameId('l.external_id', input.surface, input.external_id))
           .where('x.status', '<>', 'archived')
           .executeTakeFirst();
         if (other) throw problems.conflict(`${input.surface} ${input.external_id} is already linked to team "${other.name}"`);

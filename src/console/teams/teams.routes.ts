@@ -106,7 +106,8 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
   });
 
   app.post('/teams/:name/upgrade', {
-    config: { auth: { role: 'operator' } },
+    // No body at all means "the current version".
+    config: { auth: { role: 'operator' }, optionalBody: true },
     schema: {
       operationId: 'upgradeTeam',
       summary: 'Move a team to another template version',
@@ -119,10 +120,6 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
       body: TeamUpgrade,
       response: { 200: Team },
     },
-    // No body at all means "the current version".
-    preValidation: async (req) => {
-      req.body ??= {};
-    },
     handler: async (req, reply) => {
       const row = await teams.upgrade(actorOf(req), req.params.name, requireIfMatch(req), req.body?.version);
       setEtag(reply, row.row_version);
@@ -133,7 +130,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
   app.get('/teams/:name/links', {
     config: { auth: { role: 'viewer' } },
     schema: { operationId: 'listTeamLinks', summary: 'List a team\'s links', tags, params: TeamParams, querystring: ListQuery, response: { 200: Page(Link) } },
-    handler: async (req) => ({ items: await links.list(req.params.name), next_cursor: null }),
+    handler: async (req) => links.page(req.params.name, req.query),
   });
 
   app.put('/teams/:name/links', {
@@ -144,7 +141,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
       problems: { 409: 'the surface is linked to another team, or it is a room of the other chat surface than the team\'s home' },
       tags,
       description:
-        'Links a surface to the team; idempotent (201 when new, 200 when it was there). A code_host link is <owner>/<repo> and is 422 while the code-host app is not installed on it. A chat room (chat_a, chat_b) is 422 unless the surface\'s bot can read and post in it. ' +
+        'Links a surface to the team; idempotent (201 when new, 200 when it was there). A repository or tracker id is compared without case, as work arriving on it is matched: the same id in other case is the link already there (200), and held by another live team is 409. A code_host link is <owner>/<repo> and is 422 while the code-host app is not installed on it. A chat room (chat_a, chat_b) is 422 unless the surface\'s bot can read and post in it. ' +
         'A team homed in a chat room takes work from its home room, from other rooms of the same chat surface linked to it, and from its linked tracker and repository (their runs also get a thread in the home room). A room of the other chat surface is 409: a run has one chat thread, and a chat-homed team\'s runs are told in its home room; give that room a team of its own (homed there). A team without a chat home may link rooms of both chat surfaces.',
       params: TeamParams,
       body: LinkPut,

@@ -84,8 +84,8 @@ export const Team = Type.Object({
 export const HomeInput = Type.Object(
   {
     surface: Type.Union([Type.Literal('chat_a'), Type.Literal('chat_b'), Type.Literal('none')]),
-    room_id: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 200 }))),
-    room_label: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 200 }))),
+    room_id: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 200, description: 'the chat channel\'s id; required for chat_a and chat_b, refused (422) with none' }))),
+    room_label: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 200, description: 'a chat home\'s label is the channel\'s name, read from the chat surface (this value is not used); refused (422) with none' }))),
   },
   { additionalProperties: false, description: 'where the team lives; absent or null: the Console' },
 );

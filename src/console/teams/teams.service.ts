@@ -247,6 +247,14 @@ export function createTeamsService(deps: {
         if (coverage && !coverage.covered) throw problems.validation([{ field: 'repo_url', message: coverage.reason }], coverage.reason);
       }
       const home = input.home ? { ...input.home } : null;
+      // A team at home nowhere has no room to name or label: a room sent with it was meant for a chat home.
+      if (home?.surface === 'none') {
+        const sent = (['room_id', 'room_label'] as const).filter((f) => home[f] != null);
+        if (sent.length) {
+          const message = 'a team whose home is "none" has no room: leave it out, or set surface to chat_a or chat_b';
+          throw problems.validation(sent.map((f) => ({ field: `home.${f}`, message })), `home "none" has no room: ${sent.map((f) => `home.${f}`).join(' and ')} must be left out (or set surface to chat_a or chat_b)`);
+        }
+      }
       // A chat home is a channel the surface's bot can read and post in; its label is the channel's name.
       if (home && isChatSurface(home.surface)) home.room_label = await chatRoomLabel(deps.hooks, home.surface as ChatSurface, 'home.room_id', home.room_id ?? null);
       const budget = input.budget_usd_per_day ?? content.budget_usd_per_day ?? 0;

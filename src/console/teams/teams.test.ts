@@ -51,6 +51,21 @@ describe('teams', () => {
     assert.ok(!JSON.stringify(detail.body).includes(worker!), 'the key never leaves the server');
   });
 
+  test('a team whose home is none has no room: room_id or room_label with it is a 422 naming the field', async () => {
+    const tpl = await makeTemplate(t);
+    for (const field of ['room_id', 'room_label']) {
+      const name = uniq('nohome');
+      const res = await t.request({ method: 'POST', url: '/api/v1/teams', token: t.adminToken, body: { name, template: { name: tpl.name }, home: { surface: 'none', [field]: 'x' } } });
+      assert.equal(res.status, 422, res.text);
+      assert.deepEqual(res.body.errors.map((e: { field: string }) => e.field), [`home.${field}`]);
+      assert.match(res.body.detail, /home "none" has no room/);
+      assert.equal((await get(name)).status, 404, 'no team was created');
+    }
+    const plain = await t.request({ method: 'POST', url: '/api/v1/teams', token: t.adminToken, body: { name: uniq('nohome'), template: { name: tpl.name }, home: { surface: 'none', room_id: null, room_label: null } } });
+    assert.equal(plain.status, 201, plain.text);
+    assert.deepEqual(plain.body.home, { surface: 'none', room_id: null, room_label: null });
+  });
+
   test('viewers cannot create teams; names are unique among live teams; reserved names and missing repos are 422', async () => {
     const viewer = await t.user('viewer');
     const tpl = await makeTemplate(t);
@@ -412,6 +427,42 @@ describe('teams', () => {
     const other = await makeTeam(t, { template: team.template });
     const taken = await t.request({ method: 'PUT', url: `/api/v1/teams/${other.name}/links`, token: t.adminToken, body: { surface: 'tracker_a', external_id: tracker.body.external_id } });
     assert.equal(taken.status, 409);
+  });
+
+  test('links are a list like any other: limit and cursor page through them', async () => {
+    const team = await makeTeam(t);
+    const url = `/api/v1/teams/${team.name}/links`;
+    const ids = ['a', 'b', 'c'].map((x) => `${uniq('page')}-${x}`);
+    for (const external_id of ids) assert.equal((await t.request({ method: 'PUT', url, token: t.adminToken, body: { surface: 'tracker_b', external_id } })).status, 201);
+    const first = await t.request({ method: 'GET', url: `${url}?limit=2`, token: t.adminToken });
+    assert.equal(first.status, 200, first.text);
+    assert.equal(first.body.items.length, 2);
+    assert.equal(typeof first.body.next_cursor, 'string');
+    const second = await t.request({ method: 'GET', url: `${url}?limit=2&cursor=${encodeURIComponent(first.body.next_cursor)}`, token: t.adminToken });
+    assert.equal(second.status, 200, second.text);
+    assert.equal(second.body.next_cursor, null);
+    assert.deepEqual([...first.body.items, ...second.body.items].map((l: { external_id: string }) => l.external_id).sort(), ids.sort());
+    const bad = await t.request({ method: 'GET', url: `${url}?cursor=nonsense`, token: t.adminToken });
+    assert.equal(bad.status, 400, bad.text);
+    assert.equal(bad.body.errors[0].field, 'cursor');
+  });
+
+  test('a repository or tracker id is one link whatever its case, as work arriving on it is matched', async () => {
+    const team = await makeTeam(t);
+    const other = await makeTeam(t, { template: team.template });
+    const id = uniq('Proj');
+    const put = (name: string, external_id: string) => t.request({ method: 'PUT', url: `/api/v1/teams/${name}/links`, token: t.adminToken, body: { surface: 'tracker_b', external_id } });
+    assert.equal((await put(team.name, id)).status, 201);
+    // The same id in other case is the link the team has (tracker and code-host ids are matched without case).
+    const again = await put(team.name, id.toUpperCase());
+    assert.equal(again.status, 200, again.text);
+    assert.equal(again.body.external_id, id);
+    const list = await t.request({ method: 'GET', url: `/api/v1/teams/${team.name}/links`, token: t.adminToken });
+    assert.deepEqual(list.body.items.map((l: { external_id: string }) => l.external_id), [id]);
+    // Another team cannot take it in other case: work on it would find two teams.
+    const taken = await put(other.name, id.toLowerCase());
+    assert.equal(taken.status, 409, taken.text);
+    assert.match(taken.body.detail, new RegExp(`already linked to team "${team.name}"`));
   });
 
   test('role egress overrides: admin only, validated, If-Match, removable', async () => {
