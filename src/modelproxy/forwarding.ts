@@ -153,8 +153,8 @@ export function createForwarder(deps: ForwarderDeps) {
             : proxyErrors.upstream(499, 'the client closed the request', 'client_closed'),
         );
       }
-      const upstreamId = (res.headers[adapter.requestIdHeader] as string | undefined)?.slice(0, 200) ?? null;
-      const status = res.statusCode ?? 502;
+      const upstreamId = res.header(adapter.requestIdHeader)?.slice(0, 200) ?? null;
+      const status = res.statusCode;
 
       if (status < 200 || status >= 300) {
         // The error's body only words the message: without it the status still says what happened.
@@ -162,7 +162,7 @@ export function createForwarder(deps: ForwarderDeps) {
           req.log.warn({ err, alias: alias.alias, status }, 'reading an upstream error body failed');
           return Buffer.alloc(0);
         });
-        return fail(upstreamError(status, adapter.errorMessage(raw), alias, credential, res.headers['retry-after'] as string | undefined), upstreamId, `upstream ${status}`);
+        return fail(upstreamError(status, adapter.errorMessage(raw), alias, credential, res.header('retry-after')), upstreamId, `upstream ${status}`);
       }
 
       if (!stream) {
@@ -222,20 +222,19 @@ export function createForwarder(deps: ForwarderDeps) {
         if (!pending.length) setImmediate(flush);
         for (const bytes of out) pending.push(scrub(bytes));
       };
-      res.on('data', (chunk: Buffer) => queue(translator.push(chunk)));
-      res.on('error', () => {
-        failed = clientClosed ? 'the client closed the stream' : 'the upstream broke off the stream';
-      });
-      res.on('close', () => {
-        for (const bytes of translator.end()) pending.push(scrub(bytes));
-        flush();
-        if (!res.complete && !failed) failed = clientClosed ? 'the client closed the stream' : 'the upstream broke off the stream';
-        if (failed && !clientClosed) send(`data: ${JSON.stringify(proxyErrors.upstream(502, failed, 'upstream_error').toJSON())}\n\n`);
-        if (!client.destroyed && !client.writableEnded) client.end();
-        const usage = translator.usage();
-        const midStreamError = translator.error();
-        const finalStatus = clientClosed ? 499 : failed || midStreamError ? 502 : 200;
-        settleWith(finalStatus, usage ?? { tokensIn: promptTokens, tokensOut: 0, reported: false }, upstreamId, failed ?? (midStreamError && credential ? midStreamError.split(credential).join('[redacted]') : midStreamError));
+      res.consume({
+        data: (chunk) => queue(translator.push(chunk)),
+        end: (error) => {
+          for (const bytes of translator.end()) pending.push(scrub(bytes));
+          flush();
+          if (error) failed = clientClosed ? 'the client closed the stream' : 'the upstream broke off the stream';
+          if (failed && !clientClosed) send(`data: ${JSON.stringify(proxyErrors.upstream(502, failed, 'upstream_error').toJSON())}\n\n`);
+          if (!client.destroyed && !client.writableEnded) client.end();
+          const usage = translator.usage();
+          const midStreamError = translator.error();
+          const finalStatus = clientClosed ? 499 : failed || midStreamError ? 502 : 200;
+          settleWith(finalStatus, usage ?? { tokensIn: promptTokens, tokensOut: 0, reported: false }, upstreamId, failed ?? (midStreamError && credential ? midStreamError.split(credential).join('[redacted]') : midStreamError));
+        },
       });
       return reply;
     } catch (err) {

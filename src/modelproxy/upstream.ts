@@ -1,5 +1,4 @@
-import http from 'node:http';
-import https from 'node:https';
+import { Pool, type Dispatcher } from 'undici';
 import type { ModelAlias } from '../models/catalog.ts';
 import { proxyErrors, type ProxyError } from './errors.ts';
 
@@ -47,8 +46,15 @@ export interface Adapter {
   requestIdHeader: string;
 }
 
-const httpAgent = new http.Agent({ keepAlive: true, maxSockets: 1024, keepAliveMsecs: 10_000 });
-const httpsAgent = new https.Agent({ keepAlive: true, maxSockets: 1024, keepAliveMsecs: 10_000 });
+/**
+ * The upstream client: undici (the Node project's own HTTP/1.1 client) through its lowest-level
+ * interface, a dispatch handler per call. One pool of kept-alive connections per upstream origin
+ * (at most 1,024 connections each); TLS as Node's `tls.connect` does it for `https:` upstreams,
+ * with Node's CA store (so `NODE_EXTRA_CA_CERTS` and `--use-system-ca` apply, as they did to the
+ * `https.Agent` before). Neither client reads proxy settings from the environment: upstreams are
+ * reached directly. No Readable per answer, no AbortSignal per call: the body goes to one sink.
+ */
+const pools = new Map<string, Pool>();
 
 export class UpstreamNetworkError extends Error {
   readonly timedOut: boolean;
@@ -58,21 +64,159 @@ export class UpstreamNetworkError extends Error {
   }
 }
 
+/** Where an upstream answer's body goes: its chunks as they arrive, then its end (with an error when it broke off). */
+export interface BodySink {
+  data(chunk: Buffer): void;
+  end(error: Error | null): void;
+}
+
+/** An upstream's answer: its status and headers as soon as they arrive, its body through `consume`. */
+export class UpstreamResponse {
+  readonly statusCode: number;
+  /** True once the whole body arrived. */
+  complete = false;
+  readonly #rawHeaders: Buffer[];
+  readonly #call: Call;
+  #sink: BodySink | null = null;
+  /** Chunks that came before `consume` (in the same read as the headers). */
+  #early: Buffer[] = [];
+  #ended: { error: Error | null } | null = null;
+  #paused = false;
+
+  constructor(statusCode: number, rawHeaders: Buffer[], call: Call) {
+    this.statusCode = statusCode;
+    this.#rawHeaders = rawHeaders;
+    this.#call = call;
+  }
+
+  /** A header's value (the first, when repeated); `name` in lower case. */
+  header(name: string): string | undefined {
+    const raw = this.#rawHeaders;
+    for (let i = 0; i + 1 < raw.length; i += 2) {
+      if (raw[i].length === name.length && raw[i].toString('latin1').toLowerCase() === name) return raw[i + 1].toString('latin1');
+    }
+    return undefined;
+  }
+
+  /** Hands the body to `sink`: what came already, then the rest as it arrives. */
+  consume(sink: BodySink): void {
+    this.#sink = sink;
+    const early = this.#early;
+    this.#early = [];
+    for (const chunk of early) sink.data(chunk);
+    if (this.#ended) sink.end(this.#ended.error);
+  }
+
+  /** Stops reading from the upstream until `resume` (the client is slow). */
+  pause(): void {
+    this.#paused = true;
+  }
+
+  resume(): void {
+    if (!this.#paused) return;
+    this.#paused = false;
+    this.#call.resume?.();
+  }
+
+  /** Gives the answer up: the connection is closed and the sink ends with `error`. */
+  destroy(error: Error): void {
+    this.#call.cancelWith(error);
+  }
+
+  /** From the handler: a chunk; false to stop reading for now. */
+  push(chunk: Buffer): boolean {
+    if (this.#sink) this.#sink.data(chunk);
+    else this.#early.push(chunk);
+    return !this.#paused;
+  }
+
+  /** From the handler: the body ended, or broke off with `error`. */
+  finish(error: Error | null): void {
+    if (this.#ended) return;
+    this.#ended = { error };
+    if (!error) this.complete = true;
+    if (this.#sink && !this.#early.length) this.#sink.end(error);
+  }
+}
+
+/** One upstream call: undici's dispatch handler (its own, allocation-free interface). */
+class Call implements Dispatcher.DispatchHandler {
+  readonly response: Promise<UpstreamResponse>;
+  resume: (() => void) | null = null;
+  #resolve!: (res: UpstreamResponse) => void;
+  #reject!: (err: Error) => void;
+  #abort: ((err?: Error) => void) | null = null;
+  #cancelled: Error | null = null;
+  #res: UpstreamResponse | null = null;
+  readonly #host: string;
+  readonly #timeoutMs: number;
+
+  constructor(host: string, timeoutMs: number) {
+    this.#host = host;
+    this.#timeoutMs = timeoutMs;
+    this.response = new Promise((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+  }
+
+  cancelWith(err: Error): void {
+    if (this.#cancelled) return;
+    this.#cancelled = err;
+    // Not yet written to a connection: undici hands over the abort when it is.
+    this.#abort?.(err);
+  }
+
+  onConnect(abort: (err?: Error) => void): void {
+    this.#abort = abort;
+    if (this.#cancelled) abort(this.#cancelled);
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
+    this.resume = resume;
+    this.#res = new UpstreamResponse(statusCode, rawHeaders, this);
+    this.#resolve(this.#res);
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    return this.#res!.push(chunk);
+  }
+
+  onComplete(): void {
+    this.#res!.finish(null);
+  }
+
+  onError(err: Error): void {
+    const mapped = this.#mapped(err);
+    if (this.#res) this.#res.finish(mapped);
+    else this.#reject(mapped);
+  }
+
+  /** What the forwarder sees: the cancellation as given, a timeout or an unreachable upstream as an UpstreamNetworkError. */
+  #mapped(err: Error): Error {
+    if (this.#cancelled) return this.#cancelled;
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
+      return new UpstreamNetworkError(`the upstream at ${this.#host} did not answer within ${Math.round(this.#timeoutMs / 1000)} s`, true);
+    }
+    if (this.#res) return new UpstreamNetworkError(`the upstream at ${this.#host} broke off its answer (${code ?? 'network error'})`, false);
+    return new UpstreamNetworkError(`the upstream at ${this.#host} could not be reached (${code ?? 'network error'})`, false);
+  }
+}
+
 /** An upstream call under way: its response (as soon as the headers arrive), and how to give it up. */
 export interface UpstreamCall {
-  response: Promise<http.IncomingMessage>;
-  /** Destroys the request (the client went away): `response` rejects with an AbortError, or the response being read breaks off. */
+  response: Promise<UpstreamResponse>;
+  /** Closes the request (the client went away): `response` rejects with an AbortError, or the body being read ends with it. */
   cancel(): void;
 }
 
 interface Target {
-  protocol: string;
-  hostname: string;
-  port: string;
+  origin: string;
   path: string;
   host: string;
-  agent: http.Agent;
-  lib: typeof http | typeof https;
+  pool: Pool;
 }
 
 /** Upstream URLs parsed once each: the catalogue names a few, and every request goes to one of them. */
@@ -81,8 +225,12 @@ function targetOf(url: string): Target {
   let t = targets.get(url);
   if (!t) {
     const u = new URL(url);
-    const secure = u.protocol === 'https:';
-    t = { protocol: u.protocol, hostname: u.hostname.replace(/^\[|\]$/g, ''), port: u.port, path: u.pathname + u.search, host: u.host, agent: secure ? httpsAgent : httpAgent, lib: secure ? https : http };
+    let pool = pools.get(u.origin);
+    if (!pool) {
+      pool = new Pool(u.origin, { connections: 1024 });
+      if (pools.size < 1000) pools.set(u.origin, pool);
+    }
+    t = { origin: u.origin, path: u.pathname + u.search, host: u.host, pool };
     if (targets.size < 1000) targets.set(url, t);
   }
   return t;
@@ -91,56 +239,54 @@ function targetOf(url: string): Target {
 /**
  * POSTs to the upstream on a kept-alive connection. A plain cancel function rather than an
  * AbortSignal: a signal per request costs a controller, an event target and listeners on the
- * request's path, for a cancellation that almost never happens.
+ * request's path, for a cancellation that almost never happens. `idleTimeoutMs` bounds the wait
+ * for the answer's headers and every wait between two chunks of its body.
  */
 export function post(url: string, headers: Record<string, string>, payload: string, opts: { idleTimeoutMs: number }): UpstreamCall {
   const t = targetOf(url);
-  let req: http.ClientRequest;
-  const response = new Promise<http.IncomingMessage>((resolve, reject) => {
-    req = t.lib.request(
-      {
-        protocol: t.protocol,
-        hostname: t.hostname,
-        port: t.port,
-        path: t.path,
-        method: 'POST',
-        agent: t.agent,
-        headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)), accept: 'application/json, text/event-stream' },
-      },
-      resolve,
-    );
-    req.setTimeout(opts.idleTimeoutMs, () => req.destroy(new UpstreamNetworkError(`the upstream at ${t.host} did not answer within ${Math.round(opts.idleTimeoutMs / 1000)} s`, true)));
-    req.on('error', (err) => {
-      if (err instanceof UpstreamNetworkError) return reject(err);
-      if ((err as Error).name === 'AbortError') return reject(err);
-      reject(new UpstreamNetworkError(`the upstream at ${t.host} could not be reached (${(err as NodeJS.ErrnoException).code ?? 'network error'})`, false));
-    });
-    req.end(payload);
-  });
+  const call = new Call(t.host, opts.idleTimeoutMs);
+  t.pool.dispatch(
+    {
+      origin: t.origin,
+      path: t.path,
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: payload,
+      headersTimeout: opts.idleTimeoutMs,
+      bodyTimeout: opts.idleTimeoutMs,
+    },
+    call,
+  );
   return {
-    response,
-    cancel: () => req.destroy(Object.assign(new Error('the client closed the request'), { name: 'AbortError' })),
+    response: call.response,
+    cancel: () => call.cancelWith(Object.assign(new Error('the client closed the request'), { name: 'AbortError' })),
   };
 }
 
-/** Reads a body up to a limit (with listeners: an async iterator costs a promise and its turns per chunk). */
-export function readBody(res: http.IncomingMessage, limit = 64 * 1024 * 1024): Promise<Buffer> {
+/** Reads a body up to a limit. */
+export function readBody(res: UpstreamResponse, limit = 64 * 1024 * 1024): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    res.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        res.destroy(new UpstreamNetworkError('the upstream answer is too large', false));
-        return;
-      }
-      chunks.push(chunk);
-    });
-    res.once('error', reject);
-    res.once('end', () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)));
-    // Destroyed without an error (the client went away, and the call was cancelled): no 'end' comes.
-    res.once('close', () => {
-      if (!res.complete) reject(new UpstreamNetworkError('the upstream broke off its answer', false));
+    let done = false;
+    res.consume({
+      data(chunk) {
+        if (done) return;
+        size += chunk.length;
+        if (size > limit) {
+          done = true;
+          reject(new UpstreamNetworkError('the upstream answer is too large', false));
+          res.destroy(new UpstreamNetworkError('the upstream answer is too large', false));
+          return;
+        }
+        chunks.push(chunk);
+      },
+      end(error) {
+        if (done) return;
+        done = true;
+        if (error) reject(error);
+        else resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
+      },
     });
   });
 }
