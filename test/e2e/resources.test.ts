@@ -125,7 +125,10 @@ test('web console: agents, templates and teams through the forms; 412; field err
     await page.getByRole('link', { name: 'Create a team from it' }).click();
     const teamForm = page.getByRole('form', { name: 'new team' });
     await teamForm.getByLabel('Name', { exact: true }).fill(team);
-    assert.equal(await teamForm.getByLabel('Template', { exact: true }).inputValue(), template);
+    // The form chooses the template named in the link once the templates have loaded (until then the select has only "choose…").
+    const templateField = teamForm.getByLabel('Template', { exact: true });
+    await templateField.locator('option', { hasText: template }).waitFor({ state: 'attached' });
+    assert.equal(await templateField.inputValue(), template);
     await teamForm.getByRole('button', { name: 'Create team' }).click();
     await page.waitForURL(new RegExp(`#/teams/${team}$`), { timeout: 120_000 });
     await page.getByRole('heading', { name: team }).waitFor();
