@@ -194,9 +194,12 @@ describe('local provider', { skip: skip ?? false }, () => {
       assert.equal(bgExit, null, 'the same process');
       await assert.rejects(provider.wake(s.id), (e: SandboxError) => e.code === 'wrong_state');
 
-      await execText(provider, s.id, ['/bin/sh', '-c', 'echo kept > /workspace/kept']);
+      // 8 MiB written: its page cache is charged to the sandbox until deep sleep gives it back.
+      await execText(provider, s.id, ['/bin/sh', '-c', 'echo kept > /workspace/kept; head -c 8388608 /dev/zero > /workspace/cached']);
+      assert.ok((await cg.memoryBytes()) >= 8 * 2 ** 20, 'the written file is charged to the sandbox while it runs');
       assert.equal((await provider.sleep(s.id, 'deep')).state, 'deep_sleep');
       assert.deepEqual(await cg.pids(), [], 'no process is left in deep sleep');
+      assert.ok((await cg.memoryBytes()) < 2 ** 20, `deep sleep holds no memory: ${await cg.memoryBytes()} bytes still charged`);
       const cold = await provider.wake(s.id);
       assert.equal(cold.coldBooted, true);
       assert.equal((await execText(provider, s.id, ['/bin/cat', '/workspace/kept'])).stdout, 'kept\n');

@@ -932,8 +932,10 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
         } else {
           if (now !== 'running' && now !== 'sleeping' && now !== 'deep_sleep') throw new SandboxError('wrong_state', `sandbox ${id} is ${now}; it cannot go into deep sleep`);
           await cg.killAll();
-          // Nothing of memory stays in deep sleep: /tmp goes with the processes.
+          // Nothing of memory stays in deep sleep: /tmp goes with the processes, and the page cache
+          // charged to the sandbox (the files its processes read and wrote) is given back.
           await unmountTmp(id);
+          await cg.reclaim();
           rec.state = 'deep_sleep';
           rec.pid = null;
         }
