@@ -329,7 +329,7 @@ describe('agent runtime', () => {
     }
   });
 
-  it('group commit: one fdatasync per effect, each event told once and in order only after it is synced, each tool started only after its start is synced', async () => {
+  it('group commit: one fdatasync per effect, each event told once and in order only after it is synced, each tool started only after its start is synced, a model call synced behind its request and its answer acted on only after', async () => {
     const dir = workspace();
     const file = journalPath(dir, 'group');
     const marks = path.join(dir, 'marks');
@@ -338,10 +338,20 @@ describe('agent runtime', () => {
     const model = await startScriptedModel(script([step, step, { tool_calls: [{ name: 'finish', arguments: { outcome: 'succeeded', summary: 'done' } }] }]));
     const realSync = fs.fdatasyncSync;
     let synced = 0;
-    const syncs = mock.method(fs, 'fdatasyncSync', (fd: number) => {
-      realSync(fd);
+    const mark = () => {
       synced = fs.readFileSync(file, 'utf8').split('\n').length - 1;
       fs.appendFileSync(marks, `sync ${synced}\n`);
+    };
+    const syncs = mock.method(fs, 'fdatasyncSync', (fd: number) => {
+      realSync(fd);
+      mark();
+    });
+    // A model call's sync runs behind its request; made slower here than the model's answer, which must still wait for it.
+    const realAsync = fs.fdatasync;
+    let behind = 0;
+    const asyncSyncs = mock.method(fs, 'fdatasync', (fd: number, cb: (err: NodeJS.ErrnoException | null) => void) => {
+      behind++;
+      realAsync(fd, (err) => setTimeout(() => (mark(), cb(err)), 150));
     });
     try {
       const journal = Journal.open(file);
@@ -361,8 +371,10 @@ describe('agent runtime', () => {
       const lines = fs.readFileSync(marks, 'utf8').trim().split('\n');
       // The reply is synced with its tool's start, the result with the next model call, the last reply with the turn's end.
       assert.deepEqual(lines, ['sync 1', 'sync 2', 'sync 4', 'tool 4', 'sync 6', 'sync 8', 'tool 8', 'sync 10', 'sync 12']);
+      assert.equal(behind, 3, 'each model call synced behind its request');
     } finally {
       syncs.mock.restore();
+      asyncSyncs.mock.restore();
       await model.close();
       fs.rmSync(dir, { recursive: true, force: true });
     }

@@ -22,6 +22,11 @@ export class JournalSealed extends Error {
  * nothing outside the runtime ever sees or acts on an event before it is on disk. An event only
  * written is in the file for a runtime killed before the sync (the kernel holds the write), and
  * lost only with the machine: then its turn resumes as it would have from before it.
+ *
+ * A model call is synced behind its request (`syncBehind`): the request goes out while the
+ * fdatasync runs, and the answer is acted on only once the call is on disk. A model call is no
+ * effect the journal guards: one whose answer was not recorded is made again on resume in any
+ * case, so sending it before its event is durable changes nothing a kill can show.
  */
 export class Journal {
   readonly file: string;
@@ -31,6 +36,8 @@ export class Journal {
   private sealed = false;
   /** Written but not yet synced nor told. */
   private unsynced: AgentEvent[] = [];
+  /** A background sync under way (syncBehind): its events, told when it ends unless a sync told them first. */
+  private behind: { events: AgentEvent[]; told: boolean } | null = null;
 
   private constructor(file: string, fd: number, events: AgentEvent[]) {
     this.file = file;
@@ -96,12 +103,44 @@ export class Journal {
 
   /** Syncs what was written (one fdatasync for all of it) and tells the listeners, in order. */
   sync(): void {
-    if (!this.unsynced.length) return;
+    const behind = this.behind && !this.behind.told ? this.behind : null;
+    if (!this.unsynced.length && !behind) return;
     if (this.sealed) throw new JournalSealed(this.file);
     fs.fdatasyncSync(this.fd);
-    const events = this.unsynced;
+    // What a background sync has not told yet comes first: this fdatasync covered it too.
+    if (behind) behind.told = true;
+    const events = behind ? [...behind.events, ...this.unsynced] : this.unsynced;
     this.unsynced = [];
     for (const l of this.listeners) l(events);
+  }
+
+  /**
+   * Syncs what was written in the background (fdatasync on libuv's pool) and tells it when that
+   * ends; settles then, rejecting if the sync failed or the journal was sealed meanwhile. A
+   * `sync` or `append` before then syncs and tells these events first, in order.
+   */
+  syncBehind(): Promise<void> {
+    if (this.sealed) return Promise.reject(new JournalSealed(this.file));
+    if (this.behind && !this.behind.told) {
+      // One background sync at a time: the next is a plain one, which covers both.
+      this.sync();
+      return Promise.resolve();
+    }
+    if (!this.unsynced.length) return Promise.resolve();
+    const batch = { events: this.unsynced, told: false };
+    this.unsynced = [];
+    this.behind = batch;
+    return new Promise((resolve, reject) => {
+      fs.fdatasync(this.fd, (err) => {
+        if (this.behind === batch) this.behind = null;
+        if (batch.told) return resolve();
+        batch.told = true;
+        if (err) return reject(err);
+        if (this.sealed) return reject(new JournalSealed(this.file));
+        for (const l of this.listeners) l(batch.events);
+        resolve();
+      });
+    });
   }
 
   /** Tells `listener` every batch of events once it is on disk (each sync's events at once, in order). */

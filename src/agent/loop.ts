@@ -191,8 +191,12 @@ export async function runTurn(config: AgentConfig, journal: Journal, input: Agen
     if (iterations >= config.max_iterations) return end({ kind: 'iteration_cap', iterations });
     // The conversation is built once per call: the events recorded from here on (the call, its errors) are not part of it.
     const messages = await fitContext(config, journal, model, deps);
-    journal.append({ type: 'model_call', iteration: iterations + 1 });
+    // The call (and the result before it) is synced while its request is on the way; its answer is acted on only once both are on disk.
+    journal.write({ type: 'model_call', iteration: iterations + 1 });
+    const durable = journal.syncBehind();
+    durable.catch(() => {});
     const reply = await callWithRetries(config, journal, messages, model, sleep, deps, signal);
+    await durable;
     if (!reply) return signal.aborted ? end({ kind: 'cancelled' }) : end({ kind: 'failed', reason: lastModelError(journal.all()) });
     // Synced with what it leads to (a tool's start, a result, the turn's end), by the next append.
     journal.write({ type: 'model_reply', content: reply.content, tool_calls: reply.tool_calls, usage: reply.usage, finish_reason: reply.finish_reason, started_at: reply.started_at });
