@@ -11,7 +11,7 @@
 //    of this process and every process under it when the most runs were active, minus before,
 //    over those runs).
 import fs from 'node:fs';
-import { listJobs } from '../src/queue/queue.ts';
+import { sql } from 'kysely';
 import { startFakeCollector } from '../test/fakes/otlp-collector.ts';
 import type { ScriptedAnswer, ScriptedRequest } from '../test/fakes/scripted-model.ts';
 import { stackSkip, startStack, waitFor } from '../test/e2e/stack.ts';
@@ -88,11 +88,12 @@ export default async function engineBench(): Promise<BenchReport[]> {
     steps = STEPS;
     const runId = await stack.giveTask(team, 'measured run BENCHKEY-measured');
     await stack.waitForState(runId, 'succeeded');
-    await waitFor('the trace export', async () => {
-      const jobs = await listJobs(stack.t.db, { kind: 'trace.export', limit: 1000 });
-      return jobs.every((j) => j.state === 'done') || null;
-    });
     const traceId = (await stack.t.services.runs.traceId(runId))!;
+    // The measured run's tool spans, once the outbox has sent them.
+    await waitFor('the trace export', async () => {
+      const { rows } = await sql<{ n: string }>`select count(*) as n from trace_outbox`.execute(stack.t.db);
+      return (Number(rows[0].n) === 0 && collector.spans.filter((s) => s.traceId === traceId && s.attributes['gen_ai.tool.name'] === 'shell').length >= STEPS) || null;
+    });
     const toolMs = collector.spans
       .filter((s) => s.traceId === traceId && s.attributes['gen_ai.operation.name'] === 'execute_tool' && s.attributes['gen_ai.tool.name'] === 'shell')
       .sort((a, b) => (a.startNs < b.startNs ? -1 : 1))

@@ -22,9 +22,10 @@ import type { ChatSurfacesTables } from '../integrations/chat/chat.tables.ts';
 import type { CodeHostTables } from '../integrations/code_host/code_host.tables.ts';
 import type { IntegrationsTables } from '../console/integrations/integrations.tables.ts';
 import type { TrackerTables } from '../integrations/tracker/tracker.tables.ts';
+import type { TelemetryTables } from '../telemetry/telemetry.tables.ts';
 
 /**
  * The whole database, composed from the tables each module owns. A module adds its
  * `*.tables.ts` here; only that module's store queries them.
  */
-export interface Database extends UsersTables, AuthTables, AuditTables, SecretsTables, DestinationsTables, EnvironmentsTables, SkillsTables, ModelProxyTables, ChatTables, AgentsTables, DocumentsTables, TemplatesTables, TeamsTables, McpServersTables, SandboxHostsTables, QueueTables, RunsTables, SandboxesTables, GatewayTables, WebhooksTables, CodeHostTables, IntegrationsTables, TrackerTables, ChatSurfacesTables {}
+export interface Database extends UsersTables, AuthTables, AuditTables, SecretsTables, DestinationsTables, EnvironmentsTables, SkillsTables, ModelProxyTables, ChatTables, AgentsTables, DocumentsTables, TemplatesTables, TeamsTables, McpServersTables, SandboxHostsTables, QueueTables, RunsTables, SandboxesTables, GatewayTables, WebhooksTables, CodeHostTables, IntegrationsTables, TrackerTables, ChatSurfacesTables, TelemetryTables {}

@@ -2,6 +2,7 @@ import type { Component } from '../components.ts';
 import { jobHandlers } from '../jobs.ts';
 import { createJobRunner } from '../queue/runner.ts';
 import { startWorkerParts } from '../services.ts';
+import { startSpanExport } from '../telemetry/outbox.ts';
 
 /**
  * The worker: performs queued jobs (side effects that leave the process, after the
@@ -24,6 +25,8 @@ export const workerComponent: Component = {
       target: { id: host.id, alive: () => host.liveHosts() },
     });
     await runner.start();
+    // Run traces wait in the outbox for the collector (src/telemetry/outbox.ts).
+    const spans = parts.config.otlpEndpoint ? startSpanExport({ db: ctx.db, endpoint: parts.config.otlpEndpoint, logger: ctx.logger }) : null;
     // chat_a's and chat_b's messages (mentions, threads, slash commands, buttons) become work while each is enabled.
     const chatInbound = ctx.services.chatA.startInbound();
     const chatBInbound = ctx.services.chatB.startInbound();
@@ -32,6 +35,7 @@ export const workerComponent: Component = {
         await chatInbound.stop();
         await chatBInbound.stop();
         await runner.stop();
+        await spans?.stop();
         parts.engine.stop();
         await host.stop();
       },

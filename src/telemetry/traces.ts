@@ -1,14 +1,13 @@
 /**
  * Run traces over OTLP/HTTP. The runs service hands this module what it records, inside the
- * transaction that records it; the spans those records complete go into a `telemetry.export-spans` job (export-spans.job.ts) in
- * that same transaction. So a span is queued exactly when its events are stored (once, whichever
- * worker stores them), and a collector that is down only delays the job's retries: it never
- * slows, fails or repeats a run.
+ * transaction that records it; the spans those records complete go into the outbox (trace_outbox)
+ * in that same transaction. So a span is queued exactly when its events are stored (once,
+ * whichever worker stores them), and a collector that is down only delays the exporter
+ * (outbox.ts): it never slows, fails or repeats a run.
  */
-import type { Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { AgentEvent } from '../agent/protocol.ts';
 import type { Database } from '../db/schema.ts';
-import { exportSpansJob, SPANS_PER_JOB } from './export-spans.job.ts';
 import { activationSpan, spansOfEvents, type Reopening, type RunOfSpan, type SpanRecord, type TaskContext } from './spans.ts';
 
 type Trx = Transaction<Database>;
@@ -21,12 +20,9 @@ export interface RunTraces {
   ended(trx: Trx, run: RunOfSpan, reopening: Reopening | null): Promise<void>;
 }
 
+/** Puts spans in the outbox, in one statement: the exporter (outbox.ts) sends them from there. */
 async function queue(trx: Trx, spans: SpanRecord[]): Promise<void> {
-  for (let i = 0; i < spans.length; i += SPANS_PER_JOB) {
-    const chunk = spans.slice(i, i + SPANS_PER_JOB);
-    // The key makes a repeated enqueue of the same spans a no-op (a span id is made once: a reopened run's end gets a span of its own).
-    await exportSpansJob.enqueue(trx, { spans: chunk }, { key: `trace:${chunk[0].trace_id}:${chunk[0].span_id}` });
-  }
+  await sql`insert into trace_outbox (span) select value from jsonb_array_elements(${JSON.stringify(spans)}::jsonb)`.execute(trx);
 }
 
 export function createRunTraces(opts: { endpoint: string | null }): RunTraces | null {

@@ -1,13 +1,12 @@
 // A run's trace: the run, each role's task, each model and tool call become spans with the GenAI
-// semantic conventions, exported over OTLP/HTTP (JSON) through the job queue to a collector that
+// semantic conventions, exported over OTLP/HTTP (JSON) from the trace outbox to a collector that
 // is down when the run ends and comes up later; every span arrives exactly once, parented right,
 // with no prompt, completion or tool content, and the trace route reads them back from Jaeger's
 // query API. A run reopened by follow-ups keeps its root span as it was first sent; each reopening
 // is a span of its own under it, holding the follow-up's tasks.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { listJobs } from '../../src/queue/queue.ts';
-import { exportSpansJob } from '../../src/telemetry/export-spans.job.ts';
+import { sql } from 'kysely';
 import { startFakeCollector, type FakeCollector } from '../fakes/otlp-collector.ts';
 import type { ScriptedAnswer, ScriptedRequest } from '../fakes/scripted-model.ts';
 import { lastText, roleOf, startStack, stackSkip, waitFor, type Stack } from './stack.ts';
@@ -37,6 +36,8 @@ describe('run traces over OTLP', { skip: stackSkip }, () => {
     stack = await startStack({ script, config: { SERVICE_OTLP_ENDPOINT: collector.url, SERVICE_JAEGER_URL: collector.url } });
   });
 
+  const outboxSize = async () => Number((await sql<{ n: string }>`select count(*) as n from trace_outbox`.execute(stack.t.db)).rows[0].n);
+
   after(async () => {
     await stack?.stop();
     await collector?.close();
@@ -53,11 +54,8 @@ describe('run traces over OTLP', { skip: stackSkip }, () => {
     await waitFor('an export the collector refused', async () => collector.refused > 0);
     assert.equal(collector.spans.length, 0);
     collector.down = false;
-    const exported = await waitFor('every export job to be done', async () => {
-      const jobs = await listJobs(stack.t.db, { kind: exportSpansJob.kind, limit: 500 });
-      return jobs.length > 0 && jobs.every((j) => j.state === 'done') ? jobs : null;
-    });
-    assert.ok(exported.some((j) => j.attempts > 1), 'an export was retried');
+    // What was refused waits in the outbox and goes once the collector is back.
+    await waitFor('the outbox to be sent', async () => (collector.spans.length > 0 && (await outboxSize()) === 0) || null);
 
     const traceId = (await stack.t.services.runs.traceId(runId))!;
     const spans = collector.spans.filter((s) => s.traceId === traceId);
@@ -134,9 +132,8 @@ describe('run traces over OTLP', { skip: stackSkip }, () => {
 
     const traceId = (await stack.t.services.runs.traceId(runId))!;
     const spans = await waitFor('the reopenings\' spans to be exported', async () => {
-      const jobs = await listJobs(stack.t.db, { kind: exportSpansJob.kind, limit: 500 });
       const got = collector.spans.filter((s) => s.traceId === traceId);
-      return jobs.every((j) => j.state === 'done') && got.filter((s) => s.name === `run.resume ${team}`).length === 2 ? got : null;
+      return (await outboxSize()) === 0 && got.filter((s) => s.name === `run.resume ${team}`).length === 2 ? got : null;
     });
     assert.equal(new Set(spans.map((s) => s.spanId)).size, spans.length, 'no span id arrived twice (the root is not sent again with a later end)');
 
