@@ -128,9 +128,13 @@ class SandboxGauge {
   }
 }
 
+/** How long the list of live hosts is reused. */
+const LIVE_HOSTS_TTL_MS = 1_000;
+
 export async function startSandboxHost(opts: SandboxHostOptions): Promise<SandboxHost> {
   const { db, config, logger } = opts;
   const log = logger.child({ component: 'sandbox-host' });
+  let live: { at: number; ids: Promise<string[]> } | null = null;
   const settings: PlacementSettings = { deadAfterSeconds: config.sandboxHostDeadAfter, subnet: config.sandboxSubnet, vcpuOvercommit: config.sandboxVcpuOvercommit };
   const id = await hostId(config.sandboxDir);
 
@@ -462,7 +466,11 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
       // Its sandbox is idle now: a run waiting for room may have it at once.
       void tick();
     },
-    liveHosts: () => liveHostIds(db, config.sandboxHostDeadAfter),
+    // Asked at every claim of the job runner: a second's staleness is nothing against the heartbeats' seconds.
+    liveHosts: () => {
+      if (!live || Date.now() - live.at > LIVE_HOSTS_TTL_MS) live = { at: Date.now(), ids: liveHostIds(db, config.sandboxHostDeadAfter).catch((err) => ((live = null), Promise.reject(err))) };
+      return live.ids;
+    },
     ensureRunning,
     async exec(sandboxId, req) {
       busy(sandboxId, 1);
