@@ -244,6 +244,7 @@ async function callWithRetries(
         temperature: config.temperature,
         timeoutMs: deps.modelTimeoutMs ?? 300_000,
         signal,
+        env: deps.env,
       });
       return { ...reply, started_at: startedAt };
     } catch (err) {
@@ -297,6 +298,7 @@ async function fitContext(config: AgentConfig, journal: Journal, model: (req: Mo
       stream: false,
       timeoutMs: deps.modelTimeoutMs ?? 300_000,
       signal: deps.signal,
+      env: deps.env,
     });
     summary = reply.content?.trim() || '';
   } catch {
