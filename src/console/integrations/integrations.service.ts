@@ -281,6 +281,8 @@ export function createIntegrationsService(deps: IntegrationsDeps) {
      */
     async put(actor: Actor, kind: string, expected: number, input: IntegrationPut): Promise<{ integration: Integration; version: number }> {
       const k = mustKind(kind);
+      // A stale If-Match is said first (412), before anything about the body: the client must read the integration again whatever it sends.
+      if ((await mustRow(k)).row_version !== expected) throw problems.preconditionFailed();
       const settings = normalize(k, input.settings);
       if (input.enabled) {
         const missing = missingOf(k, settings, await secretsSet());

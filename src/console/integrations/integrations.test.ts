@@ -98,6 +98,9 @@ describe(`integrations (${dbKind})`, () => {
     assert.notEqual(ok.headers.etag, old);
     assert.deepEqual(ok.body.settings, { url: 'https://chat.example.com' });
     assert.equal((await req('PUT', '/integrations/chat_a', { body, headers: { 'if-match': old } })).status, 412);
+    // Stale is said before anything about the body: reading again is what the client must do first.
+    const staleAndWrong = await req('PUT', '/integrations/chat_a', { body: { enabled: true, settings: { colour: 'blue' } }, headers: { 'if-match': old } });
+    assert.equal(staleAndWrong.status, 412, staleAndWrong.text);
     assert.equal((await req('PUT', '/integrations/nope', { body, headers: { 'if-match': old } })).status, 404);
     const audit = await t.db.selectFrom('audit_log').select(['action', 'details']).where('target_type', '=', 'integration').where('target', '=', 'chat_a').execute();
     assert.equal(audit.length, 1);

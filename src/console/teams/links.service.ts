@@ -12,6 +12,7 @@ import * as store from './teams.store.ts';
 
 export const LINK_SURFACES = ['chat_a', 'chat_b', 'code_host', 'tracker_a', 'tracker_b'] as const;
 export type LinkSurface = (typeof LINK_SURFACES)[number];
+const isLinkSurface = (s: string): s is LinkSurface => (LINK_SURFACES as readonly string[]).includes(s);
 
 
 /**
@@ -167,7 +168,14 @@ export function createLinksService(deps: { db: Db; hooks: HookCaller }) {
     async remove(actor: Actor, name: string, surface: string, externalId: string) {
       const t = await liveTeam(name);
       await db.transaction().execute(async (trx) => {
-        const gone = await trx.deleteFrom('team_links').where('team_id', '=', t.id).where('surface', '=', surface).where('external_id', '=', externalId).returning('surface').executeTakeFirst();
+        // The link as put compares its id: a repository or tracker id in other case is the same link.
+        const gone = await trx
+          .deleteFrom('team_links')
+          .where('team_id', '=', t.id)
+          .where('surface', '=', surface)
+          .where(isLinkSurface(surface) ? sameId('external_id', surface, externalId) : sql<boolean>`external_id = ${externalId}`)
+          .returning('surface')
+          .executeTakeFirst();
         if (!gone) throw problems.notFound(`link of team "${name}"`, `${surface}/${externalId}`);
         await recordAudit(trx, actor, 'team.unlink', { type: 'team', id: name }, { surface, external_id: externalId });
       });

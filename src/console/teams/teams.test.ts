@@ -463,6 +463,9 @@ describe('teams', () => {
     const taken = await put(other.name, id.toLowerCase());
     assert.equal(taken.status, 409, taken.text);
     assert.match(taken.body.detail, new RegExp(`already linked to team "${team.name}"`));
+    // And it is unlinked by the id in any case, as it was put.
+    assert.equal((await t.request({ method: 'DELETE', url: `/api/v1/teams/${team.name}/links/tracker_b/${id.toLowerCase()}`, token: t.adminToken })).status, 204);
+    assert.equal((await t.request({ method: 'GET', url: `/api/v1/teams/${team.name}/links`, token: t.adminToken })).body.items.length, 0);
   });
 
   test('role egress overrides: admin only, validated, If-Match, removable', async () => {
