@@ -13,7 +13,7 @@ import { prefers } from '../../http/negotiation.ts';
 
 /** The stream resumes after the post whose seq a reconnecting client names (the EventSource standard's header). */
 const PostsStreamHeaders = Type.Object({
-  'last-event-id': Type.Optional(Type.String({ description: 'With `Accept: text/event-stream`: resume after this seq (what EventSource sends when it reconnects); it takes precedence over `cursor`', maxLength: 20 })),
+  'last-event-id': Type.Optional(Type.String({ description: 'With `Accept: text/event-stream`: resume after this seq (what EventSource sends when it reconnects); it takes precedence over `cursor`. The ids this stream sends are seqs, so anything else is a 400.', pattern: '^[0-9]{1,15}$' })),
 });
 
 export function runsRoutes(app: App, deps: { runs: RunsService; traces: TraceReader }) {

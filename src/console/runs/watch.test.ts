@@ -81,6 +81,13 @@ describe('run post watchers', () => {
     return { posts, drops };
   };
 
+  it('refuses a Last-Event-ID that is not a seq, naming it, instead of starting over', async () => {
+    const runId = await newRun();
+    const bad = await t.request({ method: 'GET', url: `/api/v1/runs/${runId}/posts`, token: t.adminToken, headers: { accept: 'text/event-stream', 'last-event-id': 'abc' } });
+    assert.equal(bad.status, 400, bad.text);
+    assert.match(JSON.stringify(bad.body.errors), /last-event-id/i);
+  });
+
   it('a watcher that stops reading holds up neither the run nor another watcher; it is dropped with an overflow event and resumes with Last-Event-ID', async () => {
     const runId = await newRun();
     // Far more than the kernel's socket buffers and the watcher's own bound hold.
