@@ -3,6 +3,8 @@
 // ones, and the proxy's ceiling against an upstream with no delay. The fake upstream answers
 // after a fixed delay (a stand-in for a model, far faster than a real one) and streams its
 // words a few ms apart, so a proxy that buffered the stream would show in the first event's time.
+// Its words keep a schedule from the first (see chunkDelayMs): on these shared cores the proxy's
+// load would otherwise stretch the fake's gaps and count as latency the proxy added.
 // Measured in rounds (direct and proxied back to back, alternating order) and reported as the
 // medians of the rounds, so that other work on the machine coming and going does not decide it.
 // Last, the ceiling again with the proxy as `crewhouse serve` runs it: every component in one

@@ -15,7 +15,14 @@ export interface FakeOpenAIOptions {
   latencyMs?: number;
   /** Words in a reply, one streamed chunk each. */
   words?: number;
-  /** Delay between streamed chunks (ms). */
+  /**
+   * Delay between streamed chunks (ms), kept to a schedule from the first chunk: chunk i is due
+   * i delays after it, however late the one before went out. A model's pace is set on its own
+   * machine; this fake shares the CPU with what it is measured against, and sleeping a delay
+   * after each write would let that load stretch every later gap (20 chunks at 2 ms came 2 to 3
+   * ms later in all when the proxy was busy beside it), counting the fake's slowness as latency
+   * the proxy added.
+   */
   chunkDelayMs?: number;
   /** Leave usage out entirely (some OpenAI-compatible servers do). */
   omitUsage?: boolean;
@@ -126,6 +133,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     const send = (choices: unknown[], extra: Record<string, unknown> = {}) =>
       res.write(`data: ${JSON.stringify({ id: cid, object: 'chat.completion.chunk', created, model: body.model, system_fingerprint: 'fp_fake', choices, ...(withUsage ? { usage: null } : {}), ...extra })}\n\n`);
     send([{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }]);
+    const firstAt = performance.now();
     for (let i = 0; i < parts.length; i++) {
       if (failure?.streamError !== undefined && i >= (failure.dropAfterChunks ?? 0)) {
         res.write(`data: ${JSON.stringify({ error: { message: failure.streamError, type: 'server_error', param: null, code: null } })}\n\n`);
@@ -137,7 +145,8 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
         res.socket?.destroy();
         return;
       }
-      await sleep(options.chunkDelayMs ?? 0);
+      const delay = options.chunkDelayMs ?? 0;
+      if (delay > 0) await sleep(firstAt + (i + 1) * delay - performance.now());
       send([{ index: 0, delta: { content: parts[i] }, logprobs: null, finish_reason: null }]);
     }
     send([{ index: 0, delta: {}, logprobs: null, finish_reason: finish }]);
