@@ -59,24 +59,25 @@ export function getPost(db: Q, runId: string, seq: number) {
 
 /**
  * Appends a post to a locked run: the next seq, once per `source` (a second append of the same
- * source returns the first post's seq and adds nothing).
+ * source returns the first post's seq and adds nothing). One statement (the look-up by source,
+ * the run's next seq and the insert), as a run's recording appends a post for most events.
  */
 export async function appendPost(trx: Transaction<Database>, runId: string, draft: PostDraft, source: string | null = null): Promise<number> {
-  if (source) {
-    const existing = await postSeqOf(trx, runId, source);
-    if (existing !== null) return existing;
-  }
-  const { last_seq } = await trx
-    .updateTable('runs')
-    .set({ last_seq: sql`last_seq + 1`, updated_at: sql`now()` })
-    .where('id', '=', runId)
-    .returning('last_seq')
-    .executeTakeFirstOrThrow();
-  await trx
-    .insertInto('run_posts')
-    .values({ run_id: runId, seq: last_seq, kind: draft.kind, role: draft.role, text: draft.text, data: JSON.stringify(draft.data ?? {}), source })
-    .execute();
-  return last_seq;
+  const { rows } = await sql<{ seq: number }>`
+    with existing as (
+      select seq from run_posts where run_id = ${runId} and source = ${source}
+    ), next as (
+      update runs set last_seq = last_seq + 1, updated_at = now()
+      where id = ${runId} and not exists (select 1 from existing)
+      returning last_seq
+    ), added as (
+      insert into run_posts (run_id, seq, kind, role, text, data, source)
+      select ${runId}, last_seq, ${draft.kind}, ${draft.role}, ${draft.text}, ${JSON.stringify(draft.data ?? {})}::jsonb, ${source} from next
+      returning seq
+    )
+    select seq from added union all select seq from existing`.execute(trx);
+  if (!rows.length) throw new Error(`run ${runId} does not exist: no post appended`);
+  return Number(rows[0].seq);
 }
 
 /**
