@@ -10,10 +10,11 @@ import type { RunsService } from './runs.service.ts';
 import type { TraceReader } from './trace.ts';
 import { watchPosts } from './watch.ts';
 import { prefers } from '../../http/negotiation.ts';
+import { matching } from '../../http/schemas.ts';
 
 /** The stream resumes after the post whose seq a reconnecting client names (the EventSource standard's header). */
 const PostsStreamHeaders = Type.Object({
-  'last-event-id': Type.Optional(Type.String({ description: 'With `Accept: text/event-stream`: resume after this seq (what EventSource sends when it reconnects); it takes precedence over `cursor`. The ids this stream sends are seqs, so anything else is a 400.', pattern: '^[0-9]{1,15}$' })),
+  'last-event-id': Type.Optional(Type.String({ description: 'With `Accept: text/event-stream`: resume after this seq (what EventSource sends when it reconnects); it takes precedence over `cursor`. The ids this stream sends are seqs, so anything else is a 400.', ...matching('^[0-9]{1,15}$', 'a post\'s seq: digits only, at most 15') })),
 });
 
 export function runsRoutes(app: App, deps: { runs: RunsService; traces: TraceReader }) {
