@@ -189,8 +189,9 @@ export function createChatCore(deps: ChatCoreDeps) {
   }
 
   /** Queues the thread's catching up with its run, once per change; nothing for a run without a thread. */
-  async function queueMirror(q: Db | Trx, runId: string, event: string, seq: number): Promise<void> {
-    if (!(await store.threadOfRun(q, runId))) return;
+  /** `known`: the run is already known to have a thread (read in the same transaction). */
+  async function queueMirror(q: Db | Trx, runId: string, event: string, seq: number, known = false): Promise<void> {
+    if (!known && !(await store.threadOfRun(q, runId))) return;
     // One job per change (a run that waits at seq N and is cancelled with no post between has two changes at N).
     await mirrorThreadJob.enqueue(q, { run_id: runId }, { key: `chat.mirror-thread:${runId}:${event}:${seq}` });
   }
@@ -266,7 +267,7 @@ export function createChatCore(deps: ChatCoreDeps) {
         if (!home) return;
         await store.insertThread(trx, { run_id: change.run_id, surface: home.surface, room_id: home.room_id, team: change.team!, requested_by: '', requested_by_name: '' });
       }
-      await queueMirror(trx, change.run_id, change.event ?? 'posted', change.seq);
+      await queueMirror(trx, change.run_id, change.event ?? 'posted', change.seq, true);
     },
 
     /** The same, outside a run's change (the `Surface`'s `progress`): queued in a transaction of its own. */
