@@ -9,7 +9,7 @@
  * owner and a deadline), so two workers never send the same rows at once, and deleted only
  * after the collector took it: a worker killed between the two leaves the rows to be sent again
  * when the lease runs out (at least once, as any OTLP exporter that retries). A collector that
- * is down is tried again with a growing pause, and its backlog is bounded by age.
+ * is down is tried again with a growing pause (up to half a minute), and its backlog is bounded by age.
  */
 import crypto from 'node:crypto';
 import os from 'node:os';
@@ -23,7 +23,8 @@ import type { SpanRecord } from './spans.ts';
 const LEASE_MS = 60_000;
 /** Spans the collector has not taken in this long are dropped (said in the log). */
 const MAX_AGE_HOURS = 24;
-const MAX_PAUSE_MS = 300_000;
+/** The longest pause between tries while the collector refuses: one request per half minute is no load, and a collector back is used soon. */
+const MAX_PAUSE_MS = 30_000;
 
 export interface SpanExporter {
   /** Sends what is waiting now, batch after batch, until the outbox is empty or the collector refuses; how many spans went. */

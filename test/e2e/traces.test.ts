@@ -55,7 +55,8 @@ describe('run traces over OTLP', { skip: stackSkip }, () => {
     assert.equal(collector.spans.length, 0);
     collector.down = false;
     // What was refused waits in the outbox and goes once the collector is back.
-    await waitFor('the outbox to be sent', async () => (collector.spans.length > 0 && (await outboxSize()) === 0) || null);
+    // The exporter's pause after failures is at most 30 s.
+    await waitFor('the outbox to be sent', async () => (collector.spans.length > 0 && (await outboxSize()) === 0) || null, 60_000);
 
     const traceId = (await stack.t.services.runs.traceId(runId))!;
     const spans = collector.spans.filter((s) => s.traceId === traceId);
