@@ -32,6 +32,9 @@ async function settleAll(steps: Promise<unknown>[]): Promise<void> {
 }
 const readOr = (file: string, fallback = '') => fs.readFile(file, 'utf8').catch(() => fallback);
 
+/** Polls (25 ms apart) for a freeze to take: 30 s, for a machine whose disk is very busy. */
+const FREEZE_POLLS = 1_200;
+
 export class Cgroup {
   readonly version: CgroupVersion;
   readonly name: string;
@@ -94,11 +97,22 @@ export class Cgroup {
     return (await readOr(path.join(this.dir('freezer'), 'freezer.state'))).trim() === 'FROZEN';
   }
 
-  /** Stops every process where it is; memory stays. Resolves once the kernel says frozen. */
+  /**
+   * Stops every process where it is; memory stays. Resolves once the kernel says frozen. The
+   * request is written again every second while the kernel says freezing: a task caught in a
+   * fork, or in an uninterruptible wait (a write under heavy disk load) when the freeze began,
+   * is caught by the next one (cgroup v1 leaves such a cgroup FREEZING until asked again).
+   */
   async freeze(): Promise<void> {
-    if (this.version === 2) await write(path.join(this.dirs()[0], 'cgroup.freeze'), '1');
-    else await write(path.join(this.dir('freezer'), 'freezer.state'), 'FROZEN');
-    if (!(await pollUntil(() => this.frozen(), 400, 25))) throw new Error(`cgroup ${this.name} did not freeze`);
+    const ask = () => (this.version === 2 ? write(path.join(this.dirs()[0], 'cgroup.freeze'), '1') : write(path.join(this.dir('freezer'), 'freezer.state'), 'FROZEN'));
+    await ask();
+    let polls = 0;
+    const done = await pollUntil(async () => {
+      if (await this.frozen()) return true;
+      if (++polls % 40 === 0) await ask();
+      return false;
+    }, FREEZE_POLLS, 25);
+    if (!done) throw new Error(`cgroup ${this.name} did not freeze within ${(FREEZE_POLLS * 25) / 1000} s`);
   }
 
   async thaw(): Promise<void> {
