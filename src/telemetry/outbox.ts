@@ -67,7 +67,10 @@ export function startSpanExport(opts: { db: Db; endpoint: string; logger: Logger
     if (n > 0) log.warn({ spans: n }, `dropped spans the OTLP collector did not take within ${MAX_AGE_HOURS} hours`);
   }
 
-  /** Sends batches until none is left; false when the collector refused one for now. */
+  /**
+   * Sends batches until none is left or the collector refuses one for now: how many spans went
+   * (`sent`), and whether it stopped on a refusal to be tried again after a pause (`refused`).
+   */
   async function drainOnce(): Promise<{ sent: number; refused: boolean }> {
     let sent = 0;
     for (;;) {
