@@ -193,6 +193,9 @@ describe('OpenAPI', () => {
     // A route's own answers, and one it drops: a log-in refuses with 401 or 429, never 422.
     assert.deepEqual(codes('post', '/session'), ['400', '401', '413', '415', '429']);
     assert.ok(op('post', '/teams').responses['503'] && op('post', '/teams').responses['502']);
+    // A link is checked with the code host, the tracker or the chat server: one that cannot be asked is a bad gateway.
+    assert.deepEqual(codes('put', '/teams/{name}/links'), ['400', '401', '403', '404', '409', '413', '415', '422', '502', '503']);
+    assert.match(op('put', '/teams/{name}/links').responses['502'].description, /could not be reached.*nothing was linked/);
     // The session-only routes answer 403 to a token, even for reads.
     assert.ok(op('get', '/session/tokens').responses['403']);
     // Every 412 comes with an If-Match parameter, and a required one with 428.
