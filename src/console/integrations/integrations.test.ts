@@ -87,6 +87,12 @@ describe(`integrations (${dbKind})`, () => {
     assert.match(String(one.headers.etag), /^"\d+"$/);
     assert.deepEqual(one.body, byKind.code_host);
     assert.equal((await req('GET', '/integrations/jira')).status, 404);
+    // One integration takes no query parameter: one sent is refused naming it, as the list refuses one it does not know.
+    for (const url of ['/integrations/code_host?kind=chat_a', '/integrations?verbose=1']) {
+      const refused = await req('GET', url, { token: viewer.token });
+      assert.equal(refused.status, 400, `${url}: ${refused.text}`);
+      assert.equal(refused.body.errors[0].message, 'is not a known field');
+    }
   });
 
   test('PUT: admin only, If-Match required (428) and current (412)', async () => {
