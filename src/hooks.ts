@@ -58,9 +58,12 @@ export type HookSignatures = {
   [K in OwnerKind as `lock:${K}`]: (q: Kysely<Database> | Transaction<Database>, name: string) => Promise<boolean>;
 } & {
   checkpointUses: () => Promise<CheckpointUse[]>;
-  /** Whether the code-host app is installed on `<owner>/<repo>` (the code_host integration answers; no answer: it is not set up). */
+  /**
+   * Whether the code-host app is installed on `<owner>/<repo>` (the code_host integration
+   * answers; no answer: it is not set up); it throws 502 when the code host cannot be asked now.
+   */
   'codeHost:covers': (repo: string) => Promise<Coverage>;
-  /** Whether the code-host app covers the repository of a URL; null when the URL is not on the (enabled) code host. */
+  /** Whether the code-host app covers the repository of a URL; null when the URL is not on the (enabled) code host. 502 as `codeHost:covers`. */
   'codeHost:coversUrl': (url: string) => Promise<(Coverage & { repository: string }) | null>;
   /**
    * The display name of a room of a chat surface (chat_a, chat_b) that the surface's bot can read
@@ -72,7 +75,8 @@ export type HookSignatures = {
   /**
    * Whether an issue tracker shows its agent a team or project (the tracker's adapter answers):
    * `verified` with its label, `refused` with the reason, `unverified` while the tracker is not
-   * configured. No answer: no adapter here (the link stays unverified).
+   * configured; it throws 502 when the tracker cannot be asked now (unreachable, rate-limiting or
+   * failing). No answer: no adapter here (the link stays unverified).
    */
   'tracker:link': (surface: 'tracker_a' | 'tracker_b', externalId: string) => Promise<{ verification: 'verified'; label: string } | { verification: 'unverified' } | { refused: string }>;
   /** A team was archived: its rows in other modules go or end with it (the name is free for a new team). */

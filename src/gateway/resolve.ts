@@ -1,5 +1,6 @@
 import dns from 'node:dns';
 import net from 'node:net';
+import { ttlCache } from '../ttl-cache.ts';
 
 /** Resolves a name to every address it has, once; the gateway checks them all and dials one of exactly those. */
 export type Resolve = (host: string) => Promise<string[]>;
@@ -16,17 +17,9 @@ export function createResolver(servers: string[]): Resolve {
  * Answers are kept for a second: what is kept is what was resolved, and every use checks and
  * dials exactly it, so a name that changes its answer cannot slip another address in between.
  */
-function remembered(resolve: Resolve, ttlMs = 1000, max = 10_000): Resolve {
-  const cache = new Map<string, { at: number; addresses: Promise<string[]> }>();
-  return (host) => {
-    const hit = cache.get(host);
-    if (hit && Date.now() - hit.at < ttlMs) return hit.addresses;
-    if (cache.size >= max) cache.clear();
-    const addresses = resolve(host);
-    cache.set(host, { at: Date.now(), addresses });
-    addresses.catch(() => cache.delete(host));
-    return addresses;
-  };
+function remembered(resolve: Resolve, ttlMs = 1000): Resolve {
+  const cache = ttlCache<string[]>(ttlMs);
+  return (host) => cache(host, () => resolve(host));
 }
 
 function lookupWith(servers: string[]): Resolve {

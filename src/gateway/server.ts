@@ -10,6 +10,7 @@ import { BUILTIN_HOSTS } from '../egress/builtins.ts';
 import type { PolicyDestination } from '../egress/policy.ts';
 import type { Registry } from '../metrics.ts';
 import type { SandboxIdentity } from '../runtime/sandboxes/identify.ts';
+import { ttlCache } from '../ttl-cache.ts';
 import type { LeafIssuer } from './ca.ts';
 import { checkAddress, decide, decideConnect, deny, type Decision, type DecisionContext, type EgressRequest, type Refusal } from './decide.ts';
 import { recordEgressEvent } from './events.ts';
@@ -57,25 +58,6 @@ const CREDENTIAL_TTL_MS = 10_000;
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'content-length', 'upgrade', 'host', 'expect']);
 // What a body needs to be understood; every other header only through the destination's header_allowlist.
 const FRAMING = ['content-type', 'content-encoding'];
-
-/** A short-lived cache of promises (a failed one is forgotten at once). */
-function ttlCache<T>(ttlMs: number, max = 10_000) {
-  const entries = new Map<string, { at: number; value: Promise<T> }>();
-  const get = (key: string, load: () => Promise<T>): Promise<T> => {
-    const hit = entries.get(key);
-    if (hit && Date.now() - hit.at < ttlMs) return hit.value;
-    const value = load();
-    if (entries.size >= max) entries.clear();
-    entries.set(key, { at: Date.now(), value });
-    value.catch(() => entries.delete(key));
-    return value;
-  };
-  /** Drops every entry whose key starts with `prefix`: it is read again at its next use. */
-  get.forget = (prefix: string) => {
-    for (const key of entries.keys()) if (key.startsWith(prefix)) entries.delete(key);
-  };
-  return get;
-}
 
 /**
  * The credential gateway: an explicit HTTP proxy (absolute-form requests and CONNECT, whose

@@ -27,10 +27,10 @@ describe('OpenAPI', () => {
   let doc: any;
   // Every route the console registers, seen through Fastify's own announcement of a new
   // instance, so the test compares the document with what is really served.
-  const routes: Array<{ method: string; url: string; hidden: boolean; wildcard?: string }> = [];
+  const routes: Array<{ method: string; url: string; hidden: boolean; wildcard?: string; query?: any; sessionOnly: boolean }> = [];
   const onInit = ({ fastify }: any) =>
     fastify.addHook('onRoute', (r: any) => {
-      for (const m of [r.method].flat()) routes.push({ method: String(m).toLowerCase(), url: r.url, hidden: Boolean(r.schema?.hide), wildcard: r.config?.openapiWildcard });
+      for (const m of [r.method].flat()) routes.push({ method: String(m).toLowerCase(), url: r.url, hidden: Boolean(r.schema?.hide), wildcard: r.config?.openapiWildcard, query: r.schema?.querystring, sessionOnly: Boolean(r.config?.auth?.sessionOnly) });
     });
 
   before(async () => {
@@ -87,6 +87,25 @@ describe('OpenAPI', () => {
     }
     for (const outside of ['/healthz', '/readyz', '/metrics', '/', '/{*}']) assert.equal(doc.paths[outside], undefined, outside);
     assert.ok(routes.some((r) => r.url === '/healthz'), 'the routes outside /api/v1 exist, unlisted');
+  });
+
+  test('every GET route refuses a query parameter it does not take: a 400 naming it, never ignored', async () => {
+    const reads = routes.filter((r) => r.url.startsWith('/api/v1/') && r.method === 'get');
+    assert.ok(reads.length >= 40, `saw ${reads.length} GET routes`);
+    for (const r of reads) {
+      const where = `GET ${r.url}`;
+      // Declared, with no other parameter allowed (NoQuery when it takes none, as ListQuery on lists).
+      assert.equal(r.query?.additionalProperties, false, `${where}: its query string refuses unknown parameters`);
+      if (r.sessionOnly) continue;
+      // Answered so: each path parameter filled with the contract's example (or a plain value), which the route's own path schema takes.
+      const path = openApiPath(r.url, r.wildcard);
+      const params = doc.paths[path].get.parameters ?? [];
+      const url = `/api/v1${path.replace(/\{([^}]+)\}/g, (_m: string, name: string) => encodeURIComponent(String(params.find((x: any) => x.in === 'path' && x.name === name)?.example ?? 'x')))}?not_a_parameter=1`;
+      const res = await t.request({ method: 'GET', url, token: t.adminToken });
+      assert.equal(res.status, 400, `${where}: ${res.text.slice(0, 300)}`);
+      assert.deepEqual(res.body.errors, [{ field: 'not_a_parameter', message: 'is not a known field' }], `${where}: ${res.text.slice(0, 300)}`);
+      assert.match(res.body.detail, /^the query string is not valid: not_a_parameter is not a known field/, where);
+    }
   });
 
   test('every operation has a verbNoun operationId, tags, parameters, schemas, security and the problem answer', () => {
@@ -193,6 +212,9 @@ describe('OpenAPI', () => {
     // A route's own answers, and one it drops: a log-in refuses with 401 or 429, never 422.
     assert.deepEqual(codes('post', '/session'), ['400', '401', '413', '415', '429']);
     assert.ok(op('post', '/teams').responses['503'] && op('post', '/teams').responses['502']);
+    // A link is checked with the code host, the tracker or the chat server: one that cannot be asked is a bad gateway.
+    assert.deepEqual(codes('put', '/teams/{name}/links'), ['400', '401', '403', '404', '409', '413', '415', '422', '502', '503']);
+    assert.match(op('put', '/teams/{name}/links').responses['502'].description, /could not be reached.*nothing was linked/);
     // The session-only routes answer 403 to a token, even for reads.
     assert.ok(op('get', '/session/tokens').responses['403']);
     // Every 412 comes with an If-Match parameter, and a required one with 428.

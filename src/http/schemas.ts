@@ -28,6 +28,12 @@ export const isIfMatchRequired = (headers: { properties?: Record<string, unknown
 
 export const NoContent = Type.Null({ description: 'no content' });
 
+/**
+ * The query string of a route that takes no query parameters: one sent anyway is a 400 naming
+ * it, as a list refuses a parameter it does not know (ListQuery), rather than being ignored.
+ */
+export const NoQuery = Type.Object({}, { additionalProperties: false });
+
 /** A path segment name: what most resources are called by. */
 export const NameParam = (pattern = '^[a-z0-9][a-z0-9._-]{0,62}$', words = 'lowercase letters, digits, ".", "_" and "-", starting with a letter or digit; at most 63 characters') =>
   Type.String({ minLength: 1, maxLength: 128, ...matching(pattern, words) });

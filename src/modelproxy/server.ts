@@ -6,6 +6,7 @@ import { createServer, type App } from '../http/kernel.ts';
 import { Registry } from '../metrics.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import type { SecretsService } from '../secrets/secrets.service.ts';
+import { ttlCache } from '../ttl-cache.ts';
 import { adminRoutes } from './admin.routes.ts';
 import { serviceCredential } from './credential.ts';
 import { useProxyErrors } from './errors.ts';
@@ -34,14 +35,8 @@ export interface ModelProxyDeps {
 
 /** Reads upstream keys from the secret store at most every CREDENTIAL_TTL_MS per name. */
 export function cachedReveal(secrets: Pick<SecretsService, 'reveal'>): (secretName: string) => Promise<string | null> {
-  const cache = new Map<string, { value: string | null; at: number }>();
-  return async (name) => {
-    const hit = cache.get(name);
-    if (hit && Date.now() - hit.at < CREDENTIAL_TTL_MS) return hit.value;
-    const value = await secrets.reveal(name);
-    cache.set(name, { value, at: Date.now() });
-    return value;
-  };
+  const cache = ttlCache<string | null>(CREDENTIAL_TTL_MS);
+  return (name) => cache(name, () => secrets.reveal(name));
 }
 
 /** The model proxy's server: the OpenAI-compatible front, the admin API, health. Not listening yet. */

@@ -1,8 +1,7 @@
-import crypto from 'node:crypto';
-import os from 'node:os';
 import { sql, type RawBuilder } from 'kysely';
 import type { Logger } from 'pino';
 import { listen, type Db, type Unlisten } from '../db/database.ts';
+import { leaseOwner } from '../db/lease.ts';
 import { redactSecrets } from '../logger.ts';
 import type { Registry } from '../metrics.ts';
 import { channelSql, countJobs, PermanentJobError, pruneDoneJobs, schemaProblem, type Job, type JobHandler } from './queue.ts';
@@ -109,7 +108,7 @@ export function createJobRunner(opts: JobRunnerOptions) {
   const random = opts.random ?? Math.random;
   const stopTimeoutMs = opts.stopTimeoutMs ?? 10_000;
   const keepDoneMs = opts.keepDoneMs ?? 7 * 86_400_000;
-  const owner = opts.owner ?? `${os.hostname()}:${process.pid}:${crypto.randomBytes(3).toString('hex')}`;
+  const owner = opts.owner ?? leaseOwner();
   const log = logger.child({ component: 'jobs', owner });
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error('concurrency must be a whole number of at least 1');
   if (heartbeatMs >= leaseMs) throw new Error('the heartbeat must come more often than the lease runs out');

@@ -11,11 +11,10 @@
  * when the lease runs out (at least once, as any OTLP exporter that retries). A collector that
  * is down is tried again with a growing pause (up to half a minute), and its backlog is bounded by age.
  */
-import crypto from 'node:crypto';
-import os from 'node:os';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { Db } from '../db/database.ts';
+import { leaseOwner } from '../db/lease.ts';
 import { sendSpans, SPANS_PER_JOB } from './export-spans.job.ts';
 import type { SpanRecord } from './spans.ts';
 
@@ -36,7 +35,7 @@ export function startSpanExport(opts: { db: Db; endpoint: string; logger: Logger
   const { db, endpoint } = opts;
   const log = opts.logger.child({ component: 'trace-export' });
   const everyMs = opts.everyMs ?? 1_000;
-  const owner = opts.owner ?? `${os.hostname()}:${process.pid}:${crypto.randomBytes(3).toString('hex')}`;
+  const owner = opts.owner ?? leaseOwner();
   let failures = 0;
   let stopped = false;
   let timer: NodeJS.Timeout | null = null;
@@ -68,7 +67,10 @@ export function startSpanExport(opts: { db: Db; endpoint: string; logger: Logger
     if (n > 0) log.warn({ spans: n }, `dropped spans the OTLP collector did not take within ${MAX_AGE_HOURS} hours`);
   }
 
-  /** Sends batches until none is left; false when the collector refused one for now. */
+  /**
+   * Sends batches until none is left or the collector refuses one for now: how many spans went
+   * (`sent`), and whether it stopped on a refusal to be tried again after a pause (`refused`).
+   */
   async function drainOnce(): Promise<{ sent: number; refused: boolean }> {
     let sent = 0;
     for (;;) {

@@ -242,7 +242,10 @@ export function createIntegrationsService(deps: IntegrationsDeps) {
     return cached.app;
   }
 
-  /** Whether the code-host app is installed on `<owner>/<repo>`, with the reason when it is not. */
+  /**
+   * Whether the code-host app is installed on `<owner>/<repo>`, with the reason when it is not;
+   * 502 when the code host cannot be asked now (unreachable, rate-limiting or failing).
+   */
   async function coversRepository(repo: string): Promise<Coverage> {
     const app = await codeHostApp();
     if (!app) {
@@ -253,7 +256,13 @@ export function createIntegrationsService(deps: IntegrationsDeps) {
     try {
       return await app.coversRepository(repo);
     } catch (err) {
-      const reason = err instanceof (await codeHostModule()).CodeHostError ? (err as Error).message : 'the code host could not be asked';
+      const { CodeHostError } = await codeHostModule();
+      if (err instanceof CodeHostError && err.transient) {
+        throw problems.badGateway(
+          `could not check that the code-host app is installed on ${repo}: ${err.message}. Check that the code host answers at the code_host integration's api_url (POST /integrations/code_host/test says what fails), then try again`,
+        );
+      }
+      const reason = err instanceof CodeHostError ? err.message : 'the code host could not be asked';
       return { covered: false, reason: `could not check that the code-host app is installed on ${repo}: ${reason}` };
     }
   }

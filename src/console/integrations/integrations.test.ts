@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { makeTeam, makeTemplate } from '../../../test/factories.ts';
 import { startFakeCodeHost, type FakeCodeHost } from '../../../test/fakes/code-host.ts';
@@ -85,6 +87,12 @@ describe(`integrations (${dbKind})`, () => {
     assert.match(String(one.headers.etag), /^"\d+"$/);
     assert.deepEqual(one.body, byKind.code_host);
     assert.equal((await req('GET', '/integrations/jira')).status, 404);
+    // One integration takes no query parameter: one sent is refused naming it, as the list refuses one it does not know.
+    for (const url of ['/integrations/code_host?kind=chat_a', '/integrations?verbose=1']) {
+      const refused = await req('GET', url, { token: viewer.token });
+      assert.equal(refused.status, 400, `${url}: ${refused.text}`);
+      assert.equal(refused.body.errors[0].message, 'is not a known field');
+    }
   });
 
   test('PUT: admin only, If-Match required (428) and current (412)', async () => {
@@ -214,6 +222,42 @@ describe(`integrations (${dbKind})`, () => {
     assert.equal(elsewhere.status, 422);
     assert.match(elsewhere.body.detail, /on acme, not on globex/);
     assert.equal(await t.services.integrations.codeHostRepositoryOf(team.name), 'acme/widgets');
+  });
+
+  test('links and repo_url: a code host that fails or cannot be reached is 502 saying what to do, not a refusal of the repository', async () => {
+    const tpl = await makeTemplate(t);
+    const url = `/teams/${(await makeTeam(t)).name}/links`;
+    const saysWhatToDo = /Check that the code host answers at the code_host integration's api_url \(POST \/integrations\/code_host\/test says what fails\), then try again$/;
+    fake.failWith(503);
+    try {
+      const failing = await req('PUT', url, { token: operator.token, body: { surface: 'code_host', external_id: 'acme/widgets' } });
+      assert.equal(failing.status, 502, failing.text);
+      assert.equal(failing.body.type, 'https://crewhouse.dev/problems/bad-gateway');
+      assert.match(failing.body.detail, /^could not check that the code-host app is installed on acme\/widgets: .*503/);
+      assert.match(failing.body.detail, saysWhatToDo);
+      const create = await req('POST', '/teams', { token: operator.token, body: { name: uniq('team'), template: { name: tpl.name, version: null }, repo_url: `${fake.httpsUrl}/acme/widgets.git` } });
+      assert.equal(create.status, 502, create.text);
+      assert.match(create.body.detail, saysWhatToDo);
+    } finally {
+      fake.failWith(null);
+    }
+    // A port nothing listens on (one just let go).
+    const probe = http.createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+    const closed = (probe.address() as AddressInfo).port;
+    await new Promise((r) => probe.close(r));
+    assert.equal((await put('code_host', { enabled: true, settings: { ...codeHostSettings(), api_url: `http://127.0.0.1:${closed}` } })).status, 200);
+    try {
+      const away = await req('PUT', url, { token: operator.token, body: { surface: 'code_host', external_id: 'acme/widgets' } });
+      assert.equal(away.status, 502, away.text);
+      assert.match(away.body.detail, /cannot reach the code host \(ECONNREFUSED\)/);
+      assert.match(away.body.detail, saysWhatToDo);
+    } finally {
+      assert.equal((await put('code_host', { enabled: true, settings: codeHostSettings() })).status, 200);
+    }
+    // Answering again, the code host's own refusal is the repository's: 422.
+    const back = await req('PUT', url, { token: operator.token, body: { surface: 'code_host', external_id: 'acme/private-plans' } });
+    assert.equal(back.status, 422, back.text);
   });
 
   test('a team\'s repo_url on the code host is its repository once the app covers it; elsewhere it is any git server', async () => {

@@ -4,6 +4,7 @@
 // team's name lists none of the archived team's runs.
 // A reply's in_reply_to past the largest post number is a 400 naming it, not a database error without a field.
 // A client that prefers JSON (by its Accept qualities) gets the posts as JSON, not the endless event stream.
+// A run and its trace refuse a query parameter they do not take (400 naming it), as the lists do, rather than ignore it.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
@@ -94,5 +95,17 @@ describe('runs: contract defects', () => {
     assert.match(text, /A task moves an `idle` or `sleeping` team to `running`; a question moves it to `waiting` and the answer back to `running`/);
     assert.match(text, /## Compatibility and deprecation\n/);
     assert.match(text, /marked `deprecated: true`.*keeps working for at least two minor releases/);
+  });
+
+  test('a run and its trace take no query parameter: one sent is a 400 naming it, as on the lists', async () => {
+    await makeHostRow(t.db, { providers: ['local', 'microvm'] });
+    const { run_id } = await makeRun(t);
+    for (const path of [`/api/v1/runs/${run_id}`, `/api/v1/runs/${run_id}/trace`]) {
+      assert.equal((await t.request({ method: 'GET', url: path, token: t.adminToken })).status, 200, path);
+      const res = await t.request({ method: 'GET', url: `${path}?limit=5`, token: t.adminToken });
+      assert.equal(res.status, 400, `${path}: ${res.text}`);
+      assert.deepEqual(res.body.errors, [{ field: 'limit', message: 'is not a known field' }]);
+      assert.match(res.body.detail, /^the query string is not valid: limit is not a known field/);
+    }
   });
 });

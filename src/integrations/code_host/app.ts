@@ -92,7 +92,11 @@ export interface CodeHostApp {
   openPullRequest(input: { repo: string; head: string; base?: string; title: string; body: string }): Promise<{ number: number; url: string; created: boolean }>;
 }
 
-/** A code-host call that failed; `message` is one line without secrets. */
+/**
+ * A code-host call that failed; `message` is one line without secrets. `status` is the code
+ * host's HTTP status, 0 when it could not be reached, null when no call was made (a setting or
+ * the key is not usable).
+ */
 export class CodeHostError extends Error implements SaidForPeople {
   readonly status: number | null;
   readonly forPeople = true;
@@ -100,6 +104,10 @@ export class CodeHostError extends Error implements SaidForPeople {
     super(message);
     this.name = 'CodeHostError';
     this.status = status;
+  }
+  /** Worth trying again later: unreachable, rate-limited or a server error. */
+  get transient(): boolean {
+    return this.status !== null && (this.status === 0 || this.status === 429 || this.status >= 500);
   }
 }
 
@@ -131,7 +139,7 @@ export function reasonOf(err: unknown, what: string): CodeHostError {
     if (typeof c.message === 'string' && c.message) why = c.message;
     cause = c.cause;
   }
-  return new CodeHostError(oneLine(`${what}: cannot reach the code host (${why})`));
+  return new CodeHostError(oneLine(`${what}: cannot reach the code host (${why})`), 0);
 }
 
 function splitRepo(fullName: string): { owner: string; repo: string } {

@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { makeIntegration } from '../../../test/factories.ts';
+import { makeIntegration, makeTeam } from '../../../test/factories.ts';
 import { startFakeJira, type FakeJira } from '../../../test/fakes/jira.ts';
 import { startFakeLinear, type FakeLinear } from '../../../test/fakes/linear.ts';
 import { captureLogger, testApp, type TestApp } from '../../../test/harness.ts';
@@ -115,6 +115,39 @@ describe('trackers: failures said in words', () => {
       ],
       [jira.clientSecret],
     );
+  });
+
+  it('a link check that cannot reach the tracker is 502 saying what to do; a tracker that answers no is 422', async () => {
+    const team = await makeTeam(t);
+    const link = (surface: string, externalId: string) => t.request({ method: 'PUT', url: `/api/v1/teams/${team.name}/links`, token: t.adminToken, body: { surface, external_id: externalId } });
+    const expectBadGateway = async (surface: string, externalId: string, reason: RegExp, title: string) => {
+      const r = await link(surface, externalId);
+      assert.equal(r.status, 502, r.text);
+      assert.equal(r.body.type, 'https://crewhouse.dev/problems/bad-gateway');
+      assert.match(r.body.detail, new RegExp(`^could not check ${externalId} with ${title}: `));
+      assert.match(r.body.detail, reason);
+      assert.match(r.body.detail, new RegExp(`Nothing was linked: send the link again once ${title} answers$`));
+      clean(r.body.detail, []);
+    };
+    await makeIntegration(t, 'tracker_a', { settings: { api_url: `${brokenUrl}/graphql` }, secrets: { access_token: `lin_oauth_${crypto.randomBytes(16).toString('hex')}`, webhook_secret: 'x'.repeat(20) } });
+    mode = 'close';
+    await expectBadGateway('tracker_a', 'ENG', /Linear could not be reached while .*: the connection was closed before an answer came; check the setting api_url/, 'Linear');
+    // Linear answering that it has no such thing is the link's problem: 422, as before.
+    mode = 'linear-error';
+    const refused = await link('tracker_a', 'ENG');
+    assert.equal(refused.status, 422, refused.text);
+    assert.equal(refused.body.errors[0].field, 'external_id');
+
+    const probe = http.createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+    const closed = (probe.address() as AddressInfo).port;
+    await new Promise((r) => probe.close(r));
+    await makeIntegration(t, 'tracker_b', {
+      settings: { client_id: jira.clientId, cloud_id: jira.cloudId, account_id: jira.agent.accountId, api_url: `http://127.0.0.1:${closed}`, auth_url: jira.authUrl },
+      secrets: { client_secret: jira.clientSecret },
+    });
+    await expectBadGateway('tracker_b', 'OPS', /Jira could not be reached while .*: the connection was refused; check the setting api_url/, 'Jira');
+    assert.equal((await t.request({ method: 'GET', url: `/api/v1/teams/${team.name}/links`, token: t.adminToken })).body.items.length, 0, 'nothing was linked');
   });
 
   it('a failure is shown by a Problem\'s detail or an adapter\'s reason for people, never another exception\'s text', () => {

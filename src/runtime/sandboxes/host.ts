@@ -15,6 +15,7 @@ import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import type { Histogram, Registry } from '../../metrics.ts';
 import { logIgnored, type Logger } from '../../logger.ts';
+import { ttlCache } from '../../ttl-cache.ts';
 import { createKeyedQueue } from './keyed-queue.ts';
 import { canTakeWork, fitsOnHost, hostRooms, placeSandbox, liveHostIds, releaseClaim, type Placement, type PlaceRequest, type PlacementSettings, type TeamDirectory } from './placement.ts';
 import { createLocalProvider } from './providers/local.ts';
@@ -134,7 +135,7 @@ const LIVE_HOSTS_TTL_MS = 1_000;
 export async function startSandboxHost(opts: SandboxHostOptions): Promise<SandboxHost> {
   const { db, config, logger } = opts;
   const log = logger.child({ component: 'sandbox-host' });
-  let live: { at: number; ids: Promise<string[]> } | null = null;
+  const live = ttlCache<string[]>(LIVE_HOSTS_TTL_MS);
   const settings: PlacementSettings = { deadAfterSeconds: config.sandboxHostDeadAfter, subnet: config.sandboxSubnet, vcpuOvercommit: config.sandboxVcpuOvercommit };
   const id = await hostId(config.sandboxDir);
 
@@ -467,10 +468,7 @@ export async function startSandboxHost(opts: SandboxHostOptions): Promise<Sandbo
       void tick();
     },
     // Asked at every claim of the job runner: a second's staleness is nothing against the heartbeats' seconds.
-    liveHosts: () => {
-      if (!live || Date.now() - live.at > LIVE_HOSTS_TTL_MS) live = { at: Date.now(), ids: liveHostIds(db, config.sandboxHostDeadAfter).catch((err) => ((live = null), Promise.reject(err))) };
-      return live.ids;
-    },
+    liveHosts: () => live('', () => liveHostIds(db, config.sandboxHostDeadAfter)),
     ensureRunning,
     async exec(sandboxId, req) {
       busy(sandboxId, 1);
