@@ -52,14 +52,10 @@ async function migratedImage(): Promise<Blob> {
   const file = path.join(os.tmpdir(), `crewhouse-test-db-${hash.digest('hex').slice(0, 16)}.tar`);
   const cached = await fs.readFile(file).catch(() => null);
   if (cached) return new Blob([cached]);
-  const { PGlite } = await import('@electric-sql/pglite');
-  const pg = await PGlite.create();
-  const { Kysely } = await import('kysely');
-  const { PGliteDialect } = await import('../src/db/pglite-dialect.ts');
-  const k = new Kysely<any>({ dialect: new PGliteDialect(pg) });
-  await migrateToLatest(k);
-  const image = (await pg.dumpDataDir('none')) as Blob;
-  await k.destroy();
+  const opened = await openDatabase({ databaseUrl: null, dataDir: ':memory:' });
+  await migrateToLatest(opened.db);
+  const image = await opened.dump!();
+  await opened.close();
   // Written beside, then renamed: a process reading it never sees half an image.
   const part = `${file}.${process.pid}.part`;
   await fs.writeFile(part, Buffer.from(await image.arrayBuffer()));

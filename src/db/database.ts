@@ -2,10 +2,11 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { Kysely, PostgresDialect, sql } from 'kysely';
+import { parsers } from './parsers.ts';
 import { PGliteDialect } from './pglite-dialect.ts';
+import { PGliteThread } from './pglite-thread.ts';
 import type { Database } from './schema.ts';
 import { createWriteWatch, type WriteWatch } from './write-watch.ts';
 
@@ -15,6 +16,8 @@ export interface OpenDatabase {
   db: Db;
   kind: 'pglite' | 'postgres';
   close(): Promise<void>;
+  /** The embedded database's files as a tarball, for `pgliteData` of another one (not on PostgreSQL). */
+  dump?: () => Promise<Blob>;
 }
 
 export class DatabaseLockedError extends Error {}
@@ -58,30 +61,6 @@ export function listen(db: Db, channel: string, onNotify: () => void): Promise<U
   if (!fn) throw new Error('this database handle was not opened by openDatabase');
   return fn(channel, onNotify);
 }
-
-const INT8 = 20;
-const NUMERIC = 1700;
-const TIMESTAMPTZ = 1184;
-const TIMESTAMP = 1114;
-
-// One set of value parsers for both drivers, so rows look the same on either database:
-// counts and money as numbers, times as ISO 8601 strings in UTC.
-const toNumber = (v: string) => Number(v);
-// What both databases send for a time in UTC: `2026-11-22 18:30:07.123456+00` (timestamptz in a
-// UTC session) or without the zone (timestamp). Rewritten as text, where a Date round trip per
-// value was the largest cost of decoding a page of rows; anything else goes through Date.
-const UTC_TIME = /^[1-9]\d{3}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{1,6})?(\+00)?$/;
-export const toIso = (v: string): string => {
-  const m = UTC_TIME.exec(v);
-  if (m) return `${v.slice(0, 10)}T${v.slice(11, 19)}.${(m[1] ?? '.').slice(1).padEnd(3, '0').slice(0, 3)}Z`;
-  return new Date(v.includes('T') || /[+-]\d\d(:?\d\d)?$/.test(v) ? v : `${v}Z`).toISOString();
-};
-const parsers: Record<number, (v: string) => unknown> = {
-  [INT8]: toNumber,
-  [NUMERIC]: toNumber,
-  [TIMESTAMPTZ]: toIso,
-  [TIMESTAMP]: toIso,
-};
 
 /** Opens PostgreSQL when a URL is given, else PGlite under dataDir (or in memory for ':memory:'). */
 export async function openDatabase(opts: {
@@ -182,19 +161,18 @@ async function openPGlite(dataDir: string, loadDataDir?: Blob | File): Promise<O
   try {
     const pgDir = path.join(dataDir, 'pg');
     if (!memory && !loadDataDir && isEmptyDir(pgDir)) await initdbApart(pgDir);
-    const pgl = await PGlite.create({
-      ...(memory ? {} : { dataDir: pgDir }),
-      ...(loadDataDir ? { loadDataDir } : {}),
-      parsers,
-      startParams: [...PGlite.defaultStartParams, ...EMBEDDED_SETTINGS.flatMap((s) => ['-c', s])],
+    const engine = await PGliteThread.start({
+      dataDir: memory ? null : pgDir,
+      loadDataDir: loadDataDir ?? null,
+      startParams: EMBEDDED_SETTINGS.flatMap((s) => ['-c', s]),
     });
     const watch = createWriteWatch();
-    const dialect = new PGliteDialect(pgl);
+    const dialect = new PGliteDialect(engine);
     const db = new Kysely<Database>({ dialect, plugins: [watch.plugin] });
     embedded.add(db);
     writeWatches.set(db, watch);
     listeners.set(db, async (channel, onNotify) => {
-      const off = dialect.onNotification((ch) => {
+      const off = engine.onNotification((ch) => {
         if (ch === channel) onNotify();
       });
       // Through Kysely, so the LISTEN waits for the one connection instead of landing inside
@@ -202,12 +180,13 @@ async function openPGlite(dataDir: string, loadDataDir?: Blob | File): Promise<O
       await sql`listen ${sql.id(channel)}`.execute(db);
       return async () => {
         off();
-        if (!pgl.closed) await sql`unlisten ${sql.id(channel)}`.execute(db).catch(() => {});
+        if (!engine.closed) await sql`unlisten ${sql.id(channel)}`.execute(db).catch(() => {});
       };
     });
     return {
       db,
       kind: 'pglite',
+      dump: () => engine.dump(),
       close: async () => {
         await db.destroy();
         release();

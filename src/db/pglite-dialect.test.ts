@@ -2,36 +2,41 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, sql } from 'kysely';
-import { toIso } from './database.ts';
+import { parsers, toIso } from './parsers.ts';
 import { PGliteDialect } from './pglite-dialect.ts';
+import { PGliteEngine } from './pglite-engine.ts';
+import { PGliteThread } from './pglite-thread.ts';
 
 // The driver speaks the protocol to PGlite itself; what it answers must be what PGlite's own
-// query() answers for the same statement: the same values, errors and row counts.
-describe('the embedded database driver', () => {
+// query() answers for the same statement: the same values, errors and row counts. The same
+// tests run with the engine in this thread (where PGlite's query() can answer beside it) and
+// in a thread of its own, as the service runs it.
+const row = {
+  name: 'first ünïcødé 🙂',
+  n: 9007199254740991,
+  price: '12.50',
+  ok: true,
+  doc: JSON.stringify({ a: [1, 'two', null], b: { c: true } }),
+  tags: ['x', 'y "quoted"', 'with,comma'],
+  at: new Date('2026-01-02T03:04:05.678Z'),
+  raw: new Uint8Array([0, 1, 254, 255]),
+  nums: [1, 2, 3],
+};
+const TABLE = sql`create table t (
+  id serial primary key, name text not null unique, n int8, price numeric, ok boolean, doc jsonb, tags text[],
+  at timestamptz, raw bytea, nums int4[]
+)`;
+
+describe('the embedded database driver, in this thread', () => {
   let pg: PGlite;
   let db: Kysely<any>;
   before(async () => {
-    pg = await PGlite.create({ parsers: { 20: (v: string) => Number(v) } });
+    pg = await PGlite.create({ parsers });
     // A cache of two statements, so that eviction happens in these tests.
-    db = new Kysely<any>({ dialect: new PGliteDialect(pg, { statementCache: 2 }) });
-    await sql`create table t (
-      id serial primary key, name text not null unique, n int8, price numeric, ok boolean, doc jsonb, tags text[],
-      at timestamptz, raw bytea, nums int4[]
-    )`.execute(db);
+    db = new Kysely<any>({ dialect: new PGliteDialect(new PGliteEngine(pg, { statementCache: 2 })) });
+    await TABLE.execute(db);
   });
   after(() => db.destroy());
-
-  const row = {
-    name: 'first ünïcødé 🙂',
-    n: 9007199254740991,
-    price: '12.50',
-    ok: true,
-    doc: JSON.stringify({ a: [1, 'two', null], b: { c: true } }),
-    tags: ['x', 'y "quoted"', 'with,comma'],
-    at: new Date('2026-01-02T03:04:05.678Z'),
-    raw: new Uint8Array([0, 1, 254, 255]),
-    nums: [1, 2, 3],
-  };
 
   test('reads and writes every type as PGlite does', async () => {
     await db.insertInto('t').values(row).execute();
@@ -41,12 +46,41 @@ describe('the embedded database driver', () => {
       const theirs = (await pg.query<Record<string, unknown>>('select * from t where name = $1', [name])).rows[0];
       assert.deepEqual(ours, theirs);
     }
+  });
+
+  test('a table that changes shape outside the driver is read with its new shape', async () => {
+    const read = () => db.selectFrom('t').selectAll().where('name', '=', 'nulls').executeTakeFirstOrThrow();
+    assert.equal('other' in (await read()), false);
+    // The kept plan is replaced.
+    await pg.exec(`alter table t add column other int default 7`);
+    assert.equal((await read()).other, 7);
+  });
+});
+
+describe('the embedded database driver, in a thread of its own', () => {
+  let engine: PGliteThread;
+  let db: Kysely<any>;
+  before(async () => {
+    engine = await PGliteThread.start({ dataDir: null, loadDataDir: null, startParams: [], statementCache: 2 });
+    db = new Kysely<any>({ dialect: new PGliteDialect(engine) });
+    await TABLE.execute(db);
+  });
+  after(() => db.destroy());
+
+  test('reads and writes every type, as they cross the threads', async () => {
+    await db.insertInto('t').values({ ...row, raw: Buffer.from(row.raw) }).execute();
+    await db.insertInto('t').values({ name: 'nulls' }).execute();
     const back = await db.selectFrom('t').selectAll().where('name', '=', row.name).executeTakeFirstOrThrow();
     assert.equal(back.n, 9007199254740991);
+    assert.equal(back.price, 12.5);
+    assert.equal(back.ok, true);
     assert.deepEqual(back.doc, { a: [1, 'two', null], b: { c: true } });
     assert.deepEqual(back.tags, row.tags);
     assert.deepEqual([...back.raw], [0, 1, 254, 255]);
-    assert.equal(back.at.toISOString(), '2026-01-02T03:04:05.678Z');
+    assert.equal(back.at, '2026-01-02T03:04:05.678Z');
+    assert.deepEqual(back.nums, [1, 2, 3]);
+    const nulls = await db.selectFrom('t').selectAll().where('name', '=', 'nulls').executeTakeFirstOrThrow();
+    assert.deepEqual({ ...nulls, id: 0 }, { id: 0, name: 'nulls', n: null, price: null, ok: null, doc: null, tags: null, at: null, raw: null, nums: null });
   });
 
   test('the same statement answers for new parameters each time, also after eviction', async () => {
@@ -103,7 +137,7 @@ describe('the embedded database driver', () => {
   });
 
   test('between the statements of a transaction, waiting I/O runs; a query it starts waits for the transaction to end', async () => {
-    let seen: string[] | null = null;
+    let other: Promise<string[]> | null = null;
     let ranDuring = false;
     let inside = false;
     await db.transaction().execute(async (trx) => {
@@ -113,7 +147,7 @@ describe('the embedded database driver', () => {
       setImmediate(() => {
         ranDuring = inside;
         // Another user of the database: it must not run inside this transaction (the engine has one session).
-        void db.selectFrom('t').select('name').where('name', 'in', ['uncommitted', 'rolled back']).execute().then((rows) => (seen = rows.map((r) => r.name)));
+        other = db.selectFrom('t').select('name').where('name', 'in', ['uncommitted', 'rolled back']).execute().then((rows) => rows.map((r) => r.name));
       });
       await trx.selectFrom('t').select('id').execute();
       await trx.deleteFrom('t').where('name', '=', 'uncommitted').execute();
@@ -122,8 +156,7 @@ describe('the embedded database driver', () => {
       inside = false;
     });
     assert.equal(ranDuring, true, 'the waiting callback ran while the transaction was open');
-    for (let i = 0; i < 100 && seen === null; i++) await new Promise((r) => setImmediate(r));
-    assert.deepEqual(seen, [], 'the other query ran after the transaction, not inside it');
+    assert.deepEqual(await other, [], 'the other query ran after the transaction, not inside it');
   });
 
   test('a table that changes shape is read with its new shape', async () => {
@@ -133,13 +166,81 @@ describe('the embedded database driver', () => {
     assert.equal((await read()).extra, 'added');
     await sql`alter table t drop column extra`.execute(db);
     assert.equal('extra' in (await read()), false);
-    // Also when the change does not come through the driver: the kept plan is replaced.
-    await pg.exec(`alter table t add column other int default 7`);
-    assert.equal((await read()).other, 7);
   });
 
   test('a statement with several commands is refused, as through query()', async () => {
     await assert.rejects(sql`select 1; select 2`.execute(db), (e: any) => e.code === '42601');
+  });
+});
+
+describe('the embedded database in its thread', () => {
+  test('a NOTIFY sent in a transaction reaches a listener after the commit, and never after a rollback', async () => {
+    const engine = await PGliteThread.start({ dataDir: null, loadDataDir: null, startParams: [] });
+    try {
+      const heard: string[] = [];
+      engine.onNotification((channel, payload) => heard.push(`${channel}:${payload}`));
+      await engine.query('listen ch', []);
+      await engine.query('begin', []);
+      await engine.query(`select pg_notify('ch', 'kept')`, []);
+      assert.deepEqual(heard, []);
+      await engine.query('commit', []);
+      await engine.query('begin', []);
+      await engine.query(`select pg_notify('ch', 'undone')`, []);
+      await engine.query('rollback', []);
+      await engine.query('select 1', []);
+      assert.deepEqual(heard, ['ch:kept']);
+    } finally {
+      await engine.close();
+    }
+  });
+
+  test('a dump opens as another database with the same rows', async () => {
+    const first = await PGliteThread.start({ dataDir: null, loadDataDir: null, startParams: [] });
+    await first.query('create table kept (v text)', []);
+    await first.query('insert into kept values ($1)', ['here']);
+    const image = await first.dump();
+    await first.close();
+    const second = await PGliteThread.start({ dataDir: null, loadDataDir: image, startParams: [] });
+    try {
+      assert.deepEqual((await second.query('select v from kept', [])).rows, [{ v: 'here' }]);
+    } finally {
+      await second.close();
+    }
+  });
+
+  test('once closed, a statement fails as the database being unavailable, with what to do', async () => {
+    const engine = await PGliteThread.start({ dataDir: null, loadDataDir: null, startParams: [] });
+    const pending = engine.query('select 1 as one', []);
+    const closing = engine.close();
+    // Sent before the close: answered.
+    assert.deepEqual((await pending).rows, [{ one: 1 }]);
+    await closing;
+    assert.equal(engine.closed, true);
+    await assert.rejects(engine.query('select 1', []), (e: any) => e.code === '57P02' && /not running.*restart the service/.test(e.message));
+    await engine.close();
+  });
+
+  test('an engine that cannot open fails its start, and its thread is gone', async () => {
+    await assert.rejects(PGliteThread.start({ dataDir: null, loadDataDir: null, startParams: ['-c', 'no_such_setting_here=1'] }), Error);
+  });
+
+  test('a process that never closes its database still exits once nothing waits on it', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const fs = await import('node:fs');
+    const os = await import('node:os');
+    const path = await import('node:path');
+    const script = `
+      import { PGliteThread } from ${JSON.stringify(new URL('./pglite-thread.ts', import.meta.url).href)};
+      const engine = await PGliteThread.start({ dataDir: null, loadDataDir: null, startParams: [] });
+      const { rows } = await engine.query('select 41 + 1 as n', []);
+      console.log(JSON.stringify(rows));
+    `;
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crewhouse-thread-'));
+    fs.writeFileSync(path.join(dir, 'forgets.mjs'), script);
+    const child = spawnSync(process.execPath, [path.join(dir, 'forgets.mjs')], { encoding: 'utf8', timeout: 120_000 });
+    fs.rmSync(dir, { recursive: true, force: true });
+    assert.equal(child.status, 0, child.stderr);
+    assert.equal(child.stdout.trim(), '[{"n":42}]');
   });
 });
 

@@ -1,4 +1,3 @@
-import { messages, protocol, type PGlite } from '@electric-sql/pglite';
 import {
   CompiledQuery,
   PostgresAdapter,
@@ -10,39 +9,24 @@ import {
   type Kysely,
   type QueryResult,
 } from 'kysely';
+import type { Engine } from './pglite-engine.ts';
 
 /**
- * Kysely over PGlite. PGlite has one connection, so the driver hands it out to one
- * user at a time: a transaction holds it until commit or rollback, and other
- * queries queue behind it instead of interleaving into the open transaction.
+ * Kysely over the embedded database's engine (in its own thread in the service: PGliteThread;
+ * or in this one: PGliteEngine). The engine has one session, so the driver hands it out to one
+ * user at a time: a transaction holds it until commit or rollback, and other queries queue
+ * behind it instead of interleaving into the open transaction.
  */
-/** Hears NOTIFYs the engine sends back on the one connection (channel, payload). */
-export type NotificationListener = (channel: string, payload: string) => void;
-
 export class PGliteDialect implements Dialect {
-  readonly #pg: PGlite;
-  readonly #statementCache: number;
-  readonly #listeners = new Set<NotificationListener>();
-  constructor(pg: PGlite, opts: { statementCache?: number } = {}) {
-    this.#pg = pg;
-    this.#statementCache = opts.statementCache ?? STATEMENT_CACHE;
-  }
-
-  /**
-   * Listens for NOTIFYs (after a LISTEN on the channel). This driver reads the engine's wire
-   * answers itself, so PGlite's own `onNotification` never hears them: they come through here.
-   */
-  onNotification(listener: NotificationListener): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
+  readonly #engine: Engine;
+  constructor(engine: Engine) {
+    this.#engine = engine;
   }
   createAdapter() {
     return new PostgresAdapter();
   }
   createDriver(): Driver {
-    return new PGliteDriver(this.#pg, this.#statementCache, (channel, payload) => {
-      for (const l of this.#listeners) l(channel, payload);
-    });
+    return new PGliteDriver(this.#engine);
   }
   createIntrospector(db: Kysely<any>) {
     return new PostgresIntrospector(db);
@@ -53,14 +37,14 @@ export class PGliteDialect implements Dialect {
 }
 
 class PGliteDriver implements Driver {
-  readonly #pg: PGlite;
-  readonly #connection: PGliteConnection;
+  readonly #engine: Engine;
+  readonly #connection: EngineConnection;
   #queue: Array<() => void> = [];
   #busy = false;
 
-  constructor(pg: PGlite, statementCache: number, notify: NotificationListener) {
-    this.#pg = pg;
-    this.#connection = new PGliteConnection(pg, statementCache, notify);
+  constructor(engine: Engine) {
+    this.#engine = engine;
+    this.#connection = new EngineConnection(engine);
   }
   async init() {}
   async acquireConnection(): Promise<DatabaseConnection> {
@@ -83,289 +67,29 @@ class PGliteDriver implements Driver {
     else this.#busy = false;
   }
   async destroy() {
-    if (!this.#pg.closed) await this.#pg.close();
+    if (!this.#engine.closed) await this.#engine.close();
   }
 }
 
-/** How many prepared statements the connection keeps, least recently used dropped first. */
-const STATEMENT_CACHE = 200;
-
-// Statements whose plans are worth keeping: the service's reads and writes.
-const CACHEABLE = /^\s*(select|insert|update|delete|with|begin|commit|rollback|savepoint|release)\b/i;
-// Statements after which kept plans may describe tables that changed shape.
-const SCHEMA_CHANGE = /^\s*(create|alter|drop|truncate|comment|do|import|refresh|grant|revoke)\b/i;
-
-/** Commands whose tag ends in the number of rows they changed. */
-const COUNTED = new Set(['INSERT', 'UPDATE', 'DELETE', 'MERGE', 'COPY']);
-
-type Parse = (text: string, typeId?: number) => unknown;
-
-interface Statement {
-  /** '' is the unnamed statement, replaced by the next one that is not kept. */
-  name: string;
-  paramTypes: number[];
-  columns: string[];
-  columnParsers: Array<Parse | null>;
-  columnTypes: number[];
-}
-
-interface Reply {
-  rows: Record<string, unknown>[];
-  affected: number;
-  error: messages.DatabaseError | null;
-  paramTypes: number[];
-  columns: { name: string; type: number }[] | null;
-}
-
-/**
- * The one connection, speaking the extended query protocol to PGlite directly.
- *
- * PGlite's own `query` re-parses and re-plans every statement and makes six calls into
- * the engine per query (parse, describe, bind, describe, execute, sync), then decodes the
- * rows through a copy per field: a page of fifty rows cost about 1 ms where the engine's
- * work is under 0.1 ms. Here a statement is parsed and described once and kept as a
- * prepared statement (by its SQL text; Kysely's SQL is parameterised, so texts repeat);
- * each execution is then one call (bind, execute, sync), and rows are decoded straight
- * from the engine's reply with PGlite's own type parsers and serializers, so values look
- * exactly as they did through `query`. A statement that may change the schema drops the
- * kept ones, so no plan outlives the shape of its tables.
- */
-class PGliteConnection implements DatabaseConnection {
-  readonly #pg: PGlite;
-  readonly #limit: number;
-  /** By SQL text; Map order is use order (a hit moves to the end). */
-  readonly #statements = new Map<string, Statement>();
-  #nextName = 0;
-  /** The transaction status of the last reply: I idle, T in a transaction, E in a failed one. */
-  #status = 'I';
-
-  readonly #notify: NotificationListener;
-  constructor(pg: PGlite, limit: number, notify: NotificationListener) {
-    this.#pg = pg;
-    this.#notify = notify;
-    this.#limit = limit;
+class EngineConnection implements DatabaseConnection {
+  readonly #engine: Engine;
+  constructor(engine: Engine) {
+    this.#engine = engine;
   }
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
-    const text = query.sql;
     const params = query.parameters as readonly unknown[];
-    // The engine runs on this thread: each statement holds the event loop while it runs. Between
-    // the statements of a transaction, what is waiting on I/O runs first (a request passing the
-    // gateway and the model proxy in this process), instead of waiting for the whole transaction.
-    if (this.#status === 'T') await new Promise<void>((resolve) => setImmediate(resolve));
-    let statement = this.#statements.get(text);
-    if (statement) {
-      this.#statements.delete(text);
-      this.#statements.set(text, statement);
-    } else {
-      statement = await this.#prepare(text, CACHEABLE.test(text) && this.#limit > 0);
+    try {
+      const reply = await this.#engine.query(query.sql, params);
+      return { rows: reply.rows as R[], numAffectedRows: BigInt(reply.affected) };
+    } catch (err) {
+      // As PostgreSQL's driver does: the error names the statement that failed.
+      throw Object.assign(err as Error, { query: query.sql, params });
     }
-    let reply = await this.#run(statement, params);
-    // A kept plan whose tables changed shape under it (DDL that did not come through here):
-    // prepare afresh and run once more, unless a transaction was aborted by the error.
-    if (reply.error?.code === '0A000' && statement.name !== '' && /cached plan/.test(reply.error.message)) {
-      await this.#forget([text]);
-      if (this.#status === 'I') {
-        statement = await this.#prepare(text, true);
-        reply = await this.#run(statement, params);
-      }
-    }
-    if (reply.error) throw withQuery(reply.error, text, params);
-    if (SCHEMA_CHANGE.test(text) && this.#statements.size > 0) await this.#forget([...this.#statements.keys()]);
-    return { rows: reply.rows as R[], numAffectedRows: BigInt(reply.affected) };
   }
 
   // eslint-disable-next-line require-yield
   async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
     throw new Error('streaming queries are not supported on the embedded database');
   }
-
-  /** Parses and describes a statement: kept under a name, or as the unnamed statement. */
-  async #prepare(text: string, keep: boolean): Promise<Statement> {
-    const name = keep ? `kysely_${++this.#nextName}` : '';
-    const reply = await this.#exchange([protocol.serialize.parse({ name, text }), protocol.serialize.describe({ type: 'S', name }), protocol.serialize.sync()], null);
-    if (reply.error) throw withQuery(reply.error, text, []);
-    const columns = reply.columns ?? [];
-    const parsers = this.#pg.parsers;
-    const statement: Statement = {
-      name,
-      paramTypes: reply.paramTypes,
-      columns: columns.map((c) => c.name),
-      columnTypes: columns.map((c) => c.type),
-      columnParsers: columns.map((c) => (parsers[c.type] as Parse | undefined) ?? null),
-    };
-    if (keep) {
-      this.#statements.set(text, statement);
-      if (this.#statements.size > this.#limit) await this.#forget([this.#statements.keys().next().value as string]);
-    }
-    return statement;
-  }
-
-  async #run(statement: Statement, params: readonly unknown[]): Promise<Reply> {
-    const serializers = this.#pg.serializers;
-    const values = params.map((param, i) => {
-      if (param === null || param === undefined) return null;
-      const serialize = serializers[statement.paramTypes[i]];
-      return serialize ? serialize(param) : String(param);
-    });
-    return this.#exchange(
-      [protocol.serialize.bind({ statement: statement.name, values }), protocol.serialize.execute({}), protocol.serialize.sync()],
-      statement,
-    );
-  }
-
-  /** Closes kept statements (their plans go with them). */
-  async #forget(texts: string[]): Promise<void> {
-    const closes: Uint8Array[] = [];
-    for (const text of texts) {
-      const statement = this.#statements.get(text);
-      if (!statement) continue;
-      this.#statements.delete(text);
-      closes.push(protocol.serialize.close({ type: 'S', name: statement.name }));
-    }
-    if (closes.length) await this.#exchange([...closes, protocol.serialize.sync()], null);
-  }
-
-  /** Sends protocol messages in one call into the engine and decodes what comes back. */
-  async #exchange(parts: Uint8Array[], statement: Statement | null): Promise<Reply> {
-    const chunks: Buffer[] = [];
-    await this.#pg.execProtocolRawStream(concat(parts), { onRawData: (bytes) => chunks.push(Buffer.from(bytes)) });
-    const buf = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
-    const reply: Reply = { rows: [], affected: 0, error: null, paramTypes: [], columns: null };
-    const names = statement?.columns ?? [];
-    const parsers = statement?.columnParsers ?? [];
-    const types = statement?.columnTypes ?? [];
-    const notifications: Array<[string, string]> = [];
-    let at = 0;
-    while (at + 5 <= buf.length) {
-      const code = buf[at];
-      const end = at + 1 + buf.readInt32BE(at + 1);
-      let p = at + 5;
-      switch (code) {
-        case 0x44: {
-          // DataRow
-          const count = buf.readInt16BE(p);
-          p += 2;
-          const row: Record<string, unknown> = {};
-          for (let i = 0; i < count; i++) {
-            const len = buf.readInt32BE(p);
-            p += 4;
-            if (len < 0) {
-              row[names[i]] = null;
-              continue;
-            }
-            const value = buf.toString('utf8', p, p + len);
-            p += len;
-            const parse = parsers[i];
-            row[names[i]] = parse ? parse(value, types[i]) : value;
-          }
-          reply.rows.push(row);
-          break;
-        }
-        case 0x54: {
-          // RowDescription
-          const count = buf.readInt16BE(p);
-          p += 2;
-          const columns: { name: string; type: number }[] = [];
-          for (let i = 0; i < count; i++) {
-            const zero = buf.indexOf(0, p);
-            const name = buf.toString('utf8', p, zero);
-            p = zero + 1;
-            columns.push({ name, type: buf.readInt32BE(p + 6) });
-            p += 18;
-          }
-          reply.columns = columns;
-          break;
-        }
-        case 0x74: {
-          // ParameterDescription
-          const count = buf.readInt16BE(p);
-          for (let i = 0; i < count; i++) reply.paramTypes.push(buf.readInt32BE(p + 2 + i * 4));
-          break;
-        }
-        case 0x43: {
-          // CommandComplete: "INSERT 0 5", "UPDATE 3", "SELECT 2", "CREATE TABLE"
-          const tag = buf.toString('utf8', p, end - 1);
-          const words = tag.split(' ');
-          if (COUNTED.has(words[0])) reply.affected += Number(words[words.length - 1]);
-          break;
-        }
-        case 0x45:
-          // ErrorResponse: the first one counts; the engine skips the rest until Sync
-          reply.error ??= databaseError(buf, p, end, end - at - 1);
-          break;
-        case 0x5a:
-          // ReadyForQuery
-          this.#status = String.fromCharCode(buf[p]);
-          break;
-        case 0x41: {
-          // NotificationResponse: process id, channel, payload (delivered at the commit that sent it)
-          const channelEnd = buf.indexOf(0, p + 4);
-          const channel = buf.toString('utf8', p + 4, channelEnd);
-          const payload = buf.toString('utf8', channelEnd + 1, buf.indexOf(0, channelEnd + 1));
-          notifications.push([channel, payload]);
-          break;
-        }
-        default:
-          // ParseComplete, BindComplete, CloseComplete, NoData, notices, parameter status
-          break;
-      }
-      at = end;
-    }
-    // Told after the answer is read, so a listener that queries does not run inside this exchange.
-    if (notifications.length) queueMicrotask(() => notifications.forEach(([channel, payload]) => this.#notify(channel, payload)));
-    return reply;
-  }
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  let length = 0;
-  for (const part of parts) length += part.length;
-  const out = new Uint8Array(length);
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
-}
-
-const ERROR_FIELDS: Record<string, keyof messages.DatabaseError> = {
-  S: 'severity',
-  C: 'code',
-  D: 'detail',
-  H: 'hint',
-  P: 'position',
-  p: 'internalPosition',
-  q: 'internalQuery',
-  W: 'where',
-  s: 'schema',
-  t: 'table',
-  c: 'column',
-  d: 'dataType',
-  n: 'constraint',
-  F: 'file',
-  L: 'line',
-  R: 'routine',
-};
-
-/** The same error PGlite's `query` throws: pg-protocol's DatabaseError with every field. */
-function databaseError(buf: Buffer, start: number, end: number, length: number): messages.DatabaseError {
-  const fields: Record<string, string> = {};
-  let p = start;
-  while (p < end && buf[p] !== 0) {
-    const type = String.fromCharCode(buf[p]);
-    const zero = buf.indexOf(0, p + 1);
-    fields[type] = buf.toString('utf8', p + 1, zero);
-    p = zero + 1;
-  }
-  const error = new messages.DatabaseError(fields.M ?? 'database error', length, 'error');
-  for (const [key, field] of Object.entries(ERROR_FIELDS)) {
-    if (fields[key] !== undefined) (error as unknown as Record<string, string>)[field] = fields[key];
-  }
-  return error;
-}
-
-function withQuery(error: messages.DatabaseError, query: string, params: readonly unknown[]) {
-  return Object.assign(error, { query, params });
 }
