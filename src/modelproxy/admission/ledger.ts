@@ -14,7 +14,8 @@ import * as rules from './rules.ts';
  * use in memory, admits and reserves from there by exactly the rules mp_reserve applies in SQL,
  * and settles by the rules of mp_settle; what changed is written behind the answers, a few
  * times a second, in one statement and one commit (mp_write_ledger). A request then costs no
- * database work on its path, where on PGlite every statement would run on the event loop.
+ * database work on its path: no round trip to the database's thread and no wait behind the
+ * run recordings queued there.
  *
  * On PostgreSQL, where several proxies may share the database, admission stays in the
  * database (createDatabaseAdmission) and limits hold across processes.
@@ -100,8 +101,8 @@ const DRAIN_BACKOFF_MS = [0, 200, 1000];
 const MAX_LOG_LINES_PER_WRITE = 5000;
 /**
  * What changed is written this long after the first change since the last write. A write
- * costs about as much for one request as for fifty (PGlite runs it on the event loop, ~2 ms
- * on a small machine), so gathering longer keeps that off the requests; nothing reads these
+ * costs about as much for one request as for fifty (~2 ms of the embedded database's work on a
+ * small machine, on a core the requests share), so gathering longer keeps that off them; nothing reads these
  * rows to admit a request, and a clean shutdown writes what is left.
  */
 const WRITE_EVERY_MS = 200;
