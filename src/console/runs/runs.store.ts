@@ -212,15 +212,16 @@ export async function openCalls(db: Q, conversation: string): Promise<Map<string
   return new Map(rows.map((r) => [r.call_id, { name: r.name, state: r.state, proposed: r.proposed, subject: r.subject }]));
 }
 
-/** Stores what became of a conversation's calls (a model reply that names an id again opens it again). */
+/** Stores what became of a conversation's calls (a model reply that names an id again opens it again), in one statement. */
 export async function saveCalls(trx: Transaction<Database>, conversation: string, calls: Map<string, { name: string; state: 'open' | 'settled'; proposed: boolean; subject?: string | null }>) {
-  for (const [id, c] of calls) {
-    await trx
-      .insertInto('run_calls')
-      .values({ conversation, call_id: id, name: c.name, state: c.state, proposed: c.proposed, subject: c.subject ?? null })
-      .onConflict((oc) => oc.columns(['conversation', 'call_id']).doUpdateSet({ name: c.name, state: c.state, proposed: c.proposed, subject: c.subject ?? null }))
-      .execute();
-  }
+  if (!calls.size) return;
+  await trx
+    .insertInto('run_calls')
+    .values([...calls].map(([id, c]) => ({ conversation, call_id: id, name: c.name, state: c.state, proposed: c.proposed, subject: c.subject ?? null })))
+    .onConflict((oc) =>
+      oc.columns(['conversation', 'call_id']).doUpdateSet((eb) => ({ name: eb.ref('excluded.name'), state: eb.ref('excluded.state'), proposed: eb.ref('excluded.proposed'), subject: eb.ref('excluded.subject') })),
+    )
+    .execute();
 }
 
 /** Charges ledger lines to a task, each once ever: the cost of the lines no task had yet. */
@@ -329,8 +330,12 @@ export async function recordTaskEvents(trx: Transaction<Database>, taskId: strin
 
 /** Adds a cost to a task and its run. */
 export async function addCost(trx: Transaction<Database>, runId: string, taskId: string, cost: number) {
-  await trx.updateTable('run_tasks').set({ cost_usd: sql`cost_usd + ${cost}` }).where('id', '=', taskId).execute();
-  await trx.updateTable('runs').set({ cost_usd: sql`cost_usd + ${cost}` }).where('id', '=', runId).execute();
+  await trx
+    .with('task', (q) => q.updateTable('run_tasks').set({ cost_usd: sql`cost_usd + ${cost}` }).where('id', '=', taskId))
+    .updateTable('runs')
+    .set({ cost_usd: sql`cost_usd + ${cost}` })
+    .where('id', '=', runId)
+    .execute();
 }
 
 /**

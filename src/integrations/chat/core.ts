@@ -74,6 +74,8 @@ const askedBy = (createdBy: string) => createdBy.slice(createdBy.indexOf(':') + 
 export function createChatCore(deps: ChatCoreDeps) {
   const { db } = deps;
   const log = deps.logger.child({ component: 'chat' });
+  /** Runs seen without a thread after they started (see runChanged); started again empty past 10,000, as it only saves reads. */
+  const threadless = new Set<string>();
 
   async function surfaceOf(kind: ChatSurfaceKind): Promise<ChatSurface> {
     const s = await deps.surface(kind);
@@ -261,7 +263,16 @@ export function createChatCore(deps: ChatCoreDeps) {
 
     /** Queues the thread's catching up with its run (in the transaction of the run's change), opening the home-room thread of a run from elsewhere when it starts; nothing for a run without a thread. */
     async runChanged(trx: Trx, change: { run_id: string; seq: number; event?: string; team?: string }): Promise<void> {
+      // A post (no event) comes after its run started, and a thread is only ever made with a
+      // run's start (insertThread: in the start's transaction, or at its 'started' change): a
+      // run seen once without a thread after it started never gets one, and its posts (most of
+      // a run's changes) need no read to say so.
+      if (change.event === undefined && threadless.has(change.run_id)) return;
       if (!(await store.threadOfRun(trx, change.run_id))) {
+        if (change.event === undefined) {
+          if (threadless.size >= 10_000) threadless.clear();
+          threadless.add(change.run_id);
+        }
         // A chat run's thread is recorded before its run starts: a run starting without one came from elsewhere, and its team's home room (if any) gets a thread.
         const home = change.event === 'started' && change.team ? await deps.teams.homeRoomOf(change.team, trx) : null;
         if (!home) return;
