@@ -39,6 +39,8 @@ export interface ModelRequest {
   baseUrl: string;
   model: string;
   messages: ChatMessage[];
+  /** `messages` as a JSON array in UTF-8 pieces, when the caller keeps them serialised (the loop's Conversation): sent instead of serialising them again. */
+  messagesJson?: readonly Buffer[];
   tools: ToolSpec[];
   stream: boolean;
   temperature?: number | null;
@@ -127,7 +129,7 @@ export function proxyFor(url: URL, env: NodeJS.ProcessEnv): URL | null {
  * per call than fetch, whose request, stream and proxy-agent machinery cost the runtime more
  * than a millisecond a step. Settles with the answer's head; the caller reads its body.
  */
-function post(url: URL, body: string, headers: Record<string, string>, signal: AbortSignal, env: NodeJS.ProcessEnv): Promise<http.IncomingMessage> {
+function post(url: URL, body: Buffer, headers: Record<string, string>, signal: AbortSignal, env: NodeJS.ProcessEnv): Promise<http.IncomingMessage> {
   const proxy = proxyFor(url, env);
   const secure = url.protocol === 'https:';
   let agent: http.Agent = secure ? httpsAgent : httpAgent;
@@ -138,7 +140,7 @@ function post(url: URL, body: string, headers: Record<string, string>, signal: A
     to = { host: bare(proxy.hostname), port: Number(proxy.port) || 80, path: url.href };
   }
   return new Promise((resolve, reject) => {
-    const req = (secure ? https : http).request({ agent, method: 'POST', ...to, headers: { ...headers, host: url.host, 'content-length': String(Buffer.byteLength(body)) }, signal }, resolve);
+    const req = (secure ? https : http).request({ agent, method: 'POST', ...to, headers: { ...headers, host: url.host, 'content-length': String(body.length) }, signal }, resolve);
     req.on('error', reject);
     req.end(body);
   });
@@ -157,20 +159,13 @@ async function textOf(res: http.IncomingMessage): Promise<string> {
  * not change (a spent budget, a bad request) is final.
  */
 export async function callModel(req: ModelRequest): Promise<ModelReply> {
-  const body: Record<string, unknown> = { model: req.model, messages: req.messages, stream: req.stream };
-  if (req.tools.length) {
-    body.tools = req.tools;
-    body.tool_choice = 'auto';
-  }
-  if (req.stream) body.stream_options = { include_usage: true };
-  if (req.temperature !== undefined && req.temperature !== null) body.temperature = req.temperature;
   const timeout = AbortSignal.timeout(req.timeoutMs);
   const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
   let res: http.IncomingMessage;
   try {
     const url = new URL(`${req.baseUrl.replace(/\/+$/, '')}/chat/completions`);
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`the scheme ${url.protocol} is neither http nor https`);
-    res = await post(url, JSON.stringify(body), { 'content-type': 'application/json', accept: req.stream ? 'text/event-stream' : 'application/json' }, signal, req.env ?? {});
+    res = await post(url, bodyOf(req), { 'content-type': 'application/json', accept: req.stream ? 'text/event-stream' : 'application/json' }, signal, req.env ?? {});
   } catch (err) {
     if (req.signal?.aborted) throw err;
     throw new ModelError(`the model endpoint did not answer: ${describe(err)}`, { retryable: true });
@@ -184,6 +179,24 @@ export async function callModel(req: ModelRequest): Promise<ModelReply> {
     if (err instanceof ModelError) throw err;
     throw new ModelError(`the model's answer was cut off: ${describe(err)}`, { retryable: true });
   }
+}
+
+/** The tools' JSON, made once per list (the loop passes the same list to each call of a turn). */
+const toolsJson = new WeakMap<ToolSpec[], string>();
+
+/**
+ * The request's JSON body, UTF-8: what `JSON.stringify` makes of `{model, messages, stream,
+ * tools, tool_choice, stream_options, temperature}`, with the pieces of `messagesJson` copied in
+ * when given (nothing of the conversation serialised or encoded again) and the tools' JSON made
+ * once per list.
+ */
+export function bodyOf(req: ModelRequest): Buffer {
+  let tail = `,"stream":${req.stream}`;
+  if (req.tools.length) tail += `,"tools":${toolsJson.get(req.tools) ?? toolsJson.set(req.tools, JSON.stringify(req.tools)).get(req.tools)!},"tool_choice":"auto"`;
+  if (req.stream) tail += ',"stream_options":{"include_usage":true}';
+  if (req.temperature !== undefined && req.temperature !== null) tail += `,"temperature":${JSON.stringify(req.temperature)}`;
+  const messages = req.messagesJson ?? [Buffer.from(JSON.stringify(req.messages))];
+  return Buffer.concat([Buffer.from(`{"model":${JSON.stringify(req.model)},"messages":`), ...messages, Buffer.from(`${tail}}`)]);
 }
 
 function describe(err: unknown): string {
