@@ -88,29 +88,9 @@ function watchControl(cancel: () => void, gone: () => void): void {
   process.stdin.resume();
 }
 
-/**
- * What is said to the worker on stdout, in order. A line wakes the worker, and on a busy host
- * the kernel often runs it at once on this CPU (a pipe's wake-up asks for it): a tool's start,
- * written as soon as it was on disk, held the tool back about 2 ms while the worker recorded it
- * (the engine bench). So the lines told during one turn of the event loop are written together
- * once its synchronous work is done (a tool is spawned by then), in one write.
- */
-let unsaid = '';
-
-function say(text: string): void {
-  if (!unsaid) process.nextTick(flushSaid);
-  unsaid += text;
-}
-
-function flushSaid(): void {
-  const text = unsaid;
-  unsaid = '';
-  if (text) process.stdout.write(text);
-}
-
-/** The events of one sync, a line each (the worker reads the lines of one read as one batch). */
+/** The events of one sync, a line each, in one write (the worker reads them as one batch). */
 function emit(events: readonly AgentEvent[]): void {
-  say(events.map((e) => `${JSON.stringify(e)}\n`).join(''));
+  process.stdout.write(events.map((e) => `${JSON.stringify(e)}\n`).join(''));
 }
 
 /** `{"op":"serve"}`: be the sandbox's long-lived runtime; `sweep`: it is alone in a PID namespace of its own (a `local` sandbox's exec). */
@@ -201,7 +181,7 @@ async function main(): Promise<number> {
 async function serveMany(sweep: boolean): Promise<number> {
   const channels = new Map<number, { cancel: AbortController; gone: AbortController; conversation: string; ended: boolean; token: string }>();
   const busy = new Set<string>();
-  const write = (o: object) => say(`${JSON.stringify(o)}\n`);
+  const write = (o: object) => process.stdout.write(`${JSON.stringify(o)}\n`);
   const finish = (ch: number, code: number) => {
     const c = channels.get(ch);
     if (!c || c.ended) return;
@@ -228,7 +208,7 @@ async function serveMany(sweep: boolean): Promise<number> {
     const c = { cancel: new AbortController(), gone: new AbortController(), conversation: request.conversation, ended: false, token: crypto.randomBytes(16).toString('hex') };
     channels.set(ch, c);
     busy.add(request.conversation);
-    serve(request, (events) => c.ended || say(events.map((event) => `${JSON.stringify({ ch, event })}\n`).join('')), { cancel: c.cancel.signal, gone: c.gone.signal }, { ...process.env, [TURN_MARK]: c.token }).then(
+    serve(request, (events) => c.ended || process.stdout.write(events.map((event) => `${JSON.stringify({ ch, event })}\n`).join('')), { cancel: c.cancel.signal, gone: c.gone.signal }, { ...process.env, [TURN_MARK]: c.token }).then(
       () => finish(ch, 0),
       (err: unknown) => {
         if (!c.gone.signal.aborted) process.stderr.write(`agent runtime: channel ${ch} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
@@ -278,7 +258,6 @@ async function serveMany(sweep: boolean): Promise<number> {
 
 if (import.meta.main) {
   const code = await main();
-  // Say what is left, and let stdout drain before leaving.
-  flushSaid();
+  // Let stdout drain before leaving.
   process.stdout.write('', () => process.exit(code));
 }
