@@ -28,9 +28,13 @@ describe('agent runtime control channel', () => {
 
   before(async () => {
     ws = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-ctl-'));
-    // Every conversation: one long shell command that leaves its pid behind, then finish.
+    // Every conversation: one long shell command that leaves its pid behind, then finish (a "served" one: two short commands).
     model = await startScriptedModel((req) =>
-      req.body.messages.some((m) => m.role === 'tool')
+      req.body.messages.some((m) => String(m.content).includes('served'))
+        ? req.body.messages.filter((m) => m.role === 'tool').length < 2
+          ? { tool_calls: [{ name: 'shell', arguments: { command: 'echo step' } }] }
+          : { tool_calls: [{ name: 'finish', arguments: { outcome: 'succeeded', summary: 'done' } }] }
+        : req.body.messages.some((m) => m.role === 'tool')
         ? { tool_calls: [{ name: 'finish', arguments: { outcome: 'succeeded', summary: 'done' } }] }
         : { tool_calls: [{ name: 'shell', arguments: { command: `echo $$ > ${path.join(ws, 'tool.pid')}; exec sleep 300` } }] },
     );
@@ -99,5 +103,23 @@ describe('agent runtime control channel', () => {
     const j = Journal.open(journalPath(ws, 'orphaned'));
     assert.deepEqual(j.all().map((e) => e.type), seen, 'nothing was recorded after the worker went away');
     j.close();
+  });
+
+  it('serving many requests, tells each event of a channel once, in order, as recorded, and its end after them', async () => {
+    const child = spawn(process.execPath, [path.join(import.meta.dirname, 'main.ts')], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const exit = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stdin.write(`${JSON.stringify({ op: 'serve' })}\n`);
+    child.stdin.write(`${JSON.stringify({ ch: 7, request: { op: 'turn', conversation: 'served', config: config(), input: { kind: 'task', text: 'served', from: 'person' } } })}\n`);
+    await waitFor('the channel to end', () => out.includes('"exit"'));
+    child.stdin.end();
+    assert.equal(await exit, WORKER_GONE_EXIT);
+    const lines = out.trim().split('\n').map((l) => JSON.parse(l));
+    const j = Journal.open(journalPath(ws, 'served'));
+    const recorded = j.all();
+    j.close();
+    assert.deepEqual(recorded.map((e) => e.type), ['input', 'model_call', 'model_reply', 'tool_started', 'tool_result', 'model_call', 'model_reply', 'tool_started', 'tool_result', 'model_call', 'model_reply', 'turn_end']);
+    assert.deepEqual(lines, [...recorded.map((event) => ({ ch: 7, event })), { ch: 7, exit: 0 }]);
   });
 });

@@ -1,6 +1,6 @@
-import { estimateTokens, messagesOf, pendingCalls, settledBoundary, toolSpecsOf } from './conversation.ts';
+import { Conversation, pendingCalls, settledBoundary, toolSpecsOf } from './conversation.ts';
 import type { Journal } from './journal.ts';
-import { callModel, ModelError, type ChatMessage, type ModelReply, type ModelRequest } from './model.ts';
+import { callModel, ModelError, type ModelReply, type ModelRequest, type ToolSpec } from './model.ts';
 import type { AgentConfig, AgentEvent, AgentInput, ToolCall, TurnOutcome } from './protocol.ts';
 import type { McpToolbox } from './mcp.ts';
 import { NOTE_TOOLS, parseCall, PROPOSAL_TOOLS, proposalOf, riskOf, runWorkTool, TURN_TOOLS, type ToolContext } from './tools/index.ts';
@@ -114,7 +114,6 @@ export async function runTurn(config: AgentConfig, journal: Journal, input: Agen
     }
   }
   journal.append({ type: 'input', input });
-  const turnStart = journal.lastSeq;
   // Said once per turn (after its input, which a resumed turn must find first), so the person knows why a server's tools are missing.
   for (const u of mcp?.unavailable ?? []) journal.append({ type: 'progress', text: `the MCP server "${u.server}" could not be reached, so its tools are left out of this turn: ${u.reason}` });
   if (input.kind === 'answer' && !open.calls.some((c) => c.name === 'ask_person')) {
@@ -184,18 +183,21 @@ export async function runTurn(config: AgentConfig, journal: Journal, input: Agen
   const settled = await handleCalls(queue);
   if (settled) return settled;
 
+  // Kept in step with the journal from call to call; the tools are the same for the whole turn.
+  const conversation = new Conversation(config);
+  const tools = [...toolSpecsOf(config), ...(mcp?.specs() ?? [])];
+  let iterations = 0;
   let nudges = 0;
   for (;;) {
     if (signal.aborted) return end({ kind: 'cancelled' });
-    const iterations = journal.after(turnStart).filter((e) => e.type === 'model_call').length;
     if (iterations >= config.max_iterations) return end({ kind: 'iteration_cap', iterations });
-    // The conversation is built once per call: the events recorded from here on (the call, its errors) are not part of it.
-    const messages = await fitContext(config, journal, model, deps);
+    // The conversation is brought up to date once per call: the events recorded from here on (the call, its errors) are not part of it.
+    await fitContext(config, journal, conversation, model, deps);
     // The call (and the result before it) is synced while its request is on the way; its answer is acted on only once both are on disk.
-    journal.write({ type: 'model_call', iteration: iterations + 1 });
+    journal.write({ type: 'model_call', iteration: ++iterations });
     const durable = journal.syncBehind();
     durable.catch(() => {});
-    const reply = await callWithRetries(config, journal, messages, model, sleep, deps, signal);
+    const reply = await callWithRetries(config, journal, conversation, tools, model, sleep, deps, signal);
     await durable;
     if (!reply) return signal.aborted ? end({ kind: 'cancelled' }) : end({ kind: 'failed', reason: lastModelError(journal.all()) });
     // Synced with what it leads to (a tool's start, a result, the turn's end), by the next append.
@@ -225,7 +227,8 @@ function lastModelError(events: readonly AgentEvent[]): string {
 async function callWithRetries(
   config: AgentConfig,
   journal: Journal,
-  messages: ChatMessage[],
+  conversation: Conversation,
+  tools: ToolSpec[],
   model: (req: ModelRequest) => Promise<ModelReply>,
   sleep: (ms: number, signal: AbortSignal) => Promise<void>,
   deps: LoopDeps,
@@ -238,8 +241,9 @@ async function callWithRetries(
       const reply = await model({
         baseUrl: config.base_url,
         model: config.model,
-        messages,
-        tools: [...toolSpecsOf(config), ...(deps.mcp?.specs() ?? [])],
+        messages: conversation.messages,
+        messagesJson: conversation.json(),
+        tools,
         stream: deps.stream ?? false,
         temperature: config.temperature,
         timeoutMs: deps.modelTimeoutMs ?? 300_000,
@@ -261,23 +265,22 @@ async function callWithRetries(
 /**
  * Keeps the conversation inside the model's window: first old tool output is masked (the
  * newest answer's results stay), then, if that is not enough, everything settled is replaced
- * by a summary the model writes. Each step is recorded as an event. Answers the conversation
- * the model is called with.
+ * by a summary the model writes. Each step is recorded as an event. Leaves `conversation` up to
+ * date with the journal, as the model is called with it.
  */
-async function fitContext(config: AgentConfig, journal: Journal, model: (req: ModelRequest) => Promise<ModelReply>, deps: LoopDeps): Promise<ChatMessage[]> {
+async function fitContext(config: AgentConfig, journal: Journal, conversation: Conversation, model: (req: ModelRequest) => Promise<ModelReply>, deps: LoopDeps): Promise<void> {
   const budget = config.context_tokens;
-  let messages = messagesOf(config, journal.all());
-  if (estimateTokens(messages) <= budget * 0.7) return messages;
+  if (conversation.update(journal.all()).tokens <= budget * 0.7) return;
   const boundary = settledBoundary(journal.all());
   const toMask = journal.all().filter((e) => e.type === 'tool_result' && e.seq <= boundary && e.output.length > 200);
   const alreadyMasked = Math.max(0, ...journal.all().flatMap((e) => (e.type === 'context_masked' ? [e.up_to_seq] : [])));
   if (boundary > alreadyMasked && toMask.some((e) => e.seq > alreadyMasked)) {
     const fresh = toMask.filter((e) => e.seq > alreadyMasked) as Array<Extract<AgentEvent, { type: 'tool_result' }>>;
     journal.append({ type: 'context_masked', up_to_seq: boundary, tool_results: fresh.length, chars: fresh.reduce((n, e) => n + e.output.length, 0) });
-    messages = messagesOf(config, journal.all());
-    if (estimateTokens(messages) <= budget * 0.85) return messages;
+    if (conversation.update(journal.all()).tokens <= budget * 0.85) return;
   }
-  if (boundary === 0) return messages;
+  if (boundary === 0) return;
+  const messages = conversation.messages;
   const transcript = messages
     .slice(1)
     .map((m) => `${m.role}: ${typeof m.content === 'string' ? m.content : ''}${m.role === 'assistant' && m.tool_calls ? ` [calls ${m.tool_calls.map((c) => `${c.function.name}(${c.function.arguments.slice(0, 300)})`).join(', ')}]` : ''}`)
@@ -307,5 +310,5 @@ async function fitContext(config: AgentConfig, journal: Journal, model: (req: Mo
   // Without a model summary, the transcript's tail is the summary: the window must hold.
   if (!summary) summary = transcript.slice(-Math.floor(budget * 1.5));
   journal.append({ type: 'context_summarized', up_to_seq: boundary, summary });
-  return messagesOf(config, journal.all());
+  conversation.update(journal.all());
 }
