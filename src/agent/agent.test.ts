@@ -292,15 +292,18 @@ describe('agent runtime', () => {
       const c = config(ws, model);
       const file = journalPath(ws, 'resume');
       // Run the turn in a child process and kill it while the shell command runs.
-      const child = spawn(process.execPath, [path.join(import.meta.dirname, 'main.ts')], { stdio: ['pipe', 'pipe', 'inherit'] });
+      const child = spawn(process.execPath, [path.join(import.meta.dirname, 'main.ts')], { stdio: ['pipe', 'pipe', 'pipe'] });
       child.stdin.end(JSON.stringify({ op: 'turn', conversation: 'resume', config: c, input: { kind: 'task', text: 'count', from: 'person' } }));
       let out = '';
+      let err = '';
+      child.stderr.on('data', (d) => (err += d));
       await new Promise<void>((resolve, reject) => {
         child.stdout.on('data', (d) => {
           out += d;
           if (out.includes('"tool_started"')) resolve();
         });
-        child.on('exit', () => reject(new Error(`the runtime exited early: ${out}`)));
+        // Says how (a CI run once saw it end with nothing written): its exit code or signal, and what it wrote on stderr.
+        child.on('exit', (code, signal) => reject(new Error(`the runtime exited early (${signal ?? `code ${code}`}): ${out} ${err}`)));
       });
       child.removeAllListeners('exit');
       // Kill it once the command has taken effect (it keeps running in its own process group).
