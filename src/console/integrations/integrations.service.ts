@@ -259,7 +259,7 @@ export function createIntegrationsService(deps: IntegrationsDeps) {
       const { CodeHostError } = await codeHostModule();
       if (err instanceof CodeHostError && err.transient) {
         throw problems.badGateway(
-          `could not check that the code-host app is installed on ${repo}: ${err.message}. Check that the code host answers at the code_host integration's api_url (POST /integrations/code_host/test says what fails), then try again`,
+          `could not check that the code-host app is installed on ${repo}: ${err.message}. Check that the code host answers at the code_host integration's api_url (the integration's connection test says what fails), then try again`,
         );
       }
       const reason = err instanceof CodeHostError ? err.message : 'the code host could not be asked';

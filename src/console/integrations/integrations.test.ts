@@ -227,7 +227,7 @@ describe(`integrations (${dbKind})`, () => {
   test('links and repo_url: a code host that fails or cannot be reached is 502 saying what to do, not a refusal of the repository', async () => {
     const tpl = await makeTemplate(t);
     const url = `/teams/${(await makeTeam(t)).name}/links`;
-    const saysWhatToDo = /Check that the code host answers at the code_host integration's api_url \(POST \/integrations\/code_host\/test says what fails\), then try again$/;
+    const saysWhatToDo = /Check that the code host answers at the code_host integration's api_url \(the integration's connection test says what fails\), then try again$/;
     fake.failWith(503);
     try {
       const failing = await req('PUT', url, { token: operator.token, body: { surface: 'code_host', external_id: 'acme/widgets' } });
