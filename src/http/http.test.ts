@@ -3,7 +3,9 @@ import { after, before, describe, test } from 'node:test';
 import { captureLogger, testApp, type TestApp } from '../../test/harness.ts';
 import { useAuth } from './auth.ts';
 import { authUser } from '../console/users/users.service.ts';
-import { createServer } from './kernel.ts';
+import { Type } from 'typebox';
+import { createServer, type App } from './kernel.ts';
+import { refuseUnknownQuery } from './schemas.ts';
 import { Registry } from '../metrics.ts';
 import { useProblems } from './problem-handler.ts';
 
@@ -243,6 +245,32 @@ describe('a 5xx never carries internals; routes deny by default', () => {
     useAuth(app, t.db, { prefix: '/api/v1', userOf: authUser });
     try {
       assert.throws(() => app.get('/api/v1/open', async () => ({ ok: true })), /does not declare config\.auth/);
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+describe('query strings refused by default (refuseUnknownQuery)', () => {
+  test('a route of the scope that declares none refuses any parameter; one that declares a loose query string stops the server from starting', async () => {
+    const app = createServer({ logger: captureLogger().logger, component: 'test' });
+    useProblems(app);
+    await app.register(async (api: App) => {
+      refuseUnknownQuery(api);
+      api.delete('/things/:id', async () => ({ ok: true }));
+      api.get('/things', { schema: { querystring: Type.Object({ q: Type.Optional(Type.String()) }, { additionalProperties: false }) } }, async (req) => req.query);
+      assert.throws(() => api.get('/loose', { schema: { querystring: Type.Object({ q: Type.String() }) } }, async () => ({})), /GET \/loose: its query string must refuse parameters it does not name/);
+    });
+    // Outside the scope nothing changes: a route there still takes what it is sent.
+    app.post('/outside', async () => ({ ok: true }));
+    try {
+      const refused = await app.inject({ method: 'DELETE', url: '/things/1?force=true' });
+      assert.equal(refused.statusCode, 400, refused.body);
+      assert.deepEqual(refused.json().errors, [{ field: 'force', message: 'is not a known field' }]);
+      assert.equal((await app.inject({ method: 'DELETE', url: '/things/1' })).statusCode, 200);
+      assert.deepEqual((await app.inject({ method: 'GET', url: '/things?q=a' })).json(), { q: 'a' });
+      assert.equal((await app.inject({ method: 'GET', url: '/things?q=a&r=b' })).statusCode, 400);
+      assert.equal((await app.inject({ method: 'POST', url: '/outside?anything=1' })).statusCode, 200);
     } finally {
       await app.close();
     }

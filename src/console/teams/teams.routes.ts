@@ -5,7 +5,7 @@ import { requireIfMatch, setEtag } from '../../http/etag.ts';
 import type { App } from '../../http/kernel.ts';
 import { ListQuery, Page } from '../../http/pagination.ts';
 import { limitOf } from '../../db/pagination.ts';
-import { IfMatchHeader, NoContent, NoQuery } from '../../http/schemas.ts';
+import { IfMatchHeader, NoContent } from '../../http/schemas.ts';
 import { documentRoutes } from '../documents/documents.routes.ts';
 import type { DocumentsService } from '../documents/documents.service.ts';
 import type { EgressOverridesService } from './egress-overrides.service.ts';
@@ -72,7 +72,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
 
   app.get('/teams/:name', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getTeam', summary: 'Get a team', etag: true, tags, description: 'The live team of the name, else the last archived one.', params: TeamParams, querystring: NoQuery, response: { 200: Team } },
+    schema: { operationId: 'getTeam', summary: 'Get a team', etag: true, tags, description: 'The live team of the name, else the last archived one.', params: TeamParams, response: { 200: Team } },
     handler: async (req, reply) => {
       const row = await teams.get(req.params.name);
       setEtag(reply, row.row_version);
@@ -179,7 +179,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
 
   app.get('/teams/:name/roles/:role/egress', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getTeamRoleEgress', summary: 'Get a team role\'s egress', etag: true, tags, params: RoleParams, querystring: NoQuery, response: { 200: EgressOverride } },
+    schema: { operationId: 'getTeamRoleEgress', summary: 'Get a team role\'s egress', etag: true, tags, params: RoleParams, response: { 200: EgressOverride } },
     handler: async (req, reply) => {
       const r = await egress.get(req.params.name, req.params.role);
       setEtag(reply, r.row_version);
