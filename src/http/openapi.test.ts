@@ -224,6 +224,9 @@ describe('OpenAPI', () => {
     // A link is checked with the code host, the tracker or the chat server: one that cannot be asked is a bad gateway.
     assert.deepEqual(codes('put', '/teams/{name}/links'), ['400', '401', '403', '404', '409', '413', '415', '422', '502', '503']);
     assert.match(op('put', '/teams/{name}/links').responses['502'].description, /could not be reached.*nothing was linked/);
+    // One that refuses the integration's own credentials is not the caller's to mend: 503, on both routes that check.
+    assert.match(op('put', '/teams/{name}/links').responses['503'].description, /refused the integration's credentials.*nothing was linked; an admin mends the integration/);
+    assert.match(op('post', '/teams').responses['503'].description, /refused the integration's credentials/);
     // The session-only routes answer 403 to a token, even for reads.
     assert.ok(op('get', '/session/tokens').responses['403']);
     // Every 412 comes with an If-Match parameter, and a required one with 428.
