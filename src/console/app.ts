@@ -9,7 +9,7 @@ import { healthRoutes } from '../http/health.ts';
 import { createServer, type App } from '../http/kernel.ts';
 import type { Registry } from '../metrics.ts';
 import { API_PREFIX, OpenApiDocument, OpenApiYaml, useOpenApi } from '../http/openapi.ts';
-import { frameworkProblem, useProblems } from '../http/problem-handler.ts';
+import { clientProblem, frameworkProblem, useProblems } from '../http/problem-handler.ts';
 import { refuseUnknownQuery } from '../http/schemas.ts';
 import { webRoutes } from '../http/web.ts';
 import { createServices, loadShared, type Services } from '../services.ts';
@@ -42,7 +42,7 @@ export const VERSION = '0.1.0';
 /** The console's server: its routes over the shared services (src/services.ts). Not listening yet. */
 export async function buildConsoleApp(deps: { config: Config; db: Db; logger: Logger; metrics: Registry; services: Services }): Promise<App> {
   const { config, db, services } = deps;
-  const app = createServer({ logger: deps.logger, metrics: deps.metrics, bodyLimit: config.bodyLimit, trustProxy: config.trustProxy, component: 'console', extra: { frameworkErrors: frameworkProblem } });
+  const app = createServer({ logger: deps.logger, metrics: deps.metrics, bodyLimit: config.bodyLimit, trustProxy: config.trustProxy, component: 'console', extra: { frameworkErrors: frameworkProblem, clientErrorHandler: clientProblem } });
   useProblems(app);
   // JSON only, unless a route says otherwise (the avatar takes images): anything else is a 415.
   app.removeContentTypeParser('text/plain');

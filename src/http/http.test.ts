@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import net, { type AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { captureLogger, testApp, type TestApp } from '../../test/harness.ts';
 import { useAuth } from './auth.ts';
@@ -82,6 +83,11 @@ describe('HTTP conventions', () => {
     const query = await t.request({ method: 'GET', url: '/api/v1/users?cursor=%00', token: t.adminToken });
     assertProblem(query, 400);
     assert.equal(query.body.errors[0].field, 'cursor');
+    // A name that may hold `/` (a trailing wildcard) is named as the contract names it, not `*`.
+    const path = await t.request({ method: 'PUT', url: '/api/v1/secrets/%00x', token: t.adminToken, body: { value: 'v' } });
+    assertProblem(path, 400);
+    assert.deepEqual(path.body.errors, [{ field: 'name', message: 'must not contain a NUL character' }]);
+    assert.match(path.body.detail, /^name holds a NUL character/);
   });
 
   test('a JSON body that is not UTF-8 is a 400 saying so, not text stored with replacement characters', async () => {
@@ -136,6 +142,25 @@ describe('HTTP conventions', () => {
       const res = await t.request({ method: 'GET', url, token: t.adminToken });
       assertProblem(res, 400);
     }
+  });
+
+  test('a request that is not valid HTTP is answered as a 400 problem, not the framework\'s own JSON', async () => {
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = t.app.server.address() as AddressInfo;
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = net.connect(port, '127.0.0.1', () => socket.write('GET /api/v1/me HTTP/1.1\r\nHost: x\r\nthis is not a header\r\n\r\n'));
+      let got = '';
+      socket.on('data', (d) => (got += d.toString('utf8')));
+      socket.on('close', () => resolve(got));
+      socket.on('error', reject);
+    });
+    const [head, body] = raw.split('\r\n\r\n');
+    assert.match(head!, /^HTTP\/1\.1 400 /);
+    assert.match(head!, /content-type: application\/problem\+json/i);
+    const problem = JSON.parse(body!);
+    assert.equal(problem.status, 400);
+    assert.match(problem.detail, /^the request is not valid HTTP/);
+    assert.deepEqual(problem.errors, []);
   });
 
   test('the web console never answers for an /api path, and paths with escapes do not fail', async () => {
