@@ -90,6 +90,14 @@ describe('HTTP conventions', () => {
     assert.match(path.body.detail, /^name holds a NUL character/);
   });
 
+  test('a JSON body naming __proto__ is a 400 saying so, not "not valid JSON"', async () => {
+    for (const raw of ['{"name":"x","__proto__":{"admin":true}}', '{"name":"x","constructor":{"prototype":{"admin":true}}}']) {
+      const res = await t.request({ method: 'POST', url: '/api/v1/users', token: t.adminToken, raw, headers: { 'content-type': 'application/json' } });
+      assertProblem(res, 400);
+      assert.match(res.body.detail, /names a field __proto__ \(or constructor\.prototype\), which is not accepted/);
+    }
+  });
+
   test('a JSON body that is not UTF-8 is a 400 saying so, not text stored with replacement characters', async () => {
     const name = `utf8-${Date.now()}`;
     for (const bytes of [[0xff, 0xfe], [0xc3], [0xed, 0xa0, 0x80]]) {

@@ -16,6 +16,15 @@ declare module 'fastify' {
   }
 }
 
+const isJson = (text: string): boolean => {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
 /** A field of the path as the contract names it: a trailing `*` parameter by its documented name (`name`, not `*`). */
 const contractField = (request: FastifyRequest, part: string | undefined, field: string): string =>
   part === 'params' && field === '*' ? (request.routeOptions.config?.openapiWildcard ?? field) : field;
@@ -82,7 +91,16 @@ export function useProblems(app: App): void {
       done(problems.badRequest('the body is not valid UTF-8: send JSON text encoded as UTF-8', [{ field: '(body)', message: 'is not valid UTF-8' }]), undefined);
       return;
     }
-    parseJson(request, bytes.toString('utf8'), done);
+    const text = bytes.toString('utf8');
+    parseJson(request, text, (err, value) => {
+      // Valid JSON the parser refuses on purpose (prototype pollution) would otherwise be "not valid JSON", and
+      // send the client looking for a syntax error; the second parse is on this error's path only.
+      if ((err as FastifyError | null)?.code === 'FST_ERR_CTP_INVALID_JSON_BODY' && isJson(text)) {
+        done(problems.badRequest('the body names a field __proto__ (or constructor.prototype), which is not accepted: leave it out', [{ field: '(body)', message: 'must not name __proto__ or constructor.prototype' }]), undefined);
+        return;
+      }
+      done(err, value);
+    });
   });
   // A callback hook: it never waits, and an async one costs a promise and its turns per request.
   app.addHook('preValidation', (request, _reply, done) => {
