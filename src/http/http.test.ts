@@ -127,6 +127,13 @@ describe('HTTP conventions', () => {
     const query = await t.request({ method: 'GET', url: '/api/v1/users?limit=many', token: t.adminToken });
     assertProblem(query, 400);
     assert.match(query.body.detail, /^the query string is not valid: limit must be a whole number/);
+    // Sent twice, it says so rather than that the value has the wrong type; a text one too.
+    for (const url of ['/api/v1/users?limit=1&limit=2', '/api/v1/users?cursor=a&cursor=b', '/api/v1/teams?q=a&q=b']) {
+      const twice = await t.request({ method: 'GET', url, token: t.adminToken });
+      assertProblem(twice, 400);
+      const name = url.split('?')[1]!.split('=')[0]!;
+      assert.deepEqual(twice.body.errors, [{ field: name, message: 'is given more than once: give it once' }], url);
+    }
   });
 
   test('If-Match takes one ETag: * or a list is a 400 saying so, a stale or weak one a 412', async () => {
