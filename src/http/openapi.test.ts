@@ -194,6 +194,9 @@ describe('OpenAPI', () => {
     assert.equal(requiredOf('post', '/teams'), true);
     const noBody = await t.request({ method: 'POST', url: '/api/v1/teams/nope/upgrade', token: t.adminToken, headers: { 'if-match': '"1"' } });
     assert.equal(noBody.status, 404, noBody.text);
+    // Left out with a JSON Content-Type (a client that sends the header on every request): still left out, not "the body is empty".
+    const emptyJson = await t.request({ method: 'POST', url: '/api/v1/teams/nope/upgrade', token: t.adminToken, headers: { 'if-match': '"1"', 'content-type': 'application/json' } });
+    assert.equal(emptyJson.status, 404, emptyJson.text);
     const empty = await t.request({ method: 'POST', url: '/api/v1/teams', token: t.adminToken, headers: { 'content-type': 'application/json' } });
     assert.equal(empty.status, 400, empty.text);
     for (const [path, ops] of Object.entries<any>(doc.paths)) {

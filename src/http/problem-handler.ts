@@ -87,6 +87,11 @@ export function useProblems(app: App): void {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const bytes = body as Buffer;
+    // A route whose body may be left out takes it left out with a Content-Type too (a client that sets the header on every request).
+    if (bytes.length === 0 && request.routeOptions.config?.optionalBody) {
+      done(null, undefined);
+      return;
+    }
     if (!isUtf8(bytes)) {
       done(problems.badRequest('the body is not valid UTF-8: send JSON text encoded as UTF-8', [{ field: '(body)', message: 'is not valid UTF-8' }]), undefined);
       return;
