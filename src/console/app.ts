@@ -9,8 +9,8 @@ import { healthRoutes } from '../http/health.ts';
 import { createServer, type App } from '../http/kernel.ts';
 import type { Registry } from '../metrics.ts';
 import { API_PREFIX, OpenApiDocument, OpenApiYaml, useOpenApi } from '../http/openapi.ts';
-import { frameworkProblem, useProblems } from '../http/problem-handler.ts';
-import { NoQuery } from '../http/schemas.ts';
+import { clientProblem, frameworkProblem, useProblems } from '../http/problem-handler.ts';
+import { refuseUnknownQuery } from '../http/schemas.ts';
 import { webRoutes } from '../http/web.ts';
 import { createServices, loadShared, type Services } from '../services.ts';
 import { agentsRoutes } from './agents/agents.routes.ts';
@@ -42,7 +42,7 @@ export const VERSION = '0.1.0';
 /** The console's server: its routes over the shared services (src/services.ts). Not listening yet. */
 export async function buildConsoleApp(deps: { config: Config; db: Db; logger: Logger; metrics: Registry; services: Services }): Promise<App> {
   const { config, db, services } = deps;
-  const app = createServer({ logger: deps.logger, metrics: deps.metrics, bodyLimit: config.bodyLimit, trustProxy: config.trustProxy, component: 'console', extra: { frameworkErrors: frameworkProblem } });
+  const app = createServer({ logger: deps.logger, metrics: deps.metrics, bodyLimit: config.bodyLimit, trustProxy: config.trustProxy, component: 'console', extra: { frameworkErrors: frameworkProblem, clientErrorHandler: clientProblem } });
   useProblems(app);
   // JSON only, unless a route says otherwise (the avatar takes images): anything else is a 415.
   app.removeContentTypeParser('text/plain');
@@ -51,6 +51,7 @@ export async function buildConsoleApp(deps: { config: Config; db: Db; logger: Lo
 
   await app.register(
     async (api: App) => {
+      refuseUnknownQuery(api);
       sessionRoutes(api, { sessions: services.sessions, publicBaseUrl: config.publicBaseUrl });
       usersRoutes(api, { users: services.users });
       auditRoutes(api, { audit: createAuditLog(db) });
@@ -72,12 +73,12 @@ export async function buildConsoleApp(deps: { config: Config; db: Db; logger: Lo
 
       api.get('/openapi.json', {
         config: { auth: { role: 'viewer' } },
-        schema: { operationId: 'getOpenApiJson', summary: 'Get this contract as JSON', tags: ['meta'], description: 'This contract, as JSON; routes only, no data.', querystring: NoQuery, response: { 200: OpenApiDocument } },
+        schema: { operationId: 'getOpenApiJson', summary: 'Get this contract as JSON', tags: ['meta'], description: 'This contract, as JSON; routes only, no data.', response: { 200: OpenApiDocument } },
         handler: async () => app.swagger() as Static<typeof OpenApiDocument>,
       });
       api.get('/openapi.yaml', {
         config: { auth: { role: 'viewer' } },
-        schema: { operationId: 'getOpenApiYaml', summary: 'Get this contract as YAML', tags: ['meta'], description: 'This contract, as YAML.', querystring: NoQuery, response: { 200: OpenApiYaml } },
+        schema: { operationId: 'getOpenApiYaml', summary: 'Get this contract as YAML', tags: ['meta'], description: 'This contract, as YAML.', response: { 200: OpenApiYaml } },
         handler: async (_req, reply) => reply.type('application/yaml').send(toYaml(app.swagger())),
       });
     },

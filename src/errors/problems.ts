@@ -73,6 +73,39 @@ export const problems = {
 };
 
 /**
+ * A check with an integration's outside service that got no answer about the thing checked (a
+ * team's chat room, a tracker team or project, a repository the code-host app should cover,
+ * checked when a link is made or a team created): the fault is not the request's, so not a 422.
+ * `credentials`: the service refused the integration's own credentials (401, 403, a revoked or
+ * under-scoped token); the caller cannot mend that from the request, an admin mends the
+ * integration: 503. `failed`: the service could not be reached, rate-limited or failed; the same
+ * request may succeed once it answers: 502. Either way nothing was changed. The chat, tracker and
+ * code-host checks all answer through this, so each says the same for the same case.
+ */
+export function integrationCheckProblem(
+  cause: 'credentials' | 'failed',
+  check: {
+    /** What was being checked, after "could not check": `the chat_a room <id>`, `ENG with Linear`. */
+    what: string;
+    /** The outside service in words: `Linear`, `the chat server`, `the code host`. */
+    service: string;
+    /** The integration kind whose settings an admin mends: `tracker_a`. */
+    integration: string;
+    /** Why, in words for people (a SaidForPeople message): never an exception's own text. */
+    said: string;
+  },
+): Problem {
+  const said = check.said.replace(/[.;\s]+$/, '');
+  return cause === 'credentials'
+    ? problems.unavailable(
+        `could not check ${check.what}: ${said}. Nothing was changed: ${check.service} refuses the ${check.integration} integration's credentials, which this request cannot mend; an admin mends the integration (its connection test says what fails), then send this again`,
+      )
+    : problems.badGateway(
+        `could not check ${check.what}: ${said}. Nothing was changed: send this again once ${check.service} answers (the ${check.integration} integration's connection test says what fails)`,
+      );
+}
+
+/**
  * An error whose message is written for people: one line saying what failed and what to do
  * next, without a secret (a surface adapter's failed call: `TrackerError`, `CodeHostError`).
  */

@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
+import net, { type AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { captureLogger, testApp, type TestApp } from '../../test/harness.ts';
 import { useAuth } from './auth.ts';
 import { authUser } from '../console/users/users.service.ts';
-import { createServer } from './kernel.ts';
+import { Type } from 'typebox';
+import { createServer, type App } from './kernel.ts';
+import { refuseUnknownQuery } from './schemas.ts';
 import { Registry } from '../metrics.ts';
 import { useProblems } from './problem-handler.ts';
 
@@ -80,6 +83,19 @@ describe('HTTP conventions', () => {
     const query = await t.request({ method: 'GET', url: '/api/v1/users?cursor=%00', token: t.adminToken });
     assertProblem(query, 400);
     assert.equal(query.body.errors[0].field, 'cursor');
+    // A name that may hold `/` (a trailing wildcard) is named as the contract names it, not `*`.
+    const path = await t.request({ method: 'PUT', url: '/api/v1/secrets/%00x', token: t.adminToken, body: { value: 'v' } });
+    assertProblem(path, 400);
+    assert.deepEqual(path.body.errors, [{ field: 'name', message: 'must not contain a NUL character' }]);
+    assert.match(path.body.detail, /^name holds a NUL character/);
+  });
+
+  test('a JSON body naming __proto__ is a 400 saying so, not "not valid JSON"', async () => {
+    for (const raw of ['{"name":"x","__proto__":{"admin":true}}', '{"name":"x","constructor":{"prototype":{"admin":true}}}']) {
+      const res = await t.request({ method: 'POST', url: '/api/v1/users', token: t.adminToken, raw, headers: { 'content-type': 'application/json' } });
+      assertProblem(res, 400);
+      assert.match(res.body.detail, /names a field __proto__ \(or constructor\.prototype\), which is not accepted/);
+    }
   });
 
   test('a JSON body that is not UTF-8 is a 400 saying so, not text stored with replacement characters', async () => {
@@ -111,6 +127,13 @@ describe('HTTP conventions', () => {
     const query = await t.request({ method: 'GET', url: '/api/v1/users?limit=many', token: t.adminToken });
     assertProblem(query, 400);
     assert.match(query.body.detail, /^the query string is not valid: limit must be a whole number/);
+    // Sent twice, it says so rather than that the value has the wrong type; a text one too.
+    for (const url of ['/api/v1/users?limit=1&limit=2', '/api/v1/users?cursor=a&cursor=b', '/api/v1/teams?q=a&q=b']) {
+      const twice = await t.request({ method: 'GET', url, token: t.adminToken });
+      assertProblem(twice, 400);
+      const name = url.split('?')[1]!.split('=')[0]!;
+      assert.deepEqual(twice.body.errors, [{ field: name, message: 'is given more than once: give it once' }], url);
+    }
   });
 
   test('If-Match takes one ETag: * or a list is a 400 saying so, a stale or weak one a 412', async () => {
@@ -134,6 +157,25 @@ describe('HTTP conventions', () => {
       const res = await t.request({ method: 'GET', url, token: t.adminToken });
       assertProblem(res, 400);
     }
+  });
+
+  test('a request that is not valid HTTP is answered as a 400 problem, not the framework\'s own JSON', async () => {
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = t.app.server.address() as AddressInfo;
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = net.connect(port, '127.0.0.1', () => socket.write('GET /api/v1/me HTTP/1.1\r\nHost: x\r\nthis is not a header\r\n\r\n'));
+      let got = '';
+      socket.on('data', (d) => (got += d.toString('utf8')));
+      socket.on('close', () => resolve(got));
+      socket.on('error', reject);
+    });
+    const [head, body] = raw.split('\r\n\r\n');
+    assert.match(head!, /^HTTP\/1\.1 400 /);
+    assert.match(head!, /content-type: application\/problem\+json/i);
+    const problem = JSON.parse(body!);
+    assert.equal(problem.status, 400);
+    assert.match(problem.detail, /^the request is not valid HTTP/);
+    assert.deepEqual(problem.errors, []);
   });
 
   test('the web console never answers for an /api path, and paths with escapes do not fail', async () => {
@@ -243,6 +285,32 @@ describe('a 5xx never carries internals; routes deny by default', () => {
     useAuth(app, t.db, { prefix: '/api/v1', userOf: authUser });
     try {
       assert.throws(() => app.get('/api/v1/open', async () => ({ ok: true })), /does not declare config\.auth/);
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+describe('query strings refused by default (refuseUnknownQuery)', () => {
+  test('a route of the scope that declares none refuses any parameter; one that declares a loose query string stops the server from starting', async () => {
+    const app = createServer({ logger: captureLogger().logger, component: 'test' });
+    useProblems(app);
+    await app.register(async (api: App) => {
+      refuseUnknownQuery(api);
+      api.delete('/things/:id', async () => ({ ok: true }));
+      api.get('/things', { schema: { querystring: Type.Object({ q: Type.Optional(Type.String()) }, { additionalProperties: false }) } }, async (req) => req.query);
+      assert.throws(() => api.get('/loose', { schema: { querystring: Type.Object({ q: Type.String() }) } }, async () => ({})), /GET \/loose: its query string must refuse parameters it does not name/);
+    });
+    // Outside the scope nothing changes: a route there still takes what it is sent.
+    app.post('/outside', async () => ({ ok: true }));
+    try {
+      const refused = await app.inject({ method: 'DELETE', url: '/things/1?force=true' });
+      assert.equal(refused.statusCode, 400, refused.body);
+      assert.deepEqual(refused.json().errors, [{ field: 'force', message: 'is not a known field' }]);
+      assert.equal((await app.inject({ method: 'DELETE', url: '/things/1' })).statusCode, 200);
+      assert.deepEqual((await app.inject({ method: 'GET', url: '/things?q=a' })).json(), { q: 'a' });
+      assert.equal((await app.inject({ method: 'GET', url: '/things?q=a&r=b' })).statusCode, 400);
+      assert.equal((await app.inject({ method: 'POST', url: '/outside?anything=1' })).statusCode, 200);
     } finally {
       await app.close();
     }

@@ -27,10 +27,11 @@ describe('OpenAPI', () => {
   let doc: any;
   // Every route the console registers, seen through Fastify's own announcement of a new
   // instance, so the test compares the document with what is really served.
-  const routes: Array<{ method: string; url: string; hidden: boolean; wildcard?: string; query?: any; sessionOnly: boolean }> = [];
+  // The query schema is read once every hook has run: a scope's own hooks (refuseUnknownQuery) run after this one.
+  const routes: Array<{ method: string; url: string; hidden: boolean; wildcard?: string; readonly query?: any; sessionOnly: boolean }> = [];
   const onInit = ({ fastify }: any) =>
     fastify.addHook('onRoute', (r: any) => {
-      for (const m of [r.method].flat()) routes.push({ method: String(m).toLowerCase(), url: r.url, hidden: Boolean(r.schema?.hide), wildcard: r.config?.openapiWildcard, query: r.schema?.querystring, sessionOnly: Boolean(r.config?.auth?.sessionOnly) });
+      for (const m of [r.method].flat()) routes.push({ method: String(m).toLowerCase(), url: r.url, hidden: Boolean(r.schema?.hide), wildcard: r.config?.openapiWildcard, get query() { return r.schema?.querystring; }, sessionOnly: Boolean(r.config?.auth?.sessionOnly) });
     });
 
   before(async () => {
@@ -89,22 +90,30 @@ describe('OpenAPI', () => {
     assert.ok(routes.some((r) => r.url === '/healthz'), 'the routes outside /api/v1 exist, unlisted');
   });
 
-  test('every GET route refuses a query parameter it does not take: a 400 naming it, never ignored', async () => {
-    const reads = routes.filter((r) => r.url.startsWith('/api/v1/') && r.method === 'get');
-    assert.ok(reads.length >= 40, `saw ${reads.length} GET routes`);
-    for (const r of reads) {
-      const where = `GET ${r.url}`;
+  test('every route of every method refuses a query parameter it does not take: a 400 naming it, never ignored', async () => {
+    const served = routes.filter((r) => r.url.startsWith('/api/v1/') && r.method !== 'head');
+    assert.ok(served.filter((r) => r.method === 'get').length >= 40, 'the GET routes');
+    for (const m of ['post', 'put', 'patch', 'delete']) assert.ok(served.some((r) => r.method === m), `a ${m.toUpperCase()} route`);
+    // Sent as an admin with a token (no CSRF token needed) and a well-formed If-Match.
+    for (const r of served) {
+      const where = `${r.method.toUpperCase()} ${r.url}`;
       // Declared, with no other parameter allowed (NoQuery when it takes none, as ListQuery on lists).
       assert.equal(r.query?.additionalProperties, false, `${where}: its query string refuses unknown parameters`);
       if (r.sessionOnly) continue;
       // Answered so: each path parameter filled with the contract's example (or a plain value), which the route's own path schema takes.
       const path = openApiPath(r.url, r.wildcard);
-      const params = doc.paths[path].get.parameters ?? [];
+      const op = doc.paths[path][r.method];
+      const params = op.parameters ?? [];
+      // No query parameter is documented where none is taken: the document shows what is validated.
+      if (Object.keys(r.query.properties ?? {}).length === 0) assert.ok(!params.some((x: any) => x.in === 'query'), `${where}: documents no query parameter`);
       const url = `/api/v1${path.replace(/\{([^}]+)\}/g, (_m: string, name: string) => encodeURIComponent(String(params.find((x: any) => x.in === 'path' && x.name === name)?.example ?? 'x')))}?not_a_parameter=1`;
-      const res = await t.request({ method: 'GET', url, token: t.adminToken });
+      // A body the route takes (its example), since the body is validated before the query string.
+      const json = op.requestBody?.content?.['application/json'];
+      const body = json ? (json.example ?? deref(doc, json.schema)?.examples?.[0] ?? {}) : undefined;
+      const res = await t.request({ method: r.method.toUpperCase(), url, token: t.adminToken, headers: { 'if-match': '"1"' }, ...(body === undefined ? {} : { body }) });
       assert.equal(res.status, 400, `${where}: ${res.text.slice(0, 300)}`);
-      assert.deepEqual(res.body.errors, [{ field: 'not_a_parameter', message: 'is not a known field' }], `${where}: ${res.text.slice(0, 300)}`);
-      assert.match(res.body.detail, /^the query string is not valid: not_a_parameter is not a known field/, where);
+      const named = res.body.errors?.find((e: any) => e.field === 'not_a_parameter');
+      assert.deepEqual(named, { field: 'not_a_parameter', message: 'is not a known field' }, `${where}: ${res.text.slice(0, 300)}`);
     }
   });
 
@@ -185,6 +194,9 @@ describe('OpenAPI', () => {
     assert.equal(requiredOf('post', '/teams'), true);
     const noBody = await t.request({ method: 'POST', url: '/api/v1/teams/nope/upgrade', token: t.adminToken, headers: { 'if-match': '"1"' } });
     assert.equal(noBody.status, 404, noBody.text);
+    // Left out with a JSON Content-Type (a client that sends the header on every request): still left out, not "the body is empty".
+    const emptyJson = await t.request({ method: 'POST', url: '/api/v1/teams/nope/upgrade', token: t.adminToken, headers: { 'if-match': '"1"', 'content-type': 'application/json' } });
+    assert.equal(emptyJson.status, 404, emptyJson.text);
     const empty = await t.request({ method: 'POST', url: '/api/v1/teams', token: t.adminToken, headers: { 'content-type': 'application/json' } });
     assert.equal(empty.status, 400, empty.text);
     for (const [path, ops] of Object.entries<any>(doc.paths)) {
@@ -215,6 +227,9 @@ describe('OpenAPI', () => {
     // A link is checked with the code host, the tracker or the chat server: one that cannot be asked is a bad gateway.
     assert.deepEqual(codes('put', '/teams/{name}/links'), ['400', '401', '403', '404', '409', '413', '415', '422', '502', '503']);
     assert.match(op('put', '/teams/{name}/links').responses['502'].description, /could not be reached.*nothing was linked/);
+    // One that refuses the integration's own credentials is not the caller's to mend: 503, on both routes that check.
+    assert.match(op('put', '/teams/{name}/links').responses['503'].description, /refused the integration's credentials.*nothing was linked; an admin mends the integration/);
+    assert.match(op('post', '/teams').responses['503'].description, /refused the integration's credentials/);
     // The session-only routes answer 403 to a token, even for reads.
     assert.ok(op('get', '/session/tokens').responses['403']);
     // Every 412 comes with an If-Match parameter, and a required one with 428.

@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { toDomainError } from '../errors/errors.ts';
 import type { App } from './kernel.ts';
@@ -15,13 +16,24 @@ declare module 'fastify' {
   }
 }
 
+const isJson = (text: string): boolean => {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** A field of the path as the contract names it: a trailing `*` parameter by its documented name (`name`, not `*`). */
+const contractField = (request: FastifyRequest, part: string | undefined, field: string): string =>
+  part === 'params' && field === '*' ? (request.routeOptions.config?.openapiWildcard ?? field) : field;
+
 /** Maps any error to a problem: ours, validation, body parsing, a domain or database error, or a 500 without internals. */
 export function toProblem(err: FastifyError & { code?: string }, request: FastifyRequest): Problem {
   if (err instanceof Problem) return err;
   if (err.validation) {
-    // A trailing `*` parameter is named in errors as the contract names it (`name`, not `*`).
-    const wildcard = err.validationContext === 'params' ? request.routeOptions.config?.openapiWildcard : undefined;
-    const errors = fieldProblems(err.validation as any, err.validationContext).map((e) => (wildcard && e.field === '*' ? { ...e, field: wildcard } : e));
+    const errors = fieldProblems(err.validation as any, err.validationContext).map((e) => ({ ...e, field: contractField(request, err.validationContext, e.field) }));
     const where = ({ body: 'the body', params: 'the path', querystring: 'the query string', headers: 'a header' } as Record<string, string>)[err.validationContext ?? ''] ?? 'the request';
     return problems.badRequest(`${where} is not valid: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, errors);
   }
@@ -75,11 +87,25 @@ export function useProblems(app: App): void {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const bytes = body as Buffer;
+    // A route whose body may be left out takes it left out with a Content-Type too (a client that sets the header on every request).
+    if (bytes.length === 0 && request.routeOptions.config?.optionalBody) {
+      done(null, undefined);
+      return;
+    }
     if (!isUtf8(bytes)) {
       done(problems.badRequest('the body is not valid UTF-8: send JSON text encoded as UTF-8', [{ field: '(body)', message: 'is not valid UTF-8' }]), undefined);
       return;
     }
-    parseJson(request, bytes.toString('utf8'), done);
+    const text = bytes.toString('utf8');
+    parseJson(request, text, (err, value) => {
+      // Valid JSON the parser refuses on purpose (prototype pollution) would otherwise be "not valid JSON", and
+      // send the client looking for a syntax error; the second parse is on this error's path only.
+      if ((err as FastifyError | null)?.code === 'FST_ERR_CTP_INVALID_JSON_BODY' && isJson(text)) {
+        done(problems.badRequest('the body names a field __proto__ (or constructor.prototype), which is not accepted: leave it out', [{ field: '(body)', message: 'must not name __proto__ or constructor.prototype' }]), undefined);
+        return;
+      }
+      done(err, value);
+    });
   });
   // A callback hook: it never waits, and an async one costs a promise and its turns per request.
   app.addHook('preValidation', (request, _reply, done) => {
@@ -88,7 +114,7 @@ export function useProblems(app: App): void {
       const found = inspectJson(request[part]);
       if (found === null) continue;
       const field = 'nul' in found ? found.nul : found.tooDeep;
-      const name = field || (part === 'body' ? '(body)' : `(${part})`);
+      const name = field ? contractField(request, part, field) : part === 'body' ? '(body)' : `(${part})`;
       if ('tooDeep' in found) {
         done(problems.badRequest(`the ${part} nests deeper than ${MAX_JSON_DEPTH} levels`, [{ field: name, message: `nests deeper than ${MAX_JSON_DEPTH} levels` }]));
       } else {
@@ -99,6 +125,27 @@ export function useProblems(app: App): void {
     done();
   });
   app.setNotFoundHandler((request, reply) => sendProblem(reply, problems.routeNotFound(request.method, request.url.split('?')[0])));
+}
+
+/**
+ * For `clientErrorHandler` of a server: a request Node's HTTP parser cannot read (a malformed
+ * request line or header, a body longer than its Content-Length running into the next request,
+ * headers too large, a request too slow to arrive) is answered as a problem too, not Fastify's own
+ * JSON: no route has it yet, so it is written on the socket, which is then closed.
+ */
+export function clientProblem(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const p =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? new Problem(408, 'request-timeout', 'Request timeout', 'the request did not arrive in time; send it again')
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? new Problem(431, 'request-header-fields-too-large', 'Request header fields too large', 'the request headers are larger than the server reads; send fewer or shorter headers')
+        : problems.badRequest('the request is not valid HTTP (a malformed request line or header, or a body that does not match its Content-Length); the connection is closed');
+  const body = JSON.stringify(p.toJSON());
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${p.status} ${p.title}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/problem+json\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy();
 }
 
 /** For `frameworkErrors` of a server: a URL the router cannot decode is a problem too. */

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import type { App } from './kernel.ts';
 
 export const ProblemSchema = Type.Object(
   {
@@ -31,8 +32,29 @@ export const NoContent = Type.Null({ description: 'no content' });
 /**
  * The query string of a route that takes no query parameters: one sent anyway is a 400 naming
  * it, as a list refuses a parameter it does not know (ListQuery), rather than being ignored.
+ * Routes do not name it: `refuseUnknownQuery` gives it to every route of a scope that declares
+ * no query string of its own.
  */
 export const NoQuery = Type.Object({}, { additionalProperties: false });
+
+/**
+ * Every route registered in `scope` (and the scopes inside it), of any method, refuses a query
+ * parameter it does not take: one that declares no query string gets NoQuery, and one that
+ * declares its own must refuse unknown parameters itself (`additionalProperties: false`), else
+ * the server does not start. Set on an API's scope before its routes, and only where the contract
+ * says so: the chat API ignores unknown parameters as Zulip does, and webhook senders and the web
+ * pages are not ours to refuse. The route's schema is replaced in place, so the served OpenAPI
+ * (which holds the route's options) documents what is validated.
+ */
+export function refuseUnknownQuery(scope: App): void {
+  scope.addHook('onRoute', (route) => {
+    const query = route.schema?.querystring as { additionalProperties?: unknown } | undefined;
+    if (query === undefined) route.schema = { ...route.schema, querystring: NoQuery };
+    else if (query.additionalProperties !== false) {
+      throw new Error(`${String(route.method)} ${route.url}: its query string must refuse parameters it does not name (additionalProperties: false)`);
+    }
+  });
+}
 
 /** A path segment name: what most resources are called by. */
 export const NameParam = (pattern = '^[a-z0-9][a-z0-9._-]{0,62}$', words = 'lowercase letters, digits, ".", "_" and "-", starting with a letter or digit; at most 63 characters') =>

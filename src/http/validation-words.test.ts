@@ -59,6 +59,12 @@ describe('validation messages in words', () => {
     assert.ok(patterns >= 20, `the walk found the contract's patterns (${patterns})`);
   });
 
+  test('no description in the served contract is a regular expression', () => {
+    const found: string[] = [];
+    for (const [at, schema] of schemasIn(doc)) if (typeof schema.description === 'string' && /^\^.*\$$/.test(schema.description)) found.push(`${at}: ${schema.description}`);
+    assert.deepEqual(found, []);
+  });
+
   test('every kind of schema error becomes words', () => {
     const ajv = addFormats(new Ajv({ allErrors: true, verbose: true, strict: false }));
     const validate = ajv.compile({

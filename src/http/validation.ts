@@ -126,6 +126,8 @@ export function fieldProblems(errors: ErrorObject[], part: string | undefined): 
     if (e.keyword === 'if' || e.keyword === 'propertyNames') continue;
     let field = e.instancePath.replace(/^\//, '').replace(/\//g, '.').replace(/~1/g, '/').replace(/~0/g, '~');
     let message = errorWords(e);
+    // A query parameter sent twice arrives as a list: "must be a whole number" would hide why.
+    if (part === 'querystring' && e.keyword === 'type' && Array.isArray(e.data) && !String((e.params as { type: string }).type).includes('array')) message = 'is given more than once: give it once';
     if (e.keyword === 'required') {
       const missing = (e.params as { missingProperty: string }).missingProperty;
       field = field ? `${field}.${missing}` : missing;

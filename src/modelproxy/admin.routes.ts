@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import type { Actor } from '../audit/audit.ts';
 import { safeEqual } from '../auth/credentials.ts';
 import type { App } from '../http/kernel.ts';
+import { refuseUnknownQuery } from '../http/schemas.ts';
 import { AllSpend, BudgetBody, Day, Days, Key, KeyPage, KeyParams, Limit, LogLine, MintBody, MintedKey, Name, RevokedTeamKeys, SpendRow, TeamBudget, TeamParams, TeamSpend, UpdateBody } from './admin.schemas.ts';
 import { proxyErrors } from './errors.ts';
 import type { ModelProxyService } from './modelproxy.service.ts';
@@ -17,6 +18,8 @@ export function adminRoutes(app: App, deps: { service: ModelProxyService; creden
 
   app.register(
     async (admin: App) => {
+      // A parameter the admin API does not take is refused (400 naming it), as on the console's API.
+      refuseUnknownQuery(admin);
       admin.addHook('onRequest', async (req) => {
         if (!expected) throw proxyErrors.adminDisabled();
         const m = /^Bearer\s+(\S+)$/i.exec(String(req.headers.authorization ?? ''));
@@ -34,7 +37,7 @@ export function adminRoutes(app: App, deps: { service: ModelProxyService; creden
       });
       admin.get(
         '/keys',
-        { schema: { operationId: 'listKeys', querystring: Type.Object({ team: Type.Optional(Name), cursor: Type.Optional(KeyParams.properties.key_id), limit: Limit, include_revoked: Type.Boolean({ default: false }) }), response: { 200: KeyPage } } },
+        { schema: { operationId: 'listKeys', querystring: Type.Object({ team: Type.Optional(Name), cursor: Type.Optional(KeyParams.properties.key_id), limit: Limit, include_revoked: Type.Boolean({ default: false }) }, { additionalProperties: false }), response: { 200: KeyPage } } },
         async (req) => {
           const q = req.query as { team?: string; cursor?: string; limit: number; include_revoked: boolean };
           return service.listKeys({ team: q.team, cursor: q.cursor, limit: q.limit, includeRevoked: q.include_revoked });
@@ -57,24 +60,24 @@ export function adminRoutes(app: App, deps: { service: ModelProxyService; creden
         { schema: { operationId: 'setTeamBudget', params: TeamParams, body: BudgetBody, response: { 200: TeamBudget } } },
         async (req) => service.setTeamBudget(actor(req), (req.params as { team: string }).team, (req.body as { usd_per_day: number | null }).usd_per_day),
       );
-      admin.get('/teams/:team/spend', { schema: { operationId: 'getTeamSpend', params: TeamParams, querystring: Type.Object({ days: Days }), response: { 200: TeamSpend } } }, async (req) =>
+      admin.get('/teams/:team/spend', { schema: { operationId: 'getTeamSpend', params: TeamParams, querystring: Type.Object({ days: Days }, { additionalProperties: false }), response: { 200: TeamSpend } } }, async (req) =>
         service.teamSpend((req.params as { team: string }).team, (req.query as { days: number }).days),
       );
       admin.get(
         '/teams/:team/requests',
-        { schema: { operationId: 'listTeamRequests', params: TeamParams, querystring: Type.Object({ cursor: Type.Optional(Type.String({ pattern: '^\\d{1,18}$' })), limit: Limit }), response: { 200: Type.Object({ items: Type.Array(LogLine), next_cursor: Type.Union([Type.String(), Type.Null()]) }) } } },
+        { schema: { operationId: 'listTeamRequests', params: TeamParams, querystring: Type.Object({ cursor: Type.Optional(Type.String({ pattern: '^\\d{1,18}$' })), limit: Limit }, { additionalProperties: false }), response: { 200: Type.Object({ items: Type.Array(LogLine), next_cursor: Type.Union([Type.String(), Type.Null()]) }) } } },
         async (req) => {
           const q = req.query as { cursor?: string; limit: number };
           return service.requests({ team: (req.params as { team: string }).team, cursor: q.cursor ? Number(q.cursor) : undefined, limit: q.limit });
         },
       );
-      admin.get('/spend', { schema: { operationId: 'getSpend', querystring: Type.Object({ days: Days }), response: { 200: AllSpend } } }, async (req) => service.spend((req.query as { days: number }).days));
+      admin.get('/spend', { schema: { operationId: 'getSpend', querystring: Type.Object({ days: Days }, { additionalProperties: false }), response: { 200: AllSpend } } }, async (req) => service.spend((req.query as { days: number }).days));
       admin.get(
         '/spend/rows',
         {
           schema: {
             operationId: 'listSpendRows',
-            querystring: Type.Object({ from: Day, to: Day, team: Type.Optional(Name), role: Type.Optional(Name), key_id: Type.Optional(KeyParams.properties.key_id), limit: Type.Integer({ minimum: 1, maximum: 10_000, default: 1000 }) }),
+            querystring: Type.Object({ from: Day, to: Day, team: Type.Optional(Name), role: Type.Optional(Name), key_id: Type.Optional(KeyParams.properties.key_id), limit: Type.Integer({ minimum: 1, maximum: 10_000, default: 1000 }) }, { additionalProperties: false }),
             response: { 200: Type.Object({ items: Type.Array(SpendRow) }) },
           },
         },

@@ -492,6 +492,36 @@ describe('model proxy', () => {
     assert.deepEqual(audit.map((a) => a.action).sort(), ['modelproxy.key.create', 'modelproxy.key.update']);
     assert.ok(!JSON.stringify(audit).includes(k.key));
 
+    // Every admin route, of every method, refuses a query parameter it does not take (400 naming
+    // it) rather than ignoring it; those with a query string of their own refuse one they do not name.
+    const admin: Array<[string, string, unknown?]> = [
+      ['POST', '/keys', { team: 't', role: 'dev', agent: 'x' }],
+      ['GET', '/keys'],
+      ['GET', `/keys/${k.key_id}`],
+      ['PATCH', `/keys/${k.key_id}`, { rpm_limit: 7 }],
+      ['DELETE', `/keys/${k.key_id}`],
+      ['POST', '/teams/t/revoke-keys'],
+      ['PUT', '/teams/t/budget', { usd_per_day: 1 }],
+      ['GET', '/teams/t/spend?days=1&'],
+      ['GET', '/teams/t/requests'],
+      ['GET', '/spend'],
+      ['GET', '/spend/rows?from=2000-01-01&to=2000-01-02&'],
+    ];
+    for (const [method, path, body] of admin) {
+      const url = `${proxy.url}/admin/v1${path}${path.endsWith('&') ? '' : '?'}not_a_parameter=1`;
+      const headers: Record<string, string> = { authorization: `Bearer ${proxyCredential()}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) };
+      const refused = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      const answer = (await refused.json()) as { error: { type: string; param: string | null; message: string } };
+      assert.equal(refused.status, 400, `${method} ${path}: ${JSON.stringify(answer)}`);
+      assert.equal(answer.error.type, 'invalid_request_error');
+      assert.equal(answer.error.param, 'not_a_parameter', `${method} ${path}`);
+      assert.match(answer.error.message, /not_a_parameter is not a known field/);
+    }
+    // Nothing was done by a refused request: the key is not revoked, its limit not changed.
+    const kept = await keyRow(k.key_id);
+    assert.equal(Number(kept.rpm_limit), 100);
+    assert.equal(kept.revoked_at, null);
+
     const down = createModelProxyClient(testConfig(overrides), { baseUrl: 'http://127.0.0.1:1' });
     await assert.rejects(down.teamSpend('x', 1), (e: unknown) => e instanceof ModelProxyUnavailableError && e.status === 503);
     const unconfigured = createModelProxyClient({ ...testConfig({ SERVICE_SECRET_KEY: '' }), dataDir: ':memory:' }, { baseUrl: proxy.url });

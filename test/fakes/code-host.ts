@@ -121,7 +121,7 @@ export interface FakeCodeHost {
   readonly comments: FakeComment[];
   readonly requests: { method: string; path: string; auth: 'jwt' | 'token' | 'basic' | 'none' }[];
   /** Makes every REST request answer this status (an outage); null restores. */
-  failWith(status: number | null): void;
+  failWith(status: number | null, answer?: { message: string; headers?: Record<string, string> }): void;
   close(): Promise<void>;
 }
 
@@ -179,6 +179,7 @@ export async function startFakeCodeHost(opts: { tls: KeyPair; host?: string; app
   const inFlight = new Set<Promise<unknown>>();
   let webhook: { url: string; secret: string } | null = null;
   let failing: number | null = null;
+  let failingAnswer: { message: string; headers?: Record<string, string> } | undefined;
   let httpsPort = 0;
 
   const repoKey = (fullName: string) => fullName.toLowerCase();
@@ -568,7 +569,7 @@ export async function startFakeCodeHost(opts: { tls: KeyPair; host?: string; app
     }
     requests.push({ method: req.method ?? 'GET', path: url.pathname, auth: bearer(req).kind });
     const headers = { date: new Date(now()).toUTCString(), 'content-type': 'application/json; charset=utf-8', 'x-github-media-type': 'github.v3; format=json' };
-    const answer = failing !== null ? Promise.reject(new HttpError(failing, failing >= 500 ? 'Server Error' : 'Error')) : api(req, url);
+    const answer = failing !== null ? Promise.reject(new HttpError(failing, failingAnswer?.message ?? (failing >= 500 ? 'Server Error' : 'Error'), {}, failingAnswer?.headers)) : api(req, url);
     answer.then(
       (out) => res.writeHead(out.status, { ...headers, ...out.headers }).end(JSON.stringify(out.body)),
       (err: unknown) => {
@@ -697,8 +698,9 @@ export async function startFakeCodeHost(opts: { tls: KeyPair; host?: string; app
     pulls,
     comments,
     requests,
-    failWith(status) {
+    failWith(status, answer) {
       failing = status;
+      failingAnswer = answer;
     },
     close: async () => {
       await Promise.allSettled([...inFlight]);

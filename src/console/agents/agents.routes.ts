@@ -3,7 +3,7 @@ import { optionalIfMatch, requireIfMatch, setEtag, etagOf } from '../../http/eta
 import type { App } from '../../http/kernel.ts';
 import { ListQuery, Page } from '../../http/pagination.ts';
 import { limitOf } from '../../db/pagination.ts';
-import { IfMatchHeader, IfMatchToReplace, NoContent, NoQuery } from '../../http/schemas.ts';
+import { IfMatchHeader, IfMatchToReplace, NoContent } from '../../http/schemas.ts';
 import { documentRoutes } from '../documents/documents.routes.ts';
 import type { DocumentsService } from '../documents/documents.service.ts';
 import { Agent, AgentCreate, AgentParams, AgentPatch, AgentSummary, AgentVersion, AgentVersionInput, AgentVersionParams, AVATAR_MAX_BYTES, VersionMeta } from './agents.schemas.ts';
@@ -44,7 +44,7 @@ export function agentsRoutes(app: App, deps: { agents: AgentsService; documents:
 
   app.get('/agents/:name', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getAgent', summary: 'Get an agent', etag: true, tags, params: AgentParams, querystring: NoQuery, response: { 200: Agent } },
+    schema: { operationId: 'getAgent', summary: 'Get an agent', etag: true, tags, params: AgentParams, response: { 200: Agent } },
     handler: async (req, reply) => {
       const row = await agents.get(req.params.name);
       setEtag(reply, row.row_version);
@@ -109,7 +109,7 @@ export function agentsRoutes(app: App, deps: { agents: AgentsService; documents:
 
   app.get('/agents/:name/versions/:version', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getAgentVersion', summary: 'Get an agent version', tags, params: AgentVersionParams, querystring: NoQuery, response: { 200: AgentVersion } },
+    schema: { operationId: 'getAgentVersion', summary: 'Get an agent version', tags, params: AgentVersionParams, response: { 200: AgentVersion } },
     handler: (req) => agents.getVersion(req.params.name, req.params.version),
   });
 

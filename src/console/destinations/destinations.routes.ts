@@ -3,7 +3,7 @@ import { requireIfMatch, setEtag } from '../../http/etag.ts';
 import type { App } from '../../http/kernel.ts';
 import { ListQuery, Page } from '../../http/pagination.ts';
 import { limitOf } from '../../db/pagination.ts';
-import { IfMatchHeader, NoContent, NoQuery } from '../../http/schemas.ts';
+import { IfMatchHeader, NoContent } from '../../http/schemas.ts';
 import { Destination, DestinationCreate, DestinationParams, DestinationPut } from './destinations.schemas.ts';
 import { presentDestination, type DestinationsService } from './destinations.service.ts';
 
@@ -40,7 +40,7 @@ export function destinationsRoutes(app: App, deps: { destinations: DestinationsS
 
   app.get('/destinations/:name', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getDestination', summary: 'Get an egress destination', etag: true, tags, params: DestinationParams, querystring: NoQuery, response: { 200: Destination } },
+    schema: { operationId: 'getDestination', summary: 'Get an egress destination', etag: true, tags, params: DestinationParams, response: { 200: Destination } },
     handler: async (req, reply) => {
       const { destination, version } = await destinations.get(req.params.name);
       setEtag(reply, version);

@@ -4,7 +4,7 @@ import { optionalIfMatch, requireIfMatch, setEtag } from '../../http/etag.ts';
 import type { App } from '../../http/kernel.ts';
 import { ListQuery, Page } from '../../http/pagination.ts';
 import { limitOf } from '../../db/pagination.ts';
-import { IfMatchHeader, IfMatchToReplace, NoContent, NoQuery } from '../../http/schemas.ts';
+import { IfMatchHeader, IfMatchToReplace, NoContent } from '../../http/schemas.ts';
 import { DOCUMENT_LIMITS, DOCUMENT_MEDIA_TYPES, DOCUMENT_NAME_PATTERN, DocumentParams, DocumentPut, DocumentSchema, DocumentSummary, OwnerParams } from './documents.schemas.ts';
 import { presentDocument, type DocumentsService } from './documents.service.ts';
 import type { DocumentScope } from './documents.tables.ts';
@@ -32,7 +32,7 @@ export function documentRoutes(app: App, deps: { documents: DocumentsService; sc
 
   app.get(`${path}/:doc`, {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: `get${label}Document`, summary: `Get a ${scope}'s context document`, etag: true, tags, params: DocumentParams, querystring: NoQuery, response: { 200: DocumentSchema } },
+    schema: { operationId: `get${label}Document`, summary: `Get a ${scope}'s context document`, etag: true, tags, params: DocumentParams, response: { 200: DocumentSchema } },
     handler: async (req, reply) => {
       const row = await documents.get(scope, req.params.name, req.params.doc);
       setEtag(reply, row.row_version);

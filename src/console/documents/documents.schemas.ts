@@ -47,6 +47,7 @@ export type DocumentPut = Static<typeof DocumentPut>;
 
 export const DocumentParams = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 128 }),
-  doc: Type.String({ minLength: 1, maxLength: 128, description: DOCUMENT_NAME_PATTERN }),
+  // The name's rule is checked by the service with the document's other rules (a 422 naming it); the contract says it in words.
+  doc: Type.String({ minLength: 1, maxLength: 128, description: `the document's name: ${DOCUMENT_NAME_WORDS}` }),
 });
 export const OwnerParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 128 }) });

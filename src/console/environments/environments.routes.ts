@@ -3,7 +3,7 @@ import { requireIfMatch, setEtag } from '../../http/etag.ts';
 import type { App } from '../../http/kernel.ts';
 import { ListQuery, Page } from '../../http/pagination.ts';
 import { limitOf } from '../../db/pagination.ts';
-import { IfMatchHeader, NoContent, NoQuery } from '../../http/schemas.ts';
+import { IfMatchHeader, NoContent } from '../../http/schemas.ts';
 import type { CheckpointsService } from './checkpoints.service.ts';
 import { Checkpoint, Environment, EnvironmentCreate, EnvironmentParams, EnvironmentPut, Image } from './environments.schemas.ts';
 import type { EnvironmentsService } from './environments.service.ts';
@@ -41,7 +41,7 @@ export function environmentsRoutes(app: App, deps: { environments: EnvironmentsS
 
   app.get('/environments/:name', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getEnvironment', summary: 'Get an environment', etag: true, tags, params: EnvironmentParams, querystring: NoQuery, response: { 200: Environment } },
+    schema: { operationId: 'getEnvironment', summary: 'Get an environment', etag: true, tags, params: EnvironmentParams, response: { 200: Environment } },
     handler: async (req, reply) => {
       const { environment, version } = await environments.get(req.params.name);
       setEtag(reply, version);

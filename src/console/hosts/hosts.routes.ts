@@ -1,6 +1,5 @@
 import type { App } from '../../http/kernel.ts';
 import type { Static } from 'typebox';
-import { NoQuery } from '../../http/schemas.ts';
 import { SandboxHosts } from './hosts.schemas.ts';
 
 /** The sandbox hosts for operators (the web console's Hosts page, `crewhouse hosts`): an extension of the contract, as `GET /audit` is. */
@@ -18,7 +17,6 @@ export function hostsRoutes(app: App, deps: { sandboxes: HostsSource; deadAfterS
       tags: ['hosts'],
       description:
         'An extension of this deployment (not in the console contract, as `GET /audit` is not): every sandbox host with what it offers (vCPUs shared out by SERVICE_SANDBOX_VCPU_OVERCOMMIT), what its sandboxes hold (vCPUs and memory by awake ones, disk by all), how many are awake and asleep; and the runs waiting for room, oldest first.',
-      querystring: NoQuery,
       response: { 200: SandboxHosts },
     },
     handler: () => deps.sandboxes.hosts({ deadAfterSeconds: deps.deadAfterSeconds, vcpuOvercommit: deps.vcpuOvercommit }),

@@ -3,7 +3,7 @@ import { requireIfMatch, setEtag } from '../../http/etag.ts';
 import type { App } from '../../http/kernel.ts';
 import { ListQuery } from '../../http/pagination.ts';
 import { limitOf } from '../../db/pagination.ts';
-import { IfMatchHeader, NoQuery } from '../../http/schemas.ts';
+import { IfMatchHeader } from '../../http/schemas.ts';
 import { Integration, IntegrationList, IntegrationParams, IntegrationPut, IntegrationTestResult, RoleBotList } from './integrations.schemas.ts';
 import type { IntegrationsService } from './integrations.service.ts';
 
@@ -49,7 +49,6 @@ export function integrationsRoutes(app: App, deps: { integrations: IntegrationsS
       tags,
       description: 'One integration with `status.applied`: `pending` after a PUT until every live sandbox host\'s gateway has loaded the new settings, then `current`. 404 for a kind that is not one of the five.',
       params: IntegrationParams,
-      querystring: NoQuery,
       response: { 200: Integration },
     },
     handler: async (req, reply) => {

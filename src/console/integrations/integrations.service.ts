@@ -5,7 +5,7 @@ import type { Db } from '../../db/database.ts';
 import { updateIfVersion } from '../../db/conditional.ts';
 import { API_PREFIX } from '../../http/openapi.ts';
 import { decodeCursor, toPage } from '../../db/pagination.ts';
-import { problems, type FieldProblem } from '../../errors/problems.ts';
+import { integrationCheckProblem, problems, type FieldProblem } from '../../errors/problems.ts';
 import { redactSecrets } from '../../logger.ts';
 import type { CodeHostApp } from '../../integrations/code_host/app.ts';
 import type { Coverage } from '../../hooks.ts';
@@ -244,7 +244,9 @@ export function createIntegrationsService(deps: IntegrationsDeps) {
 
   /**
    * Whether the code-host app is installed on `<owner>/<repo>`, with the reason when it is not;
-   * 502 when the code host cannot be asked now (unreachable, rate-limiting or failing).
+   * 503 when the code host refuses the app's credentials (401, 403: not the repository's fault, an
+   * admin mends the integration), 502 when it cannot be asked now (unreachable, rate-limiting or
+   * failing).
    */
   async function coversRepository(repo: string): Promise<Coverage> {
     const app = await codeHostApp();
@@ -257,10 +259,9 @@ export function createIntegrationsService(deps: IntegrationsDeps) {
       return await app.coversRepository(repo);
     } catch (err) {
       const { CodeHostError } = await codeHostModule();
-      if (err instanceof CodeHostError && err.transient) {
-        throw problems.badGateway(
-          `could not check that the code-host app is installed on ${repo}: ${err.message}. Check that the code host answers at the code_host integration's api_url (the integration's connection test says what fails), then try again`,
-        );
+      if (err instanceof CodeHostError && (err.transient || err.status === 401 || err.status === 403)) {
+        const check = { what: `that the code-host app is installed on ${repo}`, service: 'the code host', integration: 'code_host', said: err.message };
+        throw integrationCheckProblem(err.transient ? 'failed' : 'credentials', check);
       }
       const reason = err instanceof CodeHostError ? err.message : 'the code host could not be asked';
       return { covered: false, reason: `could not check that the code-host app is installed on ${repo}: ${reason}` };

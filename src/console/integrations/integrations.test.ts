@@ -227,7 +227,7 @@ describe(`integrations (${dbKind})`, () => {
   test('links and repo_url: a code host that fails or cannot be reached is 502 saying what to do, not a refusal of the repository', async () => {
     const tpl = await makeTemplate(t);
     const url = `/teams/${(await makeTeam(t)).name}/links`;
-    const saysWhatToDo = /Check that the code host answers at the code_host integration's api_url \(the integration's connection test says what fails\), then try again$/;
+    const saysWhatToDo = /Nothing was changed: send this again once the code host answers \(the code_host integration's connection test says what fails\)$/;
     fake.failWith(503);
     try {
       const failing = await req('PUT', url, { token: operator.token, body: { surface: 'code_host', external_id: 'acme/widgets' } });
@@ -258,6 +258,33 @@ describe(`integrations (${dbKind})`, () => {
     // Answering again, the code host's own refusal is the repository's: 422.
     const back = await req('PUT', url, { token: operator.token, body: { surface: 'code_host', external_id: 'acme/private-plans' } });
     assert.equal(back.status, 422, back.text);
+  });
+
+  test("links and repo_url: a code host that refuses the app's credentials is 503 (an admin mends the integration, not the repository); its rate limit is 502", async () => {
+    const tpl = await makeTemplate(t);
+    const url = `/teams/${(await makeTeam(t)).name}/links`;
+    const saysWhatToDo = /Nothing was changed: the code host refuses the code_host integration's credentials, which this request cannot mend; an admin mends the integration \(its connection test says what fails\), then send this again$/;
+    try {
+      for (const status of [401, 403]) {
+        fake.failWith(status, { message: 'Bad credentials' });
+        const refused = await req('PUT', url, { token: operator.token, body: { surface: 'code_host', external_id: 'acme/widgets' } });
+        assert.equal(refused.status, 503, refused.text);
+        assert.equal(refused.body.type, 'https://crewhouse.dev/problems/unavailable');
+        assert.match(refused.body.detail, new RegExp(`^could not check that the code-host app is installed on acme/widgets: .*${status} Bad credentials`));
+        assert.match(refused.body.detail, saysWhatToDo);
+        const create = await req('POST', '/teams', { token: operator.token, body: { name: uniq('team'), template: { name: tpl.name, version: null }, repo_url: `${fake.httpsUrl}/acme/widgets.git` } });
+        assert.equal(create.status, 503, create.text);
+        assert.match(create.body.detail, saysWhatToDo);
+      }
+      // A spent rate limit answered as 403 is a wait, not a refused credential.
+      fake.failWith(403, { message: 'API rate limit exceeded for installation ID 1.', headers: { 'x-ratelimit-remaining': '0' } });
+      const limited = await req('PUT', url, { token: operator.token, body: { surface: 'code_host', external_id: 'acme/widgets' } });
+      assert.equal(limited.status, 502, limited.text);
+      assert.match(limited.body.detail, /send this again once the code host answers/);
+    } finally {
+      fake.failWith(null);
+    }
+    assert.equal((await req('GET', url, { token: operator.token })).body.items.length, 0, 'nothing was linked');
   });
 
   test('a team\'s repo_url on the code host is its repository once the app covers it; elsewhere it is any git server', async () => {

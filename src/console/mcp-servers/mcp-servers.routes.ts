@@ -4,7 +4,7 @@ import type { App } from '../../http/kernel.ts';
 import { ListQuery, Page } from '../../http/pagination.ts';
 import { limitOf } from '../../db/pagination.ts';
 import { problems } from '../../errors/problems.ts';
-import { IfMatchHeader, IfMatchToReplace, NoContent, NoQuery } from '../../http/schemas.ts';
+import { IfMatchHeader, IfMatchToReplace, NoContent } from '../../http/schemas.ts';
 import { McpServer, McpServerCreate, McpServerIdParams, McpServerParams, McpServerPut } from './mcp-servers.schemas.ts';
 import { addressOf, parseMcpId, type McpServersService } from './mcp-servers.service.ts';
 
@@ -62,7 +62,6 @@ export function mcpServersRoutes(app: App, deps: { mcpServers: McpServersService
       tags,
       description: '`{id}` is `platform:<name>`, or `<team>/<name>` (sent as two segments, or with the slash as %2F). 404 for an unknown server, team or id form.',
       params: McpServerIdParams,
-      querystring: NoQuery,
       response: { 200: McpServer },
     },
     handler: async (req, reply) => {
@@ -83,7 +82,6 @@ export function mcpServersRoutes(app: App, deps: { mcpServers: McpServersService
       tags,
       description: `The server with id \`<team>/<name>\` (the two-segment form of GET /mcp-servers/{id}). ${ADDRESSING}`,
       params: McpServerParams,
-      querystring: NoQuery,
       response: { 200: McpServer },
     },
     handler: async (req, reply) => {

@@ -10,7 +10,7 @@ import type { RunsService } from './runs.service.ts';
 import type { TraceReader } from './trace.ts';
 import { watchPosts } from './watch.ts';
 import { prefers } from '../../http/negotiation.ts';
-import { matching, NoQuery } from '../../http/schemas.ts';
+import { matching } from '../../http/schemas.ts';
 
 /** The stream resumes after the post whose seq a reconnecting client names (the EventSource standard's header). */
 const PostsStreamHeaders = Type.Object({
@@ -68,7 +68,6 @@ export function runsRoutes(app: App, deps: { runs: RunsService; traces: TraceRea
       tags,
       description: 'State, each role\'s tasks, cost, `waiting_for` and `open_question` while it waits, `failure_reason`, `delivery` (branch, commit, pull request), trace link, and the agent version each role runs.',
       params: RunParams,
-      querystring: NoQuery,
       response: { 200: Run },
     },
     handler: async (req, reply) => {
@@ -155,7 +154,6 @@ export function runsRoutes(app: App, deps: { runs: RunsService; traces: TraceRea
       tags,
       description: 'The spans of the run from the trace store (SERVICE_JAEGER_URL): the run, each role\'s task, each model and tool call. Empty when no store is configured, it does not answer, or it has no such trace.',
       params: RunParams,
-      querystring: NoQuery,
       response: { 200: Trace },
     },
     handler: async (req) => {

@@ -4,7 +4,7 @@ import type { App } from '../../http/kernel.ts';
 import { Page } from '../../http/pagination.ts';
 import { limitOf } from '../../db/pagination.ts';
 import { problems } from '../../errors/problems.ts';
-import { IfMatchHeader, IfMatchToReplace, NoContent, NoQuery } from '../../http/schemas.ts';
+import { IfMatchHeader, IfMatchToReplace, NoContent } from '../../http/schemas.ts';
 import type { SecretsService } from '../../secrets/secrets.service.ts';
 import { SecretListQuery, SecretParams, SecretPut, SecretReference } from './secrets.schemas.ts';
 
@@ -21,7 +21,7 @@ export function secretsRoutes(app: App, deps: { secrets: SecretsService }) {
 
   app.get('/secrets/*', {
     config: { auth: { role: 'viewer' }, openapiWildcard: 'name' },
-    schema: { operationId: 'getSecret', summary: 'Get a secret reference', etag: true, tags, description: 'One secret reference; never the value. Names may contain `/` (send it as is or as %2F).', params: SecretParams, querystring: NoQuery, response: { 200: SecretReference } },
+    schema: { operationId: 'getSecret', summary: 'Get a secret reference', etag: true, tags, description: 'One secret reference; never the value. Names may contain `/` (send it as is or as %2F).', params: SecretParams, response: { 200: SecretReference } },
     handler: async (req, reply) => {
       const secret = await secrets.get(req.params['*']);
       if (!secret) throw problems.notFound('secret', req.params['*']);

@@ -5,7 +5,7 @@ import type { App } from '../../http/kernel.ts';
 import { ListQuery, Page } from '../../http/pagination.ts';
 import { limitOf } from '../../db/pagination.ts';
 import { problems } from '../../errors/problems.ts';
-import { NoContent, NoQuery } from '../../http/schemas.ts';
+import { NoContent } from '../../http/schemas.ts';
 import type { Role } from '../../auth/roles.ts';
 import { onboardingFor } from './onboarding.ts';
 import { LoginBody, Me, NewToken, Onboarding, OnboardingToken, SessionInfo, SetupBody, TokenCreate, TokenSchema } from './session.schemas.ts';
@@ -32,7 +32,7 @@ export function sessionRoutes(app: App, deps: { sessions: SessionService; public
 
   app.get('/me', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getMe', summary: 'Who am I', tags, description: 'Who the credentials are, and how they were presented.', querystring: NoQuery, response: { 200: Me } },
+    schema: { operationId: 'getMe', summary: 'Who am I', tags, description: 'Who the credentials are, and how they were presented.', response: { 200: Me } },
     handler: async (req) => {
       const a = actorOf(req);
       return { id: a.userId!, name: a.name, email: a.email, role: a.role, via: a.via as 'session' | 'token' };
@@ -41,7 +41,7 @@ export function sessionRoutes(app: App, deps: { sessions: SessionService; public
 
   app.get('/session', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getSession', summary: 'Get the browser session', tags, description: 'The logged-in user and the CSRF token of the browser session (null with a token).', querystring: NoQuery, response: { 200: SessionInfo } },
+    schema: { operationId: 'getSession', summary: 'Get the browser session', tags, description: 'The logged-in user and the CSRF token of the browser session (null with a token).', response: { 200: SessionInfo } },
     handler: async (req) => {
       const a = actorOf(req);
       return {
@@ -170,7 +170,6 @@ export function sessionRoutes(app: App, deps: { sessions: SessionService; public
       summary: 'Get the onboarding prompt',
       tags: ['meta'],
       description: 'The two-sentence onboarding prompt and an agent-instructions snippet for the caller\'s role and this deployment; never a token.',
-      querystring: NoQuery,
       response: { 200: Onboarding },
     },
     handler: async (req) => onboardingFor(actorOf(req).role, publicBaseUrl),

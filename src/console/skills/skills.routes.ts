@@ -3,7 +3,7 @@ import { optionalIfMatch, requireIfMatch, setEtag } from '../../http/etag.ts';
 import type { App } from '../../http/kernel.ts';
 import { ListQuery, Page } from '../../http/pagination.ts';
 import { limitOf } from '../../db/pagination.ts';
-import { IfMatchHeader, IfMatchToReplace, NoContent, NoQuery } from '../../http/schemas.ts';
+import { IfMatchHeader, IfMatchToReplace, NoContent } from '../../http/schemas.ts';
 import { Skill, SkillParams, SkillPut, SkillSummary } from './skills.schemas.ts';
 import { presentSkill, type SkillsService } from './skills.service.ts';
 
@@ -19,7 +19,7 @@ export function skillsRoutes(app: App, deps: { skills: SkillsService }) {
 
   app.get('/skills/:name', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getSkill', summary: 'Get a platform skill', etag: true, tags, description: 'One skill with SKILL.md (body) and its files.', params: SkillParams, querystring: NoQuery, response: { 200: Skill } },
+    schema: { operationId: 'getSkill', summary: 'Get a platform skill', etag: true, tags, description: 'One skill with SKILL.md (body) and its files.', params: SkillParams, response: { 200: Skill } },
     handler: async (req, reply) => {
       const row = await skills.get(req.params.name);
       setEtag(reply, row.row_version);

@@ -5,7 +5,7 @@ import { requireIfMatch, setEtag } from '../../http/etag.ts';
 import type { App } from '../../http/kernel.ts';
 import { ListQuery, Page } from '../../http/pagination.ts';
 import { limitOf } from '../../db/pagination.ts';
-import { IfMatchHeader, NoContent, NoQuery } from '../../http/schemas.ts';
+import { IfMatchHeader, NoContent } from '../../http/schemas.ts';
 import { documentRoutes } from '../documents/documents.routes.ts';
 import type { DocumentsService } from '../documents/documents.service.ts';
 import type { EgressOverridesService } from './egress-overrides.service.ts';
@@ -55,11 +55,11 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
       problems: {
         409: 'a live team of that name exists',
         502: 'the model proxy failed while minting keys or setting the budget, or the code host or the chat server failed or could not be reached while repo_url or the home room was checked',
-        503: 'the model proxy is not configured or not answering, or the home room\'s chat surface is not enabled or configured',
+        503: "the model proxy is not configured or not answering, or the home room's chat surface is not enabled or configured, or the code host or the chat server refused the integration's credentials while repo_url or the home room was checked (an admin mends the integration)",
       },
       tags,
       description:
-        'Creates a team from a template version and answers when it is ready (status active): one model-proxy key per role, the team budget, the creator as first member. 409 when the name is taken; 422 when the template needs a repository and repo_url is absent, or when repo_url is a repository on the enabled code host that the code-host app is not installed on (it counts as a code_host link); 502/503 when the model proxy fails or is missing (nothing is left behind); 502 also when the code host cannot be asked whether the app is installed on repo_url.',
+        'Creates a team from a template version and answers when it is ready (status active): one model-proxy key per role, the team budget, the creator as first member. 409 when the name is taken; 422 when the template needs a repository and repo_url is absent, or when repo_url is a repository on the enabled code host that the code-host app is not installed on (it counts as a code_host link); 502/503 when the model proxy fails or is missing (nothing is left behind); 502 also when the code host or the chat server cannot be asked about repo_url or the home room, and 503 when either refuses the integration\'s credentials; nothing is created either way.',
       body: TeamCreate,
       response: { 201: Team },
     },
@@ -72,7 +72,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
 
   app.get('/teams/:name', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getTeam', summary: 'Get a team', etag: true, tags, description: 'The live team of the name, else the last archived one.', params: TeamParams, querystring: NoQuery, response: { 200: Team } },
+    schema: { operationId: 'getTeam', summary: 'Get a team', etag: true, tags, description: 'The live team of the name, else the last archived one.', params: TeamParams, response: { 200: Team } },
     handler: async (req, reply) => {
       const row = await teams.get(req.params.name);
       setEtag(reply, row.row_version);
@@ -144,12 +144,12 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
       summary: 'Link a surface to a team',
       problems: {
         409: 'the surface is linked to another team, or it is a room of the other chat surface than the team\'s home',
-        502: 'the code host, the issue tracker or the chat server failed or could not be reached while the link was checked: nothing was linked; send it again once it answers',
-        503: 'the chat surface of the room is not enabled or configured, or its bot token is refused',
+        502: 'the code host, the issue tracker or the chat server failed, rate-limited or could not be reached while the link was checked: nothing was linked; send it again once it answers',
+        503: "the room's chat surface is not enabled or configured, or the code host, the issue tracker or the chat server refused the integration's credentials while the link was checked: nothing was linked; an admin mends the integration (its connection test says what fails), then send it again",
       },
       tags,
       description:
-        'Links a surface to the team; idempotent (201 when new, 200 when it was there). A repository or tracker id is compared without case, as work arriving on it is matched: the same id in other case is the link already there (200), and held by another live team is 409. A code_host link is <owner>/<repo> and is 422 while the code-host app is not installed on it. A chat room (chat_a, chat_b) is 422 unless the surface\'s bot can read and post in it. A code host, tracker or chat server that fails or cannot be reached while the link is checked is 502, and nothing is linked. ' +
+        'Links a surface to the team; idempotent (201 when new, 200 when it was there). A repository or tracker id is compared without case, as work arriving on it is matched: the same id in other case is the link already there (200), and held by another live team is 409. A code_host link is <owner>/<repo> and is 422 while the code-host app is not installed on it. A chat room (chat_a, chat_b) is 422 unless the surface\'s bot can read and post in it. A code host, tracker or chat server that fails, rate-limits or cannot be reached while the link is checked is 502; one that refuses the integration\'s credentials is 503 (not the link\'s fault: an admin mends the integration); nothing is linked either way. ' +
         'A team homed in a chat room takes work from its home room, from other rooms of the same chat surface linked to it, and from its linked tracker and repository (their runs also get a thread in the home room). A room of the other chat surface is 409: a run has one chat thread, and a chat-homed team\'s runs are told in its home room; give that room a team of its own (homed there). A team without a chat home may link rooms of both chat surfaces.',
       params: TeamParams,
       body: LinkPut,
@@ -179,7 +179,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
 
   app.get('/teams/:name/roles/:role/egress', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getTeamRoleEgress', summary: 'Get a team role\'s egress', etag: true, tags, params: RoleParams, querystring: NoQuery, response: { 200: EgressOverride } },
+    schema: { operationId: 'getTeamRoleEgress', summary: 'Get a team role\'s egress', etag: true, tags, params: RoleParams, response: { 200: EgressOverride } },
     handler: async (req, reply) => {
       const r = await egress.get(req.params.name, req.params.role);
       setEtag(reply, r.row_version);

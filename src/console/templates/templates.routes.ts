@@ -4,7 +4,7 @@ import { requireIfMatch, setEtag } from '../../http/etag.ts';
 import type { App } from '../../http/kernel.ts';
 import { ListQuery, Page } from '../../http/pagination.ts';
 import { limitOf } from '../../db/pagination.ts';
-import { IfMatchHeader, matching, NoContent, NoQuery } from '../../http/schemas.ts';
+import { IfMatchHeader, matching, NoContent } from '../../http/schemas.ts';
 import { DASH_NAME_WORDS, TEMPLATE_NAME, TeamTemplate, TeamTemplateSummary, TeamTemplateVersion, TemplateCreate, TemplateNewVersion, TemplatePatch, VersionMeta } from './templates.schemas.ts';
 import { presentVersion, type TemplatesService } from './templates.service.ts';
 
@@ -44,7 +44,7 @@ export function templatesRoutes(app: App, deps: { templates: TemplatesService })
 
   app.get('/team-templates/:name', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getTeamTemplate', summary: 'Get a team template', etag: true, tags, params: NameParams, querystring: NoQuery, response: { 200: TeamTemplate } },
+    schema: { operationId: 'getTeamTemplate', summary: 'Get a team template', etag: true, tags, params: NameParams, response: { 200: TeamTemplate } },
     handler: async (req, reply) => {
       const row = await templates.get(req.params.name);
       setEtag(reply, row.row_version);
@@ -100,7 +100,7 @@ export function templatesRoutes(app: App, deps: { templates: TemplatesService })
 
   app.get('/team-templates/:name/versions/:version', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getTeamTemplateVersion', summary: 'Get a team template version', tags, params: VersionParams, querystring: NoQuery, response: { 200: TeamTemplateVersion } },
+    schema: { operationId: 'getTeamTemplateVersion', summary: 'Get a team template version', tags, params: VersionParams, response: { 200: TeamTemplateVersion } },
     handler: async (req) => presentVersion(await templates.getVersion(req.params.name, req.params.version)),
   });
 }

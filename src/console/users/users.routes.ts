@@ -3,7 +3,7 @@ import { requireIfMatch, setEtag } from '../../http/etag.ts';
 import type { App } from '../../http/kernel.ts';
 import { ListQuery, Page } from '../../http/pagination.ts';
 import { limitOf } from '../../db/pagination.ts';
-import { IfMatchHeader, NoQuery } from '../../http/schemas.ts';
+import { IfMatchHeader } from '../../http/schemas.ts';
 import { User, UserCreate, UserIdParams, UserPatch, UserWithSetup } from './users.schemas.ts';
 import { presentUser, type UsersService } from './users.service.ts';
 
@@ -39,7 +39,7 @@ export function usersRoutes(app: App, deps: { users: UsersService }) {
 
   app.get('/users/:id', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getUser', summary: 'Get a user', etag: true, problems: { 403: 'only an admin may read another user' }, tags, description: 'Admins read anyone; a user may read their own record.', params: UserIdParams, querystring: NoQuery, response: { 200: User } },
+    schema: { operationId: 'getUser', summary: 'Get a user', etag: true, problems: { 403: 'only an admin may read another user' }, tags, description: 'Admins read anyone; a user may read their own record.', params: UserIdParams, response: { 200: User } },
     handler: async (req, reply) => {
       const row = await users.get(actorOf(req), req.params.id);
       setEtag(reply, row.row_version);

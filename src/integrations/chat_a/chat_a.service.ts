@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Db } from '../../db/database.ts';
-import { Problem, problems } from '../../errors/problems.ts';
+import { integrationCheckProblem, Problem, problems } from '../../errors/problems.ts';
 import { chatAClient, ChatAError, isChatAId, type ChatAClient } from './client.ts';
 import type { ChatCore } from '../chat/core.ts';
 import type { ChatSurface } from '../chat/ports.ts';
@@ -124,7 +124,8 @@ export function createChatAService(deps: ChatADeps) {
     /**
      * Whether the surface bot can read and post in a channel: the channel's display name when it
      * can; 422 naming the reason when it cannot (no such channel, not a member, read-only), 503
-     * when chat_a is not enabled or configured, 502 when the server fails or cannot be reached.
+     * when chat_a is not enabled or configured or the server refuses the bot's token, 502 when the
+     * server fails or cannot be reached (integrationCheckProblem).
      */
     async checkRoom(field: string, roomId: string): Promise<RoomCheck> {
       const refuse = (message: string) => problems.validation([{ field, message }], message);
@@ -147,8 +148,9 @@ export function createChatAService(deps: ChatADeps) {
       } catch (err) {
         if (err instanceof Problem) throw err;
         if (err instanceof ChatAError) {
-          if (err.status === 401) throw problems.unavailable(`the team's room cannot be checked: ${err.message}`);
-          throw problems.badGateway(`the team's room cannot be checked: ${err.message}`);
+          // The bot's token refused is the integration's to mend (a 403 on the channel is the channel's, above); the rest is the server failing.
+          const check = { what: `the chat_a room ${roomId}`, service: 'the chat server', integration: 'chat_a', said: err.message };
+          throw integrationCheckProblem(err.status === 401 ? 'credentials' : 'failed', check);
         }
         throw err;
       }

@@ -104,8 +104,19 @@ describe('chat_a: the connection test and the role bots', () => {
       const down = await create({ surface: 'chat_a', room_id: room.id });
       assert.equal(down.status, 502, down.text);
       assert.match(down.body.detail, /the chat server failed \(HTTP 500\)/);
+      assert.match(down.body.detail, /Nothing was changed: send this again once the chat server answers \(the chat_a integration's connection test says what fails\)$/);
     } finally {
       mm.failing = false;
+    }
+    // The bot's token refused: the integration's to mend, not the room's (503, as for a tracker or the code host).
+    await putSecret(t, 'integrations/chat_a/bot_token', 'not-a-known-token-000');
+    try {
+      const refused = await create({ surface: 'chat_a', room_id: room.id });
+      assert.equal(refused.status, 503, refused.text);
+      assert.match(refused.body.detail, /^could not check the chat_a room \w+: the chat server refused the bot's token/);
+      assert.match(refused.body.detail, /Nothing was changed: the chat server refuses the chat_a integration's credentials, which this request cannot mend; an admin mends the integration \(its connection test says what fails\), then send this again$/);
+    } finally {
+      await putSecret(t, 'integrations/chat_a/bot_token', BOT_TOKEN);
     }
 
     const ok = await create({ surface: 'chat_a', room_id: room.id, room_label: 'whatever the caller said' });

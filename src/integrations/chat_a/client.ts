@@ -69,7 +69,8 @@ function reasonOf(status: number, what: string, body: unknown): string {
     case 404:
       return `the chat server has no such thing (${what})`;
     case 429:
-      return `the chat server is rate-limiting the bot (${what}); it will be tried again later`;
+      // What happened only: whether it is tried again is the caller's to say (a job is, a link check or a connection test is not).
+      return `the chat server is rate-limiting the bot (${what})`;
     default: {
       const said = typeof body === 'object' && body && typeof (body as { message?: unknown }).message === 'string' ? (body as { message: string }).message.slice(0, 200) : '';
       if (status >= 500) return `the chat server failed (HTTP ${status}) while ${what}${said ? `: ${said}` : ''}; try again later`;

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { problems } from '../../errors/problems.ts';
+import { integrationCheckProblem, problems } from '../../errors/problems.ts';
 import type { ChatCore } from '../chat/core.ts';
 import type { ChatSurface } from '../chat/ports.ts';
 import { CHAT_B_SECRET, chatBClient, ChatBError, isChannelId, type ChatBClient, type ChatBIdentity } from './client.ts';
@@ -144,8 +144,8 @@ export function createChatBService(deps: ChatBDeps) {
         return { label: `#${channel.name}` };
       } catch (err) {
         if (err instanceof ChatBError) {
-          if (err.refusedToken) throw problems.unavailable(`the team's room cannot be checked: ${err.message}`);
-          throw problems.badGateway(`the team's room cannot be checked: ${err.message}`);
+          const check = { what: `the chat_b room ${roomId}`, service: 'Slack', integration: 'chat_b', said: err.message };
+          throw integrationCheckProblem(err.refusedToken ? 'credentials' : 'failed', check);
         }
         throw err;
       }

@@ -112,6 +112,7 @@ describe('chat_b: the connection test and a team\'s room', () => {
       const down = await create({ surface: 'chat_b', room_id: room.id });
       assert.equal(down.status, 502, down.text);
       assert.match(down.body.detail, /Slack failed \(HTTP 500\)/);
+      assert.match(down.body.detail, /Nothing was changed: send this again once Slack answers/);
     } finally {
       slack.failing = false;
     }
@@ -119,6 +120,7 @@ describe('chat_b: the connection test and a team\'s room', () => {
     const revoked = await create({ surface: 'chat_b', room_id: room.id });
     assert.equal(revoked.status, 503, revoked.text);
     assert.match(revoked.body.detail, /Slack refused the token in integrations\/chat_b\/bot_token \(invalid_auth\)/);
+    assert.match(revoked.body.detail, /Nothing was changed: Slack refuses the chat_b integration's credentials, which this request cannot mend; an admin mends the integration \(its connection test says what fails\), then send this again$/);
     await putSecret(t, CHAT_B_SECRET.bot, BOT_TOKEN);
 
     const ok = await create({ surface: 'chat_b', room_id: room.id, room_label: 'whatever the caller said' });

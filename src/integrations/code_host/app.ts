@@ -119,13 +119,15 @@ const oneLine = (s: string) => s.replace(/\s+/g, ' ').trim().slice(0, 300);
 /** A one-line reason for a failed call: the code host's own message and status, or why it could not be reached. */
 export function reasonOf(err: unknown, what: string): CodeHostError {
   if (err instanceof CodeHostError) return err;
-  const e = err as { status?: number; response?: { data?: unknown }; message?: string; cause?: unknown };
+  const e = err as { status?: number; response?: { data?: unknown; headers?: Record<string, unknown> }; message?: string; cause?: unknown };
   if (typeof e?.status === 'number' && e.status > 0 && e.response) {
     const data = e.response.data as { message?: unknown; errors?: { message?: string; code?: string; field?: string }[] } | undefined;
     let msg = typeof data?.message === 'string' ? data.message : `status ${e.status}`;
     const extra = (data?.errors ?? []).map((x) => x.message ?? [x.field, x.code].filter(Boolean).join(' ')).filter(Boolean);
     if (extra.length) msg += ` (${extra.join('; ')})`;
-    return new CodeHostError(oneLine(`${what}: the code host answered ${e.status} ${msg}`), e.status);
+    // The code host answers a spent rate limit with 403 as well as 429: it is a wait, not a refused credential.
+    const rateLimited = e.status === 403 && (String(e.response.headers?.['x-ratelimit-remaining']) === '0' || /rate limit/i.test(msg));
+    return new CodeHostError(oneLine(`${what}: the code host answered ${e.status} ${msg}`), rateLimited ? 429 : e.status);
   }
   // Octokit wraps a failed fetch (no response) as a 500 whose causes hold the socket's error code.
   let cause: unknown = err;

@@ -13,8 +13,8 @@ import { createJobRunner } from '../../queue/runner.ts';
 import { processDeliveryJob } from '../webhooks/process-delivery.job.ts';
 import { TrackerError } from './errors.ts';
 
-/** What a broken server does with each request: answer a page that is not JSON, close the connection, or answer an API error quoting an address and a token. */
-type Mode = 'garbage' | 'close' | 'linear-error' | 'jira-error';
+/** What a broken server does with each request: answer a page that is not JSON, close the connection, answer an API error quoting an address and a token, or answer with a bare status. */
+type Mode = 'garbage' | 'close' | 'linear-error' | 'jira-error' | number;
 
 // A tracker that answers garbage, closes the connection, or answers an error echoing an address
 // and a token: the connection test and a delivery's detail say what failed and what to do in one
@@ -35,6 +35,10 @@ describe('trackers: failures said in words', () => {
     broken = http.createServer((req, res) => {
       req.resume();
       if (mode === 'close') return req.socket.destroy();
+      if (typeof mode === 'number') {
+        res.writeHead(mode, { 'content-type': 'application/json' });
+        return res.end(JSON.stringify({ message: 'no', errorMessages: ['no'] }));
+      }
       if (mode === 'garbage') {
         res.writeHead(200, { 'content-type': 'text/html' });
         return res.end(`<html>oops, see https://evil.test/?access_token=${leaked} ${req.headers.authorization ?? ''}</html>`);
@@ -126,7 +130,7 @@ describe('trackers: failures said in words', () => {
       assert.equal(r.body.type, 'https://crewhouse.dev/problems/bad-gateway');
       assert.match(r.body.detail, new RegExp(`^could not check ${externalId} with ${title}: `));
       assert.match(r.body.detail, reason);
-      assert.match(r.body.detail, new RegExp(`Nothing was linked: send the link again once ${title} answers$`));
+      assert.match(r.body.detail, new RegExp(`Nothing was changed: send this again once ${title} answers \\(the ${surface} integration's connection test says what fails\\)$`));
       clean(r.body.detail, []);
     };
     await makeIntegration(t, 'tracker_a', { settings: { api_url: `${brokenUrl}/graphql` }, secrets: { access_token: `lin_oauth_${crypto.randomBytes(16).toString('hex')}`, webhook_secret: 'x'.repeat(20) } });
@@ -147,6 +151,37 @@ describe('trackers: failures said in words', () => {
       secrets: { client_secret: jira.clientSecret },
     });
     await expectBadGateway('tracker_b', 'OPS', /Jira could not be reached while .*: the connection was refused; check the setting api_url/, 'Jira');
+    assert.equal((await t.request({ method: 'GET', url: `/api/v1/teams/${team.name}/links`, token: t.adminToken })).body.items.length, 0, 'nothing was linked');
+  });
+
+  it("a link check whose tracker refuses the integration's credentials is 503 (an admin mends the integration, not the link); a rate limit is 502 and promises no retry", async () => {
+    const team = await makeTeam(t);
+    const link = (surface: string, externalId: string) => t.request({ method: 'PUT', url: `/api/v1/teams/${team.name}/links`, token: t.adminToken, body: { surface, external_id: externalId } });
+    const expect = async (surface: string, externalId: string, title: string) => {
+      for (const status of [401, 403]) {
+        mode = status;
+        const r = await link(surface, externalId);
+        assert.equal(r.status, 503, `${status}: ${r.text}`);
+        assert.equal(r.body.type, 'https://crewhouse.dev/problems/unavailable');
+        assert.match(r.body.detail, new RegExp(`^could not check ${externalId} with ${title}: `));
+        assert.match(r.body.detail, new RegExp(`Nothing was changed: ${title} refuses the ${surface} integration's credentials, which this request cannot mend; an admin mends the integration \\(its connection test says what fails\\), then send this again$`));
+        clean(r.body.detail, []);
+      }
+      // Rate-limited: a 502 saying to send it again, not that it "will be tried again later" (a link check is not retried).
+      mode = 429;
+      const limited = await link(surface, externalId);
+      assert.equal(limited.status, 502, limited.text);
+      assert.match(limited.body.detail, new RegExp(`${title} is rate-limiting the (app|agent)`));
+      assert.doesNotMatch(limited.body.detail, /tried again/);
+      assert.match(limited.body.detail, new RegExp(`send this again once ${title} answers`));
+    };
+    await makeIntegration(t, 'tracker_a', { settings: { api_url: `${brokenUrl}/graphql` }, secrets: { access_token: `lin_oauth_${crypto.randomBytes(16).toString('hex')}`, webhook_secret: 'x'.repeat(20) } });
+    await expect('tracker_a', 'ENG', 'Linear');
+    await makeIntegration(t, 'tracker_b', {
+      settings: { client_id: jira.clientId, cloud_id: jira.cloudId, account_id: jira.agent.accountId, api_url: brokenUrl, auth_url: jira.authUrl },
+      secrets: { client_secret: jira.clientSecret },
+    });
+    await expect('tracker_b', 'OPS', 'Jira');
     assert.equal((await t.request({ method: 'GET', url: `/api/v1/teams/${team.name}/links`, token: t.adminToken })).body.items.length, 0, 'nothing was linked');
   });
 

@@ -5,7 +5,7 @@ import type { RunsService } from '../../console/runs/runs.service.ts';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import type { RunChange } from '../../hooks.ts';
-import { Problem, problems } from '../../errors/problems.ts';
+import { integrationCheckProblem, Problem } from '../../errors/problems.ts';
 import { followUpGivenIn, postKey } from '../surface.ts';
 import { settleDelivery } from '../webhooks/webhooks.store.ts';
 import { TrackerError } from './errors.ts';
@@ -185,8 +185,9 @@ export function createTrackerService(deps: TrackerServiceDeps) {
     /**
      * A team's link to a tracker team or project: `verified` with its label when the agent can
      * see it; `refused` with the reason when it cannot (or the tracker refused the question);
-     * `unverified` while the integration is not configured (there is nothing to ask yet). 502
-     * when the tracker cannot be asked now (unreachable, rate-limiting or failing).
+     * `unverified` while the integration is not configured (there is nothing to ask yet). 503
+     * when the tracker refuses the integration's credentials (401, 403: not the link's fault, an
+     * admin mends it), 502 when it cannot be asked now (unreachable, rate-limiting or failing).
      */
     async checkLink(externalId: string): Promise<LinkCheck> {
       const conn = await kind.connect({ evenDisabled: true });
@@ -195,8 +196,9 @@ export function createTrackerService(deps: TrackerServiceDeps) {
         const found = await conn.findLink(externalId);
         return found.found ? { verification: 'verified', label: found.label } : { refused: found.reason };
       } catch (err) {
-        if (err instanceof TrackerError && err.transient) {
-          throw problems.badGateway(`could not check ${externalId} with ${kind.title}: ${err.message}. Nothing was linked: send the link again once ${kind.title} answers`);
+        if (err instanceof TrackerError && (err.transient || err.status === 401 || err.status === 403)) {
+          const check = { what: `${externalId} with ${kind.title}`, service: kind.title, integration: surface, said: err.message };
+          throw integrationCheckProblem(err.transient ? 'failed' : 'credentials', check);
         }
         if (!(err instanceof TrackerError)) deps.logger.warn({ err, surface }, 'checking a tracker link failed');
         return { refused: `could not check ${externalId} with ${kind.title}: ${err instanceof TrackerError ? err.message : 'the tracker could not be asked (the service log has the details)'}` };

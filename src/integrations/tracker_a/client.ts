@@ -58,7 +58,8 @@ export function linearReason(err: unknown, what: string): TrackerError {
       case LinearErrorType.Forbidden:
         return new TrackerError(`the app is not allowed to do this in Linear (${what})${said ? `: ${said}` : ''}`, 403);
       case LinearErrorType.Ratelimited:
-        return new TrackerError(`Linear is rate-limiting the app (${what}); it will be tried again later`, 429);
+        // What happened only: whether it is tried again is the caller's to say (a job is, a link check or a connection test is not).
+        return new TrackerError(`Linear is rate-limiting the app (${what})`, 429);
       case LinearErrorType.InvalidInput:
         return new TrackerError(`Linear refused the request while ${what}${said ? `: ${said}` : ''}`, /not found|could not find/i.test(said) ? 404 : 400);
       case LinearErrorType.NetworkError:

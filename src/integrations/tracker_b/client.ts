@@ -73,7 +73,8 @@ export function jiraReason(err: unknown, what: string): TrackerError {
   if (status === 401) return new TrackerError(`Jira refused the agent's token while ${what}: check the settings client_id and cloud_id and the secret integrations/tracker_b/client_secret`, 401);
   if (status === 403) return new TrackerError(`the agent's account may not do this in Jira (${what})${said ? `: ${said}` : ''}: give the account the project permission`, 403);
   if (status === 404) return new TrackerError(`Jira has no such thing, or the agent's account cannot see it (${what})${said ? `: ${said}` : ''}`, 404);
-  if (status === 429) return new TrackerError(`Jira is rate-limiting the agent (${what}); it will be tried again later`, 429);
+  // What happened only: whether it is tried again is the caller's to say (a job is, a link check or a connection test is not).
+  if (status === 429) return new TrackerError(`Jira is rate-limiting the agent (${what})`, 429);
   if (status >= 500) return new TrackerError(`Jira failed (HTTP ${status}) while ${what}; try again later`, status);
   return new TrackerError(`Jira refused the request (HTTP ${status}) while ${what}${said ? `: ${said}` : ''}`, status);
 }
