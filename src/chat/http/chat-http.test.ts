@@ -160,6 +160,15 @@ describe('chat HTTP conventions', () => {
     assert.equal((await t.raw('GET', '/users/abc', { auth: t.owner })).status, 404);
     const huge = await t.raw('GET', '/users/99999999999', { auth: t.owner });
     assert.equal(huge.body.msg, 'No such user');
+    // Any run of digits is an id, as Zulip's `<int:...>` patterns: past any row it is that resource's unknown id.
+    for (const digits of ['9999999999999', '99999999999999999999', '1'.repeat(60)]) {
+      const user = await t.raw('GET', `/users/${digits}`, { auth: t.owner });
+      assert.deepEqual([user.status, user.body.msg], [400, 'No such user'], digits);
+      const invite = await t.raw('POST', `/invites/${digits}/resend`, { auth: t.owner });
+      assert.deepEqual([invite.status, invite.body.code, invite.body.msg], [400, 'BAD_REQUEST', 'No such invitation'], digits);
+      const message = await t.raw('GET', `/messages/${digits}`, { auth: t.owner });
+      assert.deepEqual([message.status, message.body.msg], [400, 'Invalid message(s)'], digits);
+    }
   });
 
   test('GET /server_settings is public and reports feature level 494 or later', async () => {

@@ -142,9 +142,13 @@ export function chatRouter(app: App, deps: { authenticate(header: string | undef
   };
 }
 
-/** A numeric path segment as Zulip's URL patterns take it (`[0-9]+`); anything else is an unknown endpoint. */
+/**
+ * A numeric path segment as Zulip's URL patterns take it (`[0-9]+`, any length); anything else is
+ * an unknown endpoint. An id too large for any row still names the endpoint: it reaches the
+ * service (whose `dbId` matches nothing) and is answered as that resource's unknown id.
+ */
 export function pathId(raw: string): number {
-  if (!/^\d{1,12}$/.test(raw)) throw chatErrors.notFound();
+  if (!/^\d+$/.test(raw)) throw chatErrors.notFound();
   return Number(raw);
 }
 
