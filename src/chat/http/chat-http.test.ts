@@ -171,6 +171,23 @@ describe('chat HTTP conventions', () => {
     }
   });
 
+  test('a known endpoint called with a method it does not take is a 405 naming the methods it takes, as Zulip answers', async () => {
+    const status = await t.raw('GET', '/users/me/status', { auth: t.owner });
+    assert.equal(status.status, 405);
+    assert.deepEqual(status.body, { result: 'error', msg: 'Method Not Allowed', code: 'BAD_REQUEST', allowed_methods: ['POST'] });
+    assert.equal(status.headers.get('allow'), 'POST');
+    // Without credentials too (Zulip checks the method first), and with path ids and a query string.
+    const messages = await t.raw('PUT', '/messages', { query: { anchor: 'newest' } });
+    assert.deepEqual([messages.status, messages.body.allowed_methods], [405, ['GET', 'POST']]);
+    const message = await t.raw('POST', '/messages/12', { auth: t.owner });
+    assert.deepEqual([message.status, message.body.allowed_methods], [405, ['GET', 'PATCH', 'DELETE']]);
+    const playground = await t.raw('GET', '/realm/playgrounds/3', { auth: t.owner });
+    assert.deepEqual([playground.status, playground.body.allowed_methods], [405, ['DELETE']]);
+    // A path no endpoint serves stays a 404.
+    assert.equal((await t.raw('POST', '/users/me/no_such_thing', { auth: t.owner })).status, 404);
+    assert.equal((await t.raw('GET', '/users/abc/status', { auth: t.owner })).status, 404);
+  });
+
   test('GET /server_settings is public and reports feature level 494 or later', async () => {
     const client = await zulip({ realm: t.base, username: t.owner.email, apiKey: t.owner.apiKey });
     const settings = await client.server.settings();
