@@ -91,6 +91,19 @@ describe('chat HTTP conventions', () => {
     assert.equal(res.body.msg, 'stream_id is not an integer');
   });
 
+  test('a JSON list longer than one database statement can bind is a 400 naming it, not a 503', async () => {
+    const ids = (n: number) => JSON.stringify(Array.from({ length: n }, (_, i) => i + 1));
+    const flags = await t.raw('POST', '/messages/flags', { auth: t.owner, form: { messages: ids(70_000), op: 'add', flag: 'read' } });
+    assert.deepEqual([flags.status, flags.body], [400, { result: 'error', msg: 'messages is too long (limit: 50000 items)', code: 'BAD_REQUEST' }]);
+    const bot = await t.account(400, { bot: { type: 1, ownerId: t.owner.id } });
+    const keys = JSON.stringify(Array.from({ length: 70_000 }, (_, i) => `k${i}`));
+    const storage = await t.raw('DELETE', '/bot_storage', { auth: bot, form: { keys } });
+    assert.deepEqual([storage.status, storage.body.msg], [400, 'keys is too long (limit: 50000 items)']);
+    // The longest list taken still fits in one statement.
+    const most = await t.raw('POST', '/messages/flags', { auth: t.owner, form: { messages: ids(50_000), op: 'add', flag: 'read' } });
+    assert.equal(most.status, 200, JSON.stringify(most.body));
+  });
+
   test('a missing parameter is REQUEST_VARIABLE_MISSING with var_name; a bad choice is Invalid <name>', async () => {
     const missing = await t.raw('PATCH', '/users/me/subscriptions/muted_topics', { auth: t.owner, form: { stream_id: '1', topic: 't' } });
     assert.equal(missing.status, 400);
