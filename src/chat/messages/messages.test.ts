@@ -117,6 +117,11 @@ describe('chat messages', () => {
     assert.deepEqual(search.messages.map((m: any) => m.id), [ids[3]]);
     const bySender = await fetch(s, { anchor: 'newest', num_before: 10, narrow: [...narrow, { operator: 'sender', operand: ann.id }, { operator: 'id', operand: ids[4], negated: true }] });
     assert.deepEqual(bySender.messages.map((m: any) => m.id), ids.slice(0, 4));
+    // An id beyond any message is no message (negated: every one), not a database error.
+    const beyondId = await fetch(s, { anchor: 'newest', num_before: 10, narrow: [...narrow, { operator: 'id', operand: 2_147_483_648 }] });
+    assert.deepEqual(beyondId.messages, []);
+    const notBeyond = await fetch(s, { anchor: 'newest', num_before: 10, narrow: [...narrow, { operator: 'id', operand: 99_999_999_999, negated: true }] });
+    assert.deepEqual(notBeyond.messages.map((m: any) => m.id), ids);
     const byIds = await call(s, 'GET', '/messages', '/messages', { message_ids: [ids[0], ids[4]] });
     assert.deepEqual(byIds.body.messages.map((m: any) => m.id), [ids[0], ids[4]]);
   });
