@@ -91,6 +91,19 @@ describe('chat HTTP conventions', () => {
     assert.equal(res.body.msg, 'stream_id is not an integer');
   });
 
+  test('a JSON list longer than one database statement can bind is a 400 naming it, not a 503', async () => {
+    const ids = (n: number) => JSON.stringify(Array.from({ length: n }, (_, i) => i + 1));
+    const flags = await t.raw('POST', '/messages/flags', { auth: t.owner, form: { messages: ids(70_000), op: 'add', flag: 'read' } });
+    assert.deepEqual([flags.status, flags.body], [400, { result: 'error', msg: 'messages is too long (limit: 50000 items)', code: 'BAD_REQUEST' }]);
+    const bot = await t.account(400, { bot: { type: 1, ownerId: t.owner.id } });
+    const keys = JSON.stringify(Array.from({ length: 70_000 }, (_, i) => `k${i}`));
+    const storage = await t.raw('DELETE', '/bot_storage', { auth: bot, form: { keys } });
+    assert.deepEqual([storage.status, storage.body.msg], [400, 'keys is too long (limit: 50000 items)']);
+    // The longest list taken still fits in one statement.
+    const most = await t.raw('POST', '/messages/flags', { auth: t.owner, form: { messages: ids(50_000), op: 'add', flag: 'read' } });
+    assert.equal(most.status, 200, JSON.stringify(most.body));
+  });
+
   test('a missing parameter is REQUEST_VARIABLE_MISSING with var_name; a bad choice is Invalid <name>', async () => {
     const missing = await t.raw('PATCH', '/users/me/subscriptions/muted_topics', { auth: t.owner, form: { stream_id: '1', topic: 't' } });
     assert.equal(missing.status, 400);
@@ -160,6 +173,32 @@ describe('chat HTTP conventions', () => {
     assert.equal((await t.raw('GET', '/users/abc', { auth: t.owner })).status, 404);
     const huge = await t.raw('GET', '/users/99999999999', { auth: t.owner });
     assert.equal(huge.body.msg, 'No such user');
+    // Any run of digits is an id, as Zulip's `<int:...>` patterns: past any row it is that resource's unknown id.
+    for (const digits of ['9999999999999', '99999999999999999999', '1'.repeat(60)]) {
+      const user = await t.raw('GET', `/users/${digits}`, { auth: t.owner });
+      assert.deepEqual([user.status, user.body.msg], [400, 'No such user'], digits);
+      const invite = await t.raw('POST', `/invites/${digits}/resend`, { auth: t.owner });
+      assert.deepEqual([invite.status, invite.body.code, invite.body.msg], [400, 'BAD_REQUEST', 'No such invitation'], digits);
+      const message = await t.raw('GET', `/messages/${digits}`, { auth: t.owner });
+      assert.deepEqual([message.status, message.body.msg], [400, 'Invalid message(s)'], digits);
+    }
+  });
+
+  test('a known endpoint called with a method it does not take is a 405 naming the methods it takes, as Zulip answers', async () => {
+    const status = await t.raw('GET', '/users/me/status', { auth: t.owner });
+    assert.equal(status.status, 405);
+    assert.deepEqual(status.body, { result: 'error', msg: 'Method Not Allowed', code: 'BAD_REQUEST', allowed_methods: ['POST'] });
+    assert.equal(status.headers.get('allow'), 'POST');
+    // Without credentials too (Zulip checks the method first), and with path ids and a query string.
+    const messages = await t.raw('PUT', '/messages', { query: { anchor: 'newest' } });
+    assert.deepEqual([messages.status, messages.body.allowed_methods], [405, ['GET', 'POST']]);
+    const message = await t.raw('POST', '/messages/12', { auth: t.owner });
+    assert.deepEqual([message.status, message.body.allowed_methods], [405, ['GET', 'PATCH', 'DELETE']]);
+    const playground = await t.raw('GET', '/realm/playgrounds/3', { auth: t.owner });
+    assert.deepEqual([playground.status, playground.body.allowed_methods], [405, ['DELETE']]);
+    // A path no endpoint serves stays a 404.
+    assert.equal((await t.raw('POST', '/users/me/no_such_thing', { auth: t.owner })).status, 404);
+    assert.equal((await t.raw('GET', '/users/abc/status', { auth: t.owner })).status, 404);
   });
 
   test('GET /server_settings is public and reports feature level 494 or later', async () => {

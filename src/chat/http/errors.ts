@@ -43,6 +43,9 @@ export const chatErrors = {
   rateLimited: (seconds: number) =>
     new ChatError('API usage exceeded rate limit', { status: 429, code: 'RATE_LIMIT_HIT', data: { 'retry-after': seconds }, headers: { 'Retry-After': String(seconds) } }),
   notFound: () => new ChatError('Endpoint does not exist.', { status: 404 }),
+  /** An endpoint called with a method it does not take: 405 naming the ones it does, as Zulip's rest_dispatch answers. */
+  methodNotAllowed: (allowed: string[]) =>
+    new ChatError('Method Not Allowed', { status: 405, data: { allowed_methods: allowed }, headers: { Allow: allowed.join(', ') } }),
   /** A domain error (see errors/errors.ts) in Zulip's envelope, with its status. */
   fromDomain: (e: DomainError) =>
     new ChatError(e.message, { status: e.status, code: e.code === 'concurrent_write' ? 'CONCURRENT_WRITE' : 'BAD_REQUEST', headers: e.retryAfter ? { 'Retry-After': String(e.retryAfter) } : {} }),

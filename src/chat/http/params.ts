@@ -1,7 +1,9 @@
 import { chatErrors } from './errors.ts';
 
 const INT = /^\s*-?\d{1,16}\s*$/;
-const MAX_LIST = 100_000;
+// A list's items reach one statement as bind values, and a PostgreSQL statement takes at most
+// 65,535 of them: longer lists are refused here by name, with room left for the statement's own.
+const MAX_LIST = 50_000;
 
 /**
  * A request's parameters as Zulip reads them: from the form-encoded (or multipart) body or the

@@ -16,6 +16,8 @@ interface RawBody {
 }
 
 const MAX_PARAMS = 1000;
+/** The methods chat endpoints are served on (HEAD comes with GET). */
+const ROUTE_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
 /**
  * Makes a Fastify app speak Zulip: form-encoded and multipart bodies on every method (other
@@ -34,13 +36,30 @@ export function useChatConventions(app: App) {
     done(null, { kind: 'other', text: '', buffer: body as Buffer, contentType: String(req.headers['content-type'] ?? '') } satisfies RawBody);
   });
 
-  app.setNotFoundHandler((_req, reply) => {
-    const e = chatErrors.notFound();
+  // A path some endpoint serves, called with another method, is a 405 listing the methods it
+  // takes, as Zulip's rest_dispatch answers (a client learns it used the wrong verb, not that the
+  // endpoint is missing); any other path is a 404.
+  const notFoundOrWrongMethod = (req: FastifyRequest) => {
+    const path = req.url.split('?')[0];
+    const served = ROUTE_METHODS.filter((method) => {
+      const route = app.findRoute({ method, url: path });
+      // An `*_id` segment is digits (pathId): `/users/me/status` is not `/users/{user_id}/status`.
+      return route !== null && Object.entries(route.params as Record<string, string>).every(([name, v]) => !name.endsWith('_id') || /^\d+$/.test(v));
+    });
+    const method = req.method === 'HEAD' ? 'GET' : req.method;
+    return served.length && !(served as readonly string[]).includes(method) ? chatErrors.methodNotAllowed(served) : chatErrors.notFound();
+  };
+
+  app.setNotFoundHandler((req, reply) => {
+    const e = notFoundOrWrongMethod(req);
+    for (const [k, v] of Object.entries(e.headers)) void reply.header(k, v);
     void reply.status(e.status).send(e.body());
   });
 
   app.setErrorHandler((err: any, req, reply) => {
-    const e = toChatError(err, req);
+    let e = toChatError(err, req);
+    // A path id that is not digits (pathId) may be another endpoint's fixed segment.
+    if (e.status === 404 && e.code === 'BAD_REQUEST') e = notFoundOrWrongMethod(req);
     for (const [k, v] of Object.entries(e.headers)) void reply.header(k, v);
     return reply.status(e.status).send(e.body());
   });
@@ -142,9 +161,13 @@ export function chatRouter(app: App, deps: { authenticate(header: string | undef
   };
 }
 
-/** A numeric path segment as Zulip's URL patterns take it (`[0-9]+`); anything else is an unknown endpoint. */
+/**
+ * A numeric path segment as Zulip's URL patterns take it (`[0-9]+`, any length); anything else is
+ * an unknown endpoint. An id too large for any row still names the endpoint: it reaches the
+ * service (whose `dbId` matches nothing) and is answered as that resource's unknown id.
+ */
 export function pathId(raw: string): number {
-  if (!/^\d{1,12}$/.test(raw)) throw chatErrors.notFound();
+  if (!/^\d+$/.test(raw)) throw chatErrors.notFound();
   return Number(raw);
 }
 

@@ -4,7 +4,7 @@ import { Envelope, pathId, type ChatRouter } from '../http/server.ts';
 import type { Params } from '../http/params.ts';
 import type { ChatStreamsService } from '../streams/streams.service.ts';
 import { MAX_TOPIC_NAME_LENGTH } from '../streams/streams.service.ts';
-import { MAX_MESSAGE_LENGTH, type ChatMessagesService } from './messages.service.ts';
+import { LARGER_THAN_MAX_MESSAGE_ID, MAX_MESSAGE_LENGTH, type ChatMessagesService } from './messages.service.ts';
 import { parseNarrow, type NarrowTerm } from './narrow.ts';
 
 const tags = ['chat-messages'];
@@ -25,12 +25,21 @@ export function readNarrow(params: Params): NarrowTerm[] {
   return parseNarrow(parsed);
 }
 
+/**
+ * Any integer is an anchor, as Zulip's `int(anchor)`: below 0 it reads as 0, above
+ * LARGER_THAN_MAX_MESSAGE_ID as that (the newest), however many digits it has.
+ */
 function readAnchor(params: Params): number | 'newest' | 'oldest' | 'first_unread' | undefined {
-  const raw = params.string('anchor', { maxLength: 30 });
+  const raw = params.string('anchor', { maxLength: 1000 });
   if (params.bool('use_first_unread_anchor')) return 'first_unread';
   if (raw === undefined) return undefined;
   if (raw === 'newest' || raw === 'oldest' || raw === 'first_unread') return raw;
-  if (/^-?\d{1,16}$/.test(raw.trim())) return Number(raw);
+  const int = /^\s*([+-]?)0*(\d+)\s*$/.exec(raw);
+  if (int) {
+    if (int[1] === '-') return 0;
+    // More digits than the largest id has is beyond it (Number would round such a string).
+    return int[2].length > String(LARGER_THAN_MAX_MESSAGE_ID).length ? LARGER_THAN_MAX_MESSAGE_ID : Math.min(Number(int[2]), LARGER_THAN_MAX_MESSAGE_ID);
+  }
   throw chatErrors.bad(`Invalid anchor: give a message ID, or newest, oldest or first_unread`);
 }
 

@@ -93,6 +93,16 @@ describe('chat messages', () => {
     assert.deepEqual(oldest.messages.map((m: any) => m.id), ids.slice(0, 2));
     assert.equal(oldest.found_oldest, true);
     assert.equal(oldest.found_newest, false);
+    // Any integer is an anchor, as Zulip's: past the largest id (however many digits) it is the newest, below 0 the oldest.
+    for (const past of ['99999999999999999', '123456789012345678901234567890', ' 10000000000000001 ']) {
+      const beyond = await fetch(s, { anchor: past, num_before: 2, narrow });
+      assert.deepEqual(beyond.messages.map((m: any) => m.id), ids.slice(3), past);
+      assert.equal(beyond.anchor, 10_000_000_000_000_000);
+      assert.equal(beyond.found_newest, true);
+    }
+    const below = await fetch(s, { anchor: '-99999999999999999999', num_after: 2, narrow });
+    assert.deepEqual(below.messages.map((m: any) => m.id), ids.slice(0, 2));
+    assert.equal(below.anchor, 0);
     const middle = await fetch(s, { anchor: String(ids[2]), num_before: 1, num_after: 1, narrow });
     assert.deepEqual(middle.messages.map((m: any) => m.id), ids.slice(1, 4));
     const excluded = await fetch(s, { anchor: String(ids[2]), num_before: 1, num_after: 1, include_anchor: false, narrow });
@@ -107,6 +117,11 @@ describe('chat messages', () => {
     assert.deepEqual(search.messages.map((m: any) => m.id), [ids[3]]);
     const bySender = await fetch(s, { anchor: 'newest', num_before: 10, narrow: [...narrow, { operator: 'sender', operand: ann.id }, { operator: 'id', operand: ids[4], negated: true }] });
     assert.deepEqual(bySender.messages.map((m: any) => m.id), ids.slice(0, 4));
+    // An id beyond any message is no message (negated: every one), not a database error.
+    const beyondId = await fetch(s, { anchor: 'newest', num_before: 10, narrow: [...narrow, { operator: 'id', operand: 2_147_483_648 }] });
+    assert.deepEqual(beyondId.messages, []);
+    const notBeyond = await fetch(s, { anchor: 'newest', num_before: 10, narrow: [...narrow, { operator: 'id', operand: 99_999_999_999, negated: true }] });
+    assert.deepEqual(notBeyond.messages.map((m: any) => m.id), ids);
     const byIds = await call(s, 'GET', '/messages', '/messages', { message_ids: [ids[0], ids[4]] });
     assert.deepEqual(byIds.body.messages.map((m: any) => m.id), [ids[0], ids[4]]);
   });

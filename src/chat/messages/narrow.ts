@@ -1,5 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import { chatErrors } from '../http/errors.ts';
+import { dbId } from '../http/params.ts';
 
 /** A narrow term as the client sent it. */
 export interface NarrowTerm {
@@ -174,7 +175,8 @@ export function termSql(t: Term): RawBuilder<boolean> {
       }
       break;
     case 'id':
-      return not(sql<boolean>`m.id = ${t.id}`, t.negated);
+      // Ids are int4: one beyond them (dbId's 0) is no message, as Zulip answers it, not a database error.
+      return not(sql<boolean>`m.id = ${dbId(t.id)}`, t.negated);
   }
   throw new Error('unreachable');
 }

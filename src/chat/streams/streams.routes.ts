@@ -84,8 +84,15 @@ export function chatStreamsRoutes(r: ChatRouter, deps: { streams: ChatStreamsSer
     subscriptions: await streams.subscriptions(caller),
   }));
 
-  r.authed({ method: 'GET', url: '/streams', operationId: 'getStreams', tags, response: Envelope({ streams: Type.Array(Stream) }) }, async ({ caller }) => ({
-    streams: await streams.streams(caller),
+  r.authed({ method: 'GET', url: '/streams', operationId: 'getStreams', tags, response: Envelope({ streams: Type.Array(Stream) }) }, async ({ params, caller }) => ({
+    streams: await streams.streams(caller, {
+      includePublic: params.bool('include_public'),
+      includeSubscribed: params.bool('include_subscribed'),
+      // include_all replaced include_all_active at feature level 356.
+      includeAll: params.bool('include_all') ?? params.bool('include_all_active'),
+      includeContent: params.bool('include_can_access_content'),
+      excludeArchived: params.bool('exclude_archived'),
+    }),
   }));
 
   r.authed({ method: 'GET', url: '/get_stream_id', operationId: 'getStreamId', tags, response: Envelope({ stream_id: Type.Integer() }) }, async ({ params, caller }) => ({

@@ -4,7 +4,7 @@ import { lockKey } from '../../db/conditional.ts';
 import { writeEvents, type ChatEventRecord } from '../events/events.bus.ts';
 import { ChatError, chatErrors } from '../http/errors.ts';
 import { dbId } from '../http/params.ts';
-import { isGuest } from '../users/users.present.ts';
+import { isAdmin, isGuest } from '../users/users.present.ts';
 import { chatActor, isControl, type Caller } from '../users/users.service.ts';
 import * as store from './streams.store.ts';
 import type { StreamRow } from './streams.store.ts';
@@ -23,6 +23,15 @@ function checkStreamName(raw: string): string {
   const bad = [...name].findIndex(isControl);
   if (bad >= 0) throw chatErrors.bad(`Invalid character in channel name, at position ${bad + 1}.`);
   return name;
+}
+
+/** GET /streams's filters (see `streams`). */
+export interface StreamsFilter {
+  includePublic?: boolean;
+  includeSubscribed?: boolean;
+  includeAll?: boolean;
+  includeContent?: boolean;
+  excludeArchived?: boolean;
 }
 
 export function presentStream(s: StreamRow) {
@@ -245,9 +254,21 @@ export function createChatStreamsService(deps: { db: Db }) {
       return rows.filter((s) => s.subscribed || !isGuest(caller.user)).map(channelEventObject);
     },
 
-    async streams(caller: Caller) {
-      const rows = await store.visibleStreams(db, caller.realm.id, caller.user.id);
-      return rows.filter((s) => s.subscribed || !isGuest(caller.user)).map(presentStream);
+    /**
+     * GET /streams with Zulip's filters: public channels (not for guests) and subscribed ones by
+     * default; `include_all` every channel the caller has metadata access to (an administrator:
+     * all of them); archived channels only when `exclude_archived` is false.
+     */
+    async streams(caller: Caller, o: StreamsFilter = {}) {
+      const { includePublic = true, includeSubscribed = true, includeAll = false, includeContent = false, excludeArchived = true } = o;
+      const everything = includeAll && isAdmin(caller.user);
+      const rows = everything ? await store.realmStreams(db, caller.realm.id, caller.user.id) : await store.visibleStreams(db, caller.realm.id, caller.user.id);
+      // Each include_* adds its set, as Zulip's: the answer is their union.
+      const reachable = (s: StreamRow) => s.subscribed || (!s.invite_only && !isGuest(caller.user));
+      return rows
+        .filter((s) => !(excludeArchived && s.is_archived))
+        .filter((s) => everything || (includeSubscribed && s.subscribed) || (includePublic && !s.invite_only && !isGuest(caller.user)) || ((includeAll || includeContent) && reachable(s)))
+        .map(presentStream);
     },
 
     /** GET /streams/{stream_id}/members: active subscribers of a channel the caller can reach. */

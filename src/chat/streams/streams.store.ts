@@ -34,6 +34,11 @@ export function visibleStreams(db: Q, realmId: number, userId: number) {
     .execute();
 }
 
+/** Every channel of the organization, private ones included (what an administrator's `include_all` lists). */
+export function realmStreams(db: Q, realmId: number, userId: number) {
+  return withSubscribed(db, userId).where('s.realm_id', '=', realmId).orderBy('s.id').execute();
+}
+
 export function subscribedStreams(db: Q, realmId: number, userId: number) {
   return withSubscribed(db, userId).where('s.realm_id', '=', realmId).where('sub.user_id', 'is not', null).orderBy('s.id').execute();
 }

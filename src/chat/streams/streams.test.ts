@@ -35,6 +35,30 @@ describe('chat channels and topic visibility', () => {
     assert.deepEqual(left.removed, ['general']);
   });
 
+  test('GET /streams filters as Zulip: public and subscribed by default, archived left out, include_all for administrators', async () => {
+    const member = await t.account(400);
+    await t.owner.client.users.me.subscriptions.add({ subscriptions: JSON.stringify([{ name: 'filter-pub' }, { name: 'filter-old' }]) });
+    await t.owner.client.users.me.subscriptions.add({ subscriptions: JSON.stringify([{ name: 'filter-priv' }]), invite_only: 'true' });
+    await member.client.users.me.subscriptions.add({ subscriptions: JSON.stringify([{ name: 'filter-mine' }]), invite_only: 'true' });
+    await t.db.updateTable('chat_streams').set({ is_archived: true }).where('name', '=', 'filter-old').execute();
+    const names = async (who: typeof member, query: Record<string, string> = {}) => {
+      const res = await t.raw('GET', '/streams', { auth: who, query });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.equal(res.body.ignored_parameters_unsupported, undefined, 'every filter is read');
+      return res.body.streams.map((s: any) => s.name as string).filter((n: string) => n.startsWith('filter-')).sort();
+    };
+    assert.deepEqual(await names(member), ['filter-mine', 'filter-pub']);
+    assert.deepEqual(await names(member, { include_public: 'false' }), ['filter-mine']);
+    assert.deepEqual(await names(member, { include_subscribed: 'false' }), ['filter-pub']);
+    assert.deepEqual(await names(member, { exclude_archived: 'false' }), ['filter-mine', 'filter-old', 'filter-pub']);
+    assert.deepEqual(await names(member, { include_public: 'false', include_subscribed: 'false', include_all: 'true' }), ['filter-mine', 'filter-pub']);
+    assert.deepEqual(await names(t.owner), ['filter-priv', 'filter-pub']);
+    assert.deepEqual(await names(t.owner, { include_all: 'true' }), ['filter-mine', 'filter-priv', 'filter-pub']);
+    assert.deepEqual(await names(t.owner, { include_all_active: 'true', exclude_archived: 'false' }), ['filter-mine', 'filter-old', 'filter-priv', 'filter-pub']);
+    const bad = await t.raw('GET', '/streams', { auth: member, query: { include_public: 'maybe' } });
+    assert.deepEqual([bad.status, bad.body.msg], [400, 'include_public is not valid JSON']);
+  });
+
   test('muted_topics: exactly one of stream_id and stream', async () => {
     const neither = await mute(t.owner, { topic: 'x', op: 'add' });
     assert.deepEqual(neither, { result: 'error', msg: "Missing 'stream_id' argument", code: 'BAD_REQUEST' });
