@@ -262,6 +262,38 @@ describe('model proxy', () => {
     }
   });
 
+  test('a max_tokens past the alias\'s max_output_tokens is lowered to it on the way upstream', async () => {
+    const k = await mint();
+    let res = await chat(k.key, { ...hello, max_tokens: 1e12 });
+    assert.equal(res.status, 200);
+    assert.equal(fake.requests.at(-1)!.body.max_tokens, 50);
+    res = await chat(k.key, { ...hello, max_completion_tokens: 51 });
+    assert.equal(res.status, 200);
+    assert.equal(fake.requests.at(-1)!.body.max_completion_tokens, 50);
+    // One within the limit passes as it came.
+    res = await chat(k.key, { ...hello, max_tokens: 7 });
+    assert.equal(res.status, 200);
+    assert.equal(fake.requests.at(-1)!.body.max_tokens, 7);
+  });
+
+  test('n choices are reserved and, without reported usage, charged as n times the output worst case', async () => {
+    fake.options.omitUsage = true;
+    try {
+      const k = await mint();
+      const res = await chat(k.key, { ...hello, n: 3, max_tokens: 10 });
+      assert.equal(res.status, 200);
+      assert.equal(fake.requests.at(-1)!.body.n, 3);
+      const [row] = await settled(k.team, 1);
+      assert.equal(row.tokens_out, 30);
+    } finally {
+      fake.options.omitUsage = false;
+    }
+    const k = await mint();
+    const res = await chat(k.key, { ...hello, n: 129 });
+    assert.equal(res.status, 400);
+    assert.equal((await json(res)).error.param, 'n');
+  });
+
   test('rejects missing, unknown and revoked keys, unknown and forbidden models, in the OpenAI error format', async () => {
     let res = await chat(null, hello);
     assert.equal(res.status, 401);

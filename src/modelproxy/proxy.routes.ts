@@ -16,6 +16,8 @@ const ChatBody = Type.Object(
     stream: Type.Optional(Type.Boolean()),
     max_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
     max_completion_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
+    // Each choice may be as long as the last: the reservation is n times the worst case. 128 is OpenAI's own bound.
+    n: Type.Optional(Type.Integer({ minimum: 1, maximum: 128 })),
     stream_options: Type.Optional(Type.Union([Type.Object({ include_usage: Type.Optional(Type.Boolean()) }), Type.Null()])),
   },
   // A proxy of an outside API: the fields it does not read pass through to the upstream.
