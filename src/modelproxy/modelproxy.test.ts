@@ -262,6 +262,19 @@ describe('model proxy', () => {
     }
   });
 
+  test('a spent lifetime budget answers 429 without Retry-After, telling SDKs not to retry it', async () => {
+    const k = await mint({ max_budget: 0.00001 });
+    assert.equal((await chat(k.key, hello)).status, 200);
+    await settled(k.team, 1);
+    const res = await chat(k.key, hello);
+    assert.equal(res.status, 429);
+    assert.equal(res.headers.get('retry-after'), null);
+    assert.equal(res.headers.get('x-should-retry'), 'false');
+    const body = await json(res);
+    assert.deepEqual(Object.keys(body.error).sort(), ['code', 'message', 'param', 'type']);
+    assert.equal(body.error.code, 'key_budget_exceeded');
+  });
+
   test('a max_tokens past the alias\'s max_output_tokens is lowered to it on the way upstream', async () => {
     const k = await mint();
     let res = await chat(k.key, { ...hello, max_tokens: 1e12 });
@@ -364,6 +377,12 @@ describe('model proxy', () => {
     const deepObject = await raw(k.key, '{"model":"fake","messages":[' + '{"a":'.repeat(10_000) + '1' + '}'.repeat(10_000) + ']}');
     assert.equal(deepObject.status, 400);
     assert.match((await json(deepObject)).error.message, /nests deeper/);
+    // A path parameter is named as part of the path (not as Fastify's "params").
+    const longModel = await fetch(`${proxy.url}/v1/models/${'x'.repeat(300)}`, { headers: { authorization: `Bearer ${k.key}` } });
+    assert.equal(longModel.status, 400);
+    const longBody = await json(longModel);
+    assert.equal(longBody.error.param, 'model');
+    assert.match(longBody.error.message, /^the path is not valid: model must be at most 200 characters long$/);
   });
 
   test('rpm and tpm limits answer 429 with Retry-After', async () => {
@@ -375,6 +394,8 @@ describe('model proxy', () => {
     assert.equal(res.status, 429);
     const retry = Number(res.headers.get('retry-after'));
     assert.ok(retry >= 1 && retry <= 60, `retry-after ${retry}`);
+    // Within a minute: the SDKs' own retry waits Retry-After and succeeds, so it is left to retry.
+    assert.equal(res.headers.get('x-should-retry'), null);
     assert.equal((await json(res)).error.code, 'rpm_limit_exceeded');
 
     const t = await mint({ tpm_limit: 20 });
@@ -415,6 +436,7 @@ describe('model proxy', () => {
       for (let i = 0; i < 20 && res.status === 200; i++) res = await chat(k.key, body);
       assert.equal(res.status, 429);
       assert.ok(Number(res.headers.get('retry-after')) > 3600, 'the key budget resets with its window');
+      assert.equal(res.headers.get('x-should-retry'), 'false', 'an SDK is told not to retry a budget that frees in more than a minute');
       await new Promise((r) => setTimeout(r, 50));
       assert.ok(Number((await keyRow(k.key_id)).window_spend) <= budget + oneReservation);
     } finally {
