@@ -94,6 +94,9 @@ export function toProxyError(err: FastifyError, request: FastifyRequest): ProxyE
 
 /** The proxy's error and not-found handlers. */
 export function useProxyErrors(app: App) {
-  app.setErrorHandler((err: FastifyError, request, reply) => sendProxyError(reply, toProxyError(err, request)));
-  app.setNotFoundHandler((request, reply) => sendProxyError(reply, proxyErrors.notFound(`no route ${request.method} ${request.url.split('?')[0].slice(0, 200)}`)));
+  const noRoute = (request: FastifyRequest) => proxyErrors.notFound(`no route ${request.method} ${request.url.split('?')[0].slice(0, 200)}`);
+  // A request to no route still has its body parsed first (an OPTIONS or DELETE with a JSON
+  // Content-Type and no body fails there): what is wrong with it is the route, not the body.
+  app.setErrorHandler((err: FastifyError, request, reply) => sendProxyError(reply, request.is404 ? noRoute(request) : toProxyError(err, request)));
+  app.setNotFoundHandler((request, reply) => sendProxyError(reply, noRoute(request)));
 }

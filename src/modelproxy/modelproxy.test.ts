@@ -262,6 +262,18 @@ describe('model proxy', () => {
     }
   });
 
+  test('a method or path without a route answers 404 in the OpenAI format, whatever its Content-Type says of a body', async () => {
+    for (const [method, path] of [['OPTIONS', '/v1/chat/completions'], ['DELETE', '/v1/models'], ['POST', '/v1/nothing'], ['GET', '/v1/chat/completions']]) {
+      for (const headers of [{}, { 'content-type': 'application/json' }]) {
+        const res = await fetch(`${proxy.url}${path}`, { method, headers });
+        assert.equal(res.status, 404, `${method} ${path} ${JSON.stringify(headers)}`);
+        const body = await json(res);
+        assert.equal(body.error.code, 'not_found');
+        assert.equal(body.error.message, `no route ${method} ${path}`);
+      }
+    }
+  });
+
   test('a spent lifetime budget answers 429 without Retry-After, telling SDKs not to retry it', async () => {
     const k = await mint({ max_budget: 0.00001 });
     assert.equal((await chat(k.key, hello)).status, 200);
