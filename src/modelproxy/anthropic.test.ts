@@ -55,17 +55,6 @@ describe('model proxy: Anthropic upstream behind the OpenAI front', () => {
     assert.deepEqual(sent.body.messages, [{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }]);
   });
 
-  test('n above 1 is refused: Anthropic answers one choice per request', async () => {
-    const before = fake.requests.length;
-    const res = await chat({ messages: [{ role: 'user', content: 'Hi' }], n: 2 });
-    assert.equal(res.status, 400);
-    const body = await json(res);
-    assert.equal(body.error.type, 'invalid_request_error');
-    assert.equal(body.error.param, 'n');
-    assert.equal(fake.requests.length, before, 'nothing was sent upstream');
-    assert.equal((await chat({ messages: [{ role: 'user', content: 'Hi' }], n: 1 })).status, 200);
-  });
-
   test('translates tools and tool calls', async () => {
     const res = await chat({
       messages: [{ role: 'user', content: 'Read the readme' }],
@@ -114,5 +103,16 @@ describe('model proxy: Anthropic upstream behind the OpenAI front', () => {
       await new Promise((r) => setTimeout(r, 20));
     }
     assert.equal(Number(key!.reserved), 0);
+  });
+
+  test('n above 1 is refused: Anthropic answers one choice per request', async () => {
+    const before = fake.requests.length;
+    const res = await chat({ messages: [{ role: 'user', content: 'Hi' }], n: 2 });
+    assert.equal(res.status, 400);
+    const body = await json(res);
+    assert.equal(body.error.type, 'invalid_request_error');
+    assert.equal(body.error.param, 'n');
+    assert.equal(fake.requests.length, before, 'nothing was sent upstream');
+    assert.equal((await chat({ messages: [{ role: 'user', content: 'Hi' }], n: 1 })).status, 200);
   });
 });
