@@ -274,6 +274,19 @@ describe('model proxy', () => {
     }
   });
 
+  test('null for stream, max_tokens, max_completion_tokens or n is taken as left out, as OpenAI takes it', async () => {
+    const k = await mint();
+    for (const field of ['stream', 'max_tokens', 'max_completion_tokens', 'n']) {
+      const res = await chat(k.key, { ...hello, [field]: null });
+      assert.equal(res.status, 200, field);
+      assert.equal((await json(res)).object, 'chat.completion', field);
+    }
+    // A value that is there is still checked, and named.
+    const res = await chat(k.key, { ...hello, max_tokens: 0 });
+    assert.equal(res.status, 400);
+    assert.equal((await json(res)).error.message, 'the body is not valid: max_tokens must be at least 1');
+  });
+
   test('a spent lifetime budget answers 429 without Retry-After, telling SDKs not to retry it', async () => {
     const k = await mint({ max_budget: 0.00001 });
     assert.equal((await chat(k.key, hello)).status, 200);
