@@ -4,7 +4,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { toDomainError } from '../errors/errors.ts';
 import type { App } from './kernel.ts';
 import { Problem, problems } from '../errors/problems.ts';
-import { fieldProblems } from './validation.ts';
+import { fieldProblems, validationPlace } from './validation.ts';
 import { inspectJson, MAX_JSON_DEPTH } from '../db/json-values.ts';
 
 declare module 'fastify' {
@@ -34,8 +34,7 @@ export function toProblem(err: FastifyError & { code?: string }, request: Fastif
   if (err instanceof Problem) return err;
   if (err.validation) {
     const errors = fieldProblems(err.validation as any, err.validationContext).map((e) => ({ ...e, field: contractField(request, err.validationContext, e.field) }));
-    const where = ({ body: 'the body', params: 'the path', querystring: 'the query string', headers: 'a header' } as Record<string, string>)[err.validationContext ?? ''] ?? 'the request';
-    return problems.badRequest(`${where} is not valid: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, errors);
+    return problems.badRequest(`${validationPlace(err.validationContext)} is not valid: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, errors);
   }
   switch (err.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':

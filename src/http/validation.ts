@@ -118,6 +118,11 @@ export function errorWords(e: ErrorObject): string {
   }
 }
 
+/** Where a validation failed, in words ("the path" for Fastify's `params`): how an error names the part of the request that is wrong. */
+export function validationPlace(part: string | undefined): string {
+  return ({ body: 'the body', params: 'the path', querystring: 'the query string', headers: 'a header' } as Record<string, string>)[part ?? ''] ?? 'the request';
+}
+
 /** Turns Ajv errors into field problems: one per field, naming it by its JSON path. */
 export function fieldProblems(errors: ErrorObject[], part: string | undefined): FieldProblem[] {
   const out: FieldProblem[] = [];

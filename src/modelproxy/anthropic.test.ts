@@ -104,4 +104,35 @@ describe('model proxy: Anthropic upstream behind the OpenAI front', () => {
     }
     assert.equal(Number(key!.reserved), 0);
   });
+
+  test('n above 1 is refused: Anthropic answers one choice per request', async () => {
+    const before = fake.requests.length;
+    const res = await chat({ messages: [{ role: 'user', content: 'Hi' }], n: 2 });
+    assert.equal(res.status, 400);
+    const body = await json(res);
+    assert.equal(body.error.type, 'invalid_request_error');
+    assert.equal(body.error.param, 'n');
+    assert.equal(fake.requests.length, before, 'nothing was sent upstream');
+    assert.equal((await chat({ messages: [{ role: 'user', content: 'Hi' }], n: 1 })).status, 200);
+  });
+
+  test('a stream event that is JSON but not an object is skipped, and the stream still ends', async () => {
+    const event = (type: string, data: unknown) => `event: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
+    fake.rawNext(
+      200,
+      'text/event-stream',
+      event('message_start', { type: 'message_start', message: { id: 'msg_odd', usage: { input_tokens: 5, output_tokens: 1 } } }) +
+        'event: ping\ndata: null\n\n' +
+        event('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hi there' } }) +
+        'data: 7\n\n' +
+        event('message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 3 } }) +
+        event('message_stop', { type: 'message_stop' }),
+    );
+    const res = await chat({ messages: [{ role: 'user', content: 'Hi' }], stream: true });
+    assert.equal(res.status, 200);
+    const events = (await res.text()).split('\n\n').filter(Boolean);
+    assert.equal(events.at(-1), 'data: [DONE]');
+    const chunks = events.slice(0, -1).map((e) => JSON.parse(e.slice('data: '.length)));
+    assert.equal(chunks.map((c) => c.choices[0]?.delta?.content ?? '').join(''), 'Hi there');
+  });
 });

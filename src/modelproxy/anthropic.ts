@@ -152,6 +152,9 @@ export const anthropicAdapter: Adapter = {
       } catch {
         return '';
       }
+      // An event that is JSON but no object (`data: null`) is skipped as unreadable is: reading a
+      // field of it threw inside the stream, after the answer's headers, and the client hung.
+      if (!e || typeof e !== 'object') return '';
       switch (e.type) {
         case 'message_start':
           id = String(e.message?.id ?? id);

@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { toDomainError, type DomainError } from '../errors/errors.ts';
 import type { App } from '../http/kernel.ts';
-import { fieldProblems } from '../http/validation.ts';
+import { fieldProblems, validationPlace } from '../http/validation.ts';
 
 /**
  * An error in the OpenAI wire format (`{error: {message, type, param, code}}`), which is what
@@ -28,6 +28,13 @@ export class ProxyError extends Error {
 }
 
 const retry = (seconds: number | null | undefined): Record<string, string> => (seconds ? { 'retry-after': String(seconds) } : {});
+/**
+ * A spent budget's answer. The OpenAI and Anthropic SDKs retry a 429 on their own, waiting
+ * `Retry-After` only up to a minute and their own short backoff past that: a budget that frees
+ * no sooner (or never) says `x-should-retry: false`, which both read, so an agent is told at once
+ * instead of after retries that cannot succeed.
+ */
+const budgetRetry = (seconds: number | null): Record<string, string> => ({ ...retry(seconds), ...(seconds !== null && seconds <= 60 ? {} : { 'x-should-retry': 'false' }) });
 
 export const proxyErrors = {
   invalidRequest: (message: string, param: string | null = null) => new ProxyError(400, 'invalid_request_error', null, message, { param }),
@@ -41,9 +48,9 @@ export const proxyErrors = {
   rateLimited: (which: 'rpm' | 'tpm', seconds: number) =>
     new ProxyError(429, 'rate_limit_exceeded', `${which}_limit_exceeded`, `this key is over its ${which === 'rpm' ? 'requests' : 'tokens'} per minute limit; retry after ${seconds} s`, { headers: retry(seconds) }),
   keyBudget: (seconds: number | null) =>
-    new ProxyError(429, 'budget_exceeded', 'key_budget_exceeded', `this key has spent its budget${seconds ? `; it resets in ${seconds} s` : ''}`, { headers: retry(seconds) }),
+    new ProxyError(429, 'budget_exceeded', 'key_budget_exceeded', `this key has spent its budget${seconds ? `; it resets in ${seconds} s` : ''}`, { headers: budgetRetry(seconds) }),
   teamBudget: (seconds: number | null) =>
-    new ProxyError(429, 'budget_exceeded', 'team_budget_exceeded', `the team has spent its daily budget; it resets at 00:00 UTC${seconds ? ` (in ${seconds} s)` : ''}`, { headers: retry(seconds) }),
+    new ProxyError(429, 'budget_exceeded', 'team_budget_exceeded', `the team has spent its daily budget; it resets at 00:00 UTC${seconds ? ` (in ${seconds} s)` : ''}`, { headers: budgetRetry(seconds) }),
   upstream: (status: number, message: string, code: string | null = 'upstream_error', headers: Record<string, string> = {}) =>
     new ProxyError(status, status === 429 ? 'rate_limit_exceeded' : status >= 500 ? 'upstream_error' : 'invalid_request_error', code, message, { headers }),
   unavailable: (message: string, code = 'service_unavailable') => new ProxyError(503, 'service_unavailable', code, message),
@@ -65,7 +72,7 @@ export function toProxyError(err: FastifyError, request: FastifyRequest): ProxyE
   if (err.validation) {
     const problems = fieldProblems(err.validation as any, err.validationContext);
     const first = problems[0];
-    return proxyErrors.invalidRequest(`the ${err.validationContext ?? 'request'} is not valid: ${problems.map((p) => `${p.field} ${p.message}`).join('; ')}`, first?.field ?? null);
+    return proxyErrors.invalidRequest(`${validationPlace(err.validationContext)} is not valid: ${problems.map((p) => `${p.field} ${p.message}`).join('; ')}`, first?.field ?? null);
   }
   switch (err.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
@@ -87,6 +94,9 @@ export function toProxyError(err: FastifyError, request: FastifyRequest): ProxyE
 
 /** The proxy's error and not-found handlers. */
 export function useProxyErrors(app: App) {
-  app.setErrorHandler((err: FastifyError, request, reply) => sendProxyError(reply, toProxyError(err, request)));
-  app.setNotFoundHandler((request, reply) => sendProxyError(reply, proxyErrors.notFound(`no route ${request.method} ${request.url.split('?')[0].slice(0, 200)}`)));
+  const noRoute = (request: FastifyRequest) => proxyErrors.notFound(`no route ${request.method} ${request.url.split('?')[0].slice(0, 200)}`);
+  // A request to no route still has its body parsed first (an OPTIONS or DELETE with a JSON
+  // Content-Type and no body fails there): what is wrong with it is the route, not the body.
+  app.setErrorHandler((err: FastifyError, request, reply) => sendProxyError(reply, request.is404 ? noRoute(request) : toProxyError(err, request)));
+  app.setNotFoundHandler((request, reply) => sendProxyError(reply, noRoute(request)));
 }

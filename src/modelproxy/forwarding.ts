@@ -80,7 +80,8 @@ export function createForwarder(deps: ForwarderDeps) {
       return sendProxyError(reply, err);
     }
     const adapter = ADAPTERS[alias.api];
-    const maxOut = Math.min(body.max_completion_tokens ?? body.max_tokens ?? alias.max_output_tokens, alias.max_output_tokens);
+    // The worst case of the output: every one of the n choices as long as allowed.
+    const maxOut = Math.min(body.max_completion_tokens ?? body.max_tokens ?? alias.max_output_tokens, alias.max_output_tokens) * (body.n ?? 1);
     // The credential is added below, after the reservation; the payload does not depend on it.
     const draft = adapter.request(body, alias, null);
     const promptTokens = estimateTokens(Buffer.byteLength(draft.payload));
@@ -122,6 +123,10 @@ export function createForwarder(deps: ForwarderDeps) {
 
     // Whatever fails after the reservation, the reservation is released and the request logged.
     try {
+      // Anthropic's API answers one choice per request: a client asking for more is told, not given one.
+      if (alias.api === 'anthropic' && (body.n ?? 1) > 1) {
+        return fail(proxyErrors.invalidRequest(`the model "${alias.alias}" answers one choice per request: leave n out or set it to 1`, 'n'));
+      }
       let credential: string | null = null;
       if (alias.api_key_secret) {
         try {

@@ -262,6 +262,76 @@ describe('model proxy', () => {
     }
   });
 
+  test('a method or path without a route answers 404 in the OpenAI format, whatever its Content-Type says of a body', async () => {
+    for (const [method, path] of [['OPTIONS', '/v1/chat/completions'], ['DELETE', '/v1/models'], ['POST', '/v1/nothing'], ['GET', '/v1/chat/completions']]) {
+      for (const headers of [{}, { 'content-type': 'application/json' }]) {
+        const res = await fetch(`${proxy.url}${path}`, { method, headers });
+        assert.equal(res.status, 404, `${method} ${path} ${JSON.stringify(headers)}`);
+        const body = await json(res);
+        assert.equal(body.error.code, 'not_found');
+        assert.equal(body.error.message, `no route ${method} ${path}`);
+      }
+    }
+  });
+
+  test('null for stream, max_tokens, max_completion_tokens or n is taken as left out, as OpenAI takes it', async () => {
+    const k = await mint();
+    for (const field of ['stream', 'max_tokens', 'max_completion_tokens', 'n']) {
+      const res = await chat(k.key, { ...hello, [field]: null });
+      assert.equal(res.status, 200, field);
+      assert.equal((await json(res)).object, 'chat.completion', field);
+    }
+    // A value that is there is still checked, and named.
+    const res = await chat(k.key, { ...hello, max_tokens: 0 });
+    assert.equal(res.status, 400);
+    assert.equal((await json(res)).error.message, 'the body is not valid: max_tokens must be at least 1');
+  });
+
+  test('a spent lifetime budget answers 429 without Retry-After, telling SDKs not to retry it', async () => {
+    const k = await mint({ max_budget: 0.00001 });
+    assert.equal((await chat(k.key, hello)).status, 200);
+    await settled(k.team, 1);
+    const res = await chat(k.key, hello);
+    assert.equal(res.status, 429);
+    assert.equal(res.headers.get('retry-after'), null);
+    assert.equal(res.headers.get('x-should-retry'), 'false');
+    const body = await json(res);
+    assert.deepEqual(Object.keys(body.error).sort(), ['code', 'message', 'param', 'type']);
+    assert.equal(body.error.code, 'key_budget_exceeded');
+  });
+
+  test('a max_tokens past the alias\'s max_output_tokens is lowered to it on the way upstream', async () => {
+    const k = await mint();
+    let res = await chat(k.key, { ...hello, max_tokens: 1e12 });
+    assert.equal(res.status, 200);
+    assert.equal(fake.requests.at(-1)!.body.max_tokens, 50);
+    res = await chat(k.key, { ...hello, max_completion_tokens: 51 });
+    assert.equal(res.status, 200);
+    assert.equal(fake.requests.at(-1)!.body.max_completion_tokens, 50);
+    // One within the limit passes as it came.
+    res = await chat(k.key, { ...hello, max_tokens: 7 });
+    assert.equal(res.status, 200);
+    assert.equal(fake.requests.at(-1)!.body.max_tokens, 7);
+  });
+
+  test('n choices are reserved and, without reported usage, charged as n times the output worst case', async () => {
+    fake.options.omitUsage = true;
+    try {
+      const k = await mint();
+      const res = await chat(k.key, { ...hello, n: 3, max_tokens: 10 });
+      assert.equal(res.status, 200);
+      assert.equal(fake.requests.at(-1)!.body.n, 3);
+      const [row] = await settled(k.team, 1);
+      assert.equal(row.tokens_out, 30);
+    } finally {
+      fake.options.omitUsage = false;
+    }
+    const k = await mint();
+    const res = await chat(k.key, { ...hello, n: 129 });
+    assert.equal(res.status, 400);
+    assert.equal((await json(res)).error.param, 'n');
+  });
+
   test('rejects missing, unknown and revoked keys, unknown and forbidden models, in the OpenAI error format', async () => {
     let res = await chat(null, hello);
     assert.equal(res.status, 401);
@@ -332,6 +402,12 @@ describe('model proxy', () => {
     const deepObject = await raw(k.key, '{"model":"fake","messages":[' + '{"a":'.repeat(10_000) + '1' + '}'.repeat(10_000) + ']}');
     assert.equal(deepObject.status, 400);
     assert.match((await json(deepObject)).error.message, /nests deeper/);
+    // A path parameter is named as part of the path (not as Fastify's "params").
+    const longModel = await fetch(`${proxy.url}/v1/models/${'x'.repeat(300)}`, { headers: { authorization: `Bearer ${k.key}` } });
+    assert.equal(longModel.status, 400);
+    const longBody = await json(longModel);
+    assert.equal(longBody.error.param, 'model');
+    assert.match(longBody.error.message, /^the path is not valid: model must be at most 200 characters long$/);
   });
 
   test('rpm and tpm limits answer 429 with Retry-After', async () => {
@@ -343,6 +419,8 @@ describe('model proxy', () => {
     assert.equal(res.status, 429);
     const retry = Number(res.headers.get('retry-after'));
     assert.ok(retry >= 1 && retry <= 60, `retry-after ${retry}`);
+    // Within a minute: the SDKs' own retry waits Retry-After and succeeds, so it is left to retry.
+    assert.equal(res.headers.get('x-should-retry'), null);
     assert.equal((await json(res)).error.code, 'rpm_limit_exceeded');
 
     const t = await mint({ tpm_limit: 20 });
@@ -383,6 +461,7 @@ describe('model proxy', () => {
       for (let i = 0; i < 20 && res.status === 200; i++) res = await chat(k.key, body);
       assert.equal(res.status, 429);
       assert.ok(Number(res.headers.get('retry-after')) > 3600, 'the key budget resets with its window');
+      assert.equal(res.headers.get('x-should-retry'), 'false', 'an SDK is told not to retry a budget that frees in more than a minute');
       await new Promise((r) => setTimeout(r, 50));
       assert.ok(Number((await keyRow(k.key_id)).window_spend) <= budget + oneReservation);
     } finally {

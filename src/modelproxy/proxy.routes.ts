@@ -13,9 +13,12 @@ const ChatBody = Type.Object(
   {
     model: Type.String({ minLength: 1, maxLength: 200 }),
     messages: Type.Array(Type.Unknown(), { minItems: 1, maxItems: 100_000 }),
-    stream: Type.Optional(Type.Boolean()),
-    max_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
-    max_completion_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
+    // OpenAI's API takes null for these as left out, and SDKs send it (Python's None): so does the proxy.
+    stream: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
+    max_tokens: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()])),
+    max_completion_tokens: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()])),
+    // Each choice may be as long as the last: the reservation is n times the worst case. 128 is OpenAI's own bound.
+    n: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 128 }), Type.Null()])),
     stream_options: Type.Optional(Type.Union([Type.Object({ include_usage: Type.Optional(Type.Boolean()) }), Type.Null()])),
   },
   // A proxy of an outside API: the fields it does not read pass through to the upstream.

@@ -14,9 +14,10 @@ export interface Usage {
 export interface ChatRequest {
   model: string;
   messages: unknown[];
-  stream?: boolean;
-  max_tokens?: number;
-  max_completion_tokens?: number;
+  stream?: boolean | null;
+  max_tokens?: number | null;
+  max_completion_tokens?: number | null;
+  n?: number | null;
   stream_options?: { include_usage?: boolean } & Record<string, unknown>;
   [field: string]: unknown;
 }
@@ -450,6 +451,11 @@ export const openaiAdapter: Adapter = {
   requestIdHeader: 'x-request-id',
   request(body, alias, credential) {
     const out: ChatRequest = { ...body, model: alias.model };
+    // The alias's max_output_tokens is what the reservation counts on: a larger limit asked for
+    // is lowered to it, so an answer cannot outspend its reservation (or be refused upstream for a
+    // limit past the model's own).
+    if (typeof body.max_tokens === 'number') out.max_tokens = Math.min(body.max_tokens, alias.max_output_tokens);
+    if (typeof body.max_completion_tokens === 'number') out.max_completion_tokens = Math.min(body.max_completion_tokens, alias.max_output_tokens);
     // Usage is how the request is charged; asked for always, and dropped again below when the client did not ask.
     if (body.stream) out.stream_options = { ...(body.stream_options ?? {}), include_usage: true };
     return {
