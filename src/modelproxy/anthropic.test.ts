@@ -135,4 +135,33 @@ describe('model proxy: Anthropic upstream behind the OpenAI front', () => {
     const chunks = events.slice(0, -1).map((e) => JSON.parse(e.slice('data: '.length)));
     assert.equal(chunks.map((c) => c.choices[0]?.delta?.content ?? '').join(''), 'Hi there');
   });
+
+  test('a stream event the translator cannot read ends the answer with an error event, logged 502, and the reservation is released', async () => {
+    const event = (type: string, data: unknown) => `event: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
+    fake.rawNext(
+      200,
+      'text/event-stream',
+      event('message_start', { type: 'message_start', message: { id: 'msg_unreadable', usage: { input_tokens: 5, output_tokens: 1 } } }) +
+        event('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hi' } }) +
+        // A text that is an object no string can be made of: reading it throws.
+        event('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: { toString: 1 } } }) +
+        event('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: ' never sent' } }) +
+        event('message_stop', { type: 'message_stop' }),
+    );
+    const res = await chat({ messages: [{ role: 'user', content: 'Hi' }], stream: true });
+    assert.equal(res.status, 200);
+    // The answer ends (it hung before) with an error event saying what failed, and nothing after the unreadable event.
+    const events = (await res.text()).split('\n\n').filter(Boolean).map((e) => JSON.parse(e.slice('data: '.length)));
+    assert.ok(!events.some((c) => c.choices?.[0]?.delta?.content === ' never sent'));
+    assert.deepEqual(events.at(-1).error, { message: 'the upstream for "claude" sent an event that could not be read', type: 'upstream_error', param: null, code: 'upstream_error' });
+    let row: { status: number; error: string | null } | undefined;
+    let reserved = -1;
+    for (let i = 0; i < 500 && !(row && reserved === 0); i++) {
+      row = await tdb.db.selectFrom('mp_request_log').select(['status', 'error']).where('team', '=', team).where('error', '=', 'the upstream for "claude" sent an event that could not be read').executeTakeFirst();
+      reserved = Number((await tdb.db.selectFrom('mp_keys').select('reserved').where('team', '=', team).executeTakeFirstOrThrow()).reserved);
+      if (!(row && reserved === 0)) await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.equal(row?.status, 502);
+    assert.equal(reserved, 0);
+  });
 });

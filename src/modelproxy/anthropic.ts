@@ -176,7 +176,8 @@ export const anthropicAdapter: Adapter = {
         case 'message_delta':
           if (e.usage?.output_tokens !== undefined) tokensOut = tokenCount(e.usage.output_tokens);
           if (e.usage?.input_tokens) tokensIn = Number(e.usage.input_tokens) || tokensIn;
-          finish = FINISH[e.delta?.stop_reason] ?? 'stop';
+          // Only a reason of its own: `__proto__` would read Object's prototype.
+          finish = typeof e.delta?.stop_reason === 'string' && Object.hasOwn(FINISH, e.delta.stop_reason) ? FINISH[e.delta.stop_reason] : 'stop';
           return '';
         case 'message_stop': {
           const u = { tokensIn, tokensOut, reported };

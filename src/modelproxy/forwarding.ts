@@ -227,12 +227,30 @@ export function createForwarder(deps: ForwarderDeps) {
         if (!pending.length) setImmediate(flush);
         for (const bytes of out) pending.push(scrub(bytes));
       };
+      // An event the adapter cannot translate (a field of a type no upstream should send) ends the
+      // answer as a failed upstream: thrown here, after the head went out, it would leave the
+      // client waiting for the rest and the reservation held.
+      let untranslatable: string | null = null;
+      const translate = (step: () => Buffer[]): Buffer[] => {
+        if (untranslatable) return [];
+        try {
+          return step();
+        } catch (err) {
+          req.log.warn({ err, alias: alias.alias }, 'the upstream sent a stream event that could not be translated');
+          untranslatable = `the upstream for "${alias.alias}" sent an event that could not be read`;
+          return [];
+        }
+      };
       res.consume({
-        data: (chunk) => queue(translator.push(chunk)),
+        data: (chunk) => {
+          queue(translate(() => translator.push(chunk)));
+          if (untranslatable) res.destroy(new UpstreamNetworkError(untranslatable, false));
+        },
         end: (error) => {
-          for (const bytes of translator.end()) pending.push(scrub(bytes));
+          for (const bytes of translate(() => translator.end())) pending.push(scrub(bytes));
           flush();
-          if (error) failed = clientClosed ? 'the client closed the stream' : 'the upstream broke off the stream';
+          if (untranslatable && !clientClosed) failed = untranslatable;
+          else if (error) failed = clientClosed ? 'the client closed the stream' : 'the upstream broke off the stream';
           if (failed && !clientClosed) send(`data: ${JSON.stringify(proxyErrors.upstream(502, failed, 'upstream_error').toJSON())}\n\n`);
           if (!client.destroyed && !client.writableEnded) client.end();
           const usage = translator.usage();
