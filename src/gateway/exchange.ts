@@ -1,3 +1,4 @@
+import { IncomingMessage, ServerResponse } from 'node:http';
 import type net from 'node:net';
 import { PassThrough, type Readable, type Transform } from 'node:stream';
 import zlib from 'node:zlib';
@@ -15,7 +16,8 @@ import {
   type Head,
   type Headers,
 } from './http1.ts';
-import { redactStream, redactText, scrubForms } from './redact.ts';
+import type { LocalHandler } from '../http/local-handlers.ts';
+import { createScrubber, redactStream, redactText, scrubForms } from './redact.ts';
 import { UpstreamConnection, type UpstreamAddress, type UpstreamPool } from './upstreams.ts';
 
 /**
@@ -649,4 +651,147 @@ export async function forward(x: Exchange, pool: UpstreamPool, f: Forward, retri
       process.nextTick(() => up.uncork());
     }
   });
+}
+
+export interface HandOff {
+  /** The request line and headers the handler sees, without framing headers (the exchange's own framing is added). */
+  method: string;
+  path: string;
+  headers: Headers;
+  /** Values that must not come back to the sandbox (the injected credential), as for `forward`. */
+  secrets: string[];
+}
+
+/**
+ * Hands the request to a server of this process (the model proxy) instead of forwarding it:
+ * the handler gets Node's request, whose body is the exchange's payload as it arrives, and a
+ * response written straight to the sandbox's connection. So the request is not written as HTTP
+ * and parsed again, nor its answer; the handler still sees everything an HTTP request carries
+ * (method, path, headers, framing, body as a stream, the connection's close) and answers as it
+ * would on its own socket. Resolves when the answer is written. HTTP/1.1 only: the caller
+ * forwards an HTTP/1.0 request as before.
+ */
+export function handOff(x: Exchange, handler: LocalHandler, h: HandOff): Promise<void> {
+  const socket = x.socket;
+  const req = new IncomingMessage(socket);
+  req.method = h.method;
+  req.url = h.path;
+  req.httpVersion = '1.1';
+  req.httpVersionMajor = 1;
+  req.httpVersionMinor = 1;
+  const framing: Headers = x.framing.kind === 'length' ? [['content-length', String(x.framing.length)]] : x.framing.kind === 'chunked' ? [['transfer-encoding', 'chunked']] : [];
+  const all = [...h.headers, ...framing];
+  // As Node's parser gives them: names in lower case, a repeated header's values joined (set-cookie's kept apart).
+  const headers: Record<string, string | string[]> = {};
+  const raw: string[] = [];
+  for (const [name, value] of all) {
+    raw.push(name, value);
+    const had = headers[name];
+    if (had === undefined) headers[name] = name === 'set-cookie' ? [value] : value;
+    else if (Array.isArray(had)) had.push(value);
+    else headers[name] = `${had}, ${value}`;
+  }
+  req.headers = headers;
+  req.rawHeaders = raw;
+  // The body comes from the exchange (framing taken off), paced by what the handler reads.
+  req._read = () => x.resumeBody();
+  const bodyRead = x.readBody((payload) => {
+    if (!req.push(payload)) x.pauseBody();
+  });
+  bodyRead.then(
+    () => {
+      req.complete = true;
+      req.push(null);
+    },
+    // The sandbox went away or broke the framing: the handler sees its request aborted.
+    (err: Error) => req.destroy(err),
+  );
+
+  const res = new ServerResponse(req);
+  res.shouldKeepAlive = x.keepAlive;
+  if (h.secrets.length > 0) scrubAnswer(res, scrubForms(h.secrets));
+  return new Promise<void>((resolve) => {
+    // The sandbox closing its connection closes the response (the handler stops its upstream call); the exchange ends with the connection.
+    const onClose = () => resolve();
+    socket.once('close', onClose);
+    res.once('finish', () => {
+      socket.off('close', onClose);
+      res.detachSocket(socket);
+      // An answer that closes the connection (a body over the limit), or one given before the body was read, ends it.
+      if (!res.shouldKeepAlive || String(res.getHeader('connection') ?? '').toLowerCase() === 'close' || !x.bodyDone) x.keepAlive = false;
+      // As Node's server does after an answer: 'close' follows 'finish'.
+      process.nextTick(() => res.emit('close'));
+      x.end();
+      resolve();
+    });
+    res.assignSocket(socket);
+    try {
+      handler(req, res);
+    } catch (err) {
+      socket.off('close', onClose);
+      if (!res.headersSent) res.detachSocket(socket);
+      throw err;
+    }
+    // From here a failure can only end the connection: the handler may have begun its answer.
+    x.headSent = true;
+  });
+}
+
+type Chunk = string | Uint8Array;
+/** Node's write and end take an encoding and a callback in either place. */
+type Callback = (err?: Error | null) => void;
+type WriteArgs = [(BufferEncoding | Callback)?, Callback?];
+const bytesOf = (chunk: Chunk, encoding: WriteArgs[0]) => (typeof chunk === 'string' ? Buffer.from(chunk, typeof encoding === 'string' ? encoding : 'utf8') : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+
+/**
+ * Takes the values out of what a handler answers, as `forward` does out of an upstream's answer:
+ * header names and values and the status text before the head goes out, the body as it is
+ * written (createScrubber: nothing that cannot start a value is held back, so a streamed event
+ * goes on whole). The body's length may change, so it is framed by the response itself (chunked,
+ * or the length of what `end` writes), never by a Content-Length the handler set.
+ */
+function scrubAnswer(res: ServerResponse, needles: string[]) {
+  const lowerNeedles = needles.map((n) => n.toLowerCase());
+  const scrubber = createScrubber(needles);
+  // Called with what they take in every form: typed as loosely as Node's own overloads allow.
+  const writeHead = res.writeHead as (this: ServerResponse, status: number, reason?: string) => ServerResponse;
+  const write = res.write as (this: ServerResponse, chunk: Buffer, cb?: Callback) => boolean;
+  const end = res.end as (this: ServerResponse, chunk?: Buffer, cb?: Callback) => ServerResponse;
+  res.writeHead = function (this: ServerResponse, status: number, ...rest: unknown[]) {
+    const reason = typeof rest[0] === 'string' ? (rest.shift() as string) : undefined;
+    const given = rest[0];
+    if (Array.isArray(given)) {
+      // [name, value] pairs, or names and values in turn.
+      const flat = Array.isArray(given[0]) ? (given as string[][]).flat() : (given as string[]);
+      for (let i = 0; i + 1 < flat.length; i += 2) this.appendHeader(flat[i], flat[i + 1]);
+    } else if (given && typeof given === 'object') {
+      for (const [name, value] of Object.entries(given)) if (value !== undefined) this.setHeader(name, value as string | number | string[]);
+    }
+    this.removeHeader('content-length');
+    for (const name of this.getHeaderNames()) {
+      const value = this.getHeader(name)!;
+      const values = (Array.isArray(value) ? value : [String(value)]).map((v) => redactText(v, needles));
+      this.removeHeader(name);
+      // A name can carry the credential as well as a value can.
+      this.setHeader(lowerNeedles.some((l) => name.includes(l)) ? 'x-redacted-by-the-gateway' : name, values.length === 1 ? values[0] : values);
+    }
+    return writeHead.call(this, status, reason === undefined ? undefined : redactText(reason, needles));
+  } as ServerResponse['writeHead'];
+  res.write = function (this: ServerResponse, chunk: Chunk, ...args: WriteArgs) {
+    const out = scrubber.push(bytesOf(chunk, args[0]));
+    const cb = typeof args[0] === 'function' ? args[0] : args[1];
+    if (out.length === 0) {
+      // All of it could begin a value: it waits for what follows.
+      if (cb) process.nextTick(cb);
+      return true;
+    }
+    return write.call(this, out, cb);
+  } as ServerResponse['write'];
+  res.end = function (this: ServerResponse, chunk?: Chunk | (() => void), ...args: WriteArgs) {
+    if (typeof chunk === 'function') return end.call(this, scrubber.end(), chunk);
+    const last = chunk === undefined || chunk === null ? scrubber.end() : Buffer.concat([scrubber.push(bytesOf(chunk, args[0])), scrubber.end()]);
+    const cb = typeof args[0] === 'function' ? args[0] : args[1];
+    const body = last.length > 0 ? last : undefined;
+    return end.call(this, body, cb);
+  } as ServerResponse['end'];
 }

@@ -48,15 +48,18 @@ export function redactText(text: string, values: readonly string[]): string {
 }
 
 /**
- * A stream that replaces every occurrence of the values in a body, also across chunk
- * boundaries: it holds back the last (longest value - 1) bytes until more arrive, and takes a
- * match only where every value that could start there is whole in what it has (so a longer form
- * of the credential is never cut short by a shorter one that happens to end first).
+ * Replaces every occurrence of the values in a body given piece by piece, also across the
+ * pieces' boundaries: `push` answers what can go on now, holding back only an end that could
+ * be the start of a value (so text that cannot be one, an event ending in a blank line, goes on
+ * whole and at once); `end` answers what was held back. A match is taken only where every value
+ * that could start there is whole in what it has (so a longer form of the credential is never
+ * cut short by a shorter one that happens to end first).
  */
-export function redactStream(values: readonly string[]): Transform {
+export function createScrubber(values: readonly string[]): { push(chunk: Buffer): Buffer; end(): Buffer } {
   const needles = values.filter(Boolean).map((v) => Buffer.from(v, 'utf8'));
   const mask = Buffer.from(MASK, 'utf8');
   const keep = Math.max(0, ...needles.map((n) => n.length - 1));
+  const firsts = new Set(needles.map((n) => n[0]));
   let tail: Buffer = Buffer.alloc(0);
   /** Replaces the matches that start before `limit` (the leftmost first, the longest at a place); answers the pieces and where the rest, not yet looked at, begins. */
   const scan = (buf: Buffer, limit: number): { parts: Buffer[]; rest: number } => {
@@ -80,15 +83,39 @@ export function redactStream(values: readonly string[]): Transform {
     parts.push(buf.subarray(from, rest));
     return { parts, rest };
   };
+  /** Where the longest end of `buf` that some value begins with (and goes on past) starts: what must wait for more. */
+  const holdFrom = (buf: Buffer): number => {
+    for (let s = Math.max(0, buf.length - keep); s < buf.length; s++) {
+      if (!firsts.has(buf[s])) continue;
+      const rest = buf.length - s;
+      for (const n of needles) if (n.length > rest && buf.compare(n, 0, rest, s) === 0) return s;
+    }
+    return buf.length;
+  };
+  return {
+    push(chunk) {
+      const all = tail.length ? Buffer.concat([tail, chunk]) : chunk;
+      const { parts, rest } = scan(all, holdFrom(all));
+      tail = all.subarray(rest);
+      return parts.length === 1 ? parts[0] : Buffer.concat(parts);
+    },
+    end() {
+      const out = Buffer.concat(scan(tail, tail.length).parts);
+      tail = Buffer.alloc(0);
+      return out;
+    },
+  };
+}
+
+/** A stream that takes the values out of what passes through it (createScrubber). */
+export function redactStream(values: readonly string[]): Transform {
+  const scrubber = createScrubber(values);
   return new Transform({
     transform(chunk: Buffer, _enc, cb) {
-      const all = tail.length ? Buffer.concat([tail, chunk]) : chunk;
-      const { parts, rest } = scan(all, Math.max(0, all.length - keep));
-      tail = all.subarray(rest);
-      cb(null, Buffer.concat(parts));
+      cb(null, scrubber.push(chunk));
     },
     flush(cb) {
-      cb(null, Buffer.concat(scan(tail, tail.length).parts));
+      cb(null, scrubber.end());
     },
   });
 }

@@ -10,7 +10,7 @@ import { effectiveEgressPolicy, type PolicyDestination } from '../egress/policy.
 import { issuerOf, mintCertificateAuthority, mintLeaf } from './certificates.ts';
 import { checkAddress, decide, decideConnect, pathMatches, type DecisionContext, type EgressRequest } from './decide.ts';
 import { readPushHead, refusedCommand, refusePushBody } from './git-push.ts';
-import { redactStream, redactText, scrubForms } from './redact.ts';
+import { createScrubber, redactStream, redactText, scrubForms } from './redact.ts';
 import { BUILTIN_HOSTS } from '../egress/builtins.ts';
 
 const dest = (name: string, extra: Partial<PolicyDestination> = {}): PolicyDestination => ({
@@ -229,6 +229,19 @@ describe('redaction', () => {
       const out = await text(Readable.from(chunks).pipe(redactStream([secret])));
       assert.equal(out, 'a[redacted by the gateway]b[redacted by the gateway][redacted by the gateway]c', `chunks of ${size}`);
     }
+  });
+
+  test('only an end that could begin a value is held back: an event ending in a blank line goes on whole, at once', () => {
+    const secret = `sk-ch-${crypto.randomBytes(16).toString('hex')}`;
+    const scrubber = createScrubber(scrubForms([`Bearer ${secret}`, secret]));
+    const event = 'data: {"choices":[{"delta":{"content":"hi"}}]}\n\n';
+    assert.equal(scrubber.push(Buffer.from(event)).toString(), event);
+    // A piece ending in what starts the value waits for the rest; the whole value is masked.
+    assert.equal(scrubber.push(Buffer.from(`data: ${secret.slice(0, 10)}`)).toString(), 'data: ');
+    assert.equal(scrubber.push(Buffer.from(`${secret.slice(10)}\n\n`)).toString(), '[redacted by the gateway]\n\n');
+    // What waits when the body ends goes out then.
+    assert.equal(scrubber.push(Buffer.from('x sk-')).toString(), 'x ');
+    assert.equal(scrubber.end().toString(), 'sk-');
   });
 
   test('the encoded forms of a value are taken out too, wherever they sit in a longer encoded text and across chunk boundaries', async () => {

@@ -8,6 +8,7 @@ import type { Db } from '../db/database.ts';
 import { parseHost } from '../egress/hosts.ts';
 import { BUILTIN_HOSTS } from '../egress/builtins.ts';
 import type { PolicyDestination } from '../egress/policy.ts';
+import { localHandlers } from '../http/local-handlers.ts';
 import type { Registry } from '../metrics.ts';
 import type { SandboxIdentity } from '../runtime/sandboxes/identify.ts';
 import { ttlCache } from '../ttl-cache.ts';
@@ -16,7 +17,7 @@ import { checkAddress, decide, decideConnect, deny, type Decision, type Decision
 import { recordEgressEvent } from './events.ts';
 import { pushRecorder } from './pushes.ts';
 import { sandboxRequestId } from '../modelproxy/sandbox-spend.ts';
-import { answerAndClose, forward, serveConnection, type ConnectionHooks, type Exchange } from './exchange.ts';
+import { answerAndClose, forward, handOff, serveConnection, type ConnectionHooks, type Exchange } from './exchange.ts';
 import { readPushHead, refusedCommand, refusePushBody, type PushCommand } from './git-push.ts';
 import type { Head, Headers } from './http1.ts';
 import type { Resolve } from './resolve.ts';
@@ -381,10 +382,14 @@ export function createGatewayServer(opts: GatewayOptions) {
     }
 
     logger.info({ sandbox: who.sandboxId, team: who.teamName, role: who.role, method: target.method, host: view.host, path: target.path, decision: 'allow', rule: decision.rule, destination: decision.destination?.name ?? null }, 'egress');
+    const path = (upstream.pathPrefix + upstreamPath || '/') + t.search;
+    // The model proxy in this process takes the request as it was parsed here, not over a second HTTP hop.
+    const local = decision.destination?.name === 'llm' && upstream.pathPrefix === '' && !body && x.minor === 1 ? localHandlers.get(modelProxy) : undefined;
+    if (local) return handOff(x, local, { method: target.method, path, headers, secrets });
     const done = await forward(x, pool, {
       upstream,
       method: target.method,
-      path: (upstream.pathPrefix + upstreamPath || '/') + t.search,
+      path,
       headers,
       body,
       secrets,

@@ -3,6 +3,7 @@ import type { Config } from '../config.ts';
 import { isEmbedded, type Db } from '../db/database.ts';
 import { healthRoutes } from '../http/health.ts';
 import { createServer, type App } from '../http/kernel.ts';
+import { localHandlers } from '../http/local-handlers.ts';
 import { Registry } from '../metrics.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import type { SecretsService } from '../secrets/secrets.service.ts';
@@ -102,5 +103,15 @@ export async function startModelProxy(deps: ModelProxyDeps & { port?: number; ho
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : deps.config.modelProxyPort;
   const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
-  return { app, url: `http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${port}`, stop: () => app.close() };
+  const url = `http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${port}`;
+  // A gateway in this process reaching this address hands its model requests to the app directly.
+  const unregister = localHandlers.add(url, (req, res) => app.routing(req, res));
+  return {
+    app,
+    url,
+    stop: async () => {
+      unregister();
+      await app.close();
+    },
+  };
 }
