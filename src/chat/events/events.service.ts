@@ -67,17 +67,6 @@ export function createChatEventsService(deps: {
     return (m) => matches(terms, m as never, (m as { flags: string[] }).flags);
   }
 
-  async function subscriptionObjects(caller: Caller, includeSubscribers: boolean) {
-    const subs = await streams.subscriptionObjects(caller);
-    const members = includeSubscribers && subs.length
-      ? await db.selectFrom('chat_subscriptions as s').innerJoin('chat_users as u', 'u.id', 's.user_id').select(['s.stream_id', 's.user_id']).where('s.stream_id', 'in', subs.map((s) => s.stream_id)).where('s.active', '=', true).where('u.is_active', '=', true).orderBy('s.user_id').execute()
-      : [];
-    return subs.map((s) => ({
-      ...s,
-      ...(includeSubscribers ? { subscribers: members.filter((m) => m.stream_id === s.stream_id).map((m) => m.user_id) } : {}),
-    }));
-  }
-
   return {
     queues,
 
@@ -153,7 +142,7 @@ export function createChatEventsService(deps: {
         });
       }
       if (want.has('subscription')) {
-        Object.assign(state, { subscriptions: await subscriptionObjects(caller, v.includeSubscribers), unsubscribed: [], never_subscribed: [] });
+        Object.assign(state, { subscriptions: await streams.subscriptionObjects(caller, v.includeSubscribers), unsubscribed: [], never_subscribed: [] });
       }
       if (want.has('stream')) state.streams = await streams.channelObjects(caller);
       if (want.has('user_topic')) state.user_topics = await streams.userTopics(caller);

@@ -16,6 +16,19 @@ const Stream = Type.Object({
   date_created: Type.Integer(),
 });
 const ByUser = Type.Record(Type.String(), Type.Array(Type.String()));
+/** Zulip's Subscription object: the channel, the caller's settings for it, and its subscribers when asked for (the group settings and any later field pass as they are). */
+const Subscription = Type.Object(
+  {
+    ...Stream.properties,
+    rendered_description: Type.String(),
+    color: Type.String(),
+    is_muted: Type.Boolean(),
+    in_home_view: Type.Boolean(),
+    pin_to_top: Type.Boolean(),
+    subscribers: Type.Optional(Type.Array(Type.Integer())),
+  },
+  { additionalProperties: true },
+);
 
 export function chatStreamsRoutes(r: ChatRouter, deps: { streams: ChatStreamsService }) {
   const { streams } = deps;
@@ -80,9 +93,19 @@ export function chatStreamsRoutes(r: ChatRouter, deps: { streams: ChatStreamsSer
     },
   );
 
-  r.authed({ method: 'GET', url: '/users/me/subscriptions', operationId: 'getSubscriptions', tags, response: Envelope({ subscriptions: Type.Array(Stream) }) }, async ({ caller }) => ({
-    subscriptions: await streams.subscriptions(caller),
-  }));
+  r.authed(
+    {
+      method: 'GET',
+      url: '/users/me/subscriptions',
+      operationId: 'getSubscriptions',
+      tags,
+      description: "The caller's subscriptions as Zulip's Subscription objects (color, muting, notification settings); `include_subscribers=true` adds each channel's subscribers' user ids.",
+      response: Envelope({ subscriptions: Type.Array(Subscription) }),
+    },
+    async ({ params, caller }) => ({
+      subscriptions: await streams.subscriptionObjects(caller, params.bool('include_subscribers') ?? false),
+    }),
+  );
 
   r.authed({ method: 'GET', url: '/streams', operationId: 'getStreams', tags, response: Envelope({ streams: Type.Array(Stream) }) }, async ({ params, caller }) => ({
     streams: await streams.streams(caller, {

@@ -243,9 +243,15 @@ export function createChatStreamsService(deps: { db: Db }) {
       return (await store.subscribedStreams(db, caller.realm.id, caller.user.id)).map(presentStream);
     },
 
-    /** The caller's subscriptions as Zulip's Subscription objects (for /register). */
-    async subscriptionObjects(caller: Caller) {
-      return (await store.subscribedStreams(db, caller.realm.id, caller.user.id)).map(subscriptionEventObject);
+    /**
+     * The caller's subscriptions as Zulip's Subscription objects (GET /users/me/subscriptions,
+     * /register), each with its active subscribers' ids when `includeSubscribers`.
+     */
+    async subscriptionObjects(caller: Caller, includeSubscribers = false) {
+      const subs = (await store.subscribedStreams(db, caller.realm.id, caller.user.id)).map(subscriptionEventObject);
+      if (!includeSubscribers) return subs;
+      const members = await store.subscribersOf(db, subs.map((s) => s.stream_id));
+      return subs.map((s) => ({ ...s, subscribers: members.filter((m) => m.stream_id === s.stream_id).map((m) => m.user_id) }));
     },
 
     /** Channels the caller can see as BasicChannel objects (for /register). */

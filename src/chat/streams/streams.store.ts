@@ -92,6 +92,20 @@ export function userTopics(db: Q, userId: number) {
 }
 
 /** Active subscribers of a channel who are active users. */
+/** The active subscribers of each of `streamIds`, by user id. */
+export function subscribersOf(db: Q, streamIds: number[]) {
+  if (!streamIds.length) return Promise.resolve([]);
+  return db
+    .selectFrom('chat_subscriptions as s')
+    .innerJoin('chat_users as u', 'u.id', 's.user_id')
+    .select(['s.stream_id', 's.user_id'])
+    .where('s.stream_id', 'in', streamIds)
+    .where('s.active', '=', true)
+    .where('u.is_active', '=', true)
+    .orderBy('s.user_id')
+    .execute();
+}
+
 export function subscriberIds(db: Q, streamId: number) {
   return db
     .selectFrom('chat_subscriptions as sub')

@@ -29,6 +29,15 @@ describe('chat channels and topic visibility', () => {
     assert.equal(denied.msg, 'Unable to access channel (secret).');
     const mine = await member.client.streams.subscriptions.retrieve();
     assert.deepEqual(mine.subscriptions.map((s: any) => s.name), ['general']);
+    // Zulip's Subscription objects, as clients read them (a color to draw the channel in, its muting), and subscribers only when asked for.
+    const [sub] = mine.subscriptions;
+    assert.match(sub.color, /^#[0-9a-f]{6}$/i);
+    assert.deepEqual([sub.is_muted, sub.in_home_view, sub.pin_to_top, sub.subscribers], [false, true, false, undefined]);
+    const withSubscribers = await t.raw('GET', '/users/me/subscriptions', { auth: member, query: { include_subscribers: 'true' } });
+    assert.equal(withSubscribers.status, 200, JSON.stringify(withSubscribers.body));
+    assert.equal(withSubscribers.body.ignored_parameters_unsupported, undefined, 'include_subscribers is read');
+    const subscribers = withSubscribers.body.subscriptions.find((s: any) => s.name === 'general').subscribers;
+    assert.ok(subscribers.includes(member.id) && subscribers.includes(t.owner.id), JSON.stringify(subscribers));
     const visible = await member.client.streams.retrieve();
     assert.deepEqual(visible.streams.map((s: any) => s.name), ['general']);
     const left = await member.client.users.me.subscriptions.remove({ subscriptions: JSON.stringify(['general']) });
