@@ -80,6 +80,27 @@ describe('POST /webhooks/<surface>', () => {
       assert.equal(noId.body.errors[0].field, 'X-GitHub-Delivery');
     });
 
+    it('a signed body PostgreSQL cannot keep (a NUL, half a surrogate pair, nesting past the limit) is a recorded 400 naming where, not a 500 or an unrecorded database error', async () => {
+      const cases: Array<[string, string, RegExp, string]> = [
+        ['nul-1', '{"issue":{"title":"a\\u0000b"}}', /at issue\.title holds a NUL character/, 'issue.title'],
+        ['nulkey-1', '{"\\u0000":1}', /at \\u0000 holds a NUL character/, '\\u0000'],
+        ['surrogate-1', '{"comment":{"body":"\\ud83d"}}', /at comment\.body holds half of a surrogate pair/, 'comment.body'],
+        ['deep-1', '['.repeat(5000) + ']'.repeat(5000), /nests deeper than 100 levels/, '0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0'],
+      ];
+      for (const [id, raw, detail, field] of cases) {
+        const res = await deliver(t, { event: 'issues', payload: null, raw, id });
+        assert.equal(res.status, 400, `${id}: ${JSON.stringify(res.body)}`);
+        assert.match(res.body.detail, detail);
+        assert.equal(res.body.errors[0].field, field);
+      }
+      const list = await t.request({ method: 'GET', url: '/api/v1/integrations/code_host/deliveries?limit=4', token: t.adminToken });
+      assert.deepEqual(
+        list.body.items.map((d: any) => [d.id, d.signature_valid, d.outcome]),
+        cases.map(([id]) => [id, true, 'refused']).reverse(),
+      );
+      assert.ok(!t.logs.some((l) => l.includes('"level":50')));
+    });
+
     it('a delivery replayed ten times is recorded once, counted ten times, and queued once', async () => {
       const payload = { zen: 'Keep it logically awesome.', hook_id: 1, repository: { full_name: 'acme/app' } };
       const answers = [];
@@ -131,5 +152,6 @@ describe('POST /webhooks/<surface>', () => {
       assert.equal((await t.request({ method: 'GET', url: '/api/v1/integrations/code_host/deliveries' })).status, 401);
       assert.equal((await t.request({ method: 'GET', url: '/api/v1/integrations/code_host/deliveries?cursor=zzz', token: viewer.token })).status, 400);
     });
+
   });
 });
