@@ -4,12 +4,17 @@ export const MAX_JSON_DEPTH = 100;
 /**
  * What is wrong with a parsed request part, if anything: it nests deeper than MAX_JSON_DEPTH
  * (`tooDeep`), or (unless `nul: false`) a string or key in it holds a NUL character (`nul`: the
- * field path, '' for the part itself), which PostgreSQL cannot store in text or jsonb. Walks iteratively, so no
+ * field path, '' for the part itself), which PostgreSQL cannot store in text or jsonb; with
+ * `unpaired: true`, also a string or key holding half of a surrogate pair (`unpaired`), which
+ * jsonb refuses as well (JSON.stringify writes it as a `\ud800` escape). Walks iteratively, so no
  * input can overflow the stack; the first problem in document order is named.
  */
-export function inspectJson(value: unknown, opts: { maxDepth?: number; nul?: boolean } = {}): { nul: string } | { tooDeep: string } | null {
+export function inspectJson(value: unknown, opts: { maxDepth?: number; nul?: boolean; unpaired: true }): { nul: string } | { tooDeep: string } | { unpaired: string } | null;
+export function inspectJson(value: unknown, opts?: { maxDepth?: number; nul?: boolean }): { nul: string } | { tooDeep: string } | null;
+export function inspectJson(value: unknown, opts: { maxDepth?: number; nul?: boolean; unpaired?: boolean } = {}): { nul: string } | { tooDeep: string } | { unpaired: string } | null {
   const maxDepth = opts.maxDepth ?? MAX_JSON_DEPTH;
   const nul = opts.nul ?? true;
+  const unpaired = opts.unpaired ?? false;
   // Paths are built only for the value that is named: each entry keeps its key and its parent.
   interface Entry {
     value: unknown;
@@ -28,6 +33,7 @@ export function inspectJson(value: unknown, opts: { maxDepth?: number; nul?: boo
     const v = e.value;
     if (typeof v === 'string') {
       if (nul && v.includes('\u0000')) return { nul: pathOf(e) };
+      if (unpaired && !v.isWellFormed()) return { unpaired: pathOf(e) };
       continue;
     }
     if (v === null || typeof v !== 'object' || ArrayBuffer.isView(v)) continue;
@@ -37,7 +43,7 @@ export function inspectJson(value: unknown, opts: { maxDepth?: number; nul?: boo
     if (Array.isArray(v)) {
       for (let i = v.length - 1; i >= 0; i--) {
         const child = v[i];
-        if (child !== null && (typeof child === 'object' || (nul && typeof child === 'string'))) stack.push({ value: child, key: String(i), parent: e, depth });
+        if (child !== null && (typeof child === 'object' || ((nul || unpaired) && typeof child === 'string'))) stack.push({ value: child, key: String(i), parent: e, depth });
       }
       continue;
     }
@@ -45,8 +51,9 @@ export function inspectJson(value: unknown, opts: { maxDepth?: number; nul?: boo
     for (let i = keys.length - 1; i >= 0; i--) {
       const k = keys[i];
       if (nul && k.includes('\u0000')) return { nul: pathOf({ value: null, key: k, parent: e, depth }) };
+      if (unpaired && !k.isWellFormed()) return { unpaired: pathOf({ value: null, key: k, parent: e, depth }) };
       const child = (v as Record<string, unknown>)[k];
-      if (child !== null && (typeof child === 'object' || (nul && typeof child === 'string'))) stack.push({ value: child, key: k, parent: e, depth });
+      if (child !== null && (typeof child === 'object' || ((nul || unpaired) && typeof child === 'string'))) stack.push({ value: child, key: k, parent: e, depth });
     }
   }
   return null;

@@ -232,6 +232,27 @@ describe('chat_a: the slash command at /webhooks/chat_a', () => {
     assert.deepEqual([d.event, d.outcome, d.detail, d.times_received, d.signature_valid], ['command.help', 'processed', 'the command `help` was answered', 2, true]);
   });
 
+  it('refuses, and records, a command whose text or name holds a NUL with a 400 naming the field, not a bare database error', async () => {
+    const before = mm.ephemerals.length;
+    const nulText = await send(mm.slashCommand({ token: COMMAND_TOKEN, channelId: room.id, userId: alice.id, text: 'task fix\u0000 the login' }));
+    assert.equal(nulText.status, 400, nulText.text);
+    assert.match(nulText.body.detail, /at text holds a NUL character/);
+    assert.equal(nulText.body.errors[0].field, 'text');
+    const cmd = mm.slashCommand({ token: COMMAND_TOKEN, channelId: room.id, userId: alice.id, text: 'help' });
+    const form = new URLSearchParams(cmd.body);
+    form.set('user_name', 'ali\u0000ce');
+    const nulName = await send({ headers: cmd.headers, body: form.toString() });
+    assert.equal(nulName.status, 400, nulName.text);
+    assert.equal(nulName.body.errors[0].field, 'user_name');
+    const recorded = await deliveries();
+    assert.deepEqual(recorded.slice(0, 2).map((d) => [d.event, d.outcome, d.detail]), [
+      ['command', 'refused', nulName.body.detail],
+      ['command', 'refused', nulText.body.detail],
+    ]);
+    await t.drainJobs();
+    assert.equal(mm.ephemerals.length, before, 'a refused command has no effect');
+  });
+
   it('answers an unknown command with the list; a command in a room no team lives in says so, to the person alone', async () => {
     const unknown = await send(mm.slashCommand({ token: COMMAND_TOKEN, channelId: room.id, userId: alice.id, text: 'frobnicate' }));
     assert.equal(unknown.status, 200, unknown.text);

@@ -5,7 +5,7 @@ import { commandList, parseCommand } from '../chat/commands.ts';
 import { formatOf } from '../chat/format.ts';
 import type { ChatMessageIn } from '../chat/ports.ts';
 import { Problem, problems } from '../../errors/problems.ts';
-import { acceptDelivery } from '../webhooks/accept.ts';
+import { acceptDelivery, unstorablePayload } from '../webhooks/accept.ts';
 import * as store from '../webhooks/webhooks.store.ts';
 import { ChatAError, type ChatAClient } from './client.ts';
 
@@ -80,6 +80,9 @@ export function createChatACommands(deps: { db: Db; surfaceClient: (opts: { requ
       const command = (form.get('command') ?? '/crewhouse').slice(0, 64);
       const what = parseCommand(text);
       const item: ChatMessageIn = { surface: 'chat_a', message_id: `command:${deliveryId}`, room_id: channelId, thread_id: null, user_id: userId, user_name: userName, text, addressed: true, command: true, via: 'command' };
+      // The text and name are the person's (a NUL typed or sent cannot be stored): refused in words and recorded, not a bare database error.
+      const unstorable = unstorablePayload(item);
+      if (unstorable) throw await refuse(unstorable);
       // Its work is the delivery's job: the chat core does the message and the delivery is settled with what it did.
       await acceptDelivery(db, { surface: 'chat_a', delivery_id: deliveryId, event: 'command', action: what.kind, payload: item });
       const said = what.kind === 'task' ? 'Taken: the team starts on it, and its run gets a thread in this channel.' : what.kind === 'unknown' ? `\`${command} ${what.word}\` is not a Crewhouse command; the list follows.` : '';

@@ -1,5 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
+import { inspectJson, MAX_JSON_DEPTH } from '../../db/json-values.ts';
+import { problems, type Problem } from '../../errors/problems.ts';
 import { processDeliveryJob } from './process-delivery.job.ts';
 import * as store from './webhooks.store.ts';
 
@@ -17,4 +19,20 @@ export async function acceptDelivery(q: Q, d: { surface: string; delivery_id: st
   // The job's key is the delivery too: even a row lost to a restore could not queue it twice.
   if (row.first) await processDeliveryJob.enqueue(q, { delivery: row.id }, { key: `webhook:${d.surface}:${d.delivery_id}` });
   return row;
+}
+
+/**
+ * Why a delivery's payload cannot be kept (it is stored as jsonb for its job), as a 400 naming
+ * where: a NUL character or half of a surrogate pair, which PostgreSQL refuses, or nesting past
+ * MAX_JSON_DEPTH (which would overflow the stack on the way there). Its receiver refuses and
+ * records the delivery with it, instead of a 500 the sender would retry or a database error
+ * that leaves no record. Null when the payload can be kept.
+ */
+export function unstorablePayload(payload: unknown): Problem | null {
+  const found = inspectJson(payload, { unpaired: true });
+  if (!found) return null;
+  const [what, at] = 'tooDeep' in found ? [`nests deeper than ${MAX_JSON_DEPTH} levels`, found.tooDeep] : 'nul' in found ? ['holds a NUL character, which cannot be stored', found.nul] : ['holds half of a surrogate pair (not valid Unicode), which cannot be stored', found.unpaired];
+  // The path is the sender's keys: escaped (a key may hold the NUL itself) and cut short, as every refusal is kept.
+  const field = at ? JSON.stringify(at.length > 200 ? `${at.slice(0, 200)}…` : at).slice(1, -1) : '(body)';
+  return problems.badRequest(`the body ${at ? `at ${field} ` : ''}${what}`, [{ field, message: what }]);
 }

@@ -7,7 +7,7 @@ import { Problem, problems } from '../../errors/problems.ts';
 import type { Surface } from '../surface.ts';
 import { isWebhookSurface, type WebhookSurface } from './surfaces.ts';
 import { INBOUND_FORMATS } from './formats.ts';
-import { acceptDelivery } from './accept.ts';
+import { acceptDelivery, unstorablePayload } from './accept.ts';
 import * as store from './webhooks.store.ts';
 
 export interface WebhooksDeps {
@@ -95,6 +95,9 @@ export function createWebhooksService(deps: WebhooksDeps) {
       } catch {
         throw await refuse(problems.badRequest('the body is not JSON'), true);
       }
+      // The payload is kept as jsonb for its job: what PostgreSQL cannot store is refused here, and recorded.
+      const unstorable = unstorablePayload(payload);
+      if (unstorable) throw await refuse(unstorable, true);
       // What the body says it is (and, for Linear, whether it is fresh), in the surface's own terms.
       const read = format.read(payload, header, Date.now());
       if ('refused' in read) {

@@ -6,7 +6,11 @@ type Q = Kysely<Database> | Transaction<Database>;
 
 export type DeliveryRow = NonNullable<Awaited<ReturnType<typeof getDelivery>>>;
 
-/** A delivery whose signature did not verify (or could not be checked): one row each time. */
+/**
+ * A delivery refused at receipt (its signature did not verify or could not be checked, or a
+ * signed one was stale or malformed): one row each time, never standing for its delivery id, so
+ * the sender's next attempt with the same id is still taken in.
+ */
 export async function recordRefused(q: Q, d: { surface: string; delivery_id: string; event: string; action: string | null; signature_valid: boolean; outcome: string; detail: string }) {
   await q.insertInto('webhook_deliveries').values(d).execute();
 }
@@ -18,8 +22,8 @@ export async function recordRefused(q: Q, d: { surface: string; delivery_id: str
 export async function recordVerified(q: Q, d: { surface: string; delivery_id: string; event: string; action: string | null; outcome: string; detail: string | null; payload: unknown }) {
   const row = await q
     .insertInto('webhook_deliveries')
-    .values({ surface: d.surface, delivery_id: d.delivery_id, event: d.event, action: d.action, signature_valid: true, outcome: d.outcome, detail: d.detail, payload: JSON.stringify(d.payload) })
-    .onConflict((oc) => oc.columns(['surface', 'delivery_id']).where(sql<boolean>`signature_valid`).doUpdateSet({ times_received: sql`webhook_deliveries.times_received + 1` }))
+    .values({ surface: d.surface, delivery_id: d.delivery_id, event: d.event, action: d.action, signature_valid: true, taken: true, outcome: d.outcome, detail: d.detail, payload: JSON.stringify(d.payload) })
+    .onConflict((oc) => oc.columns(['surface', 'delivery_id']).where(sql<boolean>`taken`).doUpdateSet({ times_received: sql`webhook_deliveries.times_received + 1` }))
     .returning(['id', 'times_received', 'outcome', 'run_id'])
     .executeTakeFirstOrThrow();
   return { id: String(row.id), first: Number(row.times_received) === 1, outcome: row.outcome, run_id: row.run_id };

@@ -12,6 +12,8 @@ export interface WebhooksTables {
     event: string;
     action: string | null;
     signature_valid: boolean;
+    /** The one row of a delivery taken in (unique per surface and delivery id); a refusal, recorded each time, is not. */
+    taken: Defaulted<boolean>;
     received_at: Timestamp;
     times_received: Defaulted<number>;
     /** accepted (queued), processed, ignored, refused, failed */

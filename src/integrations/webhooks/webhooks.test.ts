@@ -80,6 +80,27 @@ describe('POST /webhooks/<surface>', () => {
       assert.equal(noId.body.errors[0].field, 'X-GitHub-Delivery');
     });
 
+    it('a signed body PostgreSQL cannot keep (a NUL, half a surrogate pair, nesting past the limit) is a recorded 400 naming where, not a 500 or an unrecorded database error', async () => {
+      const cases: Array<[string, string, RegExp, string]> = [
+        ['nul-1', '{"issue":{"title":"a\\u0000b"}}', /at issue\.title holds a NUL character/, 'issue.title'],
+        ['nulkey-1', '{"\\u0000":1}', /at \\u0000 holds a NUL character/, '\\u0000'],
+        ['surrogate-1', '{"comment":{"body":"\\ud83d"}}', /at comment\.body holds half of a surrogate pair/, 'comment.body'],
+        ['deep-1', '['.repeat(5000) + ']'.repeat(5000), /nests deeper than 100 levels/, '0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0'],
+      ];
+      for (const [id, raw, detail, field] of cases) {
+        const res = await deliver(t, { event: 'issues', payload: null, raw, id });
+        assert.equal(res.status, 400, `${id}: ${JSON.stringify(res.body)}`);
+        assert.match(res.body.detail, detail);
+        assert.equal(res.body.errors[0].field, field);
+      }
+      const list = await t.request({ method: 'GET', url: '/api/v1/integrations/code_host/deliveries?limit=4', token: t.adminToken });
+      assert.deepEqual(
+        list.body.items.map((d: any) => [d.id, d.signature_valid, d.outcome]),
+        cases.map(([id]) => [id, true, 'refused']).reverse(),
+      );
+      assert.ok(!t.logs.some((l) => l.includes('"level":50')));
+    });
+
     it('a delivery replayed ten times is recorded once, counted ten times, and queued once', async () => {
       const payload = { zen: 'Keep it logically awesome.', hook_id: 1, repository: { full_name: 'acme/app' } };
       const answers = [];
@@ -130,6 +151,35 @@ describe('POST /webhooks/<surface>', () => {
       assert.equal(new Set(ids).size, 4);
       assert.equal((await t.request({ method: 'GET', url: '/api/v1/integrations/code_host/deliveries' })).status, 401);
       assert.equal((await t.request({ method: 'GET', url: '/api/v1/integrations/code_host/deliveries?cursor=zzz', token: viewer.token })).status, 400);
+    });
+
+    it('a signed delivery refused at receipt (malformed, or stale) is recorded each time and does not stand for its id: the sender\'s good attempt with that id is still taken in', async () => {
+      for (let i = 0; i < 2; i++) {
+        const bad = await deliver(t, { event: 'ping', payload: null, raw: '{not json', id: 'retried-1' });
+        assert.equal(bad.status, 400, JSON.stringify(bad.body));
+        assert.match(bad.body.detail, /not JSON/);
+      }
+      const good = await deliver(t, { event: 'ping', payload: { zen: 'x' }, id: 'retried-1' });
+      assert.deepEqual([good.status, good.body.outcome], [202, 'accepted']);
+      assert.deepEqual([(await deliver(t, { event: 'ping', payload: { zen: 'x' }, id: 'retried-1' })).body.outcome], ['duplicate']);
+      const jobs = (await listJobs(t.db, { kind: processDeliveryJob.kind, limit: 100 })).filter((j) => j.key === 'webhook:code_host:retried-1');
+      assert.equal(jobs.length, 1);
+      const list = await t.request({ method: 'GET', url: '/api/v1/integrations/code_host/deliveries?limit=3', token: t.adminToken });
+      assert.deepEqual(
+        list.body.items.map((d: any) => [d.id, d.signature_valid, d.outcome, d.times_received]),
+        [['retried-1', true, 'accepted', 2], ['retried-1', true, 'refused', 1], ['retried-1', true, 'refused', 1]],
+      );
+
+      // Linear's attempt signed too long ago, then its retry with the same delivery id, signed now.
+      const linear = async (at: number) => {
+        const raw = JSON.stringify({ type: 'Issue', action: 'create', webhookTimestamp: at });
+        const signature = crypto.createHmac('sha256', SECRET).update(raw).digest('hex');
+        return t.request({ method: 'POST', url: '/webhooks/tracker_a', headers: { 'content-type': 'application/json', 'linear-delivery': 'linear-retried-1', 'linear-event': 'Issue', 'linear-signature': signature }, raw });
+      };
+      // (tracker_a was enabled with the same secret above)
+      assert.equal((await linear(Date.now() - 5 * 60_000)).status, 401);
+      const fresh = await linear(Date.now());
+      assert.deepEqual([fresh.status, fresh.body.outcome], [202, 'accepted']);
     });
   });
 });
