@@ -4,6 +4,7 @@ import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { ImportRepository } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import { lockKey } from '../../db/conditional.ts';
+import { inspectJson, MAX_JSON_DEPTH, type StoredValueFinding } from '../../db/json-values.ts';
 import type { Database } from '../../db/schema.ts';
 import { isBuiltinDestination } from '../../egress/builtins.ts';
 import { Problem, problems, type FieldProblem } from '../../errors/problems.ts';
@@ -61,6 +62,19 @@ const validateDocuments = compile(DocumentsMap);
 const validateDocument = compile(DocumentPut);
 const YAML_NAME = /^([^/]+)\.ya?ml$/;
 
+/**
+ * A value of a YAML file that would not be stored as read, as the field it is in and the rule:
+ * the checks of a JSON body (a NUL character, nesting) and what YAML can say but JSON cannot
+ * (.nan and .inf, half of a surrogate pair). Without it the database refuses the whole import
+ * without naming the file, or stores another value, and every later import sees a change.
+ */
+function unstorable(found: StoredValueFinding): { field: string; message: string } {
+  if ('nul' in found) return { field: found.nul, message: 'must not contain a NUL character' };
+  if ('tooDeep' in found) return { field: found.tooDeep, message: `nests deeper than ${MAX_JSON_DEPTH} levels` };
+  if ('notFinite' in found) return { field: found.notFinite, message: 'must be a finite number: .nan, .inf and numbers too large for JSON cannot be stored' };
+  return { field: found.illFormed, message: 'must be Unicode text: it holds half of a surrogate pair (an escape such as "\\ud800" alone)' };
+}
+
 /** Splits the repository's files into definitions and problems (YAML syntax, the API's body schemas, the layout). */
 export function parseLayout(snap: Snapshot): { definitions: Definition[]; problems: PlanProblem[] } {
   const out: Definition[] = [];
@@ -112,6 +126,12 @@ export function parseLayout(snap: Snapshot): { definitions: Definition[]; proble
     const value = yaml.value ?? {};
     if (typeof value !== 'object' || Array.isArray(value)) {
       found.push({ file, line: 1, field: null, message: 'must be a YAML mapping of the fields of the definition' });
+      continue;
+    }
+    const unstored = inspectJson(value, { finite: true, wellFormed: true });
+    if (unstored) {
+      const { field, message } = unstorable(unstored);
+      found.push({ file, line: yaml.lineOf(field || null), field: field || null, message });
       continue;
     }
     const { documents: docsMap, ...fields } = value as Record<string, unknown>;
