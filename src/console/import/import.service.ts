@@ -16,7 +16,7 @@ import type { DestinationsService } from '../destinations/destinations.service.t
 import { checkSkill, isSkillName } from '../skills/skills.rules.ts';
 import type { SkillsService } from '../skills/skills.service.ts';
 import { TemplateCreate } from '../templates/templates.schemas.ts';
-import { DOCUMENT_NAME_PATTERN, DocumentPut } from '../documents/documents.schemas.ts';
+import { DOCUMENT_NAME_PATTERN, DOCUMENT_NAME_WORDS, DocumentPut } from '../documents/documents.schemas.ts';
 import type { DocumentsService } from '../documents/documents.service.ts';
 import type { TemplatesService } from '../templates/templates.service.ts';
 import { presentVersion as presentTemplateVersion } from '../templates/templates.service.ts';
@@ -61,6 +61,7 @@ const validators: Record<'agent' | 'template' | 'policy', ReturnType<typeof comp
 const validateDocuments = compile(DocumentsMap);
 const validateDocument = compile(DocumentPut);
 const YAML_NAME = /^([^/]+)\.ya?ml$/;
+const DOCUMENT_NAME = new RegExp(DOCUMENT_NAME_PATTERN);
 
 /**
  * A value of a YAML file that would not be stored as read, as the field it is in and the rule:
@@ -108,7 +109,8 @@ export function parseLayout(snap: Snapshot): { definitions: Definition[]; proble
     const kind = (KINDS as string[]).find((k) => DIR_OF[k as Kind] === dir) as Exclude<Kind, 'skill'> | undefined;
     const m = rest.length === 1 ? YAML_NAME.exec(rest[0]) : null;
     if (!kind || !m) {
-      found.push({ file, line: null, field: null, message: `is not part of the layout: ${dir}/ holds one <name>.yaml file per definition, nothing else` });
+      const holds = dir === 'agents' ? 'agents/ holds one <name>.yaml file per agent and its documents as agents/<name>/<document>' : `${dir}/ holds one <name>.yaml file per definition`;
+      found.push({ file, line: null, field: null, message: `is not part of the layout: ${holds}, nothing else` });
       continue;
     }
     const name = m[1];
@@ -140,9 +142,17 @@ export function parseLayout(snap: Snapshot): { definitions: Definition[]; proble
     if (kind === 'agent') {
       const described = (docsMap ?? {}) as Record<string, { description?: string; media_type?: string }>;
       if (!validateDocuments(described)) {
-        for (const p of fieldProblems(validateDocuments.errors ?? [], 'body')) found.push({ file, line: yaml.lineOf(`documents.${p.field}`), field: `documents.${p.field}`, message: p.message });
+        for (const p of fieldProblems(validateDocuments.errors ?? [], 'body')) {
+          // The map itself is the part validated: a problem of the whole of it is the field `documents`.
+          const field = p.field === '(body)' ? 'documents' : `documents.${p.field}`;
+          found.push({ file, line: yaml.lineOf(field), field, message: p.message });
+        }
         continue;
       }
+      // The map's keys are document names (its schema's pattern reads only the values of keys that match).
+      const misnamed = Object.keys(described).filter((doc) => !DOCUMENT_NAME.test(doc));
+      for (const doc of misnamed) found.push({ file, line: yaml.lineOf(['documents', doc]), field: `documents.${doc}`, message: `is not a document name: a name is ${DOCUMENT_NAME_WORDS}` });
+      if (misnamed.length) continue;
       const present = docFiles.get(name) ?? new Map<string, { file: string; text: string }>();
       docFiles.delete(name);
       docs = {};

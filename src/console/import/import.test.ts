@@ -399,6 +399,40 @@ describe('values a YAML file can say that would not be stored as read', () => {
   });
 });
 
+describe('what the YAML reader and the layout say, in words', () => {
+  it('names the file and line of an alias without its anchor, a second document, nesting the parser cannot read, a documents map that is not one or names no document', async (ctx) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crewhouse-import-words-'));
+    ctx.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const t = await testApp({ config: { SERVICE_IMPORT_REPOSITORY: dir } });
+    ctx.after(() => t.close());
+    const files: Record<string, string> = {
+      'agents/alias.yaml': 'description: x\nversion:\n  system_prompt: *prompt\n',
+      'agents/two.yaml': 'description: x\nversion:\n  system_prompt: hi\n---\ndescription: y\n',
+      'agents/deep.yaml': `description: x\nversion:\n  system_prompt: hi\n  context: [ ${'['.repeat(20000)}${']'.repeat(20000)} ]\n`,
+      'agents/list.yaml': 'description: x\nversion:\n  system_prompt: hi\ndocuments: [style.md]\n',
+      'agents/misnamed.yaml': 'description: x\nversion:\n  system_prompt: hi\ndocuments:\n  "Style Guide": { description: house style }\n',
+      'agents/coder/notes/old.md': 'x\n',
+      'agents/anchored.yaml': 'description: &same the same text\nversion:\n  system_prompt: *same\n',
+    };
+    for (const [file, text] of Object.entries(files)) {
+      fs.mkdirSync(path.join(dir, path.dirname(file)), { recursive: true });
+      fs.writeFileSync(path.join(dir, file), text);
+    }
+    const plan = await t.request({ method: 'POST', url: '/api/v1/import', token: t.adminToken, body: {} });
+    assert.equal(plan.status, 200, plan.text);
+    assert.deepEqual(plan.body.entries.map((e: any) => `${e.action} ${e.kind}:${e.name}`), ['create agent:anchored']);
+    const problems = Object.fromEntries(plan.body.problems.map((p: any) => [p.file, `${p.line} ${p.field} ${p.message}`]));
+    assert.deepEqual(problems, {
+      'agents/alias.yaml': '3 null is not valid YAML: *prompt names no anchor set above it: set &prompt on a value before it, or write the value out',
+      'agents/two.yaml': '4 null is not valid YAML: holds more than one YAML document (a --- line between them); a file holds one definition',
+      'agents/deep.yaml': '4 null is not valid YAML: nests too deep to be read; a definition nests a few levels',
+      'agents/list.yaml': '4 documents must be an object (names and values)',
+      'agents/misnamed.yaml': '5 documents.Style Guide is not a document name: a name is lowercase letters, digits, ".", "_" and "-", starting with a letter or digit; at most 63 characters',
+      'agents/coder/notes/old.md': 'null null is not part of the layout: agents/ holds one <name>.yaml file per agent and its documents as agents/<name>/<document>, nothing else',
+    });
+  });
+});
+
 describe('a configuration repository on the code host', () => {
   it('is fetched with an installation token narrowed to it, which appears nowhere', async () => {
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'crewhouse-import-codehost-'));
