@@ -1,20 +1,33 @@
 /** JSON nested deeper than this is refused: nothing we store nests so deep, and recursive code downstream must not overflow. */
 export const MAX_JSON_DEPTH = 100;
 
+/** What inspectJson finds wrong, each with the field path ('' for the value itself). */
+export type JsonFinding = { nul: string } | { tooDeep: string };
+/** With `finite` and `wellFormed`, also a number JSON cannot hold and text that is not Unicode. */
+export type StoredValueFinding = JsonFinding | { notFinite: string } | { illFormed: string };
+
 /**
  * What is wrong with a parsed request part, if anything: it nests deeper than MAX_JSON_DEPTH
  * (`tooDeep`), or (unless `nul: false`) a string or key in it holds a NUL character (`nul`: the
- * field path, '' for the part itself), which PostgreSQL cannot store in text or jsonb; with
- * `unpaired: true`, also a string or key holding half of a surrogate pair (`unpaired`), which
- * jsonb refuses as well (JSON.stringify writes it as a `\ud800` escape). Walks iteratively, so no
+ * field path, '' for the part itself), which PostgreSQL cannot store in text or jsonb. Walks iteratively, so no
  * input can overflow the stack; the first problem in document order is named.
+ *
+ * A value parsed from something other than a JSON body (a YAML file of the configuration
+ * repository) can hold more that would not be stored as read: with `finite`, a number that is
+ * NaN or infinite (JSON has neither: it would be stored as null) is `notFinite`; with
+ * `wellFormed`, a string or key holding half of a surrogate pair (an escape such as "\ud800"
+ * alone) is `illFormed` (jsonb refuses it, a text column stores a replacement character).
  */
-export function inspectJson(value: unknown, opts: { maxDepth?: number; nul?: boolean; unpaired: true }): { nul: string } | { tooDeep: string } | { unpaired: string } | null;
-export function inspectJson(value: unknown, opts?: { maxDepth?: number; nul?: boolean }): { nul: string } | { tooDeep: string } | null;
-export function inspectJson(value: unknown, opts: { maxDepth?: number; nul?: boolean; unpaired?: boolean } = {}): { nul: string } | { tooDeep: string } | { unpaired: string } | null {
+export function inspectJson(value: unknown, opts?: { maxDepth?: number; nul?: boolean }): JsonFinding | null;
+export function inspectJson(value: unknown, opts: { maxDepth?: number; nul?: boolean; finite?: boolean; wellFormed?: boolean }): StoredValueFinding | null;
+export function inspectJson(value: unknown, opts: { maxDepth?: number; nul?: boolean; finite?: boolean; wellFormed?: boolean } = {}): StoredValueFinding | null {
   const maxDepth = opts.maxDepth ?? MAX_JSON_DEPTH;
   const nul = opts.nul ?? true;
-  const unpaired = opts.unpaired ?? false;
+  const finite = opts.finite ?? false;
+  const wellFormed = opts.wellFormed ?? false;
+  const strings = nul || wellFormed;
+  // A leaf is looked at only when some check reads it.
+  const leaf = (child: unknown) => (strings && typeof child === 'string') || (finite && typeof child === 'number');
   // Paths are built only for the value that is named: each entry keeps its key and its parent.
   interface Entry {
     value: unknown;
@@ -33,7 +46,11 @@ export function inspectJson(value: unknown, opts: { maxDepth?: number; nul?: boo
     const v = e.value;
     if (typeof v === 'string') {
       if (nul && v.includes('\u0000')) return { nul: pathOf(e) };
-      if (unpaired && !v.isWellFormed()) return { unpaired: pathOf(e) };
+      if (wellFormed && !v.isWellFormed()) return { illFormed: pathOf(e) };
+      continue;
+    }
+    if (typeof v === 'number') {
+      if (finite && !Number.isFinite(v)) return { notFinite: pathOf(e) };
       continue;
     }
     if (v === null || typeof v !== 'object' || ArrayBuffer.isView(v)) continue;
@@ -43,7 +60,7 @@ export function inspectJson(value: unknown, opts: { maxDepth?: number; nul?: boo
     if (Array.isArray(v)) {
       for (let i = v.length - 1; i >= 0; i--) {
         const child = v[i];
-        if (child !== null && (typeof child === 'object' || ((nul || unpaired) && typeof child === 'string'))) stack.push({ value: child, key: String(i), parent: e, depth });
+        if (child !== null && (typeof child === 'object' || leaf(child))) stack.push({ value: child, key: String(i), parent: e, depth });
       }
       continue;
     }
@@ -51,9 +68,9 @@ export function inspectJson(value: unknown, opts: { maxDepth?: number; nul?: boo
     for (let i = keys.length - 1; i >= 0; i--) {
       const k = keys[i];
       if (nul && k.includes('\u0000')) return { nul: pathOf({ value: null, key: k, parent: e, depth }) };
-      if (unpaired && !k.isWellFormed()) return { unpaired: pathOf({ value: null, key: k, parent: e, depth }) };
+      if (wellFormed && !k.isWellFormed()) return { illFormed: pathOf({ value: null, key: k, parent: e, depth }) };
       const child = (v as Record<string, unknown>)[k];
-      if (child !== null && (typeof child === 'object' || ((nul || unpaired) && typeof child === 'string'))) stack.push({ value: child, key: k, parent: e, depth });
+      if (child !== null && (typeof child === 'object' || leaf(child))) stack.push({ value: child, key: k, parent: e, depth });
     }
   }
   return null;

@@ -81,9 +81,11 @@ describe('validation messages in words', () => {
         when: { type: 'string', format: 'date-time' },
         either: { anyOf: [{ type: 'string', maxLength: 2 }, { type: 'null' }] },
         flag: { type: 'boolean' },
+        policy: { anyOf: [{ const: 'never' }, { const: 'risky' }, { type: 'null' }] },
+        solo: { anyOf: [{ const: 'only' }, { type: 'null' }] },
       },
     });
-    const bad = { name: 'A1', bare: 'B', short: 'ab', empty: '', count: 0, list: ['x', 'y', 'z'], when: 'soon', either: 5, flag: 'yes', extra: 1 };
+    const bad = { name: 'A1', bare: 'B', short: 'ab', empty: '', count: 0, list: ['x', 'y', 'z'], when: 'soon', either: 5, flag: 'yes', policy: 'sometimes', solo: 'other', extra: 1 };
     assert.equal(validate(bad), false);
     const byField = new Map(fieldProblems(validate.errors!, 'body').map((p) => [p.field, p.message]));
     assert.deepEqual(Object.fromEntries(byField), {
@@ -96,6 +98,9 @@ describe('validation messages in words', () => {
       when: 'must be a date and time such as 2026-11-22T20:00:00Z',
       either: 'must be text or null',
       flag: 'must be true or false',
+      // Every value of a union with null is named, not only its first.
+      policy: 'must be one of "never", "risky" or null',
+      solo: 'must be "only" or null',
       extra: 'is not a known field',
     });
     // A union's own error is folded into its branches' words by fieldProblems.

@@ -167,6 +167,9 @@ function mergeBranches(field: string, list: FieldProblem[], typeOnly: (m: string
   if (specific.length === 1 || list.length === specific.length) return specific[0];
   const allowed = specific.filter((p) => p.message.startsWith('must be one of ')).map((p) => p.message.slice('must be one of '.length));
   if (allowed.length === specific.length) return { field, message: `must be one of ${allowed.join(', ')}` };
+  // Values beside types (`"never_confirm"`, `"confirm_risky"` or null): every branch is said, else the first value would read as the only one allowed.
+  const types = specific.filter((p) => !p.message.startsWith('must be one of '));
+  if (allowed.length && types.every((p) => typeOnly(p.message))) return { field, message: `must be one of ${allowed.join(', ')} or ${types.map((p) => p.message.slice('must be '.length)).join(' or ')}` };
   const other = specific.find((p) => !typeOnly(p.message));
   if (other) return other;
   return { field, message: `must be ${specific.map((p) => p.message.slice('must be '.length)).join(' or ')}` };

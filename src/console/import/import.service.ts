@@ -4,6 +4,7 @@ import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { ImportRepository } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import { lockKey } from '../../db/conditional.ts';
+import { inspectJson, MAX_JSON_DEPTH, type StoredValueFinding } from '../../db/json-values.ts';
 import type { Database } from '../../db/schema.ts';
 import { isBuiltinDestination } from '../../egress/builtins.ts';
 import { Problem, problems, type FieldProblem } from '../../errors/problems.ts';
@@ -15,7 +16,7 @@ import type { DestinationsService } from '../destinations/destinations.service.t
 import { checkSkill, isSkillName } from '../skills/skills.rules.ts';
 import type { SkillsService } from '../skills/skills.service.ts';
 import { TemplateCreate } from '../templates/templates.schemas.ts';
-import { DOCUMENT_NAME_PATTERN, DocumentPut } from '../documents/documents.schemas.ts';
+import { DOCUMENT_NAME_PATTERN, DOCUMENT_NAME_WORDS, DocumentPut } from '../documents/documents.schemas.ts';
 import type { DocumentsService } from '../documents/documents.service.ts';
 import type { TemplatesService } from '../templates/templates.service.ts';
 import { presentVersion as presentTemplateVersion } from '../templates/templates.service.ts';
@@ -60,6 +61,20 @@ const validators: Record<'agent' | 'template' | 'policy', ReturnType<typeof comp
 const validateDocuments = compile(DocumentsMap);
 const validateDocument = compile(DocumentPut);
 const YAML_NAME = /^([^/]+)\.ya?ml$/;
+const DOCUMENT_NAME = new RegExp(DOCUMENT_NAME_PATTERN);
+
+/**
+ * A value of a YAML file that would not be stored as read, as the field it is in and the rule:
+ * the checks of a JSON body (a NUL character, nesting) and what YAML can say but JSON cannot
+ * (.nan and .inf, half of a surrogate pair). Without it the database refuses the whole import
+ * without naming the file, or stores another value, and every later import sees a change.
+ */
+function unstorable(found: StoredValueFinding): { field: string; message: string } {
+  if ('nul' in found) return { field: found.nul, message: 'must not contain a NUL character' };
+  if ('tooDeep' in found) return { field: found.tooDeep, message: `nests deeper than ${MAX_JSON_DEPTH} levels` };
+  if ('notFinite' in found) return { field: found.notFinite, message: 'must be a finite number: .nan, .inf and numbers too large for JSON cannot be stored' };
+  return { field: found.illFormed, message: 'must be Unicode text: it holds half of a surrogate pair (an escape such as "\\ud800" alone)' };
+}
 
 /** Splits the repository's files into definitions and problems (YAML syntax, the API's body schemas, the layout). */
 export function parseLayout(snap: Snapshot): { definitions: Definition[]; problems: PlanProblem[] } {
@@ -94,7 +109,8 @@ export function parseLayout(snap: Snapshot): { definitions: Definition[]; proble
     const kind = (KINDS as string[]).find((k) => DIR_OF[k as Kind] === dir) as Exclude<Kind, 'skill'> | undefined;
     const m = rest.length === 1 ? YAML_NAME.exec(rest[0]) : null;
     if (!kind || !m) {
-      found.push({ file, line: null, field: null, message: `is not part of the layout: ${dir}/ holds one <name>.yaml file per definition, nothing else` });
+      const holds = dir === 'agents' ? 'agents/ holds one <name>.yaml file per agent and its documents as agents/<name>/<document>' : `${dir}/ holds one <name>.yaml file per definition`;
+      found.push({ file, line: null, field: null, message: `is not part of the layout: ${holds}, nothing else` });
       continue;
     }
     const name = m[1];
@@ -114,15 +130,29 @@ export function parseLayout(snap: Snapshot): { definitions: Definition[]; proble
       found.push({ file, line: 1, field: null, message: 'must be a YAML mapping of the fields of the definition' });
       continue;
     }
+    const unstored = inspectJson(value, { finite: true, wellFormed: true });
+    if (unstored) {
+      const { field, message } = unstorable(unstored);
+      found.push({ file, line: yaml.lineOf(field || null), field: field || null, message });
+      continue;
+    }
     const { documents: docsMap, ...fields } = value as Record<string, unknown>;
     if (kind !== 'agent' && docsMap !== undefined) fields.documents = docsMap;
     let docs: Definition['docs'];
     if (kind === 'agent') {
       const described = (docsMap ?? {}) as Record<string, { description?: string; media_type?: string }>;
       if (!validateDocuments(described)) {
-        for (const p of fieldProblems(validateDocuments.errors ?? [], 'body')) found.push({ file, line: yaml.lineOf(`documents.${p.field}`), field: `documents.${p.field}`, message: p.message });
+        for (const p of fieldProblems(validateDocuments.errors ?? [], 'body')) {
+          // The map itself is the part validated: a problem of the whole of it is the field `documents`.
+          const field = p.field === '(body)' ? 'documents' : `documents.${p.field}`;
+          found.push({ file, line: yaml.lineOf(field), field, message: p.message });
+        }
         continue;
       }
+      // The map's keys are document names (its schema's pattern reads only the values of keys that match).
+      const misnamed = Object.keys(described).filter((doc) => !DOCUMENT_NAME.test(doc));
+      for (const doc of misnamed) found.push({ file, line: yaml.lineOf(['documents', doc]), field: `documents.${doc}`, message: `is not a document name: a name is ${DOCUMENT_NAME_WORDS}` });
+      if (misnamed.length) continue;
       const present = docFiles.get(name) ?? new Map<string, { file: string; text: string }>();
       docFiles.delete(name);
       docs = {};

@@ -359,6 +359,80 @@ describe('the configuration repository setting and a local directory', () => {
   });
 });
 
+describe('values a YAML file can say that would not be stored as read', () => {
+  it('an escaped NUL, .nan or .inf, half a surrogate pair, nesting too deep: a problem of the file naming field and line, the rest of the plan made', async (ctx) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crewhouse-import-values-'));
+    ctx.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const t = await testApp({ config: { SERVICE_IMPORT_REPOSITORY: dir } });
+    ctx.after(() => t.close());
+    const files: Record<string, string> = {
+      'agents/nul.yaml': 'description: x\nversion:\n  system_prompt: "hi\\0there"\n',
+      'agents/nan.yaml': 'description: x\nversion:\n  system_prompt: hi\n  context:\n    - { ratio: .nan }\n',
+      'agents/huge.yaml': 'description: x\nversion:\n  system_prompt: hi\n  context:\n    - { n: 1e400 }\n',
+      'agents/half.yaml': 'description: "caf\\ud800"\nversion:\n  system_prompt: hi\n',
+      'agents/deep.yaml': `description: x\nversion:\n  system_prompt: hi\n  context: [ ${'{a: '.repeat(120)}1${'}'.repeat(120)} ]\n`,
+      'policies/nul.yaml': 'host: docs.example.org\nwhat: "a\\0b"\n',
+      'skills/nul/SKILL.md': '---\nname: nul\ndescription: "a\\0b"\n---\n',
+      'agents/fine.yaml': 'description: x\nversion:\n  system_prompt: hi\n',
+    };
+    for (const [file, text] of Object.entries(files)) {
+      fs.mkdirSync(path.join(dir, path.dirname(file)), { recursive: true });
+      fs.writeFileSync(path.join(dir, file), text);
+    }
+    const plan = await t.request({ method: 'POST', url: '/api/v1/import', token: t.adminToken, body: {} });
+    assert.equal(plan.status, 200, plan.text);
+    assert.deepEqual(plan.body.entries.map((e: any) => `${e.action} ${e.kind}:${e.name}`), ['create agent:fine']);
+    const problems = Object.fromEntries(plan.body.problems.map((p: any) => [p.file, `${p.line} ${p.field} ${p.message}`]));
+    assert.deepEqual(problems, {
+      'agents/nul.yaml': '3 version.system_prompt must not contain a NUL character',
+      'agents/nan.yaml': '5 version.context.0.ratio must be a finite number: .nan, .inf and numbers too large for JSON cannot be stored',
+      'agents/huge.yaml': '5 version.context.0.n must be a finite number: .nan, .inf and numbers too large for JSON cannot be stored',
+      'agents/half.yaml': '1 description must be Unicode text: it holds half of a surrogate pair (an escape such as "\\ud800" alone)',
+      'agents/deep.yaml': `4 version.context.0${'.a'.repeat(97)} nests deeper than 100 levels`,
+      'policies/nul.yaml': '2 what must not contain a NUL character',
+      'skills/nul/SKILL.md': 'null body front matter description must not contain a NUL character',
+    });
+    const apply = await t.request({ method: 'POST', url: '/api/v1/import', token: t.adminToken, body: { dry_run: false } });
+    assert.equal(apply.status, 422, apply.text);
+    assert.equal(apply.body.errors.length, 7, apply.text);
+    assert.equal((await t.request({ method: 'GET', url: '/api/v1/agents/fine', token: t.adminToken })).status, 404, 'nothing written');
+  });
+});
+
+describe('what the YAML reader and the layout say, in words', () => {
+  it('names the file and line of an alias without its anchor, a second document, nesting the parser cannot read, a documents map that is not one or names no document', async (ctx) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crewhouse-import-words-'));
+    ctx.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const t = await testApp({ config: { SERVICE_IMPORT_REPOSITORY: dir } });
+    ctx.after(() => t.close());
+    const files: Record<string, string> = {
+      'agents/alias.yaml': 'description: x\nversion:\n  system_prompt: *prompt\n',
+      'agents/two.yaml': 'description: x\nversion:\n  system_prompt: hi\n---\ndescription: y\n',
+      'agents/deep.yaml': `description: x\nversion:\n  system_prompt: hi\n  context: [ ${'['.repeat(20000)}${']'.repeat(20000)} ]\n`,
+      'agents/list.yaml': 'description: x\nversion:\n  system_prompt: hi\ndocuments: [style.md]\n',
+      'agents/misnamed.yaml': 'description: x\nversion:\n  system_prompt: hi\ndocuments:\n  "Style Guide": { description: house style }\n',
+      'agents/coder/notes/old.md': 'x\n',
+      'agents/anchored.yaml': 'description: &same the same text\nversion:\n  system_prompt: *same\n',
+    };
+    for (const [file, text] of Object.entries(files)) {
+      fs.mkdirSync(path.join(dir, path.dirname(file)), { recursive: true });
+      fs.writeFileSync(path.join(dir, file), text);
+    }
+    const plan = await t.request({ method: 'POST', url: '/api/v1/import', token: t.adminToken, body: {} });
+    assert.equal(plan.status, 200, plan.text);
+    assert.deepEqual(plan.body.entries.map((e: any) => `${e.action} ${e.kind}:${e.name}`), ['create agent:anchored']);
+    const problems = Object.fromEntries(plan.body.problems.map((p: any) => [p.file, `${p.line} ${p.field} ${p.message}`]));
+    assert.deepEqual(problems, {
+      'agents/alias.yaml': '3 null is not valid YAML: *prompt names no anchor set above it: set &prompt on a value before it, or write the value out',
+      'agents/two.yaml': '4 null is not valid YAML: holds more than one YAML document (a --- line between them); a file holds one definition',
+      'agents/deep.yaml': '4 null is not valid YAML: nests too deep to be read; a definition nests a few levels',
+      'agents/list.yaml': '4 documents must be an object (names and values)',
+      'agents/misnamed.yaml': '5 documents.Style Guide is not a document name: a name is lowercase letters, digits, ".", "_" and "-", starting with a letter or digit; at most 63 characters',
+      'agents/coder/notes/old.md': 'null null is not part of the layout: agents/ holds one <name>.yaml file per agent and its documents as agents/<name>/<document>, nothing else',
+    });
+  });
+});
+
 describe('a configuration repository on the code host', () => {
   it('is fetched with an installation token narrowed to it, which appears nowhere', async () => {
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'crewhouse-import-codehost-'));

@@ -1,4 +1,4 @@
-import { isMap, isScalar, LineCounter, parseDocument, stringify, type Document } from 'yaml';
+import { isMap, isScalar, LineCounter, parseDocument, stringify, visit, type Document } from 'yaml';
 import { roleInput, type StoredRole } from '../templates/role-input.ts';
 
 /**
@@ -38,10 +38,25 @@ export interface YamlFile {
   errors: Array<{ line: number | null; message: string }>;
 }
 
+/** The parser's messages that name its own functions or internals, in words for the person who wrote the file. */
+const YAML_ERROR_WORDS: Record<string, string> = {
+  MULTIPLE_DOCS: 'holds more than one YAML document (a --- line between them); a file holds one definition',
+  RESOURCE_EXHAUSTION: 'nests too deep to be read; a definition nests a few levels',
+};
+
 export function readYaml(text: string): YamlFile {
   const lineCounter = new LineCounter();
   const doc: Document = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
-  const errors: YamlFile['errors'] = doc.errors.map((e) => ({ line: lineCounter.linePos(e.pos[0]).line, message: e.message.split('\n')[0] }));
+  const errors: YamlFile['errors'] = doc.errors.map((e) => ({ line: lineCounter.linePos(e.pos[0]).line, message: YAML_ERROR_WORDS[e.code] ?? e.message.split('\n')[0] }));
+  // An alias naming no anchor above it is no syntax error to the parser, only when the value is read: said with its line here.
+  if (!errors.length) {
+    visit(doc, {
+      Alias(_, node) {
+        if (node.resolve(doc)) return;
+        errors.push({ line: node.range ? lineCounter.linePos(node.range[0]).line : null, message: `*${node.source} names no anchor set above it: set &${node.source} on a value before it, or write the value out` });
+      },
+    });
+  }
   const lineOf = (field: string | Array<string | number> | null): number | null => {
     if (!doc.contents) return null;
     const parts: Array<string | number> = Array.isArray(field) ? field : field ? field.split('.').map((p) => (/^\d+$/.test(p) ? Number(p) : p)) : [];

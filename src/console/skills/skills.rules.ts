@@ -47,6 +47,8 @@ export function checkSkill(name: string, body: string, resources: Record<string,
   else {
     if (fm.name !== name) errors.push({ field: 'body', message: `front matter name must be "${name}" (the name in the path)` });
     if (typeof fm.description !== 'string' || fm.description.trim() === '') errors.push({ field: 'body', message: 'front matter needs a description' });
+    // An escape ("\0") in the YAML makes the character the body itself does not hold; the description is stored as text.
+    else if (fm.description.includes('\u0000')) errors.push({ field: 'body', message: 'front matter description must not contain a NUL character' });
     else description = fm.description.trim();
   }
   const paths = Object.keys(resources);

@@ -67,7 +67,7 @@ describe('platform skills', () => {
 
   test('rule 2: SKILL.md at most 64 KiB, front matter with the path name and a description (422)', async () => {
     const name = skillName();
-    for (const body of ['no front matter', md('other-name'), `---\nname: ${name}\n---\n`, `---\nname: ${name}\ndescription: ""\n---\n`, md(name, 'x', 'y'.repeat(64 * 1024))]) {
+    for (const body of ['no front matter', md('other-name'), `---\nname: ${name}\n---\n`, `---\nname: ${name}\ndescription: ""\n---\n`, md(name, 'x', 'y'.repeat(64 * 1024)), md(name, '"an escaped NUL: \\0"')]) {
       const res = await put(name, { body });
       assert.equal(res.status, 422);
       assert.deepEqual(fields(res), ['body']);

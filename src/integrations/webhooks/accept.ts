@@ -29,9 +29,9 @@ export async function acceptDelivery(q: Q, d: { surface: string; delivery_id: st
  * that leaves no record. Null when the payload can be kept.
  */
 export function unstorablePayload(payload: unknown): Problem | null {
-  const found = inspectJson(payload, { unpaired: true });
+  const found = inspectJson(payload, { wellFormed: true });
   if (!found) return null;
-  const [what, at] = 'tooDeep' in found ? [`nests deeper than ${MAX_JSON_DEPTH} levels`, found.tooDeep] : 'nul' in found ? ['holds a NUL character, which cannot be stored', found.nul] : ['holds half of a surrogate pair (not valid Unicode), which cannot be stored', found.unpaired];
+  const [what, at] = 'tooDeep' in found ? [`nests deeper than ${MAX_JSON_DEPTH} levels`, found.tooDeep] : 'nul' in found ? ['holds a NUL character, which cannot be stored', found.nul] : 'illFormed' in found ? ['holds half of a surrogate pair (not valid Unicode), which cannot be stored', found.illFormed] : ['holds a number JSON cannot hold', found.notFinite];
   // The path is the sender's keys: escaped (a key may hold the NUL itself) and cut short, as every refusal is kept.
   const field = at ? JSON.stringify(at.length > 200 ? `${at.slice(0, 200)}…` : at).slice(1, -1) : '(body)';
   return problems.badRequest(`the body ${at ? `at ${field} ` : ''}${what}`, [{ field, message: what }]);
