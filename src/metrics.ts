@@ -105,6 +105,10 @@ export class Registry {
     this.metrics.push(g);
     return g;
   }
+  /** A metric made elsewhere (by a service that counts without a registry of its own), rendered with the rest. */
+  add(metric: Counter | Histogram | LabelledGauge) {
+    this.metrics.push(metric);
+  }
   /** A value read when scraped. */
   gauge(name: string, help: string, read: () => number) {
     this.metrics.push({ render: () => `# HELP ${name} ${help}\n# TYPE ${name} gauge\n${name} ${read()}` });

@@ -51,6 +51,7 @@ import { createCodeHostInbound } from './integrations/code_host/inbound.ts';
 import type { Surface, SurfaceKind } from './integrations/surface.ts';
 import type { WebhookSurface } from './integrations/webhooks/surfaces.ts';
 import { createWebhooksService } from './integrations/webhooks/webhooks.service.ts';
+import { createRefusalCap } from './integrations/webhooks/refusal-cap.ts';
 import type { TrackerKind } from './integrations/tracker/kind.ts';
 import { createTrackerService } from './integrations/tracker/tracker.service.ts';
 import { trackerAKind } from './integrations/tracker_a/tracker_a.ts';
@@ -92,7 +93,7 @@ export function loadShared(config: Config): Shared {
  * gateway to come): builds each domain service once, hands each the narrow pieces it needs,
  * and is the only place where one module is told how to react to another.
  */
-export function createServices(deps: { config: Config; db: Db; logger: Logger; codeHostClock?: () => number } & Shared) {
+export function createServices(deps: { config: Config; db: Db; logger: Logger; codeHostClock?: () => number; /** The clock the cap on unsigned webhook refusals counts minutes on (tests). */ webhooksClock?: () => number } & Shared) {
   const { config, db, cipher, models } = deps;
   const hooks = createHooks();
   // Name checks and usage counts between resource modules go through `references`, over the hooks.
@@ -246,8 +247,11 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     },
   });
   // The chat_a adapter: its settings and secrets through the integrations and secrets services.
+  // Refused webhook deliveries without a valid signature are recorded up to a cap per surface and minute (chat_a's slash command too).
+  const refusalCap = createRefusalCap({ logger: deps.logger, now: deps.webhooksClock });
   const chatA = createChatAService({
     db,
+    refusalCap,
     logger: deps.logger,
     core: () => chatCore,
     publicBaseUrl: config.publicBaseUrl,
@@ -359,7 +363,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
     chat_b: chatSurfaceOf({ db, core: () => chatCore }, 'chat_b'),
   } satisfies Record<SurfaceKind, Surface>;
   // Each surface's adapter takes its verified deliveries (chat_a's slash commands among them).
-  const webhooks = createWebhooksService({ db, inbound, consumers: surfaces, chatA, logger: deps.logger });
+  const webhooks = createWebhooksService({ db, inbound, consumers: surfaces, chatA, logger: deps.logger, refusalCap });
 
   // Which names exist: each kind's owner answers.
   hooks.on('unknown:secret', (names, q) => secrets.unknown(names, q));

@@ -85,7 +85,7 @@ export async function buildConsoleApp(deps: { config: Config; db: Db; logger: Lo
     { prefix: API_PREFIX },
   );
 
-  webhooksRoutes(app, { webhooks: services.webhooks, bodyLimit: config.bodyLimit });
+  webhooksRoutes(app, { webhooks: services.webhooks, bodyLimit: config.bodyLimit, metrics: deps.metrics });
   await docsRoutes(app);
   healthRoutes(app, { db, metrics: deps.metrics });
   webRoutes(app, { webDir: config.webDir });
@@ -93,7 +93,7 @@ export async function buildConsoleApp(deps: { config: Config; db: Db; logger: Lo
 }
 
 /** The console's services with the cipher and catalogue loaded from config (tests and benches; `serve` uses createServices). */
-export function createConsoleServices(deps: { config: Config; db: Db; logger: Logger; codeHostClock?: () => number }): Services {
+export function createConsoleServices(deps: { config: Config; db: Db; logger: Logger; codeHostClock?: () => number; webhooksClock?: () => number }): Services {
   return createServices({ ...deps, ...loadShared(deps.config) });
 }
 

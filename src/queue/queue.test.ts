@@ -460,6 +460,39 @@ describe(`job queue (${dbKind})`, () => {
     assert.match(text, /# TYPE crewhouse_jobs gauge/);
   });
 
+  test("the caller's housekeeping runs with the prune of done jobs: each logs what it deleted, and one that fails does not keep the next from running", async () => {
+    const last = gate();
+    const ran: string[] = [];
+    const { r, lines } = runner(
+      {},
+      {
+        housekeeping: [
+          {
+            what: 'broken rows',
+            run: async () => {
+              ran.push('broken');
+              throw new Error('no such table');
+            },
+          },
+          {
+            what: 'test rows',
+            run: async () => {
+              ran.push('test');
+              last.open();
+              return 3;
+            },
+          },
+        ],
+      },
+    );
+    await r.start();
+    await last.p;
+    await r.stop();
+    assert.deepEqual(ran, ['broken', 'test']);
+    await waitFor('the log line of the rows deleted', () => lines.some((l) => l.includes('deleted old test rows') && l.includes('"deleted":3')));
+    assert.ok(lines.some((l) => l.includes('could not delete old broken rows') && l.includes('no such table')));
+  });
+
   test('a target is checked at enqueue', async () => {
     for (const target of ['', 'x'.repeat(201), 'a\u0000b']) {
       await assert.rejects(enqueue(db, { kind: newKind(), payload: {}, target }), (e: Error) => e instanceof JobInputError && /target must be 1 to 200 characters/.test(e.message));

@@ -35,6 +35,12 @@ export interface JobRunnerOptions {
   stopTimeoutMs?: number;
   /** How long done jobs are kept (and their keys held) before they are deleted. */
   keepDoneMs?: number;
+  /**
+   * The caller's own deletions of old rows, run with the hourly prune of done jobs (the queue
+   * knows nothing of what they delete): each answers how many rows went, `what` names them in
+   * the log line.
+   */
+  housekeeping?: Array<{ what: string; run(): Promise<number> }>;
   /** Names this runner in leases and logs. */
   owner?: string;
   /**
@@ -278,11 +284,15 @@ export function createJobRunner(opts: JobRunnerOptions) {
   }
 
   async function prune() {
-    try {
-      const gone = await pruneDoneJobs(db, new Date(Date.now() - keepDoneMs));
-      if (gone) log.info({ deleted: gone }, 'deleted old done jobs');
-    } catch (err) {
-      log.warn({ error: describeError(err) }, 'could not delete old done jobs');
+    const tasks = [{ what: 'done jobs', run: () => pruneDoneJobs(db, new Date(Date.now() - keepDoneMs)) }, ...(opts.housekeeping ?? [])];
+    // One after another: a failing one does not keep the others from running.
+    for (const task of tasks) {
+      try {
+        const gone = await task.run();
+        if (gone) log.info({ deleted: gone }, `deleted old ${task.what}`);
+      } catch (err) {
+        log.warn({ error: describeError(err) }, `could not delete old ${task.what}`);
+      }
     }
   }
 

@@ -23,6 +23,8 @@ export const workerComponent: Component = {
       concurrency: parts.config.jobConcurrency,
       leaseMs: parts.config.jobLeaseSeconds * 1000,
       target: { id: host.id, alive: () => host.liveHosts() },
+      // Refused webhook deliveries are kept 30 days; the runner's hourly prune deletes older ones.
+      housekeeping: [{ what: 'refused webhook deliveries', run: () => ctx.services.webhooks.pruneRefused() }],
     });
     await runner.start();
     // Run traces wait in the outbox for the collector (src/telemetry/outbox.ts).

@@ -6,6 +6,7 @@ import type { ChatCore } from '../chat/core.ts';
 import type { ChatSurface } from '../chat/ports.ts';
 import { receiveAction } from './actions.ts';
 import { createChatACommands } from './commands.ts';
+import type { RefusalCap } from '../webhooks/refusal-cap.ts';
 import { startChatAInbound } from './inbound.ts';
 import { chatASurface } from './surface.ts';
 
@@ -38,6 +39,8 @@ export interface ChatARole {
 
 export interface ChatADeps {
   db: Db;
+  /** The cap on recording slash commands refused before their token matched (the webhooks' own, shared). */
+  refusalCap: RefusalCap;
   logger: Logger;
   /** The chat_a integration as stored. */
   settings(): Promise<ChatASettings>;
@@ -106,7 +109,7 @@ export function createChatAService(deps: ChatADeps) {
     action: (raw: Buffer) => receiveAction({ core: deps.core(), client: () => surfaceClient({ requireEnabled: true }), enabled: async () => (await deps.settings()).enabled }, raw),
 
     /** The slash command: `receive` for the route, `process` for its job. */
-    commands: createChatACommands({ db: deps.db, surfaceClient, settings: deps.settings, reveal: deps.reveal, logger: log }),
+    commands: createChatACommands({ db: deps.db, surfaceClient, settings: deps.settings, reveal: deps.reveal, logger: log, refusalCap: deps.refusalCap }),
 
     /** `POST /integrations/chat_a/test`: asks the server who the bot is, with the settings as stored (enabled or not). */
     async test(): Promise<{ state: 'ok' | 'error'; detail: string }> {

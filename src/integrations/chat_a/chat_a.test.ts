@@ -5,6 +5,7 @@ import { startFakeMattermost, type FakeMattermost } from '../../../test/fakes/ma
 import { captureLogger, testApp, uniq, waitFor, type TestApp } from '../../../test/harness.ts';
 import { putSecret, setChatA } from '../../../test/integrations.ts';
 import { chatAClient } from './client.ts';
+import { UNSIGNED_REFUSALS_PER_MINUTE } from '../webhooks/refusal-cap.ts';
 import { startChatAListener } from './listener.ts';
 
 const BOT_TOKEN = `mm-surface-${'s'.repeat(20)}`;
@@ -168,12 +169,14 @@ describe('chat_a: the slash command at /webhooks/chat_a', () => {
   const COMMAND_TOKEN = `cmd-${'c'.repeat(24)}`;
   let alice: { id: string };
   let room: { id: string };
+  // The clock the cap on refused commands counts minutes on: a real minute turning mid-test changes nothing.
+  let at = Date.UTC(2026, 0, 5, 12, 0, 10);
   const send = (cmd: { headers: Record<string, string>; body: string }) => t.request({ method: 'POST', url: '/webhooks/chat_a', headers: cmd.headers, raw: cmd.body });
   const deliveries = async () => (await t.request({ method: 'GET', url: '/api/v1/integrations/chat_a/deliveries', token: t.adminToken })).body.items as Array<Record<string, any>>;
 
   before(async () => {
     mm = await startFakeMattermost();
-    t = await testApp();
+    t = await testApp({ webhooksClock: () => at });
     const bot = mm.addUser({ username: 'crewhouse', bot: true, token: BOT_TOKEN });
     alice = mm.addUser({ username: 'alice' });
     room = mm.addChannel({ teamId: mm.addTeam('acme').id, name: 'dev', members: [bot.id, alice.id] });
@@ -302,6 +305,22 @@ describe('chat_a: the slash command at /webhooks/chat_a', () => {
     const res = await send(noChannel);
     assert.equal(res.status, 400);
     assert.match(res.body.detail, /lacks a valid channel_id/);
+  });
+
+  it(`records at most ${UNSIGNED_REFUSALS_PER_MINUTE} commands a minute refused for their token (the webhooks' cap), answering all 401; a command with the token is still taken in`, async () => {
+    at += 60_000;
+    const refused = async () => Number((await t.db.selectFrom('webhook_deliveries').select((eb) => eb.fn.countAll().as('n')).where('surface', '=', 'chat_a').where('outcome', '=', 'refused').where('taken', '=', false).executeTakeFirstOrThrow()).n);
+    const before = await refused();
+    const k = 4;
+    const statuses = new Set<number>();
+    for (let i = 0; i < UNSIGNED_REFUSALS_PER_MINUTE + k; i++) statuses.add((await send(mm.slashCommand({ token: `wrong-token-${i}`, channelId: room.id, userId: alice.id, text: 'help' }))).status);
+    assert.deepEqual(statuses, new Set([401]));
+    assert.equal(await refused(), before + UNSIGNED_REFUSALS_PER_MINUTE);
+    assert.match((await t.request({ method: 'GET', url: '/metrics' })).text, new RegExp(`^crewhouse_webhook_refusals_unrecorded_total\\{surface="chat_a"\\} ${k}$`, 'm'));
+    const good = await send(mm.slashCommand({ token: COMMAND_TOKEN, channelId: room.id, userId: alice.id, text: 'help' }));
+    assert.equal(good.status, 200, good.text);
+    const d = (await deliveries())[0]!;
+    assert.deepEqual([d.event, d.outcome, d.signature_valid], ['command.help', 'accepted', true]);
   });
 });
 

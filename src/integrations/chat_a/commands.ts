@@ -6,6 +6,7 @@ import { formatOf } from '../chat/format.ts';
 import type { ChatMessageIn } from '../chat/ports.ts';
 import { Problem, problems } from '../../errors/problems.ts';
 import { acceptDelivery, unstorablePayload } from '../webhooks/accept.ts';
+import type { RefusalCap } from '../webhooks/refusal-cap.ts';
 import * as store from '../webhooks/webhooks.store.ts';
 import { ChatAError, type ChatAClient } from './client.ts';
 
@@ -42,7 +43,7 @@ interface CommandPayload {
 
 const ID = /^[a-z0-9]{26}$/;
 
-export function createChatACommands(deps: { db: Db; surfaceClient: (opts: { requireEnabled: boolean }) => Promise<ChatAClient | { missing: string }>; settings: () => Promise<{ enabled: boolean; slashCommand: boolean }>; reveal: (name: string) => Promise<string | null>; logger: { warn: (o: object, m: string) => void } }) {
+export function createChatACommands(deps: { db: Db; surfaceClient: (opts: { requireEnabled: boolean }) => Promise<ChatAClient | { missing: string }>; settings: () => Promise<{ enabled: boolean; slashCommand: boolean }>; reveal: (name: string) => Promise<string | null>; logger: { warn: (o: object, m: string) => void }; refusalCap: RefusalCap }) {
   const { db } = deps;
 
   return {
@@ -53,7 +54,9 @@ export function createChatACommands(deps: { db: Db; surfaceClient: (opts: { requ
       const trigger = form?.get('trigger_id') ?? '';
       // The request's own id: a replay of it carries the same trigger (or, without one, the same bytes).
       const deliveryId = crypto.createHash('sha256').update(trigger || raw).digest('hex');
-      const refuse = async (problem: Problem) => {
+      // `verified`: the command token matched, so the sender holds it; before that anyone could be sending, and refusals are recorded only up to the cap.
+      const refuse = async (problem: Problem, verified = false) => {
+        if (!verified && !deps.refusalCap.mayRecord('chat_a')) return problem;
         await store.recordRefused(db, { surface: 'chat_a', delivery_id: deliveryId, event: 'command', action: null, signature_valid: false, outcome: 'refused', detail: problem.detail });
         deps.logger.warn({ surface: 'chat_a', status: problem.status, reason: problem.detail }, 'chat_a slash command refused');
         return problem;
@@ -70,11 +73,11 @@ export function createChatACommands(deps: { db: Db; surfaceClient: (opts: { requ
       const headerOk = headerToken === null || safeEqual(headerToken, expected);
       const formOk = formToken === null || safeEqual(formToken, expected);
       if (!headerOk || !formOk) throw await refuse(problems.unauthorized('the slash command\'s token does not match the chat_a command token: copy the token the chat server shows for the command into the secret'));
-      if (!form) throw await refuse(problems.badRequest('a slash command is a form (application/x-www-form-urlencoded)'));
+      if (!form) throw await refuse(problems.badRequest('a slash command is a form (application/x-www-form-urlencoded)'), true);
       const channelId = form.get('channel_id') ?? '';
       const userId = form.get('user_id') ?? '';
       const missing = [!ID.test(channelId) && 'channel_id', !ID.test(userId) && 'user_id'].filter((x): x is string => Boolean(x));
-      if (missing.length) throw await refuse(problems.badRequest(`the slash command lacks a valid ${missing.join(' and ')}`, missing.map((f) => ({ field: f, message: 'missing or not a chat_a id' }))));
+      if (missing.length) throw await refuse(problems.badRequest(`the slash command lacks a valid ${missing.join(' and ')}`, missing.map((f) => ({ field: f, message: 'missing or not a chat_a id' }))), true);
       const text = (form.get('text') ?? '').slice(0, 16_000);
       const userName = (form.get('user_name') ?? '').slice(0, 64);
       const command = (form.get('command') ?? '/crewhouse').slice(0, 64);
@@ -82,7 +85,7 @@ export function createChatACommands(deps: { db: Db; surfaceClient: (opts: { requ
       const item: ChatMessageIn = { surface: 'chat_a', message_id: `command:${deliveryId}`, room_id: channelId, thread_id: null, user_id: userId, user_name: userName, text, addressed: true, command: true, via: 'command' };
       // The text and name are the person's (a NUL typed or sent cannot be stored): refused in words and recorded, not a bare database error.
       const unstorable = unstorablePayload(item);
-      if (unstorable) throw await refuse(unstorable);
+      if (unstorable) throw await refuse(unstorable, true);
       // Its work is the delivery's job: the chat core does the message and the delivery is settled with what it did.
       await acceptDelivery(db, { surface: 'chat_a', delivery_id: deliveryId, event: 'command', action: what.kind, payload: item });
       const said = what.kind === 'task' ? 'Taken: the team starts on it, and its run gets a thread in this channel.' : what.kind === 'unknown' ? `\`${command} ${what.word}\` is not a Crewhouse command; the list follows.` : '';

@@ -1,4 +1,5 @@
 import type { App } from '../../http/kernel.ts';
+import type { Registry } from '../../metrics.ts';
 import { ListQuery, Page } from '../../http/pagination.ts';
 import { limitOf } from '../../db/pagination.ts';
 import { problems } from '../../errors/problems.ts';
@@ -21,7 +22,7 @@ export function deliveriesRoutes(app: App, deps: { webhooks: WebhooksService }) 
       operationId: 'listIntegrationDeliveries',
       summary: "List an integration's recent webhook deliveries",
       tags: ['integrations'],
-      description: `Recent deliveries to \`/webhooks/<kind>\`, newest first: delivery id, event, time, whether the signature was valid, the outcome and the run it became. Every delivery is listed, refused ones too. chat_a lists its slash commands (each done by the chat core as a delivery's work, and settled with what it did); chat_b receives no webhooks (an empty list). ${CONSUMED_RULE}`,
+      description: `Recent deliveries to \`/webhooks/<kind>\`, newest first: delivery id, event, time, whether the signature was valid, the outcome and the run it became. Every delivery taken in is listed, and refused ones too: those without a valid signature up to 60 a minute per surface (the rest are counted in the metric \`crewhouse_webhook_refusals_unrecorded_total\`), each kept 30 days. chat_a lists its slash commands (each done by the chat core as a delivery's work, and settled with what it did); chat_b receives no webhooks (an empty list). ${CONSUMED_RULE}`,
       params: DeliveriesParams,
       querystring: ListQuery,
       response: { 200: Page(WebhookDelivery) },
@@ -35,7 +36,9 @@ export function deliveriesRoutes(app: App, deps: { webhooks: WebhooksService }) 
  * token. In this scope every body is taken as raw bytes (the signature covers exactly them),
  * up to the service's body limit.
  */
-export function webhooksRoutes(app: App, deps: { webhooks: WebhooksService; bodyLimit: number }) {
+export function webhooksRoutes(app: App, deps: { webhooks: WebhooksService; bodyLimit: number; metrics: Registry }) {
+  // Refusals without a valid signature past the per-minute cap are answered and counted here, not recorded.
+  deps.metrics.add(deps.webhooks.unrecorded);
   app.register(async (scope: App) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: deps.bodyLimit }, (_req, body, done) => done(null, body));

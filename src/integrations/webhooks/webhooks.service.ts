@@ -8,6 +8,7 @@ import type { Surface } from '../surface.ts';
 import { isWebhookSurface, type WebhookSurface } from './surfaces.ts';
 import { INBOUND_FORMATS } from './formats.ts';
 import { acceptDelivery, unstorablePayload } from './accept.ts';
+import type { RefusalCap } from './refusal-cap.ts';
 import * as store from './webhooks.store.ts';
 
 export interface WebhooksDeps {
@@ -19,7 +20,12 @@ export interface WebhooksDeps {
   /** The chat_a adapter: its slash command arrives here. */
   chatA?: ChatAService;
   logger: Logger;
+  /** The per-minute cap on recording refusals without a valid signature (shared with chat_a's slash command). */
+  refusalCap: RefusalCap;
 }
+
+/** How long a refusal's row is kept; a delivery taken in is kept (the deliveries list shows it). */
+export const KEEP_REFUSED_MS = 30 * 86_400_000;
 
 /** What a delivery's sender needs to know; the route answers it as JSON. */
 export interface DeliveryAnswer {
@@ -52,15 +58,20 @@ function presentDelivery(r: Awaited<ReturnType<typeof store.listDeliveries>>[num
 
 export function createWebhooksService(deps: WebhooksDeps) {
   const { db, logger } = deps;
+  const cap = deps.refusalCap;
 
   return {
     /** The chat_a adapter, for the route of its slash command. */
     chatA: deps.chatA,
 
+    /** Counts the refusals past the cap; the console adds it to its metrics. */
+    unrecorded: cap.unrecorded,
+
     /**
      * `POST /webhooks/<surface>`: the signature is checked on the raw body before anything is
-     * parsed; every delivery is recorded; a verified delivery id is processed once (its job is
-     * keyed by it), however often it arrives. Answers at once: the work is a job.
+     * parsed; every delivery is recorded, save refusals without a valid signature past the
+     * per-minute cap (refusal-cap.ts: anyone can send those); a verified delivery id is processed
+     * once (its job is keyed by it), however often it arrives. Answers at once: the work is a job.
      */
     async receive(surface: string, headers: Record<string, string | string[] | undefined>, raw: Buffer): Promise<DeliveryAnswer> {
       if (!isWebhookSurface(surface)) throw problems.notFound('webhook surface', surface);
@@ -70,6 +81,8 @@ export function createWebhooksService(deps: WebhooksDeps) {
       const eventName = format.claimedEvent(header);
       const signature = header(format.signatureHeader.toLowerCase()) ?? '';
       const refuse = async (problem: Problem, signatureValid: boolean) => {
+        // A signed refusal comes from a holder of the secret and is always recorded; an unsigned one only up to the cap.
+        if (!signatureValid && !cap.mayRecord(surface)) return problem;
         await store.recordRefused(db, {
           surface,
           // What a refused sender claims is kept only as far as it is printable and short.
@@ -121,6 +134,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
       const format = INBOUND_FORMATS[surface];
       const id = header(format.deliveryHeader.toLowerCase()) ?? '';
       const event = format.claimedEvent(header);
+      if (!cap.mayRecord(surface)) return;
       await store.recordRefused(db, {
         surface,
         delivery_id: DELIVERY_ID.test(id) ? id : `(invalid: ${crypto.randomUUID()})`,
@@ -130,6 +144,14 @@ export function createWebhooksService(deps: WebhooksDeps) {
         outcome: 'refused',
         detail: `the body is larger than ${limit} bytes (SERVICE_BODY_LIMIT); the signature was not checked`,
       });
+    },
+
+    /**
+     * Deletes refusals (rows not taken in) received before `KEEP_REFUSED_MS` ago: the worker's
+     * hourly housekeeping. Deliveries taken in stay. Answers how many went.
+     */
+    pruneRefused(now = Date.now()): Promise<number> {
+      return store.pruneRefused(db, new Date(now - KEEP_REFUSED_MS));
     },
 
     /** `GET /integrations/{kind}/deliveries`: newest first. */

@@ -15,6 +15,12 @@ export async function recordRefused(q: Q, d: { surface: string; delivery_id: str
   await q.insertInto('webhook_deliveries').values(d).execute();
 }
 
+/** Deletes the refusals (rows not taken in) received before `before`; answers how many. */
+export async function pruneRefused(q: Q, before: Date): Promise<number> {
+  const r = await q.deleteFrom('webhook_deliveries').where('taken', '=', false).where('received_at', '<', before.toISOString()).executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
 /**
  * A verified delivery: the first time it is inserted (`first`), every later time only counted.
  * The payload is kept for the job that processes it.

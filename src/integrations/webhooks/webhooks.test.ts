@@ -6,6 +6,7 @@ import { listJobs } from '../../queue/queue.ts';
 import { makeIntegration } from '../../../test/factories.ts';
 import { testApp, type TestApp } from '../../../test/harness.ts';
 import { processDeliveryJob } from './process-delivery.job.ts';
+import { UNSIGNED_REFUSALS_PER_MINUTE } from './refusal-cap.ts';
 
 const SECRET = 'whsec-test-0123456789';
 
@@ -181,5 +182,85 @@ describe('POST /webhooks/<surface>', () => {
       const fresh = await linear(Date.now());
       assert.deepEqual([fresh.status, fresh.body.outcome], [202, 'accepted']);
     });
+  });
+});
+
+describe('refusals anyone can send are recorded up to a cap; old refusals are deleted', () => {
+  let t: TestApp;
+  // The cap counts minutes on this clock, so a real minute turning mid-test changes nothing.
+  let at = Date.UTC(2026, 0, 5, 12, 0, 10);
+  before(async () => {
+    t = await testApp({ webhooksClock: () => at });
+    const appKey = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs1', format: 'pem' }) as string;
+    await makeIntegration(t, 'code_host', { settings: { app_id: '1234', installation_id: '5678' }, secrets: { app_key: appKey, webhook_secret: SECRET } });
+  });
+  after(async () => {
+    await t.close();
+  });
+  const refusedRows = async (surface: string) => Number((await t.db.selectFrom('webhook_deliveries').select((eb) => eb.fn.countAll().as('n')).where('surface', '=', surface).where('taken', '=', false).executeTakeFirstOrThrow()).n);
+  const unrecordedMetric = async (surface: string) => {
+    const text = (await t.request({ method: 'GET', url: '/metrics' })).text;
+    return Number(new RegExp(`^crewhouse_webhook_refusals_unrecorded_total\\{surface="${surface}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+  };
+
+  it(`past ${UNSIGNED_REFUSALS_PER_MINUTE} forged deliveries a minute, each is answered 401 and counted, not recorded; a valid one is recorded and processed, a signed refusal recorded, and the next minute records again and logs how many were left out`, async () => {
+    const k = 5;
+    const statuses = [];
+    for (let i = 0; i < UNSIGNED_REFUSALS_PER_MINUTE + k; i++) {
+      const forged = i % 2 === 0 ? { secret: 'not-the-secret' } : { signature: null };
+      statuses.push((await deliver(t, { event: 'issues', payload: { action: 'opened' }, id: `forged-${i}`, ...forged })).status);
+    }
+    assert.deepEqual(new Set(statuses), new Set([401]));
+    assert.equal(await refusedRows('code_host'), UNSIGNED_REFUSALS_PER_MINUTE);
+    assert.equal(await unrecordedMetric('code_host'), k);
+    assert.equal(t.logs.filter((l) => l.includes('webhook delivery refused')).length, UNSIGNED_REFUSALS_PER_MINUTE);
+
+    // Past the cap, a delivery signed with the secret is taken in and its work done as ever.
+    const good = await deliver(t, { event: 'ping', payload: { zen: 'x', repository: { full_name: 'acme/app' } }, id: 'good-after-cap' });
+    assert.deepEqual([good.status, good.body.outcome], [202, 'accepted']);
+    await t.drainJobs();
+    const row = await t.db.selectFrom('webhook_deliveries').selectAll().where('delivery_id', '=', 'good-after-cap').executeTakeFirstOrThrow();
+    assert.deepEqual([row.taken, row.signature_valid, row.outcome], [true, true, 'ignored']);
+    // A signed refusal (its sender holds the secret) is recorded past the cap too.
+    assert.equal((await deliver(t, { event: 'ping', payload: null, raw: '{not json', id: 'signed-bad' })).status, 400);
+    assert.equal(await refusedRows('code_host'), UNSIGNED_REFUSALS_PER_MINUTE + 1);
+    // An oversized body is not signed either: counted past the cap.
+    assert.equal((await deliver(t, { event: 'issues', payload: null, raw: JSON.stringify({ pad: 'x'.repeat(t.config.bodyLimit + 10) }), id: 'big-past-cap' })).status, 413);
+    assert.equal(await refusedRows('code_host'), UNSIGNED_REFUSALS_PER_MINUTE + 1);
+    assert.equal(await unrecordedMetric('code_host'), k + 1);
+    assert.ok(!t.logs.some((l) => l.includes('were not recorded')));
+
+    // The next minute: recorded again, and one line says how many the last one left out.
+    at += 60_000;
+    assert.equal((await deliver(t, { event: 'issues', payload: {}, id: 'forged-next-minute', signature: null })).status, 401);
+    assert.equal(await refusedRows('code_host'), UNSIGNED_REFUSALS_PER_MINUTE + 2);
+    const summary = t.logs.filter((l) => l.includes('were not recorded'));
+    assert.equal(summary.length, 1);
+    assert.match(summary[0], new RegExp(`"unrecorded":${k + 1}\\b`));
+    assert.match(summary[0], /"surface":"code_host"/);
+    assert.equal(await unrecordedMetric('code_host'), k + 1);
+  });
+
+  it('deletes refusals older than 30 days; deliveries taken in stay, however old, and recent refusals stay', async () => {
+    const now = Date.now();
+    const daysAgo = (d: number) => new Date(now - d * 86_400_000).toISOString();
+    const base = { surface: 'tracker_b', event: 'jira:issue_created', action: null, outcome: 'refused', detail: 'x' };
+    await t.db
+      .insertInto('webhook_deliveries')
+      .values([
+        { ...base, delivery_id: 'old-forged', signature_valid: false, taken: false, received_at: daysAgo(31) },
+        { ...base, delivery_id: 'old-signed-refused', signature_valid: true, taken: false, received_at: daysAgo(45) },
+        { ...base, delivery_id: 'recent-forged', signature_valid: false, taken: false, received_at: daysAgo(29) },
+        { ...base, delivery_id: 'old-taken', signature_valid: true, taken: true, outcome: 'processed', received_at: daysAgo(400) },
+        { ...base, delivery_id: 'old-taken-refused-by-adapter', signature_valid: true, taken: true, outcome: 'refused', received_at: daysAgo(90) },
+      ])
+      .execute();
+    assert.equal(await t.services.webhooks.pruneRefused(now), 2);
+    const left = await t.db.selectFrom('webhook_deliveries').select('delivery_id').where('surface', '=', 'tracker_b').orderBy('delivery_id').execute();
+    assert.deepEqual(
+      left.map((r) => r.delivery_id),
+      ['old-taken', 'old-taken-refused-by-adapter', 'recent-forged'],
+    );
+    assert.equal(await t.services.webhooks.pruneRefused(now), 0);
   });
 });
