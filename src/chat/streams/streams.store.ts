@@ -91,8 +91,7 @@ export function userTopics(db: Q, userId: number) {
   return db.selectFrom('chat_user_topics').select(['stream_id', 'topic_name', 'visibility_policy', 'last_updated']).where('user_id', '=', userId).orderBy('id').execute();
 }
 
-/** Active subscribers of a channel who are active users. */
-/** The active subscribers of each of `streamIds`, by user id. */
+/** The active subscribers (active users) of each of `streamIds`, by user id. */
 export function subscribersOf(db: Q, streamIds: number[]) {
   if (!streamIds.length) return Promise.resolve([]);
   return db
@@ -106,15 +105,7 @@ export function subscribersOf(db: Q, streamIds: number[]) {
     .execute();
 }
 
+/** Active subscribers of a channel who are active users. */
 export function subscriberIds(db: Q, streamId: number) {
-  return db
-    .selectFrom('chat_subscriptions as sub')
-    .innerJoin('chat_users as u', 'u.id', 'sub.user_id')
-    .select('sub.user_id')
-    .where('sub.stream_id', '=', streamId)
-    .where('sub.active', '=', true)
-    .where('u.is_active', '=', true)
-    .orderBy('sub.user_id')
-    .execute()
-    .then((rows) => rows.map((r) => r.user_id));
+  return subscribersOf(db, [streamId]).then((rows) => rows.map((r) => r.user_id));
 }
