@@ -84,12 +84,17 @@ export async function makeTeamRows(
   return { teamId: row.id, team, role: 'lead', environment };
 }
 
-/** A registered host row (a host process elsewhere, as far as placement can tell). */
+/**
+ * A registered host row (a host process elsewhere, as far as placement can tell). A live one's
+ * heartbeat is dated an hour ahead, as if it kept beating: a slow machine can take longer than
+ * the dead-after window (30 s) between making it and using it, and a test that means a host to
+ * die dates its heartbeat back itself.
+ */
 export async function makeHostRow(db: Db, o: { providers?: string[]; vcpus?: number; memoryMib?: number; diskGib?: number; microvmViaLocal?: boolean; dead?: boolean } = {}): Promise<string> {
   const id = `host_${crypto.randomBytes(8).toString('hex')}`;
   await db
     .insertInto('sandbox_hosts')
-    .values({ id, address: `${id}.test`, providers: o.providers ?? ['local'], microvm_via_local: o.microvmViaLocal ?? false, vcpus: o.vcpus ?? 8, memory_mib: o.memoryMib ?? 16384, disk_gib: o.diskGib ?? 100, heartbeat_at: o.dead ? sql`now() - interval '1 hour'` : sql`now()` })
+    .values({ id, address: `${id}.test`, providers: o.providers ?? ['local'], microvm_via_local: o.microvmViaLocal ?? false, vcpus: o.vcpus ?? 8, memory_mib: o.memoryMib ?? 16384, disk_gib: o.diskGib ?? 100, heartbeat_at: o.dead ? sql`now() - interval '1 hour'` : sql`now() + interval '1 hour'` })
     .execute();
   return id;
 }
