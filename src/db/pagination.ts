@@ -12,10 +12,26 @@ export function encodeCursor(values: CursorValue[]): string {
 }
 
 /**
- * Decodes a cursor made for `arity` keys, or for keys of the given types (`['string', 'number']`);
- * a cursor that is not one of ours is a 400 naming `cursor`.
+ * A key's type in a cursor: `time` is a timestamp as the list gave it out (ISO 8601, UTC, to the
+ * millisecond), `digits` a bigint id given out as text.
  */
-export function decodeCursor(cursor: string | undefined, arity: number | Array<'string' | 'number'>): CursorValue[] | null {
+export type CursorKeyType = 'string' | 'number' | 'time' | 'digits';
+
+const KEY_CHECKS: Record<CursorKeyType, (v: unknown) => boolean> = {
+  string: (v) => typeof v === 'string',
+  number: (v) => typeof v === 'number',
+  time: (v) => typeof v === 'string' && isTime(v),
+  digits: (v) => typeof v === 'string' && /^[0-9]{1,18}$/.test(v),
+};
+
+const isTime = (v: string) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(v) && !Number.isNaN(Date.parse(v)) && new Date(v).toISOString() === v;
+
+/**
+ * Decodes a cursor made for `arity` keys, or for keys of the given types (`['time', 'string']`);
+ * a cursor that is not one of ours is a 400 naming `cursor`. Give the types wherever a key is not
+ * text: a value of another type would otherwise reach the database and fail there, without a field.
+ */
+export function decodeCursor(cursor: string | undefined, arity: number | CursorKeyType[]): CursorValue[] | null {
   const types = typeof arity === 'number' ? null : arity;
   const length = types ? types.length : (arity as number);
   if (cursor === undefined || cursor === '') return null;
@@ -28,7 +44,7 @@ export function decodeCursor(cursor: string | undefined, arity: number | Array<'
   if (
     !Array.isArray(values) ||
     values.length !== length ||
-    !values.every((v, i) => (types === null || typeof v === types[i]) && ((typeof v === 'string' && v.length <= 512) || (typeof v === 'number' && Number.isFinite(v))))
+    !values.every((v, i) => (types === null || KEY_CHECKS[types[i]!](v)) && ((typeof v === 'string' && v.length <= 512) || (typeof v === 'number' && Number.isFinite(v))))
   ) {
     throw problems.badRequest('cursor is not a cursor this list gave out', [{ field: 'cursor', message: 'not a valid cursor' }]);
   }

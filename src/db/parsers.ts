@@ -18,6 +18,13 @@ export const toIso = (v: string): string => {
   return new Date(v.includes('T') || /[+-]\d\d(:?\d\d)?$/.test(v) ? v : `${v}Z`).toISOString();
 };
 
+/**
+ * An amount of US dollars as the API shows it: to the micro-dollar (what a model call's price is
+ * given in). A sum kept in a float column (a run's cost, added to call by call) drifts in its last
+ * digits (0.000378 read as 0.00037799999999999997); this rounds the drift away.
+ */
+export const toUsd = (v: number | string): number => Math.round(Number(v) * 1e6) / 1e6;
+
 /** By type oid; a type not named here is read as each driver reads it. */
 export const parsers: Record<number, (v: string) => unknown> = {
   [INT8]: toNumber,

@@ -75,7 +75,7 @@ export function sendProblem(reply: FastifyReply, p: Problem): FastifyReply {
 
 /**
  * Installs problem+json answers for every error and unknown route of a console server, and
- * refuses text the database cannot store (a NUL character) as a 400 naming the field.
+ * refuses text the database cannot store (a NUL character, half of a surrogate pair) as a 400 naming the field.
  */
 export function useProblems(app: App): void {
   app.setErrorHandler((err: FastifyError, request, reply) => sendProblem(reply, toProblem(err, request)));
@@ -110,12 +110,15 @@ export function useProblems(app: App): void {
   app.addHook('preValidation', (request, _reply, done) => {
     if (request.body == null && request.routeOptions.config?.optionalBody) request.body = {};
     for (const part of ['body', 'query', 'params'] as const) {
-      const found = inspectJson(request[part]);
+      // Half of a surrogate pair (an escape such as "\ud800" alone) is not Unicode: jsonb refuses it, a text column would store a replacement character.
+      const found = inspectJson(request[part], { wellFormed: true });
       if (found === null) continue;
-      const field = 'nul' in found ? found.nul : found.tooDeep;
+      const field = 'nul' in found ? found.nul : 'illFormed' in found ? found.illFormed : 'tooDeep' in found ? found.tooDeep : found.notFinite;
       const name = field ? contractField(request, part, field) : part === 'body' ? '(body)' : `(${part})`;
       if ('tooDeep' in found) {
         done(problems.badRequest(`the ${part} nests deeper than ${MAX_JSON_DEPTH} levels`, [{ field: name, message: `nests deeper than ${MAX_JSON_DEPTH} levels` }]));
+      } else if ('illFormed' in found) {
+        done(problems.badRequest(`${name} holds half of a surrogate pair (not valid Unicode), which cannot be stored: send the whole character`, [{ field: name, message: 'must not contain half of a surrogate pair' }]));
       } else {
         done(problems.badRequest(`${name} holds a NUL character, which cannot be stored`, [{ field: name, message: 'must not contain a NUL character' }]));
       }

@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import { recordAudit, type Actor } from '../audit/audit.ts';
 import { hashToken } from '../auth/credentials.ts';
 import type { Db } from '../db/database.ts';
+import { toUsd } from '../db/parsers.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import { durationToInterval, utcDay } from './durations.ts';
 import { proxyErrors } from './errors.ts';
@@ -22,7 +23,7 @@ export interface MintInput extends KeyLimits {
   agent: string;
 }
 
-const round = (usd: number) => Math.round(usd * 1e6) / 1e6;
+const round = toUsd;
 
 function presentKey(k: NonNullable<Awaited<ReturnType<typeof store.getKey>>>) {
   return {

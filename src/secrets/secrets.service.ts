@@ -215,7 +215,7 @@ export function createSecretsService(deps: { db: Db; cipher: Cipher; references?
 
     /** References by name, optionally under a prefix (`integrations/code_host/`). */
     async list(query: { limit: number; cursor?: string; prefix?: string }) {
-      const cursor = decodeCursor(query.cursor, 1);
+      const cursor = decodeCursor(query.cursor, ['string']);
       let q = db.selectFrom('secrets').select(META_COLUMNS).orderBy('name').limit(query.limit + 1);
       if (cursor) q = q.where('name', '>', String(cursor[0]));
       if (query.prefix) q = q.where(sql`left(name, ${query.prefix.length})`, '=', query.prefix);

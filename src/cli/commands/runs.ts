@@ -180,6 +180,9 @@ export const runs: Group = {
       options: { to: { type: 'string' }, 'follow-up': { type: 'boolean' }, approve: { type: 'boolean' }, refuse: { type: 'boolean' } },
       help: ['--to SEQ            the question\'s post number', '--follow-up         the text is a follow-up task, not an answer', '--approve / --refuse  decide a risky action\'s confirmation'],
       async run(ctx, [id, raw], flags) {
+        // What was typed wrongly is said before anything is read from the server.
+        if (flags.approve && flags.refuse) throw new CliError('--approve and --refuse exclude each other');
+        if ((flags.approve || flags.refuse) && flags['follow-up']) throw new CliError('--approve and --refuse decide a confirmation, so they do not go with --follow-up');
         const api = ctx.api();
         const text = await textOf(ctx, raw);
         let to = intArg('--to', flags.to) ?? null;
@@ -188,7 +191,6 @@ export const runs: Group = {
           if (!run.open_question) throw new CliError(`run ${id} has no open question: pass --follow-up to give it more work, or --to SEQ`);
           to = run.open_question.seq;
         }
-        if (flags.approve && flags.refuse) throw new CliError('--approve and --refuse exclude each other');
         const body: Record<string, unknown> = { text, in_reply_to: to };
         if (flags.approve || flags.refuse) body.approve = Boolean(flags.approve);
         const res = await api.request('POST', `/runs/${seg(id)}/replies`, { body });

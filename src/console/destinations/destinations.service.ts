@@ -108,7 +108,7 @@ export function createDestinationsService(deps: { db: Db; references: References
     },
 
     async list(query: { limit: number; cursor?: string }) {
-      const cursor = decodeCursor(query.cursor, 1);
+      const cursor = decodeCursor(query.cursor, ['string']);
       const after = cursor ? String(cursor[0]) : null;
       const stored = (await store.listDestinations(db, after, query.limit + 1)).map(presentDestination);
       const builtins = BUILTIN_DESTINATIONS.filter((d) => after === null || d.name > after).map(presentBuiltin);

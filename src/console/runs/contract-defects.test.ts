@@ -5,9 +5,14 @@
 // A reply's in_reply_to past the largest post number is a 400 naming it, not a database error without a field.
 // A client that prefers JSON (by its Accept qualities) gets the posts as JSON, not the endless event stream.
 // A run and its trace refuse a query parameter they do not take (400 naming it), as the lists do, rather than ignore it.
+// From probing runs as an outside client: a cursor edited by hand is a 400 naming `cursor` on every list whose keys are
+// not all text (not a database error without a field); a follow-up to a run of an archived team is a 409 (it reopened the
+// run only to fail it); `approve` where it decides nothing is a 422 (it was ignored); a run's cost is shown to the
+// micro-dollar (a float sum showed 0.00037799999999999997); text holding half of a surrogate pair is a 400 naming its field.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
+import { encodeCursor } from '../../db/pagination.ts';
 import { makeRun, makeTeam, makeTemplate } from '../../../test/factories.ts';
 import { makeHostRow } from '../../../test/sandboxes.ts';
 import { systemActor } from '../../audit/audit.ts';
@@ -107,5 +112,101 @@ describe('runs: contract defects', () => {
       assert.deepEqual(res.body.errors, [{ field: 'limit', message: 'is not a known field' }]);
       assert.match(res.body.detail, /^the query string is not valid: limit is not a known field/);
     }
+  });
+  /** A run of a fresh team whose lead's turn ended with `outcome`, as the engine applies one. */
+  async function runWith(outcome: Parameters<TestApp['services']['runJournal']['applyOutcome']>[1]) {
+    await makeHostRow(t.db, { providers: ['local', 'microvm'] });
+    const run = await makeRun(t);
+    const work = (await t.services.runJournal.nextWork(run.run_id))!;
+    await t.services.runJournal.beginTurn(work.task.id, 0, null);
+    await t.services.runJournal.applyOutcome(work.task.id, outcome);
+    return run;
+  }
+
+  test('a cursor edited by hand is a 400 naming cursor on lists keyed by time and numbers, not a database error', async () => {
+    const tpl = await makeTemplate(t);
+    await makeTeam(t, { template: tpl.name });
+    const lists = [
+      ['/api/v1/runs', encodeCursor(['not a time', 'run_x'])],
+      ['/api/v1/runs', encodeCursor(['2026-13-45T99:99:99.000Z', 'run_x'])],
+      ['/api/v1/teams', encodeCursor(['a', 'x'])],
+      [`/api/v1/team-templates/${tpl.name}/versions`, encodeCursor(['x'])],
+      ['/api/v1/integrations/code_host/deliveries', encodeCursor(['2026-11-27T21:56:37.804Z', 'x'])],
+    ];
+    for (const [path, cursor] of lists) {
+      const res = await t.request({ method: 'GET', url: `${path}?cursor=${cursor}`, token: t.adminToken });
+      assert.equal(res.status, 400, `${path}: ${res.text}`);
+      assert.deepEqual(res.body.errors, [{ field: 'cursor', message: 'not a valid cursor' }], path);
+    }
+    // The cursors the lists give out still page.
+    await makeRun(t);
+    await makeRun(t);
+    const first = await t.request({ method: 'GET', url: '/api/v1/runs?limit=1', token: t.adminToken });
+    assert.ok(first.body.next_cursor);
+    const next = await t.request({ method: 'GET', url: `/api/v1/runs?limit=1&cursor=${first.body.next_cursor}`, token: t.adminToken });
+    assert.equal(next.status, 200, next.text);
+    assert.notEqual(next.body.items[0].id, first.body.items[0].id);
+  });
+
+  test('a follow-up to a finished run of an archived team is a 409, and the run keeps its end', async () => {
+    const run = await runWith({ kind: 'finished', outcome: 'succeeded', summary: 'done', branch: null, pull_request_url: null });
+    assert.equal((await t.services.runs.get(run.run_id)).run.state, 'succeeded');
+    const { row_version } = await t.services.teams.get(run.team);
+    await t.services.teams.archive(systemActor('test'), run.team, row_version);
+    const res = await t.request({ method: 'POST', url: `/api/v1/runs/${run.run_id}/replies`, token: t.adminToken, body: { text: 'one more thing' } });
+    assert.equal(res.status, 409, res.text);
+    assert.match(res.body.detail, /was archived, so the run takes no more replies: give a live team a new task instead/);
+    assert.equal((await t.services.runs.get(run.run_id)).run.state, 'succeeded');
+  });
+
+  test('approve is a 422 naming it where it decides nothing: without in_reply_to, or for a question that is not a confirmation', async () => {
+    const done = await runWith({ kind: 'finished', outcome: 'succeeded', summary: 'done', branch: null, pull_request_url: null });
+    const followUp = await t.request({ method: 'POST', url: `/api/v1/runs/${done.run_id}/replies`, token: t.adminToken, body: { text: 'more', approve: true } });
+    assert.equal(followUp.status, 422, followUp.text);
+    assert.deepEqual(followUp.body.errors.map((e: { field: string }) => e.field), ['approve']);
+    assert.equal((await t.services.runs.get(done.run_id)).run.state, 'succeeded', 'nothing was taken');
+
+    const asking = await runWith({ kind: 'question', question: 'Which database?', options: [] });
+    const { run } = await t.services.runs.get(asking.run_id);
+    assert.equal(run.state, 'waiting');
+    const seq = run.open_question!.seq;
+    const res = await t.request({ method: 'POST', url: `/api/v1/runs/${asking.run_id}/replies`, token: t.adminToken, body: { text: 'PostgreSQL', in_reply_to: seq, approve: false } });
+    assert.equal(res.status, 422, res.text);
+    assert.deepEqual(res.body.errors.map((e: { field: string }) => e.field), ['approve']);
+    assert.equal((await t.services.runs.get(asking.run_id)).run.state, 'waiting', 'the question is still open');
+    const answered = await t.request({ method: 'POST', url: `/api/v1/runs/${asking.run_id}/replies`, token: t.adminToken, body: { text: 'PostgreSQL', in_reply_to: seq } });
+    assert.equal(answered.status, 202, answered.text);
+  });
+
+  test("a run's cost is shown to the micro-dollar, without the drift of a float sum", async () => {
+    await makeHostRow(t.db, { providers: ['local', 'microvm'] });
+    const { run_id } = await makeRun(t);
+    // What the engine's per-call additions leave in the float column (0.000126 + 0.000126 + 0.000126).
+    await t.db.updateTable('runs').set({ cost_usd: 0.000126 + 0.000126 + 0.000126 }).where('id', '=', run_id).execute();
+    await t.db.updateTable('run_tasks').set({ cost_usd: 0.1 + 0.2 }).where('run_id', '=', run_id).execute();
+    const res = await t.request({ method: 'GET', url: `/api/v1/runs/${run_id}`, token: t.adminToken });
+    assert.equal(res.body.cost_usd, 0.000378);
+    assert.deepEqual(res.body.tasks.map((x: { cost_usd: number }) => x.cost_usd), [0.3]);
+    const listed = await t.request({ method: 'GET', url: '/api/v1/runs?limit=1', token: t.adminToken });
+    assert.equal(listed.body.items[0].cost_usd, 0.000378);
+  });
+
+  test('text holding half of a surrogate pair is a 400 naming its field, not a database error', async () => {
+    const team = await makeTeam(t);
+    const res = await t.request({ method: 'POST', url: `/api/v1/teams/${team.name}/tasks`, token: t.adminToken, raw: '{"text":"fix \\ud800 this"}', headers: { 'content-type': 'application/json' } });
+    assert.equal(res.status, 400, res.text);
+    assert.deepEqual(res.body.errors, [{ field: 'text', message: 'must not contain half of a surrogate pair' }]);
+  });
+
+  test('the served example of the post stream is a post the contract allows', async () => {
+    const doc = (await t.request({ method: 'GET', url: '/api/v1/openapi.json', token: t.adminToken })).body;
+    const example: string = doc.paths['/runs/{id}/posts'].get.responses['200'].content['text/event-stream'].schema.examples[0];
+    const event = /\nevent: (\w+)\ndata: (.*)\n/.exec(example)!;
+    const post = JSON.parse(event[2]!);
+    const kinds = doc.components.schemas.PostKind.anyOf.flatMap((k: { enum: string[] }) => k.enum);
+    assert.ok(kinds.includes(post.kind), `${post.kind} is one of ${kinds}`);
+    assert.equal(event[1], post.kind);
+    assert.equal(typeof post.data, 'object');
+    assert.notEqual(post.data, null);
   });
 });

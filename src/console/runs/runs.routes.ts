@@ -95,7 +95,7 @@ export function runsRoutes(app: App, deps: { runs: RunsService; traces: TraceRea
             'application/json': { schema: Page(Post) },
             'text/event-stream': {
               schema: Type.String({ description: 'Server-sent events: `id: <seq>`, `event: <kind>`, `data: <the post as JSON>`, and `:` comments that keep the connection alive; it goes on until the client closes it',
-                examples: [': stream of run posts\n\nid: 8\nevent: message\ndata: {"seq":8,"kind":"message","role":"dev","text":"Pushed agent/fix-login.","data":null,"created_at":"2026-11-02T10:05:00Z"}\n\n'],
+                examples: [': stream of run posts\n\nid: 8\nevent: artifact\ndata: {"seq":8,"kind":"artifact","role":"dev","text":"pushed crewhouse/run_8Kq2 at 3f9c2d41e8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3","data":{"branch":"crewhouse/run_8Kq2","commit":"3f9c2d41e8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3"},"created_at":"2026-11-02T10:05:00.000Z"}\n\n'],
               }),
             },
           },
@@ -107,8 +107,9 @@ export function runsRoutes(app: App, deps: { runs: RunsService; traces: TraceRea
       const limit = req.query.limit ?? 200;
       if (!prefers(req.headers.accept, 'text/event-stream')) return runs.posts(req.params.id, after, limit);
 
-      const lastEventId = Number(req.headers['last-event-id']);
-      await watchPosts(req, reply, runs, req.params.id, Number.isInteger(lastEventId) && lastEventId > 0 ? lastEventId : after);
+      // The header wins over `cursor` whenever it is sent, 0 (resume from the start) included.
+      const lastEventId = req.headers['last-event-id'];
+      await watchPosts(req, reply, runs, req.params.id, lastEventId ? Number(lastEventId) : after);
     },
   });
 
@@ -117,9 +118,9 @@ export function runsRoutes(app: App, deps: { runs: RunsService; traces: TraceRea
     schema: {
       operationId: 'replyToRun',
       summary: 'Answer a run or give it a follow-up',
-      problems: { 409: 'the question is no longer open, the run waits for an answer, was cancelled, or lives on a chat surface' },
+      problems: { 409: 'the question is no longer open, the run waits for an answer, was cancelled, its team was archived, or it lives on a chat surface' },
       tags,
-      description: `With \`in_reply_to\` = the open question's seq, the text answers it (a confirmation takes "approve"/"refuse", or \`approve\`) and the run goes on: 409 when that question is no longer open, 422 when the seq is not a question. Without it, the text (1 to ${MAX_REPLY_CHARS} characters) is a follow-up task for the lead in the same run (422 when it is only blanks); a succeeded or failed run reopens; 409 while the run waits for an answer or after a cancel. 409 for a run on a chat surface. 202.`,
+      description: `With \`in_reply_to\` = the open question's seq, the text answers it (a confirmation takes "approve"/"refuse", or \`approve\`) and the run goes on: 409 when that question is no longer open, 422 when the seq is not a question, and 422 naming \`approve\` when it is sent for a question that is not a confirmation or without \`in_reply_to\`. Without it, the text (1 to ${MAX_REPLY_CHARS} characters) is a follow-up task for the lead in the same run (422 when it is only blanks); a succeeded or failed run reopens; 409 while the run waits for an answer or after a cancel, and 409 once the run's team is archived. 409 for a run on a chat surface. 202.`,
       params: RunParams,
       body: ReplyInput,
       response: { 202: ReplyAccepted },

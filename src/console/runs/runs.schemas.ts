@@ -106,7 +106,7 @@ export const ReplyInput = Type.Object(
   {
     text: Type.String({ minLength: 1, maxLength: MAX_REPLY_CHARS }),
     in_reply_to: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: 2147483647, description: 'the open question\'s `seq`: the text answers it; without it the text is a follow-up task' }))),
-    approve: Type.Optional(Type.Boolean({ description: 'for a confirmation: true approves, false refuses; without it the text decides ("approve"/"yes" or "refuse"/"no")' })),
+    approve: Type.Optional(Type.Boolean({ description: 'for a confirmation (with `in_reply_to` its seq): true approves, false refuses; without it the text decides ("approve"/"yes" or "refuse"/"no"). Sent without `in_reply_to` or for a question that is not a confirmation, it is a 422' })),
   },
   { additionalProperties: false },
 );

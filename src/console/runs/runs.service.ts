@@ -10,6 +10,7 @@ import type { AgentInput } from '../../agent/protocol.ts';
 import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Database } from '../../db/schema.ts';
 import { decodeCursor, toPage } from '../../db/pagination.ts';
+import { toUsd } from '../../db/parsers.ts';
 import { problems } from '../../errors/problems.ts';
 import { approvalOf, isChatSurface } from './runs.rules.ts';
 import type { Post, Run } from './runs.schemas.ts';
@@ -67,7 +68,7 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
       surface: run.surface,
       text: run.text,
       lead: run.lead,
-      cost_usd: Number(run.cost_usd),
+      cost_usd: toUsd(run.cost_usd),
       waiting_for: run.waiting_for,
       open_question: question,
       failure_reason: run.failure_reason,
@@ -88,7 +89,7 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
         state: t.state,
         agent_version: t.agent_version,
         iterations: t.iterations,
-        cost_usd: Number(t.cost_usd),
+        cost_usd: toUsd(t.cost_usd),
         created_at: iso(t.created_at)!,
         started_at: iso(t.started_at),
         finished_at: iso(t.finished_at),
@@ -103,7 +104,7 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
   }
 
   async function list(query: { limit: number; cursor?: string; state?: RunState; team?: string; teamId?: number }) {
-    const cursor = decodeCursor(query.cursor, ['string', 'string']);
+    const cursor = decodeCursor(query.cursor, ['time', 'string']);
     const rows = await store.listRuns(db, { state: query.state, team: query.team, teamId: query.teamId }, cursor, query.limit);
     const page = toPage(rows, query.limit, (r) => [iso(r.created_at)!, r.id], (r) => r);
     const items = [];
@@ -239,11 +240,14 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
       if (!input.text.trim()) throw problems.validation([{ field: 'text', message: 'is blank: write the answer or the follow-up' }]);
       // The team is read before the transaction: on the embedded database a read outside it would wait for its one connection.
       const team = await teamOfRun(await mustGet(id));
+      // An archived team has no roles left to work: a follow-up would reopen its run only to fail it (a question of its runs was closed by the archive's cancel).
+      if (team.status === 'archived') throw problems.conflict(`the team ${team.name} of run ${id} was archived, so the run takes no more replies: give a live team a new task instead`);
       const result = await db.transaction().execute(async (trx) => {
         const run = await store.lockRun(trx, id);
         if (!run) throw problems.notFound('run', id);
         // A run on a chat surface is answered there: only its own surface's adapter replies to it.
         if (isChatSurface(run.surface) && from !== run.surface) throw problems.conflict(`run ${id} lives on ${run.surface}: answer it in its ${run.surface} thread`);
+        if (input.approve !== undefined && (input.in_reply_to === undefined || input.in_reply_to === null)) throw problems.validation([{ field: 'approve', message: 'decides a confirmation, so it goes with in_reply_to (the confirmation\'s seq): leave it out of a follow-up' }]);
         if (input.in_reply_to !== undefined && input.in_reply_to !== null) {
           const target = await store.getPost(trx, id, input.in_reply_to);
           if (!target || target.kind !== 'question') {
@@ -260,6 +264,8 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
             approved = input.approve ?? approvalOf(input.text);
             if (approved === null) throw problems.validation([{ field: 'text', message: 'a confirmation is answered with "approve" or "refuse" (or approve: true/false)' }]);
             answer = { kind: 'confirmation', approved, note: input.text };
+          } else if (input.approve !== undefined) {
+            throw problems.validation([{ field: 'approve', message: `decides a confirmation, and post ${input.in_reply_to} is a question: answer it in text and leave approve out` }]);
           } else answer = { kind: 'answer', text: input.text };
           const seq = await store.appendPost(trx, id, { kind: 'answer', role: null, text: input.text, data: { in_reply_to: input.in_reply_to, by: actor.name, ...(approved !== null ? { approved } : {}) } });
           await store.resumeWaiting(trx, id);

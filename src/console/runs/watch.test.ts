@@ -88,6 +88,30 @@ describe('run post watchers', () => {
     assert.match(JSON.stringify(bad.body.errors), /last-event-id/i);
   });
 
+  it('a Last-Event-ID of 0 wins over cursor, as the contract says the header does: the stream starts from the first post', async () => {
+    const runId = await newRun();
+    for (const i of [1, 2]) await t.services.runJournal.notice(runId, `note ${i}`, `lei0:${i}`);
+    const fromStart = await new Promise<Event[]>((resolve, reject) => {
+      const req = http.get({ agent: false, host: '127.0.0.1', port, path: `/api/v1/runs/${runId}/posts?cursor=1`, headers: { accept: 'text/event-stream', authorization: `Bearer ${t.adminToken}`, 'last-event-id': '0' } }, (res) => {
+        let buf = '';
+        const events: Event[] = [];
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          const parsed = parseEvents(buf + c);
+          buf = parsed.rest;
+          events.push(...parsed.events);
+          if (events.length >= 1) {
+            req.destroy();
+            resolve(events);
+          }
+        });
+        res.on('error', () => {});
+      });
+      req.on('error', (err) => (req.destroyed ? undefined : reject(err)));
+    });
+    assert.equal(fromStart[0]!.id, 1, 'the first post, not the one after cursor');
+  });
+
   it('a watcher that stops reading holds up neither the run nor another watcher; it is dropped with an overflow event and resumes with Last-Event-ID', async () => {
     const runId = await newRun();
     // Far more than the kernel's socket buffers and the watcher's own bound hold.

@@ -40,7 +40,7 @@ export function createSkillsService(deps: { db: Db }) {
 
   return {
     async list(query: { limit: number; cursor?: string }) {
-      const cursor = decodeCursor(query.cursor, 1);
+      const cursor = decodeCursor(query.cursor, ['string']);
       let q = db
         .selectFrom('platform_skills')
         .select(['name', 'description', 'size_bytes', 'revision', 'updated_at', sql<string[]>`coalesce((select jsonb_agg(k order by k) from jsonb_object_keys(resources) k), '[]'::jsonb)`.as('files')])

@@ -203,7 +203,7 @@ export function createTeamsService(deps: {
     lockLiveShared: (q: Kysely<Database> | Transaction<Database>, name: string) => store.lockLiveTeamShared(q, name),
 
     async list(query: { limit: number; cursor?: string; state?: TeamState; q?: string }) {
-      const cursor = decodeCursor(query.cursor, 2);
+      const cursor = decodeCursor(query.cursor, ['string', 'number']);
       const rows = await pageInState({ state: query.state, q: query.q }, cursor, query.limit);
       const page = toPage(rows, query.limit, (r) => [r.name, r.id], (r) => r);
       const ids = page.items.map((t) => t.id);
@@ -471,7 +471,7 @@ export function createTeamsService(deps: {
 
     async listSkills(name: string, query: { limit: number; cursor?: string }) {
       const t = await mustGetLive(name);
-      const rows = await store.listSkills(db, t.id, decodeCursor(query.cursor, 1), query.limit);
+      const rows = await store.listSkills(db, t.id, decodeCursor(query.cursor, ['string']), query.limit);
       return toPage(rows, query.limit, (r) => [r.name], (r) => ({ name: r.name, version: r.version, status: r.status, source: r.source, updated_at: r.updated_at }));
     },
 

@@ -203,7 +203,7 @@ export function createTemplatesService(deps: {
     detail,
 
     async list(query: { limit: number; cursor?: string }) {
-      const rows = await store.listTemplates(db, decodeCursor(query.cursor, 1), query.limit);
+      const rows = await store.listTemplates(db, decodeCursor(query.cursor, ['string']), query.limit);
       const page = toPage(rows, query.limit, (r) => [r.name], (r) => r);
       const uses = await references.usesMany('template', page.items.map((r) => r.name));
       const items = page.items.map((r) => ({
@@ -294,7 +294,7 @@ export function createTemplatesService(deps: {
 
     async listVersions(name: string, query: { limit: number; cursor?: string }) {
       await this.get(name);
-      const rows = await store.listVersions(db, name, decodeCursor(query.cursor, 1), query.limit);
+      const rows = await store.listVersions(db, name, decodeCursor(query.cursor, ['number']), query.limit);
       return toPage(rows, query.limit, (r) => [r.version], (r) => r);
     },
 

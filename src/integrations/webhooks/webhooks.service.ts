@@ -160,7 +160,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
         if (kind === 'chat_b') return { items: [], next_cursor: null };
         throw problems.notFound('integration', kind);
       }
-      const cursor = decodeCursor(query.cursor, ['string', 'string']);
+      const cursor = decodeCursor(query.cursor, ['time', 'digits']);
       const rows = await store.listDeliveries(db, kind, cursor, query.limit);
       return toPage(rows, query.limit, (r) => [new Date(r.received_at).toISOString(), String(r.id)], presentDelivery);
     },
