@@ -81,7 +81,7 @@ export function chatStreamsRoutes(r: ChatRouter, deps: { streams: ChatStreamsSer
         return { name: x.name, description: (x.description as string | undefined) ?? '' };
       })!;
       const inviteOnly = params.bool('invite_only') ?? false;
-      return streams.subscribe(caller, { subscriptions, inviteOnly });
+      return streams.subscribe(caller, { subscriptions, inviteOnly, principals: params.principals('principals') });
     },
   );
 
