@@ -237,10 +237,10 @@ export function createChatStreamsService(deps: { db: Db }) {
             if (fellows.length) events.push({ realmId: caller.realm.id, users: [u], payload: { type: 'subscription', op: 'peer_add', stream_ids: [s.id], user_ids: fellows } });
           }
         }
-        for (const [userId, streamsAdded] of addedFor) {
-          events.push({ realmId: caller.realm.id, users: [userId], payload: { type: 'subscription', op: 'add', subscriptions: streamsAdded.map(subscriptionEventObject) } });
-        }
-        await writeEvents(trx, events);
+        // Each new subscriber hears of their subscriptions before of their fellows (as Zulip orders them).
+        const adds: ChatEventRecord[] = [...addedFor].map(([userId, streamsAdded]) => ({ realmId: caller.realm.id, users: [userId], payload: { type: 'subscription', op: 'add', subscriptions: streamsAdded.map(subscriptionEventObject) } }));
+        const creates = events.filter((e) => e.payload.type === 'stream');
+        await writeEvents(trx, [...creates, ...adds, ...events.filter((e) => e.payload.type !== 'stream')]);
         const byUser = (m: Map<number, string[]>) => Object.fromEntries([...m].map(([id, list]) => [String(id), list]));
         return { subscribed: byUser(subscribed), already_subscribed: byUser(already) };
       });
