@@ -118,6 +118,15 @@ export class Params {
     return list as string[];
   }
 
+  /** Zulip's Principals: a JSON list of user ids, or of emails (not both). */
+  principals(name: string): Array<number | string> | undefined {
+    const j = this.json(name, false);
+    if (!j.present) return undefined;
+    const list = asList(name, j.value);
+    if (list.every((x) => typeof x === 'number' && Number.isSafeInteger(x)) || list.every((x) => typeof x === 'string' && !x.includes('\u0000') && codePoints(x) <= 254)) return list as Array<number | string>;
+    throw chatErrors.bad(`${name} is not a list of user IDs or a list of emails`);
+  }
+
   /** A JSON object of strings to strings. */
   stringDict(name: string, required: true): Record<string, string>;
   stringDict(name: string, required = true): Record<string, string> | undefined {

@@ -4,7 +4,7 @@ import { Envelope, pathId, type ChatRouter } from '../http/server.ts';
 import type { Params } from '../http/params.ts';
 import type { ChatStreamsService } from '../streams/streams.service.ts';
 import { MAX_TOPIC_NAME_LENGTH } from '../streams/streams.service.ts';
-import { LARGER_THAN_MAX_MESSAGE_ID, MAX_MESSAGE_LENGTH, type ChatMessagesService } from './messages.service.ts';
+import { LARGER_THAN_MAX_MESSAGE_ID, MAX_MESSAGE_LENGTH, type Anchor, type ChatMessagesService } from './messages.service.ts';
 import { parseNarrow, type NarrowTerm } from './narrow.ts';
 
 const tags = ['chat-messages'];
@@ -29,9 +29,9 @@ export function readNarrow(params: Params): NarrowTerm[] {
  * Any integer is an anchor, as Zulip's `int(anchor)`: below 0 it reads as 0, above
  * LARGER_THAN_MAX_MESSAGE_ID as that (the newest), however many digits it has.
  */
-function readAnchor(params: Params): number | 'newest' | 'oldest' | 'first_unread' | undefined {
-  const raw = params.string('anchor', { maxLength: 1000 });
-  if (params.bool('use_first_unread_anchor')) return 'first_unread';
+function readAnchor(params: Params, opts: { required: boolean; legacyFirstUnread: boolean }): Anchor | undefined {
+  const raw = opts.required ? params.string('anchor', { required: true, maxLength: 1000 }) : params.string('anchor', { maxLength: 1000 });
+  if (opts.legacyFirstUnread && params.bool('use_first_unread_anchor')) return 'first_unread';
   if (raw === undefined) return undefined;
   if (raw === 'newest' || raw === 'oldest' || raw === 'first_unread') return raw;
   const int = /^\s*([+-]?)0*(\d+)\s*$/.exec(raw);
@@ -69,7 +69,7 @@ export function chatMessagesRoutes(r: ChatRouter, deps: { messages: ChatMessages
     },
     async ({ params, caller }) => {
       const messageIds = params.intList('message_ids');
-      const anchor = readAnchor(params);
+      const anchor = readAnchor(params, { required: false, legacyFirstUnread: true });
       const numBefore = messageIds === undefined ? params.int('num_before', true) : params.int('num_before');
       const numAfter = messageIds === undefined ? params.int('num_after', true) : params.int('num_after');
       return messages.fetch(caller, {
@@ -111,6 +111,39 @@ export function chatMessagesRoutes(r: ChatRouter, deps: { messages: ChatMessages
       op: params.literal('op', ['add', 'remove'] as const, true),
       flag: params.string('flag', { required: true, maxLength: 100 }),
     }),
+  );
+
+  r.authed(
+    {
+      method: 'POST',
+      url: '/messages/flags/narrow',
+      operationId: 'updateMessageFlagsForNarrow',
+      tags,
+      description: 'Adds or removes a flag (read, starred, collapsed) on the messages of a narrow around an anchor, at most 5,000 at a time; a client continues from first_processed_id or last_processed_id until found_oldest or found_newest.',
+      response: Envelope({
+        processed_count: Type.Integer(),
+        updated_count: Type.Integer(),
+        first_processed_id: Type.Union([Type.Integer(), Type.Null()]),
+        last_processed_id: Type.Union([Type.Integer(), Type.Null()]),
+        found_oldest: Type.Boolean(),
+        found_newest: Type.Boolean(),
+      }),
+    },
+    async ({ params, caller }) => {
+      const anchor = readAnchor(params, { required: true, legacyFirstUnread: false });
+      const numBefore = params.int('num_before', true);
+      const numAfter = params.int('num_after', true);
+      params.string('narrow', { required: true, maxLength: 100_000 });
+      return messages.updateFlagsForNarrow(caller, {
+        anchor,
+        numBefore,
+        numAfter,
+        includeAnchor: params.bool('include_anchor') ?? true,
+        narrow: readNarrow(params),
+        op: params.literal('op', ['add', 'remove'] as const, true),
+        flag: params.string('flag', { required: true, maxLength: 100 }),
+      });
+    },
   );
 
   r.authed({ method: 'POST', url: '/mark_all_as_read', operationId: 'markAllAsRead', tags, response: Envelope({ complete: Type.Boolean() }) }, async ({ caller }) => {

@@ -50,6 +50,9 @@ function recipientId(type: string, streamId: number | null, key: string | null):
   return 2 ** 31 + crypto.createHash('sha1').update(key!).digest().readUInt32BE(0);
 }
 
+/** A range's anchor: a message id, or where the server finds it. */
+export type Anchor = number | 'newest' | 'oldest' | 'first_unread';
+
 export type ChatMessagesService = ReturnType<typeof createChatMessagesService>;
 
 export function createChatMessagesService(deps: { db: Db; streams: ChatStreamsService; emoji: ChatEmojiService; afterCommit: () => void }) {
@@ -203,6 +206,63 @@ export function createChatMessagesService(deps: { db: Db; streams: ChatStreamsSe
     return out;
   }
 
+  function editableFlag(flag: string): number {
+    if (!(flag in FLAG) || !EDITABLE_FLAGS.has(flag as FlagName)) throw chatErrors.bad(`Invalid flag: '${flag}'`);
+    return FLAG[flag as FlagName];
+  }
+
+  /** Sets or clears one flag on the caller's rows of these messages, with its event; answers the ids that changed. */
+  async function applyFlag(trx: Transaction<Database>, emit: (e: ChatEventRecord) => void, caller: Caller, ids: number[], op: 'add' | 'remove', flag: string, bit: number) {
+    // Starring a visible message the viewer has no row for (public history) gives them one, as Zulip does.
+    if (op === 'add' && flag === 'starred') {
+      for (const mid of ids) {
+        const m = await store.messageForViewer(trx, caller.realm.id, mid, caller.user.id, isGuest(caller.user));
+        if (m && m.flags === null) await store.insertUserMessages(trx, [{ user_id: caller.user.id, message_id: mid, flags: FLAG.read }]);
+      }
+    }
+    const changed = await store.changeFlag(trx, caller.user.id, bit, op === 'add', { ids });
+    if (changed.length) emit({ realmId: caller.realm.id, users: [caller.user.id], payload: { type: 'update_message_flags', op, operation: op, flag, messages: changed, all: false } });
+    return changed;
+  }
+
+  /**
+   * The messages a narrow's range holds around an anchor, oldest first, as Zulip's fetch_messages
+   * reads them for GET /messages and POST /messages/flags/narrow.
+   */
+  async function readRange(caller: Caller, v: { anchor: Anchor | undefined; numBefore: number; numAfter: number; includeAnchor: boolean; conditions: ReturnType<typeof termSql>[]; near: number | null }) {
+    const guest = isGuest(caller.user);
+    const conditions = v.conditions;
+    if (v.numBefore < 0 || v.numAfter < 0) throw chatErrors.bad('num_before and num_after must not be negative');
+    if (v.numBefore + v.numAfter > MAX_FETCH) throw chatErrors.bad(`Too many messages requested (maximum ${MAX_FETCH}).`);
+    let requested = v.anchor ?? (v.near !== null ? v.near : undefined);
+    // As Zulip's parse_anchor_value: a plain 400, not a missing-variable one.
+    if (requested === undefined) throw chatErrors.bad("Missing 'anchor' argument: give a message ID, or newest, oldest or first_unread");
+    if (requested === 'first_unread') {
+      const first = await store.firstUnread(db, { realmId: caller.realm.id, viewerId: caller.user.id, guest, conditions });
+      requested = first ? first.id : 'newest';
+    }
+    const anchor = requested === 'newest' ? LARGER_THAN_MAX_MESSAGE_ID : requested === 'oldest' ? 0 : Math.max(0, requested);
+    const q = { realmId: caller.realm.id, viewerId: caller.user.id, guest, conditions };
+    // Ids are int4 in the database: a larger anchor (as "newest") reads as the largest.
+    const at = Math.min(anchor, 2_147_483_647);
+    const before = v.numBefore ? await store.messagesAround(db, { ...q, anchor: at, side: 'before', inclusive: at < anchor, limit: v.numBefore }) : [];
+    const after = await store.messagesAround(db, { ...q, anchor: at, side: 'after', inclusive: true, limit: v.numAfter + 1 });
+    const foundAnchor = after.length > 0 && after[0].id === anchor;
+    let afterRows = after;
+    if (foundAnchor) {
+      if (!v.includeAnchor) afterRows = after.slice(1);
+      else afterRows = after.slice(0, v.numAfter + 1);
+    } else afterRows = after.slice(0, v.numAfter);
+    const afterCount = foundAnchor ? after.length - 1 : after.length;
+    return {
+      rows: [...before.reverse(), ...afterRows],
+      anchor,
+      foundAnchor,
+      foundOldest: before.length < v.numBefore || anchor === 0,
+      foundNewest: afterCount < v.numAfter + (foundAnchor ? 0 : 1) || anchor === LARGER_THAN_MAX_MESSAGE_ID,
+    };
+  }
+
   async function accessMessage(caller: Caller, id: number): Promise<MessageRow> {
     const row = await store.messageForViewer(db, caller.realm.id, dbId(id), caller.user.id, isGuest(caller.user));
     if (!row) throw chatErrors.bad('Invalid message(s)');
@@ -303,7 +363,7 @@ export function createChatMessagesService(deps: { db: Db; streams: ChatStreamsSe
     },
 
     /** GET /messages. */
-    async fetch(caller: Caller, v: { anchor: number | 'newest' | 'oldest' | 'first_unread' | undefined; numBefore: number; numAfter: number; includeAnchor: boolean; narrow: NarrowTerm[]; applyMarkdown: boolean; clientGravatar: boolean; messageIds?: number[] }) {
+    async fetch(caller: Caller, v: { anchor: Anchor | undefined; numBefore: number; numAfter: number; includeAnchor: boolean; narrow: NarrowTerm[]; applyMarkdown: boolean; clientGravatar: boolean; messageIds?: number[] }) {
       refuseWebhookBots(caller);
       const guest = isGuest(caller.user);
       const { terms, near } = await narrowConditions(caller, v.narrow);
@@ -324,35 +384,42 @@ export function createChatMessagesService(deps: { db: Db; streams: ChatStreamsSe
           : [];
         return { messages: await present(caller, rows, { applyMarkdown: v.applyMarkdown, clientGravatar: v.clientGravatar, flags: true }), history_limited: false };
       }
-      if (v.numBefore < 0 || v.numAfter < 0) throw chatErrors.bad('num_before and num_after must not be negative');
-      if (v.numBefore + v.numAfter > MAX_FETCH) throw chatErrors.bad(`Too many messages requested (maximum ${MAX_FETCH}).`);
-      let requested = v.anchor ?? (near !== null ? near : undefined);
-      if (requested === undefined) throw chatErrors.missing('anchor');
-      if (requested === 'first_unread') {
-        const first = await store.firstUnread(db, { realmId: caller.realm.id, viewerId: caller.user.id, guest, conditions });
-        requested = first ? first.id : 'newest';
-      }
-      const anchor = requested === 'newest' ? LARGER_THAN_MAX_MESSAGE_ID : requested === 'oldest' ? 0 : Math.max(0, requested);
-      const q = { realmId: caller.realm.id, viewerId: caller.user.id, guest, conditions };
-      // Ids are int4 in the database: a larger anchor (as "newest") reads as the largest.
-      const at = Math.min(anchor, 2_147_483_647);
-      const before = v.numBefore ? await store.messagesAround(db, { ...q, anchor: at, side: 'before', inclusive: at < anchor, limit: v.numBefore }) : [];
-      const after = await store.messagesAround(db, { ...q, anchor: at, side: 'after', inclusive: true, limit: v.numAfter + 1 });
-      const foundAnchor = after.length > 0 && after[0].id === anchor;
-      let afterRows = after;
-      if (foundAnchor) {
-        if (!v.includeAnchor) afterRows = after.slice(1);
-        else afterRows = after.slice(0, v.numAfter + 1);
-      } else afterRows = after.slice(0, v.numAfter);
-      const afterCount = foundAnchor ? after.length - 1 : after.length;
-      const rows = [...before.reverse(), ...afterRows];
+      const range = await readRange(caller, { ...v, conditions, near });
       return {
-        messages: await present(caller, rows, { applyMarkdown: v.applyMarkdown, clientGravatar: v.clientGravatar, flags: true }),
-        anchor,
-        found_anchor: foundAnchor,
-        found_oldest: before.length < v.numBefore || anchor === 0,
-        found_newest: afterCount < v.numAfter + (foundAnchor ? 0 : 1) || anchor === LARGER_THAN_MAX_MESSAGE_ID,
+        messages: await present(caller, range.rows, { applyMarkdown: v.applyMarkdown, clientGravatar: v.clientGravatar, flags: true }),
+        anchor: range.anchor,
+        found_anchor: range.foundAnchor,
+        found_oldest: range.foundOldest,
+        found_newest: range.foundNewest,
         history_limited: false,
+      };
+    },
+
+    /**
+     * POST /messages/flags/narrow: adds or removes a flag on the messages of a narrow's range
+     * around an anchor (at most 5,000, as Zulip clamps it), which clients walk to mark a whole
+     * channel, topic or conversation read; answers what the range held and how many changed.
+     */
+    async updateFlagsForNarrow(caller: Caller, v: { anchor: Anchor | undefined; numBefore: number; numAfter: number; includeAnchor: boolean; narrow: NarrowTerm[]; op: 'add' | 'remove'; flag: string }) {
+      refuseWebhookBots(caller);
+      const bit = editableFlag(v.flag);
+      if (v.numBefore > 0 && v.numAfter > 0 && !v.includeAnchor) throw chatErrors.bad('The anchor can only be excluded at an end of the range: give include_anchor=true, or num_before or num_after 0');
+      if (v.numBefore < 0 || v.numAfter < 0) throw chatErrors.bad('num_before and num_after must not be negative');
+      // Zulip's clamp: at most MAX_FETCH in all, at least half of it for the side before when both are asked for.
+      const numBefore = Math.min(v.numBefore, Math.max(MAX_FETCH - v.numAfter, MAX_FETCH / 2));
+      const numAfter = Math.min(v.numAfter, MAX_FETCH - numBefore);
+      // Zulip's update range has no `near` fallback: the anchor is required.
+      const { terms } = await narrowConditions(caller, v.narrow);
+      const range = await readRange(caller, { anchor: v.anchor, numBefore, numAfter, includeAnchor: v.includeAnchor, conditions: terms.map(termSql), near: null });
+      const ids = range.rows.map((r) => r.id);
+      const changed = await change((trx, emit) => applyFlag(trx, emit, caller, ids, v.op, v.flag, bit));
+      return {
+        processed_count: ids.length,
+        updated_count: changed.length,
+        first_processed_id: ids.length ? ids[0] : null,
+        last_processed_id: ids.length ? ids[ids.length - 1] : null,
+        found_oldest: range.foundOldest,
+        found_newest: range.foundNewest,
       };
     },
 
@@ -483,21 +550,9 @@ export function createChatMessagesService(deps: { db: Db; streams: ChatStreamsSe
     /** POST /messages/flags. */
     async updateFlags(caller: Caller, v: { messages: number[]; op: 'add' | 'remove'; flag: string }) {
       refuseWebhookBots(caller);
-      if (!(v.flag in FLAG) || !EDITABLE_FLAGS.has(v.flag as FlagName)) throw chatErrors.bad(`Invalid flag: '${v.flag}'`);
-      const bit = FLAG[v.flag as FlagName];
+      const bit = editableFlag(v.flag);
       const ids = [...new Set(v.messages.map(dbId))];
-      return change(async (trx, emit) => {
-        // Starring a visible message the viewer has no row for (public history) gives them one, as Zulip does.
-        if (v.op === 'add' && v.flag === 'starred') {
-          for (const mid of ids) {
-            const m = await store.messageForViewer(trx, caller.realm.id, mid, caller.user.id, isGuest(caller.user));
-            if (m && m.flags === null) await store.insertUserMessages(trx, [{ user_id: caller.user.id, message_id: mid, flags: FLAG.read }]);
-          }
-        }
-        const changed = await store.changeFlag(trx, caller.user.id, bit, v.op === 'add', { ids });
-        if (changed.length) emit({ realmId: caller.realm.id, users: [caller.user.id], payload: { type: 'update_message_flags', op: v.op, operation: v.op, flag: v.flag, messages: changed, all: false } });
-        return { messages: changed };
-      });
+      return { messages: await change((trx, emit) => applyFlag(trx, emit, caller, ids, v.op, v.flag, bit)) };
     },
 
     /** POST /mark_all_as_read, /mark_stream_as_read, /mark_topic_as_read. */

@@ -100,7 +100,7 @@ export function insertUserMessages(db: Q, rows: Array<{ user_id: number; message
 export async function changeFlag(db: Q, userId: number, bit: number, add: boolean, where: { ids?: number[]; streamId?: number; topic?: string; all?: boolean }) {
   let q = db
     .updateTable('chat_user_messages as um')
-    .set({ flags: add ? sql`um.flags | ${bit}` : sql`um.flags & ~${bit}` })
+    .set({ flags: add ? sql`um.flags | ${bit}::integer` : sql`um.flags & ~(${bit}::integer)` })
     .where('um.user_id', '=', userId)
     .where(add ? sql<boolean>`um.flags & ${bit} = 0` : sql<boolean>`um.flags & ${bit} <> 0`);
   if (where.ids) q = q.where('um.message_id', 'in', where.ids.length ? where.ids : [0]);

@@ -265,6 +265,61 @@ describe('chat messages', () => {
     assert.equal((await send(hook, { type: 'stream', to: 'general', topic: 'hooks', content: 'build passed' })) > 0, true);
   });
 
+  test('POST /messages/flags/narrow marks a narrow\'s range read in steps, as clients walk it', async () => {
+    const ids: number[] = [];
+    for (const n of [1, 2, 3]) ids.push(await send(ann, { type: 'stream', to: 'general', topic: 'walk', content: `step ${n}` }));
+    await send(ann, { type: 'stream', to: 'general', topic: 'elsewhere', content: 'not in the narrow' });
+    const narrow = [{ operator: 'channel', operand: general }, { operator: 'topic', operand: 'walk' }];
+    const unread = async () => (await fetch(bob, { anchor: 'oldest', num_after: 100, narrow: [...narrow, { operator: 'is', operand: 'unread' }] })).messages.map((m: any) => m.id);
+    assert.deepEqual(await unread(), ids);
+    const first = await call(bob, 'POST', '/messages/flags/narrow', '/messages/flags/narrow', { anchor: 'oldest', num_before: 0, num_after: 2, narrow, op: 'add', flag: 'read' });
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    assert.deepEqual(
+      { ...first.body, result: undefined, msg: undefined },
+      { result: undefined, msg: undefined, processed_count: 2, updated_count: 2, first_processed_id: ids[0], last_processed_id: ids[1], found_oldest: true, found_newest: false },
+    );
+    assert.deepEqual(await unread(), [ids[2]]);
+    const rest = await call(bob, 'POST', '/messages/flags/narrow', '/messages/flags/narrow', { anchor: ids[1], include_anchor: false, num_before: 0, num_after: 5000, narrow, op: 'add', flag: 'read' });
+    assert.deepEqual([rest.body.processed_count, rest.body.updated_count, rest.body.first_processed_id, rest.body.found_newest], [1, 1, ids[2], true]);
+    assert.deepEqual(await unread(), []);
+    // Again: the same range, nothing left to change; and an empty range answers nulls.
+    const again = await call(bob, 'POST', '/messages/flags/narrow', '/messages/flags/narrow', { anchor: 'newest', num_before: 10, num_after: 0, narrow, op: 'add', flag: 'read' });
+    assert.deepEqual([again.body.processed_count, again.body.updated_count], [3, 0]);
+    const none = await call(bob, 'POST', '/messages/flags/narrow', '/messages/flags/narrow', { anchor: 'newest', num_before: 10, num_after: 0, narrow: [...narrow, { operator: 'search', operand: 'zebra' }], op: 'add', flag: 'starred' });
+    assert.deepEqual([none.body.processed_count, none.body.first_processed_id, none.body.last_processed_id], [0, null, null]);
+    const unmark = await call(bob, 'POST', '/messages/flags/narrow', '/messages/flags/narrow', { anchor: ids[2], num_before: 0, num_after: 0, narrow, op: 'remove', flag: 'read' });
+    assert.deepEqual([unmark.body.processed_count, unmark.body.updated_count], [1, 1], JSON.stringify(unmark.body));
+    assert.deepEqual(await unread(), [ids[2]]);
+    const refused: Array<[Record<string, unknown>, string, string]> = [
+      [{ num_before: 0, num_after: 1, narrow, op: 'add', flag: 'read' }, "Missing 'anchor' argument", 'REQUEST_VARIABLE_MISSING'],
+      [{ anchor: ids[1], num_before: 0, num_after: 1, op: 'add', flag: 'read' }, "Missing 'narrow' argument", 'REQUEST_VARIABLE_MISSING'],
+      [{ anchor: ids[1], include_anchor: false, num_before: 1, num_after: 1, narrow, op: 'add', flag: 'read' }, 'The anchor can only be excluded at an end of the range: give include_anchor=true, or num_before or num_after 0', 'BAD_REQUEST'],
+      [{ anchor: ids[1], num_before: 0, num_after: 1, narrow, op: 'add', flag: 'mentioned' }, "Invalid flag: 'mentioned'", 'BAD_REQUEST'],
+    ];
+    for (const [params, msg, code] of refused) {
+      const res = await call(bob, 'POST', '/messages/flags/narrow', '/messages/flags/narrow', params);
+      assert.equal(res.status, 400, JSON.stringify(res.body));
+      assert.deepEqual([res.body.msg, res.body.code], [msg, code]);
+    }
+  });
+
+  test('zulip-js removes flags: unstar, and mark unread again (the bit cleared, not a 500)', async () => {
+    const id = await send(ann, { type: 'stream', to: 'general', topic: 'flags', content: 'star me' });
+    assert.deepEqual((await bob.client.messages.flags.add({ flag: 'starred', messages: [id] })).messages, [id]);
+    assert.deepEqual((await bob.client.messages.flags.add({ flag: 'read', messages: [id] })).messages, [id]);
+    const unstar = await bob.client.messages.flags.remove({ flag: 'starred', messages: [id] });
+    assert.equal(unstar.result, 'success', JSON.stringify(unstar));
+    assertZulipResponse('POST', '/messages/flags', unstar);
+    assert.deepEqual((await bob.client.messages.flags.remove({ flag: 'read', messages: [id] })).messages, [id]);
+    assert.deepEqual((await fetch(bob, { anchor: id })).messages[0].flags, []);
+  });
+
+  test('GET /messages without an anchor is a plain BAD_REQUEST, as Zulip\'s parse_anchor_value answers', async () => {
+    const res = await t.raw('GET', '/messages', { auth: ann, query: { num_before: '1', num_after: '1' } });
+    assert.equal(res.status, 400);
+    assert.deepEqual(res.body, { result: 'error', msg: "Missing 'anchor' argument: give a message ID, or newest, oldest or first_unread", code: 'BAD_REQUEST' });
+  });
+
   test('every read is scoped to the caller\'s organization', async () => {
     const { systemActor } = await import('../../audit/audit.ts');
     const other = await t.services.realms.createRealm(systemActor('test'), { stringId: 'elsewhere', name: 'Elsewhere', url: t.base, ownerEmail: 'o@elsewhere.example', ownerName: 'Other Owner', ownerPassword: null });

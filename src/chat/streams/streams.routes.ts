@@ -72,7 +72,15 @@ export function chatStreamsRoutes(r: ChatRouter, deps: { streams: ChatStreamsSer
   );
 
   r.authed(
-    { method: 'POST', url: '/users/me/subscriptions', operationId: 'subscribe', tags, response: Envelope({ subscribed: ByUser, already_subscribed: ByUser }) },
+    {
+      method: 'POST',
+      url: '/users/me/subscriptions',
+      operationId: 'subscribe',
+      tags,
+      description:
+        'Subscribes the caller, or the `principals` (a JSON list of user IDs or of emails), to channels, creating the missing ones. Any member but a guest may subscribe others to a channel they can reach; administrators to private ones too. Answers `subscribed` and `already_subscribed` by user ID.',
+      response: Envelope({ subscribed: ByUser, already_subscribed: ByUser }),
+    },
     async ({ params, caller }) => {
       const subscriptions = params.objectList('subscriptions', true, (x, label) => {
         if (typeof x.name !== 'string') throw chatErrors.bad(x.name === undefined ? `${label}["name"] field is missing` : `${label}["name"] is not a string`);
@@ -81,7 +89,7 @@ export function chatStreamsRoutes(r: ChatRouter, deps: { streams: ChatStreamsSer
         return { name: x.name, description: (x.description as string | undefined) ?? '' };
       })!;
       const inviteOnly = params.bool('invite_only') ?? false;
-      return streams.subscribe(caller, { subscriptions, inviteOnly });
+      return streams.subscribe(caller, { subscriptions, inviteOnly, principals: params.principals('principals') });
     },
   );
 

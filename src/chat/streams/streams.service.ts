@@ -6,6 +6,7 @@ import { ChatError, chatErrors } from '../http/errors.ts';
 import { dbId } from '../http/params.ts';
 import { isAdmin, isGuest } from '../users/users.present.ts';
 import { chatActor, isControl, type Caller } from '../users/users.service.ts';
+import * as usersStore from '../users/users.store.ts';
 import * as store from './streams.store.ts';
 import type { StreamRow } from './streams.store.ts';
 
@@ -124,6 +125,17 @@ export function createChatStreamsService(deps: { db: Db }) {
   /** Whether the caller may act on a channel: subscribed, or public to a non-guest; archived channels are out of reach. */
   const canAccess = (caller: Caller, s: StreamRow) => !s.is_archived && (s.subscribed || (!s.invite_only && !isGuest(caller.user)));
 
+  /** `principals` as Zulip reads them: active people of the organization, by id or email. */
+  async function principalUsers(caller: Caller, principals: Array<number | string>): Promise<number[]> {
+    const ids: number[] = [];
+    for (const p of principals) {
+      const row = typeof p === 'number' ? await usersStore.getUser(db, caller.realm.id, dbId(p)) : await usersStore.userByEmail(db, caller.realm.id, p);
+      if (!row || !row.is_active) throw chatErrors.bad(typeof p === 'number' ? `No such user: ${p} (give the user ID of an active member of this organization)` : `No such user: ${p} (give the email of an active member of this organization)`);
+      if (!ids.includes(row.id)) ids.push(row.id);
+    }
+    return ids;
+  }
+
   async function byId(caller: Caller, id: number) {
     const s = await store.streamById(db, caller.realm.id, dbId(id), caller.user.id);
     if (!s || !canAccess(caller, s)) throw chatErrors.bad('Invalid channel ID');
@@ -171,15 +183,23 @@ export function createChatStreamsService(deps: { db: Db }) {
       return (await store.userTopics(db, caller.user.id)).map((t) => ({ stream_id: t.stream_id, topic_name: t.topic_name, visibility_policy: t.visibility_policy, last_updated: unix(t.last_updated) }));
     },
 
-    /** POST /users/me/subscriptions: joins channels, creating the missing ones. */
-    async subscribe(caller: Caller, v: { subscriptions: Array<{ name: string; description: string }>; inviteOnly: boolean }) {
+    /**
+     * POST /users/me/subscriptions: subscribes the caller, or the `principals` (user ids or
+     * emails), to channels, creating the missing ones. As Zulip's defaults: any member but a
+     * guest may subscribe others to a channel they can reach (public, or private and subscribed
+     * to); administrators to any channel. Answers `subscribed` and `already_subscribed` by user id.
+     */
+    async subscribe(caller: Caller, v: { subscriptions: Array<{ name: string; description: string }>; inviteOnly: boolean; principals?: Array<number | string> }) {
       const names = v.subscriptions.map((s) => ({ name: checkStreamName(s.name), description: s.description }));
+      const targets = v.principals?.length ? await principalUsers(caller, v.principals) : [caller.user.id];
+      const others = targets.some((id) => id !== caller.user.id);
+      if (others && isGuest(caller.user)) throw chatErrors.insufficientPermission();
       return db.transaction().execute(async (trx) => {
         await lockKey(trx, `chat_streams:${caller.realm.id}`);
-        const subscribed: string[] = [];
-        const already: string[] = [];
+        const subscribed = new Map<number, string[]>();
+        const already = new Map<number, string[]>();
         const events: ChatEventRecord[] = [];
-        const added: StreamRow[] = [];
+        const addedFor = new Map<number, StreamRow[]>();
         for (const { name, description } of names) {
           let s = await store.streamByName(trx, caller.realm.id, name, caller.user.id);
           if (!s) {
@@ -187,30 +207,42 @@ export function createChatStreamsService(deps: { db: Db }) {
             const { id } = await store.insertStream(trx, { realmId: caller.realm.id, name, description, inviteOnly: v.inviteOnly, creatorId: caller.user.id });
             await recordAudit(trx, chatActor(caller), 'chat.stream.create', { type: 'chat_stream', id }, { name, invite_only: v.inviteOnly });
             s = (await store.streamById(trx, caller.realm.id, id, caller.user.id))!;
-            // A public channel is news to everyone; a private one only to its creator.
+            // A public channel is news to everyone; a private one only to its creator (its new subscribers hear below).
             events.push({ realmId: caller.realm.id, users: v.inviteOnly ? [caller.user.id] : null, payload: { type: 'stream', op: 'create', streams: [channelEventObject(s)] } });
-          } else if (s.is_archived || (!s.subscribed && (s.invite_only || isGuest(caller.user)))) {
+          } else if (s.is_archived || (!s.subscribed && (isGuest(caller.user) || (s.invite_only && !(others && isAdmin(caller.user)))))) {
             throw chatErrors.bad(`Unable to access channel (${name}).`);
           }
-          if (s.subscribed) {
-            already.push(s.name);
-          } else {
-            await store.subscribe(trx, caller.user.id, s.id);
-            await recordAudit(trx, chatActor(caller), 'chat.subscription.create', { type: 'chat_stream', id: s.id });
-            subscribed.push(s.name);
-            added.push(s);
+          const before = new Set(await store.subscriberIds(trx, s.id));
+          const added: number[] = [];
+          for (const userId of targets) {
+            const into = before.has(userId) ? already : subscribed;
+            into.set(userId, [...(into.get(userId) ?? []), s.name]);
+            if (before.has(userId)) continue;
+            await store.subscribe(trx, userId, s.id);
+            await recordAudit(trx, chatActor(caller), 'chat.subscription.create', { type: 'chat_stream', id: s.id }, userId === caller.user.id ? {} : { user_id: userId });
+            addedFor.set(userId, [...(addedFor.get(userId) ?? []), s]);
+            added.push(userId);
+          }
+          if (!added.length) continue;
+          // Someone added to a private channel learns of it first (the creator already did).
+          const newToIt = s.invite_only ? added.filter((u) => u !== caller.user.id || !s.subscribed) : [];
+          const told = events.some((e) => e.payload.type === 'stream' && e.users !== null && (e.payload.streams as Array<{ stream_id: number }>)[0].stream_id === s.id);
+          const learners = told ? newToIt.filter((u) => u !== caller.user.id) : newToIt;
+          if (learners.length) events.push({ realmId: caller.realm.id, users: learners, payload: { type: 'stream', op: 'create', streams: [channelEventObject(s)] } });
+          const peers = [...before];
+          if (peers.length) events.push({ realmId: caller.realm.id, users: peers, payload: { type: 'subscription', op: 'peer_add', stream_ids: [s.id], user_ids: added } });
+          // The new subscribers hear of each other.
+          for (const u of added) {
+            const fellows = added.filter((x) => x !== u);
+            if (fellows.length) events.push({ realmId: caller.realm.id, users: [u], payload: { type: 'subscription', op: 'peer_add', stream_ids: [s.id], user_ids: fellows } });
           }
         }
-        if (added.length) {
-          events.push({ realmId: caller.realm.id, users: [caller.user.id], payload: { type: 'subscription', op: 'add', subscriptions: added.map(subscriptionEventObject) } });
-          for (const s of added) {
-            const peers = (await store.subscriberIds(trx, s.id)).filter((u) => u !== caller.user.id);
-            if (peers.length) events.push({ realmId: caller.realm.id, users: peers, payload: { type: 'subscription', op: 'peer_add', stream_ids: [s.id], user_ids: [caller.user.id] } });
-          }
-        }
-        await writeEvents(trx, events);
-        const key = String(caller.user.id);
-        return { subscribed: subscribed.length ? { [key]: subscribed } : {}, already_subscribed: already.length ? { [key]: already } : {} };
+        // Each new subscriber hears of their subscriptions before of their fellows (as Zulip orders them).
+        const adds: ChatEventRecord[] = [...addedFor].map(([userId, streamsAdded]) => ({ realmId: caller.realm.id, users: [userId], payload: { type: 'subscription', op: 'add', subscriptions: streamsAdded.map(subscriptionEventObject) } }));
+        const creates = events.filter((e) => e.payload.type === 'stream');
+        await writeEvents(trx, [...creates, ...adds, ...events.filter((e) => e.payload.type !== 'stream')]);
+        const byUser = (m: Map<number, string[]>) => Object.fromEntries([...m].map(([id, list]) => [String(id), list]));
+        return { subscribed: byUser(subscribed), already_subscribed: byUser(already) };
       });
     },
 

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { assertZulipResponse } from '../../../test/zulip-openapi.ts';
 import { chatTestServer, type ChatTestServer } from '../chat.testkit.ts';
 
 describe('chat channels and topic visibility', () => {
@@ -42,6 +43,51 @@ describe('chat channels and topic visibility', () => {
     assert.deepEqual(visible.streams.map((s: any) => s.name), ['general']);
     const left = await member.client.users.me.subscriptions.remove({ subscriptions: JSON.stringify(['general']) });
     assert.deepEqual(left.removed, ['general']);
+  });
+
+  test('principals: members subscribe others (by id or email) to channels they reach; administrators to any; guests to none', async () => {
+    const member = await t.account(400);
+    const friend = await t.account(400);
+    const guest = await t.account(600);
+    const subscribe = async (who: typeof member, params: Record<string, unknown>) => {
+      const form = Object.fromEntries(Object.entries(params).map(([k, v]) => [k, JSON.stringify(v)]));
+      const res = await t.raw('POST', '/users/me/subscriptions', { auth: who, form });
+      if (res.status === 200) assertZulipResponse('POST', '/users/me/subscriptions', res.body);
+      return res;
+    };
+    const queue = (await t.raw('POST', '/register', { auth: friend, form: { event_types: '["subscription"]' } })).body;
+    await subscribe(member, { subscriptions: [{ name: 'general' }] });
+    const added = await subscribe(member, { subscriptions: [{ name: 'general' }, { name: 'principals-new' }], principals: [friend.id, member.id] });
+    assert.equal(added.status, 200, JSON.stringify(added.body));
+    assert.equal(added.body.ignored_parameters_unsupported, undefined, 'principals is read');
+    assert.deepEqual(added.body.subscribed, { [String(friend.id)]: ['general', 'principals-new'], [String(member.id)]: ['principals-new'] });
+    assert.deepEqual(added.body.already_subscribed, { [String(member.id)]: ['general'] });
+    // Long-poll until the friend's subscription event arrives (events may come in more than one answer).
+    let add: any;
+    for (let last = -1; !add; ) {
+      const polled = await t.raw('GET', '/events', { auth: friend, query: { queue_id: queue.queue_id, last_event_id: String(last) } });
+      assert.equal(polled.status, 200, JSON.stringify(polled.body));
+      add = polled.body.events.find((e: any) => e.type === 'subscription' && e.op === 'add');
+      last = Math.max(last, ...polled.body.events.map((e: any) => e.id));
+    }
+    assert.deepEqual(add.subscriptions.map((s: any) => s.name), ['general', 'principals-new']);
+    const mine = await friend.client.streams.subscriptions.retrieve();
+    assert.ok(mine.subscriptions.some((s: any) => s.name === 'principals-new'));
+    // By email, already there.
+    const byEmail = await subscribe(member, { subscriptions: [{ name: 'general' }], principals: [friend.email] });
+    assert.deepEqual([byEmail.body.subscribed, byEmail.body.already_subscribed], [{}, { [String(friend.id)]: ['general'] }]);
+    // A private channel: not for a member outside it, yes for an administrator outside it.
+    await subscribe(member, { subscriptions: [{ name: 'principals-private' }], invite_only: true });
+    assert.equal((await subscribe(friend, { subscriptions: [{ name: 'principals-private' }], principals: [guest.id] })).body.msg, 'Unable to access channel (principals-private).');
+    const byAdmin = await subscribe(t.owner, { subscriptions: [{ name: 'principals-private' }], principals: [friend.id] });
+    assert.deepEqual(byAdmin.body.subscribed, { [String(friend.id)]: ['principals-private'] });
+    // Guests subscribe no one else; principals must be active people of the organization.
+    const refused = await subscribe(guest, { subscriptions: [{ name: 'general' }], principals: [friend.id] });
+    assert.deepEqual([refused.status, refused.body.msg], [400, 'Insufficient permission']);
+    assert.equal((await subscribe(member, { subscriptions: [{ name: 'general' }], principals: [987654] })).body.msg, 'No such user: 987654 (give the user ID of an active member of this organization)');
+    await t.owner.client.callEndpoint(`/users/${guest.id}`, 'DELETE');
+    assert.equal((await subscribe(member, { subscriptions: [{ name: 'general' }], principals: [guest.email] })).body.msg, `No such user: ${guest.email} (give the email of an active member of this organization)`);
+    assert.equal((await subscribe(member, { subscriptions: [{ name: 'general' }], principals: [friend.id, friend.email] })).body.msg, 'principals is not a list of user IDs or a list of emails');
   });
 
   test('GET /streams filters as Zulip: public and subscribed by default, archived left out, include_all for administrators', async () => {

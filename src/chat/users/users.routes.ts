@@ -43,12 +43,23 @@ export function chatUsersRoutes(r: ChatRouter, deps: { users: ChatUsersService; 
     async ({ caller }) => users.me(caller),
   );
 
-  r.authed({ method: 'GET', url: '/users/:user_id', operationId: 'getUser', tags, response: Envelope({ user: UserObject }) }, async ({ req, params, caller }) => {
-    const id = pathId((req.params as { user_id: string }).user_id);
-    const clientGravatar = params.bool('client_gravatar') ?? true;
-    const includeCustomProfileFields = params.bool('include_custom_profile_fields') ?? false;
-    return { user: await users.get(caller, id, { clientGravatar, includeCustomProfileFields }) };
-  });
+  r.authed(
+    {
+      method: 'GET',
+      url: '/users/:user_id',
+      operationId: 'getUser',
+      tags,
+      description: 'One person by user ID or, as Zulip\'s GET /users/{email}, by an email address: their API email (`user{id}@{host}` for anyone), or their real address when the caller may see it.',
+      response: Envelope({ user: UserObject }),
+    },
+    async ({ req, params, caller }) => {
+      const raw = (req.params as { user_id: string }).user_id;
+      const clientGravatar = params.bool('client_gravatar') ?? true;
+      const includeCustomProfileFields = params.bool('include_custom_profile_fields') ?? false;
+      if (raw.includes('@')) return { user: await users.getByEmail(caller, raw, { clientGravatar, includeCustomProfileFields }) };
+      return { user: await users.get(caller, pathId(raw), { clientGravatar, includeCustomProfileFields }) };
+    },
+  );
 
   r.authed(
     { method: 'POST', url: '/users', operationId: 'createUser', tags, description: 'Administrators create an account that logs in with the given password.', response: Envelope({ user_id: Type.Integer() }) },

@@ -9,7 +9,7 @@ import type { ChatRole } from '../chat.tables.ts';
 import { ChatError, chatErrors } from '../http/errors.ts';
 import { dbId } from '../http/params.ts';
 import { writeEvents } from '../events/events.bus.ts';
-import { apiEmail, avatarUrl, presentUserForEvents, isAdmin, isGuest, isOwner, presentUser, VISIBILITY, type ProfileData } from './users.present.ts';
+import { apiEmail, avatarUrl, canAccessDeliveryEmail, presentUserForEvents, isAdmin, isGuest, isOwner, presentUser, VISIBILITY, type ProfileData } from './users.present.ts';
 import * as store from './users.store.ts';
 import type { RealmRow, UserRow } from './users.store.ts';
 
@@ -191,6 +191,25 @@ export function createChatUsersService(deps: { db: Db; cipher: Cipher }) {
 
     async get(caller: Caller, id: number, opts: { clientGravatar: boolean; includeCustomProfileFields: boolean }) {
       const row = await accessUser(caller, id, { allowDeactivated: true, allowBots: true, forAdmin: false });
+      const profile = opts.includeCustomProfileFields ? await profileMap(caller.realm.id, [row.id]) : undefined;
+      return presentUser(row, { caller: caller.user, realm: caller.realm, clientGravatar: opts.clientGravatar, profile });
+    },
+
+    /**
+     * GET /users/{email}, as Zulip (feature level 302): the dummy API address `user{id}@{host}`
+     * finds anyone by the id in it; an address the organization shows as the API email finds its
+     * person; a real address finds its person only when the caller may see it.
+     */
+    async getByEmail(caller: Caller, email: string, opts: { clientGravatar: boolean; includeCustomProfileFields: boolean }) {
+      const dummy = /^user(\d{1,10})@(.+)$/i.exec(email);
+      let row: UserRow | undefined;
+      if (dummy && dummy[2].toLowerCase() === new URL(caller.realm.url).hostname.toLowerCase()) row = await store.getUser(db, caller.realm.id, dbId(Number(dummy[1])));
+      if (!row) {
+        const found = await store.userByEmail(db, caller.realm.id, email);
+        const matchesApiEmail = found?.email.toLowerCase() === email.toLowerCase();
+        if (found && (matchesApiEmail || found.is_bot || canAccessDeliveryEmail(caller.user, found.id, found.email_address_visibility))) row = await store.getUser(db, caller.realm.id, found.id);
+      }
+      if (!row) throw chatErrors.noSuchUser();
       const profile = opts.includeCustomProfileFields ? await profileMap(caller.realm.id, [row.id]) : undefined;
       return presentUser(row, { caller: caller.user, realm: caller.realm, clientGravatar: opts.clientGravatar, profile });
     },

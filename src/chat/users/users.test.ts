@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { systemActor } from '../../audit/audit.ts';
+import { assertZulipResponse } from '../../../test/zulip-openapi.ts';
 import { chatTestServer, zulip, type ChatTestServer } from '../chat.testkit.ts';
 import { loadDemoOrganization } from '../demo.ts';
 
@@ -108,6 +109,38 @@ describe('chat users', () => {
     assert.ok(res.user.avatar_url);
     const missing = await t.owner.client.callEndpoint('/users/424242', 'GET');
     assert.deepEqual(missing, { result: 'error', msg: 'No such user', code: 'BAD_REQUEST' });
+  });
+
+  test('GET /users/{email}: by the API email, by the dummy address for anyone, by the real one only when the caller may see it', async () => {
+    const target = await t.account(400);
+    const guest = await t.account(600);
+    const get = async (viewer: typeof guest, email: string) => {
+      const res = await t.raw('GET', `/users/${encodeURIComponent(email)}`, { auth: viewer, query: { include_custom_profile_fields: 'true' } });
+      // zulip.yaml predates is_imported_stub (feature level 433, which spec/chat-api.md lists): checked without it.
+      if (res.status === 200) {
+        const { is_imported_stub: _stub, ...user } = res.body.user;
+        assertZulipResponse('GET', '/users/{email}', { ...res.body, user });
+      }
+      return res;
+    };
+    const byReal = await get(guest, target.email);
+    assert.equal(byReal.status, 200, JSON.stringify(byReal.body));
+    assert.equal(byReal.body.user.user_id, target.id);
+    assert.deepEqual(byReal.body.user.profile_data, {});
+    assert.equal(byReal.body.ignored_parameters_unsupported, undefined);
+    assert.equal((await get(guest, target.email.toUpperCase())).body.user.user_id, target.id, 'case does not matter');
+    // Administrators only: the guest may no longer look the real address up, but the dummy one still finds them.
+    await target.client.callEndpoint('/settings', 'PATCH', { email_address_visibility: 3 });
+    assert.deepEqual((await get(guest, target.email)).body, { result: 'error', msg: 'No such user', code: 'BAD_REQUEST' });
+    assert.equal((await get(t.owner, target.email)).body.user.user_id, target.id);
+    const dummy = await get(guest, `user${target.id}@127.0.0.1`);
+    assert.equal(dummy.status, 200, JSON.stringify(dummy.body));
+    assert.equal(dummy.body.user.email, `user${target.id}@127.0.0.1`);
+    assert.equal(dummy.body.user.delivery_email, null);
+    // The dummy form works for people whose address everyone sees too; on another host it is just an unknown address.
+    assert.equal((await get(target, `user${guest.id}@127.0.0.1`)).body.user.user_id, guest.id);
+    assert.equal((await get(target, `user${guest.id}@elsewhere.example`)).status, 400);
+    assert.deepEqual((await get(guest, 'nobody@example.com')).body, { result: 'error', msg: 'No such user', code: 'BAD_REQUEST' });
   });
 
   test('include_custom_profile_fields adds profile_data to people only, rendered where the type supports it', async () => {
