@@ -77,3 +77,15 @@ export function createAuditLog(db: Kysely<Database>) {
   };
 }
 export type AuditLog = ReturnType<typeof createAuditLog>;
+
+/** The id of the newest entry of an action on a target type, 0 when there is none: a later entry has a greater id. */
+export async function latestAuditId(q: Kysely<Database> | Transaction<Database>, action: string, targetType: string): Promise<number> {
+  const row = await q.selectFrom('audit_log').select((e) => e.fn.max('id').as('id')).where('target_type', '=', targetType).where('action', '=', action).executeTakeFirst();
+  return Number(row?.id ?? 0);
+}
+
+/** The targets of the entries of an action on a target type recorded after the entry `afterId`, newest first. */
+export async function auditTargetsSince(q: Kysely<Database> | Transaction<Database>, action: string, targetType: string, afterId: number): Promise<string[]> {
+  const rows = await q.selectFrom('audit_log').select('target').where('target_type', '=', targetType).where('action', '=', action).where('id', '>', afterId).orderBy('id', 'desc').execute();
+  return rows.map((r) => r.target);
+}

@@ -75,3 +75,13 @@ export function inspectJson(value: unknown, opts: { maxDepth?: number; nul?: boo
   }
   return null;
 }
+
+/**
+ * Text from outside made storable as it is taken in: NUL characters (PostgreSQL's text and jsonb
+ * cannot hold them) removed, half of a surrogate pair replaced by U+FFFD. For text a person or a
+ * service sent that is kept anyway (a chat message, an upstream's error), where refusing it would
+ * lose it or have it sent again and again.
+ */
+export function storableText(text: string): string {
+  return text.replaceAll('\u0000', '').toWellFormed();
+}

@@ -1,6 +1,7 @@
 import { Pool, type Dispatcher } from 'undici';
 import type { ModelAlias } from '../models/catalog.ts';
 import { proxyErrors, type ProxyError } from './errors.ts';
+import { storableText as storableString } from '../db/json-values.ts';
 
 /** Token counts reported by the upstream (or estimated when it reported none). */
 export interface Usage {
@@ -430,7 +431,8 @@ export function tokenCount(x: unknown): number {
 
 /** Text from an upstream made safe to store: no NUL, well-formed UTF-16, at most `max` characters. */
 export function storableText(text: string, max = 500): string {
-  return text.replaceAll('\u0000', '').slice(0, max).toWellFormed();
+  // Cut after the shared clean-up; a pair the cut splits is mended again.
+  return storableString(text).slice(0, max).toWellFormed();
 }
 
 /** Rough token count of text: about 3 bytes a token, rounded up (errs on the high side for reservations). */

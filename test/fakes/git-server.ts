@@ -5,13 +5,14 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import type { KeyPair } from '../../src/gateway/certificates.ts';
 
 /**
  * Answers one git smart-HTTP request by running Git's own `git http-backend` as a CGI program over
  * the bare repositories under `root` (shared by this server and the fake code host).
  */
-export function gitHttpBackend(root: string, req: http.IncomingMessage, res: http.ServerResponse, remoteUser: string): void {
+export function gitHttpBackend(root: string, req: http.IncomingMessage, res: http.ServerResponse, remoteUser: string, body?: Buffer): void {
   const url = new URL(req.url ?? '/', 'https://x');
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
@@ -28,7 +29,8 @@ export function gitHttpBackend(root: string, req: http.IncomingMessage, res: htt
   };
   if (req.headers['content-length']) env.CONTENT_LENGTH = String(req.headers['content-length']);
   const cgi = spawn('git', ['http-backend'], { env });
-  req.pipe(cgi.stdin);
+  if (body) cgi.stdin.end(body);
+  else req.pipe(cgi.stdin);
   cgi.stdin.on('error', () => {});
   let head = Buffer.alloc(0);
   let started = false;
@@ -81,14 +83,33 @@ export async function startGitServer(tlsPair: KeyPair): Promise<{
   requests: Array<{ method: string; path: string; authorization: string | null }>;
   makeRepo(name: string): string;
   refs(name: string): Record<string, string>;
+  /**
+   * Holds the next fetch of objects (the upload-pack request that names the commits wanted,
+   * after the refs were listed): the client has chosen its commit and waits. `arrived` settles
+   * when it is held; `release` lets it through.
+   */
+  holdNextFetch(): { arrived: Promise<void>; release(): void };
   close(): Promise<void>;
 }> {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'crewhouse-git-'));
   const requests: Array<{ method: string; path: string; authorization: string | null }> = [];
+  let hold: { arrived(): void; released: Promise<void> } | null = null;
   const server = https.createServer({ cert: tlsPair.certPem, key: tlsPair.keyPem }, (req, res) => {
     const url = new URL(req.url ?? '/', 'https://x');
     requests.push({ method: req.method ?? '', path: url.pathname + url.search, authorization: req.headers.authorization ?? null });
-    gitHttpBackend(root, req, res, 'agent');
+    if (!hold || req.method !== 'POST' || !url.pathname.endsWith('/git-upload-pack')) return gitHttpBackend(root, req, res, 'agent');
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const text = (req.headers['content-encoding'] === 'gzip' ? zlib.gunzipSync(body) : body).toString('latin1');
+      // Protocol v2 lists the refs in a request of its own (command=ls-refs); the one after it (or v0's only POST) wants objects.
+      const current = hold;
+      if (!current || text.includes('command=ls-refs')) return gitHttpBackend(root, req, res, 'agent', body);
+      hold = null;
+      current.arrived();
+      void current.released.then(() => gitHttpBackend(root, req, res, 'agent', body));
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   return {
@@ -97,6 +118,13 @@ export async function startGitServer(tlsPair: KeyPair): Promise<{
     requests,
     makeRepo: (name) => makeBareRepo(root, name),
     refs: (name) => refsOf(root, name),
+    holdNextFetch: () => {
+      let arrived!: () => void;
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (arrived = resolve));
+      hold = { arrived, released: new Promise<void>((resolve) => (release = resolve)) };
+      return { arrived: held, release };
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -1,6 +1,6 @@
 import { sql, type Transaction } from 'kysely';
 import { Type, type TSchema } from 'typebox';
-import { recordAudit, type Actor } from '../../audit/audit.ts';
+import { auditTargetsSince, latestAuditId, recordAudit, type Actor } from '../../audit/audit.ts';
 import type { ImportRepository } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import { lockKey } from '../../db/conditional.ts';
@@ -244,6 +244,24 @@ async function currentNames(deps: Pick<ImportDeps, 'agents' | 'templates' | 'des
   };
 }
 
+/**
+ * Under the import lock: refuses (409) an import when another applied a different commit (or, for
+ * a directory that is not a git checkout, anything) after this one began reading the repository.
+ * Without it an import that read the older commit and waited for the lock would write it over
+ * the newer one, and the newer changes would be lost without a word. The same commit is no
+ * conflict: what it writes is already there.
+ */
+async function refuseIfOvertaken(trx: Transaction<Database>, seen: number, commit: string | null): Promise<void> {
+  // Every apply records one `import.apply` entry under the lock, so the entries' ids are in the order the applies committed.
+  const other = (await auditTargetsSince(trx, 'import.apply', 'import', seen)).find((target) => commit === null || target !== commit);
+  if (other === undefined) return;
+  const read = commit ? `commit ${commit}` : 'the configuration directory';
+  const applied = other === 'directory' ? 'the configuration directory' : `commit ${other}`;
+  throw problems.conflict(
+    `another import applied ${applied} while this one was reading ${read}, so its plan could undo what the other wrote; nothing was imported. Import again (a dry run or an apply): it reads the repository anew and plans against what the other import wrote`,
+  );
+}
+
 export interface ImportDeps {
   db: Db;
   repository: ImportRepository | null;
@@ -416,9 +434,13 @@ export function createImportService(deps: ImportDeps) {
      * Reads the repository and makes the plan inside one transaction under the import lock: every
      * definition is written through its service (the API's rules, on the transaction), then the
      * transaction rolls back for a dry run or when a problem was found, or commits (an apply),
-     * audited once with the commit. Two imports wait for each other.
+     * audited once with the commit. Two imports wait for each other; one that read the repository
+     * before another applied a different commit is refused (409) under the lock, so an older
+     * commit is never applied over a newer one.
      */
     async run(actor: Actor, opts: { dryRun: boolean; force: boolean; prune: boolean }): Promise<ImportPlan> {
+      // The last apply before the repository is read: one recorded after it, once the lock is held, ran while this import read.
+      const seen = await latestAuditId(db, 'import.apply', 'import');
       const snap = await readRepository(deps.repository, deps.source);
       const parsed = parseLayout(snap);
       const named = await currentNames(deps);
@@ -426,6 +448,7 @@ export function createImportService(deps: ImportDeps) {
       try {
         await db.transaction().execute(async (trx) => {
           await lockKey(trx, IMPORT_LOCK);
+          await refuseIfOvertaken(trx, seen, snap.commit);
           const state = await skills.importState(trx);
           const ctx = { commit: snap.commit, force: opts.force, prune: opts.prune, edited: new Set(state.edited), deleted: new Set(state.deleted.map((d) => d.name)) };
           for (const kind of KINDS) {

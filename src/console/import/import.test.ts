@@ -254,6 +254,31 @@ pipeline: { lead: dev }
     assert.equal(agent.body.current_version, before + 1);
   });
 
+  for (const dryRun of [false, true]) {
+    it(`an import${dryRun ? ' (a dry run)' : ''} that read a commit before another import applied a newer one is refused with 409, never applied over it`, async () => {
+      await push({ 'agents/coder.yaml': agentYaml(`Older, dry run ${dryRun}.`) });
+      // The first import has chosen the older commit and waits for its objects while the second reads and applies the newer one.
+      const held = git.holdNextFetch();
+      const first = post({ dry_run: dryRun });
+      await held.arrived;
+      const newer = await push({ 'agents/coder.yaml': agentYaml(`Newer, dry run ${dryRun}.`) });
+      const second = await post({ dry_run: false });
+      assert.equal(second.status, 200, second.text);
+      assert.equal(second.body.commit, newer);
+      held.release();
+      const late = await first;
+      assert.equal(late.status, 409, late.text);
+      assert.match(late.body.detail, new RegExp(`another import applied commit ${newer} while this one was reading commit [0-9a-f]{40}.*nothing was imported\\. Import again`));
+      const agent = await t.request({ method: 'GET', url: '/api/v1/agents/coder', token: t.adminToken });
+      assert.equal(agent.body.current.system_prompt, `Newer, dry run ${dryRun}.`);
+      // Imported again, it reads the newer commit: nothing left to change.
+      const again = await post({ dry_run: dryRun });
+      assert.equal(again.status, 200, again.text);
+      assert.equal(again.body.commit, newer);
+      assert.equal(byName(again.body)['agent:coder'].action, 'unchanged');
+    });
+  }
+
   it('leaves alone what the repository does not name, and deletes it only with prune', async () => {
     const made = await t.request({ method: 'POST', url: '/api/v1/destinations', token: t.adminToken, body: { name: 'console-only', host: 'example.org', what: 'made in the console' } });
     assert.equal(made.status, 201, made.text);

@@ -6,6 +6,9 @@ import { captureLogger, testApp, uniq, waitFor, type TestApp } from '../../../te
 import { CHAT_B_SECRET, chatBClient, ChatBError } from './client.ts';
 import type { ChatBWork } from './events.ts';
 import { startChatBListener } from './listener.ts';
+import { workItemOf } from './inbound.ts';
+import { handleMessageJob } from '../chat/handle-message.job.ts';
+import { listJobs } from '../../queue/queue.ts';
 import { confirmationPost, decidedUpdate, decisionOf, rolePost } from './posts.ts';
 import { chatBSurface } from './surface.ts';
 import { escapeText } from './text.ts';
@@ -367,6 +370,44 @@ describe('chat_b: the Socket Mode listener', () => {
     } finally {
       await listener.stop();
       await slack.stop();
+    }
+  });
+
+  it('a message holding a NUL character is handed on once, the NUL removed: its work is queued and the envelope acked, not sent again and again', async () => {
+    const t = await testApp();
+    const slack = await startFakeSlack();
+    const { logger, lines } = captureLogger();
+    const app = slack.installApp({ botName: 'crewhouse', botToken: BOT_TOKEN, appToken: APP_TOKEN });
+    const alice = slack.addUser({ name: 'alice' });
+    const room = slack.addChannel({ name: 'payments', members: [app.botUser.id, alice.id] });
+    // As the inbound hands work on: the work item queued as the chat core's job (whose payload cannot hold a NUL).
+    const listener = startChatBListener({
+      apiUrl: slack.apiUrl,
+      botToken: BOT_TOKEN,
+      appToken: APP_TOKEN,
+      rooms: async () => [room.id],
+      onWork: async (w) => {
+        if (w.kind !== 'action') await handleMessageJob.enqueue(t.db, { message: workItemOf(w, 'ali\u0000ce') }, { key: `nul-test:${w.key}` });
+      },
+      logger,
+      pingTimeoutMs: 300,
+    });
+    try {
+      await listener.ready;
+      slack.say(alice.id, room.id, `<@${app.botUser.id}> fix the\u0000 login \ud800`);
+      const jobs = await waitFor('the message queued', async () => {
+        const found = await listJobs(t.db, { kind: handleMessageJob.kind, limit: 10 });
+        return found.length ? found : null;
+      });
+      await waitFor('the envelope acked', () => slack.unacked.length === 0);
+      assert.equal(jobs.length, 1);
+      const { message } = jobs[0]!.payload as { message: { text: string; user_name: string } };
+      assert.deepEqual([message.text, message.user_name], ['fix the login \ufffd', 'alice']);
+      assert.ok(!lines.some((l) => l.includes('could not be handed on')), lines.join('\n'));
+    } finally {
+      await listener.stop();
+      await slack.stop();
+      await t.close();
     }
   });
 

@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ChatMessageIn, ChatPerson } from '../chat/ports.ts';
 import type { ChatCore } from '../chat/core.ts';
+import { storableText } from '../../db/json-values.ts';
 import { followSettings } from '../chat/follow.ts';
 import { CHAT_B_SECRET, chatBClient, type ChatBClient } from './client.ts';
 import type { ChatBWork } from './events.ts';
@@ -32,12 +33,19 @@ export interface ChatBInboundDeps {
   reconnectMs?: number;
 }
 
-/** A message or slash command as the chat core's work item. */
+/**
+ * A message or slash command as the chat core's work item. A NUL character in the text or name
+ * (Slack passes one on) is removed, and half of a surrogate pair replaced by U+FFFD: the item is
+ * stored as a job's payload, which cannot hold them, and refusing it there would leave the
+ * envelope unacknowledged for Slack to send again and again.
+ */
 export function workItemOf(w: Exclude<ChatBWork, { kind: 'action' }>, userName: string): ChatMessageIn {
+  const text = storableText(w.text).trim();
+  const user_name = storableText(userName);
   if (w.kind === 'command') {
-    return { surface: 'chat_b', message_id: `command:${w.key}`, room_id: w.channel, thread_id: null, user_id: w.user, user_name: userName, text: w.text.trim(), addressed: true, command: true, via: 'command' };
+    return { surface: 'chat_b', message_id: `command:${w.key}`, room_id: w.channel, thread_id: null, user_id: w.user, user_name, text, addressed: true, command: true, via: 'command' };
   }
-  return { surface: 'chat_b', message_id: w.key, room_id: w.channel, thread_id: w.thread_ts, user_id: w.user, user_name: userName, text: w.text.trim(), addressed: w.addressed, command: false, via: w.via };
+  return { surface: 'chat_b', message_id: w.key, room_id: w.channel, thread_id: w.thread_ts, user_id: w.user, user_name, text, addressed: w.addressed, command: false, via: w.via };
 }
 
 /** A button click: the confirmation decided once, its message updated to say by whom (or the person told why not). */

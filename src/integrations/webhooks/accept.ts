@@ -1,4 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
+import { lockKey } from '../../db/conditional.ts';
 import type { Database } from '../../db/schema.ts';
 import { inspectJson, MAX_JSON_DEPTH } from '../../db/json-values.ts';
 import { problems, type Problem } from '../../errors/problems.ts';
@@ -14,11 +15,29 @@ type Q = Kysely<Database> | Transaction<Database>;
  * `ignored`, `refused`), or marks it `failed` when its work gives up. Every surface that takes
  * deliveries in goes through here: the signed webhooks, chat_a's slash command.
  */
-export async function acceptDelivery(q: Q, d: { surface: string; delivery_id: string; event: string; action: string | null; payload: unknown }) {
+export async function acceptDelivery(q: Q, d: { surface: string; delivery_id: string; event: string; action: string | null; payload: unknown; subject?: string | null }) {
   const row = await store.recordVerified(q, { ...d, outcome: 'accepted', detail: null });
   // The job's key is the delivery too: even a row lost to a restore could not queue it twice.
   if (row.first) await processDeliveryJob.enqueue(q, { delivery: row.id }, { key: `webhook:${d.surface}:${d.delivery_id}` });
   return row;
+}
+
+/**
+ * Takes in a verified webhook delivery that reports `subject` (the sender's own id of a comment,
+ * formats.ts) unless another delivery id already reported it: a signature covers the body, not
+ * the delivery id, so a captured delivery posted again under a fresh id is a replay. Then answers
+ * `replayOf` (the first delivery's id) and takes nothing in. Under a transaction lock on the
+ * subject, so two copies at once make one delivery; the first's row holds the subject, so it
+ * holds across restarts. The same delivery id again is the sender's retry: counted as ever.
+ */
+export async function acceptOnce(trx: Transaction<Database>, d: { surface: string; delivery_id: string; event: string; action: string | null; payload: unknown; subject: string | null }): Promise<{ first: boolean; replayOf: string | null }> {
+  if (d.subject !== null) {
+    await lockKey(trx, `webhook-subject:${d.surface}:${d.subject}`);
+    const first = await store.deliveryOfSubject(trx, d.surface, d.subject);
+    if (first !== undefined && first !== d.delivery_id) return { first: false, replayOf: first };
+  }
+  const row = await acceptDelivery(trx, d);
+  return { first: row.first, replayOf: null };
 }
 
 /**

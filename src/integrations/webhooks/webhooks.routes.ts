@@ -22,7 +22,7 @@ export function deliveriesRoutes(app: App, deps: { webhooks: WebhooksService }) 
       operationId: 'listIntegrationDeliveries',
       summary: "List an integration's recent webhook deliveries",
       tags: ['integrations'],
-      description: `Recent deliveries to \`/webhooks/<kind>\`, newest first: delivery id, event, time, whether the signature was valid, the outcome and the run it became. Every delivery taken in is listed, and refused ones too: those without a valid signature up to 60 a minute per surface (the rest are counted in the metric \`crewhouse_webhook_refusals_unrecorded_total\`), each kept 30 days. chat_a lists its slash commands (each done by the chat core as a delivery's work, and settled with what it did); chat_b receives no webhooks (an empty list). ${CONSUMED_RULE}`,
+      description: `Recent deliveries to \`/webhooks/<kind>\`, newest first: delivery id, event, time, whether the signature was valid, the outcome and the run it became. Every delivery taken in is listed, and refused ones too: those without a valid signature up to 60 a minute per surface (the rest are counted in the metric \`crewhouse_webhook_refusals_unrecorded_total\`), each kept 30 days. A signed copy of a comment taken in (GitHub, Jira, Linear) under another delivery id is answered \`duplicate\`, not taken in again, and listed with the outcome \`duplicate\` naming the first delivery (up to the same 60 a minute, kept 30 days). chat_a lists its slash commands (each done by the chat core as a delivery's work, and settled with what it did); chat_b receives no webhooks (an empty list). ${CONSUMED_RULE}`,
       params: DeliveriesParams,
       querystring: ListQuery,
       response: { 200: Page(WebhookDelivery) },

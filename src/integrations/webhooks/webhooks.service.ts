@@ -7,7 +7,7 @@ import { Problem, problems } from '../../errors/problems.ts';
 import type { Surface } from '../surface.ts';
 import { isWebhookSurface, type WebhookSurface } from './surfaces.ts';
 import { INBOUND_FORMATS } from './formats.ts';
-import { acceptDelivery, unstorablePayload } from './accept.ts';
+import { acceptOnce, unstorablePayload } from './accept.ts';
 import type { RefusalCap } from './refusal-cap.ts';
 import * as store from './webhooks.store.ts';
 
@@ -30,7 +30,7 @@ export const KEEP_REFUSED_MS = 30 * 86_400_000;
 /** What a delivery's sender needs to know; the route answers it as JSON. */
 export interface DeliveryAnswer {
   delivery_id: string;
-  /** `accepted` the first time (its work is queued), `duplicate` for a delivery id seen before, `ignored` for a surface not consumed yet. */
+  /** `accepted` the first time (its work is queued), `duplicate` for a delivery id seen before or a copy of a delivery taken in under another id (the same comment), `ignored` for a surface not consumed yet. */
   outcome: 'accepted' | 'duplicate' | 'ignored';
 }
 
@@ -50,7 +50,7 @@ function presentDelivery(r: Awaited<ReturnType<typeof store.listDeliveries>>[num
     received_at: new Date(r.received_at).toISOString(),
     signature_valid: r.signature_valid,
     times_received: Number(r.times_received),
-    outcome: r.outcome as 'accepted' | 'processed' | 'ignored' | 'refused' | 'failed',
+    outcome: r.outcome as 'accepted' | 'processed' | 'ignored' | 'refused' | 'failed' | 'duplicate',
     detail: r.detail,
     run_id: r.run_id,
   };
@@ -119,11 +119,21 @@ export function createWebhooksService(deps: WebhooksDeps) {
       }
       const { event, action } = read;
       const consumed = surface in deps.consumers;
+      const subject = format.subject(event, action, payload);
       const result = await db.transaction().execute((trx) =>
         consumed
-          ? acceptDelivery(trx, { surface, delivery_id: deliveryId, event, action, payload })
-          : store.recordVerified(trx, { surface, delivery_id: deliveryId, event, action, outcome: 'ignored', detail: `no ${surface} adapter runs in this process: the delivery is recorded, not processed`, payload: null }),
+          ? acceptOnce(trx, { surface, delivery_id: deliveryId, event, action, payload, subject })
+          : store.recordVerified(trx, { surface, delivery_id: deliveryId, event, action, outcome: 'ignored', detail: `no ${surface} adapter runs in this process: the delivery is recorded, not processed`, payload: null }).then((r) => ({ first: r.first, replayOf: null })),
       );
+      if (result.replayOf !== null) {
+        // A copy of a signed delivery under a new id: answered as a duplicate (the sender need not retry), its work not done again.
+        // Anyone who captured one can send it again and again, so it is recorded like a refusal without a signature: up to the cap.
+        if (cap.mayRecord(surface)) {
+          await store.recordRefused(db, { surface, delivery_id: deliveryId, event, action, signature_valid: true, outcome: 'duplicate', detail: `reports what delivery ${result.replayOf} reported (${subject}), under another delivery id: a copy, not taken in again` });
+        }
+        logger.warn({ surface, delivery: deliveryId, first: result.replayOf, subject }, 'webhook delivery is a copy of one taken in under another delivery id: not processed again');
+        return { delivery_id: deliveryId, outcome: 'duplicate' };
+      }
       return { delivery_id: deliveryId, outcome: !result.first ? 'duplicate' : consumed ? 'accepted' : 'ignored' };
     },
 

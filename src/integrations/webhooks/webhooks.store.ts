@@ -25,14 +25,20 @@ export async function pruneRefused(q: Q, before: Date): Promise<number> {
  * A verified delivery: the first time it is inserted (`first`), every later time only counted.
  * The payload is kept for the job that processes it.
  */
-export async function recordVerified(q: Q, d: { surface: string; delivery_id: string; event: string; action: string | null; outcome: string; detail: string | null; payload: unknown }) {
+export async function recordVerified(q: Q, d: { surface: string; delivery_id: string; event: string; action: string | null; outcome: string; detail: string | null; payload: unknown; subject?: string | null }) {
   const row = await q
     .insertInto('webhook_deliveries')
-    .values({ surface: d.surface, delivery_id: d.delivery_id, event: d.event, action: d.action, signature_valid: true, taken: true, outcome: d.outcome, detail: d.detail, payload: JSON.stringify(d.payload) })
+    .values({ surface: d.surface, delivery_id: d.delivery_id, event: d.event, action: d.action, signature_valid: true, taken: true, outcome: d.outcome, detail: d.detail, payload: JSON.stringify(d.payload), subject: d.subject ?? null })
     .onConflict((oc) => oc.columns(['surface', 'delivery_id']).where(sql<boolean>`taken`).doUpdateSet({ times_received: sql`webhook_deliveries.times_received + 1` }))
     .returning(['id', 'times_received', 'outcome', 'run_id'])
     .executeTakeFirstOrThrow();
   return { id: String(row.id), first: Number(row.times_received) === 1, outcome: row.outcome, run_id: row.run_id };
+}
+
+/** The delivery id of the delivery taken in that reported `subject` on `surface`, or undefined. */
+export async function deliveryOfSubject(q: Q, surface: string, subject: string): Promise<string | undefined> {
+  const row = await q.selectFrom('webhook_deliveries').select('delivery_id').where('surface', '=', surface).where('subject', '=', subject).where('taken', '=', true).executeTakeFirst();
+  return row?.delivery_id;
 }
 
 export function getDelivery(q: Q, id: string) {

@@ -20,6 +20,11 @@ export interface WebhooksTables {
     outcome: string;
     detail: Defaulted<string | null>;
     run_id: Defaulted<string | null>;
+    /**
+     * The sender's own id of what a delivery taken in reports, where a copy under a new delivery
+     * id would repeat its effect (a comment's id): unique per surface, so a replay is not taken in.
+     */
+    subject: Defaulted<string | null>;
     /** The verified payload, kept for the job that processes it. */
     payload: ColumnType<unknown, string | null | undefined, string | null>;
   };

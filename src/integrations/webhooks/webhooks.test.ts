@@ -182,6 +182,60 @@ describe('POST /webhooks/<surface>', () => {
       const fresh = await linear(Date.now());
       assert.deepEqual([fresh.status, fresh.body.outcome], [202, 'accepted']);
     });
+
+    /** The jobs (the work) queued for these delivery ids of a surface. */
+    const jobsOf = async (surface: string, ids: string[]) => (await listJobs(t.db, { kind: processDeliveryJob.kind, limit: 500 })).filter((j) => ids.some((id) => j.key === `webhook:${surface}:${id}`)).map((j) => j.key);
+    const rowsOf = async (surface: string, ids: string[]) => (await t.request({ method: 'GET', url: `/api/v1/integrations/${surface}/deliveries?limit=200`, token: t.adminToken })).body.items.filter((d: any) => ids.includes(d.id));
+
+    it('a captured signed comment posted again under a new delivery id is answered duplicate, recorded, and not taken in again (GitHub, Jira, Linear)', async () => {
+      // The same signed bytes under other delivery ids: what someone who captured one delivery can send.
+      const comment = { action: 'created', issue: { number: 12 }, comment: { id: 4242, body: '@crewhouse also the docs' }, repository: { full_name: 'acme/app' }, sender: { login: 'alice' } };
+      const raw = JSON.stringify(comment);
+      const signature = await sign(SECRET, raw);
+      const first = await deliver(t, { event: 'issue_comment', payload: comment, raw, signature, id: 'comment-first' });
+      assert.deepEqual([first.status, first.body.outcome], [202, 'accepted']);
+      const replayed = await deliver(t, { event: 'issue_comment', payload: comment, raw, signature, id: 'comment-replayed' });
+      assert.deepEqual([replayed.status, replayed.body], [202, { delivery_id: 'comment-replayed', outcome: 'duplicate' }]);
+      // The sender's own retry (the same id) is counted as ever; another comment, and the comment edited, are their own deliveries.
+      assert.equal((await deliver(t, { event: 'issue_comment', payload: comment, raw, signature, id: 'comment-first' })).body.outcome, 'duplicate');
+      assert.equal((await deliver(t, { event: 'issue_comment', payload: { ...comment, comment: { ...comment.comment, id: 4243 } }, id: 'comment-other' })).body.outcome, 'accepted');
+      assert.equal((await deliver(t, { event: 'issue_comment', payload: { ...comment, action: 'edited' }, id: 'comment-edited' })).body.outcome, 'accepted');
+      assert.deepEqual((await jobsOf('code_host', ['comment-first', 'comment-replayed', 'comment-other', 'comment-edited'])).sort(), ['webhook:code_host:comment-edited', 'webhook:code_host:comment-first', 'webhook:code_host:comment-other']);
+      const rows = await rowsOf('code_host', ['comment-first', 'comment-replayed']);
+      assert.deepEqual(
+        rows.map((d: any) => [d.id, d.signature_valid, d.outcome, d.times_received]),
+        [['comment-replayed', true, 'duplicate', 1], ['comment-first', true, 'accepted', 2]],
+      );
+      assert.match(rows[0].detail, /reports what delivery comment-first reported .*under another delivery id/);
+
+      // Jira (tracker_b): X-Hub-Signature over the body, X-Atlassian-Webhook-Identifier outside it.
+      await makeIntegration(t, 'tracker_b', { settings: { client_id: 'c', cloud_id: 'cloud', account_id: 'agent-1', api_url: 'http://127.0.0.1:9', auth_url: 'http://127.0.0.1:9' }, secrets: { client_secret: 's', webhook_secret: SECRET } });
+      const jiraRaw = JSON.stringify({ timestamp: 1, webhookEvent: 'comment_created', comment: { id: '10077', body: 'please also the docs', author: { accountId: 'bob' } }, issue: { id: '100', key: 'OPS-1' } });
+      const jira = (id: string) => t.request({ method: 'POST', url: '/webhooks/tracker_b', headers: { 'content-type': 'application/json', 'x-atlassian-webhook-identifier': id, 'x-hub-signature': `sha256=${crypto.createHmac('sha256', SECRET).update(jiraRaw).digest('hex')}` }, raw: jiraRaw });
+      assert.equal((await jira('jira-first')).body.outcome, 'accepted');
+      assert.equal((await jira('jira-replayed')).body.outcome, 'duplicate');
+      assert.deepEqual(await jobsOf('tracker_b', ['jira-first', 'jira-replayed']), ['webhook:tracker_b:jira-first']);
+      assert.deepEqual((await rowsOf('tracker_b', ['jira-replayed'])).map((d: any) => d.outcome), ['duplicate']);
+
+      // Linear (tracker_a): a copy within the minute its signed timestamp allows.
+      const linearRaw = JSON.stringify({ type: 'Comment', action: 'create', webhookTimestamp: Date.now(), data: { id: 'c0ffee-1', body: '@crewhouse also the docs', issueId: 'i-1', userId: 'u-1' } });
+      const linear = (id: string) => t.request({ method: 'POST', url: '/webhooks/tracker_a', headers: { 'content-type': 'application/json', 'linear-delivery': id, 'linear-event': 'Comment', 'linear-signature': crypto.createHmac('sha256', SECRET).update(linearRaw).digest('hex') }, raw: linearRaw });
+      assert.equal((await linear('linear-first')).body.outcome, 'accepted');
+      assert.equal((await linear('linear-replayed')).body.outcome, 'duplicate');
+      assert.deepEqual(await jobsOf('tracker_a', ['linear-first', 'linear-replayed']), ['webhook:tracker_a:linear-first']);
+    });
+
+    it('two copies of a signed comment under different delivery ids at once: one is taken in, the other answered duplicate', async () => {
+      const comment = { action: 'created', issue: { number: 13 }, comment: { id: 5151, body: '@crewhouse go' }, repository: { full_name: 'acme/app' }, sender: { login: 'alice' } };
+      const raw = JSON.stringify(comment);
+      const signature = await sign(SECRET, raw);
+      const ids = ['racing-1', 'racing-2', 'racing-3'];
+      const answers = await Promise.all(ids.map((id) => deliver(t, { event: 'issue_comment', payload: comment, raw, signature, id })));
+      assert.deepEqual(answers.map((a) => a.status), [202, 202, 202]);
+      assert.deepEqual(answers.map((a) => a.body.outcome).sort(), ['accepted', 'duplicate', 'duplicate']);
+      const taken = answers.find((a) => a.body.outcome === 'accepted')!.body.delivery_id;
+      assert.deepEqual(await jobsOf('code_host', ids), [`webhook:code_host:${taken}`]);
+    });
   });
 });
 
