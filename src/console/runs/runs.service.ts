@@ -289,8 +289,11 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
       return result;
     },
 
-    /** `POST /runs/{id}/cancel`: the run is cancelled at once; the worker stops its tools and agent loop. */
-    async cancel(actor: Actor, id: string, from: RunSurface = 'console') {
+    /**
+     * `POST /runs/{id}/cancel`: the run is cancelled at once; the worker stops its tools and agent
+     * loop. `within` runs in the cancel's transaction (a surface settles what asked for it there).
+     */
+    async cancel(actor: Actor, id: string, from: RunSurface = 'console', within?: (trx: Trx) => Promise<void>) {
       const team = await teamToEnd(await mustGet(id));
       await db.transaction().execute(async (trx) => {
         const run = await store.lockRun(trx, id);
@@ -302,6 +305,7 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
         await store.appendPost(trx, id, { kind: 'canceled', role: null, text: `cancelled by ${actor.name}`, data: { by: actor.name } });
         // The engine lets the run's sandboxes go; a run cancelled while it waited has no job of its own running.
         await deps.advance(trx, id);
+        if (within) await within(trx);
         await recordAudit(trx, actor, 'run.cancel', { type: 'run', id }, {});
       });
       published(id);
