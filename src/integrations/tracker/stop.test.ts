@@ -36,7 +36,6 @@ describe('trackers: stopping the agent from the issue', () => {
 
   before(async () => {
     t = await testApp({ modelProxy: true });
-    await makeHostRow(t.db, { providers: ['local', 'microvm'] });
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     const base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
     [linear, jira] = await Promise.all([startFakeLinear(), startFakeJira()]);
@@ -77,6 +76,8 @@ describe('trackers: stopping the agent from the issue', () => {
   });
 
   it('Linear: "Send stop request" in the session cancels the run once (not a follow-up), and the session\'s last activity says it stopped', async () => {
+    // A live host (its heartbeat fresh) takes the run; none runs it here.
+    await makeHostRow(t.db, { providers: ['local', 'microvm'] });
     const ada = linear.addUser({ name: 'Ada' });
     const issue = linear.addIssue({ teamId: engTeam, title: 'Fix the footer', creatorId: ada.id });
     const { session, delivery } = await linear.assignToApp(issue.id, ada.id);
@@ -109,6 +110,8 @@ describe('trackers: stopping the agent from the issue', () => {
   });
 
   it('Jira: unassigning the agent from the issue cancels its run, and a comment says so', async () => {
+    // A live host (its heartbeat fresh) takes the run; none runs it here.
+    await makeHostRow(t.db, { providers: ['local', 'microvm'] });
     const bob = jira.addUser('Bob');
     const issue = jira.addIssue({ projectKey: 'OPS', summary: 'Rotate the logs', reporter: bob.accountId });
     const assigned = await jira.assign(issue.key, jira.agent.accountId, bob.accountId);
