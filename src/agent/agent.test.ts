@@ -184,7 +184,8 @@ describe('agent runtime', () => {
       const j3 = Journal.open(journalPath(ws, 'retry-3'));
       const budget = await runTurn(config(ws, model), j3, { kind: 'task', text: 'x', from: 'person' }, deps());
       assert.equal(budget.kind, 'failed');
-      assert.match((budget as { reason: string }).reason, /budget is spent/);
+      assert.match((budget as { reason: string }).reason, /^the budget is spent: the team has spent its daily budget/);
+      assert.doesNotMatch((budget as { reason: string }).reason, /could not be reached/, 'a spent budget is not an unreachable model');
       assert.equal(j3.all().filter((e) => e.type === 'model_error').length, 1);
       for (const j of [j1, j2, j3]) j.close();
     } finally {

@@ -199,7 +199,7 @@ export async function runTurn(config: AgentConfig, journal: Journal, input: Agen
     durable.catch(() => {});
     const reply = await callWithRetries(config, journal, conversation, tools, model, sleep, deps, signal);
     await durable;
-    if (!reply) return signal.aborted ? end({ kind: 'cancelled' }) : end({ kind: 'failed', reason: lastModelError(journal.all()) });
+    if (!reply || 'error' in reply) return signal.aborted || !reply ? end({ kind: 'cancelled' }) : end({ kind: 'failed', reason: modelFailure(reply.error) });
     // Synced with what it leads to (a tool's start, a result, the turn's end), by the next append.
     journal.write({ type: 'model_reply', content: reply.content, tool_calls: reply.tool_calls, usage: reply.usage, finish_reason: reply.finish_reason, started_at: reply.started_at });
     if (!reply.tool_calls.length) {
@@ -216,12 +216,14 @@ export async function runTurn(config: AgentConfig, journal: Journal, input: Agen
   }
 }
 
-function lastModelError(events: readonly AgentEvent[]): string {
-  for (let i = events.length - 1; i >= 0; i--) {
-    const e = events[i];
-    if (e.type === 'model_error') return `the model could not be reached: ${e.reason}`;
-  }
-  return 'the model call failed';
+/**
+ * Why the model's last call failed the turn, for the person reading the run's failure: a spent
+ * budget says so (and when it resets), a refusal that will not change is a refusal, and only
+ * what retrying did not mend is "could not be reached".
+ */
+function modelFailure(err: ModelError): string {
+  if (/budget_exceeded$/.test(err.code ?? '')) return err.message;
+  return err.retryable ? `the model could not be reached: ${err.message}` : `the model call was refused: ${err.message}`;
 }
 
 async function callWithRetries(
@@ -233,7 +235,7 @@ async function callWithRetries(
   sleep: (ms: number, signal: AbortSignal) => Promise<void>,
   deps: LoopDeps,
   signal: AbortSignal,
-): Promise<(ModelReply & { started_at: string }) | null> {
+): Promise<(ModelReply & { started_at: string }) | { error: ModelError } | null> {
   const attempts = deps.attempts ?? 4;
   for (let attempt = 1; ; attempt++) {
     const startedAt = new Date().toISOString();
@@ -256,7 +258,7 @@ async function callWithRetries(
       const me = err instanceof ModelError ? err : new ModelError(err instanceof Error ? err.message : String(err), { retryable: true });
       const final = !me.retryable || attempt >= attempts;
       journal.append({ type: 'model_error', attempt, reason: me.message, final, started_at: startedAt });
-      if (final) return null;
+      if (final) return { error: me };
       await sleep(me.retryAfterMs ?? Math.min(30_000, 1000 * 2 ** (attempt - 1)), signal);
     }
   }

@@ -177,7 +177,7 @@ describe('a team in a chat_a room, end to end', { skip: stackSkip }, () => {
     await stack.waitForState(runId, 'waiting');
     mm.post(alice.id, room.id, '!cancel', root.id);
     await stack.waitForState(runId, 'cancelled');
-    await said(root, /^The run was cancelled by chat_a:@alice/);
+    await said(root, /^The run was cancelled by @alice\./);
   });
 
   it('a skill an agent proposes is accepted by a chat command and becomes curated', async () => {

@@ -148,6 +148,6 @@ describe('a team in a chat_b channel, end to end', { skip: stackSkip }, () => {
     await stack.waitForState(runId, 'waiting');
     slack.say(alice.id, channel.id, '!cancel', root.ts);
     await stack.waitForState(runId, 'cancelled');
-    await said(root, /cancelled by chat_b:@alice/);
+    await said(root, /The run was cancelled by @alice\./);
   });
 });

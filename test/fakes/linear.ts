@@ -77,6 +77,8 @@ export interface LinearActivity {
   sessionId: string;
   userId: string;
   content: { type: string; body?: string; action?: string; parameter?: string; result?: string };
+  /** A person's signal on a prompt (`stop`), as Linear sends it beside the content. */
+  signal?: string;
   createdAt: string;
 }
 
@@ -102,6 +104,8 @@ export interface FakeLinear {
   mentionApp(issueId: string, byUserId: string, body: string): Promise<{ session: LinearSession; delivery: LinearDelivery }>;
   /** A person writes in a session (`AgentSessionEvent` `prompted`). */
   prompt(sessionId: string, byUserId: string, body: string): Promise<LinearDelivery>;
+  /** A person asks the agent to stop ("Send stop request"): a prompt with the `stop` signal (`AgentSessionEvent` `prompted`). */
+  stopSession(sessionId: string, byUserId: string): Promise<LinearDelivery>;
   /** Sends one delivery; `signWith` overrides the secret, `timestamp` the signed webhookTimestamp, `id` reuses a delivery id. */
   deliver(event: string, payload: Record<string, unknown>, opts?: { id?: string; signWith?: string; timestamp?: number }): Promise<LinearDelivery>;
   /** Sends a recorded delivery again, byte for byte (same id, same timestamp). */
@@ -360,6 +364,25 @@ export async function startFakeLinear(opts: { appName?: string } = {}): Promise<
     };
   };
 
+  /** A person writes in a session (with a signal: "Send stop request" is a prompt with `stop`). */
+  async function prompted(sessionId: string, byUserId: string, body: string, signal: string | null): Promise<LinearDelivery> {
+    const s = sessions.get(sessionId);
+    if (!s) throw new Error(`no session ${sessionId}`);
+    const a: LinearActivity = { id: uuid(), sessionId, userId: byUserId, content: { type: 'prompt', body }, ...(signal ? { signal } : {}), createdAt: now() };
+    activities.push(a);
+    s.status = 'pending';
+    const u = users.get(byUserId)!;
+    return deliverNow('AgentSessionEvent', {
+      type: 'AgentSessionEvent',
+      action: 'prompted',
+      createdAt: now(),
+      appUserId: app.id,
+      oauthClientId: 'fake-client',
+      agentSession: sessionChild(s),
+      agentActivity: { id: a.id, agentSessionId: s.id, content: a.content, ...(signal ? { signal } : {}), createdAt: a.createdAt, updatedAt: a.createdAt, userId: u.id, user: userChild(u) },
+    });
+  }
+
   const fake: FakeLinear = {
     url: '',
     organizationId,
@@ -414,23 +437,8 @@ export async function startFakeLinear(opts: { appName?: string } = {}): Promise<
       const delivery = await deliverNow('AgentSessionEvent', { type: 'AgentSessionEvent', action: 'created', createdAt: now(), appUserId: app.id, oauthClientId: 'fake-client', agentSession, promptContext: c.body, previousComments: [], guidance: [] });
       return { session: s, delivery };
     },
-    async prompt(sessionId, byUserId, body) {
-      const s = sessions.get(sessionId);
-      if (!s) throw new Error(`no session ${sessionId}`);
-      const a: LinearActivity = { id: uuid(), sessionId, userId: byUserId, content: { type: 'prompt', body }, createdAt: now() };
-      activities.push(a);
-      s.status = 'pending';
-      const u = users.get(byUserId)!;
-      return deliverNow('AgentSessionEvent', {
-        type: 'AgentSessionEvent',
-        action: 'prompted',
-        createdAt: now(),
-        appUserId: app.id,
-        oauthClientId: 'fake-client',
-        agentSession: sessionChild(s),
-        agentActivity: { id: a.id, agentSessionId: s.id, content: a.content, createdAt: a.createdAt, updatedAt: a.createdAt, userId: u.id, user: userChild(u) },
-      });
-    },
+    prompt: (sessionId, byUserId, body) => prompted(sessionId, byUserId, body, null),
+    stopSession: (sessionId, byUserId) => prompted(sessionId, byUserId, 'Stop', 'stop'),
     deliver: (event, payload, o) => deliverNow(event, payload, o),
     redeliver: (id) => sender.redeliver(id),
     deliveries: sender.deliveries,

@@ -44,6 +44,21 @@ describe('runs: contract defects', () => {
     assert.ok(doc.paths['/teams/{name}/tasks'].post.responses['429'].headers['retry-after'], 'the contract declares it');
   });
 
+  test('a follow-up that would reopen a finished run is a 429 while the team\'s budget is spent, saying when it is taken again', async () => {
+    await makeHostRow(t.db, { providers: ['local', 'microvm'] });
+    const team = await makeTeam(t, { body: { budget_usd_per_day: 1 } });
+    const { run_id } = await makeRun(t, { team: team.name });
+    // The run failed (its budget ran out mid-run, say): a follow-up would start it again at once.
+    await t.db.updateTable('runs').set({ state: 'failed', failure_reason: 'the budget is spent' }).where('id', '=', run_id).execute();
+    const { id } = await t.db.selectFrom('teams').select('id').where('name', '=', team.name).where('status', '=', 'active').executeTakeFirstOrThrow();
+    await t.db.updateTable('mp_teams').set({ day: sql`(now() at time zone 'utc')::date`, day_spend: 1 }).where('team', '=', `${team.name}.${id}`).execute();
+    const res = await t.request({ method: 'POST', url: `/api/v1/runs/${run_id}/replies`, token: t.adminToken, body: { text: 'try again with a smaller model' } });
+    assert.equal(res.status, 429, res.text);
+    assert.match(res.body.detail, /has spent its daily budget; follow-ups are accepted again after 00:00 UTC, or sooner when an admin raises the team's daily budget/);
+    assert.ok(Number(res.headers['retry-after']) >= 1);
+    assert.equal((await t.services.runs.get(run_id)).run.state, 'failed', 'the run was not reopened');
+  });
+
   test('a new team that takes an archived team\'s name lists only its own runs', async () => {
     await makeHostRow(t.db, { providers: ['local', 'microvm'] });
     const task = async (team: string) => {

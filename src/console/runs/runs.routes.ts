@@ -118,9 +118,9 @@ export function runsRoutes(app: App, deps: { runs: RunsService; traces: TraceRea
     schema: {
       operationId: 'replyToRun',
       summary: 'Answer a run or give it a follow-up',
-      problems: { 409: 'the question is no longer open, the run waits for an answer, was cancelled, its team was archived, or it lives on a chat surface' },
+      problems: { 409: 'the question is no longer open, the run waits for an answer, was cancelled, its team was archived, or it lives on a chat surface', 429: "a follow-up would reopen a finished run while the team's daily budget is spent" },
       tags,
-      description: `With \`in_reply_to\` = the open question's seq, the text answers it (a confirmation takes "approve"/"refuse", or \`approve\`) and the run goes on: 409 when that question is no longer open, 422 when the seq is not a question, and 422 naming \`approve\` when it is sent for a question that is not a confirmation or without \`in_reply_to\`. Without it, the text (1 to ${MAX_REPLY_CHARS} characters) is a follow-up task for the lead in the same run (422 when it is only blanks); a succeeded or failed run reopens; 409 while the run waits for an answer or after a cancel, and 409 once the run's team is archived. 409 for a run on a chat surface. 202.`,
+      description: `With \`in_reply_to\` = the open question's seq, the text answers it (a confirmation takes "approve"/"refuse", or \`approve\`) and the run goes on: 409 when that question is no longer open, 422 when the seq is not a question, and 422 naming \`approve\` when it is sent for a question that is not a confirmation or without \`in_reply_to\`. Without it, the text (1 to ${MAX_REPLY_CHARS} characters) is a follow-up task for the lead in the same run (422 when it is only blanks); a succeeded or failed run reopens (429 with Retry-After while the team's daily budget is spent); 409 while the run waits for an answer or after a cancel, and 409 once the run's team is archived. 409 for a run on a chat surface. 202.`,
       params: RunParams,
       body: ReplyInput,
       response: { 202: ReplyAccepted },

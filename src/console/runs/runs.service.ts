@@ -53,6 +53,14 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
   const { db } = deps;
   const { published, changed, mustGet, teamOfRun, teamToEnd, addTask, finish } = steps;
 
+  /** 429 while the team's daily budget is spent, with Retry-After: the seconds until the UTC day turns, when it is whole again. */
+  async function refuseWhileBudgetSpent(teamName: string, what: string): Promise<void> {
+    if (!(await deps.isBudgetSpent(teamName))) return;
+    const now = new Date();
+    const untilMidnight = Math.max(1, Math.ceil((Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1) - now.getTime()) / 1000));
+    throw problems.tooManyRequests(`team "${teamName}" has spent its daily budget; ${what} are accepted again after 00:00 UTC, or sooner when an admin raises the team's daily budget`, untilMidnight);
+  }
+
   async function openQuestion(run: store.RunRow) {
     if (run.open_question_seq === null) return null;
     const p = await store.getPost(db, run.id, run.open_question_seq);
@@ -162,12 +170,7 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
       if (team.status !== 'active') throw problems.conflict(`team "${teamName}" is ${team.status}; try again when it is active`);
       // A team homed in a chat room takes work from its room and from its linked surfaces (a tracker, the code host: the chat core opens a thread in the room for that work too), not from the Console or another chat.
       if (isChatSurface(team.surface) && surface !== team.surface && (surface === 'console' || isChatSurface(surface))) throw problems.conflict(`team "${teamName}" lives on ${team.surface}: give it work in its chat room`);
-      if (await deps.isBudgetSpent(teamName)) {
-        // Retry-After: the seconds until the UTC day turns, when the budget is whole again.
-        const now = new Date();
-        const untilMidnight = Math.max(1, Math.ceil((Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1) - now.getTime()) / 1000));
-        throw problems.tooManyRequests(`team "${teamName}" has spent its daily budget; new tasks are accepted again after 00:00 UTC`, untilMidnight);
-      }
+      await refuseWhileBudgetSpent(teamName, 'new tasks');
       const hostProblem = await deps.hostProblem(teamName);
       if (hostProblem) throw problems.unavailable(hostProblem);
       const versions: Record<string, number> = {};
@@ -239,9 +242,12 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
     async reply(actor: Actor, id: string, input: { text: string; in_reply_to?: number | null; approve?: boolean }, within?: (trx: Trx) => Promise<void>, from: RunSurface = 'console') {
       if (!input.text.trim()) throw problems.validation([{ field: 'text', message: 'is blank: write the answer or the follow-up' }]);
       // The team is read before the transaction: on the embedded database a read outside it would wait for its one connection.
-      const team = await teamOfRun(await mustGet(id));
+      const found = await mustGet(id);
+      const team = await teamOfRun(found);
       // An archived team has no roles left to work: a follow-up would reopen its run only to fail it (a question of its runs was closed by the archive's cancel).
       if (team.status === 'archived') throw problems.conflict(`the team ${team.name} of run ${id} was archived, so the run takes no more replies: give a live team a new task instead`);
+      // A follow-up reopens a finished run: refused as a new task is while the budget is spent (its first model call would fail it again).
+      if (FINISHED.includes(found.state) && found.state !== 'cancelled' && (input.in_reply_to === undefined || input.in_reply_to === null)) await refuseWhileBudgetSpent(found.team_name, 'follow-ups');
       const result = await db.transaction().execute(async (trx) => {
         const run = await store.lockRun(trx, id);
         if (!run) throw problems.notFound('run', id);
@@ -295,8 +301,11 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
       return result;
     },
 
-    /** `POST /runs/{id}/cancel`: the run is cancelled at once; the worker stops its tools and agent loop. */
-    async cancel(actor: Actor, id: string, from: RunSurface = 'console') {
+    /**
+     * `POST /runs/{id}/cancel`: the run is cancelled at once; the worker stops its tools and agent
+     * loop. `within` runs in the cancel's transaction (a surface settles what asked for it there).
+     */
+    async cancel(actor: Actor, id: string, from: RunSurface = 'console', within?: (trx: Trx) => Promise<void>) {
       const team = await teamToEnd(await mustGet(id));
       await db.transaction().execute(async (trx) => {
         const run = await store.lockRun(trx, id);
@@ -308,6 +317,7 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
         await store.appendPost(trx, id, { kind: 'canceled', role: null, text: `cancelled by ${actor.name}`, data: { by: actor.name } });
         // The engine lets the run's sandboxes go; a run cancelled while it waited has no job of its own running.
         await deps.advance(trx, id);
+        if (within) await within(trx);
         await recordAudit(trx, actor, 'run.cancel', { type: 'run', id }, {});
       });
       published(id);

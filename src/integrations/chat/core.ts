@@ -9,7 +9,7 @@ import * as store from './chat.store.ts';
 import { commandList, isThreadCancel, parseCommand, type ChatCommand } from './commands.ts';
 import { formatOf, type ChatFormat } from './format.ts';
 import { isChatCallError, type ChatMessageIn, type ChatOutbound, type ChatPerson, type ChatRuns, type ChatSurface, type ChatSurfaceKind, type ChatTeams } from './ports.ts';
-import { longOutput, renderPost, renderStart, renderStartFrom, statusLine } from './render.ts';
+import { longOutput, personNamed, renderPost, renderStart, renderStartFrom, statusLine } from './render.ts';
 
 type Db = Kysely<Database>;
 type Trx = Transaction<Database>;
@@ -68,8 +68,6 @@ class SurfaceMissing extends Error implements SaidForPeople {
 const sha256 = (s: string) => crypto.createHash('sha256').update(s).digest('hex');
 const personOf = (m: ChatMessageIn): ChatPerson => ({ surface: m.surface, user_id: m.user_id, user_name: m.user_name });
 const detailOf = (err: unknown) => (err instanceof Problem ? err.detail : null);
-/** Who asked on another surface, as a run from there names them (`tracker_a:Alice`): the name alone, not a mention (they may not be in the room). */
-const askedBy = (createdBy: string) => createdBy.slice(createdBy.indexOf(':') + 1) || createdBy;
 
 export function createChatCore(deps: ChatCoreDeps) {
   const { db } = deps;
@@ -299,7 +297,7 @@ export function createChatCore(deps: ChatCoreDeps) {
       const run = await deps.runs.get(runId);
       if (!run) return;
       const fromElsewhere = run.surface !== thread.surface;
-      const requester = fromElsewhere ? askedBy(run.created_by) : s.mention(thread.requested_by, thread.requested_by_name);
+      const requester = fromElsewhere ? personNamed(run.created_by) : s.mention(thread.requested_by, thread.requested_by_name);
       const format = formatOf(s.dialect);
       if (!thread.root_id) {
         const text = fromElsewhere ? renderStartFrom({ team: thread.team, runId, text: run.text, by: requester, origin: await deps.runs.originOf(runId), format }) : renderStart({ requester, team: thread.team, runId, text: run.text, format });

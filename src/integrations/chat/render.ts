@@ -36,6 +36,14 @@ export interface RenderedPost {
 
 const cost = (usd: number) => `$${usd.toFixed(usd < 1 ? 4 : 2)}`;
 
+/**
+ * A person as a run names them (`chat_a:@alice`, `tracker_a:Ada`: the surface, then who there),
+ * for people reading a thread: the name alone, without the surface's prefix (an internal word);
+ * a name without a prefix (a Console user) as it is. Not a mention: a person from elsewhere may
+ * not be in the room.
+ */
+export const personNamed = (by: string) => by.slice(by.indexOf(':') + 1) || by;
+
 function deliveryLines(run: RenderContext['run'], data: Record<string, unknown>, f: ChatFormat): string[] {
   const branch = (typeof data.branch === 'string' ? data.branch : null) ?? run.delivery?.branch ?? null;
   const pr = (typeof data.pull_request_url === 'string' ? data.pull_request_url : null) ?? run.delivery?.pull_request?.url ?? null;
@@ -92,8 +100,11 @@ export function renderPost(p: ChatRunPost, ctx: RenderContext): RenderedPost | n
       return { text: [`Done: ${said}`, ...deliveryLines(ctx.run, p.data, f), `Cost: ${cost(ctx.run.cost_usd)}`, 'Reply in this thread to ask for changes or more.'].join('\n'), role: p.role, ...none };
     case 'failed':
       return { text: `The run failed: ${said}\nCost: ${cost(ctx.run.cost_usd)}\nReply in this thread to have the team try again, with what to do differently.`, role: null, ...none };
-    case 'canceled':
-      return { text: `The run was ${p.text.startsWith('cancelled') ? said : `cancelled: ${said}`}.\nCost: ${cost(ctx.run.cost_usd)}\nFor new work, give the team a new task in the room.`, role: null, ...none };
+    case 'canceled': {
+      const by = typeof p.data.by === 'string' && p.data.by ? p.data.by : null;
+      const what = by ? `cancelled by ${f.text(personNamed(by))}` : p.text.startsWith('cancelled') ? said : `cancelled: ${said}`;
+      return { text: `The run was ${what}.\nCost: ${cost(ctx.run.cost_usd)}\nFor new work, give the team a new task in the room.`, role: null, ...none };
+    }
     default:
       // task from the person, answers and follow-ups (the person's own words), artifacts, command results.
       return null;

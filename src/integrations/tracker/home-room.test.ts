@@ -143,7 +143,7 @@ describe('a chat-homed team\'s work from a tracker', () => {
     await t.services.chatCore.receive({ ...message, message_id: crypto.randomUUID(), text: 'cancel' });
     await drainSurfaces();
     assert.equal((await t.services.runs.get(runId)).run.state, 'cancelled');
-    assert.ok(mm.threadOf(root.id).some((p) => /The run was cancelled by chat_a:@alice/.test(p.message)), mm.threadOf(root.id).map((p) => p.message).join('\n'));
+    assert.ok(mm.threadOf(root.id).some((p) => /The run was cancelled by @alice\./.test(p.message)), mm.threadOf(root.id).map((p) => p.message).join('\n'));
     assert.deepEqual(ours().map((a) => a.content.type), ['thought', 'error']);
   });
 });

@@ -33,6 +33,11 @@ export type TrackerIntent =
    * `orTask` when the issue has no run yet.
    */
   | { kind: 'reply'; issueId: string; session: string | null; text: string; by: TrackerPerson; addressed: boolean; orTask: TaskIntent | null }
+  /**
+   * A person told the agent to stop working on the issue (Linear's stop request in the session,
+   * the agent unassigned from it): the issue's open run is cancelled, and its last note says so.
+   */
+  | { kind: 'stop'; issueId: string; session: string | null; by: TrackerPerson; how: string }
   | { kind: 'ignore'; reason: string };
 
 /** What a run tells the issue it came from. */

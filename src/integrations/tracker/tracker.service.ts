@@ -97,6 +97,21 @@ export function createTrackerService(deps: TrackerServiceDeps) {
     }
   }
 
+  /** A person told the agent to stop (Linear's stop request, unassigning it): the issue's open run is cancelled, once. */
+  async function stop(row: string, intent: Extract<TrackerIntent, { kind: 'stop' }>): Promise<void> {
+    const work = (intent.session ? await store.workOfSession(db, surface, intent.session) : undefined) ?? (await store.workOfIssue(db, surface, intent.issueId));
+    if (!work) return settleDelivery(db, row, { outcome: 'ignored', detail: `${intent.by.name} ${intent.how}, and the issue is not the work of a run` });
+    const { run } = await runs.get(work.run_id);
+    if (run.state !== 'running' && run.state !== 'waiting') return settleDelivery(db, row, { outcome: 'ignored', detail: `${intent.by.name} ${intent.how} on ${work.issue_key}, whose run ${run.id} is already ${run.state}`, run_id: run.id });
+    try {
+      // Settled with the cancel: a job run again after it committed finds the delivery done.
+      await runs.cancel(systemActor(`${surface}:${intent.by.name}`), run.id, surface, (trx) => settleDelivery(trx, row, { outcome: 'processed', detail: `${intent.by.name} ${intent.how} on ${work.issue_key}: run ${run.id} is cancelled`, run_id: run.id }));
+    } catch (err) {
+      if (!refusedBy(err)) throw err;
+      return settleDelivery(db, row, { outcome: 'refused', detail: (err as Problem).detail, run_id: run.id });
+    }
+  }
+
   /** What the run's change tells the issue, or null when there is nothing (anymore) to say. */
   async function noteOf(run: Run, event: RunChange['event'], seq: number): Promise<ProgressNote | null> {
     if (event === 'started') return { kind: 'started' };
@@ -139,6 +154,7 @@ export function createTrackerService(deps: TrackerServiceDeps) {
       }
       if (intent.kind === 'ignore') return settleDelivery(db, row, { outcome: 'ignored', detail: intent.reason });
       if (intent.kind === 'task') return task(conn, row, intent, delivery.payload);
+      if (intent.kind === 'stop') return stop(row, intent);
       return reply(conn, row, intent, delivery.payload);
     },
 

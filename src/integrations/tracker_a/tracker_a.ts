@@ -67,6 +67,8 @@ export function linearIntentOf(delivery: { event: string; payload: unknown }, ap
       if (by.id === app.id) return { kind: 'ignore', reason: 'a prompt written by the app itself' };
       const text = str(obj(activity.content).body);
       const issueId = str(session.issueId) ?? str(obj(session.issue).id);
+      // "Send stop request" in Linear: a prompt with the stop signal, never an answer or a follow-up.
+      if (activity.signal === 'stop') return issueId ? { kind: 'stop', issueId, session: sessionId, by, how: 'asked the agent to stop' } : { kind: 'ignore', reason: 'the stop request\'s session has no issue' };
       if (!text || !issueId) return { kind: 'ignore', reason: 'the prompt has no text or the session no issue' };
       return { kind: 'reply', issueId, session: sessionId, text, by, addressed: true, orTask: null };
     }
@@ -75,7 +77,15 @@ export function linearIntentOf(delivery: { event: string; payload: unknown }, ap
   const data = obj(p.data);
   const actor = personOf(p.actor);
   if (delivery.event === 'Issue' && action === 'update') {
-    const assignedNow = data.assigneeId === app.id && Object.prototype.hasOwnProperty.call(obj(p.updatedFrom), 'assigneeId');
+    const from = obj(p.updatedFrom);
+    const assigneeChanged = Object.prototype.hasOwnProperty.call(from, 'assigneeId');
+    // Unassigned from the app by a person: the work stops.
+    if (assigneeChanged && from.assigneeId === app.id && data.assigneeId !== app.id) {
+      const issueId = str(data.id);
+      if (actor?.id === app.id || !issueId) return { kind: 'ignore', reason: 'an issue change other than a person unassigning the app' };
+      return { kind: 'stop', issueId, session: null, by: actor ?? { id: 'unknown', name: 'someone' }, how: 'unassigned the agent' };
+    }
+    const assignedNow = data.assigneeId === app.id && assigneeChanged;
     if (!assignedNow) return { kind: 'ignore', reason: 'an issue change other than its assignment to the app' };
     if (actor?.id === app.id) return { kind: 'ignore', reason: 'the app assigned the issue itself' };
     const issue = issueOf(data);

@@ -46,6 +46,9 @@ export function jiraIntentOf(delivery: { event: string; payload: unknown }, acco
   if (delivery.event === 'jira:issue_updated' || delivery.event === 'jira:issue_created') {
     const items = Array.isArray(obj(p.changelog).items) ? (obj(p.changelog).items as unknown[]).map(obj) : [];
     const assigned = delivery.event === 'jira:issue_created' ? personOf(fields.assignee)?.id === accountId : items.some((x) => x.field === 'assignee' && x.to === accountId);
+    // Unassigned from the agent by a person (to someone else or to nobody): the work stops.
+    const unassigned = delivery.event === 'jira:issue_updated' && items.some((x) => x.field === 'assignee' && x.from === accountId && x.to !== accountId);
+    if (unassigned && user?.id !== accountId) return { kind: 'stop', issueId: id, session: null, by: user ?? { id: 'unknown', name: 'someone' }, how: 'unassigned the agent' };
     if (!assigned) return { kind: 'ignore', reason: 'an issue change other than its assignment to the agent' };
     if (user?.id === accountId) return { kind: 'ignore', reason: 'the agent assigned the issue itself' };
     // The reporter is who the work is for: a question mentions them.
