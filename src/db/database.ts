@@ -86,6 +86,9 @@ function openPostgres(url: string, searchPath: string | undefined, poolSize: num
   });
   // An idle client's error (the server restarted) must not crash the process.
   pool.on('error', () => {});
+  // Nor a checked-out one's: a connection the server ends mid-statement (a restart, pg_terminate_backend)
+  // fails that statement, and its 'error' event, heard by no one, would end the process.
+  pool.on('connect', (client) => client.on('error', () => {}));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   listeners.set(db, (channel, onNotify) => listenOnPostgres(url, channel, onNotify));
   return { db, kind: 'postgres', close: () => db.destroy() };

@@ -85,3 +85,15 @@ export function inspectJson(value: unknown, opts: { maxDepth?: number; nul?: boo
 export function storableText(text: string): string {
   return text.replaceAll('\u0000', '').toWellFormed();
 }
+
+/**
+ * A finding of inspectJson in words: the field (its path, '' for the value itself) and what is
+ * wrong with it, phrased to follow the field's name ("name must not contain a NUL character").
+ * Every surface that refuses a value the database would not keep as sent says it with these.
+ */
+export function unstorableWords(found: StoredValueFinding): { field: string; message: string } {
+  if ('nul' in found) return { field: found.nul, message: 'must not contain a NUL character' };
+  if ('tooDeep' in found) return { field: found.tooDeep, message: `nests deeper than ${MAX_JSON_DEPTH} levels` };
+  if ('notFinite' in found) return { field: found.notFinite, message: 'must be a finite number' };
+  return { field: found.illFormed, message: 'must be Unicode text: it holds half of a surrogate pair (an escape such as "\\ud800" alone)' };
+}

@@ -1,4 +1,5 @@
 import {
+  AbortedTransactionError,
   CompiledQuery,
   PostgresAdapter,
   PostgresIntrospector,
@@ -55,8 +56,14 @@ class PGliteDriver implements Driver {
   async beginTransaction(conn: DatabaseConnection) {
     await conn.executeQuery(CompiledQuery.raw('begin'));
   }
+  /**
+   * PostgreSQL answers a COMMIT of a transaction an error aborted with ROLLBACK, not an error:
+   * as Kysely's PostgresDriver does, that is thrown (AbortedTransactionError), so a commit that
+   * rolled back never looks like success.
+   */
   async commitTransaction(conn: DatabaseConnection) {
-    await conn.executeQuery(CompiledQuery.raw('commit'));
+    const { rows } = await conn.executeQuery<{ command: string }>(CompiledQuery.raw('commit'));
+    if (rows[0]?.command === 'ROLLBACK') throw new AbortedTransactionError();
   }
   async rollbackTransaction(conn: DatabaseConnection) {
     await conn.executeQuery(CompiledQuery.raw('rollback'));
@@ -81,6 +88,8 @@ class EngineConnection implements DatabaseConnection {
     const params = query.parameters as readonly unknown[];
     try {
       const reply = await this.#engine.query(query.sql, params);
+      // As Kysely's PostgresDriver answers them: a transaction's end says how it ended.
+      if (reply.command === 'COMMIT' || reply.command === 'ROLLBACK') return { rows: [{ command: reply.command }] as R[] };
       return { rows: reply.rows as R[], numAffectedRows: BigInt(reply.affected) };
     } catch (err) {
       // As PostgreSQL's driver does: the error names the statement that failed.

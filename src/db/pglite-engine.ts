@@ -1,9 +1,14 @@
 import { messages, protocol, type PGlite } from '@electric-sql/pglite';
 
-/** What one statement answered: its rows (decoded with the engine's parsers) and the rows it changed. */
+/**
+ * What one statement answered: its rows (decoded with the engine's parsers), the rows it changed,
+ * and the first word of its command tag ('INSERT', 'COMMIT'; 'ROLLBACK' when a COMMIT found its
+ * transaction failed and rolled it back instead).
+ */
 export interface EngineReply {
   rows: Record<string, unknown>[];
   affected: number;
+  command: string;
 }
 
 /** Hears NOTIFYs the engine sends back on its one session (channel, payload). */
@@ -47,6 +52,7 @@ interface Statement {
 interface Reply {
   rows: Record<string, unknown>[];
   affected: number;
+  command: string;
   error: messages.DatabaseError | null;
   paramTypes: number[];
   columns: { name: string; type: number }[] | null;
@@ -123,7 +129,7 @@ export class PGliteEngine implements Engine {
     }
     if (reply.error) throw reply.error;
     if (SCHEMA_CHANGE.test(text) && this.#statements.size > 0) await this.#forget([...this.#statements.keys()]);
-    return { rows: reply.rows, affected: reply.affected };
+    return { rows: reply.rows, affected: reply.affected, command: reply.command };
   }
 
   /** Parses and describes a statement: kept under a name, or as the unnamed statement. */
@@ -177,7 +183,7 @@ export class PGliteEngine implements Engine {
     const chunks: Buffer[] = [];
     await this.#pg.execProtocolRawStream(concat(parts), { onRawData: (bytes) => chunks.push(Buffer.from(bytes)) });
     const buf = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
-    const reply: Reply = { rows: [], affected: 0, error: null, paramTypes: [], columns: null };
+    const reply: Reply = { rows: [], affected: 0, command: '', error: null, paramTypes: [], columns: null };
     const names = statement?.columns ?? [];
     const parsers = statement?.columnParsers ?? [];
     const types = statement?.columnTypes ?? [];
@@ -234,6 +240,7 @@ export class PGliteEngine implements Engine {
           const tag = buf.toString('utf8', p, end - 1);
           const words = tag.split(' ');
           if (COUNTED.has(words[0])) reply.affected += Number(words[words.length - 1]);
+          reply.command = words[0];
           break;
         }
         case 0x45:

@@ -28,7 +28,7 @@ export type ThreadMessage =
   | { kind: 'ready' }
   | { kind: 'failed'; error: WireError }
   | { kind: 'notify'; channel: string; payload: string }
-  | { kind: 'answer'; id: number; rows?: Record<string, unknown>[]; affected?: number; image?: Blob }
+  | { kind: 'answer'; id: number; rows?: Record<string, unknown>[]; affected?: number; command?: string; image?: Blob }
   | { kind: 'error'; id: number; error: WireError };
 
 type Answer = Extract<ThreadMessage, { kind: 'answer' }>;
@@ -116,7 +116,7 @@ export class PGliteThread implements Engine {
 
   async query(text: string, params: readonly unknown[]): Promise<EngineReply> {
     const answer = await this.#ask((id) => ({ op: 'query', id, text, params }));
-    return { rows: answer.rows ?? [], affected: answer.affected ?? 0 };
+    return { rows: answer.rows ?? [], affected: answer.affected ?? 0, command: answer.command ?? '' };
   }
 
   /** The data directory as a tarball, for `loadDataDir` of another embedded database. */

@@ -51,7 +51,7 @@ async function handle(request: ThreadRequest): Promise<void> {
     switch (request.op) {
       case 'query': {
         const reply = await engine.query(request.text, request.params);
-        send({ kind: 'answer', id: request.id, rows: reply.rows, affected: reply.affected });
+        send({ kind: 'answer', id: request.id, rows: reply.rows, affected: reply.affected, command: reply.command });
         return;
       }
       case 'dump': {

@@ -23,6 +23,9 @@ const CASES = [
   { what: 'a value out of range', state: 'numeric_value_out_of_range', status: 400 },
   { what: 'a NUL character', state: 'untranslatable_character', status: 400 },
   { what: 'a value too large', state: 'program_limit_exceeded', status: 400 },
+  { what: 'a connection exception', state: 'connection_exception', status: 503 },
+  { what: 'an administrator shutting the database down', state: 'admin_shutdown', status: 503 },
+  { what: 'too many connections', state: 'too_many_connections', status: 503 },
 ] as const;
 
 /** Raises the named SQLSTATE in the database, as a statement would. */

@@ -90,6 +90,24 @@ describe('HTTP conventions', () => {
     assert.match(path.body.detail, /^name holds a NUL character/);
   });
 
+  test('half of a surrogate pair in a body (a text field or one stored as jsonb) is a 400 naming the field; nothing is stored', async () => {
+    const name = `half-${Date.now()}`;
+    // The escape alone is valid JSON syntax, but not Unicode: a text column would keep U+FFFD, jsonb refuses it naming no field.
+    const text = await t.request({ method: 'POST', url: '/api/v1/users', token: t.adminToken, headers: { 'content-type': 'application/json' }, raw: `{"name":"${name}-\\ud800","role":"viewer"}` });
+    assertProblem(text, 400);
+    assert.deepEqual(text.body.errors, [{ field: 'name', message: 'must be Unicode text: it holds half of a surrogate pair (an escape such as "\\ud800" alone)' }]);
+    assert.match(text.body.detail, /^name holds half of a surrogate pair/);
+    assert.equal(await t.db.selectFrom('users').select('id').where('name', 'like', `${name}%`).executeTakeFirst(), undefined, 'nothing was stored');
+    const inJsonb = await t.request({ method: 'POST', url: '/api/v1/agents', token: t.adminToken, body: { name, description: 'd', version: { system_prompt: 'p', context: [{ note: 'low \udc00 half' }] } } });
+    assertProblem(inJsonb, 400);
+    assert.deepEqual(inJsonb.body.errors.map((e: { field: string }) => e.field), ['version.context.0.note']);
+    assert.equal(await t.db.selectFrom('agents').select('name').where('name', '=', name).executeTakeFirst(), undefined, 'no agent was stored');
+    // A whole pair (an emoji written as two escapes) is Unicode and goes through.
+    const whole = await t.request({ method: 'POST', url: '/api/v1/users', token: t.adminToken, headers: { 'content-type': 'application/json' }, raw: `{"name":"${name}-\\ud83d\\ude00","role":"viewer"}` });
+    assert.equal(whole.status, 201, whole.text);
+    assert.equal(whole.body.name, `${name}-\u{1F600}`);
+  });
+
   test('a JSON body naming __proto__ is a 400 saying so, not "not valid JSON"', async () => {
     for (const raw of ['{"name":"x","__proto__":{"admin":true}}', '{"name":"x","constructor":{"prototype":{"admin":true}}}']) {
       const res = await t.request({ method: 'POST', url: '/api/v1/users', token: t.adminToken, raw, headers: { 'content-type': 'application/json' } });

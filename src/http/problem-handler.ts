@@ -5,7 +5,7 @@ import { toDomainError } from '../errors/errors.ts';
 import type { App } from './kernel.ts';
 import { Problem, problems } from '../errors/problems.ts';
 import { fieldProblems, validationPlace } from './validation.ts';
-import { inspectJson, MAX_JSON_DEPTH } from '../db/json-values.ts';
+import { inspectJson, MAX_JSON_DEPTH, unstorableWords } from '../db/json-values.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -75,7 +75,10 @@ export function sendProblem(reply: FastifyReply, p: Problem): FastifyReply {
 
 /**
  * Installs problem+json answers for every error and unknown route of a console server, and
- * refuses text the database cannot store (a NUL character, half of a surrogate pair) as a 400 naming the field.
+ * refuses what the database would not keep as sent (a NUL character, half of a surrogate pair,
+ * nesting past MAX_JSON_DEPTH) in the body, query or path as a 400 naming the field: PostgreSQL
+ * refuses the first two in jsonb with an error naming no field, and stores half a surrogate
+ * pair in a text column as U+FFFD, another value than was sent.
  */
 export function useProblems(app: App): void {
   app.setErrorHandler((err: FastifyError, request, reply) => sendProblem(reply, toProblem(err, request)));
@@ -110,18 +113,17 @@ export function useProblems(app: App): void {
   app.addHook('preValidation', (request, _reply, done) => {
     if (request.body == null && request.routeOptions.config?.optionalBody) request.body = {};
     for (const part of ['body', 'query', 'params'] as const) {
-      // Half of a surrogate pair (an escape such as "\ud800" alone) is not Unicode: jsonb refuses it, a text column would store a replacement character.
       const found = inspectJson(request[part], { wellFormed: true });
       if (found === null) continue;
-      const field = 'nul' in found ? found.nul : 'illFormed' in found ? found.illFormed : 'tooDeep' in found ? found.tooDeep : found.notFinite;
+      const { field, message } = unstorableWords(found);
       const name = field ? contractField(request, part, field) : part === 'body' ? '(body)' : `(${part})`;
-      if ('tooDeep' in found) {
-        done(problems.badRequest(`the ${part} nests deeper than ${MAX_JSON_DEPTH} levels`, [{ field: name, message: `nests deeper than ${MAX_JSON_DEPTH} levels` }]));
-      } else if ('illFormed' in found) {
-        done(problems.badRequest(`${name} holds half of a surrogate pair (not valid Unicode), which cannot be stored: send the whole character`, [{ field: name, message: 'must not contain half of a surrogate pair' }]));
-      } else {
-        done(problems.badRequest(`${name} holds a NUL character, which cannot be stored`, [{ field: name, message: 'must not contain a NUL character' }]));
-      }
+      const detail =
+        'tooDeep' in found
+          ? `the ${part} nests deeper than ${MAX_JSON_DEPTH} levels`
+          : 'nul' in found
+            ? `${name} holds a NUL character, which cannot be stored`
+            : `${name} holds half of a surrogate pair (an escape such as "\\ud800" without its other half), which is not Unicode text and cannot be stored as sent: send the whole character or leave it out`;
+      done(problems.badRequest(detail, [{ field: name, message }]));
       return;
     }
     done();

@@ -2,6 +2,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { toDomainError, type DomainError } from '../errors/errors.ts';
 import type { App } from '../http/kernel.ts';
 import { fieldProblems, validationPlace } from '../http/validation.ts';
+import { inspectJson, MAX_JSON_DEPTH, unstorableWords } from '../db/json-values.ts';
 
 /**
  * An error in the OpenAI wire format (`{error: {message, type, param, code}}`), which is what
@@ -92,8 +93,37 @@ export function toProxyError(err: FastifyError, request: FastifyRequest): ProxyE
   return proxyErrors.internal();
 }
 
-/** The proxy's error and not-found handlers. */
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The body goes on upstream and is not stored: a NUL character in its text is sent on as the client sent it. */
+    forwardsNul?: boolean;
+  }
+}
+
+/**
+ * What is wrong with a body the proxy would not pass on or keep as sent, as a 400 naming the field
+ * (OpenAI's `param`): half of a surrogate pair (not Unicode: OpenAI's and Anthropic's APIs refuse
+ * the whole body as "not valid JSON" without saying where, and a text column would keep U+FFFD),
+ * nesting past MAX_JSON_DEPTH (it would overflow the serializer on the way upstream), and, unless
+ * the route forwards it, a NUL character (PostgreSQL cannot store it).
+ */
+function unsendableBody(body: unknown, nul: boolean): ProxyError | null {
+  const found = inspectJson(body, { nul, wellFormed: true });
+  if (found === null) return null;
+  if ('tooDeep' in found) return proxyErrors.invalidRequest(`the body nests deeper than ${MAX_JSON_DEPTH} levels`);
+  const { field, message } = unstorableWords(found);
+  const name = field || '(body)';
+  return proxyErrors.invalidRequest(`${name} ${message}${'illFormed' in found ? '; send the whole character or leave it out' : ''}`, name);
+}
+
+/** The proxy's error and not-found handlers, and the checks every JSON body passes before its route. */
 export function useProxyErrors(app: App) {
+  // A callback hook: an async one costs a promise and its turns on every request.
+  app.addHook('preValidation', (req, _reply, done) => {
+    if (req.body === undefined || req.body === null) return done();
+    const refused = unsendableBody(req.body, !req.routeOptions.config?.forwardsNul);
+    done(refused ?? undefined);
+  });
   const noRoute = (request: FastifyRequest) => proxyErrors.notFound(`no route ${request.method} ${request.url.split('?')[0].slice(0, 200)}`);
   // A request to no route still has its body parsed first (an OPTIONS or DELETE with a JSON
   // Content-Type and no body fails there): what is wrong with it is the route, not the body.

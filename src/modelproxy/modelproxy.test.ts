@@ -410,6 +410,35 @@ describe('model proxy', () => {
     assert.match(longBody.error.message, /^the path is not valid: model must be at most 200 characters long$/);
   });
 
+  test('half of a surrogate pair is a 400 naming its field on /v1 and /admin/v1; a NUL is one on /admin/v1 (stored) but goes upstream in a completion', async () => {
+    const admin = (body: unknown) =>
+      fetch(`${proxy.url}/admin/v1/keys`, { method: 'POST', headers: { authorization: `Bearer ${proxyCredential()}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    // Without a valid key the body is not looked at.
+    const half = { model: 'fake', messages: [{ role: 'user', content: 'Say hello' }, { role: 'user', content: 'cut \ud83d' }] };
+    assert.equal((await chat(null, half)).status, 401);
+    const k = await mint();
+    const refused = await chat(k.key, half);
+    assert.equal(refused.status, 400);
+    const answer = (await json(refused)).error;
+    assert.equal(answer.type, 'invalid_request_error');
+    assert.equal(answer.param, 'messages.1.content');
+    assert.match(answer.message, /^messages\.1\.content must be Unicode text: it holds half of a surrogate pair .*send the whole character or leave it out$/);
+    // A NUL in a message is what the client sent: it goes upstream as sent.
+    const withNul = await chat(k.key, { model: 'fake', messages: [{ role: 'user', content: 'a\u0000b' }] });
+    assert.equal(withNul.status, 200, await withNul.clone().text());
+    await withNul.arrayBuffer();
+    // The admin API stores what it is sent: neither is taken, each named, and no key is made.
+    const team = uniq('team');
+    for (const [agent, what] of [['a\u0000b', /agent must not contain a NUL character/], ['a\udc00b', /agent must be Unicode text/]] as const) {
+      const res = await admin({ team, role: 'dev', agent });
+      assert.equal(res.status, 400);
+      const error = (await json(res)).error;
+      assert.equal(error.param, 'agent');
+      assert.match(error.message, what);
+    }
+    assert.deepEqual(await tdb.db.selectFrom('mp_keys').select('key_id').where('team', '=', team).execute(), []);
+  });
+
   test('rpm and tpm limits answer 429 with Retry-After', async () => {
     await awayFromClockEdges();
     const k = await mint({ rpm_limit: 2 });

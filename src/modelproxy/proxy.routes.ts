@@ -3,7 +3,6 @@ import { Type } from 'typebox';
 import { hashToken } from '../auth/credentials.ts';
 import type { Db } from '../db/database.ts';
 import type { App } from '../http/kernel.ts';
-import { inspectJson, MAX_JSON_DEPTH } from '../db/json-values.ts';
 import type { ModelAlias } from '../models/catalog.ts';
 import { proxyErrors, sendProxyError, toProxyError } from './errors.ts';
 import { createForwarder, type ForwarderDeps } from './forwarding.ts';
@@ -68,16 +67,8 @@ export function proxyRoutes(app: App, deps: ForwarderDeps & { db: Db }) {
       }
       return sendProxyError(reply, e);
     });
-    // Bodies pass on upstream as JSON: one nested without bound would overflow the serializer.
-    // A callback hook: an async one costs a promise and its turns on every request.
-    scope.addHook('preValidation', (req, _reply, done) => {
-      if (req.body !== undefined && inspectJson(req.body, { nul: false }) !== null) {
-        return done(proxyErrors.invalidRequest(`the body nests deeper than ${MAX_JSON_DEPTH} levels`));
-      }
-      done();
-    });
-
-    scope.post('/v1/chat/completions', { schema: { body: ChatBody } }, async (req, reply) => {
+    // Its body goes upstream, not into the database: a NUL in a message is sent on (useProxyErrors checks the rest).
+    scope.post('/v1/chat/completions', { schema: { body: ChatBody }, config: { forwardsNul: true } }, async (req, reply) => {
       return forwarder.complete(req, reply, req.body as ChatRequest, keyOf(req));
     });
 

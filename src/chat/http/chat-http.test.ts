@@ -56,6 +56,28 @@ describe('chat HTTP conventions', () => {
     assert.deepEqual(del.body, { result: 'error', msg: 'emoji_name contains NULL (0x00) characters.', code: 'BAD_REQUEST' });
   });
 
+  test('a value the database would not keep as sent (bytes that are not UTF-8, half a surrogate pair or a NUL in a JSON value) is a 400 naming it', async () => {
+    const bad = (res: { status: number; body: any }, msg: string) => {
+      assert.equal(res.status, 400, JSON.stringify(res.body));
+      assert.deepEqual(res.body, { result: 'error', msg, code: 'BAD_REQUEST' });
+    };
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    const notUtf8 = 'status_text is not valid UTF-8 text: send it encoded as UTF-8';
+    // Percent-escaped (half a surrogate pair in UTF-8's bytes; a byte no UTF-8 has), raw in the body, in the query string.
+    bad(await t.raw('POST', '/users/me/status', { auth: t.owner, headers: form, body: 'away=false&status_text=a%ED%A0%80b' }), notUtf8);
+    bad(await t.raw('POST', '/users/me/status', { auth: t.owner, headers: form, body: Buffer.concat([Buffer.from('status_text=a'), Buffer.from([0xff]), Buffer.from('b')]) }), notUtf8);
+    bad(await t.raw('POST', '/users/me/status?status_text=%FF', { auth: t.owner }), notUtf8);
+    // In a JSON value, an escape says what form text cannot: the path in it is named.
+    bad(
+      await t.raw('POST', '/users/me/subscriptions', { auth: t.owner, form: { subscriptions: '[{"name":"ok"},{"name":"half \\ud800"}]' } }),
+      'subscriptions.1.name must be Unicode text: it holds half of a surrogate pair (an escape such as "\\ud800" alone); send the whole character or leave it out',
+    );
+    bad(await t.raw('POST', '/users/me/subscriptions', { auth: t.owner, form: { subscriptions: '[{"name":"a\\u0000b"}]' } }), 'subscriptions.0.name contains NULL (0x00) characters.');
+    // U+FFFD itself, sent as UTF-8, is text like any other.
+    const ok = await t.raw('POST', '/users/me/status', { auth: t.owner, form: { status_text: 'a\uFFFDb' } });
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+  });
+
   test('a non-Basic scheme is refused as Zulip does (400)', async () => {
     const res = await t.raw('GET', '/users', { auth: 'Bearer abc' });
     assert.equal(res.status, 400);

@@ -26,6 +26,8 @@ const BASIC = { 'WWW-Authenticate': 'Basic realm="zulip"' };
 
 export const chatErrors = {
   bad: (msg: string) => new ChatError(msg),
+  /** A parameter whose bytes (raw or percent-escaped) are not UTF-8: read as U+FFFD, other text would be stored than was sent. */
+  notUtf8: (name: string) => new ChatError(`${name} is not valid UTF-8 text: send it encoded as UTF-8`),
   missing: (name: string) => new ChatError(`Missing '${name}' argument`, { code: 'REQUEST_VARIABLE_MISSING', data: { var_name: name } }),
   incompatible: (names: string[]) => new ChatError(`Unsupported parameter combination: ${names.join(', ')}`, { data: { parameters: names.join(', ') } }),
   /** Every authentication failure: 401 UNAUTHORIZED with a Basic challenge, as Zulip's REST decorator answers. */

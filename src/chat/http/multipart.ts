@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { chatErrors } from './errors.ts';
 
 export interface UploadedFile {
@@ -58,6 +59,7 @@ export function parseMultipart(body: Buffer, boundary: string): { fields: Map<st
     }
     if (name === null) throw chatErrors.bad('Malformed multipart body');
     if (filename !== null) files.push({ field: name, filename, contentType, data: Buffer.from(data) });
+    else if (!isUtf8(data)) throw chatErrors.notUtf8(name);
     else fields.set(name, data.toString('utf8'));
     pos = next + 2;
   }

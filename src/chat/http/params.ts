@@ -1,3 +1,4 @@
+import { inspectJson, unstorableWords } from '../../db/json-values.ts';
 import { chatErrors } from './errors.ts';
 
 const INT = /^\s*-?\d{1,16}\s*$/;
@@ -40,11 +41,16 @@ export class Params {
   private json(name: string, required: boolean): { present: boolean; value: unknown; text: string } {
     const text = this.raw(name, required);
     if (text === undefined) return { present: false, value: undefined, text: '' };
+    let value: unknown;
     try {
-      return { present: true, value: JSON.parse(text), text };
+      value = JSON.parse(text);
     } catch {
       throw chatErrors.bad(`${name} is not valid JSON`);
     }
+    // An escape can say what the form's text cannot hold: "\u0000", or half of a surrogate pair.
+    const found = inspectJson(value, { wellFormed: true });
+    if (found) throw unstorableParam(name, found);
+    return { present: true, value, text };
   }
 
   /** A plain string; `maxLength` counts code points, as Python's len does. */
@@ -112,7 +118,6 @@ export class Params {
     const list = asList(name, j.value);
     list.forEach((x, i) => {
       if (typeof x !== 'string') throw chatErrors.bad(`${name}[${i}] is not a string`);
-      if (x.includes('\u0000')) throw chatErrors.bad(`${name}[${i}] contains NULL (0x00) characters.`);
       if (opts.maxLength !== undefined && codePoints(x) > opts.maxLength) throw chatErrors.bad(`${name}[${i}] is too long (limit: ${opts.maxLength} characters)`);
     });
     return list as string[];
@@ -135,7 +140,6 @@ export class Params {
     if (typeof j.value !== 'object' || j.value === null || Array.isArray(j.value)) throw chatErrors.bad(`${name} is not a dict`);
     for (const [k, v] of Object.entries(j.value)) {
       if (typeof v !== 'string') throw chatErrors.bad(`${name}["${k}"] is not a string`);
-      if (k.includes('\u0000') || v.includes('\u0000')) throw chatErrors.bad(`${name}["${k}"] contains NULL (0x00) characters.`);
     }
     return j.value as Record<string, string>;
   }
@@ -149,6 +153,18 @@ export class Params {
       return item(x as Record<string, unknown>, `${name}[${i}]`);
     });
   }
+}
+
+/**
+ * A parameter whose JSON value the database would not keep as sent, named with the path in it:
+ * a NUL character in Zulip's words, half of a surrogate pair (text with U+FFFD would be stored
+ * instead, or jsonb refuses it naming nothing), nesting past MAX_JSON_DEPTH.
+ */
+function unstorableParam(name: string, found: NonNullable<ReturnType<typeof inspectJson>>) {
+  const { field, message } = unstorableWords(found);
+  const where = field ? `${name}.${field}` : name;
+  if ('nul' in found) return chatErrors.bad(`${where} contains NULL (0x00) characters.`);
+  return chatErrors.bad(`${where} ${message}${'illFormed' in found ? '; send the whole character or leave it out' : ''}`);
 }
 
 function asList(name: string, value: unknown): unknown[] {

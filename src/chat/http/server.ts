@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type TSchema } from 'typebox';
 import type { App } from '../../http/kernel.ts';
@@ -69,7 +70,7 @@ export function useChatConventions(app: App) {
 export function readParams(req: FastifyRequest): { params: Params; files: UploadedFile[] } {
   const values = new Map<string, string>();
   const query = req.url.indexOf('?');
-  if (query >= 0) for (const [k, v] of new URLSearchParams(req.url.slice(query + 1))) values.set(k, v);
+  if (query >= 0) readForm(req.url.slice(query + 1), values);
   // Path segments reach queries as they are: PostgreSQL cannot take a NUL in text.
   for (const [name, v] of Object.entries((req.params ?? {}) as Record<string, unknown>)) {
     if (typeof v === 'string' && v.includes('\u0000')) throw chatErrors.bad(`${name} contains NULL (0x00) characters.`);
@@ -77,7 +78,7 @@ export function readParams(req: FastifyRequest): { params: Params; files: Upload
   let files: UploadedFile[] = [];
   const body = req.body as RawBody | undefined;
   if (body?.kind === 'form') {
-    for (const [k, v] of new URLSearchParams(body.text)) values.set(k, v);
+    readForm(body.text, values, body.buffer);
   } else if (body?.kind === 'multipart') {
     const boundary = boundaryOf(body.contentType);
     if (!boundary) throw chatErrors.bad('Malformed multipart body');
@@ -87,6 +88,39 @@ export function readParams(req: FastifyRequest): { params: Params; files: Upload
   }
   if (values.size > MAX_PARAMS) throw chatErrors.bad('Too many parameters');
   return { params: new Params(values), files };
+}
+
+/**
+ * Reads a form-encoded string (a body, with its bytes; a query string) into `values`. Bytes that
+ * are not UTF-8, raw or percent-escaped ("%ED%A0%80", "%FF"), are read as U+FFFD and would be
+ * stored as if sent: where U+FFFD appears, each pair is read again strictly and the first that is
+ * not UTF-8 is refused, named. Only a form with U+FFFD in it pays for the second reading.
+ */
+function readForm(form: string, values: Map<string, string>, bytes?: Buffer): void {
+  let replaced = false;
+  for (const [k, v] of new URLSearchParams(form)) {
+    values.set(k, v);
+    replaced ||= k.includes('\uFFFD') || v.includes('\uFFFD');
+  }
+  if (!replaced) return;
+  // '&' is one byte that is never part of a character: the text's pairs are the bytes' pairs.
+  const rawPairs: Buffer[] = [];
+  for (let at = 0; bytes && at <= bytes.length; ) {
+    const end = bytes.indexOf(0x26, at);
+    rawPairs.push(bytes.subarray(at, end < 0 ? bytes.length : end));
+    at = end < 0 ? bytes.length + 1 : end + 1;
+  }
+  form.split('&').forEach((pair, i) => {
+    const eq = pair.indexOf('=');
+    const name = new URLSearchParams(`${eq < 0 ? pair : pair.slice(0, eq)}=`).keys().next().value || '(a parameter name)';
+    if (bytes && !isUtf8(rawPairs[i])) throw chatErrors.notUtf8(name);
+    try {
+      // A '%' not followed by two hex digits is itself, as URLSearchParams reads it.
+      decodeURIComponent(pair.replaceAll('+', ' ').replace(/%(?![0-9A-Fa-f]{2})/g, '%25'));
+    } catch {
+      throw chatErrors.notUtf8(name);
+    }
+  });
 }
 
 export interface ChatContext {

@@ -4,7 +4,7 @@ import { auditTargetsSince, latestAuditId, recordAudit, type Actor } from '../..
 import type { ImportRepository } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import { lockKey } from '../../db/conditional.ts';
-import { inspectJson, MAX_JSON_DEPTH, type StoredValueFinding } from '../../db/json-values.ts';
+import { inspectJson, unstorableWords, type StoredValueFinding } from '../../db/json-values.ts';
 import type { Database } from '../../db/schema.ts';
 import { isBuiltinDestination } from '../../egress/builtins.ts';
 import { Problem, problems, type FieldProblem } from '../../errors/problems.ts';
@@ -70,10 +70,8 @@ const DOCUMENT_NAME = new RegExp(DOCUMENT_NAME_PATTERN);
  * without naming the file, or stores another value, and every later import sees a change.
  */
 function unstorable(found: StoredValueFinding): { field: string; message: string } {
-  if ('nul' in found) return { field: found.nul, message: 'must not contain a NUL character' };
-  if ('tooDeep' in found) return { field: found.tooDeep, message: `nests deeper than ${MAX_JSON_DEPTH} levels` };
   if ('notFinite' in found) return { field: found.notFinite, message: 'must be a finite number: .nan, .inf and numbers too large for JSON cannot be stored' };
-  return { field: found.illFormed, message: 'must be Unicode text: it holds half of a surrogate pair (an escape such as "\\ud800" alone)' };
+  return unstorableWords(found);
 }
 
 /** Splits the repository's files into definitions and problems (YAML syntax, the API's body schemas, the layout). */

@@ -210,7 +210,7 @@ describe('runs: contract defects', () => {
     const team = await makeTeam(t);
     const res = await t.request({ method: 'POST', url: `/api/v1/teams/${team.name}/tasks`, token: t.adminToken, raw: '{"text":"fix \\ud800 this"}', headers: { 'content-type': 'application/json' } });
     assert.equal(res.status, 400, res.text);
-    assert.deepEqual(res.body.errors, [{ field: 'text', message: 'must not contain half of a surrogate pair' }]);
+    assert.deepEqual(res.body.errors, [{ field: 'text', message: 'must be Unicode text: it holds half of a surrogate pair (an escape such as "\\ud800" alone)' }]);
   });
 
   test('the served example of the post stream is a post the contract allows', async () => {
