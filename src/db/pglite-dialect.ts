@@ -15,7 +15,9 @@ import type { Engine } from './pglite-engine.ts';
  * Kysely over the embedded database's engine (in its own thread in the service: PGliteThread;
  * or in this one: PGliteEngine). The engine has one session, so the driver hands it out to one
  * user at a time: a transaction holds it until commit or rollback, and other queries queue
- * behind it instead of interleaving into the open transaction.
+ * behind it instead of interleaving into the open transaction. A transaction's `begin` goes
+ * with its first statement (one message to the engine's thread and one back, not two each; a
+ * transaction with no statement sends nothing at all).
  */
 export class PGliteDialect implements Dialect {
   readonly #engine: Engine;
@@ -53,13 +55,13 @@ class PGliteDriver implements Driver {
     return this.#connection;
   }
   async beginTransaction(conn: DatabaseConnection) {
-    await conn.executeQuery(CompiledQuery.raw('begin'));
+    (conn as EngineConnection).beginNext();
   }
   async commitTransaction(conn: DatabaseConnection) {
-    await conn.executeQuery(CompiledQuery.raw('commit'));
+    await (conn as EngineConnection).end('commit');
   }
   async rollbackTransaction(conn: DatabaseConnection) {
-    await conn.executeQuery(CompiledQuery.raw('rollback'));
+    await (conn as EngineConnection).end('rollback');
   }
   async releaseConnection() {
     const next = this.#queue.shift();
@@ -73,14 +75,32 @@ class PGliteDriver implements Driver {
 
 class EngineConnection implements DatabaseConnection {
   readonly #engine: Engine;
+  /** A transaction was begun and no statement has gone since: the next one opens it. */
+  #beginPending = false;
   constructor(engine: Engine) {
     this.#engine = engine;
   }
 
+  /** The transaction opens with the next statement. */
+  beginNext() {
+    this.#beginPending = true;
+  }
+
+  /** Commits or rolls back; nothing to do for a transaction that never sent a statement. */
+  async end(command: 'commit' | 'rollback') {
+    if (this.#beginPending) {
+      this.#beginPending = false;
+      return;
+    }
+    await this.executeQuery(CompiledQuery.raw(command));
+  }
+
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     const params = query.parameters as readonly unknown[];
+    const begin = this.#beginPending;
+    this.#beginPending = false;
     try {
-      const reply = await this.#engine.query(query.sql, params);
+      const reply = await this.#engine.query(query.sql, params, begin ? { begin } : undefined);
       return { rows: reply.rows as R[], numAffectedRows: BigInt(reply.affected) };
     } catch (err) {
       // As PostgreSQL's driver does: the error names the statement that failed.
