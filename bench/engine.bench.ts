@@ -55,6 +55,30 @@ function treeRss(root: number): number {
   return total;
 }
 
+/** CPU time (ms) of each of this process's threads, by id, with its name (MainThread, WorkerThread: the embedded database's). */
+function threadCpu(): Map<string, { name: string; ms: number }> {
+  const out = new Map<string, { name: string; ms: number }>();
+  const tick = 1000 / 100; // USER_HZ
+  for (const tid of fs.readdirSync('/proc/self/task')) {
+    try {
+      const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(tid, { name, ms: (Number(fields[11]) + Number(fields[12])) * tick });
+    } catch {
+      // The thread ended while we looked.
+    }
+  }
+  return out;
+}
+
+/** CPU ms per step by thread name between two threadCpu() readings. */
+function cpuPerStep(before: Map<string, { name: string; ms: number }>, after: Map<string, { name: string; ms: number }>, steps: number): Record<string, number> {
+  const by: Record<string, number> = {};
+  for (const [tid, a] of after) by[a.name] = (by[a.name] ?? 0) + (a.ms - (before.get(tid)?.ms ?? 0)) / steps;
+  return by;
+}
+
 export default async function engineBench(): Promise<BenchReport[]> {
   if (stackSkip) return [{ name: 'run engine', lines: [`skipped: ${stackSkip}`], goal: 'runs as root with the local sandbox provider', met: false }];
   const collector = await startFakeCollector();
@@ -86,8 +110,10 @@ export default async function engineBench(): Promise<BenchReport[]> {
     steps = 1;
     await stack.waitForState(await stack.giveTask(team, 'warm-up run BENCHKEY-warm'), 'succeeded');
     steps = STEPS;
+    const cpuBefore = threadCpu();
     const runId = await stack.giveTask(team, 'measured run BENCHKEY-measured');
     await stack.waitForState(runId, 'succeeded');
+    const cpu = cpuPerStep(cpuBefore, threadCpu(), STEPS);
     const traceId = (await stack.t.services.runs.traceId(runId))!;
     // The measured run's tool spans, once the outbox has sent them.
     await waitFor('the trace export', async () => {
@@ -113,6 +139,8 @@ export default async function engineBench(): Promise<BenchReport[]> {
       lines: [
         `model's answer to the next model request: median ${median(gaps).toFixed(1)} ms, of which the tool (shell) ${median(toolMs).toFixed(1)} ms`,
         `engine overhead per step: median ${overhead.toFixed(1)} ms, max ${Math.max(...overheads).toFixed(1)} ms (${(overhead / LATENCY_MS).toFixed(2)}x the model's latency)`,
+        // This process's CPU over the run (its start and end included) per step: the service's thread, the embedded database's, V8's helpers.
+        `CPU per step in this process: service thread ${(cpu.MainThread ?? 0).toFixed(2)} ms, database thread ${(cpu.WorkerThread ?? 0).toFixed(2)} ms, V8's helpers ${(cpu.V8Worker ?? 0).toFixed(2)} ms, all ${Object.values(cpu).reduce((a, b) => a + b, 0).toFixed(2)} ms`,
       ],
       goal: `overhead per step at most ${STEP_OVERHEAD_GOAL_MS} ms at the median (${(STEP_OVERHEAD_GOAL_MS / LATENCY_MS).toFixed(2)}x the model's latency)`,
       met: overhead <= STEP_OVERHEAD_GOAL_MS,

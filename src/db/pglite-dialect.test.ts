@@ -4,7 +4,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { Kysely, sql } from 'kysely';
 import { parsers, toIso } from './parsers.ts';
 import { PGliteDialect } from './pglite-dialect.ts';
-import { PGliteEngine } from './pglite-engine.ts';
+import { PGliteEngine, type Engine } from './pglite-engine.ts';
 import { PGliteThread } from './pglite-thread.ts';
 
 // The driver speaks the protocol to PGlite itself; what it answers must be what PGlite's own
@@ -134,6 +134,42 @@ describe('the embedded database driver, in a thread of its own', () => {
       await trx.insertInto('t').values({ name: 'kept' }).execute();
     });
     assert.equal((await db.selectFrom('t').select('name').where('name', '=', 'kept').execute()).length, 1);
+  });
+
+  test("a transaction's begin goes with its first statement: one message per statement, none for a transaction with no statement", async () => {
+    // The same engine, counting what the driver sends it.
+    const sent: string[] = [];
+    const counting: Engine = {
+      query: (text, params, options) => {
+        sent.push(`${options?.begin ? 'begin + ' : ''}${text}`);
+        return engine.query(text, params, options);
+      },
+      onNotification: (listener) => engine.onNotification(listener),
+      get closed() {
+        return engine.closed;
+      },
+      close: () => Promise.resolve(),
+    };
+    const counted = new Kysely<any>({ dialect: new PGliteDialect(counting) });
+    await counted.transaction().execute(async (trx) => {
+      await trx.insertInto('t').values({ name: 'one message' }).execute();
+      await trx.selectFrom('t').select('name').where('name', '=', 'one message').execute();
+    });
+    assert.deepEqual(sent, ['begin + insert into "t" ("name") values ($1)', 'select "name" from "t" where "name" = $1', 'commit']);
+    sent.length = 0;
+    await counted.transaction().execute(async () => {});
+    assert.deepEqual(sent, []);
+    // A first statement that fails leaves the transaction rolled back, and the next statements outside one.
+    await assert.rejects(
+      counted.transaction().execute(async (trx) => {
+        await trx.insertInto('t').values({ name: 'one message' }).execute();
+      }),
+      (e: any) => e.code === '23505',
+    );
+    assert.deepEqual(sent, ['begin + insert into "t" ("name") values ($1)', 'rollback']);
+    await counted.insertInto('t').values({ name: 'outside' }).execute();
+    await sql`rollback`.execute(counted);
+    assert.equal((await db.selectFrom('t').select('name').where('name', 'in', ['one message', 'outside']).execute()).length, 2);
   });
 
   test('between the statements of a transaction, waiting I/O runs; a query it starts waits for the transaction to end', async () => {

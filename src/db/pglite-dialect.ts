@@ -16,7 +16,9 @@ import type { Engine } from './pglite-engine.ts';
  * Kysely over the embedded database's engine (in its own thread in the service: PGliteThread;
  * or in this one: PGliteEngine). The engine has one session, so the driver hands it out to one
  * user at a time: a transaction holds it until commit or rollback, and other queries queue
- * behind it instead of interleaving into the open transaction.
+ * behind it instead of interleaving into the open transaction. A transaction's `begin` goes
+ * with its first statement (one message to the engine's thread and one back, not two each; a
+ * transaction with no statement sends nothing at all).
  */
 export class PGliteDialect implements Dialect {
   readonly #engine: Engine;
@@ -54,7 +56,7 @@ class PGliteDriver implements Driver {
     return this.#connection;
   }
   async beginTransaction(conn: DatabaseConnection) {
-    await conn.executeQuery(CompiledQuery.raw('begin'));
+    (conn as EngineConnection).beginNext();
   }
   /**
    * PostgreSQL answers a COMMIT of a transaction an error aborted with ROLLBACK, not an error:
@@ -62,11 +64,11 @@ class PGliteDriver implements Driver {
    * rolled back never looks like success.
    */
   async commitTransaction(conn: DatabaseConnection) {
-    const { rows } = await conn.executeQuery<{ command: string }>(CompiledQuery.raw('commit'));
-    if (rows[0]?.command === 'ROLLBACK') throw new AbortedTransactionError();
+    const ended = await (conn as EngineConnection).end('commit');
+    if (ended?.rows[0]?.command === 'ROLLBACK') throw new AbortedTransactionError();
   }
   async rollbackTransaction(conn: DatabaseConnection) {
-    await conn.executeQuery(CompiledQuery.raw('rollback'));
+    await (conn as EngineConnection).end('rollback');
   }
   async releaseConnection() {
     const next = this.#queue.shift();
@@ -80,14 +82,32 @@ class PGliteDriver implements Driver {
 
 class EngineConnection implements DatabaseConnection {
   readonly #engine: Engine;
+  /** A transaction was begun and no statement has gone since: the next one opens it. */
+  #beginPending = false;
   constructor(engine: Engine) {
     this.#engine = engine;
   }
 
+  /** The transaction opens with the next statement. */
+  beginNext() {
+    this.#beginPending = true;
+  }
+
+  /** Commits or rolls back, answering how it ended; nothing to do (null) for a transaction that never sent a statement. */
+  async end(command: 'commit' | 'rollback'): Promise<QueryResult<{ command?: string }> | null> {
+    if (this.#beginPending) {
+      this.#beginPending = false;
+      return null;
+    }
+    return this.executeQuery<{ command?: string }>(CompiledQuery.raw(command));
+  }
+
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     const params = query.parameters as readonly unknown[];
+    const begin = this.#beginPending;
+    this.#beginPending = false;
     try {
-      const reply = await this.#engine.query(query.sql, params);
+      const reply = await this.#engine.query(query.sql, params, begin ? { begin } : undefined);
       // As Kysely's PostgresDriver answers them: a transaction's end says how it ended.
       if (reply.command === 'COMMIT' || reply.command === 'ROLLBACK') return { rows: [{ command: reply.command }] as R[] };
       return { rows: reply.rows as R[], numAffectedRows: BigInt(reply.affected) };

@@ -11,6 +11,11 @@ export interface EngineReply {
   command: string;
 }
 
+/** How a statement is run: `begin` opens a transaction just before it (in the same message to the engine's thread). */
+export interface QueryOptions {
+  begin?: boolean;
+}
+
 /** Hears NOTIFYs the engine sends back on its one session (channel, payload). */
 export type NotificationListener = (channel: string, payload: string) => void;
 
@@ -21,7 +26,7 @@ export type NotificationListener = (channel: string, payload: string) => void;
  * rejects with pg-protocol's DatabaseError, as PGlite's own `query` does.
  */
 export interface Engine {
-  query(text: string, params: readonly unknown[]): Promise<EngineReply>;
+  query(text: string, params: readonly unknown[], options?: QueryOptions): Promise<EngineReply>;
   onNotification(listener: NotificationListener): () => void;
   readonly closed: boolean;
   close(): Promise<void>;
@@ -108,8 +113,9 @@ export class PGliteEngine implements Engine {
     return () => this.#listeners.delete(listener);
   }
 
-  /** Runs one statement (one command; parameters as $1, $2, ...). */
-  async query(text: string, params: readonly unknown[]): Promise<EngineReply> {
+  /** Runs one statement (one command; parameters as $1, $2, ...), after opening a transaction when asked to. */
+  async query(text: string, params: readonly unknown[], options?: QueryOptions): Promise<EngineReply> {
+    if (options?.begin) await this.query('begin', []);
     let statement = this.#statements.get(text);
     if (statement) {
       this.#statements.delete(text);

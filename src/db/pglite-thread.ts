@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { messages } from '@electric-sql/pglite';
-import type { Engine, EngineReply, NotificationListener } from './pglite-engine.ts';
+import type { Engine, EngineReply, NotificationListener, QueryOptions } from './pglite-engine.ts';
 
 /** What the embedded database's thread opens (pglite-worker.ts). */
 export interface ThreadOptions {
@@ -14,7 +14,7 @@ export interface ThreadOptions {
   statementCache?: number;
 }
 
-export type ThreadRequest = { op: 'query'; id: number; text: string; params: readonly unknown[] } | { op: 'dump'; id: number } | { op: 'close'; id: number };
+export type ThreadRequest = { op: 'query'; id: number; text: string; params: readonly unknown[]; begin?: boolean } | { op: 'dump'; id: number } | { op: 'close'; id: number };
 
 /** An error as it crosses the threads: a database error with each of its fields, or anything else by its message. */
 export interface WireError {
@@ -114,8 +114,8 @@ export class PGliteThread implements Engine {
     return this.#stopped !== null || this.#closing !== null;
   }
 
-  async query(text: string, params: readonly unknown[]): Promise<EngineReply> {
-    const answer = await this.#ask((id) => ({ op: 'query', id, text, params }));
+  async query(text: string, params: readonly unknown[], options?: QueryOptions): Promise<EngineReply> {
+    const answer = await this.#ask((id) => ({ op: 'query', id, text, params, ...(options?.begin ? { begin: true } : {}) }));
     return { rows: answer.rows ?? [], affected: answer.affected ?? 0, command: answer.command ?? '' };
   }
 

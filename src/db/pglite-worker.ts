@@ -50,7 +50,7 @@ async function handle(request: ThreadRequest): Promise<void> {
   try {
     switch (request.op) {
       case 'query': {
-        const reply = await engine.query(request.text, request.params);
+        const reply = await engine.query(request.text, request.params, request.begin ? { begin: true } : undefined);
         send({ kind: 'answer', id: request.id, rows: reply.rows, affected: reply.affected, command: reply.command });
         return;
       }

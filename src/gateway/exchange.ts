@@ -750,7 +750,7 @@ const bytesOf = (chunk: Chunk, encoding: WriteArgs[0]) => (typeof chunk === 'str
  * goes on whole). The body's length may change, so it is framed by the response itself (chunked,
  * or the length of what `end` writes), never by a Content-Length the handler set.
  */
-function scrubAnswer(res: ServerResponse, needles: string[]) {
+function scrubAnswer(res: ServerResponse, needles: readonly string[]) {
   const lowerNeedles = needles.map((n) => n.toLowerCase());
   const scrubber = createScrubber(needles);
   // Called with what they take in every form: typed as loosely as Node's own overloads allow.

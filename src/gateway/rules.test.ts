@@ -290,6 +290,27 @@ describe('redaction', () => {
     const plain = 'Nothing secret here: aGVsbG8gd29ybGQ= 68656c6c6f hello%20world';
     assert.equal(redactText(plain, forms), plain);
   });
+
+  test("a role's credential's forms are worked out once and kept for its next requests, each set of values its own", () => {
+    const secret = `sk-${crypto.randomBytes(16).toString('hex')}`;
+    const other = `sk-${crypto.randomBytes(16).toString('hex')}`;
+    const first = scrubForms([`Bearer ${secret}`, secret]);
+    // The next request's forms are the kept ones, and the same as worked out afresh.
+    assert.equal(scrubForms([`Bearer ${secret}`, secret]), first);
+    const fresh = scrubForms([`Bearer ${other}`, other]);
+    assert.notEqual(fresh, first);
+    assert.ok(fresh.includes(other) && !fresh.some((f) => f.includes(secret)));
+    // Values that join the same way are still other values.
+    assert.notDeepEqual(scrubForms([`${secret}\0${other}`]), scrubForms([secret, other]));
+    // A caller cannot change what later requests get.
+    assert.throws(() => (first as string[]).push('x'));
+    // Past the most it keeps, the oldest are worked out again, the same.
+    for (let i = 0; i < 300; i++) scrubForms([`sk-filler-${i}-${secret}`]);
+    const again = scrubForms([`Bearer ${secret}`, secret]);
+    assert.notEqual(again, first);
+    assert.deepEqual(again, first);
+    assert.equal(redactText(`a ${Buffer.from(secret).toString('base64')} b`, again), 'a [redacted by the gateway] b');
+  });
 });
 
 describe('settings', () => {
