@@ -215,7 +215,7 @@ export function createChatStreamsService(deps: { db: Db }) {
         const subscribed = new Map<number, string[]>();
         const already = new Map<number, string[]>();
         const events: ChatEventRecord[] = [];
-        const addedFor = new Map<number, StreamRow[]>();
+        const addedFor = new Map<number, Array<StreamRow & Record<store.SubscriptionSetting, unknown>>>();
         for (const { name, description } of names) {
           let s = await store.streamByName(trx, caller.realm.id, name, caller.user.id);
           if (!s) {
@@ -234,9 +234,9 @@ export function createChatStreamsService(deps: { db: Db }) {
             const into = before.has(userId) ? already : subscribed;
             into.set(userId, [...(into.get(userId) ?? []), s.name]);
             if (before.has(userId)) continue;
-            await store.subscribe(trx, userId, s.id);
+            const settings = await store.subscribe(trx, userId, s.id);
             await recordAudit(trx, chatActor(caller), 'chat.subscription.create', { type: 'chat_stream', id: s.id }, userId === caller.user.id ? {} : { user_id: userId });
-            addedFor.set(userId, [...(addedFor.get(userId) ?? []), s]);
+            addedFor.set(userId, [...(addedFor.get(userId) ?? []), { ...s, ...settings }]);
             added.push(userId);
           }
           if (!added.length) continue;

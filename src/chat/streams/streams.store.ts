@@ -67,12 +67,14 @@ export function insertStream(db: Q, v: { realmId: number; name: string; descript
     .executeTakeFirstOrThrow();
 }
 
+/** Subscribes, or subscribes again (a former subscriber's settings are kept, as Zulip's): answers the settings. */
 export function subscribe(db: Q, userId: number, streamId: number) {
   return db
     .insertInto('chat_subscriptions')
     .values({ user_id: userId, stream_id: streamId, active: true })
     .onConflict((oc) => oc.columns(['user_id', 'stream_id']).doUpdateSet({ active: true }))
-    .execute();
+    .returning([...SUBSCRIPTION_SETTINGS])
+    .executeTakeFirstOrThrow();
 }
 
 export function unsubscribe(db: Q, userId: number, streamId: number) {

@@ -180,6 +180,23 @@ describe('chat channels and topic visibility', () => {
     }
     const after = (await t.raw('GET', '/users/me/subscriptions', { auth: member })).body.subscriptions.find((s: any) => s.stream_id === general);
     assert.equal(after.is_muted, false, 'the refused batch changed nothing');
+
+    // Leaving and joining again keeps one's settings (as Zulip's), and the add event shows them.
+    assert.equal((await set([{ stream_id: general, property: 'color', value: '#abcdef' }])).status, 200);
+    assert.equal((await t.raw('DELETE', '/users/me/subscriptions', { auth: member, form: { subscriptions: '["general"]' } })).status, 200);
+    await member.client.users.me.subscriptions.add({ subscriptions: JSON.stringify([{ name: 'general' }]) });
+    let added: any;
+    while (!added) {
+      const res = await t.raw('GET', '/events', { auth: member, query: { queue_id: reg.body.queue_id, last_event_id: String(last) } });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      for (const e of res.body.events) {
+        last = Math.max(last, e.id);
+        if (e.type === 'subscription' && e.op === 'add') added = e.subscriptions[0];
+      }
+    }
+    assert.equal(added.color, '#abcdef');
+    const rejoined = (await t.raw('GET', '/users/me/subscriptions', { auth: member })).body.subscriptions.find((s: any) => s.stream_id === general);
+    assert.deepEqual(added, rejoined);
   });
 
   test('muted_topics: exactly one of stream_id and stream', async () => {
