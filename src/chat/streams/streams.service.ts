@@ -299,7 +299,11 @@ export function createChatStreamsService(deps: { db: Db }) {
       });
       const subscribed = new Set((await store.subscribedStreams(db, caller.realm.id, caller.user.id)).map((s) => s.id));
       for (const c of checked) {
-        if (!subscribed.has(c.streamId)) throw chatErrors.bad(`Not subscribed to channel ID ${c.streamId}`);
+        if (subscribed.has(c.streamId)) continue;
+        // As Zulip's access_stream_by_id: a channel out of the caller's reach is not named as one.
+        const s = await store.streamById(db, caller.realm.id, dbId(c.streamId), caller.user.id);
+        if (!s || !canAccess(caller, s)) throw chatErrors.bad('Invalid channel ID');
+        throw chatErrors.bad(`Not subscribed to channel ID ${c.streamId}`);
       }
       await db.transaction().execute(async (trx) => {
         const events: ChatEventRecord[] = [];

@@ -117,6 +117,8 @@ describe('chat channels and topic visibility', () => {
   test('POST /users/me/subscriptions/properties: stored, shown in Subscription objects and /register, told as subscription update events', async () => {
     const member = await t.account(400);
     await member.client.users.me.subscriptions.add({ subscriptions: JSON.stringify([{ name: 'general' }]) });
+    await t.owner.client.users.me.subscriptions.add({ subscriptions: JSON.stringify([{ name: 'lobby' }]) });
+    const open = (await t.owner.client.streams.getStreamId('lobby')).stream_id;
     const reg = await t.raw('POST', '/register', { auth: member, form: { event_types: '["subscription"]' } });
     assert.equal(reg.status, 200, JSON.stringify(reg.body));
     const set = (data: unknown[]) => t.raw('POST', '/users/me/subscriptions/properties', { auth: member, form: { subscription_data: JSON.stringify(data) } });
@@ -171,7 +173,9 @@ describe('chat channels and topic visibility', () => {
       [[{ stream_id: general, property: 'volume', value: 3 }], 'Unknown subscription property: volume'],
       [[{ stream_id: general, property: 'pin_to_top', value: 'yes' }], 'pin_to_top is not a boolean'],
       [[{ stream_id: general, property: 'color', value: 'red' }], 'color is not a valid hex color code (like #c2c2c2)'],
-      [[{ stream_id: general, property: 'is_muted', value: true }, { stream_id: secret, property: 'is_muted', value: true }], `Not subscribed to channel ID ${secret}`],
+      [[{ stream_id: general, property: 'is_muted', value: true }, { stream_id: secret, property: 'is_muted', value: true }], 'Invalid channel ID'],
+      [[{ stream_id: general, property: 'is_muted', value: true }, { stream_id: 999999, property: 'is_muted', value: true }], 'Invalid channel ID'],
+      [[{ stream_id: general, property: 'is_muted', value: true }, { stream_id: open, property: 'is_muted', value: true }], `Not subscribed to channel ID ${open}`],
       [[{ property: 'is_muted', value: true }], 'subscription_data[0]["stream_id"] field is missing'],
     ];
     for (const [data, msg] of cases) {
