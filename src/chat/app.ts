@@ -51,7 +51,7 @@ export function createChatServices(deps: { db: Db; cipher: Cipher; queueLimits?:
   // Writers nudge this process's event reader after they commit; other processes hear the NOTIFY.
   const messages = createChatMessagesService({ db, streams, emoji, afterCommit: () => events.poke() });
   const presence = createChatPresenceService({ db, afterCommit: () => events.poke() });
-  const events = createChatEventsService({ db, messages, streams, profileFields, presence, limits: deps.queueLimits });
+  const events = createChatEventsService({ db, messages, streams, profileFields, presence, emoji, limits: deps.queueLimits });
   return { users, realms, streams, emoji, status, botStorage, invites, playgrounds, profileFields, messages, events, presence };
 }
 

@@ -80,6 +80,14 @@ export interface ChatTables {
     user_id: number;
     stream_id: number;
     active: Generated<boolean>;
+    is_muted: Generated<boolean>;
+    color: string | null;
+    pin_to_top: Generated<boolean>;
+    desktop_notifications: boolean | null;
+    audible_notifications: boolean | null;
+    push_notifications: boolean | null;
+    email_notifications: boolean | null;
+    wildcard_mentions_notify: boolean | null;
   };
   chat_user_topics: {
     id: Generated<number>;

@@ -3,6 +3,7 @@ import { recordAudit } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import { chatErrors } from '../http/errors.ts';
+import { writeEvents } from '../events/events.bus.ts';
 import { dbId } from '../http/params.ts';
 import { isAdmin, isGuest } from '../users/users.present.ts';
 import { chatActor, type Caller } from '../users/users.service.ts';
@@ -16,11 +17,26 @@ const allRealmEmoji = (db: Q, realmId: number) =>
 const activeByName = (db: Q, realmId: number, name: string) =>
   db.selectFrom('chat_realm_emoji').select(['id', 'name']).where('realm_id', '=', realmId).where('name', '=', name).where('deactivated', '=', false).executeTakeFirst();
 
+const imageUrl = (realm: Pick<Caller['realm'], 'id' | 'url'>, id: number) => `${realm.url}/user_avatars/${realm.id}/emoji/images/${id}`;
+
+/** Every custom emoji of a realm as Zulip's RealmEmoji objects, keyed by id. */
+async function presentAll(db: Q, realm: Pick<Caller['realm'], 'id' | 'url'>) {
+  const emoji: Record<string, unknown> = {};
+  for (const e of await allRealmEmoji(db, realm.id)) {
+    emoji[String(e.id)] = { id: String(e.id), name: e.name, source_url: imageUrl(realm, e.id), deactivated: e.deactivated, author_id: e.author_id };
+  }
+  return emoji;
+}
+
+/** Zulip's realm_emoji update event: the whole set, sent to everyone in the realm after a change. */
+async function emojiChanged(trx: Transaction<Database>, realm: Pick<Caller['realm'], 'id' | 'url'>) {
+  await writeEvents(trx, [{ realmId: realm.id, users: null, payload: { type: 'realm_emoji', op: 'update', realm_emoji: await presentAll(trx, realm) } }]);
+}
+
 export type ChatEmojiService = ReturnType<typeof createChatEmojiService>;
 
 export function createChatEmojiService(deps: { db: Db }) {
   const { db } = deps;
-  const imageUrl = (realm: Caller['realm'], id: number) => `${realm.url}/user_avatars/${realm.id}/emoji/images/${id}`;
 
   return {
     /** Zulip's get_emoji_data: a name's code and namespace, custom emoji first. */
@@ -52,14 +68,8 @@ export function createChatEmojiService(deps: { db: Db }) {
       }
     },
 
-    /** GET /realm/emoji: every custom emoji, deactivated ones included, keyed by id. */
-    async list(caller: Caller) {
-      const emoji: Record<string, unknown> = {};
-      for (const e of await allRealmEmoji(db, caller.realm.id)) {
-        emoji[String(e.id)] = { id: String(e.id), name: e.name, source_url: imageUrl(caller.realm, e.id), deactivated: e.deactivated, author_id: e.author_id };
-      }
-      return emoji;
-    },
+    /** GET /realm/emoji and /register's `realm_emoji`: every custom emoji, deactivated ones included, keyed by id. */
+    list: (caller: Caller) => presentAll(db, caller.realm),
 
     /** POST /realm/emoji/{name}: one image file; names are lowercase letters, digits, `_`, `-` and spaces. */
     async upload(caller: Caller, name: string, files: Array<{ contentType: string; data: Buffer }>) {
@@ -76,6 +86,7 @@ export function createChatEmojiService(deps: { db: Db }) {
           .values({ realm_id: caller.realm.id, name, author_id: caller.user.id, content_type: file.contentType, image: file.data, created_at: new Date() })
           .returning('id')
           .executeTakeFirstOrThrow();
+        await emojiChanged(trx, caller.realm);
         await recordAudit(trx, chatActor(caller), 'chat.emoji.create', { type: 'chat_realm_emoji', id: row.id }, { name });
       });
     },
@@ -87,6 +98,7 @@ export function createChatEmojiService(deps: { db: Db }) {
       if (!isAdmin(caller.user) && e.author_id !== caller.user.id) throw chatErrors.bad('Must be an organization administrator or emoji author');
       await db.transaction().execute(async (trx) => {
         await trx.updateTable('chat_realm_emoji').set({ deactivated: true }).where('id', '=', e.id).execute();
+        await emojiChanged(trx, caller.realm);
         await recordAudit(trx, chatActor(caller), 'chat.emoji.deactivate', { type: 'chat_realm_emoji', id: e.id }, { name });
       });
     },

@@ -173,6 +173,43 @@ describe('chat event queues: /register and /events as Zulip clients use them', (
     assert.equal(e.message.content, 'this one');
   });
 
+  test("the start-up state Zulip's apps read: user_settings, realm_emoji and the empty lists, with their events", async () => {
+    const fetch = JSON.stringify(['user_settings', 'realm_emoji', 'realm_user_groups', 'muted_users', 'drafts', 'alert_words']);
+    const before = await register(ann, { fetch_event_types: fetch, event_types: JSON.stringify(['user_settings', 'realm_emoji']) });
+    const s = before.state;
+    for (const k of ['realm_user_groups', 'muted_users', 'drafts', 'alert_words']) assert.deepEqual(s[k], [], k);
+    assert.equal(s.user_settings.timezone, '');
+    assert.equal(s.user_settings.presence_enabled, true);
+    assert.equal(s.user_settings.emojiset, 'google');
+    assert.equal(s.realm_users, undefined, 'only what was asked for');
+
+    // A setting the server stores changes: the user's queue hears it, and the next /register shows it.
+    assert.equal((await t.raw('PATCH', '/settings', { auth: ann, form: { timezone: 'Europe/Berlin', presence_enabled: 'false' } })).status, 200);
+    const tz = await waitFor(t, ann, before, (e) => e.type === 'user_settings' && e.property === 'timezone');
+    assert.deepEqual({ op: tz.op, value: tz.value }, { op: 'update', value: 'Europe/Berlin' });
+    const pres = await waitFor(t, ann, before, (e) => e.type === 'user_settings' && e.property === 'presence_enabled');
+    assert.equal(pres.value, false);
+    const afterSettings = await register(ann, { fetch_event_types: fetch });
+    assert.equal(afterSettings.state.user_settings.timezone, 'Europe/Berlin');
+    assert.equal(afterSettings.state.user_settings.presence_enabled, false);
+
+    // A custom emoji is uploaded, then deactivated: each time every queue gets the whole set.
+    const b = 'b0undary';
+    const body = `--${b}\r\nContent-Disposition: form-data; name="f"; filename="p.png"\r\nContent-Type: image/png\r\n\r\n\x89PNG\r\n--${b}--\r\n`;
+    const up = await t.raw('POST', '/realm/emoji/wave_hello', { auth: bob, headers: { 'content-type': `multipart/form-data; boundary=${b}` }, body });
+    assert.equal(up.status, 200, JSON.stringify(up.body));
+    const added = await waitFor(t, ann, before, (e) => e.type === 'realm_emoji');
+    const emoji = Object.values(added.realm_emoji as Record<string, any>).find((e) => e.name === 'wave_hello');
+    assert.ok(emoji, JSON.stringify(added));
+    assert.deepEqual({ deactivated: emoji.deactivated, author_id: emoji.author_id }, { deactivated: false, author_id: bob.id });
+    const state = await register(ann, { fetch_event_types: fetch });
+    assert.deepEqual(state.state.realm_emoji[emoji.id], emoji);
+    assert.equal((await t.raw('DELETE', '/realm/emoji/wave_hello', { auth: bob })).status, 200);
+    const removed = await waitFor(t, ann, before, (e) => e.type === 'realm_emoji');
+    assert.equal(removed.realm_emoji[emoji.id].deactivated, true);
+    assert.equal((await t.raw('PATCH', '/settings', { auth: ann, form: { timezone: '', presence_enabled: 'true' } })).status, 200);
+  });
+
   test('a dead queue answers BAD_EVENT_QUEUE_ID, never a hang; someone else\'s queue is not yours', async () => {
     const queue = await register(ann);
     const foreign = await t.raw('GET', '/events', { auth: bob, query: { queue_id: queue.id, dont_block: 'true' } });

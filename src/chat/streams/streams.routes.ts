@@ -94,6 +94,28 @@ export function chatStreamsRoutes(r: ChatRouter, deps: { streams: ChatStreamsSer
   );
 
   r.authed(
+    {
+      method: 'POST',
+      url: '/users/me/subscriptions/properties',
+      operationId: 'updateSubscriptionSettings',
+      tags,
+      description:
+        "Changes the caller's own settings for channels they are subscribed to: `subscription_data` is a JSON list of `{stream_id, property, value}`, the property one of `color` (a hex color), `is_muted` (or the older `in_home_view`, its inverse), `pin_to_top`, `desktop_notifications`, `audible_notifications`, `push_notifications`, `email_notifications`, `wildcard_mentions_notify` (booleans). All changes apply or none; the caller's queues get `subscription update` events.",
+      response: Envelope(),
+    },
+    async ({ params, caller }) => {
+      const changes = params.objectList('subscription_data', true, (x, label) => {
+        if (typeof x.stream_id !== 'number' || !Number.isInteger(x.stream_id)) throw chatErrors.bad(x.stream_id === undefined ? `${label}["stream_id"] field is missing` : `${label}["stream_id"] is not an integer`);
+        if (typeof x.property !== 'string') throw chatErrors.bad(x.property === undefined ? `${label}["property"] field is missing` : `${label}["property"] is not a string`);
+        if (x.value === undefined) throw chatErrors.bad(`${label}["value"] field is missing`);
+        return { streamId: x.stream_id, property: x.property, value: x.value };
+      })!;
+      await streams.setSubscriptionProperties(caller, changes);
+      return {};
+    },
+  );
+
+  r.authed(
     { method: 'DELETE', url: '/users/me/subscriptions', operationId: 'unsubscribe', tags, response: Envelope({ removed: Type.Array(Type.String()), not_removed: Type.Array(Type.String()) }) },
     async ({ params, caller }) => {
       const names = params.stringList('subscriptions', { required: true, maxLength: MAX_STREAM_NAME_LENGTH * 4 })!;

@@ -84,9 +84,13 @@ const groupSettings = () => {
   return { can_add_subscribers_group: none(), can_remove_subscribers_group: none(), can_administer_channel_group: none(), can_send_message_group: none(), can_subscribe_group: none() };
 };
 
-/** Zulip's Subscription object, with the default per-subscription settings (none are stored yet). */
-export function subscriptionEventObject(s: Pick<StreamRow, 'id'> & Parameters<typeof presentStream>[0]) {
+/**
+ * Zulip's Subscription object. `s` carries the subscriber's stored settings when it comes from
+ * their subscription row; a new subscription (the add event) has the defaults.
+ */
+export function subscriptionEventObject(s: Pick<StreamRow, 'id'> & Parameters<typeof presentStream>[0] & Partial<Record<store.SubscriptionSetting, unknown>>) {
   const b = channelEventObject(s);
+  const isMuted = s.is_muted === true;
   return {
     stream_id: b.stream_id,
     name: b.name,
@@ -96,16 +100,16 @@ export function subscriptionEventObject(s: Pick<StreamRow, 'id'> & Parameters<ty
     creator_id: b.creator_id,
     invite_only: b.invite_only,
     is_web_public: false,
-    desktop_notifications: null,
-    email_notifications: null,
-    wildcard_mentions_notify: null,
-    push_notifications: null,
-    audible_notifications: null,
-    pin_to_top: false,
-    is_muted: false,
-    in_home_view: true,
+    desktop_notifications: (s.desktop_notifications as boolean | null | undefined) ?? null,
+    email_notifications: (s.email_notifications as boolean | null | undefined) ?? null,
+    wildcard_mentions_notify: (s.wildcard_mentions_notify as boolean | null | undefined) ?? null,
+    push_notifications: (s.push_notifications as boolean | null | undefined) ?? null,
+    audible_notifications: (s.audible_notifications as boolean | null | undefined) ?? null,
+    pin_to_top: s.pin_to_top === true,
+    is_muted: isMuted,
+    in_home_view: !isMuted,
     is_announcement_only: false,
-    color: COLORS[s.id % COLORS.length],
+    color: (s.color as string | null | undefined) ?? COLORS[s.id % COLORS.length],
     stream_post_policy: 1,
     message_retention_days: null,
     history_public_to_subscribers: b.history_public_to_subscribers,
@@ -115,6 +119,18 @@ export function subscriptionEventObject(s: Pick<StreamRow, 'id'> & Parameters<ty
     is_archived: b.is_archived,
     ...groupSettings(),
   };
+}
+
+/** A property name of POST /users/me/subscriptions/properties as the column it sets, its value checked. */
+function subscriptionProperty(property: string, value: unknown): store.SubscriptionSetting {
+  if (property === 'color') {
+    if (typeof value !== 'string' || !/^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$/.test(value)) throw chatErrors.bad('color is not a valid hex color code (like #c2c2c2)');
+    return 'color';
+  }
+  const column = property === 'in_home_view' ? 'is_muted' : property;
+  if (!(store.SUBSCRIPTION_SETTINGS as readonly string[]).includes(column)) throw chatErrors.bad(`Unknown subscription property: ${property}`);
+  if (typeof value !== 'boolean') throw chatErrors.bad(`${property} is not a boolean`);
+  return column as store.SubscriptionSetting;
 }
 
 export type ChatStreamsService = ReturnType<typeof createChatStreamsService>;
@@ -199,7 +215,7 @@ export function createChatStreamsService(deps: { db: Db }) {
         const subscribed = new Map<number, string[]>();
         const already = new Map<number, string[]>();
         const events: ChatEventRecord[] = [];
-        const addedFor = new Map<number, StreamRow[]>();
+        const addedFor = new Map<number, Array<StreamRow & Record<store.SubscriptionSetting, unknown>>>();
         for (const { name, description } of names) {
           let s = await store.streamByName(trx, caller.realm.id, name, caller.user.id);
           if (!s) {
@@ -218,9 +234,9 @@ export function createChatStreamsService(deps: { db: Db }) {
             const into = before.has(userId) ? already : subscribed;
             into.set(userId, [...(into.get(userId) ?? []), s.name]);
             if (before.has(userId)) continue;
-            await store.subscribe(trx, userId, s.id);
+            const settings = await store.subscribe(trx, userId, s.id);
             await recordAudit(trx, chatActor(caller), 'chat.subscription.create', { type: 'chat_stream', id: s.id }, userId === caller.user.id ? {} : { user_id: userId });
-            addedFor.set(userId, [...(addedFor.get(userId) ?? []), s]);
+            addedFor.set(userId, [...(addedFor.get(userId) ?? []), { ...s, ...settings }]);
             added.push(userId);
           }
           if (!added.length) continue;
@@ -268,6 +284,37 @@ export function createChatStreamsService(deps: { db: Db }) {
           ]);
         }
         return { removed, not_removed: notRemoved };
+      });
+    },
+
+    /**
+     * POST /users/me/subscriptions/properties: each change stored on the caller's subscription,
+     * all or none, and told to the caller's queues as Zulip's `subscription update` events
+     * (muting also as the older `in_home_view`, the inverse).
+     */
+    async setSubscriptionProperties(caller: Caller, changes: Array<{ streamId: number; property: string; value: unknown }>) {
+      const checked = changes.map((c) => {
+        const column = subscriptionProperty(c.property, c.value);
+        return { streamId: c.streamId, column, value: column === 'is_muted' && c.property === 'in_home_view' ? !c.value : (c.value as string | boolean) };
+      });
+      const subscribed = new Set((await store.subscribedStreams(db, caller.realm.id, caller.user.id)).map((s) => s.id));
+      for (const c of checked) {
+        if (subscribed.has(c.streamId)) continue;
+        // As Zulip's access_stream_by_id: a channel out of the caller's reach is not named as one.
+        const s = await store.streamById(db, caller.realm.id, dbId(c.streamId), caller.user.id);
+        if (!s || !canAccess(caller, s)) throw chatErrors.bad('Invalid channel ID');
+        throw chatErrors.bad(`Not subscribed to channel ID ${c.streamId}`);
+      }
+      await db.transaction().execute(async (trx) => {
+        const events: ChatEventRecord[] = [];
+        const tell = (streamId: number, property: string, value: unknown) => events.push({ realmId: caller.realm.id, users: [caller.user.id], payload: { type: 'subscription', op: 'update', stream_id: streamId, property, value } });
+        for (const c of checked) {
+          await store.setSubscriptionSetting(trx, caller.user.id, c.streamId, c.column, c.value);
+          if (c.column === 'is_muted') tell(c.streamId, 'in_home_view', !c.value);
+          tell(c.streamId, c.column, c.value);
+        }
+        await writeEvents(trx, events);
+        await recordAudit(trx, chatActor(caller), 'chat.subscription.update', { type: 'chat_user', id: caller.user.id }, { changed: checked.map((c) => ({ stream_id: c.streamId, property: c.column })) });
       });
     },
 

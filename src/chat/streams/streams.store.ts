@@ -39,8 +39,24 @@ export function realmStreams(db: Q, realmId: number, userId: number) {
   return withSubscribed(db, userId).where('s.realm_id', '=', realmId).orderBy('s.id').execute();
 }
 
+/** The user's subscribed channels, each with the user's own settings for it. */
 export function subscribedStreams(db: Q, realmId: number, userId: number) {
-  return withSubscribed(db, userId).where('s.realm_id', '=', realmId).where('sub.user_id', 'is not', null).orderBy('s.id').execute();
+  return withSubscribed(db, userId)
+    .select(SUBSCRIPTION_SETTINGS.map((c) => `sub.${c}` as const))
+    .where('s.realm_id', '=', realmId)
+    .where('sub.user_id', 'is not', null)
+    .orderBy('s.id')
+    .execute();
+}
+
+/** The per-subscription settings a subscriber may change (stored on their subscription row). */
+export const SUBSCRIPTION_SETTINGS = [
+  'is_muted', 'color', 'pin_to_top', 'desktop_notifications', 'audible_notifications', 'push_notifications', 'email_notifications', 'wildcard_mentions_notify',
+] as const;
+export type SubscriptionSetting = (typeof SUBSCRIPTION_SETTINGS)[number];
+
+export function setSubscriptionSetting(db: Q, userId: number, streamId: number, column: SubscriptionSetting, value: string | boolean) {
+  return db.updateTable('chat_subscriptions').set({ [column]: value }).where('user_id', '=', userId).where('stream_id', '=', streamId).where('active', '=', true).execute();
 }
 
 export function insertStream(db: Q, v: { realmId: number; name: string; description: string; inviteOnly: boolean; creatorId: number }) {
@@ -51,12 +67,14 @@ export function insertStream(db: Q, v: { realmId: number; name: string; descript
     .executeTakeFirstOrThrow();
 }
 
+/** Subscribes, or subscribes again (a former subscriber's settings are kept, as Zulip's): answers the settings. */
 export function subscribe(db: Q, userId: number, streamId: number) {
   return db
     .insertInto('chat_subscriptions')
     .values({ user_id: userId, stream_id: streamId, active: true })
     .onConflict((oc) => oc.columns(['user_id', 'stream_id']).doUpdateSet({ active: true }))
-    .execute();
+    .returning([...SUBSCRIPTION_SETTINGS])
+    .executeTakeFirstOrThrow();
 }
 
 export function unsubscribe(db: Q, userId: number, streamId: number) {

@@ -114,6 +114,95 @@ describe('chat channels and topic visibility', () => {
     assert.deepEqual([bad.status, bad.body.msg], [400, 'include_public is not valid JSON']);
   });
 
+  test('POST /users/me/subscriptions/properties: stored, shown in Subscription objects and /register, told as subscription update events', async () => {
+    const member = await t.account(400);
+    await member.client.users.me.subscriptions.add({ subscriptions: JSON.stringify([{ name: 'general' }]) });
+    await t.owner.client.users.me.subscriptions.add({ subscriptions: JSON.stringify([{ name: 'lobby' }]) });
+    const open = (await t.owner.client.streams.getStreamId('lobby')).stream_id;
+    const reg = await t.raw('POST', '/register', { auth: member, form: { event_types: '["subscription"]' } });
+    assert.equal(reg.status, 200, JSON.stringify(reg.body));
+    const set = (data: unknown[]) => t.raw('POST', '/users/me/subscriptions/properties', { auth: member, form: { subscription_data: JSON.stringify(data) } });
+
+    const ok = await set([
+      { stream_id: general, property: 'is_muted', value: true },
+      { stream_id: general, property: 'color', value: '#c2c2c2' },
+      { stream_id: general, property: 'pin_to_top', value: true },
+      { stream_id: general, property: 'desktop_notifications', value: false },
+      { stream_id: general, property: 'wildcard_mentions_notify', value: true },
+    ]);
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    assertZulipResponse('POST', '/users/me/subscriptions/properties', ok.body);
+
+    const mine = await t.raw('GET', '/users/me/subscriptions', { auth: member });
+    assertZulipResponse('GET', '/users/me/subscriptions', mine.body);
+    const sub = mine.body.subscriptions.find((s: any) => s.stream_id === general);
+    assert.deepEqual(
+      [sub.is_muted, sub.in_home_view, sub.color, sub.pin_to_top, sub.desktop_notifications, sub.wildcard_mentions_notify, sub.push_notifications],
+      [true, false, '#c2c2c2', true, false, true, null],
+    );
+    const again = await t.raw('POST', '/register', { auth: member, form: { fetch_event_types: '["subscription"]' } });
+    assert.deepEqual(again.body.subscriptions.find((s: any) => s.stream_id === general), sub);
+    // Someone else's subscription to the same channel keeps its own settings.
+    const owners = (await t.owner.client.streams.subscriptions.retrieve()).subscriptions.find((s: any) => s.stream_id === general);
+    assert.deepEqual([owners.is_muted, owners.pin_to_top], [false, false]);
+
+    // The older in_home_view is the inverse of is_muted.
+    assert.equal((await set([{ stream_id: general, property: 'in_home_view', value: true }])).status, 200);
+    const unmuted = (await t.raw('GET', '/users/me/subscriptions', { auth: member })).body.subscriptions.find((s: any) => s.stream_id === general);
+    assert.deepEqual([unmuted.is_muted, unmuted.in_home_view], [false, true]);
+
+    // The caller's queue hears each change, muting as both properties, as Zulip sends them.
+    const seen: any[] = [];
+    let last = -1;
+    while (seen.length < 8) {
+      const res = await t.raw('GET', '/events', { auth: member, query: { queue_id: reg.body.queue_id, last_event_id: String(last) } });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assertZulipResponse('GET', '/events', res.body);
+      for (const e of res.body.events) {
+        last = Math.max(last, e.id);
+        if (e.type === 'subscription' && e.op === 'update') seen.push([e.stream_id, e.property, e.value]);
+      }
+    }
+    assert.deepEqual(seen, [
+      [general, 'in_home_view', false], [general, 'is_muted', true], [general, 'color', '#c2c2c2'], [general, 'pin_to_top', true],
+      [general, 'desktop_notifications', false], [general, 'wildcard_mentions_notify', true], [general, 'in_home_view', true], [general, 'is_muted', false],
+    ]);
+
+    // Bad input names the problem, and nothing of a refused request is stored.
+    const cases: Array<[unknown[], string]> = [
+      [[{ stream_id: general, property: 'volume', value: 3 }], 'Unknown subscription property: volume'],
+      [[{ stream_id: general, property: 'pin_to_top', value: 'yes' }], 'pin_to_top is not a boolean'],
+      [[{ stream_id: general, property: 'color', value: 'red' }], 'color is not a valid hex color code (like #c2c2c2)'],
+      [[{ stream_id: general, property: 'is_muted', value: true }, { stream_id: secret, property: 'is_muted', value: true }], 'Invalid channel ID'],
+      [[{ stream_id: general, property: 'is_muted', value: true }, { stream_id: 999999, property: 'is_muted', value: true }], 'Invalid channel ID'],
+      [[{ stream_id: general, property: 'is_muted', value: true }, { stream_id: open, property: 'is_muted', value: true }], `Not subscribed to channel ID ${open}`],
+      [[{ property: 'is_muted', value: true }], 'subscription_data[0]["stream_id"] field is missing'],
+    ];
+    for (const [data, msg] of cases) {
+      const res = await set(data);
+      assert.deepEqual([res.status, res.body.msg], [400, msg]);
+    }
+    const after = (await t.raw('GET', '/users/me/subscriptions', { auth: member })).body.subscriptions.find((s: any) => s.stream_id === general);
+    assert.equal(after.is_muted, false, 'the refused batch changed nothing');
+
+    // Leaving and joining again keeps one's settings (as Zulip's), and the add event shows them.
+    assert.equal((await set([{ stream_id: general, property: 'color', value: '#abcdef' }])).status, 200);
+    assert.equal((await t.raw('DELETE', '/users/me/subscriptions', { auth: member, form: { subscriptions: '["general"]' } })).status, 200);
+    await member.client.users.me.subscriptions.add({ subscriptions: JSON.stringify([{ name: 'general' }]) });
+    let added: any;
+    while (!added) {
+      const res = await t.raw('GET', '/events', { auth: member, query: { queue_id: reg.body.queue_id, last_event_id: String(last) } });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      for (const e of res.body.events) {
+        last = Math.max(last, e.id);
+        if (e.type === 'subscription' && e.op === 'add') added = e.subscriptions[0];
+      }
+    }
+    assert.equal(added.color, '#abcdef');
+    const rejoined = (await t.raw('GET', '/users/me/subscriptions', { auth: member })).body.subscriptions.find((s: any) => s.stream_id === general);
+    assert.deepEqual(added, rejoined);
+  });
+
   test('muted_topics: exactly one of stream_id and stream', async () => {
     const neither = await mute(t.owner, { topic: 'x', op: 'add' });
     assert.deepEqual(neither, { result: 'error', msg: "Missing 'stream_id' argument", code: 'BAD_REQUEST' });

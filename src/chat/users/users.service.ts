@@ -283,6 +283,9 @@ export function createChatUsersService(deps: { db: Db; cipher: Cipher }) {
         if (set.full_name !== undefined) {
           await writeEvents(trx, [{ realmId: caller.realm.id, users: null, payload: { type: 'realm_user', op: 'update', person: { user_id: caller.user.id, full_name: set.full_name } } }]);
         }
+        // The user's own clients learn each changed setting of /register's user_settings.
+        const changed = (['timezone', 'presence_enabled', 'email_address_visibility'] as const).filter((k) => set[k] !== undefined);
+        await writeEvents(trx, changed.map((k) => ({ realmId: caller.realm.id, users: [caller.user.id], payload: { type: 'user_settings', op: 'update', property: k, value: set[k] } })));
         await recordAudit(trx, chatActor(caller), 'chat.settings.update', { type: 'chat_user', id: caller.user.id }, { changed: Object.keys(set).filter((k) => k !== 'email') });
       });
     },
