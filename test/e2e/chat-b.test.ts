@@ -99,7 +99,7 @@ describe('a team in a chat_b channel, end to end', { skip: stackSkip }, () => {
 
     const console409 = await api('POST', `/runs/${runId}/replies`, { text: 'yes', in_reply_to: (await stack.run(runId)).open_question.seq });
     assert.equal(console409.status, 409, console409.text);
-    assert.match(console409.body.detail, /chat_b/);
+    assert.match(console409.body.detail, /Slack/);
     const cancel409 = await api('POST', `/runs/${runId}/cancel`);
     assert.equal(cancel409.status, 409, cancel409.text);
 
@@ -148,6 +148,6 @@ describe('a team in a chat_b channel, end to end', { skip: stackSkip }, () => {
     await stack.waitForState(runId, 'waiting');
     slack.say(alice.id, channel.id, '!cancel', root.ts);
     await stack.waitForState(runId, 'cancelled');
-    await said(root, /cancelled by chat_b:@alice/);
+    await said(root, /cancelled by @alice on Slack/);
   });
 });

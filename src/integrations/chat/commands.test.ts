@@ -57,7 +57,7 @@ describe('run posts in a chat thread', () => {
     const done = renderPost(post('completed', 'lead', 'Shipped', { branch: 'crewhouse/run_x', pull_request_url: null }), ctx)!;
     assert.match(done.text, /Done: Shipped\nBranch: `crewhouse\/run_x`\nPull request: https:\/\/code.example\/pr\/7\nCost: \$0\.0123/);
     assert.match(renderPost(post('failed', null, 'the model refused'), ctx)!.text, /The run failed: the model refused\nCost/);
-    assert.match(renderPost(post('canceled', null, 'cancelled by chat_a:@alice'), ctx)!.text, /The run was cancelled by chat_a:@alice/);
+    assert.match(renderPost(post('canceled', null, 'cancelled by @alice on Mattermost'), ctx)!.text, /The run was cancelled by @alice on Mattermost/);
     for (const k of ['answer', 'reply', 'artifact', 'command_result']) assert.equal(renderPost(post(k, 'lead', 'x'), ctx), null, k);
     assert.equal(renderPost(post('notice', 'lead', 'a model call failed'), ctx), null);
     assert.match(renderPost(post('notice', 'dev', 'dev proposes skill "lint"', { proposal: 'skill', name: 'lint' }), ctx)!.text, /skills accept lint/);
