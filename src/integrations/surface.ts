@@ -7,6 +7,8 @@
  * adapters only through it.
  */
 
+export { actorForPeople, serviceName, SERVICE_NAMES } from '../console/integrations/kinds.ts';
+
 /** The spec's integration kinds that are surfaces (where work comes from and answers go). */
 export type SurfaceKind = 'code_host' | 'chat_a' | 'chat_b' | 'tracker_a' | 'tracker_b';
 

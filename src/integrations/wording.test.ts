@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Post, Run } from '../console/runs/runs.schemas.ts';
-import { renderPost } from './chat/render.ts';
+import { renderPost, renderStartFrom } from './chat/render.ts';
+import { actorForPeople, SERVICE_NAMES, type SurfaceKind } from './surface.ts';
 import { formatOf } from './chat/format.ts';
 import { progressText } from './code_host/delivery.ts';
 import type { ProgressNote } from './tracker/kind.ts';
@@ -76,5 +77,36 @@ describe('the texts people read of a run, on each surface', () => {
     assert.match(renderPost(post('completed', 'Shipped'), rctx)!.text, /\nReply in this thread to ask for changes or more\.$/);
     assert.match(renderPost(post('failed', 'the budget ran out'), rctx)!.text, /\nReply in this thread to have the team try again, with what to do differently\.$/);
     assert.match(renderPost(post('canceled', 'cancelled by chat_a:@alice'), rctx)!.text, /\nFor new work, give the team a new task in the room\.$/);
+  });
+});
+
+// People read the service's name (Linear, Jira, Mattermost, Slack, GitHub), never the internal
+// integration kind (`tracker_a`), wherever a text names where work came from or who did something.
+describe('the texts people read never name an internal integration kind', () => {
+  const KIND = /\b(tracker_a|tracker_b|chat_a|chat_b|code_host)\b/;
+  const kinds = Object.keys(SERVICE_NAMES) as SurfaceKind[];
+
+  it("a home-room thread's first post names where its work came from by the service", () => {
+    for (const kind of kinds) {
+      for (const format of [formatOf('markdown'), formatOf('mrkdwn')]) {
+        for (const url of ['https://x.test/ENG-1', null]) {
+          const text = renderStartFrom({ team: 'payments', runId: 'run_x', text: 'Fix it', by: 'Ada', origin: { surface: kind, place: 'ENG-1', url }, format });
+          assert.doesNotMatch(text, KIND, text);
+          assert.ok(text.includes(`ENG-1 on ${SERVICE_NAMES[kind]}`), text);
+        }
+      }
+    }
+  });
+
+  it('a cancel names who cancelled by their name on the service', () => {
+    assert.equal(actorForPeople('chat_a:@alice'), '@alice on Mattermost');
+    assert.equal(actorForPeople('tracker_b:Bob Smith'), 'Bob Smith on Jira');
+    assert.equal(actorForPeople('admin'), 'admin');
+    assert.equal(actorForPeople('chat_b:'), 'chat_b:', 'a kind without a name is not made into one');
+    const rctx = { requester: '@alice', lastRole: null, run: { id: 'run_x', cost_usd: 0, delivery: null }, format: formatOf('markdown') } as never;
+    for (const kind of kinds) {
+      const text = renderPost({ seq: 5, kind: 'canceled', role: null, text: `cancelled by ${actorForPeople(`${kind}:alice`)}`, data: {}, created_at: '' } as never, rctx)!.text;
+      assert.doesNotMatch(text, KIND, text);
+    }
   });
 });

@@ -108,7 +108,7 @@ describe('a team in a chat_a room, end to end', { skip: stackSkip }, () => {
 
     const console409 = await api('POST', `/runs/${runId}/replies`, { text: 'yes', in_reply_to: (await stack.run(runId)).open_question.seq });
     assert.equal(console409.status, 409, console409.text);
-    assert.match(console409.body.detail, /chat_a/);
+    assert.match(console409.body.detail, /Mattermost/);
     const cancel409 = await api('POST', `/runs/${runId}/cancel`);
     assert.equal(cancel409.status, 409, cancel409.text);
 

@@ -8,6 +8,25 @@ export const INTEGRATION_KINDS = ['chat_a', 'chat_b', 'code_host', 'tracker_a', 
 export type IntegrationKind = (typeof INTEGRATION_KINDS)[number];
 export type SettingValue = string | boolean;
 
+/**
+ * The service each integration kind is, as people name it: texts people read (a thread's post, a
+ * comment, an error a person acts on) say this, never the internal kind (`tracker_a`). No
+ * integration record carries a name of its own, so the kind's service is its name.
+ */
+export const SERVICE_NAMES: Record<IntegrationKind, string> = { chat_a: 'Mattermost', chat_b: 'Slack', code_host: 'GitHub', tracker_a: 'Linear', tracker_b: 'Jira' };
+
+/** A surface kind's service name; anything else (`console`, `api`) as it is. */
+export function serviceName(kind: string): string {
+  return Object.hasOwn(SERVICE_NAMES, kind) ? SERVICE_NAMES[kind as IntegrationKind] : kind;
+}
+
+/** An actor's name as people read it: `chat_a:@alice` is `@alice on Mattermost`; one without a surface kind (`admin`) as it is. */
+export function actorForPeople(name: string): string {
+  const at = name.indexOf(':');
+  const kind = at > 0 ? name.slice(0, at) : '';
+  return Object.hasOwn(SERVICE_NAMES, kind) && at + 1 < name.length ? `${name.slice(at + 1)} on ${SERVICE_NAMES[kind as IntegrationKind]}` : name;
+}
+
 export const DEFAULT_CODE_HOST_API_URL = 'https://api.github.com';
 export const DEFAULT_CHAT_B_API_URL = 'https://slack.com/api/';
 /** Linear's GraphQL endpoint (tracker_a's `api_url`). */

@@ -12,6 +12,7 @@ import type { Database } from '../../db/schema.ts';
 import { decodeCursor, toPage } from '../../db/pagination.ts';
 import { toUsd } from '../../db/parsers.ts';
 import { problems } from '../../errors/problems.ts';
+import { actorForPeople, serviceName } from '../integrations/kinds.ts';
 import { approvalOf, isChatSurface } from './runs.rules.ts';
 import type { Post, Run } from './runs.schemas.ts';
 import { FINISHED, archivedTeamOf, iso, type RunsDeps, type RunSteps } from './runs.steps.ts';
@@ -169,7 +170,7 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
       if (team.status === 'archived') throw problems.conflict(`team "${teamName}" is archived`);
       if (team.status !== 'active') throw problems.conflict(`team "${teamName}" is ${team.status}; try again when it is active`);
       // A team homed in a chat room takes work from its room and from its linked surfaces (a tracker, the code host: the chat core opens a thread in the room for that work too), not from the Console or another chat.
-      if (isChatSurface(team.surface) && surface !== team.surface && (surface === 'console' || isChatSurface(surface))) throw problems.conflict(`team "${teamName}" lives on ${team.surface}: give it work in its chat room`);
+      if (isChatSurface(team.surface) && surface !== team.surface && (surface === 'console' || isChatSurface(surface))) throw problems.conflict(`team "${teamName}" lives on ${serviceName(team.surface)}: give it work in its chat room`);
       await refuseWhileBudgetSpent(teamName, 'new tasks');
       const hostProblem = await deps.hostProblem(teamName);
       if (hostProblem) throw problems.unavailable(hostProblem);
@@ -252,7 +253,7 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
         const run = await store.lockRun(trx, id);
         if (!run) throw problems.notFound('run', id);
         // A run on a chat surface is answered there: only its own surface's adapter replies to it.
-        if (isChatSurface(run.surface) && from !== run.surface) throw problems.conflict(`run ${id} lives on ${run.surface}: answer it in its ${run.surface} thread`);
+        if (isChatSurface(run.surface) && from !== run.surface) throw problems.conflict(`run ${id} lives on ${serviceName(run.surface)}: answer it in its ${serviceName(run.surface)} thread`);
         if (input.approve !== undefined && (input.in_reply_to === undefined || input.in_reply_to === null)) throw problems.validation([{ field: 'approve', message: 'decides a confirmation, so it goes with in_reply_to (the confirmation\'s seq): leave it out of a follow-up' }]);
         if (input.in_reply_to !== undefined && input.in_reply_to !== null) {
           const target = await store.getPost(trx, id, input.in_reply_to);
@@ -310,11 +311,11 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
       await db.transaction().execute(async (trx) => {
         const run = await store.lockRun(trx, id);
         if (!run) throw problems.notFound('run', id);
-        if (isChatSurface(run.surface) && from !== run.surface) throw problems.conflict(`run ${id} lives on ${run.surface}: cancel it in its ${run.surface} thread (/cancel)`);
+        if (isChatSurface(run.surface) && from !== run.surface) throw problems.conflict(`run ${id} lives on ${serviceName(run.surface)}: cancel it in its ${serviceName(run.surface)} thread (/cancel)`);
         if (FINISHED.includes(run.state)) throw problems.conflict(`run ${id} is already ${run.state}`);
         await store.markCancelRequested(trx, id);
         await finish(trx, run, team, 'cancelled', {});
-        await store.appendPost(trx, id, { kind: 'canceled', role: null, text: `cancelled by ${actor.name}`, data: { by: actor.name } });
+        await store.appendPost(trx, id, { kind: 'canceled', role: null, text: `cancelled by ${actorForPeople(actor.name)}`, data: { by: actor.name } });
         // The engine lets the run's sandboxes go; a run cancelled while it waited has no job of its own running.
         await deps.advance(trx, id);
         if (within) await within(trx);

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { systemActor } from '../../audit/audit.ts';
 import { Problem } from '../../errors/problems.ts';
+import { serviceName } from '../integrations/kinds.ts';
 import { makeRun, makeTeam } from '../../../test/factories.ts';
 import { testApp, type TestApp } from '../../../test/harness.ts';
 import { makeHostRow } from '../../../test/sandboxes.ts';
@@ -42,15 +43,15 @@ describe('runs by surface', () => {
       const { run_id } = await chatRun(surface);
       const before = await t.services.runs.get(run_id);
       const postsBefore = (await t.services.runs.posts(run_id, 0, 100)).items;
-      await assert.rejects(t.services.runs.reply(systemActor('test'), run_id, { text: 'and add a licence' }), conflict(new RegExp(`lives on ${surface}: answer it in its ${surface} thread`)));
-      await assert.rejects(t.services.runs.cancel(systemActor('test'), run_id), conflict(new RegExp(`lives on ${surface}: cancel it in its ${surface} thread`)));
+      await assert.rejects(t.services.runs.reply(systemActor('test'), run_id, { text: 'and add a licence' }), conflict(new RegExp(`lives on ${serviceName(surface)}: answer it in its ${serviceName(surface)} thread`)));
+      await assert.rejects(t.services.runs.cancel(systemActor('test'), run_id), conflict(new RegExp(`lives on ${serviceName(surface)}: cancel it in its ${serviceName(surface)} thread`)));
       // The routes answer the same.
       const reply = await t.request({ method: 'POST', url: `/api/v1/runs/${run_id}/replies`, token: t.adminToken, body: { text: 'and add a licence' } });
       assert.equal(reply.status, 409, reply.text);
-      assert.match(reply.body.detail, new RegExp(`answer it in its ${surface} thread`));
+      assert.match(reply.body.detail, new RegExp(`answer it in its ${serviceName(surface)} thread`));
       const cancel = await t.request({ method: 'POST', url: `/api/v1/runs/${run_id}/cancel`, token: t.adminToken });
       assert.equal(cancel.status, 409, cancel.text);
-      assert.match(cancel.body.detail, new RegExp(`cancel it in its ${surface} thread`));
+      assert.match(cancel.body.detail, new RegExp(`cancel it in its ${serviceName(surface)} thread`));
       const after = await t.services.runs.get(run_id);
       assert.equal(after.version, before.version);
       assert.equal(after.run.state, 'running');

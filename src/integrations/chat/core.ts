@@ -9,6 +9,7 @@ import * as store from './chat.store.ts';
 import { commandList, isThreadCancel, parseCommand, type ChatCommand } from './commands.ts';
 import { formatOf, type ChatFormat } from './format.ts';
 import { isChatCallError, type ChatMessageIn, type ChatOutbound, type ChatPerson, type ChatRuns, type ChatSurface, type ChatSurfaceKind, type ChatTeams } from './ports.ts';
+import { serviceName } from '../surface.ts';
 import { longOutput, personNamed, renderPost, renderStart, renderStartFrom, statusLine } from './render.ts';
 
 type Db = Kysely<Database>;
@@ -330,7 +331,7 @@ export function createChatCore(deps: ChatCoreDeps) {
               if (err instanceof PostBusy || !isChatCallError(err) || err.transient) throw err;
               // Never deliverable as it is (refused by the server): the run says so, and the thread goes on.
               log.warn({ run: runId, seq: p.seq, reason: err.message }, 'a run post could not be posted in its chat thread');
-              await deps.runs.notice(runId, `post ${p.seq} could not be posted in the ${thread.surface} thread: ${err.message}`, `${thread.surface}:undelivered:${p.seq}`);
+              await deps.runs.notice(runId, `post ${p.seq} could not be posted in the ${serviceName(thread.surface)} thread: ${err.message}`, `${thread.surface}:undelivered:${p.seq}`);
             }
             if (shown.working) lastRole = shown.working;
           }

@@ -1,3 +1,4 @@
+import { serviceName } from '../surface.ts';
 import type { ChatFormat } from './format.ts';
 import type { ChatFile, ChatRunPost, ChatRunView } from './ports.ts';
 
@@ -65,7 +66,7 @@ export function renderStartFrom(input: { team: string; runId: string; text: stri
   const f = input.format;
   const task = input.text.length > 500 ? `${input.text.slice(0, 500)}…` : input.text;
   const o = input.origin;
-  const place = o ? `${o.place} on ${o.surface}` : null;
+  const place = o ? `${o.place} on ${serviceName(o.surface)}` : null;
   const from = !o ? 'another surface' : o.url ? f.link(place!, o.url) : f.text(place!);
   return `Run ${f.code(input.runId)} started: team ${f.bold(input.team)} took work from ${from}, asked by ${f.text(input.by)}. Its progress goes there and into this thread; reply here to answer its questions or add to it, ${f.code('cancel')} to stop it.\n> ${f.text(task).replace(/\n/g, '\n> ')}`;
 }

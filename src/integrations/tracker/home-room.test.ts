@@ -84,7 +84,7 @@ describe('a chat-homed team\'s work from a tracker', () => {
     assert.equal((await t.services.runs.get(fromCode.run_id)).run.surface, 'code_host');
     // A run from the console has no link back (nor one from a chat: its thread is chat_thread_url).
     assert.equal((await t.services.runs.get((await makeRun(t)).run_id)).run.origin_url, null);
-    const refused = (err: unknown) => err instanceof Problem && err.status === 409 && /lives on chat_a: give it work in its chat room/.test(err.detail);
+    const refused = (err: unknown) => err instanceof Problem && err.status === 409 && /lives on Mattermost: give it work in its chat room/.test(err.detail);
     await assert.rejects(makeRun(t, { team }), refused);
     await assert.rejects(makeRun(t, { team, surface: 'chat_b', external_ref: 'C1/1.2' }), refused);
     const route = await t.request({ method: 'POST', url: `/api/v1/teams/${team}/tasks`, token: t.adminToken, body: { text: 'x' } });
@@ -110,7 +110,7 @@ describe('a chat-homed team\'s work from a tracker', () => {
     assert.ok(root, 'a root post in the home room');
     assert.equal(root.user_id, bot.id);
     const issueUrl = `${linear.url.replace(/\/graphql$/, '')}/issue/${issue.identifier}`;
-    assert.ok(root.message.includes(`took work from [${issue.identifier} on tracker_a](${issueUrl}), asked by Ada.`), root.message);
+    assert.ok(root.message.includes(`took work from [${issue.identifier} on Linear](${issueUrl}), asked by Ada.`), root.message);
     assert.equal((await t.services.runs.get(runId)).run.chat_thread_url, mm.permalink(root.id));
     // The run links back to the issue, through the API too.
     const shown = await t.request({ method: 'GET', url: `/api/v1/runs/${runId}`, token: t.adminToken });
