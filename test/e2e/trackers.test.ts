@@ -192,7 +192,7 @@ describe('the trackers end to end: an assigned issue becomes a run that answers 
     assert.match(asked.content.body ?? '', /Which colour\?/);
     const root = await waitFor('the thread in the home room', async () => mm.posts.find((p) => p.channel_id === room.id && p.root_id === '' && p.message.includes(runId)));
     assert.equal(root.user_id, bot.id);
-    assert.ok(root.message.includes(`took work from [${issue.identifier} on tracker_a](${linear.url.replace(/\/graphql$/, '')}/issue/${issue.identifier}), asked by Ada.`), root.message);
+    assert.ok(root.message.includes(`took work from [${issue.identifier} on Linear](${linear.url.replace(/\/graphql$/, '')}/issue/${issue.identifier}), asked by Ada.`), root.message);
     const inThread = (what: RegExp) => waitFor(`${what} in the thread`, async () => mm.threadOf(root.id).slice(1).find((p) => what.test(p.message)));
     await inThread(/asks: Which colour\?/);
     const run = await stack.run(runId);

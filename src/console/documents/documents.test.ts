@@ -88,7 +88,8 @@ describe('context documents', () => {
       ['e.md', { media_type: 'text/markdown', content: '' }, 'content', /at least 1 byte/, 422],
       ['big.md', { media_type: 'text/markdown', content: 'x'.repeat(256 * KiB + 1) }, 'content', /256 KiB/, 422],
       ['wide.md', { media_type: 'text/markdown', content: 'é'.repeat(128 * KiB + 1) }, 'content', /256 KiB/, 422],
-      ['sur.txt', { media_type: 'text/plain', content: 'a\ud800b' }, 'content', /UTF-8/, 422],
+      // Half of a surrogate pair is refused for every route by the kernel, before the service (400 naming the field).
+      ['sur.txt', { media_type: 'text/plain', content: 'a\ud800b' }, 'content', /half of a surrogate pair/, 400],
     ];
     for (const [name, body, field, message, status] of cases) {
       const res = await put(agent, name, body);

@@ -96,7 +96,7 @@ describe('chat_a: messages in a team\'s room', () => {
     for (const [url, body] of [[`/api/v1/runs/${runId}/replies`, { text: 'more' }], [`/api/v1/runs/${runId}/cancel`, undefined]] as const) {
       const res = await t.request({ method: 'POST', url, token: t.adminToken, body });
       if (res.status !== 404) assert.equal(res.status, 409, res.text);
-      if (res.status === 409) assert.match(res.body.detail, /chat_a thread/);
+      if (res.status === 409) assert.match(res.body.detail, /Mattermost thread/);
     }
     // This test app's host cannot run the team's sandbox: the run ends, and the thread says why.
     await until('the end in the thread', () => mm.threadOf(root.id).some((p) => /^The run (failed|was cancelled)/.test(p.message)));
