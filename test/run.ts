@@ -52,7 +52,28 @@ const args = process.argv.slice(2);
 const named = args.filter((a) => a.endsWith('.ts'));
 const options = args.filter((a) => !a.endsWith('.ts'));
 const postgres = Boolean(process.env.SERVICE_TEST_DATABASE_URL);
-const chosen = named.length > 0 ? named : postgres ? files.filter((f) => usesDatabase(path.join(root, f))) : files;
+// The longest files start first (measured; about a minute and more each), so that none of them
+// starts last and leaves the run waiting on it alone at the end.
+const LONGEST = [
+  'test/cli.test.ts',
+  'src/runtime/sandboxes/providers/microvm/microvm.test.ts',
+  'src/db/pglite-dialect.test.ts',
+  'src/runtime/sandboxes/host.test.ts',
+  'test/e2e/capacity.test.ts',
+  'test/e2e/delivery.test.ts',
+  'test/e2e/microvm-run.test.ts',
+  'src/console/session/session.test.ts',
+  'test/supervisor.test.ts',
+  'test/e2e/trackers.test.ts',
+  'test/e2e/web-runs.test.ts',
+  'test/e2e/hostile-channel.test.ts',
+  'src/modelproxy/admission/ledger.test.ts',
+  'test/e2e/traces.test.ts',
+];
+for (const f of LONGEST) if (!files.includes(f)) throw new Error(`test/run.ts names ${f} among the longest test files, and there is no such file: update the list`);
+const rank = (f: string) => (LONGEST.includes(f) ? LONGEST.indexOf(f) : LONGEST.length);
+const all = named.length > 0 ? named : postgres ? files.filter((f) => usesDatabase(path.join(root, f))) : files;
+const chosen = named.length > 0 ? all : [...all].sort((a, b) => rank(a) - rank(b));
 if (postgres && named.length === 0) process.stdout.write(`# PostgreSQL pass: ${chosen.length} of ${files.length} test files reach a database; the others ran in the embedded-database pass\n`);
 
 // Node's compile cache, for every process of the run (each test file's, and the services and
