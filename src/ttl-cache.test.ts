@@ -109,36 +109,37 @@ describe('ttlCache', () => {
     assert.equal(await cache('b', load('b3')), 'b3', 'a new key past the size dropped the others');
   });
   describe('refreshed ahead (refreshWithinMs)', () => {
-    test('a key in use near its expiry is answered at once and loaded again behind the caller', async () => {
-      let clock = 0;
-      const cache = ttlCache<string>(1_000, { now: () => clock, refreshWithinMs: 250 });
+    /** A cache of a 1 s ttl refreshed in its last 250 ms, with `key` loaded ('v1') at 0 ms. */
+    async function primed(key = 'k') {
+      const clock = { now: 0 };
+      const cache = ttlCache<string>(1_000, { now: () => clock.now, refreshWithinMs: 250 });
       const { load, started } = loads<string>();
-      const first = cache('k', load);
+      const first = cache(key, load);
       started[0].resolve('v1');
       assert.equal(await first, 'v1');
-      clock = 749;
+      return { clock, cache, load, started };
+    }
+
+    test('a key in use near its expiry is answered at once and loaded again behind the caller', async () => {
+      const { clock, cache, load, started } = await primed();
+      clock.now = 749;
       assert.equal(await cache('k', load), 'v1');
       assert.equal(started.length, 1, 'no load before the refresh window');
-      clock = 750;
+      clock.now = 750;
       assert.equal(await cache('k', load), 'v1', 'answered from memory while it is loaded again');
       assert.equal(await cache('k', load), 'v1');
       assert.equal(started.length, 2, 'one background load for both callers');
       started[1].resolve('v2');
       await Promise.resolve();
       assert.equal(await cache('k', load), 'v2', 'the background load replaced the entry');
-      clock = 1_200;
+      clock.now = 1_200;
       assert.equal(await cache('k', load), 'v2', 'dated from when the background load began (750), not the first');
       assert.equal(started.length, 2);
     });
 
     test('never answers past the ttl: a key not used in the window is loaded on the way, as without it', async () => {
-      let clock = 0;
-      const cache = ttlCache<string>(1_000, { now: () => clock, refreshWithinMs: 250 });
-      const { load, started } = loads<string>();
-      const first = cache('k', load);
-      started[0].resolve('v1');
-      await first;
-      clock = 1_000;
+      const { clock, cache, load, started } = await primed();
+      clock.now = 1_000;
       const second = cache('k', load);
       assert.equal(started.length, 2);
       started[1].resolve('v2');
@@ -146,16 +147,11 @@ describe('ttlCache', () => {
     });
 
     test('a background load still running at the ttl does not keep the old value answered', async () => {
-      let clock = 0;
-      const cache = ttlCache<string>(1_000, { now: () => clock, refreshWithinMs: 250 });
-      const { load, started } = loads<string>();
-      const first = cache('k', load);
-      started[0].resolve('v1');
-      await first;
-      clock = 900;
+      const { clock, cache, load, started } = await primed();
+      clock.now = 900;
       assert.equal(await cache('k', load), 'v1');
       assert.equal(started.length, 2, 'refresh begun');
-      clock = 1_000;
+      clock.now = 1_000;
       const waited = cache('k', load);
       assert.equal(started.length, 3, 'past the ttl the caller loads on its way');
       started[2].resolve('v3');
@@ -166,13 +162,8 @@ describe('ttlCache', () => {
     });
 
     test('a failed background load leaves the entry to expire and lets the next caller try again', async () => {
-      let clock = 0;
-      const cache = ttlCache<string>(1_000, { now: () => clock, refreshWithinMs: 250 });
-      const { load, started } = loads<string>();
-      const first = cache('k', load);
-      started[0].resolve('v1');
-      await first;
-      clock = 800;
+      const { clock, cache, load, started } = await primed();
+      clock.now = 800;
       assert.equal(await cache('k', load), 'v1');
       started[1].reject(new Error('database away'));
       await new Promise((r) => setImmediate(r));
@@ -181,14 +172,9 @@ describe('ttlCache', () => {
     });
 
     test('forget during a background load: the load is not kept, the next caller loads afresh', async () => {
-      let clock = 0;
-      const cache = ttlCache<string>(1_000, { now: () => clock, refreshWithinMs: 250 });
-      const { load, started } = loads<string>();
-      const first = cache('sandbox-1\nbuilder', load);
-      started[0].resolve('old policy');
-      await first;
-      clock = 800;
-      assert.equal(await cache('sandbox-1\nbuilder', load), 'old policy');
+      const { clock, cache, load, started } = await primed('sandbox-1\nbuilder');
+      clock.now = 800;
+      assert.equal(await cache('sandbox-1\nbuilder', load), 'v1');
       assert.equal(started.length, 2);
       cache.forget('sandbox-1\n');
       started[1].resolve('read before the change');
