@@ -135,7 +135,7 @@ function subscriptionProperty(property: string, value: unknown): store.Subscript
 
 export type ChatStreamsService = ReturnType<typeof createChatStreamsService>;
 
-export function createChatStreamsService(deps: { db: Db }) {
+export function createChatStreamsService(deps: { db: Db; afterCommit?: () => void }) {
   const { db } = deps;
 
   /** Whether the caller may act on a channel: subscribed, or public to a non-guest; archived channels are out of reach. */
@@ -354,6 +354,77 @@ export function createChatStreamsService(deps: { db: Db }) {
         .filter((s) => !(excludeArchived && s.is_archived))
         .filter((s) => everything || (includeSubscribed && s.subscribed) || (includePublic && !s.invite_only && !isGuest(caller.user)) || ((includeAll || includeContent) && reachable(s)))
         .map(presentStream);
+    },
+
+    /** GET /streams/{stream_id}: a channel the caller can see (administrators: any of the organization), as Zulip's BasicChannel. */
+    async stream(caller: Caller, id: number) {
+      const s = await store.streamById(db, caller.realm.id, dbId(id), caller.user.id);
+      if (!s || !(canAccess(caller, s) || isAdmin(caller.user))) throw chatErrors.bad('Invalid channel ID');
+      return channelEventObject(s);
+    },
+
+    /**
+     * PATCH /streams/{stream_id}: an administrator renames a channel, changes its description or
+     * makes it private or public, as Zulip's defaults allow only them. Everyone who can see the
+     * channel gets a `stream update` event per change; whoever stops seeing it (public made
+     * private) a `stream delete`, and whoever starts (private made public) a `stream create`.
+     */
+    async update(caller: Caller, id: number, v: { newName?: string; description?: string; isPrivate?: boolean; isWebPublic?: boolean; historyPublicToSubscribers?: boolean }) {
+      const s = await store.streamById(db, caller.realm.id, dbId(id), caller.user.id);
+      if (!s || !(canAccess(caller, s) || isAdmin(caller.user))) throw chatErrors.bad('Invalid channel ID');
+      if (!isAdmin(caller.user)) throw chatErrors.bad('You do not have permission to administer this channel.');
+      if (v.isWebPublic) throw chatErrors.bad('Web-public channels are not enabled.');
+      const inviteOnly = v.isPrivate ?? s.invite_only;
+      // This server's channels: a public one's history is open to all members, a private one's only to those who received it.
+      if (v.historyPublicToSubscribers !== undefined && v.historyPublicToSubscribers !== !inviteOnly) {
+        throw chatErrors.bad(
+          inviteOnly
+            ? 'Private channels with shared history are not supported by this server: subscribers of a private channel read only the messages sent while they were subscribed. Send history_public_to_subscribers false, or leave it out.'
+            : 'Invalid parameters: a public channel\'s history is always public to subscribers.',
+        );
+      }
+      const name = v.newName !== undefined ? checkStreamName(v.newName) : undefined;
+      const description = v.description?.replace(/\r?\n/g, ' ');
+      if (name === undefined && description === undefined && v.isPrivate === undefined && v.isWebPublic === undefined && v.historyPublicToSubscribers === undefined) {
+        throw chatErrors.bad('Nothing to change: give new_name, description or is_private');
+      }
+      if (name !== undefined && name === s.name) throw chatErrors.bad('Channel already has that name.');
+      await db.transaction().execute(async (trx) => {
+        await lockKey(trx, `chat_streams:${caller.realm.id}`);
+        const current = await store.streamById(trx, caller.realm.id, s.id, caller.user.id);
+        if (!current) throw chatErrors.bad('Invalid channel ID');
+        if (name !== undefined) {
+          const taken = await store.streamByName(trx, caller.realm.id, name, caller.user.id);
+          if (taken && taken.id !== current.id) throw chatErrors.bad(`Channel name '${name}' is already taken.`);
+        }
+        const events: ChatEventRecord[] = [];
+        const before = await store.metadataViewers(trx, caller.realm.id, current.id, current.invite_only);
+        const tell = (users: number[], payload: Record<string, unknown>) => users.length && events.push({ realmId: caller.realm.id, users, payload: { type: 'stream', op: 'update', stream_id: current.id, ...payload } });
+        let shown = current;
+        if (name !== undefined) {
+          await store.updateStream(trx, current.id, { name });
+          tell(before, { name: current.name, property: 'name', value: name });
+          shown = { ...shown, name };
+        }
+        if (description !== undefined && description !== current.description) {
+          await store.updateStream(trx, current.id, { description });
+          shown = { ...shown, description };
+          tell(before, { name: shown.name, property: 'description', value: description, rendered_description: channelEventObject(shown).rendered_description });
+        }
+        if (inviteOnly !== current.invite_only) {
+          await store.updateStream(trx, current.id, { invite_only: inviteOnly });
+          shown = { ...shown, invite_only: inviteOnly };
+          const after = await store.metadataViewers(trx, caller.realm.id, current.id, inviteOnly);
+          const lost = before.filter((u) => !after.includes(u));
+          const gained = after.filter((u) => !before.includes(u));
+          if (lost.length) events.push({ realmId: caller.realm.id, users: lost, payload: { type: 'stream', op: 'delete', streams: [{ stream_id: current.id }], stream_ids: [current.id] } });
+          if (gained.length) events.push({ realmId: caller.realm.id, users: gained, payload: { type: 'stream', op: 'create', streams: [channelEventObject(shown)] } });
+          tell(after.filter((u) => before.includes(u)), { name: shown.name, property: 'invite_only', value: inviteOnly, history_public_to_subscribers: !inviteOnly, is_web_public: false });
+        }
+        await writeEvents(trx, events);
+        await recordAudit(trx, chatActor(caller), 'chat.stream.update', { type: 'chat_stream', id: current.id }, { ...(name !== undefined ? { name } : {}), ...(description !== undefined ? { description } : {}), invite_only: inviteOnly });
+      });
+      deps.afterCommit?.();
     },
 
     /** GET /streams/{stream_id}/members: active subscribers of a channel the caller can reach. */
