@@ -1,0 +1,99 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { assertZulipResponse } from '../../../test/zulip-openapi.ts';
+import { chatTestServer, type Account, type ChatTestServer } from '../chat.testkit.ts';
+
+describe('chat channel settings: GET and PATCH /streams/{stream_id}', () => {
+  let t: ChatTestServer;
+  let member: Account;
+  let outsider: Account;
+  let guest: Account;
+  let channel: number;
+  before(async () => {
+    t = await chatTestServer();
+    member = await t.account(400);
+    outsider = await t.account(400);
+    guest = await t.account(600);
+    await t.owner.client.users.me.subscriptions.add({ subscriptions: JSON.stringify([{ name: 'design', description: 'Pixels' }]) });
+    await member.client.users.me.subscriptions.add({ subscriptions: JSON.stringify([{ name: 'design' }]) });
+    await t.owner.client.users.me.subscriptions.add({ subscriptions: JSON.stringify([{ name: 'taken' }]) });
+    channel = (await t.owner.client.streams.getStreamId('design')).stream_id;
+  });
+  after(() => t.close());
+
+  const patch = (who: Account, form: Record<string, string>) => t.raw('PATCH', `/streams/${channel}`, { auth: who, form });
+
+  async function streamEvents(who: Account, queueId: string, count: number) {
+    const seen: any[] = [];
+    for (let last = -1; seen.length < count; ) {
+      const res = await t.raw('GET', '/events', { auth: who, query: { queue_id: queueId, last_event_id: String(last) } });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assertZulipResponse('GET', '/events', res.body);
+      for (const e of res.body.events) {
+        last = Math.max(last, e.id);
+        if (e.type === 'stream') seen.push(e);
+      }
+    }
+    return seen;
+  }
+
+  test('GET answers the channel as BasicChannel to who can see it', async () => {
+    const res = await t.raw('GET', `/streams/${channel}`, { auth: member });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assertZulipResponse('GET', '/streams/{stream_id}', res.body);
+    assert.deepEqual([res.body.stream.stream_id, res.body.stream.name, res.body.stream.description, res.body.stream.invite_only], [channel, 'design', 'Pixels', false]);
+    const unknown = await t.raw('GET', '/streams/999999', { auth: member });
+    assert.deepEqual([unknown.status, unknown.body.msg, unknown.body.code], [400, 'Invalid channel ID', 'BAD_REQUEST']);
+    // A guest outside a public channel does not see it.
+    assert.equal((await t.raw('GET', `/streams/${channel}`, { auth: guest })).body.msg, 'Invalid channel ID');
+  });
+
+  test('an administrator renames it and changes its description; everyone who sees it hears', async () => {
+    const reg = await t.raw('POST', '/register', { auth: outsider, form: { event_types: '["stream"]' } });
+    const denied = await patch(member, { new_name: 'art' });
+    assert.deepEqual([denied.status, denied.body.msg], [400, 'You do not have permission to administer this channel.']);
+    assert.equal((await patch(t.owner, { new_name: 'Taken' })).body.msg, "Channel name 'Taken' is already taken.");
+    assert.equal((await patch(t.owner, { new_name: 'design' })).body.msg, 'Channel already has that name.');
+    assert.equal((await patch(t.owner, { new_name: '  ' })).body.msg, "Channel name can't be empty.");
+    assert.equal((await patch(t.owner, { description: 'x'.repeat(1025) })).body.msg, 'description is too long (limit: 1024 characters)');
+    assert.equal((await patch(t.owner, { is_web_public: 'true' })).body.msg, 'Web-public channels are not enabled.');
+    assert.equal((await patch(t.owner, {})).status, 400);
+
+    const ok = await patch(t.owner, { new_name: 'Design team', description: 'Pixels\nand <b>type</b>' });
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    assert.equal(ok.body.ignored_parameters_unsupported, undefined);
+    const events = await streamEvents(outsider, reg.body.queue_id, 2);
+    assert.deepEqual(events.map((e) => [e.op, e.stream_id, e.name, e.property, e.value]), [
+      ['update', channel, 'design', 'name', 'Design team'],
+      ['update', channel, 'Design team', 'description', 'Pixels and <b>type</b>'],
+    ]);
+    assert.equal(events[1].rendered_description, '<p>Pixels and &lt;b&gt;type&lt;/b&gt;</p>');
+    const now = (await t.raw('GET', `/streams/${channel}`, { auth: member })).body.stream;
+    assert.deepEqual([now.name, now.description], ['Design team', 'Pixels and <b>type</b>']);
+  });
+
+  test('made private, non-subscribers lose it (stream delete) and its history; made public again, they regain it', async () => {
+    const sent = await t.raw('POST', '/messages', { auth: member, form: { type: 'stream', to: String(channel), topic: 'plans', content: 'secret plans' } });
+    assert.equal(sent.status, 200, JSON.stringify(sent.body));
+    const outsiderQueue = await t.raw('POST', '/register', { auth: outsider, form: { event_types: '["stream"]' } });
+    const memberQueue = await t.raw('POST', '/register', { auth: member, form: { event_types: '["stream"]' } });
+    const mismatch = await patch(t.owner, { is_private: 'true', history_public_to_subscribers: 'true' });
+    assert.equal(mismatch.status, 400);
+    assert.match(mismatch.body.msg, /^Private channels with shared history are not supported by this server/);
+
+    assert.equal((await patch(t.owner, { is_private: 'true', history_public_to_subscribers: 'false' })).status, 200);
+    const [gone] = await streamEvents(outsider, outsiderQueue.body.queue_id, 1);
+    assert.deepEqual([gone.op, gone.stream_ids], ['delete', [channel]]);
+    const [changed] = await streamEvents(member, memberQueue.body.queue_id, 1);
+    assert.deepEqual([changed.op, changed.property, changed.value, changed.history_public_to_subscribers, changed.is_web_public], ['update', 'invite_only', true, false, false]);
+    assert.equal((await t.raw('GET', `/streams/${channel}`, { auth: outsider })).body.msg, 'Invalid channel ID');
+    assert.equal((await t.raw('GET', `/messages/${sent.body.id}`, { auth: outsider })).body.msg, 'Invalid message(s)');
+    // An administrator outside it still sees and manages it.
+    assert.equal((await t.raw('GET', `/streams/${channel}`, { auth: t.owner })).status, 200);
+
+    assert.equal((await patch(t.owner, { is_private: 'false' })).status, 200);
+    const [back] = (await streamEvents(outsider, outsiderQueue.body.queue_id, 2)).slice(1);
+    assert.deepEqual([back.op, back.streams[0].stream_id, back.streams[0].invite_only], ['create', channel, false]);
+    assert.equal((await t.raw('GET', `/messages/${sent.body.id}`, { auth: outsider })).status, 200);
+  });
+});
