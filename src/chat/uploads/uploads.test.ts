@@ -32,8 +32,8 @@ describe('chat uploads', () => {
   const upload = (who: Account, files: Array<{ name: string; type: string; data: Buffer }>) => t.raw('POST', '/user_uploads', { auth: who, ...multipart(files) });
   const file = (url: string, auth?: Account | null) => fetch(`${t.base}${url}`, { headers: auth ? { authorization: basic(auth.email, auth.apiKey) } : {} });
 
-  /** Polls a queue until `count` events of `type` arrived. */
-  async function eventsOf(who: Account, queueId: string, type: string, count: number) {
+  /** Polls a queue until `count` events of `type` (and `op`, if given) arrived. */
+  async function eventsOf(who: Account, queueId: string, type: string, count: number, op?: string) {
     const seen: any[] = [];
     for (let last = -1; seen.length < count; ) {
       const res = await t.raw('GET', '/events', { auth: who, query: { queue_id: queueId, last_event_id: String(last) } });
@@ -41,7 +41,7 @@ describe('chat uploads', () => {
       assertZulipResponse('GET', '/events', res.body);
       for (const e of res.body.events) {
         last = Math.max(last, e.id);
-        if (e.type === type) seen.push(e);
+        if (e.type === type && (op === undefined || e.op === op)) seen.push(e);
       }
     }
     return seen;
@@ -84,11 +84,13 @@ describe('chat uploads', () => {
   });
 
   test('a message linking an upload records it, and who can read the message can read the file', async () => {
-    const up = (await upload(t.owner, [{ name: 'chart.png', type: 'image/png', data: Buffer.from('\x89PNG fake image') }])).body;
+    // Registered first, so the queue holds both the upload's event and the message's.
     const reg = await t.raw('POST', '/register', { auth: t.owner, form: { event_types: '["attachment"]' } });
+    const up = (await upload(t.owner, [{ name: 'chart.png', type: 'image/png', data: Buffer.from('\x89PNG fake image') }])).body;
     const sent = await t.raw('POST', '/messages', { auth: t.owner, form: { type: 'stream', to: 'general', topic: 'charts', content: `Here: [chart.png](${up.url})` } });
     assert.equal(sent.status, 200, JSON.stringify(sent.body));
-    const [updated] = await eventsOf(t.owner, reg.body.queue_id, 'attachment', 1);
+    const [added, updated] = await eventsOf(t.owner, reg.body.queue_id, 'attachment', 2);
+    assert.equal(added.op, 'add');
     assert.equal(updated.op, 'update');
     assert.deepEqual(updated.attachment.messages.map((m: any) => m.id), [sent.body.id]);
     const mine = (await t.raw('GET', '/attachments', { auth: t.owner })).body.attachments.find((x: any) => x.name === 'chart.png');
@@ -144,7 +146,8 @@ describe('chat uploads', () => {
     assert.equal((await t.raw('DELETE', '/attachments/99999999999', { auth: member })).body.msg, 'Invalid attachment');
     const gone = await t.raw('DELETE', `/attachments/${id}`, { auth: member });
     assert.equal(gone.status, 200, JSON.stringify(gone.body));
-    const [removed] = await eventsOf(member, reg.body.queue_id, 'attachment', 1);
+    // An upload's earlier event may reach a queue registered after it: the removal is looked for.
+    const [removed] = await eventsOf(member, reg.body.queue_id, 'attachment', 1, 'remove');
     assert.deepEqual([removed.op, removed.attachment], ['remove', { id }]);
     assert.equal((await file(fits.body.url, member)).status, 404);
   });
