@@ -25,15 +25,7 @@ describe('chat muted users', () => {
     const res = await mute(me, loud.id);
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assertZulipResponse('POST', '/users/me/muted_users/{muted_user_id}', res.body);
-    const events: any[] = [];
-    for (let last = -1; events.length < 2; ) {
-      const polled = await t.raw('GET', '/events', { auth: me, query: { queue_id: reg.body.queue_id, last_event_id: String(last) } });
-      assertZulipResponse('GET', '/events', polled.body);
-      for (const e of polled.body.events) {
-        last = Math.max(last, e.id);
-        if (e.type !== 'heartbeat') events.push(e);
-      }
-    }
+    const events = await t.events(me, reg.body.queue_id, 2, (e) => e.type !== 'heartbeat');
     const muted = events.find((e) => e.type === 'muted_users');
     assert.deepEqual(muted.muted_users.map((m: any) => m.id), [loud.id]);
     assert.equal(typeof muted.muted_users[0].timestamp, 'number');

@@ -23,23 +23,7 @@ describe('chat channel settings: GET and PATCH /streams/{stream_id}', () => {
 
   const patch = (who: Account, form: Record<string, string>) => t.raw('PATCH', `/streams/${channel}`, { auth: who, form });
 
-  /**
-   * Polls a queue until `count` stream events that `want` picks arrived (an earlier change's
-   * event may reach a queue registered after it, so each test names what it waits for).
-   */
-  async function streamEvents(who: Account, queueId: string, count: number, want: (e: any) => boolean) {
-    const seen: any[] = [];
-    for (let last = -1; seen.length < count; ) {
-      const res = await t.raw('GET', '/events', { auth: who, query: { queue_id: queueId, last_event_id: String(last) } });
-      assert.equal(res.status, 200, JSON.stringify(res.body));
-      assertZulipResponse('GET', '/events', res.body);
-      for (const e of res.body.events) {
-        last = Math.max(last, e.id);
-        if (e.type === 'stream' && want(e)) seen.push(e);
-      }
-    }
-    return seen;
-  }
+  const streamEvents = (who: Account, queueId: string, count: number, want: (e: any) => boolean) => t.events(who, queueId, count, (e) => e.type === 'stream' && want(e));
 
   test('GET answers the channel as BasicChannel to who can see it', async () => {
     const res = await t.raw('GET', `/streams/${channel}`, { auth: member });

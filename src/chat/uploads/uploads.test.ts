@@ -32,20 +32,7 @@ describe('chat uploads', () => {
   const upload = (who: Account, files: Array<{ name: string; type: string; data: Buffer }>) => t.raw('POST', '/user_uploads', { auth: who, ...multipart(files) });
   const file = (url: string, auth?: Account | null) => fetch(`${t.base}${url}`, { headers: auth ? { authorization: basic(auth.email, auth.apiKey) } : {} });
 
-  /** Polls a queue until `count` events of `type` (and `op`, if given) arrived. */
-  async function eventsOf(who: Account, queueId: string, type: string, count: number, op?: string) {
-    const seen: any[] = [];
-    for (let last = -1; seen.length < count; ) {
-      const res = await t.raw('GET', '/events', { auth: who, query: { queue_id: queueId, last_event_id: String(last) } });
-      assert.equal(res.status, 200, JSON.stringify(res.body));
-      assertZulipResponse('GET', '/events', res.body);
-      for (const e of res.body.events) {
-        last = Math.max(last, e.id);
-        if (e.type === type && (op === undefined || e.op === op)) seen.push(e);
-      }
-    }
-    return seen;
-  }
+  const attachmentEvents = (who: Account, queueId: string, count: number, op?: string) => t.events(who, queueId, count, (e) => e.type === 'attachment' && (op === undefined || e.op === op));
 
   test('an upload is stored, served to its owner only, and listed; /register gives the size limit', async () => {
     const reg = await t.raw('POST', '/register', { auth: member, form: { event_types: '["attachment"]', fetch_event_types: '["realm"]' } });
@@ -69,7 +56,7 @@ describe('chat uploads', () => {
     assert.equal((await file(res.body.url, t.owner)).status, 404);
     const anonymous = await file(res.body.url, null);
     assert.equal(anonymous.status, 401);
-    assert.equal((await anonymous.json()).code, 'UNAUTHORIZED');
+    assert.equal(((await anonymous.json()) as { code: string }).code, 'UNAUTHORIZED');
 
     const list = await t.raw('GET', '/attachments', { auth: member });
     assert.equal(list.status, 200, JSON.stringify(list.body));
@@ -79,7 +66,7 @@ describe('chat uploads', () => {
     assert.ok(list.body.upload_space_used >= 12);
     assert.deepEqual((await t.raw('GET', '/attachments', { auth: guest })).body.attachments, []);
 
-    const [added] = await eventsOf(member, reg.body.queue_id, 'attachment', 1);
+    const [added] = await attachmentEvents(member, reg.body.queue_id, 1);
     assert.deepEqual([added.op, added.attachment.id, added.attachment.name], ['add', a.id, 'my notes (1).txt']);
   });
 
@@ -89,7 +76,7 @@ describe('chat uploads', () => {
     const up = (await upload(t.owner, [{ name: 'chart.png', type: 'image/png', data: Buffer.from('\x89PNG fake image') }])).body;
     const sent = await t.raw('POST', '/messages', { auth: t.owner, form: { type: 'stream', to: 'general', topic: 'charts', content: `Here: [chart.png](${up.url})` } });
     assert.equal(sent.status, 200, JSON.stringify(sent.body));
-    const [added, updated] = await eventsOf(t.owner, reg.body.queue_id, 'attachment', 2);
+    const [added, updated] = await attachmentEvents(t.owner, reg.body.queue_id, 2);
     assert.equal(added.op, 'add');
     assert.equal(updated.op, 'update');
     assert.deepEqual(updated.attachment.messages.map((m: any) => m.id), [sent.body.id]);
@@ -147,7 +134,7 @@ describe('chat uploads', () => {
     const gone = await t.raw('DELETE', `/attachments/${id}`, { auth: member });
     assert.equal(gone.status, 200, JSON.stringify(gone.body));
     // An upload's earlier event may reach a queue registered after it: the removal is looked for.
-    const [removed] = await eventsOf(member, reg.body.queue_id, 'attachment', 1, 'remove');
+    const [removed] = await attachmentEvents(member, reg.body.queue_id, 1, 'remove');
     assert.deepEqual([removed.op, removed.attachment], ['remove', { id }]);
     assert.equal((await file(fits.body.url, member)).status, 404);
   });
