@@ -60,6 +60,17 @@ describe('chat channel settings: GET and PATCH /streams/{stream_id}', () => {
     assert.deepEqual([now.name, now.description], ['Design team', 'Pixels and <b>type</b>']);
   });
 
+  test("a channel's creator administers it, as Zulip's default can_administer_channel_group says", async () => {
+    await member.client.users.me.subscriptions.add({ subscriptions: JSON.stringify([{ name: 'member-made' }]) });
+    const id = (await member.client.streams.getStreamId('member-made')).stream_id;
+    const shown = (await t.raw('GET', `/streams/${id}`, { auth: outsider })).body.stream;
+    assert.deepEqual(shown.can_administer_channel_group, { direct_members: [member.id], direct_subgroups: [] });
+    const renamed = await t.raw('PATCH', `/streams/${id}`, { auth: member, form: { new_name: 'member-renamed' } });
+    assert.equal(renamed.status, 200, JSON.stringify(renamed.body));
+    const other = await t.raw('PATCH', `/streams/${id}`, { auth: outsider, form: { description: 'mine now' } });
+    assert.equal(other.body.msg, 'You do not have permission to administer this channel.');
+  });
+
   test('made private, non-subscribers lose it (stream delete) and its history; made public again, they regain it', async () => {
     const sent = await t.raw('POST', '/messages', { auth: member, form: { type: 'stream', to: String(channel), topic: 'plans', content: 'secret plans' } });
     assert.equal(sent.status, 200, JSON.stringify(sent.body));

@@ -160,7 +160,7 @@ export function chatStreamsRoutes(r: ChatRouter, deps: { streams: ChatStreamsSer
       operationId: 'updateStream',
       tags,
       description:
-        'An organization administrator renames a channel (new_name), changes its description, or makes it private or public (is_private; history_public_to_subscribers must match: public history for public channels only). Web-public channels are not enabled. Everyone who can see the channel gets stream update events.',
+        'An organization administrator or the channel\'s creator renames a channel (new_name), changes its description, or makes it private or public (is_private; history_public_to_subscribers must match: public history for public channels only). Web-public channels are not enabled. Everyone who can see the channel gets stream update events.',
       response: Envelope(),
     },
     async ({ req, params, caller }) => {

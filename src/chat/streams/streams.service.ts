@@ -71,18 +71,22 @@ export function channelEventObject(s: StreamRow) {
     is_announcement_only: false,
     is_archived: p.is_archived,
     stream_weekly_traffic: null,
-    ...groupSettings(),
+    ...groupSettings(p.creator_id),
   };
 }
 
 /**
- * The channel permission settings as explicit (empty) user collections: this server has no
- * user groups; who may post, subscribe or manage follows the roles (see docs/chat-server.md).
+ * The channel permission settings as explicit user collections: this server has no user groups;
+ * who may post or subscribe follows the roles (see docs/chat-server.md). Who may administer the
+ * channel is its creator, as Zulip's default (organization administrators may besides).
  */
-const groupSettings = () => {
-  const none = () => ({ direct_members: [] as number[], direct_subgroups: [] as number[] });
-  return { can_add_subscribers_group: none(), can_remove_subscribers_group: none(), can_administer_channel_group: none(), can_send_message_group: none(), can_subscribe_group: none() };
+const groupSettings = (creatorId: number | null) => {
+  const of = (ids: number[]) => ({ direct_members: ids, direct_subgroups: [] as number[] });
+  return { can_add_subscribers_group: of([]), can_remove_subscribers_group: of([]), can_administer_channel_group: of(creatorId === null ? [] : [creatorId]), can_send_message_group: of([]), can_subscribe_group: of([]) };
 };
+
+/** Zulip's rule for PATCH /streams/{stream_id}: organization administrators, and the channel's creator (can_administer_channel_group's default) unless a guest. */
+const canAdminister = (caller: Caller, s: StreamRow) => isAdmin(caller.user) || (s.creator_id === caller.user.id && !isGuest(caller.user));
 
 /**
  * Zulip's Subscription object. `s` carries the subscriber's stored settings when it comes from
@@ -117,7 +121,7 @@ export function subscriptionEventObject(s: Pick<StreamRow, 'id'> & Parameters<ty
     is_recently_active: true,
     stream_weekly_traffic: null,
     is_archived: b.is_archived,
-    ...groupSettings(),
+    ...groupSettings(b.creator_id),
   };
 }
 
@@ -364,15 +368,15 @@ export function createChatStreamsService(deps: { db: Db; afterCommit?: () => voi
     },
 
     /**
-     * PATCH /streams/{stream_id}: an administrator renames a channel, changes its description or
-     * makes it private or public, as Zulip's defaults allow only them. Everyone who can see the
+     * PATCH /streams/{stream_id}: an organization administrator or the channel's creator renames
+     * it, changes its description or makes it private or public, as Zulip's defaults allow. Everyone who can see the
      * channel gets a `stream update` event per change; whoever stops seeing it (public made
      * private) a `stream delete`, and whoever starts (private made public) a `stream create`.
      */
     async update(caller: Caller, id: number, v: { newName?: string; description?: string; isPrivate?: boolean; isWebPublic?: boolean; historyPublicToSubscribers?: boolean }) {
       const s = await store.streamById(db, caller.realm.id, dbId(id), caller.user.id);
       if (!s || !(canAccess(caller, s) || isAdmin(caller.user))) throw chatErrors.bad('Invalid channel ID');
-      if (!isAdmin(caller.user)) throw chatErrors.bad('You do not have permission to administer this channel.');
+      if (!canAdminister(caller, s)) throw chatErrors.bad('You do not have permission to administer this channel.');
       if (v.isWebPublic) throw chatErrors.bad('Web-public channels are not enabled.');
       const inviteOnly = v.isPrivate ?? s.invite_only;
       // This server's channels: a public one's history is open to all members, a private one's only to those who received it.
