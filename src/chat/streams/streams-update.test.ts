@@ -40,22 +40,25 @@ describe('chat channel settings: GET and PATCH /streams/{stream_id}', () => {
     const reg = await t.raw('POST', '/register', { auth: outsider, form: { event_types: '["stream"]' } });
     const denied = await patch(member, { new_name: 'art' });
     assert.deepEqual([denied.status, denied.body.msg], [400, 'You do not have permission to administer this channel.']);
-    assert.equal((await patch(t.owner, { new_name: 'Taken' })).body.msg, "Channel name 'Taken' is already taken.");
+    assert.equal((await patch(t.owner, { new_name: 'Taken' })).body.msg, 'Channel name already in use.');
     assert.equal((await patch(t.owner, { new_name: 'design' })).body.msg, 'Channel already has that name.');
     assert.equal((await patch(t.owner, { new_name: '  ' })).body.msg, "Channel name can't be empty.");
     assert.equal((await patch(t.owner, { description: 'x'.repeat(1025) })).body.msg, 'description is too long (limit: 1024 characters)');
     assert.equal((await patch(t.owner, { is_web_public: 'true' })).body.msg, 'Web-public channels are not enabled.');
-    assert.equal((await patch(t.owner, {})).status, 400);
+    // Nothing to change is no change, as Zulip answers it.
+    assert.equal((await patch(t.owner, {})).status, 200);
+    assert.equal((await patch(t.owner, { history_public_to_subscribers: 'false' })).body.msg, 'Invalid parameters');
 
     const ok = await patch(t.owner, { new_name: 'Design team', description: 'Pixels\nand <b>type</b>' });
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
     assert.equal(ok.body.ignored_parameters_unsupported, undefined);
     const events = await streamEvents(outsider, reg.body.queue_id, 2, (e) => e.op === 'update');
+    // In Zulip's order: the description, then the name (each event names the channel as it was called then).
     assert.deepEqual(events.map((e) => [e.op, e.stream_id, e.name, e.property, e.value]), [
+      ['update', channel, 'design', 'description', 'Pixels and <b>type</b>'],
       ['update', channel, 'design', 'name', 'Design team'],
-      ['update', channel, 'Design team', 'description', 'Pixels and <b>type</b>'],
     ]);
-    assert.equal(events[1].rendered_description, '<p>Pixels and &lt;b&gt;type&lt;/b&gt;</p>');
+    assert.equal(events[0].rendered_description, '<p>Pixels and &lt;b&gt;type&lt;/b&gt;</p>');
     const now = (await t.raw('GET', `/streams/${channel}`, { auth: member })).body.stream;
     assert.deepEqual([now.name, now.description], ['Design team', 'Pixels and <b>type</b>']);
   });
@@ -87,12 +90,18 @@ describe('chat channel settings: GET and PATCH /streams/{stream_id}', () => {
     assert.deepEqual([changed.op, changed.property, changed.value, changed.history_public_to_subscribers, changed.is_web_public], ['update', 'invite_only', true, false, false]);
     assert.equal((await t.raw('GET', `/streams/${channel}`, { auth: outsider })).body.msg, 'Invalid channel ID');
     assert.equal((await t.raw('GET', `/messages/${sent.body.id}`, { auth: outsider })).body.msg, 'Invalid message(s)');
-    // An administrator outside it still sees and manages it.
+    // An administrator outside it still sees and manages it, but changes who may read it only from inside.
+    await t.owner.client.users.me.subscriptions.remove({ subscriptions: JSON.stringify(['Design team']) });
     assert.equal((await t.raw('GET', `/streams/${channel}`, { auth: t.owner })).status, 200);
+    assert.equal((await patch(t.owner, { description: 'Secret pixels' })).status, 200);
+    assert.equal((await patch(t.owner, { is_private: 'false' })).body.msg, 'Channel content access is required.');
+    // A subscriber brings them back in.
+    const back = await member.client.users.me.subscriptions.add({ subscriptions: JSON.stringify([{ name: 'Design team' }]), principals: JSON.stringify([t.owner.id]) });
+    assert.equal(back.result, 'success', JSON.stringify(back));
 
     assert.equal((await patch(t.owner, { is_private: 'false' })).status, 200);
-    const [back] = await streamEvents(outsider, outsiderQueue.body.queue_id, 1, (e) => e.op === 'create' && e.id > gone.id);
-    assert.deepEqual([back.op, back.streams[0].stream_id, back.streams[0].invite_only], ['create', channel, false]);
+    const [shown] = await streamEvents(outsider, outsiderQueue.body.queue_id, 1, (e) => e.op === 'create' && e.id > gone.id);
+    assert.deepEqual([shown.op, shown.streams[0].stream_id, shown.streams[0].invite_only], ['create', channel, false]);
     assert.equal((await t.raw('GET', `/messages/${sent.body.id}`, { auth: outsider })).status, 200);
   });
 });

@@ -377,53 +377,53 @@ export function createChatStreamsService(deps: { db: Db; afterCommit?: () => voi
       const s = await store.streamById(db, caller.realm.id, dbId(id), caller.user.id);
       if (!s || !(canAccess(caller, s) || isAdmin(caller.user))) throw chatErrors.bad('Invalid channel ID');
       if (!canAdminister(caller, s)) throw chatErrors.bad('You do not have permission to administer this channel.');
-      if (v.isWebPublic) throw chatErrors.bad('Web-public channels are not enabled.');
       const inviteOnly = v.isPrivate ?? s.invite_only;
-      // This server's channels: a public one's history is open to all members, a private one's only to those who received it.
-      if (v.historyPublicToSubscribers !== undefined && v.historyPublicToSubscribers !== !inviteOnly) {
+      // As Zulip's update_stream_backend: history follows privacy unless given; a public channel's history is public.
+      const historyPublic = v.historyPublicToSubscribers ?? (v.isPrivate !== undefined ? !v.isPrivate : !s.invite_only);
+      if ((v.isWebPublic && inviteOnly) || (!inviteOnly && !historyPublic)) throw chatErrors.bad('Invalid parameters');
+      if (inviteOnly && historyPublic) {
         throw chatErrors.bad(
-          inviteOnly
-            ? 'Private channels with shared history are not supported by this server: subscribers of a private channel read only the messages sent while they were subscribed. Send history_public_to_subscribers false, or leave it out.'
-            : 'Invalid parameters: a public channel\'s history is always public to subscribers.',
+          'Private channels with shared history are not supported by this server: subscribers of a private channel read only the messages sent while they were subscribed. Send history_public_to_subscribers false, or leave it out.',
         );
       }
+      // Changing who may read requires reading it oneself (an administrator outside a private channel may not).
+      if (v.isPrivate !== undefined && !canAccess(caller, s)) throw chatErrors.bad('Channel content access is required.');
+      if (v.isWebPublic) throw chatErrors.bad('Web-public channels are not enabled.');
       const name = v.newName !== undefined ? checkStreamName(v.newName) : undefined;
-      const description = v.description?.replace(/\r?\n/g, ' ');
-      if (name === undefined && description === undefined && v.isPrivate === undefined && v.isWebPublic === undefined && v.historyPublicToSubscribers === undefined) {
-        throw chatErrors.bad('Nothing to change: give new_name, description or is_private');
-      }
+      const description = v.description?.replace(/\n/g, ' ');
       if (name !== undefined && name === s.name) throw chatErrors.bad('Channel already has that name.');
       await db.transaction().execute(async (trx) => {
         await lockKey(trx, `chat_streams:${caller.realm.id}`);
         const current = await store.streamById(trx, caller.realm.id, s.id, caller.user.id);
         if (!current) throw chatErrors.bad('Invalid channel ID');
-        if (name !== undefined) {
-          const taken = await store.streamByName(trx, caller.realm.id, name, caller.user.id);
-          if (taken && taken.id !== current.id) throw chatErrors.bad(`Channel name '${name}' is already taken.`);
+        if (name !== undefined && name.toLowerCase() !== current.name.toLowerCase() && (await store.streamByName(trx, caller.realm.id, name, caller.user.id))) {
+          throw chatErrors.bad('Channel name already in use.');
         }
         const events: ChatEventRecord[] = [];
-        const before = await store.metadataViewers(trx, caller.realm.id, current.id, current.invite_only);
+        let viewers = await store.metadataViewers(trx, caller.realm.id, current.id, current.invite_only);
         const tell = (users: number[], payload: Record<string, unknown>) => users.length && events.push({ realmId: caller.realm.id, users, payload: { type: 'stream', op: 'update', stream_id: current.id, ...payload } });
         let shown = current;
-        if (name !== undefined) {
-          await store.updateStream(trx, current.id, { name });
-          tell(before, { name: current.name, property: 'name', value: name });
-          shown = { ...shown, name };
-        }
-        if (description !== undefined && description !== current.description) {
-          await store.updateStream(trx, current.id, { description });
-          shown = { ...shown, description };
-          tell(before, { name: shown.name, property: 'description', value: description, rendered_description: channelEventObject(shown).rendered_description });
-        }
+        // In Zulip's order: privacy, then description, then name.
         if (inviteOnly !== current.invite_only) {
           await store.updateStream(trx, current.id, { invite_only: inviteOnly });
           shown = { ...shown, invite_only: inviteOnly };
           const after = await store.metadataViewers(trx, caller.realm.id, current.id, inviteOnly);
-          const lost = before.filter((u) => !after.includes(u));
-          const gained = after.filter((u) => !before.includes(u));
+          const lost = viewers.filter((u) => !after.includes(u));
+          const gained = after.filter((u) => !viewers.includes(u));
           if (lost.length) events.push({ realmId: caller.realm.id, users: lost, payload: { type: 'stream', op: 'delete', streams: [{ stream_id: current.id }], stream_ids: [current.id] } });
           if (gained.length) events.push({ realmId: caller.realm.id, users: gained, payload: { type: 'stream', op: 'create', streams: [channelEventObject(shown)] } });
-          tell(after.filter((u) => before.includes(u)), { name: shown.name, property: 'invite_only', value: inviteOnly, history_public_to_subscribers: !inviteOnly, is_web_public: false });
+          tell(after.filter((u) => viewers.includes(u)), { name: shown.name, property: 'invite_only', value: inviteOnly, history_public_to_subscribers: !inviteOnly, is_web_public: false });
+          viewers = after;
+        }
+        if (description !== undefined) {
+          await store.updateStream(trx, current.id, { description });
+          shown = { ...shown, description };
+          tell(viewers, { name: shown.name, property: 'description', value: description, rendered_description: channelEventObject(shown).rendered_description });
+        }
+        if (name !== undefined) {
+          await store.updateStream(trx, current.id, { name });
+          tell(viewers, { name: shown.name, property: 'name', value: name });
+          shown = { ...shown, name };
         }
         await writeEvents(trx, events);
         await recordAudit(trx, chatActor(caller), 'chat.stream.update', { type: 'chat_stream', id: current.id }, { ...(name !== undefined ? { name } : {}), ...(description !== undefined ? { description } : {}), invite_only: inviteOnly });
