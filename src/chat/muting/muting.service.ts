@@ -25,10 +25,10 @@ export function createChatMutingService(deps: { db: Db; afterCommit: () => void 
       timestamp: Math.floor(new Date(r.date_muted).getTime() / 1000),
     }));
 
-  /** The person to mute or unmute: anyone of the organization, active or not, but not a bot (as Zulip's access_user_by_id with allow_bots false). */
+  /** The person to mute or unmute: anyone of the organization, active or not, bots too (as Zulip's access_user_by_id with allow_bots and allow_deactivated). */
   async function target(caller: Caller, id: number) {
-    const u = await db.selectFrom('chat_users').select(['id', 'is_bot']).where('realm_id', '=', caller.realm.id).where('id', '=', dbId(id)).executeTakeFirst();
-    if (!u || u.is_bot) throw chatErrors.noSuchUser();
+    const u = await db.selectFrom('chat_users').select('id').where('realm_id', '=', caller.realm.id).where('id', '=', dbId(id)).executeTakeFirst();
+    if (!u) throw chatErrors.noSuchUser();
     return u.id;
   }
 

@@ -70,6 +70,10 @@ export function chatUploadFileRoutes(r: ChatRouter, deps: { uploads: ChatUploads
   );
   r.authedFile(
     { method: 'GET', url: '/user_uploads/:realm_id/*', operationId: 'getUploadedFile', tags, description: 'An uploaded file, to its owner and to whoever can read a message linking it (HTTP Basic auth, as the API).' },
-    async ({ req, caller }) => uploads.serve(caller, uploadPath(req.params as Record<string, string>, 'realm_id')),
+    async ({ req, caller }) => uploads.serve(caller, uploadPath(req.params as Record<string, string>, 'realm_id'), { download: false }),
+  );
+  r.authedFile(
+    { method: 'GET', url: '/user_uploads/download/:realm_id/*', operationId: 'downloadUploadedFile', tags, description: 'An uploaded file as a download (Content-Disposition: attachment), to who may read it.' },
+    async ({ req, caller }) => uploads.serve(caller, uploadPath(req.params as Record<string, string>, 'realm_id'), { download: true }),
   );
 }

@@ -102,16 +102,17 @@ export function createChatUploadsService(deps: { db: Db; cipher: Cipher; maxFile
     return linked !== undefined;
   }
 
+  /** An upload the caller may read; else 404 (none of the organization's) or 403 (not theirs to read), as Zulip's serve_file answers. */
   async function readable(caller: Caller, pathId: string) {
     const a = await db.selectFrom('chat_attachments').select(['id', 'owner_id', 'realm_id', 'path_id', 'file_name', 'content_type', 'content']).where('path_id', '=', pathId).executeTakeFirst();
-    // As Zulip: a file the caller may not read is not named as existing.
-    if (!a || !(await canRead(caller, a))) return null;
+    if (!a || a.realm_id !== caller.realm.id) throw new ChatError('File not found.', { status: 404 });
+    if (!(await canRead(caller, a))) throw new ChatError('You are not authorized to view this file.', { status: 403 });
     return a;
   }
 
-  const fileResponse = (a: { file_name: string; content_type: string; content: Buffer }) => {
+  const fileResponse = (a: { file_name: string; content_type: string; content: Buffer }, download = false) => {
     const type = a.content_type.split(';')[0].trim().toLowerCase();
-    const disposition = INLINE_TYPES.has(type) ? 'inline' : 'attachment';
+    const disposition = INLINE_TYPES.has(type) && !download ? 'inline' : 'attachment';
     return {
       body: a.content,
       headers: {
@@ -165,17 +166,14 @@ export function createChatUploadsService(deps: { db: Db; cipher: Cipher; maxFile
       afterCommit();
     },
 
-    /** GET /user_uploads/{realm_id}/{path}: the file, to someone who may read it. */
-    async serve(caller: Caller, pathId: string) {
-      const a = await readable(caller, pathId);
-      if (!a) throw new ChatError('File not found', { status: 404 });
-      return fileResponse(a);
+    /** GET /user_uploads/{realm_id}/{path} (and /user_uploads/download/…, always as a download): the file, to someone who may read it. */
+    async serve(caller: Caller, pathId: string, opts: { download: boolean }) {
+      return fileResponse(await readable(caller, pathId), opts.download);
     },
 
     /** GET /api/v1/user_uploads/{realm_id}/{path}: a URL that serves the file without credentials for a minute. */
     async temporaryUrl(caller: Caller, pathId: string) {
       const a = await readable(caller, pathId);
-      if (!a) throw chatErrors.bad('Invalid file');
       const sealed = cipher.seal(JSON.stringify({ p: a.path_id, e: Math.floor(Date.now() / 1000) + TEMPORARY_URL_SECONDS }), TEMPORARY_AAD);
       const token = Buffer.from(JSON.stringify(sealed)).toString('base64url');
       return { url: `/user_uploads/temporary/${token}/${encodeURIComponent(a.path_id.split('/').pop()!)}` };
@@ -192,7 +190,7 @@ export function createChatUploadsService(deps: { db: Db; cipher: Cipher; maxFile
       }
       if (typeof claim.p !== 'string' || typeof claim.e !== 'number' || claim.e < Date.now() / 1000 || claim.p.split('/').pop() !== filename) throw expired();
       const a = await db.selectFrom('chat_attachments').select(['file_name', 'content_type', 'content']).where('path_id', '=', claim.p).executeTakeFirst();
-      if (!a) throw new ChatError('File not found', { status: 404 });
+      if (!a) throw new ChatError('File not found.', { status: 404 });
       return fileResponse(a);
     },
 

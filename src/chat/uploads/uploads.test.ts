@@ -52,8 +52,11 @@ describe('chat uploads', () => {
     assert.equal(own.headers.get('content-type'), 'text/plain');
     assert.match(own.headers.get('content-disposition')!, /^inline; filename\*=UTF-8''my%20notes%20\(1\)\.txt$/);
     assert.equal(own.headers.get('x-content-type-options'), 'nosniff');
-    // Nobody else reads it until a message links it; without credentials nobody at all.
-    assert.equal((await file(res.body.url, t.owner)).status, 404);
+    // Nobody else reads it until a message links it (403, as Zulip answers), without credentials nobody at all; an unknown file is a 404.
+    assert.equal((await file(res.body.url, t.owner)).status, 403);
+    assert.equal((await file(res.body.url.replace(/\/[A-Za-z0-9_-]{24}\//, '/AAAAAAAAAAAAAAAAAAAAAAAA/'), member)).status, 404);
+    const download = await file(res.body.url.replace('/user_uploads/', '/user_uploads/download/'), member);
+    assert.deepEqual([download.status, download.headers.get('content-disposition')?.split(';')[0]], [200, 'attachment']);
     const anonymous = await file(res.body.url, null);
     assert.equal(anonymous.status, 401);
     assert.equal(((await anonymous.json()) as { code: string }).code, 'UNAUTHORIZED');
@@ -87,7 +90,7 @@ describe('chat uploads', () => {
     const seen = await file(up.url, member);
     assert.equal(seen.status, 200);
     assert.equal(seen.headers.get('content-type'), 'image/png');
-    assert.equal((await file(up.url, guest)).status, 404);
+    assert.equal((await file(up.url, guest)).status, 403);
 
     // A temporary URL serves the file without credentials; a forged one does not.
     const rest = up.url.slice('/user_uploads/'.length);
@@ -100,7 +103,8 @@ describe('chat uploads', () => {
     assert.equal(await open.text(), '\x89PNG fake image');
     assert.equal((await file(temp.body.url.replace(/temporary\/[A-Za-z0-9_-]{8}/, 'temporary/AAAAAAAA'), null)).status, 403);
     assert.equal((await file(temp.body.url.replace(/chart\.png$/, 'other.png'), null)).status, 403);
-    assert.equal((await t.raw('GET', `/user_uploads/${rest}`, { auth: guest })).body.msg, 'Invalid file');
+    const refused = await t.raw('GET', `/user_uploads/${rest}`, { auth: guest });
+    assert.deepEqual([refused.status, refused.body.msg], [403, 'You are not authorized to view this file.']);
 
     // An edit that drops the link lets the upload go; deleting the last message linking one deletes it.
     const edited = await t.raw('PATCH', `/messages/${sent.body.id}`, { auth: t.owner, form: { content: 'no chart after all' } });
