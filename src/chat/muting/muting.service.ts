@@ -5,7 +5,8 @@ import { writeEvents } from '../events/events.bus.ts';
 import { chatErrors } from '../http/errors.ts';
 import { dbId } from '../http/params.ts';
 import { FLAG } from '../messages/narrow.ts';
-import type { Caller } from '../users/users.service.ts';
+import { recordAudit } from '../../audit/audit.ts';
+import { chatActor, type Caller } from '../users/users.service.ts';
 
 type Q = Db | Transaction<Database>;
 
@@ -49,6 +50,7 @@ export function createChatMutingService(deps: { db: Db; afterCommit: () => void 
       await db.transaction().execute(async (trx) => {
         const added = await trx.insertInto('chat_muted_users').values({ user_id: caller.user.id, muted_user_id: mutedId }).onConflict((oc) => oc.doNothing()).returning('muted_user_id').executeTakeFirst();
         if (!added) throw chatErrors.bad('User already muted');
+        await recordAudit(trx, chatActor(caller), 'chat.user.mute', { type: 'chat_user', id: mutedId });
         // As Zulip's do_mute_user: what they sent the muter so far is read.
         const read = await trx
           .updateTable('chat_user_messages as um')
@@ -74,6 +76,7 @@ export function createChatMutingService(deps: { db: Db; afterCommit: () => void 
       await db.transaction().execute(async (trx) => {
         const gone = await trx.deleteFrom('chat_muted_users').where('user_id', '=', caller.user.id).where('muted_user_id', '=', mutedId).returning('muted_user_id').executeTakeFirst();
         if (!gone) throw chatErrors.bad('User is not muted');
+        await recordAudit(trx, chatActor(caller), 'chat.user.unmute', { type: 'chat_user', id: mutedId });
         await writeEvents(trx, [{ realmId: caller.realm.id, users: [caller.user.id], payload: { type: 'muted_users', muted_users: await mutedUsers(trx, caller.user.id) } }]);
       });
       afterCommit();

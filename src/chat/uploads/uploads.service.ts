@@ -9,7 +9,8 @@ import type { UploadedFile } from '../http/multipart.ts';
 import { dbId } from '../http/params.ts';
 import { accessSql } from '../messages/messages.store.ts';
 import { isGuest } from '../users/users.present.ts';
-import { isControl, type Caller } from '../users/users.service.ts';
+import { recordAudit } from '../../audit/audit.ts';
+import { chatActor, isControl, type Caller } from '../users/users.service.ts';
 
 /** Zulip's default MAX_FILE_UPLOAD_SIZE (MiB) since Zulip 10. */
 export const DEFAULT_MAX_FILE_UPLOAD_MIB = 100;
@@ -134,7 +135,7 @@ export function createChatUploadsService(deps: { db: Db; cipher: Cipher; maxFile
       if (files.length > 1) throw chatErrors.bad('You may only upload one file at a time');
       const [file] = files;
       if (file.data.length > maxBytes) throw chatErrors.bad(`File is larger than this server's configured maximum upload size (${maxFileUploadMib} MiB).`);
-      const name = [...file.filename].filter((c) => !isControl(c)).join('').trim().slice(0, 255) || 'uploaded-file';
+      const name = [...file.filename].filter((c) => !isControl(c)).slice(0, 255).join('').trim() || 'uploaded-file';
       const pathId = [caller.realm.id, crypto.randomBytes(1).toString('hex'), crypto.randomBytes(18).toString('base64url'), sanitizeName(name)].join('/');
       await db.transaction().execute(async (trx) => {
         const { id } = await trx
@@ -142,6 +143,7 @@ export function createChatUploadsService(deps: { db: Db; cipher: Cipher; maxFile
           .values({ realm_id: caller.realm.id, owner_id: caller.user.id, path_id: pathId, file_name: name, content_type: contentTypeOf(file.contentType), size: file.data.length, content: file.data })
           .returning('id')
           .executeTakeFirstOrThrow();
+        await recordAudit(trx, chatActor(caller), 'chat.attachment.create', { type: 'chat_attachment', id }, { size: file.data.length });
         const [attachment] = await attachmentObjects(trx, [id]);
         await writeEvents(trx, [{ realmId: caller.realm.id, users: [caller.user.id], payload: { type: 'attachment', op: 'add', attachment, upload_space_used: await spaceUsed(trx, caller.realm.id) } }]);
       });
@@ -161,6 +163,7 @@ export function createChatUploadsService(deps: { db: Db; cipher: Cipher; maxFile
       await db.transaction().execute(async (trx) => {
         const gone = await trx.deleteFrom('chat_attachments').where('id', '=', dbId(id)).where('owner_id', '=', caller.user.id).returning('id').executeTakeFirst();
         if (!gone) throw chatErrors.bad('Invalid attachment');
+        await recordAudit(trx, chatActor(caller), 'chat.attachment.delete', { type: 'chat_attachment', id: gone.id });
         await writeEvents(trx, [{ realmId: caller.realm.id, users: [caller.user.id], payload: { type: 'attachment', op: 'remove', attachment: { id: gone.id }, upload_space_used: await spaceUsed(trx, caller.realm.id) } }]);
       });
       afterCommit();
