@@ -130,6 +130,8 @@ export function createChatEventsService(deps: {
           max_stream_name_length: MAX_STREAM_NAME_LENGTH,
           max_stream_description_length: 1024,
           max_file_upload_size_mib: deps.uploads.maxFileUploadMib,
+          // No organization quota (see docs/chat-server.md): null, as Zulip reports an unlimited one.
+          realm_upload_quota_mib: null,
         });
       }
       if (want.has('realm_user')) {
