@@ -1,3 +1,4 @@
+import type { FailureCause } from '../surface.ts';
 import type { TrackerSurface, TrackerWork } from './tracker.store.ts';
 
 /**
@@ -47,7 +48,8 @@ export type ProgressNote =
   | { kind: 'resumed'; text: string; by: string | null; where: string }
   | { kind: 'question'; role: string; text: string; confirmation: boolean }
   | { kind: 'delivered'; summary: string | null; pullUrl: string | null; branch: string | null }
-  | { kind: 'failed'; reason: string }
+  /** `cause`: why trying again cannot help as things are (a spent budget, an archived team, a model that refuses), or null. */
+  | { kind: 'failed'; reason: string; cause: FailureCause | null }
   | { kind: 'cancelled' };
 
 /**

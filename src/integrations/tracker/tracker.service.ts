@@ -6,7 +6,7 @@ import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import type { RunChange } from '../../hooks.ts';
 import { integrationCheckProblem, Problem } from '../../errors/problems.ts';
-import { followUpGivenIn, postKey } from '../surface.ts';
+import { failureCauseOf, followUpGivenIn, postKey } from '../surface.ts';
 import { processDeliveryJob } from '../webhooks/process-delivery.job.ts';
 import { settleDelivery } from '../webhooks/webhooks.store.ts';
 import { TrackerError } from './errors.ts';
@@ -184,7 +184,10 @@ export function createTrackerService(deps: TrackerServiceDeps) {
       if (!q || q.seq !== seq) return null;
       return { kind: 'question', role: q.role, text: q.text, confirmation: run.waiting_for?.kind === 'confirmation' };
     }
-    if (run.state === 'failed') return { kind: 'failed', reason: run.failure_reason ?? 'the run failed' };
+    if (run.state === 'failed') {
+      const failed = (await runs.posts(run.id, Math.max(0, seq - 1), 1)).items[0];
+      return { kind: 'failed', reason: run.failure_reason ?? 'the run failed', cause: failed?.kind === 'failed' ? failureCauseOf(failed.data) : null };
+    }
     if (run.state === 'cancelled') return { kind: 'cancelled' };
     const completed = (await runs.posts(run.id, Math.max(0, seq - 1), 1)).items[0];
     return { kind: 'delivered', summary: completed?.kind === 'completed' ? completed.text : null, pullUrl: run.delivery?.pull_request?.url ?? null, branch: run.delivery?.branch ?? null };

@@ -3,6 +3,7 @@ import { clip, obj, str } from '../tracker/payload.ts';
 import type { MessageNote, ProgressContext, ProgressNote, TaskIntent, TrackerConnection, TrackerIntent, TrackerIssue, TrackerKind, TrackerPerson } from '../tracker/kind.ts';
 import type { TrackerWork } from '../tracker/tracker.store.ts';
 import { TrackerError, transportReason } from '../tracker/errors.ts';
+import { retryAdvice } from '../surface.ts';
 import type { ActivityContent, LinearApp } from './client.ts';
 
 /**
@@ -115,7 +116,7 @@ const REPORTS_BACK = 'The team reports back here when it finishes or has a quest
  * came without an agent session: each says what to do next where it is read (a reply in the
  * session, or a comment on the issue mentioning the agent).
  */
-export function activityOf(note: ProgressNote, ctx: ProgressContext, inSession = true): ActivityContent {
+export function activityOf(note: ProgressNote, ctx: ProgressContext, inSession = true): Extract<ActivityContent, { body: string }> {
   const run = `[run ${ctx.runId}](${ctx.runUrl})`;
   const write = inSession ? 'reply in this session' : 'comment on this issue mentioning the agent';
   switch (note.kind) {
@@ -137,7 +138,7 @@ export function activityOf(note: ProgressNote, ctx: ProgressContext, inSession =
         ].join('\n\n'),
       };
     case 'failed':
-      return { type: 'error', body: `Team \`${ctx.team}\` could not finish: ${note.reason}. ${run}. To have it try again, ${write} with what to do differently.` };
+      return { type: 'error', body: `Team \`${ctx.team}\` could not finish: ${note.reason}. ${run}. ${note.cause ? retryAdvice(note.cause, write) : `To have it try again, ${write} with what to do differently.`}` };
     case 'cancelled':
       return { type: 'error', body: `The run was cancelled, and the team stopped working on it. ${run}. For new work, assign the agent a new issue.` };
   }

@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import { clip, obj, str } from '../tracker/payload.ts';
 import type { MessageNote, ProgressContext, ProgressNote, TrackerConnection, TrackerIntent, TrackerIssue, TrackerKind, TrackerPerson } from '../tracker/kind.ts';
+import { retryAdvice } from '../surface.ts';
 import { adf, textOfAdf, type AdfDoc, type Inline } from './adf.ts';
 import type { JiraAgent, JiraConfig } from './client.ts';
 
@@ -96,7 +97,7 @@ export function commentOf(note: ProgressNote, ctx: ProgressContext, asker: { id:
         [run, '. For changes, comment on this issue mentioning the agent with what to change.'],
       );
     case 'failed':
-      return adf(['Team ', team, ` could not finish: ${note.reason}. `, run, '.'], ['To have it try again, comment on this issue mentioning the agent with what to do differently.']);
+      return adf(['Team ', team, ` could not finish: ${note.reason}. `, run, '.'], [note.cause ? retryAdvice(note.cause, 'comment on this issue mentioning the agent') : 'To have it try again, comment on this issue mentioning the agent with what to do differently.']);
     case 'cancelled':
       return adf(['The run was cancelled, and the team stopped working on it. ', run, '.'], ['For new work, assign the agent a new issue.']);
   }
