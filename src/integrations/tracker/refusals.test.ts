@@ -170,5 +170,15 @@ describe('trackers: refusals and waits said on the issue', () => {
     const ours = jira.comments.filter((c) => c.issueId === issue.id && c.author === jira.agent.accountId).slice(before);
     assert.equal(ours.length, 1);
     assert.match(textOfAdf(ours[0]!.body), new RegExp(`^@Bob Team ${team} has spent its daily budget, so your follow-up is taken at 00:00 UTC, when the budget is whole again\\.\\nNothing more to do: the team comments here then\\.$`));
+
+    // A new issue assigned while the budget is spent waits too: no run yet, and the issue says when it is taken.
+    const next = jira.addIssue({ projectKey: 'BUD', summary: 'Trim the logs', reporter: bob.accountId });
+    const again = await jira.assign(next.key, jira.agent.accountId, bob.accountId);
+    await drain();
+    const waiting = await rowOf('tracker_b', again.id);
+    assert.deepEqual([waiting.outcome, waiting.run_id], ['accepted', null], waiting.detail);
+    const told = jira.comments.filter((c) => c.issueId === next.id && c.author === jira.agent.accountId).map((c) => textOfAdf(c.body));
+    assert.deepEqual(told.length, 1);
+    assert.match(told[0]!, new RegExp(`^@Bob Team ${team} has spent its daily budget, so the team takes this issue at 00:00 UTC, when the budget is whole again\\.`));
   });
 });

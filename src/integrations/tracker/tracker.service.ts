@@ -148,7 +148,7 @@ export function createTrackerService(deps: TrackerServiceDeps) {
       return true;
     } catch (err) {
       if (!(err instanceof TrackerError) || err.transient) throw err;
-      deps.logger.warn({ surface, issue: place.issue_key, reason: err.message }, 'a refusal could not be said on the issue');
+      deps.logger.warn({ surface, issue: place.issue_key, reason: err.message }, 'the answer to a message could not be posted on the issue');
       return false;
     }
   }
