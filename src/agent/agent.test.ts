@@ -179,6 +179,7 @@ describe('agent runtime', () => {
       const failed = await runTurn(config(ws, model), j2, { kind: 'task', text: 'x', from: 'person' }, deps());
       assert.equal(failed.kind, 'failed');
       assert.match((failed as { reason: string }).reason, /answered 502/);
+      assert.equal((failed as { cause?: string }).cause, undefined, 'an unreachable model may answer next time');
       assert.equal(j2.all().filter((e) => e.type === 'model_error').length, 4);
 
       const j3 = Journal.open(journalPath(ws, 'retry-3'));
@@ -186,6 +187,7 @@ describe('agent runtime', () => {
       assert.equal(budget.kind, 'failed');
       assert.match((budget as { reason: string }).reason, /^the budget is spent: the team has spent its daily budget/);
       assert.doesNotMatch((budget as { reason: string }).reason, /could not be reached/, 'a spent budget is not an unreachable model');
+      assert.equal((budget as { cause?: string }).cause, 'budget', 'the failure says a retry fails the same way until the budget resets');
       assert.equal(j3.all().filter((e) => e.type === 'model_error').length, 1);
       for (const j of [j1, j2, j3]) j.close();
     } finally {

@@ -1,7 +1,7 @@
 import { Conversation, pendingCalls, settledBoundary, toolSpecsOf } from './conversation.ts';
 import type { Journal } from './journal.ts';
 import { callModel, ModelError, type ModelReply, type ModelRequest, type ToolSpec } from './model.ts';
-import type { AgentConfig, AgentEvent, AgentInput, ToolCall, TurnOutcome } from './protocol.ts';
+import type { AgentConfig, AgentEvent, AgentFailureCause, AgentInput, ToolCall, TurnOutcome } from './protocol.ts';
 import type { McpToolbox } from './mcp.ts';
 import { NOTE_TOOLS, parseCall, PROPOSAL_TOOLS, proposalOf, riskOf, runWorkTool, TURN_TOOLS, type ToolContext } from './tools/index.ts';
 
@@ -199,7 +199,7 @@ export async function runTurn(config: AgentConfig, journal: Journal, input: Agen
     durable.catch(() => {});
     const reply = await callWithRetries(config, journal, conversation, tools, model, sleep, deps, signal);
     await durable;
-    if (!reply || 'error' in reply) return signal.aborted || !reply ? end({ kind: 'cancelled' }) : end({ kind: 'failed', reason: modelFailure(reply.error) });
+    if (!reply || 'error' in reply) return signal.aborted || !reply ? end({ kind: 'cancelled' }) : end({ kind: 'failed', ...modelFailure(reply.error) });
     // Synced with what it leads to (a tool's start, a result, the turn's end), by the next append.
     journal.write({ type: 'model_reply', content: reply.content, tool_calls: reply.tool_calls, usage: reply.usage, finish_reason: reply.finish_reason, started_at: reply.started_at });
     if (!reply.tool_calls.length) {
@@ -221,9 +221,9 @@ export async function runTurn(config: AgentConfig, journal: Journal, input: Agen
  * budget says so (and when it resets), a refusal that will not change is a refusal, and only
  * what retrying did not mend is "could not be reached".
  */
-function modelFailure(err: ModelError): string {
-  if (/budget_exceeded$/.test(err.code ?? '')) return err.message;
-  return err.retryable ? `the model could not be reached: ${err.message}` : `the model call was refused: ${err.message}`;
+function modelFailure(err: ModelError): { reason: string; cause?: AgentFailureCause } {
+  if (/budget_exceeded$/.test(err.code ?? '')) return { reason: err.message, cause: 'budget' };
+  return err.retryable ? { reason: `the model could not be reached: ${err.message}` } : { reason: `the model call was refused: ${err.message}`, cause: 'model_refused' };
 }
 
 async function callWithRetries(

@@ -78,8 +78,12 @@ export type TurnOutcome =
   | { kind: 'finished'; outcome: 'succeeded' | 'failed'; summary: string; branch: string | null; pull_request_url: string | null }
   | { kind: 'pull_request'; call: ToolCall; title: string; body: string; head: string | null; base: string | null; draft: boolean }
   | { kind: 'iteration_cap'; iterations: number }
-  | { kind: 'failed'; reason: string }
+  /** `cause`: why, when trying again cannot help until something changes (the budget is spent, the model refuses the role's calls). */
+  | { kind: 'failed'; reason: string; cause?: AgentFailureCause }
   | { kind: 'cancelled' };
+
+/** Why a turn failed, when a retry would fail the same way: the team's daily budget is spent, or the model refuses the role's calls. */
+export type AgentFailureCause = 'budget' | 'model_refused';
 
 /** What an agent proposes for its team: stored as `proposed` until a person accepts it. */
 export type Proposal =

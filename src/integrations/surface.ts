@@ -35,6 +35,30 @@ export function followUpGivenIn(by: string | null): string {
   return /^chat_[ab]:@/.test(by ?? '') ? "the team's chat room" : 'the Crewhouse console';
 }
 
+/**
+ * Why a run failed, when trying again cannot help as things are (the `cause` its failed post
+ * carries): the team's daily budget is spent, the team was archived, or the model refuses the
+ * role's calls. Null for a failure a retry may mend.
+ */
+export type FailureCause = 'budget' | 'archived' | 'model_refused';
+
+export function failureCauseOf(data: Record<string, unknown> | null | undefined): FailureCause | null {
+  const c = data?.cause;
+  return c === 'budget' || c === 'archived' || c === 'model_refused' ? c : null;
+}
+
+/** What to do after a failure a retry cannot mend as things are, in words; `write` says how a person replies there ("reply in this thread"). */
+export function retryAdvice(cause: FailureCause, write: string): string {
+  switch (cause) {
+    case 'budget':
+      return `The team's daily budget is spent until 00:00 UTC: to have it try again, ${write} after then (or once an admin raises the budget).`;
+    case 'archived':
+      return 'The team was archived, so the run takes no more replies: give a live team a new task.';
+    case 'model_refused':
+      return `Trying again fails the same way until an admin mends the role's model settings (its model or key) in the Crewhouse console; then ${write} to have the team try again.`;
+  }
+}
+
 /** The key of one post into a run's origin: stable, so a job performed twice posts once (the adapter keeps it with the post). */
 export const postKey = (runId: string, progress: RunProgress, seq: number) => `${runId}:${progress}:${seq}`;
 

@@ -39,7 +39,7 @@ describe('the texts people read of a run, on each surface', () => {
     { kind: 'started' },
     { kind: 'resumed', text: '', by: null, where: "the team's chat room" },
     { kind: 'delivered', summary: 'Painted it', pullUrl: 'https://code.test/acme/app/pull/4', branch: 'b' },
-    { kind: 'failed', reason: 'the budget ran out' },
+    { kind: 'failed', reason: 'the budget ran out', cause: null },
     { kind: 'cancelled' },
   ];
   const ctx = { team: 'payments', runId: 'run_x', runUrl: URL };
@@ -77,6 +77,31 @@ describe('the texts people read of a run, on each surface', () => {
     assert.match(renderPost(post('completed', 'Shipped'), rctx)!.text, /\nReply in this thread to ask for changes or more\.$/);
     assert.match(renderPost(post('failed', 'the budget ran out'), rctx)!.text, /\nReply in this thread to have the team try again, with what to do differently\.$/);
     assert.match(renderPost(post('canceled', 'cancelled by chat_a:@alice'), rctx)!.text, /\nFor new work, give the team a new task in the room\.$/);
+  });
+
+  it("a failure a retry cannot mend says so, by its cause, on every surface: when the budget resets, an archived team, a model that refuses", () => {
+    const failed = (cause: string) => ({ seq: 12, kind: 'failed', role: null, text: 'the coder role failed: it stopped', data: { cause }, created_at: '' }) as unknown as Post;
+    const rctx = { requester: '@alice', lastRole: null, run: run({}), format: formatOf('markdown') } as never;
+    const expected: Record<string, RegExp> = {
+      budget: /The team's daily budget is spent until 00:00 UTC: to have it try again, .+ after then \(or once an admin raises the budget\)\.$/,
+      archived: /The team was archived, so the run takes no more replies: give a live team a new task\.$/,
+      model_refused: /Trying again fails the same way until an admin mends the role's model settings \(its model or key\) in the Crewhouse console; then .+ to have the team try again\.$/,
+    };
+    for (const [cause, pattern] of Object.entries(expected)) {
+      const texts = [
+        renderPost(failed(cause) as never, rctx)!.text,
+        progressText(run({ state: 'failed', failure_reason: 'it stopped' }), 'finished', 12, failed(cause), URL)!,
+        activityOf({ kind: 'failed', reason: 'it stopped', cause: cause as never }, ctx).body,
+        activityOf({ kind: 'failed', reason: 'it stopped', cause: cause as never }, ctx, false).body,
+        textOfAdf(commentOf({ kind: 'failed', reason: 'it stopped', cause: cause as never }, ctx, { id: null, name: null })),
+      ];
+      for (const text of texts) {
+        assert.match(text, pattern, `${cause}: ${text}`);
+        assert.doesNotMatch(text, /with what to do differently/, `${cause}: a retry as it is cannot help`);
+      }
+    }
+    assert.match(renderPost(failed('budget') as never, rctx)!.text, /to have it try again, reply in this thread after then/);
+    assert.match(activityOf({ kind: 'failed', reason: 'x', cause: 'budget' }, ctx).body, /reply in this session after then/);
   });
 });
 

@@ -91,6 +91,8 @@ describe('team memory and the daily budget', { skip: stackSkip }, () => {
     const posts = await stack.posts(id);
     assert.equal(posts.at(-1)?.kind, 'failed');
     assert.match(posts.at(-1)!.text, /budget/);
+    // Why a retry cannot help rides on the failed post: the surfaces say when the budget resets instead of "reply to try again".
+    assert.equal(posts.at(-1)!.data?.cause, 'budget');
 
     const refused = await stack.t.request({ method: 'POST', url: `/api/v1/teams/${team}/tasks`, token: stack.t.adminToken, body: { text: 'Again.' } });
     assert.equal(refused.status, 429, refused.text);

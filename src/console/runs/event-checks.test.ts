@@ -131,6 +131,11 @@ describe('what the host believes of agent events', () => {
     assert.match(checkEvents(view(), events(1, reply(['h', 'hand_off']), handTo('coder'))).refusal!.reason, /its own role/);
     assert.match(checkEvents(view(), events(1, { type: 'turn_end', outcome: { kind: 'merged' } })).refusal!.reason, /\("merged"\)/);
     assert.equal(checkEvents(view(), events(1, { type: 'turn_end', outcome: { kind: 'iteration_cap', iterations: 3 } })).refusal, null);
+    // A failure may say why a retry cannot help (its cause), among the causes an agent knows.
+    const failed = (cause: unknown) => ({ type: 'turn_end', outcome: { kind: 'failed', reason: 'the budget is spent', cause } });
+    assert.deepEqual(checkEvents(view(), events(1, failed('budget'))).turnEnd?.outcome, { kind: 'failed', reason: 'the budget is spent', cause: 'budget' });
+    assert.equal(checkEvents(view(), events(1, failed('model_refused'))).refusal, null);
+    assert.match(checkEvents(view(), events(1, failed('archived'))).refusal!.reason, /the failure's cause is neither budget nor model_refused/);
   });
 
   it('lets a refused event change nothing: neither the calls nor the turn\'s end', () => {

@@ -214,6 +214,7 @@ export function checkEvents(view: ConversationView, events: readonly AgentEvent[
         break;
       case 'failed':
         text(o.reason, 'the failure reason', LIMITS.reason);
+        if (o.cause !== undefined && o.cause !== 'budget' && o.cause !== 'model_refused') throw new Refused('the failure\'s cause is neither budget nor model_refused');
         break;
       case 'cancelled':
         break;

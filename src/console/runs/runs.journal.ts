@@ -48,10 +48,13 @@ export function createRunJournal(deps: RunsDeps, steps: RunSteps) {
     const before = await store.getRun(db, runId);
     if (!before) return;
     const team = await teamToEnd(before);
+    // A run whose team was archived under it cannot be tried again: its failed post says so (the surfaces advise by it).
+    const archived = team.status === 'archived' || team.id !== before.team_id;
+    const data = { ...(refused ? { refused: true } : {}), ...(archived ? { cause: 'archived' } : {}) };
     const done = await db.transaction().execute(async (trx) => {
       const run = await store.lockRun(trx, runId);
       if (!run || FINISHED.includes(run.state)) return false;
-      await store.appendPost(trx, runId, { kind: 'failed', role: null, text: reason, ...(refused ? { data: { refused: true } } : {}) });
+      await store.appendPost(trx, runId, { kind: 'failed', role: null, text: reason, ...(Object.keys(data).length ? { data } : {}) });
       await finish(trx, run, team, 'failed', refused ? { failure_reason: reason } : { failure_reason: reason, summary: reason });
       return true;
     });

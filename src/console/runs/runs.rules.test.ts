@@ -58,6 +58,12 @@ describe('run rules', () => {
     assert.ok(bad.kind === 'failed' && bad.reason === 'cannot');
     const cap = transitionOf(view(), 'coder', { kind: 'iteration_cap', iterations: 30 });
     assert.ok(cap.kind === 'failed' && /coder role used its 30 model calls/.test(cap.reason));
+    // A failure's cause (a spent budget, a model that refuses) rides on the failed post; none when a retry may mend it.
+    const spent = transitionOf(view(), 'coder', { kind: 'failed', reason: 'the budget is spent', cause: 'budget' });
+    assert.ok(spent.kind === 'failed' && spent.posts[0].kind === 'failed');
+    assert.deepEqual(spent.posts[0].data, { cause: 'budget' });
+    const flaky = transitionOf(view(), 'coder', { kind: 'failed', reason: 'the model could not be reached' });
+    assert.equal(flaky.posts[0].data, undefined);
   });
 
   it('turns agent events into posts; model calls stay in the journal', () => {

@@ -133,7 +133,8 @@ export function transitionOf(view: RunView, role: string, outcome: TurnOutcome):
     }
     case 'failed': {
       const reason = `the ${role} role failed: ${outcome.reason}`;
-      return { kind: 'failed', reason, posts: [{ kind: 'failed', role, text: reason }] };
+      // The cause rides on the failed post: what each surface advises depends on whether trying again can help.
+      return { kind: 'failed', reason, posts: [{ kind: 'failed', role, text: reason, ...(outcome.cause ? { data: { cause: outcome.cause } } : {}) }] };
     }
     case 'cancelled':
       return { kind: 'cancelled', posts: [] };

@@ -16,7 +16,8 @@ export async function setEffect(q: Q, surface: string, messageId: string, effect
   await q.updateTable('surface_messages').set({ effect, ...(runId ? { run_id: runId } : {}) }).where('surface', '=', surface).where('message_id', '=', messageId).execute();
 }
 
-export async function insertThread(q: Q, t: { run_id: string; surface: string; room_id: string; team: string; requested_by: string; requested_by_name: string }): Promise<void> {
+/** A run's thread; `root_id` when it lives in a conversation's thread that exists already (else its root post is made for it). */
+export async function insertThread(q: Q, t: { run_id: string; surface: string; room_id: string; team: string; requested_by: string; requested_by_name: string; root_id?: string | null }): Promise<void> {
   await q.insertInto('surface_threads').values(t).execute();
 }
 

@@ -10,9 +10,9 @@ export interface ChatSurfacesTables {
     surface: string;
     room_id: string;
     team: string;
-    /** The thread's root post, once posted. */
+    /** The thread's root post: the run's own, once posted, or the conversation's it was asked for in (known from the start). */
     root_id: Defaulted<string | null>;
-    /** Its permalink (the run's `chat_thread_url`). */
+    /** The permalink of the run's first post (the run's `chat_thread_url`): null until it is made. */
     url: Defaulted<string | null>;
     requested_by: string;
     requested_by_name: string;

@@ -243,7 +243,9 @@ export function createChatCore(deps: ChatCoreDeps) {
         if (cmd.kind === 'task') {
           if (cmd.text.length > deps.runs.maxTaskChars) throw problems.validation([{ field: 'text', message: 'too long' }], `the task is ${cmd.text.length} characters; a task is at most ${deps.runs.maxTaskChars}`);
           await deps.runs.start({ team, text: cmd.text, by: personOf(m), thread: { room_id: m.room_id, message_id: m.message_id } }, async (trx, runId) => {
-            await store.insertThread(trx, { run_id: runId, surface: m.surface, room_id: m.room_id, team, requested_by: m.user_id, requested_by_name: m.user_name });
+            // Asked inside a conversation's thread (not a run's): the run lives in that thread, its root known at once, so
+            // replies there continue it from the start (and a second mention there at the same time is not a second run).
+            await store.insertThread(trx, { run_id: runId, surface: m.surface, room_id: m.room_id, team, requested_by: m.user_id, requested_by_name: m.user_name, root_id: m.thread_id });
             await store.setEffect(trx, m.surface, m.message_id, 'run', runId);
           });
           return;
@@ -300,10 +302,12 @@ export function createChatCore(deps: ChatCoreDeps) {
       const fromElsewhere = run.surface !== thread.surface;
       const requester = fromElsewhere ? personNamed(run.created_by) : s.mention(thread.requested_by, thread.requested_by_name);
       const format = formatOf(s.dialect);
-      if (!thread.root_id) {
+      // The run's first post is not made yet (its permalink, set with it, is unknown): a root post in the room, or,
+      // for a run asked for inside a conversation's thread (its root known from the start), the first post in that thread.
+      if (!thread.url) {
         const text = fromElsewhere ? renderStartFrom({ team: thread.team, runId, text: run.text, by: requester, origin: await deps.runs.originOf(runId), format }) : renderStart({ requester, team: thread.team, runId, text: run.text, format });
-        const rootId = await deliver(s, { room_id: thread.room_id, thread_id: null, text, as: null, key: `${thread.surface}:run:${runId}:root` }, owner);
-        await store.setRoot(db, runId, rootId, await s.permalink(thread.room_id, rootId));
+        const first = await deliver(s, { room_id: thread.room_id, thread_id: thread.root_id, text, as: null, key: `${thread.surface}:run:${runId}:root` }, owner);
+        await store.setRoot(db, runId, thread.root_id ?? first, await s.permalink(thread.room_id, first));
         thread = (await store.threadOfRun(db, runId))!;
       }
       let after = thread.mirrored_seq;

@@ -1,4 +1,4 @@
-import { serviceName } from '../surface.ts';
+import { failureCauseOf, retryAdvice, serviceName } from '../surface.ts';
 import type { ChatFormat } from './format.ts';
 import type { ChatFile, ChatRunPost, ChatRunView } from './ports.ts';
 
@@ -99,8 +99,12 @@ export function renderPost(p: ChatRunPost, ctx: RenderContext): RenderedPost | n
       return null;
     case 'completed':
       return { text: [`Done: ${said}`, ...deliveryLines(ctx.run, p.data, f), `Cost: ${cost(ctx.run.cost_usd)}`, 'Reply in this thread to ask for changes or more.'].join('\n'), role: p.role, ...none };
-    case 'failed':
-      return { text: `The run failed: ${said}\nCost: ${cost(ctx.run.cost_usd)}\nReply in this thread to have the team try again, with what to do differently.`, role: null, ...none };
+    case 'failed': {
+      // Whether trying again can help is the failure's cause (on the post): a spent budget, an archived team, a model that refuses.
+      const cause = failureCauseOf(p.data);
+      const next = cause ? retryAdvice(cause, 'reply in this thread') : 'Reply in this thread to have the team try again, with what to do differently.';
+      return { text: `The run failed: ${said}\nCost: ${cost(ctx.run.cost_usd)}\n${next}`, role: null, ...none };
+    }
     case 'canceled': {
       const by = typeof p.data.by === 'string' && p.data.by ? p.data.by : null;
       const what = by ? `cancelled by ${f.text(personNamed(by))}` : p.text.startsWith('cancelled') ? said : `cancelled: ${said}`;

@@ -107,6 +107,27 @@ describe('chat_a: messages in a team\'s room', () => {
     assert.equal(repliesTo(task.id).length, 0);
   });
 
+  it('a task asked inside another conversation\'s thread becomes a run in that thread (not at the top of the room), and a reply there continues the run', async () => {
+    const talk = mm.post(alice.id, room.id, 'the deploy went badly');
+    const asked = mm.post(alice.id, room.id, '@crewhouse Look at the 502s after the deploy', talk.id);
+    const firstOf = () => mm.posts.find((p) => p.user_id === bot.id && p.message.includes('Look at the 502s'));
+    await until('the run\'s first post', () => firstOf() !== undefined);
+    const first = firstOf()!;
+    assert.equal(first.root_id, talk.id, 'in the thread where it was asked');
+    assert.match(first.message, /^Run `run_\w+` started for @alice: team \*\*/);
+    const runId = /`(run_\w+)`/.exec(first.message)![1]!;
+    assert.deepEqual(await t.services.surfaces.chat_a.originOf(runId), { surface: 'chat_a', place: `${room.id}/${talk.id}`, url: mm.permalink(first.id) });
+    assert.equal((await t.request({ method: 'GET', url: `/api/v1/runs/${runId}`, token: t.adminToken })).body.chat_thread_url, mm.permalink(first.id));
+    // This test app's host cannot run the team's sandbox: the run ends, and that thread says why.
+    await until('the end in the thread', () => mm.threadOf(talk.id).some((p) => p.user_id === bot.id && /^The run (failed|was cancelled)/.test(p.message)));
+    assert.equal(mm.posts.filter((p) => p.user_id === bot.id && p.root_id === '' && p.message.includes('Look at the 502s')).length, 0, 'nothing at the top of the room');
+    assert.deepEqual(await t.services.chatCore.effectOf({ surface: 'chat_a', message_id: asked.id }), { effect: 'run', run_id: runId });
+    // A reply in that thread, not addressed to the bot, is for the run (a follow-up), not a new task.
+    const more = mm.post(alice.id, room.id, 'and the 504s too', talk.id);
+    await until('the follow-up', async () => (await t.services.chatCore.effectOf({ surface: 'chat_a', message_id: more.id })).effect !== null);
+    assert.deepEqual(await t.services.chatCore.effectOf({ surface: 'chat_a', message_id: more.id }), { effect: 'follow_up', run_id: runId });
+  });
+
   it('progress queues the thread catching up with its run (once per change); nothing for a run without a thread', async () => {
     const runId = /`(run_\w+)`/.exec(mm.posts.find((p) => p.user_id === bot.id && p.root_id === '' && p.message.includes('Fix the login page'))!.message)![1]!;
     const mirrors = (id: string) => t.db.selectFrom('jobs').select('key').where('kind', '=', 'chat.mirror-thread').where('key', 'like', `chat.mirror-thread:${id}:%`).execute();

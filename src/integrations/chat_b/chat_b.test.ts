@@ -145,6 +145,33 @@ describe('chat_b: the connection test and a team\'s room', () => {
     assert.deepEqual((await t.request({ method: 'GET', url: links, token: t.adminToken })).body.items.map((l: any) => l.external_id), [side.id]);
     assert.ok(!t.logs.join('\n').includes(BOT_TOKEN));
   });
+
+  it('a task asked inside another conversation\'s thread becomes a run whose posts go to that thread (thread_ts), and a reply there continues it', async () => {
+    const tpl = await makeTemplate(t);
+    const bot = slack.app!.botUser;
+    const alice = slack.addUser({ name: uniq('alice') });
+    const room = slack.addChannel({ name: uniq('ops'), members: [bot.id, alice.id] });
+    const made = await t.request({ method: 'POST', url: '/api/v1/teams', token: t.adminToken, body: { name: uniq('team'), template: { name: tpl.name, version: null }, home: { surface: 'chat_b', room_id: room.id } } });
+    assert.equal(made.status, 201, made.text);
+    const talk = slack.say(alice.id, room.id, 'the deploy went badly');
+    const asked = slack.say(alice.id, room.id, `<@${bot.id}> look at the 502s`, talk.ts);
+    const item = (ts: string, text: string, addressed: boolean) => ({ surface: 'chat_b' as const, message_id: `${room.id}:${ts}`, room_id: room.id, thread_id: talk.ts, user_id: alice.id, user_name: alice.name, text, addressed, command: false, via: 'event' as const });
+    assert.equal(await t.services.chatCore.receive(item(asked.ts, 'look at the 502s', true)), true);
+    const ours = () => slack.messages.filter((m) => m.user === bot.id && m.channel === room.id);
+    // This test app's host cannot run the team's sandbox: the run ends, and the thread says why.
+    await waitFor('the run\'s end in the thread', async () => {
+      await t.drainJobs();
+      return ours().some((m) => /^The run (failed|was cancelled)/.test(m.text));
+    });
+    assert.ok(ours().length >= 2);
+    assert.deepEqual(ours().map((m) => m.thread_ts), ours().map(() => talk.ts), 'every post in the thread where it was asked, none at the top of the channel');
+    const runId = /`(run_\w+)`/.exec(ours()[0]!.text)![1]!;
+    assert.equal((await t.services.chatCore.originOf(runId))?.place, `${room.id}/${talk.ts}`);
+    const more = slack.say(alice.id, room.id, 'and the 504s', talk.ts);
+    await t.services.chatCore.receive(item(more.ts, 'and the 504s', false));
+    await t.drainJobs();
+    assert.deepEqual(await t.services.chatCore.effectOf({ surface: 'chat_b', message_id: `${room.id}:${more.ts}` }), { effect: 'follow_up', run_id: runId });
+  });
 });
 
 describe('chat_b: the surface\'s bot identity', () => {

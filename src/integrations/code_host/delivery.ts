@@ -12,7 +12,7 @@ import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import type { RunChange } from '../../hooks.ts';
 import type { CodeHostApp } from './app.ts';
-import { followUpGivenIn, postKey, type RunProgress } from '../surface.ts';
+import { failureCauseOf, followUpGivenIn, postKey, retryAdvice, type RunProgress } from '../surface.ts';
 import * as store from './code_host.store.ts';
 import { deliverRunJob } from './deliver-run.job.ts';
 import { issueOfTaskText } from './events.ts';
@@ -126,8 +126,9 @@ export function createCodeHostDelivery(deps: CodeHostDeliveryDeps) {
       const app = await deps.codeHost();
       if (!app) return;
       const { run } = await runs.get(runId);
-      const followUp = event === 'resumed' ? (await runs.posts(runId, seq - 1, 1)).items[0] : undefined;
-      const body = progressText(run, event, seq, followUp, runUrl(run.id));
+      // The post at the change: the follow-up that resumed the run, or the failed post with its cause.
+      const atSeq = event === 'resumed' || event === 'finished' ? (await runs.posts(runId, seq - 1, 1)).items[0] : undefined;
+      const body = progressText(run, event, seq, atSeq, runUrl(run.id));
       if (body !== null) await post(app, runId, postKey(runId, event, seq), body);
     },
 
@@ -196,19 +197,20 @@ const REPORTS_BACK = 'The team comments here when it finishes or has a question.
 
 /**
  * What the run's issue is told of a change, saying what to do next there (or null when there is
- * nothing, anymore, to say): `followUp` is the post at `seq` for `resumed`. A follow-up is quoted
+ * nothing, anymore, to say): `atSeq` is the post at `seq` (the follow-up for `resumed`, the
+ * failed post for a failed run's `finished`, whose cause chooses the advice). A follow-up is quoted
  * with its author when it was a comment on the code host (it is public there already), else
  * named by where it was given (the console, the team's chat room), not quoted.
  */
-export function progressText(run: Run, event: RunProgress, seq: number, followUp: Post | undefined, runUrl: string): string | null {
+export function progressText(run: Run, event: RunProgress, seq: number, atSeq: Post | undefined, runUrl: string): string | null {
   const link = `[Run ${run.id}](${runUrl})`;
   if (event === 'started') return `Team \`${run.team}\` is on it: [run ${run.id}](${runUrl}). ${REPORTS_BACK}`;
   if (event === 'resumed') {
-    if (!followUp || followUp.seq !== seq || followUp.kind !== 'reply') return null;
-    const by = typeof followUp.data?.by === 'string' ? followUp.data.by : null;
+    if (!atSeq || atSeq.seq !== seq || atSeq.kind !== 'reply') return null;
+    const by = typeof atSeq.data?.by === 'string' ? atSeq.data.by : null;
     if (by?.startsWith('code_host:')) {
       // An HTML comment in the quote could pose as another comment's key marker: it is shown, not hidden.
-      const quoted = clip(followUp.text.trim(), 500).replaceAll('<!--', '&lt;!--').split('\n').join('\n> ');
+      const quoted = clip(atSeq.text.trim(), 500).replaceAll('<!--', '&lt;!--').split('\n').join('\n> ');
       return `Team \`${run.team}\` resumed work on a follow-up from @${by.slice('code_host:'.length)}:\n\n> ${quoted}\n\n${link}. ${REPORTS_BACK}`;
     }
     return `Team \`${run.team}\` resumed work on a follow-up given in ${followUpGivenIn(by)}. ${link}. ${REPORTS_BACK}`;
@@ -219,7 +221,11 @@ export function progressText(run: Run, event: RunProgress, seq: number, followUp
     const how = run.waiting_for?.kind === 'confirmation' ? 'Answer with a comment `/crewhouse approve` or `/crewhouse refuse`.' : 'Answer with a comment that mentions `/crewhouse`.';
     return `Team \`${run.team}\` asks (${q.role}):\n\n> ${q.text.split('\n').join('\n> ')}\n\n${how} ${link}`;
   }
-  if (run.state === 'failed') return `Team \`${run.team}\` could not finish: ${run.failure_reason ?? 'the run failed'}. ${link}. To have it try again, comment here mentioning \`/crewhouse\` with what to do differently.`;
+  if (run.state === 'failed') {
+    const cause = atSeq?.kind === 'failed' ? failureCauseOf(atSeq.data) : null;
+    const next = cause ? retryAdvice(cause, 'comment here mentioning `/crewhouse`') : 'To have it try again, comment here mentioning `/crewhouse` with what to do differently.';
+    return `Team \`${run.team}\` could not finish: ${run.failure_reason ?? 'the run failed'}. ${link}. ${next}`;
+  }
   if (run.state === 'cancelled') return `The run was cancelled, and the team stopped working on it. ${link}. For new work, open an issue with the label \`crewhouse\`.`;
   const pr = run.delivery?.pull_request;
   const what = pr ? `Pull request: ${pr.url} (review and merge it there).` : run.delivery?.branch ? `Branch \`${run.delivery.branch}\` was pushed.` : 'Nothing was pushed.';

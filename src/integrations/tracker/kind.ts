@@ -1,3 +1,4 @@
+import type { FailureCause } from '../surface.ts';
 import type { TrackerSurface, TrackerWork } from './tracker.store.ts';
 
 /**
@@ -47,8 +48,26 @@ export type ProgressNote =
   | { kind: 'resumed'; text: string; by: string | null; where: string }
   | { kind: 'question'; role: string; text: string; confirmation: boolean }
   | { kind: 'delivered'; summary: string | null; pullUrl: string | null; branch: string | null }
-  | { kind: 'failed'; reason: string }
+  /** `cause`: why trying again cannot help as things are (a spent budget, an archived team, a model that refuses), or null. */
+  | { kind: 'failed'; reason: string; cause: FailureCause | null }
   | { kind: 'cancelled' };
+
+/**
+ * What the issue is told about a person's message that was not taken as it came: `refused` (a
+ * run that takes no more replies, a team that cannot take work: `reason` says why, in words), or
+ * `deferred` (the team's daily budget is spent: it is taken at `at`, in words: `00:00 UTC`). `what`
+ * is what the message was.
+ */
+export type MessageNote =
+  | { kind: 'refused'; what: 'task' | 'follow-up' | 'answer'; by: TrackerPerson; reason: string }
+  | { kind: 'deferred'; what: 'task' | 'follow-up'; by: TrackerPerson; team: string; at: string };
+
+/** Where a person wrote on a tracker: the issue, and Linear's agent session when it was there. */
+export interface TrackerPlace {
+  issue_id: string;
+  issue_key: string;
+  session_id: string | null;
+}
 
 export interface ProgressContext {
   team: string;
@@ -64,6 +83,8 @@ export interface TrackerConnection {
   scopesOf(issue: TrackerIssue, payload: unknown): Promise<string[]>;
   /** Posts a note on the work's issue, once per `key` (a job run twice posts once). */
   post(work: TrackerWork, key: string, note: ProgressNote, ctx: ProgressContext): Promise<void>;
+  /** Answers a person's message on the issue (or in the session) where it was written, once per `key`. */
+  answer(place: TrackerPlace, key: string, note: MessageNote): Promise<void>;
   /** Once the run has succeeded and said so (a transition, when configured). */
   succeeded?(work: TrackerWork): Promise<void>;
   /** The connection test: a real call. */

@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
-import crypto from 'node:crypto';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { makeIntegration, makeTeam } from '../../../test/factories.ts';
+import { makeTeam } from '../../../test/factories.ts';
 import { startFakeJira, type FakeJira } from '../../../test/fakes/jira.ts';
 import { startFakeLinear, type FakeLinear } from '../../../test/fakes/linear.ts';
 import { captureLogger, testApp, type TestApp } from '../../../test/harness.ts';
+import { connectTrackers } from '../../../test/integrations.ts';
 import { makeHostRow } from '../../../test/sandboxes.ts';
 import { byKind } from '../../queue/queue.ts';
 import { createJobRunner } from '../../queue/runner.ts';
@@ -37,17 +36,8 @@ describe('trackers: stopping the agent from the issue', () => {
   before(async () => {
     t = await testApp({ modelProxy: true });
     await t.app.listen({ port: 0, host: '127.0.0.1' });
-    const base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
     [linear, jira] = await Promise.all([startFakeLinear(), startFakeJira()]);
-    const linearSecret = crypto.randomBytes(16).toString('hex');
-    await makeIntegration(t, 'tracker_a', { settings: { api_url: linear.url }, secrets: { access_token: linear.appToken, webhook_secret: linearSecret } });
-    linear.setWebhook({ url: `${base}/webhooks/tracker_a`, secret: linearSecret });
-    const jiraSecret = crypto.randomBytes(16).toString('hex');
-    await makeIntegration(t, 'tracker_b', {
-      settings: { client_id: jira.clientId, cloud_id: jira.cloudId, account_id: jira.agent.accountId, api_url: jira.apiUrl, auth_url: jira.authUrl, site_url: 'https://acme.atlassian.net' },
-      secrets: { client_secret: jira.clientSecret, webhook_secret: jiraSecret },
-    });
-    jira.setWebhook({ url: `${base}/webhooks/tracker_b`, secret: jiraSecret });
+    await connectTrackers(t, linear, jira);
     engTeam = linear.addTeam({ key: 'ENG', name: 'Engineering' }).id;
     jira.addProject({ key: 'OPS', name: 'Operations' });
     team = (await makeTeam(t)).name;

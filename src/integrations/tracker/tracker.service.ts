@@ -6,10 +6,11 @@ import type { Db } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import type { RunChange } from '../../hooks.ts';
 import { integrationCheckProblem, Problem } from '../../errors/problems.ts';
-import { followUpGivenIn, postKey } from '../surface.ts';
+import { failureCauseOf, followUpGivenIn, postKey } from '../surface.ts';
+import { processDeliveryJob } from '../webhooks/process-delivery.job.ts';
 import { settleDelivery } from '../webhooks/webhooks.store.ts';
 import { TrackerError } from './errors.ts';
-import type { ProgressNote, TaskIntent, TrackerConnection, TrackerIntent, TrackerKind } from './kind.ts';
+import type { MessageNote, ProgressNote, TaskIntent, TrackerConnection, TrackerIntent, TrackerKind, TrackerPerson, TrackerPlace } from './kind.ts';
 import { postProgressJob } from './post-progress.job.ts';
 import * as store from './tracker.store.ts';
 
@@ -32,6 +33,16 @@ export interface TrackerServiceDeps {
 
 /** A problem of the work itself (the team cannot take it): the delivery is settled `refused`, not retried. */
 const refusedBy = (err: unknown) => err instanceof Problem && err.status >= 400 && err.status < 500 && err.status !== 429;
+
+/** A 429 that says when the work is taken again (the team's daily budget is spent): the seconds until then, or null. */
+function takenLaterIn(err: unknown): number | null {
+  if (!(err instanceof Problem) || err.status !== 429) return null;
+  const seconds = Number(err.headers['retry-after']);
+  return Number.isInteger(seconds) && seconds > 0 ? seconds : null;
+}
+
+/** A time as people on the issue read it (`00:00 UTC`): a budget's wait ends within the day. */
+const inWords = (at: Date) => `${at.toISOString().slice(11, 16)} UTC`;
 
 /**
  * One issue tracker's work in and progress out, the same for both kinds: a verified delivery
@@ -70,8 +81,11 @@ export function createTrackerService(deps: TrackerServiceDeps) {
       accepted = await runs.createRun(systemActor(`${surface}:${intent.by.name}`), { team, text, surface, external_ref: ref, requested_by: `${surface}:${intent.by.name}` }, (trx, runId) => store.settleClaim(trx, claim, runId));
     } catch (err) {
       await store.dropClaim(db, claim);
+      const place = { issue_id: intent.issue.id, issue_key: intent.issue.key, session_id: intent.session };
+      const later = takenLaterIn(err);
+      if (later !== null) return takeLater(conn, row, place, { what: 'task', by: intent.by, team }, later, null);
       if (!refusedBy(err)) throw err;
-      return settleDelivery(db, row, { outcome: 'refused', detail: (err as Problem).detail });
+      return refuse(conn, row, place, { what: 'task', by: intent.by }, err as Problem, null);
     }
     await settleDelivery(db, row, { outcome: 'processed', detail: `${intent.issue.key} became a task of team "${team}"`, run_id: accepted.run_id });
   }
@@ -92,8 +106,50 @@ export function createTrackerService(deps: TrackerServiceDeps) {
         settleDelivery(trx, row, { outcome: 'processed', detail: `${intent.by.name} on ${work.issue_key} ${what} of run ${run.id}`, run_id: run.id }),
       );
     } catch (err) {
+      // Said where the person wrote: in the session of a prompt, else on the issue.
+      const place = { issue_id: work.issue_id, issue_key: work.issue_key, session_id: intent.session };
+      const later = question ? null : takenLaterIn(err);
+      if (later !== null) return takeLater(conn, row, place, { what: 'follow-up', by: intent.by, team: run.team }, later, run.id);
       if (!refusedBy(err)) throw err;
-      return settleDelivery(db, row, { outcome: 'refused', detail: (err as Problem).detail, run_id: run.id });
+      return refuse(conn, row, place, { what: question ? 'answer' : 'follow-up', by: intent.by }, err as Problem, run.id);
+    }
+  }
+
+  /**
+   * Says on the issue a person wrote on (or in the session) that their message was refused, and
+   * why in words, then settles the delivery `refused`: told before settling, so a job run again
+   * after a failed post tells it then (once per delivery: the post's key is the delivery's).
+   */
+  async function refuse(conn: TrackerConnection, row: string, place: TrackerPlace, m: { what: 'task' | 'follow-up' | 'answer'; by: TrackerPerson }, err: Problem, runId: string | null): Promise<void> {
+    const told = await answer(conn, place, `${surface}:refused:${row}`, { kind: 'refused', ...m, reason: err.detail });
+    await settleDelivery(db, row, { outcome: 'refused', detail: told ? err.detail : `${err.detail} (not said on ${kind.title}: it refused the post; the service log has the details)`, run_id: runId });
+  }
+
+  /**
+   * The team's daily budget is spent: the message is taken when it is whole again (the
+   * delivery's job again, scheduled for then: it finds the delivery still to do), and the
+   * issue says when. Once per delivery and day: a job run again schedules the same job and
+   * makes the same post.
+   */
+  async function takeLater(conn: TrackerConnection, row: string, place: TrackerPlace, m: { what: 'task' | 'follow-up'; by: TrackerPerson; team: string }, seconds: number, runId: string | null): Promise<void> {
+    const at = new Date(Date.now() + seconds * 1000);
+    const day = at.toISOString().slice(0, 10);
+    await db.transaction().execute(async (trx) => {
+      await settleDelivery(trx, row, { outcome: 'accepted', detail: `team "${m.team}" has spent its daily budget: the ${m.what} is taken at ${at.toISOString()}`, run_id: runId });
+      await processDeliveryJob.enqueue(trx, { delivery: row }, { key: `webhook:${surface}:later:${row}:${day}`, runAt: at });
+    });
+    await answer(conn, place, `${surface}:later:${row}:${day}`, { kind: 'deferred', ...m, at: inWords(at) });
+  }
+
+  /** Posts an answer to a person's message: false when the tracker refused it for good (logged: the delivery's outcome stands). */
+  async function answer(conn: TrackerConnection, place: TrackerPlace, key: string, note: MessageNote): Promise<boolean> {
+    try {
+      await conn.answer(place, key, note);
+      return true;
+    } catch (err) {
+      if (!(err instanceof TrackerError) || err.transient) throw err;
+      deps.logger.warn({ surface, issue: place.issue_key, reason: err.message }, 'the answer to a message could not be posted on the issue');
+      return false;
     }
   }
 
@@ -128,7 +184,10 @@ export function createTrackerService(deps: TrackerServiceDeps) {
       if (!q || q.seq !== seq) return null;
       return { kind: 'question', role: q.role, text: q.text, confirmation: run.waiting_for?.kind === 'confirmation' };
     }
-    if (run.state === 'failed') return { kind: 'failed', reason: run.failure_reason ?? 'the run failed' };
+    if (run.state === 'failed') {
+      const failed = (await runs.posts(run.id, Math.max(0, seq - 1), 1)).items[0];
+      return { kind: 'failed', reason: run.failure_reason ?? 'the run failed', cause: failed?.kind === 'failed' ? failureCauseOf(failed.data) : null };
+    }
     if (run.state === 'cancelled') return { kind: 'cancelled' };
     const completed = (await runs.posts(run.id, Math.max(0, seq - 1), 1)).items[0];
     return { kind: 'delivered', summary: completed?.kind === 'completed' ? completed.text : null, pullUrl: run.delivery?.pull_request?.url ?? null, branch: run.delivery?.branch ?? null };

@@ -1,8 +1,9 @@
 import crypto from 'node:crypto';
 import { clip, obj, str } from '../tracker/payload.ts';
-import type { ProgressContext, ProgressNote, TaskIntent, TrackerConnection, TrackerIntent, TrackerIssue, TrackerKind, TrackerPerson } from '../tracker/kind.ts';
+import type { MessageNote, ProgressContext, ProgressNote, TaskIntent, TrackerConnection, TrackerIntent, TrackerIssue, TrackerKind, TrackerPerson } from '../tracker/kind.ts';
 import type { TrackerWork } from '../tracker/tracker.store.ts';
 import { TrackerError, transportReason } from '../tracker/errors.ts';
+import { retryAdvice } from '../surface.ts';
 import type { ActivityContent, LinearApp } from './client.ts';
 
 /**
@@ -115,7 +116,7 @@ const REPORTS_BACK = 'The team reports back here when it finishes or has a quest
  * came without an agent session: each says what to do next where it is read (a reply in the
  * session, or a comment on the issue mentioning the agent).
  */
-export function activityOf(note: ProgressNote, ctx: ProgressContext, inSession = true): ActivityContent {
+export function activityOf(note: ProgressNote, ctx: ProgressContext, inSession = true): Extract<ActivityContent, { body: string }> {
   const run = `[run ${ctx.runId}](${ctx.runUrl})`;
   const write = inSession ? 'reply in this session' : 'comment on this issue mentioning the agent';
   switch (note.kind) {
@@ -137,10 +138,22 @@ export function activityOf(note: ProgressNote, ctx: ProgressContext, inSession =
         ].join('\n\n'),
       };
     case 'failed':
-      return { type: 'error', body: `Team \`${ctx.team}\` could not finish: ${note.reason}. ${run}. To have it try again, ${write} with what to do differently.` };
+      return { type: 'error', body: `Team \`${ctx.team}\` could not finish: ${note.reason}. ${run}. ${note.cause ? retryAdvice(note.cause, write) : `To have it try again, ${write} with what to do differently.`}` };
     case 'cancelled':
       return { type: 'error', body: `The run was cancelled, and the team stopped working on it. ${run}. For new work, assign the agent a new issue.` };
   }
+}
+
+/** What a person's message that was not taken as it came is told: in the session it was written in, or as a comment mentioning them. */
+export function answerOf(note: MessageNote, inSession: boolean): Extract<ActivityContent, { body: string }> {
+  const theirs = note.what === 'task' ? 'this issue' : `${note.by.name}'s ${note.what}`;
+  if (note.kind === 'deferred') {
+    const taken = note.what === 'task' ? `the team takes this issue at ${note.at}` : `${theirs} is taken at ${note.at}`;
+    return { type: 'thought', body: `Team \`${note.team}\` has spent its daily budget, so ${taken}, when the budget is whole again. Nothing more to do: the team reports back here then.` };
+  }
+  const next = note.what === 'task' ? 'Assign the agent again once that is mended.' : 'For new work, assign the agent a new issue.';
+  const body = `Crewhouse could not take ${theirs}: ${note.reason.replace(/\.$/, '')}. ${next}`;
+  return { type: 'error', body: inSession ? body : `@${note.by.name} ${body}` };
 }
 
 /** The same note as a comment, for work that came without an agent session. */
@@ -199,6 +212,10 @@ export function trackerAKind(deps: { settings(): Promise<TrackerASettings>; reve
         async post(work, key, note, ctx) {
           if (work.session_id) await app.activity(work.session_id, key, activityOf(note, ctx));
           else await app.comment(work.issue_id, key, commentOf(note, ctx, work));
+        },
+        async answer(place, key, note) {
+          if (place.session_id) await app.activity(place.session_id, key, answerOf(note, true));
+          else await app.comment(place.issue_id, key, answerOf(note, false).body);
         },
         async check() {
           try {

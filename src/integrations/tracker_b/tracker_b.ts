@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import { clip, obj, str } from '../tracker/payload.ts';
-import type { ProgressContext, ProgressNote, TrackerConnection, TrackerIntent, TrackerIssue, TrackerKind, TrackerPerson } from '../tracker/kind.ts';
+import type { MessageNote, ProgressContext, ProgressNote, TrackerConnection, TrackerIntent, TrackerIssue, TrackerKind, TrackerPerson } from '../tracker/kind.ts';
+import { retryAdvice } from '../surface.ts';
 import { adf, textOfAdf, type AdfDoc, type Inline } from './adf.ts';
 import type { JiraAgent, JiraConfig } from './client.ts';
 
@@ -96,10 +97,21 @@ export function commentOf(note: ProgressNote, ctx: ProgressContext, asker: { id:
         [run, '. For changes, comment on this issue mentioning the agent with what to change.'],
       );
     case 'failed':
-      return adf(['Team ', team, ` could not finish: ${note.reason}. `, run, '.'], ['To have it try again, comment on this issue mentioning the agent with what to do differently.']);
+      return adf(['Team ', team, ` could not finish: ${note.reason}. `, run, '.'], [note.cause ? retryAdvice(note.cause, 'comment on this issue mentioning the agent') : 'To have it try again, comment on this issue mentioning the agent with what to do differently.']);
     case 'cancelled':
       return adf(['The run was cancelled, and the team stopped working on it. ', run, '.'], ['For new work, assign the agent a new issue.']);
   }
+}
+
+/** What a person's message that was not taken as it came is told, as a comment mentioning them. */
+export function answerOf(note: MessageNote): AdfDoc {
+  const them: Inline[] = [{ mention: note.by.id, name: note.by.name }, ' '];
+  const theirs = note.what === 'task' ? 'this issue' : `your ${note.what}`;
+  if (note.kind === 'deferred') {
+    const taken = note.what === 'task' ? `the team takes this issue at ${note.at}` : `your follow-up is taken at ${note.at}`;
+    return adf([...them, 'Team ', { strong: note.team }, ` has spent its daily budget, so ${taken}, when the budget is whole again.`], ['Nothing more to do: the team comments here then.']);
+  }
+  return adf([...them, `Crewhouse could not take ${theirs}: ${note.reason.replace(/\.$/, '')}.`], [note.what === 'task' ? 'Assign the agent again once that is mended.' : 'For new work, assign the agent a new issue.']);
 }
 
 export function trackerBKind(deps: { settings(): Promise<TrackerBSettings>; reveal(name: string): Promise<string | null>; now?: () => number }): TrackerKind {
@@ -130,6 +142,9 @@ export function trackerBKind(deps: { settings(): Promise<TrackerBSettings>; reve
         },
         async post(work, key, note, ctx) {
           await agent.comment(work.issue_key, key, commentOf(note, ctx, { id: work.requested_by, name: work.requested_by_name }));
+        },
+        async answer(place, key, note) {
+          await agent.comment(place.issue_key, key, answerOf(note));
         },
         succeeded: s.doneTransition
           ? async (work) => {

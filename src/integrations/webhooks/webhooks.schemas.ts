@@ -16,7 +16,7 @@ export const WebhookDelivery = Type.Object(
     signature_valid: Type.Boolean(),
     times_received: Type.Integer({ minimum: 1, description: 'a verified delivery id is processed once however often it arrives; this counts the arrivals' }),
     outcome: Type.Union([Type.Literal('accepted'), Type.Literal('processed'), Type.Literal('ignored'), Type.Literal('refused'), Type.Literal('failed'), Type.Literal('duplicate')], {
-      description: '`accepted`: its work is queued; `processed`: done; `ignored`: acknowledged, nothing to do (`detail` says why); `refused`: answered 4xx, or its work was refused; `failed`: its work gave up after retries; `duplicate`: signed, but reports what another delivery id already reported (the same comment): answered 200 `duplicate`, its work not done again (`detail` names the first delivery)',
+      description: '`accepted`: its work is queued (a task or follow-up from a tracker that waits for the daily budget of its team stays `accepted` until its job at 00:00 UTC, `detail` saying when); `processed`: done; `ignored`: acknowledged, nothing to do (`detail` says why); `refused`: answered 4xx, or its work was refused; `failed`: its work gave up after retries; `duplicate`: signed, but reports what another delivery id already reported (the same comment): answered 200 `duplicate`, its work not done again (`detail` names the first delivery)',
     }),
     detail: Nullable(Type.String()),
     run_id: Nullable(Type.String({ description: 'the run it became or acted on' })),
