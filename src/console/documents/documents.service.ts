@@ -87,8 +87,7 @@ export function createDocumentsService(deps: { db: Db; hooks: HookCaller }) {
 
   return {
     async list(scope: DocumentScope, owner: string, query: { limit: number; cursor?: string }) {
-      const cursor = decodeCursor(query.cursor, 1);
-      if (cursor && typeof cursor[0] !== 'string') throw problems.badRequest('cursor is not a cursor this list gave out', [{ field: 'cursor', message: 'not a valid cursor' }]);
+      const cursor = decodeCursor(query.cursor, ['string']);
       await assertOwner(db, scope, owner);
       const rows = await store.listDocuments(db, scope, owner, cursor, query.limit);
       return toPage(rows, query.limit, (r) => [r.name], presentDocumentSummary);

@@ -121,7 +121,9 @@ describe('environments, images and checkpoints', () => {
     assert.ok(shared.used_by.every((u: { kind: string }) => u.kind === 'environment'));
     const ids = res.body.items.map((c: { id: string }) => c.id);
     assert.deepEqual(ids, [...ids].sort());
-    // Its cursor is an id: a number is not one it gave out.
+    // Its cursor is an id: a number is not one it gave out (nor for the environments, named by text).
+    const envTyped = await t.request({ method: 'GET', url: `/api/v1/environments?cursor=${Buffer.from('[1]').toString('base64url')}`, token: t.adminToken });
+    assert.deepEqual([envTyped.status, envTyped.body.errors?.[0]?.field], [400, 'cursor'], envTyped.text);
     const typed = await t.request({ method: 'GET', url: `/api/v1/checkpoints?cursor=${Buffer.from('[1]').toString('base64url')}`, token: t.adminToken });
     assert.deepEqual([typed.status, typed.body.errors?.[0]?.field], [400, 'cursor'], typed.text);
     assert.ok(!ids.includes(null));
