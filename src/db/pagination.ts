@@ -30,6 +30,7 @@ const isTime = (v: string) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.te
  * Decodes a cursor made for `arity` keys, or for keys of the given types (`['time', 'string']`);
  * a cursor that is not one of ours is a 400 naming `cursor`. Give the types wherever a key is not
  * text: a value of another type would otherwise reach the database and fail there, without a field.
+ * A key with NUL or half a surrogate pair (text the database cannot hold, so no list gave it out) is refused alike.
  */
 export function decodeCursor(cursor: string | undefined, arity: number | CursorKeyType[]): CursorValue[] | null {
   const types = typeof arity === 'number' ? null : arity;
@@ -44,7 +45,7 @@ export function decodeCursor(cursor: string | undefined, arity: number | CursorK
   if (
     !Array.isArray(values) ||
     values.length !== length ||
-    !values.every((v, i) => (types === null || KEY_CHECKS[types[i]!](v)) && ((typeof v === 'string' && v.length <= 512) || (typeof v === 'number' && Number.isFinite(v))))
+    !values.every((v, i) => (types === null || KEY_CHECKS[types[i]!](v)) && ((typeof v === 'string' && v.length <= 512 && !v.includes('\u0000') && v.isWellFormed()) || (typeof v === 'number' && Number.isFinite(v))))
   ) {
     throw problems.badRequest('cursor is not a cursor this list gave out', [{ field: 'cursor', message: 'not a valid cursor' }]);
   }

@@ -54,6 +54,8 @@ export const problems = {
     new Problem(401, 'unauthorized', 'Unauthorized', detail, [], { 'www-authenticate': 'Bearer realm="crewhouse"' }),
   forbidden: (detail: string) => new Problem(403, 'forbidden', 'Forbidden', detail),
   notFound: (what: string, name: string | number) => new Problem(404, 'not-found', 'Not found', `no ${what} named "${name}"`),
+  /** A record known by a number, not a name (a user, a token). */
+  notFoundById: (what: string, id: number) => new Problem(404, 'not-found', 'Not found', `no ${what} with id ${id}`),
   routeNotFound: (method: string, url: string) => new Problem(404, 'not-found', 'Not found', `no route ${method} ${url}`),
   conflict: (detail: string, errors: FieldProblem[] = []) => new Problem(409, 'conflict', 'Conflict', detail, errors),
   preconditionFailed: () =>

@@ -83,6 +83,12 @@ describe('HTTP conventions', () => {
     const query = await t.request({ method: 'GET', url: '/api/v1/users?cursor=%00', token: t.adminToken });
     assertProblem(query, 400);
     assert.equal(query.body.errors[0].field, 'cursor');
+    // The same NUL, or half a surrogate pair, inside a well-formed cursor (base64 of JSON) is refused by the cursor's decoder, naming cursor.
+    for (const key of ['a\u0000b', 'a\ud800b']) {
+      const inside = await t.request({ method: 'GET', url: `/api/v1/secrets?cursor=${Buffer.from(JSON.stringify([key])).toString('base64url')}`, token: t.adminToken });
+      assertProblem(inside, 400);
+      assert.deepEqual(inside.body.errors, [{ field: 'cursor', message: 'not a valid cursor' }], JSON.stringify(key));
+    }
     // A name that may hold `/` (a trailing wildcard) is named as the contract names it, not `*`.
     const path = await t.request({ method: 'PUT', url: '/api/v1/secrets/%00x', token: t.adminToken, body: { value: 'v' } });
     assertProblem(path, 400);

@@ -151,7 +151,7 @@ export function agentsRoutes(app: App, deps: { agents: AgentsService; documents:
         tags,
         description:
           "Sets the avatar: an image/* body of at most 512 KiB (413 beyond). The type is read from the bytes: PNG, JPEG, GIF or WebP, 415 for anything else. " +
-          "Replacing an avatar needs If-Match with the avatar's ETag (from GET .../avatar); setting the first one needs none. Changes the agent's ETag.",
+          "Replacing an avatar needs If-Match with the avatar's ETag (from GET .../avatar); setting the first one needs none, and takes the agent's ETag (from GET /agents/{name}) when one is sent. Changes the agent's ETag.",
         params: AgentParams,
         headers: IfMatchToReplace,
         // Documents the body only: no content type is literally "image/*", so nothing is validated against it.

@@ -5,7 +5,7 @@ import { deleteIfVersion, touchVersion, updateIfVersion } from '../../db/conditi
 import { within } from '../../db/within.ts';
 import type { Database } from '../../db/schema.ts';
 import { decodeCursor, toPage, type CursorValue } from '../../db/pagination.ts';
-import { problems, type FieldProblem } from '../../errors/problems.ts';
+import { Problem, problems, type FieldProblem } from '../../errors/problems.ts';
 import { checkEgress, normalizeEgress } from '../../egress/setting.ts';
 import type { ModelCatalog } from '../../models/catalog.ts';
 import { unknownTools } from '../../agent/tools/catalog.ts';
@@ -318,13 +318,14 @@ export function createAgentsService(deps: { db: Db; references: References; mode
     async getAvatar(name: string) {
       await mustGet(db, name);
       const row = await store.getAvatar(db, name);
-      if (!row) throw problems.notFound(`avatar of agent "${name}"`, name);
+      if (!row) throw new Problem(404, 'not-found', 'Not found', `the agent "${name}" has no avatar yet; an admin sets one`);
       return { media_type: row.media_type, bytes: Buffer.from(row.bytes), row_version: row.row_version };
     },
 
     /**
      * Sets the avatar. The type comes from the bytes (PNG, JPEG, GIF, WebP), whatever the
-     * header said; 415 otherwise, 413 above 512 KiB. Replacing needs the avatar's ETag.
+     * header said; 415 otherwise, 413 above 512 KiB. Replacing needs the avatar's ETag; a first
+     * avatar needs none, and takes the agent's ETag when one is sent.
      */
     async putAvatar(actor: Actor, name: string, expected: number | null, body: unknown) {
       const bytes = Buffer.isBuffer(body) ? body : null;
@@ -332,11 +333,14 @@ export function createAgentsService(deps: { db: Db; references: References; mode
       if (!bytes || !type) throw problems.unsupportedMediaType('the avatar must be a PNG, JPEG, GIF or WebP image; its type is read from the bytes');
       if (bytes.length > AVATAR_MAX_BYTES) throw problems.payloadTooLarge(`the avatar is ${bytes.length} bytes; at most ${AVATAR_MAX_BYTES / 1024} KiB`);
       return db.transaction().execute(async (trx) => {
+        const agentVersion = await store.lockAgent(trx, name);
+        if (agentVersion === null) throw problems.notFound('agent', name);
         // Bumps the agent's ETag too: its avatar_url changes with the avatar.
-        if ((await touchVersion(trx, 'agents', { name })) === null) throw problems.notFound('agent', name);
+        await touchVersion(trx, 'agents', { name });
         const existing = await store.getAvatar(trx, name);
         if (existing && expected === null) throw problems.preconditionRequired();
-        if (!existing && expected !== null) throw problems.preconditionFailed();
+        // A first avatar has no ETag of its own: an If-Match sent with it is the agent's, whose avatar it sets.
+        if (!existing && expected !== null && expected !== agentVersion) throw problems.preconditionFailed();
         const set = { media_type: type, bytes, size_bytes: bytes.length };
         const row = existing
           ? await updateIfVersion<{ row_version: number }>(trx, { table: 'agent_avatars', where: { agent_name: name }, expected: expected as number, set, what: 'avatar', label: name })

@@ -17,6 +17,12 @@ export function getAgent(db: Q, name: string) {
   return db.selectFrom('agents').selectAll().where('name', '=', name).executeTakeFirst();
 }
 
+/** The agent's ETag (row_version), its row locked for the rest of the transaction; null when there is none. */
+export async function lockAgent(db: Q, name: string): Promise<number | null> {
+  const row = await db.selectFrom('agents').select('row_version').where('name', '=', name).forUpdate().executeTakeFirst();
+  return row ? Number(row.row_version) : null;
+}
+
 /** Locks an agent's row against deletion for the rest of the transaction; false when there is none. */
 export async function lockAgentShared(db: Q, name: string): Promise<boolean> {
   const row = await db.selectFrom('agents').select('name').where('name', '=', name).forShare().executeTakeFirst();

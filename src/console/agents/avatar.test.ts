@@ -125,6 +125,22 @@ describe('agent avatars', () => {
     assert.equal((await get(uniq('none'))).statusCode, 404);
   });
 
+  test("a first avatar takes the agent's fresh ETag as If-Match (412 when stale); a missing avatar's 404 says the agent has none", async () => {
+    const name = await makeAgent();
+    const missing = await get(name);
+    assert.equal(missing.statusCode, 404);
+    assert.equal(missing.json().detail, `the agent "${name}" has no avatar yet; an admin sets one`);
+    const agentEtag = String((await t.request({ method: 'GET', url: `${V1}/agents/${name}`, token: t.adminToken })).headers.etag);
+    const res = await put(name, PNG, { ifMatch: agentEtag });
+    assert.equal(res.status, 204, res.text);
+    assert.equal((await get(name)).statusCode, 200);
+    // The agent's ETag changed with its avatar_url: the old one is stale for another agent's first avatar too.
+    const other = await makeAgent();
+    const otherEtag = String((await t.request({ method: 'GET', url: `${V1}/agents/${other}`, token: t.adminToken })).headers.etag);
+    await t.request({ method: 'PATCH', url: `${V1}/agents/${other}`, token: t.adminToken, body: { description: 'changed' }, headers: { 'if-match': otherEtag } });
+    assert.equal((await put(other, PNG, { ifMatch: otherEtag })).status, 412);
+  });
+
   test('viewers and operators get 403 on PUT; deleting the agent removes its avatar', async () => {
     const name = await makeAgent();
     for (const role of ['viewer', 'operator'] as const) {

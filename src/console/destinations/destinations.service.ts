@@ -169,7 +169,7 @@ export function createDestinationsService(deps: { db: Db; references: References
     async remove(actor: Actor, name: string, expected: number, trx?: Transaction<Database>) {
       const outer = trx;
       if (isBuiltinDestination(name)) throw builtinConflict(name);
-      const inUse = (uses: number) => problems.conflict(`destination "${name}" is named by ${uses} current agent version(s) or team role override(s); remove it from their egress first`);
+      const inUse = (uses: number) => problems.conflict(`destination "${name}" is named by ${uses} current agent version(s), team role override(s) or MCP server(s); remove it from their egress, or point the MCP servers at another destination, first`);
       await references.deleteUnlessUsed(trx ?? db, 'destination', name, inUse, async (trx) => {
         await deleteIfVersion(trx, { table: 'destinations', where: { name }, expected, what: 'destination', label: name });
         if (!outer) await recordAudit(trx, actor, 'destination.delete', { type: 'destination', id: name });

@@ -139,6 +139,16 @@ describe('destinations', () => {
     assert.deepEqual(actions.map((x) => x.action), ['destination.create', 'destination.delete']);
   });
 
+  test('DELETE is 409 while an MCP server names the destination, and the answer says so', async () => {
+    const name = uniq('mcpdest');
+    const c = await create({ name, host: 'mcp.example.com' });
+    const server = await t.request({ method: 'POST', url: '/api/v1/mcp-servers', token: t.adminToken, body: { name: uniq('srv'), url: 'https://mcp.example.com/sse', destination: name, auth: 'none', roles: [] } });
+    assert.equal(server.status, 201, server.text);
+    const busy = await t.request({ method: 'DELETE', url: url(name), token: t.adminToken, headers: { 'if-match': String(c.headers.etag) } });
+    assert.equal(busy.status, 409);
+    assert.match(busy.body.detail, /is named by 1 .*MCP server/);
+  });
+
   test('viewers and operators read; only admins write (403)', async () => {
     const name = uniq('r');
     const c = await create({ name });

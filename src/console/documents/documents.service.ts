@@ -60,7 +60,8 @@ function checkDocument(name: string, input: DocumentPut): { size: number } {
     errors.push({ field: 'media_type', message: `must be one of ${DOCUMENT_MEDIA_TYPES.join(', ')}; binary files are unsupported` });
   }
   const description = input.description ?? '';
-  if (description.length > DOCUMENT_LIMITS.descriptionChars) errors.push({ field: 'description', message: `must be at most ${DOCUMENT_LIMITS.descriptionChars} characters` });
+  // Characters as the schema counts them (code points): an emoji is one, not two UTF-16 units.
+  if ([...description].length > DOCUMENT_LIMITS.descriptionChars) errors.push({ field: 'description', message: `must be at most ${DOCUMENT_LIMITS.descriptionChars} characters` });
   const size = Buffer.byteLength(input.content, 'utf8');
   if (size < 1) errors.push({ field: 'content', message: 'must hold at least 1 byte' });
   else if (size > DOCUMENT_LIMITS.contentBytes) errors.push({ field: 'content', message: `must be at most ${KIB(DOCUMENT_LIMITS.contentBytes)} of UTF-8 (it is ${size} bytes)` });
@@ -86,8 +87,7 @@ export function createDocumentsService(deps: { db: Db; hooks: HookCaller }) {
 
   return {
     async list(scope: DocumentScope, owner: string, query: { limit: number; cursor?: string }) {
-      const cursor = decodeCursor(query.cursor, 1);
-      if (cursor && typeof cursor[0] !== 'string') throw problems.badRequest('cursor is not a cursor this list gave out', [{ field: 'cursor', message: 'not a valid cursor' }]);
+      const cursor = decodeCursor(query.cursor, ['string']);
       await assertOwner(db, scope, owner);
       const rows = await store.listDocuments(db, scope, owner, cursor, query.limit);
       return toPage(rows, query.limit, (r) => [r.name], presentDocumentSummary);

@@ -105,6 +105,11 @@ describe('context documents', () => {
     assert.match(nul.body.errors[0].message, /NUL/);
     await assert.rejects(t.services.documents.put(systemActor('test'), 'agent', agent, 'nul.txt', null, { media_type: 'text/plain', content: 'a\u0000b' }), (e: { status: number; errors: Array<{ field: string }> }) => e.status === 422 && e.errors[0].field === 'content');
     assert.equal((await put(agent, 'max.md', { media_type: 'text/markdown', description: 'd'.repeat(200), content: 'x'.repeat(256 * KiB) })).status, 201);
+    // 200 characters are 200 whatever their UTF-16 length: an emoji counts once, for the schema and the service alike.
+    const emoji = await put(agent, 'emoji.md', { media_type: 'text/markdown', description: '\u{1F600}'.repeat(200), content: 'x' });
+    assert.equal(emoji.status, 201, emoji.text);
+    const emojiOver = await put(agent, 'emoji2.md', { media_type: 'text/markdown', description: '\u{1F600}'.repeat(201), content: 'x' });
+    assert.deepEqual([emojiOver.status, emojiOver.body.errors[0].field], [400, 'description']);
     for (const mt of ['text/plain', 'text/csv', 'application/json', 'application/yaml']) {
       assert.equal((await put(agent, `f-${mt.replace('/', '.')}`, { media_type: mt, content: '1' })).status, 201);
     }

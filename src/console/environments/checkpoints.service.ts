@@ -8,7 +8,7 @@ import { decodeCursor, toPage } from '../../db/pagination.ts';
 export function createCheckpointsService(deps: { hooks: HookCaller }) {
   return {
     async list(query: { limit: number; cursor?: string }) {
-      const cursor = decodeCursor(query.cursor, 1);
+      const cursor = decodeCursor(query.cursor, ['string']);
       const byId = new Map<string, Array<{ kind: string; name: string }>>();
       for (const uses of await deps.hooks.ask('checkpointUses')) {
         for (const use of uses) {

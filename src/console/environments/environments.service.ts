@@ -82,7 +82,7 @@ export function createEnvironmentsService(deps: { db: Db; references: References
     },
 
     async list(query: { limit: number; cursor?: string }) {
-      const cursor = decodeCursor(query.cursor, 1);
+      const cursor = decodeCursor(query.cursor, ['string']);
       let q = db.selectFrom('environments').selectAll().orderBy('name').limit(query.limit + 1);
       if (cursor) q = q.where('name', '>', String(cursor[0]));
       const page = toPage(await q.execute(), query.limit, (r) => [r.name], (r) => r);

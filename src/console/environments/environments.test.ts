@@ -48,6 +48,11 @@ describe('environments, images and checkpoints', () => {
     const p2 = await t.request({ method: 'GET', url: `/api/v1/images?limit=2&cursor=${p1.body.next_cursor}`, token: t.adminToken });
     assert.deepEqual(p2.body.items.map((i: { version: string }) => i.version), ['2025.01.0']);
     assert.equal(p2.body.next_cursor, null);
+    // A cursor naming no build, or not text, is a 400 naming cursor, not the first page again.
+    for (const key of ['gone.json', 1]) {
+      const stale = await t.request({ method: 'GET', url: `/api/v1/images?limit=2&cursor=${Buffer.from(JSON.stringify([key])).toString('base64url')}`, token: t.adminToken });
+      assert.deepEqual([stale.status, stale.body.errors?.[0]?.field], [400, 'cursor'], `${key}: ${stale.text}`);
+    }
   });
 
   test('manifest rules', () => {
@@ -116,6 +121,11 @@ describe('environments, images and checkpoints', () => {
     assert.ok(shared.used_by.every((u: { kind: string }) => u.kind === 'environment'));
     const ids = res.body.items.map((c: { id: string }) => c.id);
     assert.deepEqual(ids, [...ids].sort());
+    // Its cursor is an id: a number is not one it gave out (nor for the environments, named by text).
+    const envTyped = await t.request({ method: 'GET', url: `/api/v1/environments?cursor=${Buffer.from('[1]').toString('base64url')}`, token: t.adminToken });
+    assert.deepEqual([envTyped.status, envTyped.body.errors?.[0]?.field], [400, 'cursor'], envTyped.text);
+    const typed = await t.request({ method: 'GET', url: `/api/v1/checkpoints?cursor=${Buffer.from('[1]').toString('base64url')}`, token: t.adminToken });
+    assert.deepEqual([typed.status, typed.body.errors?.[0]?.field], [400, 'cursor'], typed.text);
     assert.ok(!ids.includes(null));
   });
 

@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { decodeCursor, toPage } from '../../db/pagination.ts';
+import { pageOfList } from '../../db/pagination.ts';
 import type { Image } from './environments.schemas.ts';
 import { manifestProblem, type Manifest } from './manifest.ts';
 
@@ -52,10 +52,8 @@ export function createImagesService(deps: { dir: string; logger: Logger }) {
       return (await read())[0] ?? null;
     },
     async list(query: { limit: number; cursor?: string }) {
-      const cursor = decodeCursor(query.cursor, 1);
-      const images = await read();
-      const start = cursor ? images.findIndex((i) => i.manifest === cursor[0]) + 1 : 0;
-      return toPage(images.slice(start, start + query.limit + 1), query.limit, (i) => [i.manifest], (i) => i);
+      // A cursor naming no build is a 400 (it started the list again from the newest build).
+      return pageOfList(await read(), (i) => [i.manifest], (i) => i, query);
     },
   };
 }

@@ -284,7 +284,7 @@ export function createMcpServersService(deps: {
         if (team !== null && !(await lockLiveTeam(trx, team))) throw problems.invalidField('team', `no live team named "${team}"`);
         await guardNames(trx, columns);
         const row = await store.insertServer(trx, { team_key: keyOf(team), name: input.name, ...columns, status: 'curated', proposed_by: null, actor: actor.name });
-        if (!row) throw problems.conflict(`a ${label(a)} named "${input.name}" already exists`, [{ field: 'name', message: 'is taken' }]);
+        if (!row) throw problems.conflict(`${a.team === null ? 'a' : 'an'} ${label(a)} named "${input.name}" already exists`, [{ field: 'name', message: 'is taken' }]);
         await recordAudit(trx, actor, 'mcp_server.create', { type: 'mcp_server', id: idOf(a) }, auditDetails(a, columns));
         return row;
       });

@@ -69,7 +69,7 @@ describe('mcp servers', () => {
     }
     assert.ok(!res.text.includes(SECRET_VALUE));
     const dup = await create({ ...base(), name: body.name });
-    assert.equal(dup.status, 409);
+    assert.deepEqual([dup.status, dup.body.detail], [409, `a platform MCP server named "${body.name}" already exists`]);
     assert.equal(dup.body.errors[0].field, 'name');
     assert.deepEqual((await auditOf(`platform:${body.name}`)).map((a) => a.action), ['mcp_server.create']);
   });
@@ -116,7 +116,8 @@ describe('mcp servers', () => {
 
     // The same name may exist once per team and once on the platform.
     const name = lacking.body.name;
-    assert.equal((await create(base({ team, name }), operator.token)).status, 409);
+    const taken = await create(base({ team, name }), operator.token);
+    assert.deepEqual([taken.status, taken.body.detail], [409, `an MCP server of team "${team}" named "${name}" already exists`]);
     assert.equal((await create(base({ name }))).status, 201);
     const second = await makeTeam(t);
     assert.equal((await create(base({ team: second.name, name, secret: await teamSecret(second.name) }), operator.token)).status, 201);

@@ -129,7 +129,7 @@ export function createSessionService(deps: { db: Db; users: Pick<UsersService, '
     async revokeToken(actor: Actor, tokenId: number) {
       await db.transaction().execute(async (trx) => {
         const row = await auth.revokeToken(trx, actor.userId!, tokenId);
-        if (!row) throw problems.notFound('token', tokenId);
+        if (!row) throw problems.notFoundById('token', tokenId);
         await recordAudit(trx, actor, 'token.revoke', { type: 'token', id: tokenId });
       });
     },

@@ -82,7 +82,7 @@ export function createUsersService(deps: { db: Db; publicBaseUrl: string }) {
     async get(actor: Actor, id: number) {
       if (actor.role !== 'admin' && actor.userId !== id) throw problems.forbidden('only an admin may read another user');
       const row = await store.getUser(db, id);
-      if (!row) throw problems.notFound('user', id);
+      if (!row) throw problems.notFoundById('user', id);
       return row;
     },
 
@@ -104,7 +104,7 @@ export function createUsersService(deps: { db: Db; publicBaseUrl: string }) {
         // cannot both succeed and leave none.
         await lockKey(trx, ADMIN_GUARD);
         const before = await store.getUser(trx, id);
-        if (!before) throw problems.notFound('user', id);
+        if (!before) throw problems.notFoundById('user', id);
         const losesAdmin =
           before.role === 'admin' && !before.disabled && ((patch.role !== undefined && patch.role !== 'admin') || patch.disabled === true);
         if (losesAdmin && (await store.countEnabledAdmins(trx, id)) === 0) {
@@ -120,7 +120,7 @@ export function createUsersService(deps: { db: Db; publicBaseUrl: string }) {
     async issueSetupToken(actor: Actor, id: number) {
       return db.transaction().execute(async (trx) => {
         const row = await store.getUser(trx, id);
-        if (!row) throw problems.notFound('user', id);
+        if (!row) throw problems.notFoundById('user', id);
         const setup = await issue(trx, id);
         await recordAudit(trx, actor, 'user.setup_token', { type: 'user', id });
         return { row, setup };

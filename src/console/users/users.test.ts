@@ -35,6 +35,8 @@ describe('users', () => {
     const other = await t.user('viewer');
     assert.equal((await t.request({ method: 'GET', url: `/api/v1/users/${me.id}`, token: me.token })).status, 200);
     assert.equal((await t.request({ method: 'GET', url: `/api/v1/users/${other.id}`, token: me.token })).status, 403);
+    const missing = await t.request({ method: 'GET', url: '/api/v1/users/999999', token: t.adminToken });
+    assert.deepEqual([missing.status, missing.body.detail], [404, 'no user with id 999999']);
   });
 
   test('PATCH needs If-Match: 428 without, 412 when stale, 200 when fresh', async () => {
