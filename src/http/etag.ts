@@ -12,13 +12,24 @@ export function setEtag(reply: FastifyReply, rowVersion: number | string): void 
 }
 
 /**
- * The row version a write of an existing resource expects: 428 without If-Match. An ETag
- * that is not one of ours can never match, so it becomes a version no row has (412); a value
- * that is not one ETag (`*`, a list) is a 400.
+ * The row version a write of an existing resource expects: 428 without If-Match, but only once
+ * `mustExist` (the read of the addressed resource, which answers 404 when it is not there) has
+ * passed: a client learns that the resource does not exist before being told to send a
+ * precondition for it. The read runs only when If-Match is missing. An ETag that is not one of
+ * ours can never match, so it becomes a version no row has (412); a value that is not one ETag
+ * (`*`, a list) is a 400.
  */
-export function requireIfMatch(request: FastifyRequest): number {
-  const raw = request.headers['if-match'];
-  if (raw === undefined || raw === '') throw problems.preconditionRequired();
+export async function requireIfMatch(request: FastifyRequest, mustExist: () => Promise<unknown>): Promise<number> {
+  if (request.headers['if-match'] === undefined || request.headers['if-match'] === '') {
+    await mustExist();
+    throw problems.preconditionRequired();
+  }
+  return ifMatchVersion(request);
+}
+
+function ifMatchVersion(request: FastifyRequest): number {
+  const raw = request.headers['if-match']!;
+  if (raw === '') throw problems.preconditionRequired();
   const value = String(raw).trim();
   const match = /^"(\d{1,15})"$/.exec(value);
   if (match) return Number(match[1]);
@@ -32,5 +43,5 @@ export function requireIfMatch(request: FastifyRequest): number {
 
 /** If-Match when present (for create-or-replace routes), else null. */
 export function optionalIfMatch(request: FastifyRequest): number | null {
-  return request.headers['if-match'] === undefined ? null : requireIfMatch(request);
+  return request.headers['if-match'] === undefined ? null : ifMatchVersion(request);
 }

@@ -84,7 +84,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
     config: { auth: { role: 'operator' } },
     schema: { operationId: 'updateTeam', summary: 'Update a team', etag: true, problems: { 409: 'the team is being archived', 502: 'the model proxy failed to take the new budget or model', 503: 'the model proxy is not configured or not answering' }, tags, params: TeamParams, headers: IfMatchHeader, body: TeamPatch, response: { 200: Team } },
     handler: async (req, reply) => {
-      const row = await teams.patch(actorOf(req), req.params.name, requireIfMatch(req), req.body);
+      const row = await teams.patch(actorOf(req), req.params.name, await requireIfMatch(req, () => teams.get(req.params.name)), req.body);
       setEtag(reply, row.row_version);
       return teams.detail(row);
     },
@@ -104,7 +104,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
       response: { 204: NoContent },
     },
     handler: async (req, reply) => {
-      await teams.archive(actorOf(req), req.params.name, requireIfMatch(req));
+      await teams.archive(actorOf(req), req.params.name, await requireIfMatch(req, () => teams.get(req.params.name)));
       return reply.status(204).send(null);
     },
   });
@@ -125,7 +125,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
       response: { 200: Team },
     },
     handler: async (req, reply) => {
-      const row = await teams.upgrade(actorOf(req), req.params.name, requireIfMatch(req), req.body?.version);
+      const row = await teams.upgrade(actorOf(req), req.params.name, await requireIfMatch(req, () => teams.get(req.params.name)), req.body?.version);
       setEtag(reply, row.row_version);
       return teams.detail(row);
     },
@@ -201,7 +201,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
       response: { 200: EgressOverride },
     },
     handler: async (req, reply) => {
-      const r = await egress.put(actorOf(req), req.params.name, req.params.role, requireIfMatch(req), req.body);
+      const r = await egress.put(actorOf(req), req.params.name, req.params.role, await requireIfMatch(req, () => egress.get(req.params.name, req.params.role)), req.body);
       setEtag(reply, r.row_version);
       return { team: req.params.name, role: req.params.role, override: r.override };
     },
@@ -211,7 +211,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
     config: { auth: { role: 'admin' } },
     schema: { operationId: 'deleteTeamRoleEgress', summary: 'Remove a team role\'s egress override', tags, description: 'Removes the override; the agent definition\'s egress applies. If-Match is the ETag of GET …/egress.', params: RoleParams, headers: IfMatchHeader, response: { 204: NoContent } },
     handler: async (req, reply) => {
-      await egress.remove(actorOf(req), req.params.name, req.params.role, requireIfMatch(req));
+      await egress.remove(actorOf(req), req.params.name, req.params.role, await requireIfMatch(req, () => egress.get(req.params.name, req.params.role)));
       return reply.status(204).send(null);
     },
   });
