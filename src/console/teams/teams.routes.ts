@@ -65,28 +65,31 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
     },
     handler: async (req, reply) => {
       const row = await teams.create(actorOf(req), req.body);
-      setEtag(reply, row.row_version);
-      return reply.status(201).header('location', `/api/v1/teams/${row.name}`).send(await teams.detail(row));
+      const body = await teams.detail(row);
+      setEtag(reply, row.row_version, body);
+      return reply.status(201).header('location', `/api/v1/teams/${row.name}`).send(body);
     },
   });
 
   app.get('/teams/:name', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getTeam', summary: 'Get a team', etag: true, tags, description: 'The live team of the name, else the last archived one.', params: TeamParams, response: { 200: Team } },
+    schema: { operationId: 'getTeam', summary: 'Get a team', etag: true, tags, description: 'The live team of the name, else the last archived one. Its ETag covers the whole body, derived values included (state, active_runs, spend today): it changes whenever the body would, so a cache revalidating with If-None-Match never keeps a stale one. If-Match on the team\'s writes compares only the team\'s own version within it: a write is refused as stale (412) when the team was changed, not because a run started or money was spent since the read.', params: TeamParams, response: { 200: Team } },
     handler: async (req, reply) => {
       const row = await teams.get(req.params.name);
-      setEtag(reply, row.row_version);
-      return teams.detail(row);
+      const body = await teams.detail(row);
+      setEtag(reply, row.row_version, body);
+      return body;
     },
   });
 
   app.patch('/teams/:name', {
     config: { auth: { role: 'operator' } },
-    schema: { operationId: 'updateTeam', summary: 'Update a team', etag: true, problems: { 409: 'the team is being archived', 502: 'the model proxy failed to take the new budget or model', 503: 'the model proxy is not configured or not answering' }, tags, params: TeamParams, headers: IfMatchHeader, body: TeamPatch, response: { 200: Team } },
+    schema: { operationId: 'updateTeam', summary: 'Update a team', etag: true, description: 'Changes the fields given. If-Match is an ETag of the team from a fresh GET: only the team\'s own version within it is compared (412 when the team changed since), not its derived values (state, active runs, spend).', problems: { 409: 'the team is being archived', 502: 'the model proxy failed to take the new budget or model', 503: 'the model proxy is not configured or not answering' }, tags, params: TeamParams, headers: IfMatchHeader, body: TeamPatch, response: { 200: Team } },
     handler: async (req, reply) => {
       const row = await teams.patch(actorOf(req), req.params.name, await requireIfMatch(req, () => teams.get(req.params.name)), req.body);
-      setEtag(reply, row.row_version);
-      return teams.detail(row);
+      const body = await teams.detail(row);
+      setEtag(reply, row.row_version, body);
+      return body;
     },
   });
 
@@ -126,8 +129,9 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
     },
     handler: async (req, reply) => {
       const row = await teams.upgrade(actorOf(req), req.params.name, await requireIfMatch(req, () => teams.get(req.params.name)), req.body?.version);
-      setEtag(reply, row.row_version);
-      return teams.detail(row);
+      const body = await teams.detail(row);
+      setEtag(reply, row.row_version, body);
+      return body;
     },
   });
 
