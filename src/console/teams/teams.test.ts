@@ -3,6 +3,7 @@ import crypto from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { makeAgent, makeEnvironment, makeRun, makeTeam, makeTemplate } from '../../../test/factories.ts';
 import { makeHostRow } from '../../../test/sandboxes.ts';
+import { createTeamsDirectory } from './teams.directory.ts';
 import { captureLogger, testApp, uniq, type TestApp } from '../../../test/harness.ts';
 import { createModelProxyClient, type ModelProxyClient } from '../../modelproxy/client.ts';
 import { byKind, getJob, listJobs } from '../../queue/queue.ts';
@@ -272,6 +273,13 @@ describe('teams', () => {
     // Once it did, that ETag is stale.
     const stale = await t.request({ method: 'PATCH', url: `/api/v1/teams/${team.name}`, token: t.adminToken, headers: { 'if-match': String(after.headers.etag) }, body: { rework_rounds: 5 } });
     assert.equal(stale.status, 412);
+  });
+
+  test('what a run reads of a team is its fields only (the directory\'s forRun)', async () => {
+    const team = await makeTeam(t);
+    const directory = createTeamsDirectory({ db: t.db, agentVersion: async () => null, openKey: () => '' });
+    const forRun = await directory.forRun(team.name);
+    assert.deepEqual(Object.keys(forRun!).sort(), ['id', 'lead', 'name', 'repo_url', 'rework_rounds', 'roles', 'status', 'surface']);
   });
 
   test('archive: cancels runs, revokes keys, removes roles, links and documents, frees the name; a new team inherits nothing', async () => {
