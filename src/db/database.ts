@@ -173,32 +173,36 @@ function guardedPool(pool: pg.Pool, lost: Lost): PostgresPool {
     Client: pg.Client,
     end: () => pool.end(),
     async connect(): Promise<PostgresPoolClient> {
-      let client = await acquire();
+      // Null only between giving a lost client back and receiving its replacement.
+      let client: pg.PoolClient | null = await acquire();
       let sent = false;
       let failure: unknown = null;
       const run: Query = async (text, values) => {
-        if (!sent && lost.has(client)) {
+        if (client && !sent && lost.has(client)) {
           client.release(new Error('the connection was lost before the checkout used it'));
-          client = await acquire();
+          client = null;
         }
+        client ??= await acquire();
         sent = true;
+        const used = client;
         try {
-          return await client.query(text, values);
+          return await used.query(text, values);
         } catch (err) {
-          if (!endsSession(client, err)) throw err;
+          if (!endsSession(used, err)) throw err;
           failure ??= err;
           throw hasSqlState(err) ? err : new ConnectionFailure('08006', err);
         }
       };
       return {
         get processID() {
-          return (client as unknown as { processID?: number }).processID;
+          return (client as unknown as { processID?: number } | null)?.processID;
         },
         // A cursor (a streamed query) goes to the client as it is.
         query: ((...args: unknown[]) =>
-          typeof args[0] === 'string' ? run(args[0], args[1] as unknown[] | undefined) : (client.query as (...a: unknown[]) => unknown)(...args)) as PostgresPoolClient['query'],
+          typeof args[0] === 'string' ? run(args[0], args[1] as unknown[] | undefined) : (client!.query as (...a: unknown[]) => unknown)(...args)) as PostgresPoolClient['query'],
         release(discard?: boolean) {
-          client.release(failure ? (failure as Error) : discard === true);
+          client?.release(failure ? (failure as Error) : discard === true);
+          client = null;
         },
       };
     },
