@@ -108,4 +108,81 @@ describe('ttlCache', () => {
     assert.equal(await cache('c', load('c2')), 'c');
     assert.equal(await cache('b', load('b3')), 'b3', 'a new key past the size dropped the others');
   });
+  describe('refreshed ahead (refreshWithinMs)', () => {
+    /** A cache of a 1 s ttl refreshed in its last 250 ms, with `key` loaded ('v1') at 0 ms. */
+    async function primed(key = 'k') {
+      const clock = { now: 0 };
+      const cache = ttlCache<string>(1_000, { now: () => clock.now, refreshWithinMs: 250 });
+      const { load, started } = loads<string>();
+      const first = cache(key, load);
+      started[0].resolve('v1');
+      assert.equal(await first, 'v1');
+      return { clock, cache, load, started };
+    }
+
+    test('a key in use near its expiry is answered at once and loaded again behind the caller', async () => {
+      const { clock, cache, load, started } = await primed();
+      clock.now = 749;
+      assert.equal(await cache('k', load), 'v1');
+      assert.equal(started.length, 1, 'no load before the refresh window');
+      clock.now = 750;
+      assert.equal(await cache('k', load), 'v1', 'answered from memory while it is loaded again');
+      assert.equal(await cache('k', load), 'v1');
+      assert.equal(started.length, 2, 'one background load for both callers');
+      started[1].resolve('v2');
+      await Promise.resolve();
+      assert.equal(await cache('k', load), 'v2', 'the background load replaced the entry');
+      clock.now = 1_200;
+      assert.equal(await cache('k', load), 'v2', 'dated from when the background load began (750), not the first');
+      assert.equal(started.length, 2);
+    });
+
+    test('never answers past the ttl: a key not used in the window is loaded on the way, as without it', async () => {
+      const { clock, cache, load, started } = await primed();
+      clock.now = 1_000;
+      const second = cache('k', load);
+      assert.equal(started.length, 2);
+      started[1].resolve('v2');
+      assert.equal(await second, 'v2', 'the caller waited for the new load');
+    });
+
+    test('a background load still running at the ttl does not keep the old value answered', async () => {
+      const { clock, cache, load, started } = await primed();
+      clock.now = 900;
+      assert.equal(await cache('k', load), 'v1');
+      assert.equal(started.length, 2, 'refresh begun');
+      clock.now = 1_000;
+      const waited = cache('k', load);
+      assert.equal(started.length, 3, 'past the ttl the caller loads on its way');
+      started[2].resolve('v3');
+      assert.equal(await waited, 'v3');
+      started[1].resolve('v2-late');
+      await Promise.resolve();
+      assert.equal(await cache('k', load), 'v3', 'the late background load did not replace the newer entry');
+    });
+
+    test('a failed background load leaves the entry to expire and lets the next caller try again', async () => {
+      const { clock, cache, load, started } = await primed();
+      clock.now = 800;
+      assert.equal(await cache('k', load), 'v1');
+      started[1].reject(new Error('database away'));
+      await new Promise((r) => setImmediate(r));
+      assert.equal(await cache('k', load), 'v1', 'still answered until its ttl');
+      assert.equal(started.length, 3, 'tried again');
+    });
+
+    test('forget during a background load: the load is not kept, the next caller loads afresh', async () => {
+      const { clock, cache, load, started } = await primed('sandbox-1\nbuilder');
+      clock.now = 800;
+      assert.equal(await cache('sandbox-1\nbuilder', load), 'v1');
+      assert.equal(started.length, 2);
+      cache.forget('sandbox-1\n');
+      started[1].resolve('read before the change');
+      await Promise.resolve();
+      const next = cache('sandbox-1\nbuilder', load);
+      assert.equal(started.length, 3, 'loaded on the way after forget, not answered from the background load');
+      started[2].resolve('new policy');
+      assert.equal(await next, 'new policy');
+    });
+  });
 });

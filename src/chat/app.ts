@@ -31,17 +31,21 @@ import { createChatStatusService } from './status/status.service.ts';
 import { chatStreamsRoutes } from './streams/streams.routes.ts';
 import { createChatStreamsService } from './streams/streams.service.ts';
 import { FEATURE_LEVEL } from './realm/realm.service.ts';
+import { chatUploadFileRoutes, chatUploadsRoutes } from './uploads/uploads.routes.ts';
+import { createChatUploadsService, DEFAULT_MAX_FILE_UPLOAD_MIB } from './uploads/uploads.service.ts';
+import { chatMutingRoutes } from './muting/muting.routes.ts';
+import { createChatMutingService } from './muting/muting.service.ts';
 import { chatUsersRoutes } from './users/users.routes.ts';
 import { createChatUsersService } from './users/users.service.ts';
 
 const FEATURE_LEVEL_STRING = `feature level ${FEATURE_LEVEL}`;
 
 /** The chat's composition root: every service built once, each given only what it needs. */
-export function createChatServices(deps: { db: Db; cipher: Cipher; queueLimits?: Partial<QueueLimits> }) {
+export function createChatServices(deps: { db: Db; cipher: Cipher; queueLimits?: Partial<QueueLimits>; maxFileUploadMib?: number }) {
   const { db, cipher } = deps;
   const users = createChatUsersService({ db, cipher });
   const realms = createChatRealmService({ db, users });
-  const streams = createChatStreamsService({ db });
+  const streams = createChatStreamsService({ db, afterCommit: () => events.poke() });
   const emoji = createChatEmojiService({ db });
   const status = createChatStatusService({ db, emoji, users });
   const botStorage = createChatBotStorageService({ db });
@@ -49,10 +53,12 @@ export function createChatServices(deps: { db: Db; cipher: Cipher; queueLimits?:
   const playgrounds = createChatPlaygroundsService({ db });
   const profileFields = createChatProfileFieldsService({ db });
   // Writers nudge this process's event reader after they commit; other processes hear the NOTIFY.
-  const messages = createChatMessagesService({ db, streams, emoji, afterCommit: () => events.poke() });
+  const uploads = createChatUploadsService({ db, cipher, maxFileUploadMib: deps.maxFileUploadMib ?? DEFAULT_MAX_FILE_UPLOAD_MIB, afterCommit: () => events.poke() });
+  const muting = createChatMutingService({ db, afterCommit: () => events.poke() });
+  const messages = createChatMessagesService({ db, streams, emoji, uploads, muting, afterCommit: () => events.poke() });
   const presence = createChatPresenceService({ db, afterCommit: () => events.poke() });
-  const events = createChatEventsService({ db, messages, streams, profileFields, presence, emoji, limits: deps.queueLimits });
-  return { users, realms, streams, emoji, status, botStorage, invites, playgrounds, profileFields, messages, events, presence };
+  const events = createChatEventsService({ db, messages, streams, profileFields, presence, emoji, uploads, muting, limits: deps.queueLimits });
+  return { users, realms, streams, emoji, status, botStorage, invites, playgrounds, profileFields, messages, events, presence, uploads, muting };
 }
 
 export type ChatServices = ReturnType<typeof createChatServices>;
@@ -89,6 +95,8 @@ export async function buildChatApp(deps: { config: Config; logger: Logger; metri
   await app.register(
     async (api: App) => {
       const r = chatRouter(api, { authenticate: (header) => services.users.authenticate(header), limiter });
+      chatUploadsRoutes(r, services);
+      chatMutingRoutes(r, services);
       chatRealmRoutes(r, services);
       chatUsersRoutes(r, services);
       chatStreamsRoutes(r, services);
@@ -105,6 +113,9 @@ export async function buildChatApp(deps: { config: Config; logger: Logger; metri
     },
     { prefix: '/api/v1' },
   );
+
+  // Uploaded files, to signed-in people who may read them (Basic auth, as the API), and by temporary URL.
+  chatUploadFileRoutes(chatRouter(app, { authenticate: (header) => services.users.authenticate(header), limiter }), services);
 
   // Uploaded images, at the addresses avatar_url and source_url give (unguessable names, as Zulip's).
   app.get('/user_avatars/:realm_id/:user_id/:file', { schema: { operationId: 'getAvatarImage', tags: ['chat-files'] } }, async (req, reply) => {

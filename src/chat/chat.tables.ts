@@ -166,6 +166,26 @@ export interface ChatTables {
     payload: Json<Record<string, unknown>>;
     created_at: Generated<string>;
   };
+  chat_attachments: {
+    id: Generated<number>;
+    realm_id: number;
+    owner_id: number;
+    path_id: string;
+    file_name: string;
+    content_type: string;
+    size: number;
+    content: Buffer;
+    create_time: Generated<string>;
+  };
+  chat_attachment_messages: {
+    attachment_id: number;
+    message_id: number;
+  };
+  chat_muted_users: {
+    user_id: number;
+    muted_user_id: number;
+    date_muted: Generated<string>;
+  };
   chat_playgrounds: {
     id: Generated<number>;
     realm_id: number;

@@ -5,6 +5,7 @@ import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { systemActor } from '../audit/audit.ts';
 import { captureLogger, testConfig, testDb, uniq } from '../../test/harness.ts';
+import { assertZulipResponse } from '../../test/zulip-openapi.ts';
 import type { Db } from '../db/database.ts';
 import type { App } from '../http/kernel.ts';
 import { loadCipher } from '../secrets/cipher.ts';
@@ -65,6 +66,12 @@ export interface ChatTestServer {
   logs: string[];
   /** A new account of a role (and options) with its own client. */
   account(role: ChatRole, opts?: { bot?: { type: number; ownerId: number | null }; visibility?: number; password?: string; email?: string; fullName?: string }): Promise<Account>;
+  /**
+   * Long-polls a queue until `count` events that `want` picks arrived (each answer checked
+   * against zulip.yaml); an earlier change's event may reach a queue registered after it, so
+   * `want` names what the test waits for.
+   */
+  events(who: Account, queueId: string, count: number, want: (e: any) => boolean): Promise<any[]>;
   /** Raw HTTP: `form` goes form-encoded in the body, `query` in the URL. */
   raw(method: string, path: string, opts?: { auth?: Account | string | null; form?: Record<string, string>; query?: Record<string, string>; headers?: Record<string, string>; body?: string | Buffer }): Promise<RawResponse>;
   close(): Promise<void>;
@@ -76,7 +83,7 @@ export async function chatTestServer(opts: { config?: Record<string, string>; qu
   const { db, close: closeDb } = opts.db ? { db: opts.db, close: async () => {} } : await testDb();
   const config = testConfig({ SERVICE_CHAT_RATE_LIMIT: '0', ...opts.config });
   const { logger, lines } = captureLogger();
-  const services = createChatServices({ db, cipher: loadCipher(config), queueLimits: opts.queueLimits });
+  const services = createChatServices({ db, cipher: loadCipher(config), queueLimits: opts.queueLimits, maxFileUploadMib: config.chatMaxFileUploadMib });
   const app = await buildChatApp({ config, logger, services });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
@@ -98,6 +105,27 @@ export async function chatTestServer(opts: { config?: Record<string, string>; qu
   });
   const owner = await asAccount(created.owner, created.apiKey);
 
+  const raw: ChatTestServer['raw'] = async (method, path, o = {}) => {
+    const headers: Record<string, string> = { ...o.headers };
+    if (o.auth && typeof o.auth === 'object') headers.authorization = basic(o.auth.email, o.auth.apiKey);
+    else if (typeof o.auth === 'string') headers.authorization = o.auth;
+    let body: string | Buffer | undefined = o.body;
+    if (o.form) {
+      body = new URLSearchParams(o.form).toString();
+      headers['content-type'] = 'application/x-www-form-urlencoded';
+    }
+    const url = `${base}/api/v1${path}${o.query ? `?${new URLSearchParams(o.query)}` : ''}`;
+    const res = await fetch(url, { method, headers, body });
+    const text = await res.text();
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = text;
+    }
+    return { status: res.status, headers: res.headers, body: parsed };
+  };
+
   return {
     app,
     db,
@@ -114,25 +142,19 @@ export async function chatTestServer(opts: { config?: Record<string, string>; qu
       );
       return asAccount(row, apiKey);
     },
-    async raw(method, path, o = {}) {
-      const headers: Record<string, string> = { ...o.headers };
-      if (o.auth && typeof o.auth === 'object') headers.authorization = basic(o.auth.email, o.auth.apiKey);
-      else if (typeof o.auth === 'string') headers.authorization = o.auth;
-      let body: string | Buffer | undefined = o.body;
-      if (o.form) {
-        body = new URLSearchParams(o.form).toString();
-        headers['content-type'] = 'application/x-www-form-urlencoded';
+    raw,
+    async events(who, queueId, count, want) {
+      const seen: any[] = [];
+      for (let last = -1; seen.length < count; ) {
+        const res = await raw('GET', '/events', { auth: who, query: { queue_id: queueId, last_event_id: String(last) } });
+        if (res.status !== 200) throw new Error(`GET /events answered ${res.status}: ${JSON.stringify(res.body)}`);
+        assertZulipResponse('GET', '/events', res.body);
+        for (const e of res.body.events) {
+          last = Math.max(last, e.id);
+          if (want(e)) seen.push(e);
+        }
       }
-      const url = `${base}/api/v1${path}${o.query ? `?${new URLSearchParams(o.query)}` : ''}`;
-      const res = await fetch(url, { method, headers, body });
-      const text = await res.text();
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        parsed = text;
-      }
-      return { status: res.status, headers: res.headers, body: parsed };
+      return seen;
     },
     async close() {
       await app.close();

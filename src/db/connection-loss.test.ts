@@ -25,7 +25,7 @@ describe('connections the server ends', { skip: !TEST_DATABASE_URL && 'needs Pos
   /** A pool of one connection on the test's schema, under an application name of its own. */
   async function ownPool(): Promise<OpenDatabase & { name: string }> {
     const name = `crewhouse-loss-${crypto.randomBytes(4).toString('hex')}`;
-    const url = new URL(TEST_DATABASE_URL!);
+    const url = new URL(tdb.url!);
     url.searchParams.set('application_name', name);
     const opened = await openDatabase({ databaseUrl: url.toString(), dataDir: '', searchPath: tdb.schema!, poolSize: 1 });
     return { ...opened, name };

@@ -55,6 +55,9 @@ const UPSTREAM_IDLE_MS = 300_000;
 // A sandbox that keeps knocking on closed doors is recorded this many times a minute; the metric counts all.
 const EVENTS_PER_MINUTE = 120;
 const CREDENTIAL_TTL_MS = 10_000;
+// A sandbox's identity, policy and credentials in use are read again in the background in the last
+// quarter of their time, so a model request seldom waits on those reads; none is used past its time.
+const REFRESH_WITHIN = (ttlMs: number) => ({ refreshWithinMs: ttlMs / 4 });
 // The gateway frames bodies itself and speaks for its own hop: none of these pass.
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'content-length', 'upgrade', 'host', 'expect']);
 // What a body needs to be understood; every other header only through the destination's header_allowlist.
@@ -71,9 +74,9 @@ export function createGatewayServer(opts: GatewayOptions) {
   const requests = opts.metrics.counter('gateway_requests_total', 'Requests through the credential gateway, by decision');
   const refusals = opts.metrics.counter('gateway_refusals_total', 'Requests the credential gateway refused, by rule');
   const reports = opts.metrics.counter('gateway_reported_total', 'Requests a role in report mode sent that enforcement would refuse, by rule');
-  const policyOf = ttlCache<DecisionContext>(POLICY_TTL_MS);
-  const credentialOf = ttlCache<Awaited<ReturnType<GatewaySources['credential']>>>(CREDENTIAL_TTL_MS);
-  const mcpServerOf = ttlCache<Awaited<ReturnType<GatewaySources['mcpServer']>>>(CREDENTIAL_TTL_MS);
+  const policyOf = ttlCache<DecisionContext>(POLICY_TTL_MS, REFRESH_WITHIN(POLICY_TTL_MS));
+  const credentialOf = ttlCache<Awaited<ReturnType<GatewaySources['credential']>>>(CREDENTIAL_TTL_MS, REFRESH_WITHIN(CREDENTIAL_TTL_MS));
+  const mcpServerOf = ttlCache<Awaited<ReturnType<GatewaySources['mcpServer']>>>(CREDENTIAL_TTL_MS, REFRESH_WITHIN(CREDENTIAL_TTL_MS));
   // Kept-alive upstream connections, with one TLS context for all of them (building one from the CA list costs milliseconds).
   const pool = createUpstreamPool(opts.upstreamCa, UPSTREAM_IDLE_MS);
   const modelProxy = new URL(opts.modelProxyUrl);
@@ -96,7 +99,7 @@ export function createGatewayServer(opts: GatewayOptions) {
       return { policy, repository, builtinHosts: BUILTIN_HOSTS };
     });
 
-  const identityOf = ttlCache<SandboxIdentity | null>(IDENTITY_TTL_MS);
+  const identityOf = ttlCache<SandboxIdentity | null>(IDENTITY_TTL_MS, REFRESH_WITHIN(IDENTITY_TTL_MS));
   const linkOf = (socket: net.Socket) => ({ local: socket.localAddress ?? '', remote: socket.remoteAddress ?? '' });
   /** The sandbox at the other end of the link, looked up again (at most every second) for each request, so a destroyed sandbox's open connections stop too. */
   const identify = (link: ConnMeta['link']) => (link.local && link.remote ? identityOf(`${link.local}\n${link.remote}`, () => sources.identify(link.local, link.remote)) : Promise.resolve(null));

@@ -1,7 +1,9 @@
 import crypto from 'node:crypto';
 import { recordAudit, type Actor } from '../audit/audit.ts';
 import { hashToken } from '../auth/credentials.ts';
+import type { Transaction } from 'kysely';
 import type { Db } from '../db/database.ts';
+import type { Database } from '../db/schema.ts';
 import { toUsd } from '../db/parsers.ts';
 import type { ModelCatalog } from '../models/catalog.ts';
 import { durationToInterval, utcDay } from './durations.ts';
@@ -79,6 +81,12 @@ export function createModelProxyService(deps: { db: Db; catalog: ModelCatalog; a
   const { db, catalog } = deps;
   /** After a commit that changed limits: admission that keeps them in memory rereads them before the answer goes out. */
   const limitsChanged = (target: { keyId?: string; team?: string }) => deps.admission.limitsChanged(target);
+  /**
+   * Reads a team's state and its daily rollup as of one moment: a settlement writes both in one
+   * transaction, so two reads on two pooled connections could show its request counted and its
+   * cost not yet (a settlement of another proxy committing between them).
+   */
+  const oneSnapshot = <T>(read: (q: Transaction<Database>) => Promise<T>) => db.transaction().setIsolationLevel('repeatable read').execute(read);
 
   function checkLimits(l: KeyLimits): { interval?: string | null } {
     const errors: string[] = [];
@@ -201,7 +209,7 @@ export function createModelProxyService(deps: { db: Db; catalog: ModelCatalog; a
       // What calls already answered cost is settled behind the answer: written first, so a run
       // refused for its budget is followed by a spend that shows it (the tasks route decides on it).
       await deps.admission.drain?.();
-      const [state, rows] = await Promise.all([store.teamState(db, team), store.spendByTeamDay(db, { from: utcDay(-(days - 1)), team })]);
+      const [state, rows] = await oneSnapshot(async (q) => [await store.teamState(q, team), await store.spendByTeamDay(q, { from: utcDay(-(days - 1)), team })] as const);
       const s = series(rows, days);
       return {
         team,
@@ -216,7 +224,7 @@ export function createModelProxyService(deps: { db: Db; catalog: ModelCatalog; a
 
     /** Every team with a budget row or spend in the window, each with its series; plus all teams summed per day. */
     async spend(days: number) {
-      const [states, rows] = await Promise.all([store.teamStates(db), store.spendByTeamDay(db, { from: utcDay(-(days - 1)) })]);
+      const [states, rows] = await oneSnapshot(async (q) => [await store.teamStates(q), await store.spendByTeamDay(q, { from: utcDay(-(days - 1)) })] as const);
       const byTeam = new Map<string, store.DayRow[]>();
       for (const r of rows) byTeam.set(r.team, [...(byTeam.get(r.team) ?? []), r]);
       const stateOf = new Map(states.map((s) => [s.team, s]));

@@ -34,9 +34,12 @@ export interface ModelProxyDeps {
   sweepEveryMs?: number;
 }
 
-/** Reads upstream keys from the secret store at most every CREDENTIAL_TTL_MS per name. */
+/**
+ * Reads upstream keys from the secret store at most every CREDENTIAL_TTL_MS per name; a key in
+ * use is read again in the background in that time's last quarter, off the requests' way.
+ */
 export function cachedReveal(secrets: Pick<SecretsService, 'reveal'>): (secretName: string) => Promise<string | null> {
-  const cache = ttlCache<string | null>(CREDENTIAL_TTL_MS);
+  const cache = ttlCache<string | null>(CREDENTIAL_TTL_MS, { refreshWithinMs: CREDENTIAL_TTL_MS / 4 });
   return (name) => cache(name, () => secrets.reveal(name));
 }
 

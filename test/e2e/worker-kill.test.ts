@@ -7,9 +7,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { sql } from 'kysely';
 import type { ScriptedAnswer, ScriptedRequest } from '../fakes/scripted-model.ts';
-import { dbKind, TEST_DATABASE_URL } from '../harness.ts';
+import { dbKind } from '../harness.ts';
 import { assertResumedWithoutRepeats, processesWith, startStack, stackSkip, waitFor, workspaceFile, type Stack } from './stack.ts';
 
 const skip = stackSkip || (dbKind === 'pglite' ? 'the embedded database lives in one process: a worker in another process cannot share it (runs on PostgreSQL: set SERVICE_TEST_DATABASE_URL)' : false);
@@ -43,9 +42,9 @@ describe('kill -9 of the worker mid-run', { skip }, () => {
   }
 
   async function startWorker(): Promise<ChildProcess> {
-    const schema = (await sql<{ s: string }>`select current_schema() as s`.execute(stack.t.db)).rows[0].s;
+    const place = stack.t.dbPlace!;
     const env = { ...stack.env, SERVICE_MODEL_PROXY_URL: stack.t.config.modelProxyUrl ?? '' };
-    const child = spawn(process.execPath, [path.join(import.meta.dirname, 'worker-child.ts'), JSON.stringify({ dbUrl: TEST_DATABASE_URL, schema, env })], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [path.join(import.meta.dirname, 'worker-child.ts'), JSON.stringify({ dbUrl: place.url, schema: place.schema, env })], { stdio: ['ignore', 'pipe', 'inherit'] });
     await new Promise<void>((resolve, reject) => {
       let out = '';
       child.stdout!.on('data', (d) => {

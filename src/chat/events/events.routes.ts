@@ -10,7 +10,7 @@ export function chatEventsRoutes(r: ChatRouter, deps: { events: ChatEventsServic
   const { events } = deps;
 
   r.authed(
-    { method: 'POST', url: '/register', operationId: 'registerQueue', tags, description: 'An event queue and the initial state of the event types asked for (`fetch_event_types`, else `event_types`, else all): among them `realm_emoji`, `user_settings` (stored time zone, presence and email visibility; Zulip defaults for the rest) and the empty `realm_user_groups`, `muted_users`, `drafts` and `alert_words` (this server has none).', response: Envelope({}, { open: true }) },
+    { method: 'POST', url: '/register', operationId: 'registerQueue', tags, description: 'An event queue and the initial state of the event types asked for (`fetch_event_types`, else `event_types`, else all): among them `realm_emoji`, `user_settings` (stored time zone, presence and email visibility; Zulip defaults for the rest), `muted_users` (with when each was muted), `max_file_upload_size_mib` with the realm, and the empty `realm_user_groups`, `drafts` and `alert_words` (this server has none).', response: Envelope({}, { open: true }) },
     async ({ params, caller }) => {
       const eventTypes = params.stringList('event_types', { maxLength: 100 });
       const fetchEventTypes = params.stringList('fetch_event_types', { maxLength: 100 });

@@ -4,6 +4,8 @@ import { ChatError } from '../http/errors.ts';
 import { MAX_MESSAGE_LENGTH, type ChatMessagesService, type MessageEventHidden } from '../messages/messages.service.ts';
 import { matches, type NarrowTerm, type Term } from '../messages/narrow.ts';
 import type { ChatEmojiService } from '../emoji/emoji.service.ts';
+import type { ChatMutingService } from '../muting/muting.service.ts';
+import type { ChatUploadsService } from '../uploads/uploads.service.ts';
 import type { ChatPresenceService } from '../presence/presence.ts';
 import type { ChatProfileFieldsService } from '../profile-fields/profile-fields.service.ts';
 import { FEATURE_LEVEL, ZULIP_VERSION } from '../realm/realm.service.ts';
@@ -18,7 +20,7 @@ import { EventQueues, type Queue, type QueueLimits, type QueuedEvent } from './q
 export const EVENT_TYPES = [
   'message', 'update_message', 'delete_message', 'reaction', 'update_message_flags', 'typing', 'subscription', 'stream',
   'realm_user', 'user_status', 'presence', 'user_topic', 'muted_topics', 'realm', 'custom_profile_fields', 'recent_private_conversations', 'heartbeat',
-  'realm_emoji', 'user_settings', 'realm_user_groups', 'muted_users', 'drafts', 'alert_words',
+  'realm_emoji', 'user_settings', 'realm_user_groups', 'muted_users', 'drafts', 'alert_words', 'attachment',
 ] as const;
 
 export const badQueue = (id: string) => new ChatError(`Bad event queue ID: ${id}`, { code: 'BAD_EVENT_QUEUE_ID', data: { queue_id: id } });
@@ -34,6 +36,8 @@ export function createChatEventsService(deps: {
   profileFields: ChatProfileFieldsService;
   presence: ChatPresenceService;
   emoji: ChatEmojiService;
+  uploads: ChatUploadsService;
+  muting: ChatMutingService;
   limits?: Partial<QueueLimits>;
 }) {
   const { db, messages, streams, profileFields } = deps;
@@ -125,6 +129,9 @@ export function createChatEventsService(deps: {
           max_topic_length: MAX_TOPIC_NAME_LENGTH,
           max_stream_name_length: MAX_STREAM_NAME_LENGTH,
           max_stream_description_length: 1024,
+          max_file_upload_size_mib: deps.uploads.maxFileUploadMib,
+          // No organization quota (see docs/chat-server.md): null, as Zulip reports an unlimited one.
+          realm_upload_quota_mib: null,
         });
       }
       if (want.has('realm_user')) {
@@ -175,9 +182,9 @@ export function createChatEventsService(deps: {
       if (want.has('recent_private_conversations')) state.recent_private_conversations = await messages.recentPrivateConversations(caller);
       if (want.has('realm_emoji')) state.realm_emoji = await deps.emoji.list(caller);
       if (want.has('user_settings')) state.user_settings = userSettings(caller.user);
-      // This server has no user groups, muted users, saved drafts or alert words (see docs/chat-server.md): each list is empty.
+      if (want.has('muted_users')) state.muted_users = await deps.muting.mutedUsers(caller);
+      // This server has no user groups, saved drafts or alert words (see docs/chat-server.md): each list is empty.
       if (want.has('realm_user_groups')) state.realm_user_groups = [];
-      if (want.has('muted_users')) state.muted_users = [];
       if (want.has('drafts')) state.drafts = [];
       if (want.has('alert_words')) state.alert_words = [];
       if (want.has('presence')) Object.assign(state, { presences: await deps.presence.presences(caller, v.slimPresence), server_timestamp: Date.now() / 1000, presence_last_update_id: -1 });

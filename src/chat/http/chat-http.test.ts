@@ -15,7 +15,9 @@ describe('chat HTTP conventions', () => {
     assert.equal(res.status, 200);
     const doc = (await res.json()) as any;
     assert.equal(doc.openapi, '3.1.0');
-    for (const [path, method] of [['/messages', 'post'], ['/messages', 'get'], ['/register', 'post'], ['/events', 'get'], ['/users', 'get'], ['/invites', 'get']]) {
+    for (const [path, method] of [['/messages', 'post'], ['/messages', 'get'], ['/register', 'post'], ['/events', 'get'], ['/users', 'get'], ['/invites', 'get'],
+      ['/user_uploads', 'post'], ['/attachments', 'get'], ['/attachments/{attachment_id}', 'delete'], ['/streams/{stream_id}', 'get'], ['/streams/{stream_id}', 'patch'],
+      ['/messages/{message_id}/history', 'get'], ['/messages/render', 'post'], ['/users/me/muted_users/{muted_user_id}', 'post'], ['/users/me/muted_users/{muted_user_id}', 'delete']]) {
       assert.ok(doc.paths[path]?.[method], `${method} ${path} is in the contract`);
     }
     assert.equal(doc.paths['/messages'].post.operationId, 'sendMessage');

@@ -144,6 +144,14 @@ interface RouteDef {
   description?: string;
   /** Schema of the success body (also the whitelist of what leaves the server). */
   response?: TSchema;
+  /** The largest body this route takes, in bytes, when it is not the server's (uploads). */
+  bodyLimit?: number;
+}
+
+/** A file as a route answers it: its bytes and the headers that describe them. */
+export interface FileAnswer {
+  body: Buffer;
+  headers: Record<string, string>;
 }
 
 export interface ChatRouter {
@@ -151,6 +159,10 @@ export interface ChatRouter {
   authed(def: RouteDef, handler: (ctx: AuthedContext) => Promise<Record<string, unknown>>): void;
   /** A route anyone may call. */
   open(def: RouteDef, handler: (ctx: ChatContext) => Promise<Record<string, unknown>>): void;
+  /** A route for a signed-in account that answers a file, not the JSON envelope (errors keep it). */
+  authedFile(def: RouteDef, handler: (ctx: AuthedContext) => Promise<FileAnswer>): void;
+  /** A route anyone may call that answers a file. */
+  openFile(def: RouteDef, handler: (ctx: ChatContext) => Promise<FileAnswer>): void;
 }
 
 /** Wraps handlers in the success envelope, adding `ignored_parameters_unsupported` when something went unread. */
@@ -160,36 +172,49 @@ export function chatRouter(app: App, deps: { authenticate(header: string | undef
     return { result: 'success', msg: '', ...data, ...(ignored.length ? { ignored_parameters_unsupported: ignored } : {}) };
   };
   const schemaOf = (def: RouteDef) => ({ operationId: def.operationId, tags: def.tags, description: def.description, ...(def.response ? { response: { 200: def.response } } : {}) });
+  const sendFile = (reply: FastifyReply, file: FileAnswer) => {
+    for (const [k, v] of Object.entries(file.headers)) void reply.header(k, v);
+    return reply.send(file.body);
+  };
+  const signIn = async (req: FastifyRequest, reply: FastifyReply) => {
+    const caller = await deps.authenticate(req.headers.authorization);
+    if (deps.limiter) {
+      const d = deps.limiter.hit(caller.user.id);
+      void reply.header('X-RateLimit-Limit', String(d.limit));
+      void reply.header('X-RateLimit-Remaining', String(d.remaining));
+      void reply.header('X-RateLimit-Reset', String(Math.floor(Date.now() / 1000 + d.secondsToFreedom)));
+      if (d.limited) throw chatErrors.rateLimited(d.secondsToFreedom);
+    }
+    return caller;
+  };
+  const route = (def: RouteDef, handler: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>) =>
+    app.route({ method: def.method, url: def.url, schema: schemaOf(def), ...(def.bodyLimit ? { bodyLimit: def.bodyLimit } : {}), handler });
 
   return {
     authed(def, handler) {
-      app.route({
-        method: def.method,
-        url: def.url,
-        schema: schemaOf(def),
-        handler: async (req, reply) => {
-          const caller = await deps.authenticate(req.headers.authorization);
-          if (deps.limiter) {
-            const d = deps.limiter.hit(caller.user.id);
-            void reply.header('X-RateLimit-Limit', String(d.limit));
-            void reply.header('X-RateLimit-Remaining', String(d.remaining));
-            void reply.header('X-RateLimit-Reset', String(Math.floor(Date.now() / 1000 + d.secondsToFreedom)));
-            if (d.limited) throw chatErrors.rateLimited(d.secondsToFreedom);
-          }
-          const { params, files } = readParams(req);
-          return envelope(params, await handler({ req, reply, params, files, caller }));
-        },
+      route(def, async (req, reply) => {
+        const caller = await signIn(req, reply);
+        const { params, files } = readParams(req);
+        return envelope(params, await handler({ req, reply, params, files, caller }));
       });
     },
     open(def, handler) {
-      app.route({
-        method: def.method,
-        url: def.url,
-        schema: schemaOf(def),
-        handler: async (req, reply) => {
-          const { params, files } = readParams(req);
-          return envelope(params, await handler({ req, reply, params, files }));
-        },
+      route(def, async (req, reply) => {
+        const { params, files } = readParams(req);
+        return envelope(params, await handler({ req, reply, params, files }));
+      });
+    },
+    authedFile(def, handler) {
+      route(def, async (req, reply) => {
+        const caller = await signIn(req, reply);
+        const { params, files } = readParams(req);
+        return sendFile(reply, await handler({ req, reply, params, files, caller }));
+      });
+    },
+    openFile(def, handler) {
+      route(def, async (req, reply) => {
+        const { params, files } = readParams(req);
+        return sendFile(reply, await handler({ req, reply, params, files }));
       });
     },
   };

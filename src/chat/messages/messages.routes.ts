@@ -89,6 +89,24 @@ export function chatMessagesRoutes(r: ChatRouter, deps: { messages: ChatMessages
     messages.get(caller, pathId((req.params as { message_id: string }).message_id), params.bool('apply_markdown') ?? true),
   );
 
+  r.authed(
+    {
+      method: 'GET',
+      url: '/messages/:message_id/history',
+      operationId: 'getMessageHistory',
+      tags,
+      description: 'The message as sent and after each edit, oldest first: content, rendered_content, topic, timestamp and user_id, with prev_content, prev_rendered_content and content_html_diff, prev_topic, or prev_stream and stream for what each edit changed.',
+      response: Envelope({ message_history: Type.Array(Open) }),
+    },
+    async ({ req, params, caller }) =>
+      messages.history(caller, pathId((req.params as { message_id: string }).message_id), { allowEmptyTopicName: params.bool('allow_empty_topic_name') ?? false }),
+  );
+
+  r.authed(
+    { method: 'POST', url: '/messages/render', operationId: 'renderMessage', tags, description: 'Renders Markdown as a message of the caller would be rendered; nothing is stored.', response: Envelope({ rendered: Type.String() }) },
+    async ({ params, caller }) => messages.render(caller, params.string('content', { required: true, maxLength: CONTENT_INPUT_LIMIT })),
+  );
+
   r.authed({ method: 'PATCH', url: '/messages/:message_id', operationId: 'updateMessage', tags, response: Envelope() }, async ({ req, params, caller }) => {
     const id = pathId((req.params as { message_id: string }).message_id);
     await messages.update(caller, id, {

@@ -9,12 +9,15 @@ import { writeEvents, type ChatEventRecord } from '../events/events.bus.ts';
 import { ChatError, chatErrors } from '../http/errors.ts';
 import { dbId } from '../http/params.ts';
 import type { ChatStreamsService } from '../streams/streams.service.ts';
+import type { ChatMutingService } from '../muting/muting.service.ts';
+import type { ChatUploadsService } from '../uploads/uploads.service.ts';
 import { MAX_TOPIC_NAME_LENGTH } from '../streams/streams.service.ts';
 import { avatarUrl, canAccessDeliveryEmail, isAdmin, isGuest, VISIBILITY } from '../users/users.present.ts';
 import type { Caller } from '../users/users.service.ts';
 import * as store from './messages.store.ts';
 import type { MessageRow } from './messages.store.ts';
 import { dmKey, EDITABLE_FLAGS, FLAG, flagNames, resolveNarrow, termSql, type FlagName, type NarrowTerm, type Term } from './narrow.ts';
+import { htmlDiff } from './html-diff.ts';
 import { renderMessage, type MentionTarget } from './render.ts';
 
 /** Zulip's limits, as /register reports them. */
@@ -24,6 +27,8 @@ export const MAX_FETCH = 5000;
 export const LARGER_THAN_MAX_MESSAGE_ID = 10_000_000_000_000_000;
 /** Zulip's default limit for editing a message's content (realm_message_content_edit_limit_seconds). */
 export const CONTENT_EDIT_LIMIT_SECONDS = 600;
+/** How Zulip shows the empty topic to clients that do not take it (realm_empty_topic_display_name's default). */
+export const EMPTY_TOPIC_DISPLAY_NAME = 'general chat';
 
 const unix = (iso: string) => Math.floor(new Date(iso).getTime() / 1000);
 
@@ -55,8 +60,8 @@ export type Anchor = number | 'newest' | 'oldest' | 'first_unread';
 
 export type ChatMessagesService = ReturnType<typeof createChatMessagesService>;
 
-export function createChatMessagesService(deps: { db: Db; streams: ChatStreamsService; emoji: ChatEmojiService; afterCommit: () => void }) {
-  const { db, streams, emoji, afterCommit } = deps;
+export function createChatMessagesService(deps: { db: Db; streams: ChatStreamsService; emoji: ChatEmojiService; uploads: ChatUploadsService; muting: Pick<ChatMutingService, 'mutersOf'>; afterCommit: () => void }) {
+  const { db, streams, emoji, uploads, afterCommit } = deps;
 
   /** Runs a change and its events in one transaction, then wakes this process's queues. */
   async function change<T>(fn: (trx: Transaction<Database>, emit: (e: ChatEventRecord) => void) => Promise<T>): Promise<T> {
@@ -90,6 +95,11 @@ export function createChatMessagesService(deps: { db: Db; streams: ChatStreamsSe
       const found = byName.get(name.toLowerCase());
       return found?.length === 1 ? found[0] : null;
     };
+  }
+
+  /** Renders content for the caller's organization; its names are read only when the content can mention someone. */
+  async function render(caller: Caller, content: string) {
+    return renderMessage(content, content.includes('@**') || content.includes('@_**') ? await mentionResolver(caller.realm.id) : () => null);
   }
 
   async function usersFromOperand(caller: Caller, operand: unknown): Promise<number[]> {
@@ -315,17 +325,17 @@ export function createChatMessagesService(deps: { db: Db; streams: ChatStreamsSe
         key = dmKey(recipients);
       }
 
-      // The organization's names are read only when the message can mention someone.
-      const resolve = content.includes('@**') || content.includes('@_**') ? await mentionResolver(caller.realm.id) : () => null;
-      const rendered = renderMessage(content, resolve);
+      const rendered = await render(caller, content);
       const now = new Date();
       const recipientSet = new Set(recipients);
       recipientSet.add(caller.user.id);
       // The sender has read their own message unless they ask otherwise (read_by_sender); mentions flag the others.
       const readBySender = v.readBySender ?? true;
+      // Those who muted the sender receive it read, as Zulip does.
+      const muters = await deps.muting.mutersOf(db, caller.user.id, recipients);
       const flagsOf = (userId: number) => {
         if (userId === caller.user.id) return readBySender ? FLAG.read : 0;
-        let f = 0;
+        let f = muters.has(userId) ? FLAG.read : 0;
         if (rendered.mentionedUserIds.has(userId)) f |= FLAG.mentioned;
         if (rendered.streamWildcard) f |= FLAG.stream_wildcard_mentioned;
         if (rendered.topicWildcard) f |= FLAG.topic_wildcard_mentioned;
@@ -341,6 +351,7 @@ export function createChatMessagesService(deps: { db: Db; streams: ChatStreamsSe
         const message = row as unknown as Omit<MessageRow, 'flags'>;
         const ums = [...recipientSet].map((u) => ({ user_id: u, message_id: message.id, flags: flagsOf(u) }));
         await store.insertUserMessages(trx, ums);
+        await uploads.claim(trx, caller, message.id, content, emit, { edit: false });
         const people = await store.usersByIds(trx, caller.realm.id, [...recipientSet]);
         const sender = people.find((p) => p.id === caller.user.id)!;
         const displayRecipient = type === 'stream' ? (await store.streamNames(trx, [streamId!]))[0].name : recipients.map((id) => dmRecipient(people.find((p) => p.id === id)!));
@@ -431,6 +442,44 @@ export function createChatMessagesService(deps: { db: Db; streams: ChatStreamsSe
       return { raw_content: row.content, message };
     },
 
+    /**
+     * GET /messages/{message_id}/history: the message as it was sent and after each edit, oldest
+     * first, as Zulip's fill_edit_history_entries reads the stored edits (newest first).
+     */
+    async history(caller: Caller, id: number, opts: { allowEmptyTopicName: boolean }) {
+      refuseWebhookBots(caller);
+      const row = await accessMessage(caller, id);
+      const topicName = (t: string) => (t === '' && !opts.allowEmptyTopicName ? EMPTY_TOPIC_DISPLAY_NAME : t);
+      let content = row.content;
+      let rendered = row.rendered_content;
+      let topic = row.topic;
+      const out: Array<Record<string, unknown>> = [];
+      for (const e of row.edit_history) {
+        const entry: Record<string, unknown> = { content, rendered_content: rendered, timestamp: e.timestamp, topic: topicName(topic), user_id: e.user_id };
+        if (e.prev_topic !== undefined) {
+          topic = e.prev_topic;
+          entry.prev_topic = topicName(topic);
+        }
+        if (e.prev_content !== undefined) {
+          entry.prev_content = e.prev_content;
+          entry.prev_rendered_content = e.prev_rendered_content ?? '';
+          entry.content_html_diff = htmlDiff(e.prev_rendered_content ?? '', rendered);
+          content = e.prev_content;
+          rendered = e.prev_rendered_content ?? '';
+        }
+        if (e.prev_stream !== undefined) Object.assign(entry, { prev_stream: e.prev_stream, stream: e.stream });
+        out.push(entry);
+      }
+      out.push({ content, rendered_content: rendered, timestamp: unix(row.date_sent), topic: topicName(topic), user_id: row.sender_id });
+      return { message_history: out.reverse() };
+    },
+
+    /** POST /messages/render: content rendered as a message of the caller's would be (mentions resolved), stored nowhere. */
+    async render(caller: Caller, content: string) {
+      refuseWebhookBots(caller);
+      return { rendered: (await render(caller, content)).html };
+    },
+
     /** PATCH /messages/{message_id}: content edits by the sender, topic and channel moves with propagate_mode. */
     async update(caller: Caller, id: number, v: { content?: string; topic?: string; streamId?: number; propagateMode: 'change_one' | 'change_later' | 'change_all' }) {
       refuseWebhookBots(caller);
@@ -456,7 +505,7 @@ export function createChatMessagesService(deps: { db: Db; streams: ChatStreamsSe
       if (v.content !== undefined) {
         content = truncate(v.content.replace(/\r\n?/g, '\n').trimEnd(), MAX_MESSAGE_LENGTH, '\n[message truncated]');
         if (!content.trim()) content = '(deleted)';
-        rendered = renderMessage(content, content.includes('@**') || content.includes('@_**') ? await mentionResolver(caller.realm.id) : () => null);
+        rendered = await render(caller, content);
       }
       const now = new Date();
       const ts = Math.floor(now.getTime() / 1000);
@@ -481,6 +530,7 @@ export function createChatMessagesService(deps: { db: Db; streams: ChatStreamsSe
         const history = JSON.stringify([entry, ...current.edit_history]);
         if (content !== undefined) {
           await trx.updateTable('chat_messages').set({ content, rendered_content: rendered!.html, last_edit_time: now, edit_history: history }).where('id', '=', current.id).execute();
+          await uploads.claim(trx, caller, current.id, content, emit, { edit: true });
           // Newly mentioned people gain the flag, as Zulip does on edit.
           for (const uid of rendered!.mentionedUserIds) {
             await trx.updateTable('chat_user_messages').set({ flags: sql`flags | ${FLAG.mentioned}` }).where('message_id', '=', current.id).where('user_id', '=', uid).execute();
@@ -539,6 +589,7 @@ export function createChatMessagesService(deps: { db: Db; streams: ChatStreamsSe
       if (!isAdmin(caller.user) && row.sender_id !== caller.user.id) throw chatErrors.bad("You don't have permission to delete this message");
       await change(async (trx, emit) => {
         const users = await store.recipientsOf(trx, [row.id]);
+        await uploads.releaseMessage(trx, caller.realm.id, row.id, emit);
         const gone = await trx.deleteFrom('chat_messages').where('id', '=', row.id).returning('id').executeTakeFirst();
         if (!gone) throw chatErrors.bad('Invalid message(s)');
         const payload: Record<string, unknown> = { type: 'delete_message', message_type: row.type, message_ids: [row.id] };

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { chatErrors } from '../http/errors.ts';
-import { Envelope, type ChatRouter } from '../http/server.ts';
+import { Envelope, pathId, type ChatRouter } from '../http/server.ts';
 import { MAX_STREAM_NAME_LENGTH, MAX_TOPIC_NAME_LENGTH, type ChatStreamsService } from './streams.service.ts';
 
 const tags = ['chat-channels'];
@@ -147,6 +147,33 @@ export function chatStreamsRoutes(r: ChatRouter, deps: { streams: ChatStreamsSer
       excludeArchived: params.bool('exclude_archived'),
     }),
   }));
+
+  r.authed(
+    { method: 'GET', url: '/streams/:stream_id', operationId: 'getStreamById', tags, description: "A channel the caller can see, as Zulip's BasicChannel.", response: Envelope({ stream: Type.Object({}, { additionalProperties: true }) }) },
+    async ({ req, caller }) => ({ stream: await streams.stream(caller, pathId((req.params as { stream_id: string }).stream_id)) }),
+  );
+
+  r.authed(
+    {
+      method: 'PATCH',
+      url: '/streams/:stream_id',
+      operationId: 'updateStream',
+      tags,
+      description:
+        'An organization administrator or the channel\'s creator renames a channel (new_name), changes its description, or makes it private or public (is_private; history_public_to_subscribers must match: public history for public channels only). Web-public channels are not enabled. Everyone who can see the channel gets stream update events.',
+      response: Envelope(),
+    },
+    async ({ req, params, caller }) => {
+      await streams.update(caller, pathId((req.params as { stream_id: string }).stream_id), {
+        newName: params.string('new_name', { maxLength: MAX_STREAM_NAME_LENGTH * 4 }),
+        description: params.string('description', { maxLength: 1024 }),
+        isPrivate: params.bool('is_private'),
+        isWebPublic: params.bool('is_web_public'),
+        historyPublicToSubscribers: params.bool('history_public_to_subscribers'),
+      });
+      return {};
+    },
+  );
 
   r.authed({ method: 'GET', url: '/get_stream_id', operationId: 'getStreamId', tags, response: Envelope({ stream_id: Type.Integer() }) }, async ({ params, caller }) => ({
     stream_id: await streams.streamId(caller, params.string('stream', { required: true, maxLength: MAX_STREAM_NAME_LENGTH * 4 })),

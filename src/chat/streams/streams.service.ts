@@ -71,18 +71,22 @@ export function channelEventObject(s: StreamRow) {
     is_announcement_only: false,
     is_archived: p.is_archived,
     stream_weekly_traffic: null,
-    ...groupSettings(),
+    ...groupSettings(p.creator_id),
   };
 }
 
 /**
- * The channel permission settings as explicit (empty) user collections: this server has no
- * user groups; who may post, subscribe or manage follows the roles (see docs/chat-server.md).
+ * The channel permission settings as explicit user collections: this server has no user groups;
+ * who may post or subscribe follows the roles (see docs/chat-server.md). Who may administer the
+ * channel is its creator, as Zulip's default (organization administrators may besides).
  */
-const groupSettings = () => {
-  const none = () => ({ direct_members: [] as number[], direct_subgroups: [] as number[] });
-  return { can_add_subscribers_group: none(), can_remove_subscribers_group: none(), can_administer_channel_group: none(), can_send_message_group: none(), can_subscribe_group: none() };
+const groupSettings = (creatorId: number | null) => {
+  const of = (ids: number[]) => ({ direct_members: ids, direct_subgroups: [] as number[] });
+  return { can_add_subscribers_group: of([]), can_remove_subscribers_group: of([]), can_administer_channel_group: of(creatorId === null ? [] : [creatorId]), can_send_message_group: of([]), can_subscribe_group: of([]) };
 };
+
+/** Zulip's rule for PATCH /streams/{stream_id}: organization administrators, and the channel's creator (can_administer_channel_group's default) unless a guest. */
+const canAdminister = (caller: Caller, s: StreamRow) => isAdmin(caller.user) || (s.creator_id === caller.user.id && !isGuest(caller.user));
 
 /**
  * Zulip's Subscription object. `s` carries the subscriber's stored settings when it comes from
@@ -117,7 +121,7 @@ export function subscriptionEventObject(s: Pick<StreamRow, 'id'> & Parameters<ty
     is_recently_active: true,
     stream_weekly_traffic: null,
     is_archived: b.is_archived,
-    ...groupSettings(),
+    ...groupSettings(b.creator_id),
   };
 }
 
@@ -135,7 +139,7 @@ function subscriptionProperty(property: string, value: unknown): store.Subscript
 
 export type ChatStreamsService = ReturnType<typeof createChatStreamsService>;
 
-export function createChatStreamsService(deps: { db: Db }) {
+export function createChatStreamsService(deps: { db: Db; afterCommit?: () => void }) {
   const { db } = deps;
 
   /** Whether the caller may act on a channel: subscribed, or public to a non-guest; archived channels are out of reach. */
@@ -354,6 +358,77 @@ export function createChatStreamsService(deps: { db: Db }) {
         .filter((s) => !(excludeArchived && s.is_archived))
         .filter((s) => everything || (includeSubscribed && s.subscribed) || (includePublic && !s.invite_only && !isGuest(caller.user)) || ((includeAll || includeContent) && reachable(s)))
         .map(presentStream);
+    },
+
+    /** GET /streams/{stream_id}: a channel the caller can see (administrators: any of the organization), as Zulip's BasicChannel. */
+    async stream(caller: Caller, id: number) {
+      const s = await store.streamById(db, caller.realm.id, dbId(id), caller.user.id);
+      if (!s || !(canAccess(caller, s) || isAdmin(caller.user))) throw chatErrors.bad('Invalid channel ID');
+      return channelEventObject(s);
+    },
+
+    /**
+     * PATCH /streams/{stream_id}: an organization administrator or the channel's creator renames
+     * it, changes its description or makes it private or public, as Zulip's defaults allow. Everyone who can see the
+     * channel gets a `stream update` event per change; whoever stops seeing it (public made
+     * private) a `stream delete`, and whoever starts (private made public) a `stream create`.
+     */
+    async update(caller: Caller, id: number, v: { newName?: string; description?: string; isPrivate?: boolean; isWebPublic?: boolean; historyPublicToSubscribers?: boolean }) {
+      const s = await store.streamById(db, caller.realm.id, dbId(id), caller.user.id);
+      if (!s || !(canAccess(caller, s) || isAdmin(caller.user))) throw chatErrors.bad('Invalid channel ID');
+      if (!canAdminister(caller, s)) throw chatErrors.bad('You do not have permission to administer this channel.');
+      const inviteOnly = v.isPrivate ?? s.invite_only;
+      // As Zulip's update_stream_backend: history follows privacy unless given; a public channel's history is public.
+      const historyPublic = v.historyPublicToSubscribers ?? (v.isPrivate !== undefined ? !v.isPrivate : !s.invite_only);
+      if ((v.isWebPublic && inviteOnly) || (!inviteOnly && !historyPublic)) throw chatErrors.bad('Invalid parameters');
+      if (inviteOnly && historyPublic) {
+        throw chatErrors.bad(
+          'Private channels with shared history are not supported by this server: subscribers of a private channel read only the messages sent while they were subscribed. Send history_public_to_subscribers false, or leave it out.',
+        );
+      }
+      // Changing who may read requires reading it oneself (an administrator outside a private channel may not).
+      if (v.isPrivate !== undefined && !canAccess(caller, s)) throw chatErrors.bad('Channel content access is required.');
+      if (v.isWebPublic) throw chatErrors.bad('Web-public channels are not enabled.');
+      const name = v.newName !== undefined ? checkStreamName(v.newName) : undefined;
+      const description = v.description?.replace(/\n/g, ' ');
+      if (name !== undefined && name === s.name) throw chatErrors.bad('Channel already has that name.');
+      await db.transaction().execute(async (trx) => {
+        await lockKey(trx, `chat_streams:${caller.realm.id}`);
+        const current = await store.streamById(trx, caller.realm.id, s.id, caller.user.id);
+        if (!current) throw chatErrors.bad('Invalid channel ID');
+        if (name !== undefined && name.toLowerCase() !== current.name.toLowerCase() && (await store.streamByName(trx, caller.realm.id, name, caller.user.id))) {
+          throw chatErrors.bad('Channel name already in use.');
+        }
+        const events: ChatEventRecord[] = [];
+        let viewers = await store.metadataViewers(trx, caller.realm.id, current.id, current.invite_only);
+        const tell = (users: number[], payload: Record<string, unknown>) => users.length && events.push({ realmId: caller.realm.id, users, payload: { type: 'stream', op: 'update', stream_id: current.id, ...payload } });
+        let shown = current;
+        // In Zulip's order: privacy, then description, then name.
+        if (inviteOnly !== current.invite_only) {
+          await store.updateStream(trx, current.id, { invite_only: inviteOnly });
+          shown = { ...shown, invite_only: inviteOnly };
+          const after = await store.metadataViewers(trx, caller.realm.id, current.id, inviteOnly);
+          const lost = viewers.filter((u) => !after.includes(u));
+          const gained = after.filter((u) => !viewers.includes(u));
+          if (lost.length) events.push({ realmId: caller.realm.id, users: lost, payload: { type: 'stream', op: 'delete', streams: [{ stream_id: current.id }], stream_ids: [current.id] } });
+          if (gained.length) events.push({ realmId: caller.realm.id, users: gained, payload: { type: 'stream', op: 'create', streams: [channelEventObject(shown)] } });
+          tell(after.filter((u) => viewers.includes(u)), { name: shown.name, property: 'invite_only', value: inviteOnly, history_public_to_subscribers: !inviteOnly, is_web_public: false });
+          viewers = after;
+        }
+        if (description !== undefined) {
+          await store.updateStream(trx, current.id, { description });
+          shown = { ...shown, description };
+          tell(viewers, { name: shown.name, property: 'description', value: description, rendered_description: channelEventObject(shown).rendered_description });
+        }
+        if (name !== undefined) {
+          await store.updateStream(trx, current.id, { name });
+          tell(viewers, { name: shown.name, property: 'name', value: name });
+          shown = { ...shown, name };
+        }
+        await writeEvents(trx, events);
+        await recordAudit(trx, chatActor(caller), 'chat.stream.update', { type: 'chat_stream', id: current.id }, { ...(name !== undefined ? { name } : {}), ...(description !== undefined ? { description } : {}), invite_only: inviteOnly });
+      });
+      deps.afterCommit?.();
     },
 
     /** GET /streams/{stream_id}/members: active subscribers of a channel the caller can reach. */

@@ -127,3 +127,21 @@ export function subscribersOf(db: Q, streamIds: number[]) {
 export function subscriberIds(db: Q, streamId: number) {
   return subscribersOf(db, [streamId]).then((rows) => rows.map((r) => r.user_id));
 }
+
+export function updateStream(db: Q, id: number, set: { name?: string; description?: string; invite_only?: boolean }) {
+  return db.updateTable('chat_streams').set(set).where('id', '=', id).execute();
+}
+
+/** Who can see that a channel exists, as Zulip's: its subscribers, the administrators, and for a public one every member but guests. */
+export async function metadataViewers(db: Q, realmId: number, streamId: number, inviteOnly: boolean) {
+  const rows = await db
+    .selectFrom('chat_users as u')
+    .leftJoin('chat_subscriptions as sub', (j) => j.onRef('sub.user_id', '=', 'u.id').on('sub.stream_id', '=', streamId).on('sub.active', '=', true))
+    .select('u.id')
+    .where('u.realm_id', '=', realmId)
+    .where('u.is_active', '=', true)
+    .where((eb) => eb.or([eb('sub.user_id', 'is not', null), eb('u.role', '<=', 200), ...(inviteOnly ? [] : [eb('u.role', '<>', 600)])]))
+    .orderBy('u.id')
+    .execute();
+  return rows.map((r) => r.id);
+}

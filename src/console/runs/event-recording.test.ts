@@ -38,7 +38,7 @@ describe('recording agent events', () => {
     return { runId: run_id, taskId: work.task.id, team };
   }
   const run = async (id: string) => (await t.services.runs.get(id)).run;
-  const posts = async (id: string) => (await t.request({ method: 'GET', url: `/api/v1/runs/${id}/posts`, token: t.adminToken })).body.items as Array<{ kind: string; text: string }>;
+  const posts = async (id: string) => (await t.request({ method: 'GET', url: `/api/v1/runs/${id}/posts`, token: t.adminToken })).body.items as Array<{ kind: string; text: string; data: { output?: string } }>;
 
   it('fails the turn, in words, on an event out of order or beyond what a seq can hold, keeping what came before', async () => {
     for (const seq of [2_000_000_000, 3_000_000_000]) {
@@ -100,6 +100,22 @@ describe('recording agent events', () => {
     assert.deepEqual(first, { refused: null, turnEnd: null, seen: 2 });
     const rewritten = await t.services.runJournal.recordEvents(taskId, lead, events(1, reply(['f', 'finish']), { type: 'turn_end', outcome: { kind: 'finished', outcome: 'succeeded', summary: 'forged', branch: null, pull_request_url: null } }));
     assert.deepEqual(rewritten, { refused: null, turnEnd: null, seen: 2 });
+  });
+
+  it('carries the calls the model made from one recording to the next: each result once, in its own post, a replay changes nothing', async () => {
+    const { runId, taskId } = await begun();
+    const result = (id: string, output: string) => ({ type: 'tool_result', call_id: id, name: 'shell', ok: true, output });
+    const rec = (from: number, ...bodies: Array<AgentEventBody | Record<string, unknown>>) => t.services.runJournal.recordEvents(taskId, lead, events(from, ...bodies));
+    assert.deepEqual(await rec(1, reply(['c1', 'shell', { command: 'ls' }], ['c2', 'shell', { command: 'pwd' }])), { refused: null, turnEnd: null, seen: 1 });
+    assert.deepEqual(await rec(2, result('c1', 'listing')), { refused: null, turnEnd: null, seen: 2 }, 'a call opened in an earlier recording is answered');
+    assert.deepEqual(await rec(2, result('c1', 'listing')), { refused: null, turnEnd: null, seen: 2 }, 'the same events again record nothing');
+    assert.deepEqual(await rec(3, result('c2', '/work')), { refused: null, turnEnd: null, seen: 3 });
+    const p = await posts(runId);
+    assert.deepEqual(p.filter((x) => x.data.output !== undefined).map((x) => x.data.output), ['listing', '/work'], 'one post for each result, in order');
+    const again = await rec(4, result('c1', 'listing again'));
+    assert.match(again.refused!, /a result of shell for a call the model never made, or one already answered/);
+    assert.equal((await run(runId)).state, 'failed');
+    assert.ok((await posts(runId)).every((x) => x.data.output !== 'listing again'));
   });
 
   it('sets the delivery from the gateway\'s record of a push, once, and charges each ledger line once', async () => {

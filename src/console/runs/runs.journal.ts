@@ -129,15 +129,16 @@ export function createRunJournal(deps: RunsDeps, steps: RunSteps) {
      */
     async recordEvents(taskId: string, host: EventHost, events: AgentEvent[]): Promise<{ refused: string | null; turnEnd: { seq: number; outcome: TurnOutcome } | null; seen: number }> {
       const answer = await db.transaction().execute(async (trx) => {
-        const task = await store.getTask(trx, taskId);
-        if (!task) return null;
-        const run = await store.lockRun(trx, task.run_id);
+        // The run locked first, then the task and its open calls read as they are under the lock.
+        const run = await store.lockRunOfTask(trx, taskId);
         if (!run) return null;
+        const read = await store.taskWithOpenCalls(trx, taskId);
+        if (!read) return null;
+        const { task, calls: known } = read;
         const recorded = task.turn_end_seq !== null && task.turn_end !== null ? { seq: task.turn_end_seq, outcome: task.turn_end as TurnOutcome } : null;
         // What the host recorded stays as recorded: a journal rewritten below events_seen changes nothing.
         const fresh = events.filter((e) => !(Number.isSafeInteger(e?.seq) && e.seq <= task.events_seen));
         if (!fresh.length) return { run, task, refused: null, turnEnd: recorded, published: false, seen: task.events_seen };
-        const known = await store.openCalls(trx, task.conversation);
         const checked = checkEvents(
           { role: task.role, lead: host.lead, tools: host.tools, mcpServers: (host.mcp_servers ?? []).map((m) => m.name), roles: host.roles, eventsSeen: task.events_seen, calls: known },
           fresh,
@@ -160,8 +161,7 @@ export function createRunJournal(deps: RunsDeps, steps: RunSteps) {
             if (draft && run.state !== 'cancelled') lastSeq = await store.appendPost(trx, run.id, draft, source);
           }
           if (lastSeq !== null) await postsAdded(trx, run.id, lastSeq);
-          await store.saveCalls(trx, task.conversation, checked.calls);
-          await store.recordTaskEvents(trx, taskId, accepted[accepted.length - 1].seq, iterations, checked.turnEnd ?? null);
+          await store.recordTaskEvents(trx, taskId, accepted[accepted.length - 1].seq, iterations, checked.turnEnd ?? null, { conversation: task.conversation, calls: checked.calls });
         }
         return { run, task, refused: checked.refusal, turnEnd: checked.turnEnd ?? recorded, published: accepted.length > 0, seen: accepted.length ? accepted[accepted.length - 1].seq : task.events_seen };
       });
@@ -181,11 +181,9 @@ export function createRunJournal(deps: RunsDeps, steps: RunSteps) {
     async chargeSpend(taskId: string, sandboxId: string, lines: Array<{ id: string; cost_usd: number }>): Promise<void> {
       if (!lines.length) return;
       const runId = await db.transaction().execute(async (trx) => {
-        const task = await store.getTask(trx, taskId);
-        if (!task) return null;
-        const run = await store.lockRun(trx, task.run_id);
+        const run = await store.lockRunOfTask(trx, taskId);
         if (!run) return null;
-        const cost = await store.chargeSpend(trx, { run_id: run.id, task_id: task.id, sandbox_id: sandboxId }, lines);
+        const cost = await store.chargeSpend(trx, { run_id: run.id, task_id: taskId, sandbox_id: sandboxId }, lines);
         if (cost === 0) return null;
         await store.addCost(trx, run.id, taskId, cost);
         return run.id;

@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type QueryCreator, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { keyset, type CursorValue } from '../../db/pagination.ts';
 import type { PostDraft } from './runs.rules.ts';
@@ -17,6 +17,16 @@ export function getRun(db: Q, id: string) {
 /** The run, locked for the rest of the transaction: every change of a run goes through this. */
 export function lockRun(trx: Transaction<Database>, id: string) {
   return trx.selectFrom('runs').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+}
+
+/** The run of a task, locked for the rest of the transaction (undefined: no such task or run); one statement. */
+export function lockRunOfTask(trx: Transaction<Database>, taskId: string) {
+  return trx
+    .selectFrom('runs')
+    .selectAll()
+    .where('id', '=', (eb) => eb.selectFrom('run_tasks').select('run_id').where('run_tasks.id', '=', taskId))
+    .forUpdate()
+    .executeTakeFirst();
 }
 
 export function listRuns(db: Q, filter: { state?: RunState; team?: string; teamId?: number }, cursor: CursorValue[] | null, limit: number) {
@@ -206,22 +216,35 @@ export async function pinnedVersionInSandbox(db: Q, sandboxId: string, role: str
   return row.agent_version ?? row.agent_versions?.[role] ?? null;
 }
 
-/** The calls of a conversation still waiting for their result (what the host saw the model request). */
-export async function openCalls(db: Q, conversation: string): Promise<Map<string, { name: string; state: 'open' | 'settled'; proposed: boolean; subject: string | null }>> {
-  const rows = await db.selectFrom('run_calls').select(['call_id', 'name', 'state', 'proposed', 'subject']).where('conversation', '=', conversation).where('state', '=', 'open').execute();
-  return new Map(rows.map((r) => [r.call_id, { name: r.name, state: r.state, proposed: r.proposed, subject: r.subject }]));
+type OpenCalls = Map<string, { name: string; state: 'open' | 'settled'; proposed: boolean; subject: string | null }>;
+
+/** A task with the calls of its conversation still waiting for their result (what the host saw the model request), in one statement. */
+export async function taskWithOpenCalls(db: Q, taskId: string): Promise<{ task: TaskRow; calls: OpenCalls } | null> {
+  const row = await db
+    .selectFrom('run_tasks as t')
+    .selectAll('t')
+    .select(
+      sql<Array<{ call_id: string; name: string; state: 'open' | 'settled'; proposed: boolean; subject: string | null }>>`coalesce((
+        select jsonb_agg(jsonb_build_object('call_id', c.call_id, 'name', c.name, 'state', c.state, 'proposed', c.proposed, 'subject', c.subject))
+        from run_calls c where c.conversation = t.conversation and c.state = 'open'), '[]'::jsonb)`.as('open_calls'),
+    )
+    .where('t.id', '=', taskId)
+    .executeTakeFirst();
+  if (!row) return null;
+  const { open_calls, ...task } = row;
+  return { task, calls: new Map(open_calls.map((r) => [r.call_id, { name: r.name, state: r.state, proposed: r.proposed, subject: r.subject }])) };
 }
 
-/** Stores what became of a conversation's calls (a model reply that names an id again opens it again), in one statement. */
-export async function saveCalls(trx: Transaction<Database>, conversation: string, calls: Map<string, { name: string; state: 'open' | 'settled'; proposed: boolean; subject?: string | null }>) {
-  if (!calls.size) return;
-  await trx
+type SavedCalls = Map<string, { name: string; state: 'open' | 'settled'; proposed: boolean; subject?: string | null }>;
+
+/** The insert of what became of a conversation's calls (a model reply that names an id again opens it again). */
+function upsertCalls(db: QueryCreator<Database>, conversation: string, calls: SavedCalls) {
+  return db
     .insertInto('run_calls')
     .values([...calls].map(([id, c]) => ({ conversation, call_id: id, name: c.name, state: c.state, proposed: c.proposed, subject: c.subject ?? null })))
     .onConflict((oc) =>
       oc.columns(['conversation', 'call_id']).doUpdateSet((eb) => ({ name: eb.ref('excluded.name'), state: eb.ref('excluded.state'), proposed: eb.ref('excluded.proposed'), subject: eb.ref('excluded.subject') })),
-    )
-    .execute();
+    );
 }
 
 /** Charges ledger lines to a task, each once ever: the cost of the lines no task had yet. */
@@ -315,9 +338,21 @@ export async function postSeqOf(db: Q, runId: string, source: string): Promise<n
   return row?.seq ?? null;
 }
 
-/** Records a task's accepted events: how far its journal was read, the model calls counted, the turn end the host accepted. */
-export async function recordTaskEvents(trx: Transaction<Database>, taskId: string, seen: number, iterations: number, turnEnd: { seq: number; outcome: unknown } | null) {
-  await trx
+/**
+ * Records a task's accepted events: how far its journal was read, the model calls counted, the
+ * turn end the host accepted, and what became of its conversation's calls (`calls`);
+ * one statement.
+ */
+export async function recordTaskEvents(
+  trx: Transaction<Database>,
+  taskId: string,
+  seen: number,
+  iterations: number,
+  turnEnd: { seq: number; outcome: unknown } | null,
+  calls: { conversation: string; calls: SavedCalls } | null = null,
+) {
+  const q = calls && calls.calls.size ? trx.with('saved_calls', (db) => upsertCalls(db, calls.conversation, calls.calls)) : trx;
+  await q
     .updateTable('run_tasks')
     .set({
       events_seen: seen,
