@@ -248,7 +248,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   });
   // The chat_a adapter: its settings and secrets through the integrations and secrets services.
   // Refused webhook deliveries without a valid signature are recorded up to a cap per surface and minute (chat_a's slash command too).
-  const refusalCap = createRefusalCap({ logger: deps.logger, now: deps.webhooksClock });
+  const refusalCap = createRefusalCap({ db, logger: deps.logger, now: deps.webhooksClock });
   const chatA = createChatAService({
     db,
     refusalCap,

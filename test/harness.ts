@@ -261,15 +261,17 @@ let seq = 0;
 export const uniq = (prefix = 'x') => `${prefix}-${process.pid.toString(36)}-${(++seq).toString(36)}-${crypto.randomBytes(2).toString('hex')}`;
 
 /** A console app on a fresh database, with an admin token. */
-export async function testApp(opts: { config?: Record<string, string>; modelProxy?: boolean; /** The code-host app's clock (the fake code host's, to pass a token's hour). */ codeHostClock?: () => number; /** The clock the cap on unsigned webhook refusals counts minutes on. */ webhooksClock?: () => number } = {}): Promise<TestApp> {
-  const { db, close: closeDb, url: dbUrl, schema: dbSchema } = await testDb();
+export async function testApp(opts: { config?: Record<string, string>; modelProxy?: boolean; /** The code-host app's clock (the fake code host's, to pass a token's hour). */ codeHostClock?: () => number; /** The clock the cap on unsigned webhook refusals counts minutes on. */ webhooksClock?: () => number; /** Another app whose database (and admin) this one shares, as a second service process would; closing this one leaves the database open. */ shareWith?: TestApp } = {}): Promise<TestApp> {
+  const { db, close: closeDb, url: dbUrl, schema: dbSchema } = opts.shareWith
+    ? { db: opts.shareWith.db, close: async () => {}, url: opts.shareWith.dbPlace?.url ?? null, schema: opts.shareWith.dbPlace?.schema ?? null }
+    : await testDb();
   const { logger, lines } = captureLogger();
   const modelProxy = opts.modelProxy ? await testModelProxy({ db, logger, config: opts.config }) : null;
   const config = testConfig({ ...(modelProxy ? { SERVICE_MODEL_PROXY_URL: modelProxy.url } : {}), ...opts.config });
   const metrics = new Registry();
   const services = createConsoleServices({ config, db, logger, codeHostClock: opts.codeHostClock, webhooksClock: opts.webhooksClock });
-  const adminToken = newSecret('chk_');
-  await services.users.ensureFirstAdmin(systemActor('test'), adminToken);
+  const adminToken = opts.shareWith?.adminToken ?? newSecret('chk_');
+  if (!opts.shareWith) await services.users.ensureFirstAdmin(systemActor('test'), adminToken);
   const app = await buildConsoleApp({ config, db, logger, metrics, services });
   await app.ready();
   // The worker's pieces (its sandbox host, the run engine) and a runner of every kind of job, made at the first drain.

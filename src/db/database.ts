@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { Kysely, PostgresDialect, sql } from 'kysely';
+import { Kysely, PostgresDialect, sql, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import { parsers } from './parsers.ts';
 import { PGliteDialect } from './pglite-dialect.ts';
 import { PGliteThread } from './pglite-thread.ts';
@@ -86,12 +86,127 @@ function openPostgres(url: string, searchPath: string | undefined, poolSize: num
   });
   // An idle client's error (the server restarted) must not crash the process.
   pool.on('error', () => {});
-  // Nor a checked-out one's: a connection the server ends mid-statement (a restart, pg_terminate_backend)
-  // fails that statement, and its 'error' event, heard by no one, would end the process.
-  pool.on('connect', (client) => client.on('error', () => {}));
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const lost = watchLoss(pool);
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: guardedPool(pool, lost) }) });
   listeners.set(db, (channel, onNotify) => listenOnPostgres(url, channel, onNotify));
+  lostCounts.set(db, () => lost.count);
   return { db, kind: 'postgres', close: () => db.destroy() };
+}
+
+const lostCounts = new WeakMap<Db, () => number>();
+/**
+ * How many of its connections this PostgreSQL handle has found lost (the server ended them:
+ * a restart, pg_terminate_backend, the network); 0 on the embedded database.
+ */
+export const connectionsLost = (db: Db): number => lostCounts.get(db)?.() ?? 0;
+
+/**
+ * The SQLSTATE PostgreSQL has for a failure the driver reports without one: 08006
+ * (connection_failure) for a connection that ended under a statement ("Connection terminated
+ * unexpectedly", a reset socket), 08001 (unable to establish) for one that could not be made.
+ * The shared classification answers class 08 as the database being unavailable.
+ */
+export class ConnectionFailure extends Error {
+  readonly code: '08006' | '08001';
+  constructor(code: '08006' | '08001', cause: unknown) {
+    super(code === '08001' ? 'could not connect to the database' : 'the connection to the database was lost', { cause });
+    this.name = 'ConnectionFailure';
+    this.code = code;
+  }
+}
+
+/** Socket errors a connection fails with when its server or the network is gone. */
+const SOCKET_ERRORS = new Set(['ECONNRESET', 'EPIPE', 'ECONNREFUSED', 'ECONNABORTED', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+
+const hasSqlState = (err: unknown) => /^[0-9A-Z]{5}$/.test(String((err as { code?: unknown } | null)?.code ?? ''));
+
+type Lost = { has(c: pg.PoolClient): boolean; count: number };
+
+/** Marks each of the pool's clients lost when its connection fails or ends; the set and a count of them. */
+function watchLoss(pool: pg.Pool): Lost {
+  const clients = new WeakSet<pg.ClientBase>();
+  const state = { has: (c: pg.PoolClient) => clients.has(c), count: 0 };
+  pool.on('connect', (client) => {
+    const lose = () => {
+      if (clients.has(client)) return;
+      clients.add(client);
+      state.count++;
+    };
+    // Heard here, a checked-out client's 'error' (the server ended it mid-statement) does not
+    // end the process as an event heard by no one would.
+    client.on('error', lose);
+    client.on('end', lose);
+  });
+  return state;
+}
+
+type Query = (text: string, values?: unknown[]) => Promise<pg.QueryResult>;
+
+/**
+ * The pool as Kysely sees it, guarding each checkout of a client:
+ * - a client whose statement failed with its connection (it was lost, or the server ended the
+ *   session: a FATAL error, class 08) goes back to the pool with that error, so the pool drops
+ *   it instead of handing it out again for the next statement to fail on;
+ * - such a failure without a SQLSTATE is thrown as a ConnectionFailure (class 08), which every
+ *   component answers as the database being unavailable (503), not as a fault of ours;
+ * - a client found lost before the checkout's first statement was sent is swapped for a fresh
+ *   one, so that statement runs once, on a live connection. Nothing is retried after a
+ *   statement was sent (it may have run: a retry could repeat its effects), nor once the
+ *   checkout has sent one (a transaction or a session's state would be lost in the swap).
+ */
+function guardedPool(pool: pg.Pool, lost: Lost): PostgresPool {
+  const endsSession = (client: pg.PoolClient, err: unknown) => {
+    if (lost.has(client)) return true;
+    const e = err as { code?: unknown; severity?: unknown };
+    if (!hasSqlState(err)) return SOCKET_ERRORS.has(String(e?.code));
+    return e.severity === 'FATAL' || e.severity === 'PANIC' || String(e.code).startsWith('08');
+  };
+  const acquire = () =>
+    pool.connect().catch((err: unknown) => {
+      throw hasSqlState(err) ? err : new ConnectionFailure('08001', err);
+    });
+  return {
+    // Read by Kysely to cancel a statement on a connection of its own.
+    get options() {
+      return pool.options;
+    },
+    Client: pg.Client,
+    end: () => pool.end(),
+    async connect(): Promise<PostgresPoolClient> {
+      // Null only between giving a lost client back and receiving its replacement.
+      let client: pg.PoolClient | null = await acquire();
+      let sent = false;
+      let failure: unknown = null;
+      const run: Query = async (text, values) => {
+        if (client && !sent && lost.has(client)) {
+          client.release(new Error('the connection was lost before the checkout used it'));
+          client = null;
+        }
+        client ??= await acquire();
+        sent = true;
+        const used = client;
+        try {
+          return await used.query(text, values);
+        } catch (err) {
+          if (!endsSession(used, err)) throw err;
+          failure ??= err;
+          throw hasSqlState(err) ? err : new ConnectionFailure('08006', err);
+        }
+      };
+      return {
+        get processID() {
+          return (client as unknown as { processID?: number } | null)?.processID;
+        },
+        // A cursor (a streamed query) goes to the client as it is.
+        query: ((...args: unknown[]) =>
+          typeof args[0] === 'string' ? run(args[0], args[1] as unknown[] | undefined) : (client!.query as (...a: unknown[]) => unknown)(...args)) as PostgresPoolClient['query'],
+        release(discard?: boolean) {
+          client?.release(failure ? (failure as Error) : discard === true);
+          client = null;
+        },
+      };
+    },
+  };
 }
 
 /** A client of its own that LISTENs, and connects again (with a growing pause) when it is lost. */

@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
-import { captureLogger, dbKind, testDb, type TestDb } from '../../test/harness.ts';
+import crypto from 'node:crypto';
+import { startTcpRelay } from '../../test/fakes/tcp-relay.ts';
+import { captureLogger, dbKind, TEST_DATABASE_URL, testDb, type TestDb } from '../../test/harness.ts';
+import { openDatabase } from '../db/database.ts';
 import { useChatConventions } from '../chat/http/server.ts';
 import { createServer, type App } from '../http/kernel.ts';
 import { Registry } from '../metrics.ts';
@@ -43,10 +46,11 @@ describe('one classification of database errors', () => {
   });
 
   /** A server of the component, with its own error handler, whose route raises the SQLSTATE it is given. */
-  async function serverWith(component: string, install: (app: App) => void) {
+  async function serverWith(component: string, install: (app: App) => void, routes?: (app: App) => void) {
     const { logger, lines } = captureLogger();
     const app = createServer({ logger, metrics: new Registry(), component });
     install(app);
+    routes?.(app);
     app.get('/raise/:state', async (req) => {
       await raise(tdb.db, (req.params as { state: string }).state);
       return {};
@@ -128,6 +132,53 @@ describe('one classification of database errors', () => {
       const { app } = await serverWith(component, install);
       const res = await app.inject({ method: 'GET', url: '/statement-timeout' });
       assert.equal(res.statusCode, 503, component);
+    }
+  });
+
+  test('a connection cut under a statement (the driver gives no SQLSTATE) answers 503 with Retry-After in each component', { skip: dbKind === 'pglite' && 'the embedded database has no connection to lose; run with SERVICE_TEST_DATABASE_URL' }, async () => {
+    const target = new URL(TEST_DATABASE_URL!);
+    const relay = await startTcpRelay({ host: target.hostname, port: Number(target.port || 5432) });
+    const names: string[] = [];
+    try {
+      for (const [component, install] of [
+        ['console', useProblems],
+        ['chat', useChatConventions],
+        ['modelproxy', useProxyErrors],
+      ] as const) {
+        // A pool of its own per component, named apart: the server goes on sleeping on a cut
+        // connection's backend, which must not be taken for the next component's.
+        const name = `crewhouse-cut-${crypto.randomBytes(4).toString('hex')}`;
+        names.push(name);
+        const through = new URL(TEST_DATABASE_URL!);
+        through.hostname = '127.0.0.1';
+        through.port = String(relay.port);
+        through.searchParams.set('application_name', name);
+        const cutDb = await openDatabase({ databaseUrl: through.toString(), dataDir: '', poolSize: 1 });
+        try {
+          const { app, lines } = await serverWith(component, install, (a) =>
+            a.get('/sleep', async () => {
+              await sql`select pg_sleep(60)`.execute(cutDb.db);
+              return {};
+            }),
+          );
+          const answer = app.inject({ method: 'GET', url: '/sleep' });
+          // Cut once the statement runs on the server.
+          while ((await sql`select 1 from pg_stat_activity where application_name = ${name} and state = 'active'`.execute(tdb.db)).rows.length === 0) {
+            await new Promise((r) => setImmediate(r));
+          }
+          relay.cut();
+          const res = await answer;
+          assert.equal(res.statusCode, 503, component);
+          assert.equal(res.headers['retry-after'], '5', component);
+          assert.ok(lines.some((l) => l.includes('answered 503')), `${component} logs the cause`);
+        } finally {
+          await cutDb.close();
+        }
+      }
+    } finally {
+      await relay.close();
+      // The backends left sleeping on the cut connections: this test's own, by their names.
+      for (const name of names) await sql`select pg_terminate_backend(pid) from pg_stat_activity where application_name = ${name}`.execute(tdb.db);
     }
   });
 

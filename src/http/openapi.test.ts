@@ -13,6 +13,17 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 
 const METHODS = ['get', 'put', 'post', 'patch', 'delete'];
 
+/** A body each If-Match write validates, where an empty one would be refused first (400). */
+const EXAMPLE_BODIES: Record<string, unknown> = {
+  'patch /users/{id}': { role: 'viewer' },
+  'patch /agents/{name}': { description: 'd' },
+  'patch /teams/{name}': { rework_rounds: 2 },
+  'patch /team-templates/{name}': { description: 'd' },
+  'put /environments/{name}': { provider: 'local' },
+  'put /teams/{name}/roles/{role}/egress': { mode: 'allow_all' },
+  'put /integrations/{kind}': { enabled: false, settings: {} },
+};
+
 /** An OpenAPI path for a Fastify route URL: `/users/:id` -> `/users/{id}`, a trailing `*` -> its documented name. */
 const openApiPath = (url: string, wildcard = 'path') => url.slice('/api/v1'.length).replace(/:([A-Za-z0-9_]+)/g, '{$1}').replace(/\*$/, `{${wildcard}}`) || '/';
 
@@ -268,6 +279,22 @@ describe('OpenAPI', () => {
     const doc1 = `/api/v1/agents/${agent.name}/documents/notes.md`;
     assert.equal((await t.request({ method: 'PUT', url: doc1, token: t.adminToken, body: { media_type: 'text/markdown', content: 'one' } })).status, 201);
     await expect(428, '/agents/{name}/documents/{doc}', 'put', await t.request({ method: 'PUT', url: doc1, token: t.adminToken, body: { media_type: 'text/markdown', content: 'two' } }));
+  });
+
+  test('every write that requires If-Match answers 404 for a resource that is not there, before asking for If-Match (428)', async () => {
+    let checked = 0;
+    const wrong: string[] = [];
+    for (const [path, ops] of Object.entries<any>(doc.paths)) {
+      for (const [method, o] of Object.entries<any>(ops)) {
+        if (!o.parameters?.some((p: any) => p.in === 'header' && p.name === 'if-match' && p.required)) continue;
+        const url = '/api/v1' + path.replace(/\{([^}]+)\}/g, (_m: string, name: string) => (name === 'id' ? '999999999' : `no-such-${name}`));
+        const res = await t.request({ method: method.toUpperCase(), url, token: t.adminToken, ...(o.requestBody ? { body: EXAMPLE_BODIES[`${method} ${path}`] ?? {} } : {}) });
+        if (res.status !== 404) wrong.push(`${method.toUpperCase()} ${path}: ${res.status} ${res.text.slice(0, 300)}`);
+        checked++;
+      }
+    }
+    assert.deepEqual(wrong, []);
+    assert.ok(checked >= 20, `${checked} routes checked`);
   });
 
   test('ETag and Location are declared where they are sent, and not where they are not', async () => {

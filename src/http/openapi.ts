@@ -42,7 +42,7 @@ const DERIVED = {
   413: { name: 'PayloadTooLarge', description: 'the body is larger than this route accepts' },
   415: { name: 'UnsupportedMediaType', description: 'the Content-Type is not one this route accepts' },
   422: { name: 'UnprocessableContent', description: 'the body matches its schema but breaks a rule (errors[] names each field)' },
-  428: { name: 'PreconditionRequired', description: 'If-Match is missing: send the ETag of a fresh GET' },
+  428: { name: 'PreconditionRequired', description: 'If-Match is missing: send the ETag of a fresh GET (a resource that is not there is a 404 first)' },
 } as const;
 type DerivedStatus = keyof typeof DERIVED;
 

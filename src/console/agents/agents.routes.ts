@@ -56,7 +56,7 @@ export function agentsRoutes(app: App, deps: { agents: AgentsService; documents:
     config: { auth: { role: 'admin' } },
     schema: { operationId: 'updateAgent', summary: 'Update an agent\'s name, kind or description', etag: true, problems: { 422: false }, tags, params: AgentParams, headers: IfMatchHeader, body: AgentPatch, response: { 200: Agent } },
     handler: async (req, reply) => {
-      const row = await agents.patch(actorOf(req), req.params.name, requireIfMatch(req), req.body);
+      const row = await agents.patch(actorOf(req), req.params.name, await requireIfMatch(req, () => agents.get(req.params.name)), req.body);
       setEtag(reply, row.row_version);
       return agents.present(row);
     },
@@ -75,7 +75,7 @@ export function agentsRoutes(app: App, deps: { agents: AgentsService; documents:
       response: { 204: NoContent },
     },
     handler: async (req, reply) => {
-      await agents.remove(actorOf(req), req.params.name, requireIfMatch(req));
+      await agents.remove(actorOf(req), req.params.name, await requireIfMatch(req, () => agents.get(req.params.name)));
       return reply.status(204).send(null);
     },
   });
@@ -101,7 +101,7 @@ export function agentsRoutes(app: App, deps: { agents: AgentsService; documents:
       response: { 201: AgentVersion },
     },
     handler: async (req, reply) => {
-      const { agent, version } = await agents.addVersion(actorOf(req), req.params.name, requireIfMatch(req), req.body);
+      const { agent, version } = await agents.addVersion(actorOf(req), req.params.name, await requireIfMatch(req, () => agents.get(req.params.name)), req.body);
       setEtag(reply, agent.row_version);
       return reply.status(201).header('location', `/api/v1/agents/${encodeURIComponent(agent.name)}/versions/${version.version}`).send(version);
     },

@@ -63,7 +63,7 @@ export function destinationsRoutes(app: App, deps: { destinations: DestinationsS
       response: { 200: Destination },
     },
     handler: async (req, reply) => {
-      const row = await destinations.replace(actorOf(req), req.params.name, requireIfMatch(req), req.body);
+      const row = await destinations.replace(actorOf(req), req.params.name, await requireIfMatch(req, () => destinations.get(req.params.name)), req.body);
       setEtag(reply, row.row_version);
       return presentDestination(row);
     },
@@ -82,7 +82,7 @@ export function destinationsRoutes(app: App, deps: { destinations: DestinationsS
       response: { 204: NoContent },
     },
     handler: async (req, reply) => {
-      await destinations.remove(actorOf(req), req.params.name, requireIfMatch(req));
+      await destinations.remove(actorOf(req), req.params.name, await requireIfMatch(req, () => destinations.get(req.params.name)));
       return reply.status(204).send(null);
     },
   });

@@ -65,7 +65,7 @@ export function documentRoutes(app: App, deps: { documents: DocumentsService; sc
     config: { auth: { role: deps.writeRole } },
     schema: { operationId: `delete${label}Document`, summary: `Delete a ${scope}'s context document`, tags, params: DocumentParams, headers: IfMatchHeader, response: { 204: NoContent } },
     handler: async (req, reply) => {
-      await documents.remove(actorOf(req), scope, req.params.name, req.params.doc, requireIfMatch(req));
+      await documents.remove(actorOf(req), scope, req.params.name, req.params.doc, await requireIfMatch(req, () => documents.get(scope, req.params.name, req.params.doc)));
       return reply.status(204).send(null);
     },
   });

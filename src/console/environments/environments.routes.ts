@@ -63,7 +63,7 @@ export function environmentsRoutes(app: App, deps: { environments: EnvironmentsS
       response: { 200: Environment },
     },
     handler: async (req, reply) => {
-      const { environment, version } = await environments.replace(actorOf(req), req.params.name, requireIfMatch(req), req.body);
+      const { environment, version } = await environments.replace(actorOf(req), req.params.name, await requireIfMatch(req, () => environments.get(req.params.name)), req.body);
       setEtag(reply, version);
       return environment;
     },
@@ -82,7 +82,7 @@ export function environmentsRoutes(app: App, deps: { environments: EnvironmentsS
       response: { 204: NoContent },
     },
     handler: async (req, reply) => {
-      await environments.remove(actorOf(req), req.params.name, requireIfMatch(req));
+      await environments.remove(actorOf(req), req.params.name, await requireIfMatch(req, () => environments.get(req.params.name)));
       return reply.status(204).send(null);
     },
   });

@@ -73,7 +73,7 @@ export function integrationsRoutes(app: App, deps: { integrations: IntegrationsS
       response: { 200: Integration },
     },
     handler: async (req, reply) => {
-      const { integration, version } = await integrations.put(actorOf(req), req.params.kind, requireIfMatch(req), req.body);
+      const { integration, version } = await integrations.put(actorOf(req), req.params.kind, await requireIfMatch(req, () => integrations.get(req.params.kind)), req.body);
       setEtag(reply, version);
       return integration;
     },

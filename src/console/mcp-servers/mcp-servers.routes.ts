@@ -128,7 +128,7 @@ export function mcpServersRoutes(app: App, deps: { mcpServers: McpServersService
       response: { 204: NoContent },
     },
     handler: async (req, reply) => {
-      await mcpServers.remove(actorOf(req), addressOf(req.params.team, req.params.name), requireIfMatch(req));
+      await mcpServers.remove(actorOf(req), addressOf(req.params.team, req.params.name), await requireIfMatch(req, () => mcpServers.get(addressOf(req.params.team, req.params.name))));
       return reply.status(204).send(null);
     },
   });
@@ -146,7 +146,7 @@ export function mcpServersRoutes(app: App, deps: { mcpServers: McpServersService
       response: { 200: McpServer },
     },
     handler: async (req, reply) => {
-      const row = await mcpServers.accept(actorOf(req), addressOf(req.params.team, req.params.name), requireIfMatch(req));
+      const row = await mcpServers.accept(actorOf(req), addressOf(req.params.team, req.params.name), await requireIfMatch(req, () => mcpServers.get(addressOf(req.params.team, req.params.name))));
       setEtag(reply, row.row_version);
       return mcpServers.present(row);
     },

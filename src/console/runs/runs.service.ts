@@ -112,7 +112,9 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
     };
   }
 
+  /** Runs, newest first; `team` keeps the runs of the teams of that name: 404 when no team ever had it, as for a team's runs. */
   async function list(query: { limit: number; cursor?: string; state?: RunState; team?: string; teamId?: number }) {
+    if (query.team !== undefined && !(await deps.team(query.team))) throw problems.notFound('team', query.team);
     const cursor = decodeCursor(query.cursor, ['time', 'string']);
     const rows = await store.listRuns(db, { state: query.state, team: query.team, teamId: query.teamId }, cursor, query.limit);
     const page = toPage(rows, query.limit, (r) => [iso(r.created_at)!, r.id], (r) => r);

@@ -42,6 +42,20 @@ describe('runs routes', () => {
     assert.equal((await t.request({ method: 'POST', url, token: viewer.token, body: { text: 'x' } })).status, 403);
   });
 
+  it('the runs of a team that never was are a 404 naming it, as a filter of /runs as under /teams', async () => {
+    const under = await t.request({ method: 'GET', url: '/api/v1/teams/no-such-team/runs', token: t.adminToken });
+    assert.equal(under.status, 404);
+    const filtered = await t.request({ method: 'GET', url: '/api/v1/runs?team=no-such-team', token: t.adminToken });
+    assert.equal(filtered.status, 404, filtered.text);
+    assert.match(filtered.body.detail, /no team named "no-such-team"/);
+    const team = await makeTeam(t);
+    const known = await t.request({ method: 'GET', url: `/api/v1/runs?team=${team.name}`, token: t.adminToken });
+    assert.equal(known.status, 200);
+    assert.deepEqual(known.body.items, []);
+    const doc = await t.request({ method: 'GET', url: '/api/v1/openapi.json', token: t.adminToken });
+    assert.ok(doc.body.paths['/runs'].get.responses['404'], 'the contract lists the 404');
+  });
+
   it('an archived team takes no task (409); unknown runs are 404 on every route', async () => {
     const team = await makeTeam(t);
     const del = await t.request({ method: 'DELETE', url: `/api/v1/teams/${team.name}`, token: t.adminToken, headers: { 'if-match': team.etag } });

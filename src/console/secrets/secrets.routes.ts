@@ -13,6 +13,12 @@ export function secretsRoutes(app: App, deps: { secrets: SecretsService }) {
   const { secrets } = deps;
   const tags = ['secrets'];
 
+  const mustGetSecret = async (name: string) => {
+    const secret = await secrets.get(name);
+    if (!secret) throw problems.notFound('secret', name);
+    return secret;
+  };
+
   app.get('/secrets', {
     config: { auth: { role: 'viewer' } },
     schema: { operationId: 'listSecrets', summary: 'List secret references', tags, description: 'Secret references by name; metadata only, never a value.', querystring: SecretListQuery, response: { 200: Page(SecretReference) } },
@@ -23,8 +29,7 @@ export function secretsRoutes(app: App, deps: { secrets: SecretsService }) {
     config: { auth: { role: 'viewer' }, openapiWildcard: 'name' },
     schema: { operationId: 'getSecret', summary: 'Get a secret reference', etag: true, tags, description: 'One secret reference; never the value. Names may contain `/` (send it as is or as %2F).', params: SecretParams, response: { 200: SecretReference } },
     handler: async (req, reply) => {
-      const secret = await secrets.get(req.params['*']);
-      if (!secret) throw problems.notFound('secret', req.params['*']);
+      const secret = await mustGetSecret(req.params['*']);
       setEtag(reply, secret.row_version);
       return secret;
     },
@@ -63,7 +68,7 @@ export function secretsRoutes(app: App, deps: { secrets: SecretsService }) {
       response: { 204: NoContent },
     },
     handler: async (req, reply) => {
-      await secrets.remove(actorOf(req), req.params['*'], { expected: requireIfMatch(req) });
+      await secrets.remove(actorOf(req), req.params['*'], { expected: await requireIfMatch(req, () => mustGetSecret(req.params['*'])) });
       return reply.status(204).send(null);
     },
   });

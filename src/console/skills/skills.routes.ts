@@ -62,7 +62,7 @@ export function skillsRoutes(app: App, deps: { skills: SkillsService }) {
       response: { 204: NoContent },
     },
     handler: async (req, reply) => {
-      await skills.remove(actorOf(req), req.params.name, requireIfMatch(req));
+      await skills.remove(actorOf(req), req.params.name, await requireIfMatch(req, () => skills.get(req.params.name)));
       return reply.status(204).send(null);
     },
   });

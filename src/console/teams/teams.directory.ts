@@ -37,7 +37,6 @@ export function createTeamsDirectory(deps: {
       if (!t) return null;
       const roles = await store.rolesOf(db, [t.id]);
       return {
-    mustGetLive,
         id: t.id,
         name: t.name,
         status: t.status,

@@ -65,28 +65,31 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
     },
     handler: async (req, reply) => {
       const row = await teams.create(actorOf(req), req.body);
-      setEtag(reply, row.row_version);
-      return reply.status(201).header('location', `/api/v1/teams/${row.name}`).send(await teams.detail(row));
+      const body = await teams.detail(row);
+      setEtag(reply, row.row_version, body);
+      return reply.status(201).header('location', `/api/v1/teams/${row.name}`).send(body);
     },
   });
 
   app.get('/teams/:name', {
     config: { auth: { role: 'viewer' } },
-    schema: { operationId: 'getTeam', summary: 'Get a team', etag: true, tags, description: 'The live team of the name, else the last archived one.', params: TeamParams, response: { 200: Team } },
+    schema: { operationId: 'getTeam', summary: 'Get a team', etag: true, tags, description: 'The live team of the name, else the last archived one. Its ETag covers the whole body, derived values included (state, active_runs, spend today): it changes whenever the body would, so a cache revalidating with If-None-Match never keeps a stale one. If-Match on the team\'s writes compares only the team\'s own version within it: a write is refused as stale (412) when the team was changed, not because a run started or money was spent since the read.', params: TeamParams, response: { 200: Team } },
     handler: async (req, reply) => {
       const row = await teams.get(req.params.name);
-      setEtag(reply, row.row_version);
-      return teams.detail(row);
+      const body = await teams.detail(row);
+      setEtag(reply, row.row_version, body);
+      return body;
     },
   });
 
   app.patch('/teams/:name', {
     config: { auth: { role: 'operator' } },
-    schema: { operationId: 'updateTeam', summary: 'Update a team', etag: true, problems: { 409: 'the team is being archived', 502: 'the model proxy failed to take the new budget or model', 503: 'the model proxy is not configured or not answering' }, tags, params: TeamParams, headers: IfMatchHeader, body: TeamPatch, response: { 200: Team } },
+    schema: { operationId: 'updateTeam', summary: 'Update a team', etag: true, description: 'Changes the fields given. If-Match is an ETag of the team from a fresh GET: only the team\'s own version within it is compared (412 when the team changed since), not its derived values (state, active runs, spend).', problems: { 409: 'the team is being archived', 502: 'the model proxy failed to take the new budget or model', 503: 'the model proxy is not configured or not answering' }, tags, params: TeamParams, headers: IfMatchHeader, body: TeamPatch, response: { 200: Team } },
     handler: async (req, reply) => {
-      const row = await teams.patch(actorOf(req), req.params.name, requireIfMatch(req), req.body);
-      setEtag(reply, row.row_version);
-      return teams.detail(row);
+      const row = await teams.patch(actorOf(req), req.params.name, await requireIfMatch(req, () => teams.get(req.params.name)), req.body);
+      const body = await teams.detail(row);
+      setEtag(reply, row.row_version, body);
+      return body;
     },
   });
 
@@ -104,7 +107,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
       response: { 204: NoContent },
     },
     handler: async (req, reply) => {
-      await teams.archive(actorOf(req), req.params.name, requireIfMatch(req));
+      await teams.archive(actorOf(req), req.params.name, await requireIfMatch(req, () => teams.get(req.params.name)));
       return reply.status(204).send(null);
     },
   });
@@ -125,9 +128,10 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
       response: { 200: Team },
     },
     handler: async (req, reply) => {
-      const row = await teams.upgrade(actorOf(req), req.params.name, requireIfMatch(req), req.body?.version);
-      setEtag(reply, row.row_version);
-      return teams.detail(row);
+      const row = await teams.upgrade(actorOf(req), req.params.name, await requireIfMatch(req, () => teams.get(req.params.name)), req.body?.version);
+      const body = await teams.detail(row);
+      setEtag(reply, row.row_version, body);
+      return body;
     },
   });
 
@@ -201,7 +205,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
       response: { 200: EgressOverride },
     },
     handler: async (req, reply) => {
-      const r = await egress.put(actorOf(req), req.params.name, req.params.role, requireIfMatch(req), req.body);
+      const r = await egress.put(actorOf(req), req.params.name, req.params.role, await requireIfMatch(req, () => egress.get(req.params.name, req.params.role)), req.body);
       setEtag(reply, r.row_version);
       return { team: req.params.name, role: req.params.role, override: r.override };
     },
@@ -211,7 +215,7 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
     config: { auth: { role: 'admin' } },
     schema: { operationId: 'deleteTeamRoleEgress', summary: 'Remove a team role\'s egress override', tags, description: 'Removes the override; the agent definition\'s egress applies. If-Match is the ETag of GET …/egress.', params: RoleParams, headers: IfMatchHeader, response: { 204: NoContent } },
     handler: async (req, reply) => {
-      await egress.remove(actorOf(req), req.params.name, req.params.role, requireIfMatch(req));
+      await egress.remove(actorOf(req), req.params.name, req.params.role, await requireIfMatch(req, () => egress.get(req.params.name, req.params.role)));
       return reply.status(204).send(null);
     },
   });

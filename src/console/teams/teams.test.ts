@@ -3,6 +3,7 @@ import crypto from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { makeAgent, makeEnvironment, makeRun, makeTeam, makeTemplate } from '../../../test/factories.ts';
 import { makeHostRow } from '../../../test/sandboxes.ts';
+import { createTeamsDirectory } from './teams.directory.ts';
 import { captureLogger, testApp, uniq, type TestApp } from '../../../test/harness.ts';
 import { createModelProxyClient, type ModelProxyClient } from '../../modelproxy/client.ts';
 import { byKind, getJob, listJobs } from '../../queue/queue.ts';
@@ -255,6 +256,30 @@ describe('teams', () => {
     assert.deepEqual(results.map((r) => r.status).sort(), [200, 412]);
     const winner = results.find((r) => r.status === 200)!;
     assert.equal((await get(team.name)).body.settings.rework_rounds, winner.body.settings.rework_rounds);
+  });
+
+  test('the ETag changes with what the body shows (a run starting changes state and active runs), and If-Match still compares only the team itself', async () => {
+    const team = await makeTeam(t);
+    const before = await get(team.name);
+    assert.equal(before.headers.etag, team.etag);
+    await makeRun(t, { team: team.name });
+    const after = await get(team.name);
+    assert.notDeepEqual([after.body.state, after.body.active_runs], [before.body.state, before.body.active_runs]);
+    assert.notEqual(after.headers.etag, before.headers.etag, 'a body that differs has another ETag');
+    // The team itself did not change: the ETag read before the run is not stale for a write.
+    const patched = await t.request({ method: 'PATCH', url: `/api/v1/teams/${team.name}`, token: t.adminToken, headers: { 'if-match': String(before.headers.etag) }, body: { rework_rounds: 4 } });
+    assert.equal(patched.status, 200, patched.text);
+    assert.equal(patched.headers.etag, (await get(team.name)).headers.etag);
+    // Once it did, that ETag is stale.
+    const stale = await t.request({ method: 'PATCH', url: `/api/v1/teams/${team.name}`, token: t.adminToken, headers: { 'if-match': String(after.headers.etag) }, body: { rework_rounds: 5 } });
+    assert.equal(stale.status, 412);
+  });
+
+  test('what a run reads of a team is its fields only (the directory\'s forRun)', async () => {
+    const team = await makeTeam(t);
+    const directory = createTeamsDirectory({ db: t.db, agentVersion: async () => null, openKey: () => '' });
+    const forRun = await directory.forRun(team.name);
+    assert.deepEqual(Object.keys(forRun!).sort(), ['id', 'lead', 'name', 'repo_url', 'rework_rounds', 'roles', 'status', 'surface']);
   });
 
   test('archive: cancels runs, revokes keys, removes roles, links and documents, frees the name; a new team inherits nothing', async () => {

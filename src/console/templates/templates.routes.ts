@@ -56,7 +56,7 @@ export function templatesRoutes(app: App, deps: { templates: TemplatesService })
     config: { auth: { role: 'admin' } },
     schema: { operationId: 'updateTeamTemplate', summary: 'Update a team template\'s description', etag: true, problems: { 422: false }, tags, params: NameParams, headers: IfMatchHeader, body: TemplatePatch, response: { 200: TeamTemplate } },
     handler: async (req, reply) => {
-      const row = await templates.patch(actorOf(req), req.params.name, requireIfMatch(req), req.body.description);
+      const row = await templates.patch(actorOf(req), req.params.name, await requireIfMatch(req, () => templates.get(req.params.name)), req.body.description);
       setEtag(reply, row.row_version);
       return templates.detail(row);
     },
@@ -66,7 +66,7 @@ export function templatesRoutes(app: App, deps: { templates: TemplatesService })
     config: { auth: { role: 'admin' } },
     schema: { operationId: 'deleteTeamTemplate', summary: 'Delete a team template', problems: { 409: 'an active team uses the template' }, tags, description: '409 while an active team uses it.', params: NameParams, headers: IfMatchHeader, response: { 204: NoContent } },
     handler: async (req, reply) => {
-      await templates.remove(actorOf(req), req.params.name, requireIfMatch(req));
+      await templates.remove(actorOf(req), req.params.name, await requireIfMatch(req, () => templates.get(req.params.name)));
       return reply.status(204).send(null);
     },
   });
@@ -93,7 +93,7 @@ export function templatesRoutes(app: App, deps: { templates: TemplatesService })
       response: { 201: TeamTemplateVersion },
     },
     handler: async (req, reply) => {
-      const row = await templates.createVersion(actorOf(req), req.params.name, requireIfMatch(req), req.body);
+      const row = await templates.createVersion(actorOf(req), req.params.name, await requireIfMatch(req, () => templates.get(req.params.name)), req.body);
       return reply.status(201).header('location', `/api/v1/team-templates/${req.params.name}/versions/${row.version}`).send(presentVersion(row));
     },
   });

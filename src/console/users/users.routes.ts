@@ -62,7 +62,7 @@ export function usersRoutes(app: App, deps: { users: UsersService }) {
       response: { 200: User },
     },
     handler: async (req, reply) => {
-      const row = await users.patch(actorOf(req), req.params.id, requireIfMatch(req), req.body);
+      const row = await users.patch(actorOf(req), req.params.id, await requireIfMatch(req, () => users.get(actorOf(req), req.params.id)), req.body);
       setEtag(reply, row.row_version);
       return presentUser(row);
     },

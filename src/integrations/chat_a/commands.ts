@@ -56,7 +56,7 @@ export function createChatACommands(deps: { db: Db; surfaceClient: (opts: { requ
       const deliveryId = crypto.createHash('sha256').update(trigger || raw).digest('hex');
       // `verified`: the command token matched, so the sender holds it; before that anyone could be sending, and refusals are recorded only up to the cap.
       const refuse = async (problem: Problem, verified = false) => {
-        if (!verified && !deps.refusalCap.mayRecord('chat_a')) return problem;
+        if (!verified && !(await deps.refusalCap.mayRecord('chat_a'))) return problem;
         await store.recordRefused(db, { surface: 'chat_a', delivery_id: deliveryId, event: 'command', action: null, signature_valid: false, outcome: 'refused', detail: problem.detail });
         deps.logger.warn({ surface: 'chat_a', status: problem.status, reason: problem.detail }, 'chat_a slash command refused');
         return problem;

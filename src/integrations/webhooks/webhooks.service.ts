@@ -82,7 +82,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
       const signature = header(format.signatureHeader.toLowerCase()) ?? '';
       const refuse = async (problem: Problem, signatureValid: boolean) => {
         // A signed refusal comes from a holder of the secret and is always recorded; an unsigned one only up to the cap.
-        if (!signatureValid && !cap.mayRecord(surface)) return problem;
+        if (!signatureValid && !(await cap.mayRecord(surface))) return problem;
         await store.recordRefused(db, {
           surface,
           // What a refused sender claims is kept only as far as it is printable and short.
@@ -128,7 +128,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
       if (result.replayOf !== null) {
         // A copy of a signed delivery under a new id: answered as a duplicate (the sender need not retry), its work not done again.
         // Anyone who captured one can send it again and again, so it is recorded like a refusal without a signature: up to the cap.
-        if (cap.mayRecord(surface)) {
+        if (await cap.mayRecord(surface)) {
           await store.recordRefused(db, { surface, delivery_id: deliveryId, event, action, signature_valid: true, outcome: 'duplicate', detail: `reports what delivery ${result.replayOf} reported (${subject}), under another delivery id: a copy, not taken in again` });
         }
         logger.warn({ surface, delivery: deliveryId, first: result.replayOf, subject }, 'webhook delivery is a copy of one taken in under another delivery id: not processed again');
@@ -144,7 +144,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
       const format = INBOUND_FORMATS[surface];
       const id = header(format.deliveryHeader.toLowerCase()) ?? '';
       const event = format.claimedEvent(header);
-      if (!cap.mayRecord(surface)) return;
+      if (!(await cap.mayRecord(surface))) return;
       await store.recordRefused(db, {
         surface,
         delivery_id: DELIVERY_ID.test(id) ? id : `(invalid: ${crypto.randomUUID()})`,

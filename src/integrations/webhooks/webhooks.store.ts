@@ -56,3 +56,20 @@ export function listDeliveries(q: Q, surface: string, cursor: CursorValue[] | nu
     .where('surface', '=', surface);
   return keyset(query, ['received_at', 'id'], 'desc', cursor, limit).execute();
 }
+
+/**
+ * Counts one refusal of `surface` in `minute`, in one statement shared by every process: the
+ * count so far this minute, and the count of the earlier minute this one replaced (removed here,
+ * so exactly one caller sees it), or null.
+ */
+export async function countRefusal(q: Q, surface: string, minute: number): Promise<{ count: number; previous: { minute: number; count: number } | null }> {
+  const { rows } = await sql<{ count: number; prev_minute: number | null; prev_count: number | null }>`
+    with gone as (delete from webhook_refusal_minutes where surface = ${surface} and minute < ${minute} returning minute, count)
+    insert into webhook_refusal_minutes as m (surface, minute, count) values (${surface}, ${minute}, 1)
+    on conflict (surface, minute) do update set count = m.count + 1
+    returning m.count,
+      (select g.minute from gone g order by g.minute desc limit 1) as prev_minute,
+      (select g.count from gone g order by g.minute desc limit 1) as prev_count`.execute(q);
+  const r = rows[0]!;
+  return { count: r.count, previous: r.prev_minute === null || r.prev_count === null ? null : { minute: r.prev_minute, count: r.prev_count } };
+}

@@ -28,4 +28,11 @@ export interface WebhooksTables {
     /** The verified payload, kept for the job that processes it. */
     payload: ColumnType<unknown, string | null | undefined, string | null>;
   };
+  /** Refusals without a valid signature counted per surface in its current minute (the cap on recording them: refusal-cap.ts). */
+  webhook_refusal_minutes: {
+    surface: string;
+    /** Minutes since the epoch. */
+    minute: number;
+    count: number;
+  };
 }

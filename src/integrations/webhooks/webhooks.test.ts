@@ -295,6 +295,26 @@ describe('refusals anyone can send are recorded up to a cap; old refusals are de
     assert.equal(await unrecordedMetric('code_host'), k + 1);
   });
 
+  it('two service processes on one database share the cap: together they record at most the cap a minute', async () => {
+    // Another minute of the shared clock, so the test above leaves nothing counted in it.
+    at += 10 * 60_000;
+    const second = await testApp({ webhooksClock: () => at, shareWith: t });
+    try {
+      const before = await refusedRows('code_host');
+      const metricsBefore = await unrecordedMetric('code_host');
+      const k = 6;
+      for (let i = 0; i < UNSIGNED_REFUSALS_PER_MINUTE + k; i++) {
+        const app = i % 2 === 0 ? t : second;
+        assert.equal((await deliver(app, { event: 'issues', payload: { action: 'opened' }, id: `two-apps-${i}`, signature: null })).status, 401);
+      }
+      assert.equal(await refusedRows('code_host'), before + UNSIGNED_REFUSALS_PER_MINUTE);
+      const secondMetric = Number(/^crewhouse_webhook_refusals_unrecorded_total\{surface="code_host"\} (\d+)$/m.exec((await second.request({ method: 'GET', url: '/metrics' })).text)?.[1] ?? 0);
+      assert.equal(await unrecordedMetric('code_host') - metricsBefore + secondMetric, k, 'what neither recorded is counted by the one that refused it');
+    } finally {
+      await second.close();
+    }
+  });
+
   it('deletes refusals older than 30 days; deliveries taken in stay, however old, and recent refusals stay', async () => {
     const now = Date.now();
     const daysAgo = (d: number) => new Date(now - d * 86_400_000).toISOString();

@@ -241,6 +241,34 @@ describe('local provider', { skip: skip ?? false }, () => {
     }
   });
 
+  test('a shared /etc per CA goes with the last sandbox that uses it, and one an earlier process left is removed at start-up', async () => {
+    const etcs = () => (fs.existsSync(path.join(root, '.shared')) ? fs.readdirSync(path.join(root, '.shared')) : []).filter((f) => f.startsWith('etc-')).sort();
+    const pem = (n: string) => `-----BEGIN CERTIFICATE-----\n${n}\n-----END CERTIFICATE-----\n`;
+    const [a, b, c] = [spec({ caPem: pem('one') }), spec({ caPem: pem('one') }), spec({ caPem: pem('two') })];
+    const before = etcs();
+    try {
+      await provider.create(a);
+      await provider.create(b);
+      await provider.create(c);
+      const made = etcs().filter((f) => !before.includes(f));
+      assert.equal(made.length, 2, 'one /etc per CA');
+      await provider.destroy(c.id);
+      assert.equal(etcs().filter((f) => made.includes(f)).length, 1, 'the second CA\'s /etc went with its only sandbox');
+      await provider.destroy(a.id);
+      assert.equal(etcs().filter((f) => made.includes(f)).length, 1, 'the first CA\'s /etc stays while a sandbox uses it');
+      assert.equal((await execText(provider, b.id, ['/bin/cat', '/etc/ssl/certs/ca-certificates.crt'])).stdout, pem('one'));
+      await provider.destroy(b.id);
+      assert.deepEqual(etcs().filter((f) => made.includes(f)), []);
+      // What a process stopped before destroying the last user of one leaves is removed when the next starts.
+      fs.mkdirSync(path.join(root, '.shared', 'etc-0123456789abcdef', 'ssl'), { recursive: true });
+      const again = createLocalProvider({ root, gatewayPort });
+      await again.check();
+      assert.ok(!etcs().includes('etc-0123456789abcdef'));
+    } finally {
+      for (const s of [a, b, c]) await provider.destroy(s.id).catch(() => {});
+    }
+  });
+
   test('destroy and a failed create leave nothing behind: no namespace, link, firewall, cgroup, process or files', async () => {
     const leftovers = async (id: string, hostInterface: string) => {
       const tag = resourceTag(id);

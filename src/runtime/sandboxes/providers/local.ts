@@ -205,6 +205,8 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
       // A shared /etc a killed process was writing.
       if (f.startsWith('etc-') && f.includes(ETC_TMP)) await fs.rm(path.join(shared, f), { recursive: true, force: true });
     }
+    // Shared /etc directories no sandbox uses any more (their last one destroyed by an earlier process).
+    await removeUnusedEtc();
     await findPooled();
     refill();
   }
@@ -393,15 +395,21 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
   /**
    * The /etc of every sandbox with this CA (and these host files present), written once into
    * SHARED_DIR (under a name of its own, then renamed into place: what is there is whole) and
-   * bound read-only: a create writes no files for it. Resolves with its name there.
+   * bound read-only: a create writes no files for it. Resolves with its name there. Made and
+   * removed one at a time per name (etcSerial); `etcTaken` counts the creates between asking for
+   * one and recording it, whose /etc no record names yet.
    */
   const etcDirs = new Map<string, Promise<string>>();
-  function sharedEtc(caPem: string | null | undefined): Promise<string> {
+  const etcSerial = createKeyedQueue();
+  const etcTaken = new Map<string, number>();
+  const etcNameOf = (caPem: string | null | undefined) => {
     const present = HOST_ETC.filter((f) => existsSync(path.join('/etc', f)));
-    const name = `etc-${createHash('sha256').update(`${caPem ?? ''}\0${present.join('\0')}`).digest('hex').slice(0, 16)}`;
+    return `etc-${createHash('sha256').update(`${caPem ?? ''}\0${present.join('\0')}`).digest('hex').slice(0, 16)}`;
+  };
+  function sharedEtc(name: string, caPem: string | null | undefined): Promise<string> {
     let made = etcDirs.get(name);
     if (!made) {
-      made = (async () => {
+      made = etcSerial(name, async () => {
         const final = path.join(root, SHARED_DIR, name);
         if (existsSync(final)) return name;
         const tmp = `${final}${ETC_TMP}${randomUUID()}`;
@@ -411,11 +419,43 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
         // Another process may have put it there first: either copy is the same.
         await fs.rename(tmp, final).catch(() => fs.rm(tmp, { recursive: true, force: true }));
         return name;
-      })();
+      });
       made.catch(() => etcDirs.delete(name));
       etcDirs.set(name, made);
     }
     return made;
+  }
+
+  /** The shared /etc directories the sandboxes' records name. */
+  async function etcInUse(): Promise<Set<string>> {
+    const used = new Set<string>();
+    for (const e of await fs.readdir(root, { withFileTypes: true }).catch(() => [])) {
+      if (!e.isDirectory() || !ID.test(e.name)) continue;
+      const rec = await readRecord(e.name).catch(() => null);
+      if (rec?.etc) used.add(rec.etc);
+    }
+    return used;
+  }
+
+  /**
+   * Removes a shared /etc once no sandbox uses it (a CA replaced, the last sandbox with it
+   * destroyed): none is being created with it and no record names it. Without a name, every
+   * unused one (at start-up: what an earlier process left).
+   */
+  async function removeUnusedEtc(only?: string): Promise<void> {
+    const shared = path.join(root, SHARED_DIR);
+    const names = only ? [only] : (await fs.readdir(shared).catch(() => [] as string[])).filter((f) => f.startsWith('etc-') && !f.includes(ETC_TMP));
+    if (names.length === 0) return;
+    const used = await etcInUse();
+    for (const name of names) {
+      await etcSerial(name, async () => {
+        if ((etcTaken.get(name) ?? 0) > 0 || used.has(name)) return;
+        // A record written since the first look names it: read again, inside the queue.
+        if ((await etcInUse()).has(name)) return;
+        etcDirs.delete(name);
+        await fs.rm(path.join(shared, name), { recursive: true, force: true });
+      });
+    }
   }
 
   /** A sandbox's /etc (`etc` of its record): what its user, name lookups and TLS see. */
@@ -866,6 +906,10 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
           warnedNoLoop = true;
           opts.logger?.warn(`this host has no loop devices (${opts.loopControl ?? '/dev/loop-control'} is missing): local sandboxes get a plain /workspace directory and their disk size is not enforced`);
         }
+        // Taken from here until the record names it (or the create failed).
+        const etcName = etcNameOf(caPem);
+        etcTaken.set(etcName, (etcTaken.get(etcName) ?? 0) + 1);
+        let made = false;
         try {
           let volumeTaken = false;
           const pooled = await timed('directory and record', async () => {
@@ -879,7 +923,7 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
             return taken;
           });
           // Its /etc is read only by its execs' bubblewraps: found (or written) meanwhile.
-          const etc = timed('etc', () => sharedEtc(caPem));
+          const etc = timed('etc', () => sharedEtc(etcName, caPem));
           const host = timed('host side and init', () => ensureHostSide(spec.id, rec, true, pooled, volumeTaken));
           const done = await Promise.allSettled([etc, host]);
           for (const r of done) if (r.status === 'rejected') throw r.reason;
@@ -887,12 +931,17 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
           rec.pid = await host;
           rec.state = 'running';
           await timed('record', () => writeRecord(spec.id, rec));
+          made = true;
         } catch (err) {
           // Nothing stays running or mounted after a failed create.
           await teardown(spec.id, spec.network, false).catch((e) => opts.logger?.error({ err: e, sandbox: spec.id }, 'cleanup after a failed create was incomplete'));
           if (err instanceof SandboxError) throw err;
           throw new SandboxError('failed', `sandbox ${spec.id} could not be made: ${(err as Error).message}`, { cause: err });
         } finally {
+          const left = (etcTaken.get(etcName) ?? 1) - 1;
+          if (left > 0) etcTaken.set(etcName, left);
+          else etcTaken.delete(etcName);
+          if (!made) await removeUnusedEtc(etcName).catch((e) => opts.logger?.warn({ err: e }, 'a shared /etc no sandbox uses could not be removed'));
           // What this create took is made again once it has answered (not meanwhile: it would compete).
           refillsStarted = new Promise<void>((started) =>
             setImmediate(() => {
@@ -966,6 +1015,8 @@ export function createLocalProvider(opts: LocalProviderOptions): SandboxProvider
           throw err;
         });
         await teardown(id, rec?.spec.network ?? null, false);
+        // Its /etc goes with the last sandbox that uses it.
+        if (rec?.etc) await removeUnusedEtc(rec.etc).catch((err) => opts.logger?.warn({ err, sandbox: id }, 'a shared /etc no sandbox uses could not be removed'));
       }),
 
     async status(id) {
