@@ -24,6 +24,8 @@ const KEY_CHECKS: Record<CursorKeyType, (v: unknown) => boolean> = {
   digits: (v) => typeof v === 'string' && /^[0-9]{1,18}$/.test(v),
 };
 
+/** Half of a surrogate pair: with the `u` flag a whole pair is one code point, so only a lone half matches. */
+const HALF_A_PAIR = /\p{Surrogate}/u;
 const isTime = (v: string) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(v) && !Number.isNaN(Date.parse(v)) && new Date(v).toISOString() === v;
 
 /**
@@ -45,7 +47,7 @@ export function decodeCursor(cursor: string | undefined, arity: number | CursorK
   if (
     !Array.isArray(values) ||
     values.length !== length ||
-    !values.every((v, i) => (types === null || KEY_CHECKS[types[i]!](v)) && ((typeof v === 'string' && v.length <= 512 && !v.includes('\u0000') && v.isWellFormed()) || (typeof v === 'number' && Number.isFinite(v))))
+    !values.every((v, i) => (types === null || KEY_CHECKS[types[i]!](v)) && ((typeof v === 'string' && v.length <= 512 && !v.includes('\u0000') && !HALF_A_PAIR.test(v)) || (typeof v === 'number' && Number.isFinite(v))))
   ) {
     throw problems.badRequest('cursor is not a cursor this list gave out', [{ field: 'cursor', message: 'not a valid cursor' }]);
   }
