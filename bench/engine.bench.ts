@@ -106,8 +106,12 @@ export default async function engineBench(): Promise<BenchReport[]> {
 
     // 1. One run, STEPS steps: overhead per step.
     const team = await stack.makeTeam(spec);
-    // A warm-up run places and boots the team's sandbox, so the measured run's steps are steady state.
-    steps = 1;
+    // A warm-up run places and boots the team's sandbox, and runs as many steps as the measured
+    // run, so the measured steps are steady state: the code on a step's way (the gateway, the
+    // proxy, the runtime) has run as often as in a service that has served a few runs. V8
+    // optimises a function only after many calls; a 1-step warm-up left the first third of the
+    // measured steps in its interpreter, 1 to 1.7 ms slower each than the rest.
+    steps = STEPS;
     await stack.waitForState(await stack.giveTask(team, 'warm-up run BENCHKEY-warm'), 'succeeded');
     steps = STEPS;
     const cpuBefore = threadCpu();

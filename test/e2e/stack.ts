@@ -139,7 +139,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     ...opts.config,
   };
   const t = await testApp({ modelProxy: true, config: env, codeHostClock: opts.codeHostClock });
-  const captured = captureLogger('debug');
+  // Every line a test may look for is kept; a bench asks for less (a production level) with SERVICE_LOG_LEVEL.
+  const captured = captureLogger(opts.config?.SERVICE_LOG_LEVEL ?? 'debug');
   const shared = loadShared(t.config);
   const ctx = { config: t.config, db: t.db, logger: captured.logger, metrics: new Registry(), ...shared, services: t.services };
   const gateway = await startGateway({ ...ctx, listen: { host: '0.0.0.0', port: gatewayPort } });
