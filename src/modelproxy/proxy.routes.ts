@@ -1,11 +1,10 @@
 import type { FastifyError, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { hashToken } from '../auth/credentials.ts';
 import type { Db } from '../db/database.ts';
 import type { App } from '../http/kernel.ts';
 import type { ModelAlias } from '../models/catalog.ts';
 import { proxyErrors, sendProxyError, toProxyError } from './errors.ts';
-import { createForwarder, type ForwarderDeps } from './forwarding.ts';
+import { createForwarder, keyHashOf, type ForwarderDeps } from './forwarding.ts';
 import type { ChatRequest } from './upstream.ts';
 
 const ChatBody = Type.Object(
@@ -51,7 +50,7 @@ export function proxyRoutes(app: App, deps: ForwarderDeps & { db: Db }) {
 
   const authenticated = async (req: FastifyRequest) => {
     const key = keyOf(req);
-    return key !== null && (await admission.authenticate(hashToken(key)));
+    return key !== null && (await admission.authenticate(keyHashOf(key)));
   };
 
   app.register(async (scope: App) => {
@@ -75,7 +74,7 @@ export function proxyRoutes(app: App, deps: ForwarderDeps & { db: Db }) {
     async function allowedModels(req: FastifyRequest): Promise<string[] | null> {
       const key = keyOf(req);
       if (!key) return null;
-      const row = await db.selectFrom('mp_keys').select(['models', 'revoked_at']).where('key_hash', '=', hashToken(key)).executeTakeFirst();
+      const row = await db.selectFrom('mp_keys').select(['models', 'revoked_at']).where('key_hash', '=', keyHashOf(key)).executeTakeFirst();
       if (!row || row.revoked_at) return null;
       return row.models.length ? row.models : catalog.aliases.map((a) => a.alias);
     }
