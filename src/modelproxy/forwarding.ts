@@ -201,10 +201,12 @@ export function createForwarder(deps: ForwarderDeps) {
         } catch {
           return fail(proxyErrors.upstream(502, `the upstream for "${alias.alias}" answered with a body that is not JSON`, 'upstream_error'), upstreamId);
         }
+        if (upstreamId) reply.header('x-upstream-request-id', upstreamId);
+        reply.status(200).type('application/json').send(out.body);
+        // Settled once the answer is on its way, not on its way (the reservation holds meanwhile).
         // No usage reported: charge the worst case, so a silent upstream cannot spend past a budget.
         settleWith(200, out.usage ?? { tokensIn: promptTokens, tokensOut: maxOut, reported: false }, upstreamId, null);
-        if (upstreamId) reply.header('x-upstream-request-id', upstreamId);
-        return reply.status(200).type('application/json').send(out.body);
+        return reply;
       }
 
       const translator = adapter.stream({ clientWantsUsage: body.stream_options?.include_usage === true, alias, promptTokens });
