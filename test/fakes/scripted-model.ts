@@ -25,6 +25,8 @@ export interface ScriptedRequest {
   system: string;
   /** The newest message that is not the assistant's. */
   last: { role: string; content?: string | null; tool_call_id?: string } | undefined;
+  /** When the whole answer was handed to the socket (`performance.timeOrigin + performance.now()`), once it was. */
+  sentAt?: number;
 }
 
 export interface ScriptedModel {
@@ -86,9 +88,10 @@ export async function startScriptedModel(respond: (req: ScriptedRequest, n: numb
     const usage = a.usage ?? { prompt_tokens: Math.max(1, Math.ceil(promptChars / 4)), completion_tokens: 10 + toolCalls.length * 10 };
     const fullUsage = { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
     const finish = toolCalls.length ? 'tool_calls' : 'stop';
+    const sent = () => (scripted.sentAt = performance.timeOrigin + performance.now());
     if (!body.stream) {
       res.writeHead(200, { 'content-type': 'application/json' });
-      return res.end(
+      res.end(
         JSON.stringify({
           id,
           object: 'chat.completion',
@@ -98,6 +101,8 @@ export async function startScriptedModel(respond: (req: ScriptedRequest, n: numb
           usage: fullUsage,
         }),
       );
+      sent();
+      return;
     }
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
     const send = (choices: unknown[], extra: Record<string, unknown> = {}) => res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: body.model, choices, ...extra })}\n\n`);
@@ -111,6 +116,7 @@ export async function startScriptedModel(respond: (req: ScriptedRequest, n: numb
     send([{ index: 0, delta: {}, finish_reason: finish }]);
     if (body.stream_options?.include_usage) send([], { usage: fullUsage });
     res.end('data: [DONE]\n\n');
+    sent();
   }
 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
