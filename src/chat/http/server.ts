@@ -190,33 +190,24 @@ export function chatRouter(app: App, deps: { authenticate(header: string | undef
   const route = (def: RouteDef, handler: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>) =>
     app.route({ method: def.method, url: def.url, schema: schemaOf(def), ...(def.bodyLimit ? { bodyLimit: def.bodyLimit } : {}), handler });
 
+  /**
+   * Every chat route: signed in or open (`signIn`), answering the JSON envelope or a file
+   * (`file`). Sign-in (and the rate limit) comes before the parameters are read, as Zulip's.
+   */
+  const serve = (def: RouteDef, how: { signIn: boolean; file: boolean }, handler: (ctx: AuthedContext) => Promise<unknown>) =>
+    route(def, async (req, reply) => {
+      const caller = how.signIn ? await signIn(req, reply) : undefined;
+      const { params, files } = readParams(req);
+      // An open route's handler takes a ChatContext: it is given no caller.
+      const answer = await handler({ req, reply, params, files, ...(caller ? { caller } : {}) } as AuthedContext);
+      return how.file ? sendFile(reply, answer as FileAnswer) : envelope(params, answer as Record<string, unknown>);
+    });
+
   return {
-    authed(def, handler) {
-      route(def, async (req, reply) => {
-        const caller = await signIn(req, reply);
-        const { params, files } = readParams(req);
-        return envelope(params, await handler({ req, reply, params, files, caller }));
-      });
-    },
-    open(def, handler) {
-      route(def, async (req, reply) => {
-        const { params, files } = readParams(req);
-        return envelope(params, await handler({ req, reply, params, files }));
-      });
-    },
-    authedFile(def, handler) {
-      route(def, async (req, reply) => {
-        const caller = await signIn(req, reply);
-        const { params, files } = readParams(req);
-        return sendFile(reply, await handler({ req, reply, params, files, caller }));
-      });
-    },
-    openFile(def, handler) {
-      route(def, async (req, reply) => {
-        const { params, files } = readParams(req);
-        return sendFile(reply, await handler({ req, reply, params, files }));
-      });
-    },
+    authed: (def, handler) => serve(def, { signIn: true, file: false }, handler),
+    open: (def, handler) => serve(def, { signIn: false, file: false }, handler),
+    authedFile: (def, handler) => serve(def, { signIn: true, file: true }, handler),
+    openFile: (def, handler) => serve(def, { signIn: false, file: true }, handler),
   };
 }
 
