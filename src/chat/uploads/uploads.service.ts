@@ -6,7 +6,7 @@ import type { Database } from '../../db/schema.ts';
 import type { Cipher } from '../../secrets/cipher.ts';
 import { writeEvents, type ChatEventRecord } from '../events/events.bus.ts';
 import { ChatError, chatErrors } from '../http/errors.ts';
-import type { FileSink, StreamedForm } from '../http/multipart.ts';
+import type { FileSink, PartHead, StreamedForm } from '../http/multipart.ts';
 import { dbId } from '../http/params.ts';
 import { accessSql } from '../messages/messages.store.ts';
 import { isGuest } from '../users/users.present.ts';
@@ -225,35 +225,36 @@ export function createChatUploadsService(deps: { db: Db; cipher: Cipher; maxFile
      * once all of it has arrived; a refused or cut-off upload leaves nothing behind.
      */
     async upload(caller: Caller, form: StreamedForm | null) {
-      let file: { id: number; sent: { filename: string; contentType: string }; size: () => number } | null = null;
+      const stored: Array<{ id: number; sent: PartHead & { filename: string }; size: () => number }> = [];
       try {
         await form?.read(async (head) => {
-          if (file) throw chatErrors.bad('You may only upload one file at a time');
-          const stored = await storeFile(caller.realm.id);
-          file = { id: stored.id, sent: head, size: stored.size };
-          return stored.sink;
+          if (stored.length) throw chatErrors.bad('You may only upload one file at a time');
+          const file = await storeFile(caller.realm.id);
+          stored.push({ id: file.id, sent: head, size: file.size });
+          return file.sink;
         });
+        const [file] = stored;
+        if (!file) throw chatErrors.bad('You must specify a file to upload');
+        const name = [...file.sent.filename].filter((c) => !isControl(c)).slice(0, 255).join('').trim() || 'uploaded-file';
+        const pathId = [caller.realm.id, crypto.randomBytes(1).toString('hex'), crypto.randomBytes(18).toString('base64url'), sanitizeName(name)].join('/');
+        await db.transaction().execute(async (trx) => {
+          const { id } = await trx
+            .insertInto('chat_attachments')
+            .values({ realm_id: caller.realm.id, owner_id: caller.user.id, path_id: pathId, file_name: name, content_type: contentTypeOf(file.sent.contentType), size: file.size(), file_id: file.id })
+            .returning('id')
+            .executeTakeFirstOrThrow();
+          await recordAudit(trx, chatActor(caller), 'chat.attachment.create', { type: 'chat_attachment', id }, { size: file.size() });
+          const [attachment] = await attachmentObjects(trx, [id]);
+          await writeEvents(trx, [{ realmId: caller.realm.id, users: [caller.user.id], payload: { type: 'attachment', op: 'add', attachment, upload_space_used: await spaceUsed(trx, caller.realm.id) } }]);
+        });
+        afterCommit();
+        const url = uploadUrl(pathId);
+        return { uri: url, url, filename: name };
       } catch (err) {
-        if (file) await deleteFiles([(file as { id: number }).id]).catch(() => {});
+        // A refused, cut-off or failed upload leaves no bytes behind (the housekeeping's day is for a process that died).
+        await deleteFiles(stored.map((f) => f.id)).catch(() => {});
         throw err;
       }
-      if (!file) throw chatErrors.bad('You must specify a file to upload');
-      const { id: fileId, sent, size } = file as { id: number; sent: { filename: string; contentType: string }; size: () => number };
-      const name = [...sent.filename].filter((c) => !isControl(c)).slice(0, 255).join('').trim() || 'uploaded-file';
-      const pathId = [caller.realm.id, crypto.randomBytes(1).toString('hex'), crypto.randomBytes(18).toString('base64url'), sanitizeName(name)].join('/');
-      await db.transaction().execute(async (trx) => {
-        const { id } = await trx
-          .insertInto('chat_attachments')
-          .values({ realm_id: caller.realm.id, owner_id: caller.user.id, path_id: pathId, file_name: name, content_type: contentTypeOf(sent.contentType), size: size(), file_id: fileId })
-          .returning('id')
-          .executeTakeFirstOrThrow();
-        await recordAudit(trx, chatActor(caller), 'chat.attachment.create', { type: 'chat_attachment', id }, { size: size() });
-        const [attachment] = await attachmentObjects(trx, [id]);
-        await writeEvents(trx, [{ realmId: caller.realm.id, users: [caller.user.id], payload: { type: 'attachment', op: 'add', attachment, upload_space_used: await spaceUsed(trx, caller.realm.id) } }]);
-      });
-      afterCommit();
-      const url = uploadUrl(pathId);
-      return { uri: url, url, filename: name };
     },
 
     /** GET /attachments: the caller's uploads, newest last, and the organization's space used. */
