@@ -4,6 +4,7 @@ import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { assertZulipResponse } from '../../../test/zulip-openapi.ts';
+import * as uploadChunks from '../../db/migrations/0504-chat-upload-chunks.ts';
 import { basic, chatTestServer, type Account, type ChatTestServer } from '../chat.testkit.ts';
 
 /** A multipart form as Zulip's clients send an upload: each file part with its name and type. */
@@ -252,5 +253,30 @@ describe('chat uploads stored in chunks, served as a stream', () => {
     const [removed] = await t.events(t.owner, reg.body.queue_id, 1, (e) => e.type === 'attachment' && e.op === 'remove' && e.attachment.id === unclaimedId);
     assert.equal(removed.upload_space_used, (await t.raw('GET', '/attachments', { auth: t.owner })).body.upload_space_used);
     assert.equal(await t.services.uploads.deleteUnclaimed(later), 0);
+  });
+
+  // Last: it takes the migration down and up again on this file's database.
+  test('the chunks migration cuts the uploads made before it (one bytea each) into chunks, served as they were', async () => {
+    const sizes = [0, 5, 2 * MiB + 3];
+    const before = sizes.map((n) => crypto.randomBytes(n));
+    await uploadChunks.down(t.db);
+    const paths: string[] = [];
+    for (const [i, content] of before.entries()) {
+      const path = `${t.realm.id}/0${i}/${'A'.repeat(23)}${i}/old-${i}.bin`;
+      paths.push(path);
+      await sql`insert into chat_attachments (realm_id, owner_id, path_id, file_name, content_type, size, content) values (${t.realm.id}, ${t.owner.id}, ${path}, ${`old-${i}.bin`}, 'application/octet-stream', ${content.length}, ${content})`.execute(t.db);
+    }
+    await uploadChunks.up(t.db);
+    for (const [i, path] of paths.entries()) {
+      const res = await get(`/user_uploads/${path}`);
+      assert.deepEqual([res.status, res.headers.get('content-length')], [200, String(sizes[i])]);
+      assert.ok(Buffer.from(await res.arrayBuffer()).equals(before[i]), path);
+    }
+    const tail = await get(`/user_uploads/${paths[2]}`, { range: `bytes=${2 * MiB}-` });
+    assert.ok(Buffer.from(await tail.arrayBuffer()).equals(before[2].subarray(2 * MiB)));
+    // Files made after it take ids past the ones it made.
+    const next = await upload([{ name: 'after.txt', type: 'text/plain', data: Buffer.from('after') }]);
+    assert.equal(next.status, 200, JSON.stringify(next.body));
+    assert.equal(await (await get(next.body.url)).text(), 'after');
   });
 });

@@ -35,3 +35,12 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql`alter table chat_attachments drop column content`.execute(db);
   await sql`create index chat_upload_files_created on chat_upload_files (created_at)`.execute(db);
 }
+
+export async function down(db: Kysely<any>): Promise<void> {
+  await sql`alter table chat_attachments add column content bytea`.execute(db);
+  await sql`update chat_attachments a set content = coalesce((select string_agg(c.data, ''::bytea order by c.seq) from chat_upload_chunks c where c.file_id = a.file_id), ''::bytea)`.execute(db);
+  await sql`alter table chat_attachments alter column content set not null`.execute(db);
+  await sql`alter table chat_attachments drop column file_id`.execute(db);
+  await sql`drop table chat_upload_chunks`.execute(db);
+  await sql`drop table chat_upload_files`.execute(db);
+}
