@@ -10,7 +10,7 @@ import type { FileSink, PartHead, StreamedForm } from '../http/multipart.ts';
 import { dbId } from '../http/params.ts';
 import { accessSql } from '../messages/messages.store.ts';
 import { isGuest } from '../users/users.present.ts';
-import { recordAudit } from '../../audit/audit.ts';
+import { recordAudit, systemActor } from '../../audit/audit.ts';
 import { chatActor, isControl, type Caller } from '../users/users.service.ts';
 
 /** Zulip's default MAX_FILE_UPLOAD_SIZE (MiB) since Zulip 10. */
@@ -325,6 +325,7 @@ export function createChatUploadsService(deps: { db: Db; cipher: Cipher; maxFile
             .execute();
           if (!old.length) return;
           await deleteFiles(old.map((a) => a.file_id), trx);
+          for (const a of old) await recordAudit(trx, systemActor('chat-housekeeping'), 'chat.attachment.delete', { type: 'chat_attachment', id: a.id }, { unclaimed_days: deleteUnclaimedDays });
           const events: ChatEventRecord[] = [];
           for (const realmId of new Set(old.map((a) => a.realm_id))) {
             const used = await spaceUsed(trx, realmId);

@@ -252,6 +252,8 @@ describe('chat uploads stored in chunks, served as a stream', () => {
     assert.equal((await get(claimed.url)).status, 200);
     const [removed] = await t.events(t.owner, reg.body.queue_id, 1, (e) => e.type === 'attachment' && e.op === 'remove' && e.attachment.id === unclaimedId);
     assert.equal(removed.upload_space_used, (await t.raw('GET', '/attachments', { auth: t.owner })).body.upload_space_used);
+    const audit = await t.db.selectFrom('audit_log').select(['actor', 'details']).where('action', '=', 'chat.attachment.delete').where('target', '=', String(unclaimedId)).execute();
+    assert.deepEqual(audit.map((r) => [r.actor, r.details]), [['chat-housekeeping', { unclaimed_days: 35 }]]);
     assert.equal(await t.services.uploads.deleteUnclaimed(later), 0);
   });
 
