@@ -34,6 +34,8 @@ export interface Config {
   chatRateLimit: { calls: number; seconds: number } | null;
   /** The largest file POST /user_uploads takes, in MiB (Zulip's MAX_FILE_UPLOAD_SIZE). */
   chatMaxFileUploadMib: number;
+  /** Days after which an upload no message links is deleted (0: never). */
+  chatDeleteUnclaimedUploadsDays: number;
   egressDevDestinations: boolean;
   /** Jaeger query API a run's trace is read from (`GET /runs/{id}/trace`, `jaeger_url`); null when none. */
   jaegerUrl: string | null;
@@ -148,6 +150,7 @@ export const configReference: Array<{ name: string; default: string; meaning: st
   { name: 'SERVICE_GATEWAY_MAX_CONNECTIONS_PER_SANDBOX', default: '256', meaning: 'connections one sandbox may hold open to the gateway at once (tunnels included); beyond it a connection is answered 429 and closed, and the refusal recorded' },
   { name: 'SERVICE_CHAT_PORT', default: '8083', meaning: 'port of the chat server' },
   { name: 'SERVICE_CHAT_MAX_FILE_UPLOAD_SIZE_MIB', default: '100', meaning: 'the largest file a chat user may upload, in MiB (as Zulip\'s MAX_FILE_UPLOAD_SIZE); 0 turns uploads off' },
+  { name: 'SERVICE_CHAT_DELETE_UNCLAIMED_UPLOADS_DAYS', default: '35', meaning: 'days after which a chat upload that no message links is deleted (as Zulip\'s delete_old_unclaimed_attachments, 5 weeks); 0 keeps them' },
   { name: 'SERVICE_CHAT_RATE_LIMIT', default: '200/60', meaning: 'chat API requests each user may make per window, as <calls>/<seconds>; 0 turns the limit off' },
   { name: 'SERVICE_OTLP_ENDPOINT', default: 'unset', meaning: 'base URL of an OpenTelemetry collector (OTLP/HTTP, JSON): the spans of runs, their tasks and their model and tool calls are exported to `{endpoint}/v1/traces` through the job queue, retried while it is down' },
   { name: 'SERVICE_JAEGER_URL', default: 'unset', meaning: 'base URL of a Jaeger query service: `GET /runs/{id}/trace` reads spans from it and runs link to it (`jaeger_url`)' },
@@ -299,6 +302,7 @@ export function loadConfig(env: Env = process.env): Config {
     chatPort: int(env, 'SERVICE_CHAT_PORT', 8083),
     chatRateLimit: chatRateLimit(env),
     chatMaxFileUploadMib: int(env, 'SERVICE_CHAT_MAX_FILE_UPLOAD_SIZE_MIB', 100, 0, 1024),
+    chatDeleteUnclaimedUploadsDays: int(env, 'SERVICE_CHAT_DELETE_UNCLAIMED_UPLOADS_DAYS', 35, 0, 36_500),
     egressDevDestinations: bool(env, 'SERVICE_EGRESS_DEV_DESTINATIONS'),
     jaegerUrl: httpUrl(env, 'SERVICE_JAEGER_URL'),
     otlpEndpoint: httpUrl(env, 'SERVICE_OTLP_ENDPOINT'),

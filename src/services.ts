@@ -411,7 +411,7 @@ export function createServices(deps: { config: Config; db: Db; logger: Logger; c
   hooks.on('runChanged', (trx, _actor, change) => chatCore.runChanged(trx, change));
   hooks.on('runPosted', (trx, _actor, posted) => chatCore.runChanged(trx, posted));
 
-  const chat = createChatServices({ db, cipher, maxFileUploadMib: config.chatMaxFileUploadMib });
+  const chat = createChatServices({ db, cipher, maxFileUploadMib: config.chatMaxFileUploadMib, deleteUnclaimedUploadsDays: config.chatDeleteUnclaimedUploadsDays });
   const imports = createImportService({ db, repository: config.importRepository, source: { codeHostApp: () => integrations.codeHostApp(), revealSecret: (name) => secrets.reveal(name) }, agents, templates, destinations, skills, documents });
   return { imports, hooks, references, models, runs, runJournal, sandboxes, sandboxDirectory, users, sessions, secrets, destinations, images, checkpoints, environments, skills, documents, agents, catalog, templates, proxy, spend, teams, teamsDirectory, teamProvisioning, links, integrations, egressOverrides, mcpServers, chat, webhooks, codeHostDelivery, surfaces, chatA, chatB, chatCore, trackerA, trackerB };
 }

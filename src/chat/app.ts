@@ -41,7 +41,7 @@ import { createChatUsersService } from './users/users.service.ts';
 const FEATURE_LEVEL_STRING = `feature level ${FEATURE_LEVEL}`;
 
 /** The chat's composition root: every service built once, each given only what it needs. */
-export function createChatServices(deps: { db: Db; cipher: Cipher; queueLimits?: Partial<QueueLimits>; maxFileUploadMib?: number }) {
+export function createChatServices(deps: { db: Db; cipher: Cipher; queueLimits?: Partial<QueueLimits>; maxFileUploadMib?: number; deleteUnclaimedUploadsDays?: number }) {
   const { db, cipher } = deps;
   const users = createChatUsersService({ db, cipher });
   const realms = createChatRealmService({ db, users });
@@ -53,7 +53,13 @@ export function createChatServices(deps: { db: Db; cipher: Cipher; queueLimits?:
   const playgrounds = createChatPlaygroundsService({ db });
   const profileFields = createChatProfileFieldsService({ db });
   // Writers nudge this process's event reader after they commit; other processes hear the NOTIFY.
-  const uploads = createChatUploadsService({ db, cipher, maxFileUploadMib: deps.maxFileUploadMib ?? DEFAULT_MAX_FILE_UPLOAD_MIB, afterCommit: () => events.poke() });
+  const uploads = createChatUploadsService({
+    db,
+    cipher,
+    maxFileUploadMib: deps.maxFileUploadMib ?? DEFAULT_MAX_FILE_UPLOAD_MIB,
+    deleteUnclaimedDays: deps.deleteUnclaimedUploadsDays,
+    afterCommit: () => events.poke(),
+  });
   const muting = createChatMutingService({ db, afterCommit: () => events.poke() });
   const messages = createChatMessagesService({ db, streams, emoji, uploads, muting, afterCommit: () => events.poke() });
   const presence = createChatPresenceService({ db, afterCommit: () => events.poke() });

@@ -174,8 +174,20 @@ export interface ChatTables {
     file_name: string;
     content_type: string;
     size: number;
-    content: Buffer;
+    /** The stored file (chat_upload_files) holding its bytes. */
+    file_id: number;
     create_time: Generated<string>;
+  };
+  /** An uploaded file's bytes, made before they arrive: chunks of 1 MiB (the last may be shorter). */
+  chat_upload_files: {
+    id: Generated<number>;
+    realm_id: number;
+    created_at: Generated<string>;
+  };
+  chat_upload_chunks: {
+    file_id: number;
+    seq: number;
+    data: Buffer;
   };
   chat_attachment_messages: {
     attachment_id: number;

@@ -83,7 +83,7 @@ export async function chatTestServer(opts: { config?: Record<string, string>; qu
   const { db, close: closeDb } = opts.db ? { db: opts.db, close: async () => {} } : await testDb();
   const config = testConfig({ SERVICE_CHAT_RATE_LIMIT: '0', ...opts.config });
   const { logger, lines } = captureLogger();
-  const services = createChatServices({ db, cipher: loadCipher(config), queueLimits: opts.queueLimits, maxFileUploadMib: config.chatMaxFileUploadMib });
+  const services = createChatServices({ db, cipher: loadCipher(config), queueLimits: opts.queueLimits, maxFileUploadMib: config.chatMaxFileUploadMib, deleteUnclaimedUploadsDays: config.chatDeleteUnclaimedUploadsDays });
   const app = await buildChatApp({ config, logger, services });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;

@@ -83,6 +83,17 @@ describe('the embedded database driver, in a thread of its own', () => {
     assert.deepEqual({ ...nulls, id: 0 }, { id: 0, name: 'nulls', n: null, price: null, ok: null, doc: null, tags: null, at: null, raw: null, nums: null });
   });
 
+  test('bytes go as they are (bytea in binary): every byte value, a view into a larger buffer, none at all', async () => {
+    const all = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+    const view = Buffer.concat([Buffer.from('before'), all, Buffer.from('after')]).subarray(6, 6 + 256);
+    for (const [name, bytes] of [['bytes-all', all], ['bytes-view', view], ['bytes-none', Buffer.alloc(0)], ['bytes-text', Buffer.from('\\x41')]] as const) {
+      await db.insertInto('t').values({ name, raw: bytes }).execute();
+      const back = await sql<{ raw: Uint8Array; hex: string }>`select raw, encode(raw, 'hex') as hex from t where name = ${name} and raw = ${bytes}`.execute(db);
+      assert.equal(back.rows.length, 1, name);
+      assert.deepEqual([Buffer.from(back.rows[0].raw).toString('hex'), back.rows[0].hex], [bytes.toString('hex'), bytes.toString('hex')], name);
+    }
+  });
+
   test('the same statement answers for new parameters each time, also after eviction', async () => {
     for (let round = 0; round < 3; round++) {
       for (const name of [row.name, 'nulls', 'absent']) {

@@ -38,6 +38,8 @@ const STATEMENT_CACHE = 200;
 // Statements whose plans are worth keeping: the service's reads and writes.
 const CACHEABLE = /^\s*(select|insert|update|delete|with|begin|commit|rollback|savepoint|release)\b/i;
 // Statements after which kept plans may describe tables that changed shape.
+/** The type of bytea. */
+const BYTEA = 17;
 const SCHEMA_CHANGE = /^\s*(create|alter|drop|truncate|comment|do|import|refresh|grant|revoke)\b/i;
 
 /** Commands whose tag ends in the number of rows they changed. */
@@ -163,6 +165,8 @@ export class PGliteEngine implements Engine {
     const serializers = this.#pg.serializers;
     const values = params.map((param, i) => {
       if (param === null || param === undefined) return null;
+      // A bytea goes as its bytes (the binary format): its text form is twice the size, as a string.
+      if (statement.paramTypes[i] === BYTEA && param instanceof Uint8Array) return param;
       const serialize = serializers[statement.paramTypes[i]];
       return serialize ? serialize(param) : String(param);
     });

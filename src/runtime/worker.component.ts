@@ -23,8 +23,12 @@ export const workerComponent: Component = {
       concurrency: parts.config.jobConcurrency,
       leaseMs: parts.config.jobLeaseSeconds * 1000,
       target: { id: host.id, alive: () => host.liveHosts() },
-      // Refused webhook deliveries are kept 30 days; the runner's hourly prune deletes older ones.
-      housekeeping: [{ what: 'refused webhook deliveries', run: () => ctx.services.webhooks.pruneRefused() }],
+      // The runner's hourly prune: refused webhook deliveries are kept 30 days; chat uploads no
+      // message links, SERVICE_CHAT_DELETE_UNCLAIMED_UPLOADS_DAYS (and stored files no upload has, a day).
+      housekeeping: [
+        { what: 'refused webhook deliveries', run: () => ctx.services.webhooks.pruneRefused() },
+        { what: 'unclaimed chat uploads', run: () => ctx.services.chat.uploads.deleteUnclaimed() },
+      ],
     });
     await runner.start();
     // Run traces wait in the outbox for the collector (src/telemetry/outbox.ts).

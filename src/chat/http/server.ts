@@ -1,19 +1,27 @@
 import { isUtf8 } from 'node:buffer';
+import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type TSchema } from 'typebox';
 import type { App } from '../../http/kernel.ts';
 import type { Caller } from '../users/users.service.ts';
-import { chatErrors, toChatError } from './errors.ts';
-import { boundaryOf, parseMultipart, type UploadedFile } from './multipart.ts';
+import { chatErrors, toChatError, type ChatError } from './errors.ts';
+import { boundaryOf, parseMultipart, streamedForm, type StreamedForm, type UploadedFile } from './multipart.ts';
 import { Params } from './params.ts';
 import type { RateLimiter } from './rate-limit.ts';
 
-/** A body as received; parsed only after authentication, as Zulip does. */
-interface RawBody {
-  kind: 'form' | 'multipart' | 'other';
-  text: string;
-  buffer: Buffer;
-  contentType: string;
+/**
+ * A body as received; parsed only after authentication, as Zulip does. On a route that reads
+ * its multipart body as it arrives (`streamed`), that body is the request's stream, unread.
+ */
+type RawBody =
+  | { kind: 'form' | 'multipart' | 'other'; text: string; buffer: Buffer; contentType: string }
+  | { kind: 'stream'; stream: Readable; contentType: string; limits: StreamedLimits };
+
+/** The bounds of a body read as it arrives: `limit` bytes in all (else `tooLarge`), `fieldBytes` of text fields. */
+interface StreamedLimits {
+  limit: number;
+  fieldBytes: number;
+  tooLarge: () => ChatError;
 }
 
 const MAX_PARAMS = 1000;
@@ -66,8 +74,12 @@ export function useChatConventions(app: App) {
   });
 }
 
-/** Collects the parameters of a request: the body's (form or multipart) over the query string's. */
-export function readParams(req: FastifyRequest): { params: Params; files: UploadedFile[] } {
+/**
+ * Collects the parameters of a request: the body's (form or multipart) over the query string's.
+ * A streamed multipart body is read later, by the handler (`form`): its text fields join the
+ * parameters as they are read.
+ */
+export function readParams(req: FastifyRequest): { params: Params; files: UploadedFile[]; form: StreamedForm | null } {
   const values = new Map<string, string>();
   const query = req.url.indexOf('?');
   if (query >= 0) readForm(req.url.slice(query + 1), values);
@@ -76,6 +88,7 @@ export function readParams(req: FastifyRequest): { params: Params; files: Upload
     if (typeof v === 'string' && v.includes('\u0000')) throw chatErrors.bad(`${name} contains NULL (0x00) characters.`);
   }
   let files: UploadedFile[] = [];
+  let form: StreamedForm | null = null;
   const body = req.body as RawBody | undefined;
   if (body?.kind === 'form') {
     readForm(body.text, values, body.buffer);
@@ -85,9 +98,16 @@ export function readParams(req: FastifyRequest): { params: Params; files: Upload
     const parsed = parseMultipart(body.buffer, boundary);
     for (const [k, v] of parsed.fields) values.set(k, v);
     files = parsed.files;
+  } else if (body?.kind === 'stream') {
+    const boundary = boundaryOf(body.contentType);
+    if (!boundary) throw chatErrors.bad('Malformed multipart body');
+    form = streamedForm(body.stream, boundary, body.limits, (name, value) => {
+      values.set(name, value);
+      if (values.size > MAX_PARAMS) throw chatErrors.bad('Too many parameters');
+    });
   }
   if (values.size > MAX_PARAMS) throw chatErrors.bad('Too many parameters');
-  return { params: new Params(values), files };
+  return { params: new Params(values), files, form };
 }
 
 /**
@@ -128,6 +148,8 @@ export interface ChatContext {
   reply: FastifyReply;
   params: Params;
   files: UploadedFile[];
+  /** A multipart body to read as it arrives, on a `streamed` route (else null). */
+  form: StreamedForm | null;
 }
 
 export interface AuthedContext extends ChatContext {
@@ -144,14 +166,21 @@ interface RouteDef {
   description?: string;
   /** Schema of the success body (also the whitelist of what leaves the server). */
   response?: TSchema;
-  /** The largest body this route takes, in bytes, when it is not the server's (uploads). */
+  /** The largest body this route takes, in bytes, when it is not the server's. */
   bodyLimit?: number;
+  /**
+   * A multipart body is not gathered in memory but read by the handler as it arrives (ctx.form),
+   * within these bounds; a body declared larger than `limit` is refused before it is read. Other
+   * bodies keep the server's limit.
+   */
+  streamed?: StreamedLimits;
 }
 
-/** A file as a route answers it: its bytes and the headers that describe them. */
+/** A file as a route answers it: its bytes (whole, or a stream of them) and the headers that describe them; a status other than 200 (206 for a range). */
 export interface FileAnswer {
-  body: Buffer;
+  body: Buffer | Readable;
   headers: Record<string, string>;
+  status?: number;
 }
 
 export interface ChatRouter {
@@ -172,8 +201,15 @@ export function chatRouter(app: App, deps: { authenticate(header: string | undef
     return { result: 'success', msg: '', ...data, ...(ignored.length ? { ignored_parameters_unsupported: ignored } : {}) };
   };
   const schemaOf = (def: RouteDef) => ({ operationId: def.operationId, tags: def.tags, description: def.description, ...(def.response ? { response: { 200: def.response } } : {}) });
-  const sendFile = (reply: FastifyReply, file: FileAnswer) => {
+  const sendFile = (req: FastifyRequest, reply: FastifyReply, file: FileAnswer) => {
     for (const [k, v] of Object.entries(file.headers)) void reply.header(k, v);
+    if (file.status) void reply.status(file.status);
+    // HEAD answers the headers (Content-Length among them) without reading the file: Fastify
+    // would read a stream to its end, so it is given an empty one.
+    if (req.method === 'HEAD' && file.body instanceof Readable) {
+      file.body.destroy();
+      return reply.send(Readable.from([]));
+    }
     return reply.send(file.body);
   };
   const signIn = async (req: FastifyRequest, reply: FastifyReply) => {
@@ -187,36 +223,39 @@ export function chatRouter(app: App, deps: { authenticate(header: string | undef
     }
     return caller;
   };
-  const route = (def: RouteDef, handler: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>) =>
-    app.route({ method: def.method, url: def.url, schema: schemaOf(def), ...(def.bodyLimit ? { bodyLimit: def.bodyLimit } : {}), handler });
+  const route = (def: RouteDef, handler: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>) => {
+    const options = { method: def.method, url: def.url, schema: schemaOf(def), ...(def.bodyLimit ? { bodyLimit: def.bodyLimit } : {}), handler };
+    const limits = def.streamed;
+    if (!limits) return void app.route(options);
+    // A scope of its own, where a multipart body is handed on unread (other bodies as everywhere).
+    void app.register(async (scope: App) => {
+      scope.removeContentTypeParser('multipart/form-data');
+      scope.addContentTypeParser('multipart/form-data', (req, payload, done) => {
+        if (Number(req.headers['content-length'] ?? 0) > limits.limit) return done(limits.tooLarge(), undefined);
+        done(null, { kind: 'stream', stream: payload as Readable, contentType: String(req.headers['content-type']), limits } satisfies RawBody);
+      });
+      scope.route(options);
+    });
+  };
+
+  /**
+   * Every chat route: signed in or open (`signIn`), answering the JSON envelope or a file
+   * (`file`). Sign-in (and the rate limit) comes before the parameters are read, as Zulip's.
+   */
+  const serve = (def: RouteDef, how: { signIn: boolean; file: boolean }, handler: (ctx: AuthedContext) => Promise<unknown>) =>
+    route(def, async (req, reply) => {
+      const caller = how.signIn ? await signIn(req, reply) : undefined;
+      const { params, files, form } = readParams(req);
+      // An open route's handler takes a ChatContext: it is given no caller.
+      const answer = await handler({ req, reply, params, files, form, ...(caller ? { caller } : {}) } as AuthedContext);
+      return how.file ? sendFile(req, reply, answer as FileAnswer) : envelope(params, answer as Record<string, unknown>);
+    });
 
   return {
-    authed(def, handler) {
-      route(def, async (req, reply) => {
-        const caller = await signIn(req, reply);
-        const { params, files } = readParams(req);
-        return envelope(params, await handler({ req, reply, params, files, caller }));
-      });
-    },
-    open(def, handler) {
-      route(def, async (req, reply) => {
-        const { params, files } = readParams(req);
-        return envelope(params, await handler({ req, reply, params, files }));
-      });
-    },
-    authedFile(def, handler) {
-      route(def, async (req, reply) => {
-        const caller = await signIn(req, reply);
-        const { params, files } = readParams(req);
-        return sendFile(reply, await handler({ req, reply, params, files, caller }));
-      });
-    },
-    openFile(def, handler) {
-      route(def, async (req, reply) => {
-        const { params, files } = readParams(req);
-        return sendFile(reply, await handler({ req, reply, params, files }));
-      });
-    },
+    authed: (def, handler) => serve(def, { signIn: true, file: false }, handler),
+    open: (def, handler) => serve(def, { signIn: false, file: false }, handler),
+    authedFile: (def, handler) => serve(def, { signIn: true, file: true }, handler),
+    openFile: (def, handler) => serve(def, { signIn: false, file: true }, handler),
   };
 }
 

@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
+import { sql } from 'kysely';
 import { assertZulipResponse } from '../../../test/zulip-openapi.ts';
+import * as uploadChunks from '../../db/migrations/0504-chat-upload-chunks.ts';
 import { basic, chatTestServer, type Account, type ChatTestServer } from '../chat.testkit.ts';
 
 /** A multipart form as Zulip's clients send an upload: each file part with its name and type. */
@@ -141,5 +145,140 @@ describe('chat uploads', () => {
     const [removed] = await attachmentEvents(member, reg.body.queue_id, 1, 'remove');
     assert.deepEqual([removed.op, removed.attachment], ['remove', { id }]);
     assert.equal((await file(fits.body.url, member)).status, 404);
+  });
+});
+
+describe('chat uploads stored in chunks, served as a stream', () => {
+  const MiB = 1024 * 1024;
+  let t: ChatTestServer;
+  before(async () => {
+    t = await chatTestServer({ config: { SERVICE_CHAT_MAX_FILE_UPLOAD_SIZE_MIB: '3' } });
+  });
+  after(() => t.close());
+
+  const upload = (files: Array<{ name: string; type: string; data: Buffer }>, fields: Record<string, string> = {}) => t.raw('POST', '/user_uploads', { auth: t.owner, ...multipart(files, fields) });
+  const get = (url: string, headers: Record<string, string> = {}, method = 'GET') => fetch(`${t.base}${url}`, { method, headers: { authorization: basic(t.owner.email, t.owner.apiKey), ...headers } });
+  const storedFiles = async () => Number((await t.db.selectFrom('chat_upload_files').select(({ fn }) => fn.countAll<string>().as('n')).executeTakeFirstOrThrow()).n);
+
+  test('a file is stored in chunks of 1 MiB as it arrives, and served whole or by one byte range', async () => {
+    const data = crypto.randomBytes(2.5 * MiB);
+    // A text field before the file is read as a parameter (and, unused, reported).
+    const res = await upload([{ name: 'big.bin', type: 'application/octet-stream', data }], { note: 'first' });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.deepEqual(res.body.ignored_parameters_unsupported, ['note']);
+    const row = await t.db.selectFrom('chat_attachments').select(['file_id', 'size']).where('path_id', '=', res.body.url.slice('/user_uploads/'.length)).executeTakeFirstOrThrow();
+    assert.equal(Number(row.size), data.length);
+    const chunks = await t.db.selectFrom('chat_upload_chunks').select(['seq', sql<number>`octet_length(data)`.as('bytes')]).where('file_id', '=', row.file_id).orderBy('seq').execute();
+    assert.deepEqual(chunks.map((c) => [c.seq, Number(c.bytes)]), [[0, MiB], [1, MiB], [2, MiB / 2]]);
+
+    const whole = await get(res.body.url);
+    assert.deepEqual([whole.status, whole.headers.get('content-length'), whole.headers.get('accept-ranges')], [200, String(data.length), 'bytes']);
+    assert.ok(Buffer.from(await whole.arrayBuffer()).equals(data));
+
+    // A range across two chunks, a suffix, an open end; one past the end is 416.
+    const across = await get(res.body.url, { range: `bytes=${MiB - 10}-${MiB + 9}` });
+    assert.deepEqual([across.status, across.headers.get('content-range'), across.headers.get('content-length')], [206, `bytes ${MiB - 10}-${MiB + 9}/${data.length}`, '20']);
+    assert.ok(Buffer.from(await across.arrayBuffer()).equals(data.subarray(MiB - 10, MiB + 10)));
+    const suffix = await get(res.body.url, { range: 'bytes=-5' });
+    assert.ok(Buffer.from(await suffix.arrayBuffer()).equals(data.subarray(data.length - 5)));
+    const open = await get(res.body.url, { range: `bytes=${2 * MiB}-` });
+    assert.equal(open.headers.get('content-range'), `bytes ${2 * MiB}-${data.length - 1}/${data.length}`);
+    assert.ok(Buffer.from(await open.arrayBuffer()).equals(data.subarray(2 * MiB)));
+    const past = await get(res.body.url, { range: `bytes=${data.length}-` });
+    assert.deepEqual([past.status, past.headers.get('content-range')], [416, `bytes */${data.length}`]);
+    await past.body?.cancel();
+    // HEAD says how long the file is, without it.
+    const head = await get(res.body.url, {}, 'HEAD');
+    assert.deepEqual([head.status, head.headers.get('content-length'), await head.text()], [200, String(data.length), '']);
+    // An empty file is served empty.
+    const empty = await upload([{ name: 'empty.txt', type: 'text/plain', data: Buffer.alloc(0) }]);
+    const served = await get(empty.body.url);
+    assert.deepEqual([served.status, served.headers.get('content-length'), await served.text()], [200, '0', '']);
+  });
+
+  test('a file over the limit is refused as it arrives and leaves nothing stored; a body declared larger is 413 before it is read', async () => {
+    const storedBefore = await storedFiles();
+    const big = await upload([{ name: 'big.bin', type: 'application/octet-stream', data: Buffer.alloc(3 * MiB + 1) }]);
+    assert.deepEqual([big.status, big.body.msg], [400, "File is larger than this server's configured maximum upload size (3 MiB)."]);
+    const two = await upload([{ name: 'a.txt', type: 'text/plain', data: Buffer.from('a') }, { name: 'b.txt', type: 'text/plain', data: Buffer.from('b') }]);
+    assert.deepEqual([two.status, two.body.msg], [400, 'You may only upload one file at a time']);
+    assert.equal(await storedFiles(), storedBefore);
+
+    // Only the headers are sent: the answer comes before any of the body.
+    const declared = await new Promise<{ status: number; body: any }>((resolve, reject) => {
+      const req = http.request(`${t.base}/api/v1/user_uploads`, {
+        method: 'POST',
+        headers: { authorization: basic(t.owner.email, t.owner.apiKey), 'content-type': 'multipart/form-data; boundary=b', 'content-length': String(4 * MiB + 1) },
+      });
+      req.on('response', (res) => {
+        let text = '';
+        res.on('data', (d) => (text += d));
+        res.on('end', () => {
+          req.destroy();
+          resolve({ status: res.statusCode!, body: JSON.parse(text) });
+        });
+      });
+      req.on('error', reject);
+      req.flushHeaders();
+    });
+    assert.equal(declared.status, 413);
+    assert.match(declared.body.msg, /at most 3 MiB/);
+  });
+
+  test('housekeeping deletes uploads no message links after the days set, and stored files no upload has after a day', async () => {
+    await t.owner.client.users.me.subscriptions.add({ subscriptions: JSON.stringify([{ name: 'general' }]) });
+    const reg = await t.raw('POST', '/register', { auth: t.owner, form: { event_types: '["attachment"]' } });
+    const unclaimed = (await upload([{ name: 'unclaimed.txt', type: 'text/plain', data: Buffer.from('never sent') }])).body;
+    const claimed = (await upload([{ name: 'claimed.txt', type: 'text/plain', data: Buffer.from('sent') }])).body;
+    const sent = await t.raw('POST', '/messages', { auth: t.owner, form: { type: 'stream', to: 'general', topic: 'files', content: `[claimed.txt](${claimed.url})` } });
+    assert.equal(sent.status, 200, JSON.stringify(sent.body));
+    const idOf = async (url: string) => (await t.raw('GET', '/attachments', { auth: t.owner })).body.attachments.find((a: any) => a.path_id === url.slice('/user_uploads/'.length))?.id;
+    const unclaimedId = await idOf(unclaimed.url);
+    // Bytes of an upload cut off two days ago: stored, no attachment points at them.
+    const { id: orphan } = await t.db.insertInto('chat_upload_files').values({ realm_id: t.realm.id, created_at: new Date(Date.now() - 2 * 86_400_000).toISOString() }).returning('id').executeTakeFirstOrThrow();
+    await t.db.insertInto('chat_upload_chunks').values({ file_id: orphan, seq: 0, data: Buffer.from('partial') }).execute();
+
+    // Now: the uploads are new; the cut-off bytes go.
+    assert.equal(await t.services.uploads.deleteUnclaimed(Date.now()), 1);
+    assert.equal(await t.db.selectFrom('chat_upload_chunks').select('seq').where('file_id', '=', orphan).executeTakeFirst(), undefined);
+    assert.ok(await idOf(unclaimed.url));
+
+    // 35 days on (the default): the unclaimed one goes, with its bytes, and its owner hears; the linked one stays.
+    const later = Date.now() + 35 * 86_400_000 + 60_000;
+    assert.ok((await t.services.uploads.deleteUnclaimed(later)) >= 1);
+    assert.equal(await idOf(unclaimed.url), undefined);
+    assert.equal((await get(unclaimed.url)).status, 404);
+    assert.ok(await idOf(claimed.url));
+    assert.equal((await get(claimed.url)).status, 200);
+    const [removed] = await t.events(t.owner, reg.body.queue_id, 1, (e) => e.type === 'attachment' && e.op === 'remove' && e.attachment.id === unclaimedId);
+    assert.equal(removed.upload_space_used, (await t.raw('GET', '/attachments', { auth: t.owner })).body.upload_space_used);
+    const audit = await t.db.selectFrom('audit_log').select(['actor', 'details']).where('action', '=', 'chat.attachment.delete').where('target', '=', String(unclaimedId)).execute();
+    assert.deepEqual(audit.map((r) => [r.actor, r.details]), [['chat-housekeeping', { unclaimed_days: 35 }]]);
+    assert.equal(await t.services.uploads.deleteUnclaimed(later), 0);
+  });
+
+  // Last: it takes the migration down and up again on this file's database.
+  test('the chunks migration cuts the uploads made before it (one bytea each) into chunks, served as they were', async () => {
+    const sizes = [0, 5, 2 * MiB + 3];
+    const before = sizes.map((n) => crypto.randomBytes(n));
+    await uploadChunks.down(t.db);
+    const paths: string[] = [];
+    for (const [i, content] of before.entries()) {
+      const path = `${t.realm.id}/0${i}/${'A'.repeat(23)}${i}/old-${i}.bin`;
+      paths.push(path);
+      await sql`insert into chat_attachments (realm_id, owner_id, path_id, file_name, content_type, size, content) values (${t.realm.id}, ${t.owner.id}, ${path}, ${`old-${i}.bin`}, 'application/octet-stream', ${content.length}, ${content})`.execute(t.db);
+    }
+    await uploadChunks.up(t.db);
+    for (const [i, path] of paths.entries()) {
+      const res = await get(`/user_uploads/${path}`);
+      assert.deepEqual([res.status, res.headers.get('content-length')], [200, String(sizes[i])]);
+      assert.ok(Buffer.from(await res.arrayBuffer()).equals(before[i]), path);
+    }
+    const tail = await get(`/user_uploads/${paths[2]}`, { range: `bytes=${2 * MiB}-` });
+    assert.ok(Buffer.from(await tail.arrayBuffer()).equals(before[2].subarray(2 * MiB)));
+    // Files made after it take ids past the ones it made.
+    const next = await upload([{ name: 'after.txt', type: 'text/plain', data: Buffer.from('after') }]);
+    assert.equal(next.status, 200, JSON.stringify(next.body));
+    assert.equal(await (await get(next.body.url)).text(), 'after');
   });
 });

@@ -3,35 +3,23 @@ import crypto from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { makeTeam } from '../../../test/factories.ts';
-import { startFakeJira, textOfAdf, type FakeJira } from '../../../test/fakes/jira.ts';
-import { startFakeLinear, type FakeLinear } from '../../../test/fakes/linear.ts';
-import { captureLogger, testApp, type TestApp } from '../../../test/harness.ts';
-import { connectTrackers } from '../../../test/integrations.ts';
-import { makeHostRow } from '../../../test/sandboxes.ts';
+import { textOfAdf, type FakeJira } from '../../../test/fakes/jira.ts';
+import type { FakeLinear } from '../../../test/fakes/linear.ts';
+import type { TestApp } from '../../../test/harness.ts';
+import { trackerBench, type TrackerBench } from '../../../test/integrations.ts';
 import { systemActor } from '../../audit/audit.ts';
-import { byKind } from '../../queue/queue.ts';
-import { createJobRunner } from '../../queue/runner.ts';
-import { processDeliveryJob } from '../webhooks/process-delivery.job.ts';
-import { postProgressJob } from './post-progress.job.ts';
 
 // A person's message on the issue that the team cannot take is answered where it was written
 // (Linear's agent session, a Jira comment), in words, once per message; a follow-up while the
 // team's daily budget is spent is said to wait, and is taken when the day turns, once.
 describe('trackers: refusals and waits said on the issue', () => {
+  let bench: TrackerBench;
   let t: TestApp;
   let linear: FakeLinear;
   let jira: FakeJira;
   let engTeam: string;
-
-  /** The surfaces' jobs, by a runner of those kinds alone, at `now` (the clock of the queue). */
-  const drain = (now?: () => Date) =>
-    createJobRunner({
-      db: t.db,
-      logger: captureLogger().logger,
-      handlers: byKind([processDeliveryJob.handler({ webhooks: t.services.webhooks }), postProgressJob.handler({ tracker_a: t.services.trackerA, tracker_b: t.services.trackerB })]),
-      ...(now ? { now } : {}),
-    }).drain();
-  const rowOf = async (kind: string, id: string) => ((await t.request({ method: 'GET', url: `/api/v1/integrations/${kind}/deliveries?limit=100`, token: t.adminToken })).body.items as Array<Record<string, any>>).find((d) => d.id === id)!;
+  const drain = (now?: () => Date) => bench.drain(now);
+  const rowOf = (kind: string, id: string) => bench.delivery(kind, id);
   const spendBudget = async (team: string, usd: number) => {
     const { id } = await t.db.selectFrom('teams').select('id').where('name', '=', team).where('status', '=', 'active').executeTakeFirstOrThrow();
     await t.db.updateTable('mp_teams').set({ day: sql`(now() at time zone 'utc')::date`, day_spend: usd }).where('team', '=', `${team}.${id}`).execute();
@@ -46,18 +34,11 @@ describe('trackers: refusals and waits said on the issue', () => {
   };
 
   before(async () => {
-    t = await testApp({ modelProxy: true });
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
-    [linear, jira] = await Promise.all([startFakeLinear(), startFakeJira()]);
-    await connectTrackers(t, linear, jira);
+    bench = await trackerBench();
+    ({ t, linear, jira } = bench);
     engTeam = linear.addTeam({ key: 'ENG', name: 'Engineering' }).id;
-    // A live host (its heartbeat fresh) takes the runs; none runs them here.
-    await makeHostRow(t.db, { providers: ['local', 'microvm'] });
   });
-  after(async () => {
-    await t.close();
-    await Promise.all([linear.stop(), jira.stop()]);
-  });
+  after(() => bench.close());
 
   it('Linear: a prompt to a cancelled run is answered in the session, in words, once however often it is delivered', async () => {
     const team = await linkedTeam();

@@ -1,43 +1,31 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { makeTeam } from '../../../test/factories.ts';
-import { startFakeJira, type FakeJira } from '../../../test/fakes/jira.ts';
-import { startFakeLinear, type FakeLinear } from '../../../test/fakes/linear.ts';
-import { captureLogger, testApp, type TestApp } from '../../../test/harness.ts';
-import { connectTrackers } from '../../../test/integrations.ts';
-import { makeHostRow } from '../../../test/sandboxes.ts';
-import { byKind } from '../../queue/queue.ts';
-import { createJobRunner } from '../../queue/runner.ts';
+import type { FakeJira } from '../../../test/fakes/jira.ts';
+import type { FakeLinear } from '../../../test/fakes/linear.ts';
+import type { TestApp } from '../../../test/harness.ts';
+import { trackerBench, type TrackerBench } from '../../../test/integrations.ts';
 import { jiraIntentOf } from '../tracker_b/tracker_b.ts';
 import { linearIntentOf } from '../tracker_a/tracker_a.ts';
-import { processDeliveryJob } from '../webhooks/process-delivery.job.ts';
-import { postProgressJob } from './post-progress.job.ts';
 
 // A person stops the agent where they work: Linear's "Send stop request" in the agent session (a
 // prompt with the `stop` signal), or unassigning the agent from the issue (Linear without
 // sessions, Jira). The run is cancelled once, never given the stop as an answer or a follow-up,
 // and the issue's last note says it stopped. No sandbox runs here: the surfaces' jobs are
-// performed by a runner of those kinds alone.
+// performed by a runner of those kinds alone (trackerBench).
 describe('trackers: stopping the agent from the issue', () => {
+  let bench: TrackerBench;
   let t: TestApp;
   let linear: FakeLinear;
   let jira: FakeJira;
   let team: string;
   let engTeam: string;
-
-  const drainSurfaces = () =>
-    createJobRunner({
-      db: t.db,
-      logger: captureLogger().logger,
-      handlers: byKind([processDeliveryJob.handler({ webhooks: t.services.webhooks }), postProgressJob.handler({ tracker_a: t.services.trackerA, tracker_b: t.services.trackerB })]),
-    }).drain();
-  const rowOf = async (kind: string, id: string) => ((await t.request({ method: 'GET', url: `/api/v1/integrations/${kind}/deliveries?limit=100`, token: t.adminToken })).body.items as Array<Record<string, any>>).find((d) => d.id === id)!;
+  const drainSurfaces = () => bench.drain();
+  const rowOf = (kind: string, id: string) => bench.delivery(kind, id);
 
   before(async () => {
-    t = await testApp({ modelProxy: true });
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
-    [linear, jira] = await Promise.all([startFakeLinear(), startFakeJira()]);
-    await connectTrackers(t, linear, jira);
+    bench = await trackerBench();
+    ({ t, linear, jira } = bench);
     engTeam = linear.addTeam({ key: 'ENG', name: 'Engineering' }).id;
     jira.addProject({ key: 'OPS', name: 'Operations' });
     team = (await makeTeam(t)).name;
@@ -46,10 +34,7 @@ describe('trackers: stopping the agent from the issue', () => {
       assert.equal(res.status, 201, res.text);
     }
   });
-  after(async () => {
-    await t.close();
-    await Promise.all([linear.stop(), jira.stop()]);
-  });
+  after(() => bench.close());
 
   it('the rules: Linear\'s stop signal and unassigning the app, Jira\'s unassigning the agent, are stops; the agent\'s own changes are not', () => {
     const app = { id: 'app-1', names: ['Crewhouse'] };
@@ -66,8 +51,6 @@ describe('trackers: stopping the agent from the issue', () => {
   });
 
   it('Linear: "Send stop request" in the session cancels the run once (not a follow-up), and the session\'s last activity says it stopped', async () => {
-    // A live host (its heartbeat fresh) takes the run; none runs it here.
-    await makeHostRow(t.db, { providers: ['local', 'microvm'] });
     const ada = linear.addUser({ name: 'Ada' });
     const issue = linear.addIssue({ teamId: engTeam, title: 'Fix the footer', creatorId: ada.id });
     const { session, delivery } = await linear.assignToApp(issue.id, ada.id);
@@ -100,8 +83,6 @@ describe('trackers: stopping the agent from the issue', () => {
   });
 
   it('Jira: unassigning the agent from the issue cancels its run, and a comment says so', async () => {
-    // A live host (its heartbeat fresh) takes the run; none runs it here.
-    await makeHostRow(t.db, { providers: ['local', 'microvm'] });
     const bob = jira.addUser('Bob');
     const issue = jira.addIssue({ projectKey: 'OPS', summary: 'Rotate the logs', reporter: bob.accountId });
     const assigned = await jira.assign(issue.key, jira.agent.accountId, bob.accountId);
