@@ -37,9 +37,9 @@ const STATEMENT_CACHE = 200;
 
 // Statements whose plans are worth keeping: the service's reads and writes.
 const CACHEABLE = /^\s*(select|insert|update|delete|with|begin|commit|rollback|savepoint|release)\b/i;
-// Statements after which kept plans may describe tables that changed shape.
 /** The type of bytea. */
 const BYTEA = 17;
+// Statements after which kept plans may describe tables that changed shape.
 const SCHEMA_CHANGE = /^\s*(create|alter|drop|truncate|comment|do|import|refresh|grant|revoke)\b/i;
 
 /** Commands whose tag ends in the number of rows they changed. */
