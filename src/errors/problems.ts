@@ -54,6 +54,8 @@ export const problems = {
     new Problem(401, 'unauthorized', 'Unauthorized', detail, [], { 'www-authenticate': 'Bearer realm="crewhouse"' }),
   forbidden: (detail: string) => new Problem(403, 'forbidden', 'Forbidden', detail),
   notFound: (what: string, name: string | number) => new Problem(404, 'not-found', 'Not found', `no ${what} named "${name}"`),
+  /** Nothing by that name, said in a sentence of its own (one that names what there is). */
+  notFoundSaid: (detail: string) => new Problem(404, 'not-found', 'Not found', detail),
   /** A record known by a number, not a name (a user, a token). */
   notFoundById: (what: string, id: number) => new Problem(404, 'not-found', 'Not found', `no ${what} with id ${id}`),
   routeNotFound: (method: string, url: string) => new Problem(404, 'not-found', 'Not found', `no route ${method} ${url}`),
