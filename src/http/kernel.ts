@@ -88,6 +88,13 @@ export function createServer(opts: {
     reply.header('x-request-id', request.id);
     done();
   });
+  // A 201 says where what it made is (RFC 9110, Location). A PUT that creates makes its own
+  // target, so its Location is the request's path, set here once for every route; a POST (or a
+  // PUT that makes something elsewhere) sets its own before it answers.
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (reply.statusCode === 201 && request.method === 'PUT' && !reply.hasHeader('location')) reply.header('location', request.url.split('?')[0]);
+    done(null, payload);
+  });
   app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched';
     const status = reply.statusCode;

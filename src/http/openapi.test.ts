@@ -317,7 +317,20 @@ describe('OpenAPI', () => {
     assert.deepEqual(headers('get', '/agents', '200'), []);
     // Across resources: a GET sends an ETag exactly where the contract says it does.
     const template = await makeTemplate(t);
-    await t.request({ method: 'PUT', url: `/api/v1/agents/${name}/documents/a.md`, token: t.adminToken, body: { media_type: 'text/markdown', content: 'a' } });
+    // A PUT that creates answers 201 with its own path as Location; a replace answers 200 without one.
+    const doc1 = await t.request({ method: 'PUT', url: `/api/v1/agents/${name}/documents/a.md`, token: t.adminToken, body: { media_type: 'text/markdown', content: 'a' } });
+    assert.equal(doc1.status, 201, doc1.text);
+    assert.equal(doc1.headers.location, `/api/v1/agents/${name}/documents/a.md`);
+    assert.deepEqual(headers('put', '/agents/{name}/documents/{doc}', '201'), ['etag', 'location']);
+    const doc2 = await t.request({ method: 'PUT', url: `/api/v1/agents/${name}/documents/a.md?`, token: t.adminToken, body: { media_type: 'text/markdown', content: 'b' }, headers: { 'if-match': String(doc1.headers.etag) } });
+    assert.equal(doc2.status, 200, doc2.text);
+    assert.equal(doc2.headers.location, undefined);
+    // Every 201 of the contract declares its Location.
+    const without: string[] = [];
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
+      for (const [method, op] of Object.entries<any>(item)) if (op.responses?.['201'] && !headers(method, path, '201').includes('location')) without.push(`${method} ${path}`);
+    }
+    assert.deepEqual(without, []);
     const reads: Array<[string, string]> = [
       ['/team-templates/{name}', `/team-templates/${template.name}`],
       ['/team-templates/{name}/versions/{version}', `/team-templates/${template.name}/versions/1`],

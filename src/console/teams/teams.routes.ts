@@ -161,6 +161,8 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
     },
     handler: async (req, reply) => {
       const { link, created } = await links.put(actorOf(req), req.params.name, req.body);
+      // The link is made below the team's links, not at this path: its own path is where it is removed.
+      if (created) reply.header('location', `/api/v1/teams/${req.params.name}/links/${link.surface}/${link.external_id.split('/').map(encodeURIComponent).join('/')}`);
       return reply.status(created ? 201 : 200).send(link);
     },
   });

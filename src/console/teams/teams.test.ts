@@ -434,6 +434,7 @@ describe('teams', () => {
     const ext = `${uniq('grp')}/sub/project`;
     const first = await t.request({ method: 'PUT', url, token: t.adminToken, body: { surface: 'tracker_b', external_id: ext } });
     assert.equal(first.status, 201);
+    assert.equal(first.headers.location, `/api/v1/teams/${team.name}/links/tracker_b/${ext}`, 'the link is where it is removed');
     assert.deepEqual(first.body, { surface: 'tracker_b', external_id: ext, label: ext, verified: false, verification: 'unverified' });
     assert.equal((await t.request({ method: 'PUT', url, token: t.adminToken, body: { surface: 'tracker_b', external_id: ext } })).status, 200);
     // A chat room is checked on its chat server (chat_a.test.ts, chat_b.test.ts); tracker_a is not verified.
