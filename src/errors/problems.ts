@@ -59,6 +59,9 @@ export const problems = {
   /** A record known by a number, not a name (a user, a token). */
   notFoundById: (what: string, id: number) => new Problem(404, 'not-found', 'Not found', `no ${what} with id ${id}`),
   routeNotFound: (method: string, url: string) => new Problem(404, 'not-found', 'Not found', `no route ${method} ${url}`),
+  /** A known resource called with a method it does not take (RFC 9110: 405 with Allow). */
+  methodNotAllowed: (method: string, allowed: string[]) =>
+    new Problem(405, 'method-not-allowed', 'Method not allowed', `this resource does not take ${method}; it takes ${allowed.join(', ')}`, [], { allow: allowed.join(', ') }),
   conflict: (detail: string, errors: FieldProblem[] = []) => new Problem(409, 'conflict', 'Conflict', detail, errors),
   preconditionFailed: () =>
     new Problem(412, 'precondition-failed', 'Precondition failed', 'If-Match does not match the current ETag: the resource changed since you read it; read it again and retry once'),
