@@ -349,7 +349,7 @@ describe('mcp servers', () => {
   });
 
   test('secret.status: set, unset, missing, none; the value never leaves the server or reaches the audit log or logs', async () => {
-    const integration = `integrations/code_host/${uniq('k')}`;
+    const integration = `integrations/chat_a/bots/${uniq('team')}/lead`;
     const put = await makeSecret(t, { name: integration, value: SECRET_VALUE });
     // A team server may not name a platform credential: only its team's secrets.
     for (const ref of [`secret:${integration}`, 'secret:models/openai', `secret:teams/${uniq('other')}/k`]) {
