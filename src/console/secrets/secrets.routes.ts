@@ -31,7 +31,7 @@ export function secretsRoutes(app: App, deps: { secrets: SecretsService }) {
     schema: { operationId: 'getSecret', summary: 'Get a secret reference', etag: true, tags, description: 'One secret reference; never the value. Names may contain `/` (send it as is or as %2F).', params: SecretParams, response: { 200: SecretReference } },
     handler: async (req, reply) => {
       const secret = await mustGetSecret(req.params['*']);
-      setEtag(reply, secret.row_version);
+      setEtag(reply, secret.row_version, secret);
       return secret;
     },
   });
@@ -56,7 +56,7 @@ export function secretsRoutes(app: App, deps: { secrets: SecretsService }) {
       const refusal = integrationSecretRefusal(req.params['*']);
       if (refusal) throw problems.notFoundSaid(refusal);
       const { secret, created } = await secrets.put(actorOf(req), req.params['*'], req.body.value, { expected: optionalIfMatch(req) });
-      setEtag(reply, secret.row_version);
+      setEtag(reply, secret.row_version, secret);
       return reply.status(created ? 201 : 200).send(secret);
     },
   });

@@ -469,6 +469,19 @@ describe('teams', () => {
     assert.equal(taken.status, 409);
   });
 
+  test('a template\'s ETag changes with its used_by (a team made from it), and If-Match still compares the template itself', async () => {
+    const tpl = await makeTemplate(t);
+    const url = `/api/v1/team-templates/${tpl.name}`;
+    const before = await t.request({ method: 'GET', url, token: t.adminToken });
+    assert.equal(before.body.used_by, 0);
+    await makeTeam(t, { template: tpl.name });
+    const after = await t.request({ method: 'GET', url, token: t.adminToken });
+    assert.equal(after.body.used_by, 1);
+    assert.notEqual(after.headers.etag, before.headers.etag, 'a body whose used_by differs has another ETag');
+    const patched = await t.request({ method: 'PATCH', url, token: t.adminToken, body: { description: 'still mine' }, headers: { 'if-match': String(before.headers.etag) } });
+    assert.equal(patched.status, 200, patched.text);
+  });
+
   test('links: an integration that is not set up cannot check, and every surface answers that alike: 503 naming what is missing, nothing linked', async () => {
     const team = await makeTeam(t);
     const url = `/api/v1/teams/${team.name}/links`;
