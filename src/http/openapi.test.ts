@@ -346,6 +346,18 @@ describe('OpenAPI', () => {
     }
   });
 
+  test('the limit the contract states is the one every list takes', () => {
+    assert.match(doc.info.description, /limit is 1 to 200 \(default 50\), except a run's posts \(1 to 500, default 200/);
+    const odd: string[] = [];
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
+      const limit = item.get?.parameters?.find((p: any) => p.in === 'query' && p.name === 'limit')?.schema;
+      if (!limit) continue;
+      const [max, dflt] = path === '/runs/{id}/posts' ? [500, 200] : [200, 50];
+      if (limit.minimum !== 1 || limit.maximum !== max || limit.default !== dflt) odd.push(`${path}: ${JSON.stringify(limit)}`);
+    }
+    assert.deepEqual(odd, []);
+  });
+
   test('shared shapes are named components, referred to and never copied inline', () => {
     const components = doc.components.schemas;
     for (const name of ['Agent', 'AgentSummary', 'AgentSummaryPage', 'AgentVersion', 'Document', 'Team', 'TeamTemplate', 'User', 'Problem']) assert.ok(components[name], name);

@@ -291,7 +291,7 @@ export async function useOpenApi(app: App, opts: { publicBaseUrl: string; versio
         license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
         description:
           'Runs teams of coding agents in sandboxes. Errors are application/problem+json. Lists answer {items, next_cursor}; ' +
-          'limit is 1 to 200 (default 50). Writes of existing resources need If-Match (428 missing, 412 stale). ' +
+          'limit is 1 to 200 (default 50), except a run\'s posts (1 to 500, default 200, and `cursor` is the last `seq` seen). Writes of existing resources need If-Match (428 missing, 412 stale). ' +
           'A request that does not match a schema answers 400 naming each field; one that matches but breaks a rule answers 422. ' +
           'A path called with a method it does not take answers 405 with the methods it takes in `Allow`. A 201 carries the created resource\'s `Location`.\n\n' +
           CONTRACT_POLICY,
