@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import type { Socket } from 'node:net';
-import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions, type onSendHookHandler } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Bindings, ChildLoggerOptions, LogFn, Logger } from 'pino';
 import { redactUrl } from '../logger.ts';
@@ -74,7 +74,10 @@ export function createServer(opts: {
     // A catch-all at the root (the web console's page) answers any path: it says nothing of what a path takes.
     if (route.url === '/*') return;
     const path = routePattern(route.url);
-    for (const method of [route.method].flat()) served.push({ method, path });
+    const methods = [route.method].flat();
+    for (const method of methods) served.push({ method, path });
+    // Only PUT routes carry it: no other request pays for a hook.
+    if (methods.includes('PUT')) route.onSend = [...[route.onSend ?? []].flat(), locateCreated];
   });
 
   const requestLines = opts.requestLines ?? true;
@@ -98,13 +101,6 @@ export function createServer(opts: {
     reply.header('x-request-id', request.id);
     done();
   });
-  // A 201 says where what it made is (RFC 9110, Location). A PUT that creates makes its own
-  // target, so its Location is the request's path, set here once for every route; a POST (or a
-  // PUT that makes something elsewhere) sets its own before it answers.
-  app.addHook('onSend', (request, reply, payload, done) => {
-    if (reply.statusCode === 201 && request.method === 'PUT' && !reply.hasHeader('location')) reply.header('location', request.url.split('?')[0]);
-    done(null, payload);
-  });
   app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched';
     const status = reply.statusCode;
@@ -118,6 +114,16 @@ export function createServer(opts: {
   });
   return app;
 }
+
+/**
+ * A 201 says where what it made is (RFC 9110, Location). A PUT that creates makes its own target,
+ * so its Location is the request's path, set here once for every PUT route (see createServer); a
+ * POST, or a PUT that makes something elsewhere (a team's link), sets its own before it answers.
+ */
+const locateCreated: onSendHookHandler = (request, reply, payload, done) => {
+  if (reply.statusCode === 201 && !reply.hasHeader('location')) reply.header('location', request.url.split('?')[0]);
+  done(null, payload);
+};
 
 const servedBy = new WeakMap<object, Array<{ method: string; path: RegExp }>>();
 
