@@ -54,9 +54,14 @@ export const problems = {
     new Problem(401, 'unauthorized', 'Unauthorized', detail, [], { 'www-authenticate': 'Bearer realm="crewhouse"' }),
   forbidden: (detail: string) => new Problem(403, 'forbidden', 'Forbidden', detail),
   notFound: (what: string, name: string | number) => new Problem(404, 'not-found', 'Not found', `no ${what} named "${name}"`),
+  /** Nothing by that name, said in a sentence of its own (one that names what there is). */
+  notFoundSaid: (detail: string) => new Problem(404, 'not-found', 'Not found', detail),
   /** A record known by a number, not a name (a user, a token). */
   notFoundById: (what: string, id: number) => new Problem(404, 'not-found', 'Not found', `no ${what} with id ${id}`),
   routeNotFound: (method: string, url: string) => new Problem(404, 'not-found', 'Not found', `no route ${method} ${url}`),
+  /** A known resource called with a method it does not take (RFC 9110: 405 with Allow). */
+  methodNotAllowed: (method: string, allowed: string[]) =>
+    new Problem(405, 'method-not-allowed', 'Method not allowed', `this resource does not take ${method}; it takes ${allowed.join(', ')}`, [], { allow: allowed.join(', ') }),
   conflict: (detail: string, errors: FieldProblem[] = []) => new Problem(409, 'conflict', 'Conflict', detail, errors),
   preconditionFailed: () =>
     new Problem(412, 'precondition-failed', 'Precondition failed', 'If-Match does not match the current ETag: the resource changed since you read it; read it again and retry once'),
@@ -78,14 +83,16 @@ export const problems = {
  * A check with an integration's outside service that got no answer about the thing checked (a
  * team's chat room, a tracker team or project, a repository the code-host app should cover,
  * checked when a link is made or a team created): the fault is not the request's, so not a 422.
+ * `unconfigured`: the integration is not set up (not enabled, or a setting or secret it needs is
+ * missing), so there is nothing to ask: the caller cannot mend that, an admin sets it up: 503.
  * `credentials`: the service refused the integration's own credentials (401, 403, a revoked or
  * under-scoped token); the caller cannot mend that from the request, an admin mends the
  * integration: 503. `failed`: the service could not be reached, rate-limited or failed; the same
- * request may succeed once it answers: 502. Either way nothing was changed. The chat, tracker and
+ * request may succeed once it answers: 502. Nothing is changed in any case. The chat, tracker and
  * code-host checks all answer through this, so each says the same for the same case.
  */
 export function integrationCheckProblem(
-  cause: 'credentials' | 'failed',
+  cause: 'unconfigured' | 'credentials' | 'failed',
   check: {
     /** What was being checked, after "could not check": `the chat_a room <id>`, `ENG with Linear`. */
     what: string;
@@ -98,6 +105,11 @@ export function integrationCheckProblem(
   },
 ): Problem {
   const said = check.said.replace(/[.;\s]+$/, '');
+  if (cause === 'unconfigured') {
+    return problems.unavailable(
+      `could not check ${check.what}: ${said}. Nothing was changed: the ${check.integration} integration is not set up, which this request cannot mend; an admin sets it up (its settings and secrets, and enables it), then send this again`,
+    );
+  }
   return cause === 'credentials'
     ? problems.unavailable(
         `could not check ${check.what}: ${said}. Nothing was changed: ${check.service} refuses the ${check.integration} integration's credentials, which this request cannot mend; an admin mends the integration (its connection test says what fails), then send this again`,

@@ -43,6 +43,21 @@ describe('HTTP conventions', () => {
     }
   });
 
+  test('a known path called with a method it does not take is a 405 problem with Allow, in words, with or without credentials', async () => {
+    for (const [method, url, allow, token] of [
+      ['DELETE', '/api/v1/users', 'GET, HEAD, POST', t.adminToken],
+      ['POST', '/api/v1/secrets/some/name', 'GET, HEAD, PUT, DELETE', t.adminToken],
+      ['PATCH', '/api/v1/openapi.json', 'GET, HEAD', null],
+      ['GET', '/api/v1/session/setup', 'POST', null],
+    ] as const) {
+      const res = await t.request({ method, url, token });
+      assertProblem(res, 405);
+      assert.equal(res.headers.allow, allow, `${method} ${url}`);
+      assert.equal(res.body.detail, `this resource does not take ${method}; it takes ${allow}`);
+      assert.doesNotMatch(res.body.detail, /\/api\//);
+    }
+  });
+
   test('a body that is not JSON is a 400 problem naming the body', async () => {
     const res = await t.request({ method: 'POST', url: '/api/v1/users', token: t.adminToken, raw: '{"name": "x",', headers: { 'content-type': 'application/json' } });
     assertProblem(res, 400);

@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import type { Socket } from 'node:net';
-import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions, type onSendHookHandler } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Bindings, ChildLoggerOptions, LogFn, Logger } from 'pino';
 import { redactUrl } from '../logger.ts';
@@ -67,6 +67,19 @@ export function createServer(opts: {
     done();
   });
 
+  // What each path is served with, for the 405 of a known path called with another method.
+  const served: Array<{ method: string; path: RegExp }> = [];
+  servedBy.set(app, served);
+  app.addHook('onRoute', (route) => {
+    // A catch-all at the root (the web console's page) answers any path: it says nothing of what a path takes.
+    if (route.url === '/*') return;
+    const path = routePattern(route.url);
+    const methods = [route.method].flat();
+    for (const method of methods) served.push({ method, path });
+    // Only PUT routes carry it: no other request pays for a hook.
+    if (methods.includes('PUT')) route.onSend = [...[route.onSend ?? []].flat(), locateCreated];
+  });
+
   const requestLines = opts.requestLines ?? true;
   const requests = opts.metrics?.counter(`${opts.component}_http_requests_total`, 'HTTP requests by method, route and status');
   const durations = opts.metrics?.histogram(`${opts.component}_http_request_duration_seconds`, 'HTTP request duration by method and route');
@@ -101,6 +114,43 @@ export function createServer(opts: {
   });
   return app;
 }
+
+/**
+ * A 201 says where what it made is (RFC 9110, Location). A PUT that creates makes its own target,
+ * so its Location is the request's path, set here once for every PUT route (see createServer); a
+ * POST, or a PUT that makes something elsewhere (a team's link), sets its own before it answers.
+ */
+const locateCreated: onSendHookHandler = (request, reply, payload, done) => {
+  if (reply.statusCode === 201 && !reply.hasHeader('location')) reply.header('location', request.url.split('?')[0]);
+  done(null, payload);
+};
+
+const servedBy = new WeakMap<object, Array<{ method: string; path: RegExp }>>();
+
+/** A route's path (`/teams/:name/links/:surface/*`) as a pattern of request paths, each parameter a named group. */
+function routePattern(url: string): RegExp {
+  const segments = url.split('/').map((s) => (s === '*' ? '.*' : s.startsWith(':') ? `(?<${s.slice(1)}>[^/]+)` : s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
+  return new RegExp(`^${segments.join('/')}/?$`);
+}
+
+/**
+ * The methods a request path is served with on this server (HEAD with GET), GET first, or none
+ * when no route serves it: a request with another method is a 405 with these in its Allow header
+ * (RFC 9110), not a 404. Every surface's not-found handler asks this. `accepts` may refuse a
+ * route whose path parameters the request's values cannot be (a chat `*_id` that is not digits).
+ */
+export function methodsServing(app: App, url: string, accepts?: (params: Record<string, string>) => boolean): string[] {
+  const path = url.split('?')[0];
+  const methods = new Set<string>();
+  for (const route of servedBy.get(app) ?? []) {
+    const match = route.path.exec(path);
+    if (match && (!accepts || accepts({ ...match.groups }))) methods.add(route.method);
+  }
+  if (methods.has('GET')) methods.add('HEAD');
+  return [...methods].sort((a, b) => METHOD_ORDER.indexOf(a) - METHOD_ORDER.indexOf(b));
+}
+
+const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT'];
 
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
 const CHILD = Symbol('child');

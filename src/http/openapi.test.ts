@@ -239,7 +239,7 @@ describe('OpenAPI', () => {
     assert.deepEqual(codes('put', '/teams/{name}/links'), ['400', '401', '403', '404', '409', '413', '415', '422', '502', '503']);
     assert.match(op('put', '/teams/{name}/links').responses['502'].description, /could not be reached.*nothing was linked/);
     // One that refuses the integration's own credentials is not the caller's to mend: 503, on both routes that check.
-    assert.match(op('put', '/teams/{name}/links').responses['503'].description, /refused the integration's credentials.*nothing was linked; an admin mends the integration/);
+    assert.match(op('put', '/teams/{name}/links').responses['503'].description, /is not set up.*refused the integration's credentials.*nothing was linked; an admin sets up or mends the integration/);
     assert.match(op('post', '/teams').responses['503'].description, /refused the integration's credentials/);
     // The session-only routes answer 403 to a token, even for reads.
     assert.ok(op('get', '/session/tokens').responses['403']);
@@ -306,7 +306,7 @@ describe('OpenAPI', () => {
     assert.ok(created.headers.etag && created.headers.location);
     const got = await t.request({ method: 'GET', url: `/api/v1/agents/${name}`, token: t.adminToken });
     assert.deepEqual(headers('get', '/agents/{name}', '200'), ['etag']);
-    assert.match(String(got.headers.etag), /^"\d+"$/);
+    assert.match(String(got.headers.etag), /^"\d+\.[0-9a-f]{16}"$/);
     // A version is immutable and answers without an ETag; the contract says none.
     const version = await t.request({ method: 'GET', url: `/api/v1/agents/${name}/versions/1`, token: t.adminToken });
     assert.equal(version.status, 200);
@@ -317,7 +317,20 @@ describe('OpenAPI', () => {
     assert.deepEqual(headers('get', '/agents', '200'), []);
     // Across resources: a GET sends an ETag exactly where the contract says it does.
     const template = await makeTemplate(t);
-    await t.request({ method: 'PUT', url: `/api/v1/agents/${name}/documents/a.md`, token: t.adminToken, body: { media_type: 'text/markdown', content: 'a' } });
+    // A PUT that creates answers 201 with its own path as Location; a replace answers 200 without one.
+    const doc1 = await t.request({ method: 'PUT', url: `/api/v1/agents/${name}/documents/a.md`, token: t.adminToken, body: { media_type: 'text/markdown', content: 'a' } });
+    assert.equal(doc1.status, 201, doc1.text);
+    assert.equal(doc1.headers.location, `/api/v1/agents/${name}/documents/a.md`);
+    assert.deepEqual(headers('put', '/agents/{name}/documents/{doc}', '201'), ['etag', 'location']);
+    const doc2 = await t.request({ method: 'PUT', url: `/api/v1/agents/${name}/documents/a.md?`, token: t.adminToken, body: { media_type: 'text/markdown', content: 'b' }, headers: { 'if-match': String(doc1.headers.etag) } });
+    assert.equal(doc2.status, 200, doc2.text);
+    assert.equal(doc2.headers.location, undefined);
+    // Every 201 of the contract declares its Location.
+    const without: string[] = [];
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
+      for (const [method, op] of Object.entries<any>(item)) if (op.responses?.['201'] && !headers(method, path, '201').includes('location')) without.push(`${method} ${path}`);
+    }
+    assert.deepEqual(without, []);
     const reads: Array<[string, string]> = [
       ['/team-templates/{name}', `/team-templates/${template.name}`],
       ['/team-templates/{name}/versions/{version}', `/team-templates/${template.name}/versions/1`],
@@ -331,6 +344,18 @@ describe('OpenAPI', () => {
       assert.equal(res.status, 200, `${url}: ${res.text.slice(0, 200)}`);
       assert.equal(res.headers.etag !== undefined, headers('get', path, '200').includes('etag'), `GET ${path}: ETag sent and declared alike`);
     }
+  });
+
+  test('the limit the contract states is the one every list takes', () => {
+    assert.match(doc.info.description, /limit is 1 to 200 \(default 50\), except a run's posts \(1 to 500, default 200/);
+    const odd: string[] = [];
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
+      const limit = item.get?.parameters?.find((p: any) => p.in === 'query' && p.name === 'limit')?.schema;
+      if (!limit) continue;
+      const [max, dflt] = path === '/runs/{id}/posts' ? [500, 200] : [200, 50];
+      if (limit.minimum !== 1 || limit.maximum !== max || limit.default !== dflt) odd.push(`${path}: ${JSON.stringify(limit)}`);
+    }
+    assert.deepEqual(odd, []);
   });
 
   test('shared shapes are named components, referred to and never copied inline', () => {

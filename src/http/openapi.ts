@@ -22,7 +22,7 @@ declare module 'fastify' {
     problems?: Partial<Record<number, string | false>>;
     /** The success answers carry the resource's ETag (a write of it needs it back in If-Match). */
     etag?: boolean;
-    /** The 201 answer carries the created resource's Location. */
+    /** The 202 answer carries the Location of what it started (every 201 carries the created resource's). */
     location?: boolean;
   }
 }
@@ -90,7 +90,8 @@ function withSuccessHeaders(response: Record<string, any>, schema: Record<string
   for (const [code, answer] of Object.entries(response)) {
     const headers: Record<string, object> = {};
     if (schema.etag && (/^2\d\d$/.test(code) || code === '304')) headers.etag = ETAG_HEADER;
-    if (schema.location && (code === '201' || code === '202')) headers.location = LOCATION_HEADER;
+    // Every 201 carries it (a PUT that creates answers its own path: see the kernel); a 202 where the route says so.
+    if (code === '201' || (schema.location && code === '202')) headers.location = LOCATION_HEADER;
     out[code] = Object.keys(headers).length > 0 ? { ...answer, headers: { ...answer.headers, ...headers } } : answer;
   }
   return out;
@@ -290,8 +291,9 @@ export async function useOpenApi(app: App, opts: { publicBaseUrl: string; versio
         license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
         description:
           'Runs teams of coding agents in sandboxes. Errors are application/problem+json. Lists answer {items, next_cursor}; ' +
-          'limit is 1 to 200 (default 50). Writes of existing resources need If-Match (428 missing, 412 stale). ' +
-          'A request that does not match a schema answers 400 naming each field; one that matches but breaks a rule answers 422.\n\n' +
+          'limit is 1 to 200 (default 50), except a run\'s posts (1 to 500, default 200, and `cursor` is the last `seq` seen). Writes of existing resources need If-Match (428 missing, 412 stale). ' +
+          'A request that does not match a schema answers 400 naming each field; one that matches but breaks a rule answers 422. ' +
+          'A path called with a method it does not take answers 405 with the methods it takes in `Allow`. A 201 carries the created resource\'s `Location`.\n\n' +
           CONTRACT_POLICY,
       },
       servers: [{ url: `${opts.publicBaseUrl}${API_PREFIX}` }],

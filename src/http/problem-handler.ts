@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { toDomainError } from '../errors/errors.ts';
-import type { App } from './kernel.ts';
+import { methodsServing, type App } from './kernel.ts';
 import { Problem, problems } from '../errors/problems.ts';
 import { fieldProblems, validationPlace } from './validation.ts';
 import { inspectJson, MAX_JSON_DEPTH, unstorableWords } from '../db/json-values.ts';
@@ -128,7 +128,13 @@ export function useProblems(app: App): void {
     }
     done();
   });
-  app.setNotFoundHandler((request, reply) => sendProblem(reply, problems.routeNotFound(request.method, request.url.split('?')[0])));
+  app.setNotFoundHandler((request, reply) => sendProblem(reply, noRouteProblem(app, request)));
+}
+
+/** The answer to a request no route takes: 405 with Allow when its path is served with other methods, else 404. */
+export function noRouteProblem(app: App, request: { method: string; url: string }): Problem {
+  const allowed = methodsServing(app, request.url);
+  return allowed.length > 0 ? problems.methodNotAllowed(request.method, allowed) : problems.routeNotFound(request.method, request.url.split('?')[0]);
 }
 
 /**

@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { App } from './kernel.ts';
-import { problems } from '../errors/problems.ts';
+import { noRouteProblem } from './problem-handler.ts';
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -42,7 +42,7 @@ export function webRoutes(app: App, deps: { webDir: string }) {
     // The router has already decoded the path once; decoding again would turn "%25" into a bad escape.
     const rel = (req.params as { '*': string })['*'] ?? '';
     // The API and webhooks answer problems for unknown routes, never the web console's page.
-    if (/^(api|webhooks)(\/|$)/.test(rel)) throw problems.routeNotFound(req.method, req.url.split('?')[0]);
+    if (/^(api|webhooks)(\/|$)/.test(rel)) throw noRouteProblem(app, req);
     const found = (rel && (await serve(rel))) || (await serve('index.html'));
     reply.header('x-content-type-options', 'nosniff');
     reply.header('content-security-policy', CONSOLE_CSP);

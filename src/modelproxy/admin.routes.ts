@@ -33,7 +33,7 @@ export function adminRoutes(app: App, deps: { service: ModelProxyService; creden
 
       admin.post('/keys', { schema: { operationId: 'mintKey', body: MintBody, response: { 201: MintedKey } } }, async (req, reply) => {
         const key = await service.mintKey(actor(req), req.body as any);
-        return reply.status(201).send(key);
+        return reply.status(201).header('location', `/admin/v1/keys/${key.key_id}`).send(key);
       });
       admin.get(
         '/keys',

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { toDomainError, type DomainError } from '../errors/errors.ts';
-import type { App } from '../http/kernel.ts';
+import { methodsServing, type App } from '../http/kernel.ts';
 import { fieldProblems, validationPlace } from '../http/validation.ts';
 import { inspectJson, MAX_JSON_DEPTH, unstorableWords } from '../db/json-values.ts';
 
@@ -45,6 +45,9 @@ export const proxyErrors = {
   modelNotFound: (model: string) => new ProxyError(404, 'invalid_request_error', 'model_not_found', `the model "${model}" does not exist; GET /v1/models lists the aliases`, { param: 'model' }),
   modelNotAllowed: (model: string) => new ProxyError(403, 'permission_error', 'model_not_allowed', `this key may not use the model "${model}"`, { param: 'model' }),
   notFound: (what: string) => new ProxyError(404, 'invalid_request_error', 'not_found', what),
+  /** A known path called with a method it does not take: 405 with Allow (RFC 9110). */
+  methodNotAllowed: (method: string, allowed: string[]) =>
+    new ProxyError(405, 'invalid_request_error', 'method_not_allowed', `this endpoint does not take ${method}; it takes ${allowed.join(', ')}`, { headers: { allow: allowed.join(', ') } }),
   unprocessable: (message: string, param: string | null = null) => new ProxyError(422, 'invalid_request_error', 'invalid_value', message, { param }),
   rateLimited: (which: 'rpm' | 'tpm', seconds: number) =>
     new ProxyError(429, 'rate_limit_exceeded', `${which}_limit_exceeded`, `this key is over its ${which === 'rpm' ? 'requests' : 'tokens'} per minute limit; retry after ${seconds} s`, { headers: retry(seconds) }),
@@ -124,7 +127,10 @@ export function useProxyErrors(app: App) {
     const refused = unsendableBody(req.body, !req.routeOptions.config?.forwardsNul);
     done(refused ?? undefined);
   });
-  const noRoute = (request: FastifyRequest) => proxyErrors.notFound(`no route ${request.method} ${request.url.split('?')[0].slice(0, 200)}`);
+  const noRoute = (request: FastifyRequest) => {
+    const allowed = methodsServing(app, request.url);
+    return allowed.length > 0 ? proxyErrors.methodNotAllowed(request.method, allowed) : proxyErrors.notFound(`no route ${request.method} ${request.url.split('?')[0].slice(0, 200)}`);
+  };
   // A request to no route still has its body parsed first (an OPTIONS or DELETE with a JSON
   // Content-Type and no body fails there): what is wrong with it is the route, not the body.
   app.setErrorHandler((err: FastifyError, request, reply) => sendProxyError(reply, request.is404 ? noRoute(request) : toProxyError(err, request)));

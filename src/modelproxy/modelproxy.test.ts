@@ -262,14 +262,26 @@ describe('model proxy', () => {
     }
   });
 
-  test('a method or path without a route answers 404 in the OpenAI format, whatever its Content-Type says of a body', async () => {
-    for (const [method, path] of [['OPTIONS', '/v1/chat/completions'], ['DELETE', '/v1/models'], ['POST', '/v1/nothing'], ['GET', '/v1/chat/completions']]) {
+  test('a path without a route answers 404, a known path called with another method 405 with Allow, in the OpenAI format, whatever its Content-Type says of a body', async () => {
+    const cases: Array<[string, string, number, string | null]> = [
+      ['OPTIONS', '/v1/chat/completions', 405, 'POST'],
+      ['GET', '/v1/chat/completions', 405, 'POST'],
+      ['DELETE', '/v1/models', 405, 'GET, HEAD'],
+      ['POST', '/v1/nothing', 404, null],
+    ];
+    for (const [method, path, status, allow] of cases) {
       for (const headers of [{}, { 'content-type': 'application/json' }]) {
         const res = await fetch(`${proxy.url}${path}`, { method, headers });
-        assert.equal(res.status, 404, `${method} ${path} ${JSON.stringify(headers)}`);
+        assert.equal(res.status, status, `${method} ${path} ${JSON.stringify(headers)}`);
+        assert.equal(res.headers.get('allow'), allow);
         const body = await json(res);
-        assert.equal(body.error.code, 'not_found');
-        assert.equal(body.error.message, `no route ${method} ${path}`);
+        if (allow === null) {
+          assert.equal(body.error.code, 'not_found');
+          assert.equal(body.error.message, `no route ${method} ${path}`);
+        } else {
+          assert.equal(body.error.code, 'method_not_allowed');
+          assert.equal(body.error.message, `this endpoint does not take ${method}; it takes ${allow}`);
+        }
       }
     }
   });

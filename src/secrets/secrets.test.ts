@@ -153,11 +153,12 @@ describe('secrets API', () => {
     const url = `/api/v1/secrets/${name}`;
     const created = await req({ method: 'PUT', url, token: t.adminToken, body: { value: secretValue() } });
     assert.equal(created.status, 201);
+    assert.equal(created.headers.location, url);
     assert.equal(created.body.name, name);
     assert.equal(created.body.set, true);
     assert.equal(created.body.kind, 'platform');
     assert.equal(created.body.value, undefined);
-    assert.match(String(created.headers.etag), /^"\d+"$/);
+    assert.match(String(created.headers.etag), /^"\d+\.[0-9a-f]{16}"$/, 'the row version and a digest of the body (used_by is derived)');
     const got = await req({ method: 'GET', url, token: t.adminToken });
     assert.equal(got.status, 200);
     assert.deepEqual(Object.keys(got.body).sort(), ['created_at', 'created_by', 'kind', 'name', 'set', 'updated_at', 'updated_by', 'used_by', 'value_set_at']);
@@ -182,9 +183,11 @@ describe('secrets API', () => {
   });
 
   test('names may contain "/" (as is or %2F); integration secrets stay as unset references after DELETE', async () => {
-    const name = `integrations/code_host/${uniq('webhook_secret')}`;
+    // A role's own chat_a bot: a secret chat_a takes, and one no other test writes.
+    const name = `integrations/chat_a/bots/${uniq('team')}/lead`;
     const put = await req({ method: 'PUT', url: `/api/v1/secrets/${name}`, token: t.adminToken, body: { value: secretValue() } });
     assert.equal(put.status, 201);
+    assert.equal(put.headers.location, `/api/v1/secrets/${name}`, 'a 201 says where the secret is');
     assert.equal(put.body.kind, 'integration');
     const encoded = await req({ method: 'GET', url: `/api/v1/secrets/${encodeURIComponent(name)}`, token: t.adminToken });
     assert.equal(encoded.status, 200);
@@ -199,6 +202,38 @@ describe('secrets API', () => {
     assert.equal(await t.services.secrets.reveal(name), null);
     // Setting it again is a replace of the existing reference.
     assert.equal((await req({ method: 'PUT', url: `/api/v1/secrets/${name}`, token: t.adminToken, body: { value: secretValue() }, headers: { 'if-match': String(after.headers.etag) } })).status, 200);
+  });
+
+  test('a name under integrations/ must be a secret an integration takes: another kind or secret is 404 naming those there are; one stored before still lists, reads and deletes', async () => {
+    const refused = [
+      ['integrations/nosuch/token', /no integration named "nosuch".*chat_a \(Mattermost\), chat_b \(Slack\), code_host \(GitHub\), tracker_a \(Linear\), tracker_b \(Jira\)/],
+      ['integrations/code_host/nosuch', /the code_host integration \(GitHub\) takes no secret named "nosuch": its secrets are app_key, webhook_secret$/],
+      ['integrations/code_host/app_id', /takes no secret named "app_id" \(app_id is one of its settings, not a secret: it is set with the integration's settings\)/],
+      ['integrations/chat_a/bots/only-team', /its secrets are bot_token, command_token, and bots\/<team>\/<role> for a role's own bot/],
+    ] as const;
+    for (const [name, words] of refused) {
+      const res = await req({ method: 'PUT', url: `/api/v1/secrets/${name}`, token: t.adminToken, body: { value: secretValue() } });
+      assert.equal(res.status, 404, `${name}: ${res.text}`);
+      assert.match(res.body.detail, words);
+      assert.equal(await t.services.secrets.get(name), null, 'nothing is stored');
+    }
+    // With If-Match too (a replace): refused before the precondition is looked at.
+    const withIfMatch = await req({ method: 'PUT', url: '/api/v1/secrets/integrations/nosuch/token', token: t.adminToken, body: { value: secretValue() }, headers: { 'if-match': '"1"' } });
+    assert.equal(withIfMatch.status, 404);
+    // A reference stored before the rule (written past the route) still lists, reads and is removed.
+    const old = `integrations/${uniq('gone')}/token`;
+    await t.services.secrets.put(systemActor(), old, secretValue());
+    const listed = await req({ method: 'GET', url: `/api/v1/secrets?prefix=${encodeURIComponent(old)}`, token: t.adminToken });
+    assert.equal(listed.status, 200, listed.text);
+    assert.deepEqual(listed.body.items.map((i: { name: string }) => i.name), [old]);
+    const one = await req({ method: 'GET', url: `/api/v1/secrets/${old}`, token: t.adminToken });
+    assert.equal(one.status, 200);
+    const all = await req({ method: 'GET', url: '/api/v1/integrations', token: t.adminToken });
+    assert.equal(all.status, 200, all.text);
+    assert.equal((await req({ method: 'DELETE', url: `/api/v1/secrets/${old}`, token: t.adminToken, headers: { 'if-match': String(one.headers.etag) } })).status, 204);
+    // The secrets an integration takes are written as before.
+    const ok = await req({ method: 'PUT', url: `/api/v1/secrets/integrations/chat_a/bots/${uniq('team')}/dev`, token: t.adminToken, body: { value: secretValue() } });
+    assert.equal(ok.status, 201, ok.text);
   });
 
   test('DELETE of a platform secret removes its reference; a second DELETE is 404; stale is 412', async () => {

@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type TSchema } from 'typebox';
-import type { App } from '../../http/kernel.ts';
+import { methodsServing, type App } from '../../http/kernel.ts';
 import type { Caller } from '../users/users.service.ts';
 import { chatErrors, toChatError, type ChatError } from './errors.ts';
 import { boundaryOf, parseMultipart, streamedForm, type StreamedForm, type UploadedFile } from './multipart.ts';
@@ -25,8 +25,6 @@ interface StreamedLimits {
 }
 
 const MAX_PARAMS = 1000;
-/** The methods chat endpoints are served on (HEAD comes with GET). */
-const ROUTE_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
 /**
  * Makes a Fastify app speak Zulip: form-encoded and multipart bodies on every method (other
@@ -49,14 +47,11 @@ export function useChatConventions(app: App) {
   // takes, as Zulip's rest_dispatch answers (a client learns it used the wrong verb, not that the
   // endpoint is missing); any other path is a 404.
   const notFoundOrWrongMethod = (req: FastifyRequest) => {
-    const path = req.url.split('?')[0];
-    const served = ROUTE_METHODS.filter((method) => {
-      const route = app.findRoute({ method, url: path });
-      // An `*_id` segment is digits (pathId): `/users/me/status` is not `/users/{user_id}/status`.
-      return route !== null && Object.entries(route.params as Record<string, string>).every(([name, v]) => !name.endsWith('_id') || /^\d+$/.test(v));
-    });
+    // An `*_id` segment is digits (pathId): `/users/me/status` is not `/users/{user_id}/status`.
+    // Zulip lists the methods without HEAD, which comes with GET.
+    const served = methodsServing(app, req.url, (params) => Object.entries(params).every(([name, v]) => !name.endsWith('_id') || /^\d+$/.test(v))).filter((m) => m !== 'HEAD');
     const method = req.method === 'HEAD' ? 'GET' : req.method;
-    return served.length && !(served as readonly string[]).includes(method) ? chatErrors.methodNotAllowed(served) : chatErrors.notFound();
+    return served.length && !served.includes(method) ? chatErrors.methodNotAllowed(served) : chatErrors.notFound();
   };
 
   app.setNotFoundHandler((req, reply) => {

@@ -37,8 +37,9 @@ export function agentsRoutes(app: App, deps: { agents: AgentsService; documents:
     },
     handler: async (req, reply) => {
       const row = await agents.create(actorOf(req), req.body);
-      setEtag(reply, row.row_version);
-      return reply.status(201).header('location', `/api/v1/agents/${encodeURIComponent(row.name)}`).send(await agents.present(row));
+      const body = await agents.present(row);
+      setEtag(reply, row.row_version, body);
+      return reply.status(201).header('location', `/api/v1/agents/${encodeURIComponent(row.name)}`).send(body);
     },
   });
 
@@ -47,8 +48,9 @@ export function agentsRoutes(app: App, deps: { agents: AgentsService; documents:
     schema: { operationId: 'getAgent', summary: 'Get an agent', etag: true, tags, params: AgentParams, response: { 200: Agent } },
     handler: async (req, reply) => {
       const row = await agents.get(req.params.name);
-      setEtag(reply, row.row_version);
-      return agents.present(row);
+      const body = await agents.present(row);
+      setEtag(reply, row.row_version, body);
+      return body;
     },
   });
 
@@ -57,8 +59,9 @@ export function agentsRoutes(app: App, deps: { agents: AgentsService; documents:
     schema: { operationId: 'updateAgent', summary: 'Update an agent\'s name, kind or description', etag: true, problems: { 422: false }, tags, params: AgentParams, headers: IfMatchHeader, body: AgentPatch, response: { 200: Agent } },
     handler: async (req, reply) => {
       const row = await agents.patch(actorOf(req), req.params.name, await requireIfMatch(req, () => agents.get(req.params.name)), req.body);
-      setEtag(reply, row.row_version);
-      return agents.present(row);
+      const body = await agents.present(row);
+      setEtag(reply, row.row_version, body);
+      return body;
     },
   });
 
@@ -102,7 +105,8 @@ export function agentsRoutes(app: App, deps: { agents: AgentsService; documents:
     },
     handler: async (req, reply) => {
       const { agent, version } = await agents.addVersion(actorOf(req), req.params.name, await requireIfMatch(req, () => agents.get(req.params.name)), req.body);
-      setEtag(reply, agent.row_version);
+      // The agent's ETag, as GET /agents/{name} gives it (its body shows derived values: used_by).
+      setEtag(reply, agent.row_version, await agents.present(agent));
       return reply.status(201).header('location', `/api/v1/agents/${encodeURIComponent(agent.name)}/versions/${version.version}`).send(version);
     },
   });

@@ -35,7 +35,7 @@ describe('agents', () => {
       body: { name, display_name: 'Coder', kind: 'coder', description: 'writes code', version: { system_prompt: 'You write code.', note: 'first' } },
     });
     assert.equal(res.status, 201, res.text);
-    assert.match(String(res.headers.etag), /^"\d+"$/);
+    assert.match(String(res.headers.etag), /^"\d+\.[0-9a-f]{16}"$/, 'the row version and a digest of the body (used_by is derived)');
     assert.equal(res.headers.location, `/api/v1/agents/${name}`);
     const b = res.body;
     assert.deepEqual(
@@ -497,6 +497,8 @@ describe('agents and the names of other modules', () => {
     // A template whose two roles run the agent counts once.
     const tpl = await makeTemplate(t, { roles: { lead: role, dev: { ...role, model: 'smart' } }, pipeline: { lead: 'dev' } });
     assert.equal(await usedBy(), 1);
+    // The ETag changes with used_by (a cache revalidating keeps no stale count); the one read before is still the agent's for If-Match (the 409 below).
+    assert.notEqual(String((await t.request({ method: 'GET', url, token: t.adminToken })).headers.etag), etag);
     // So does a team created from it.
     const team = await makeTeam(t, { template: tpl.name });
     assert.deepEqual(team.role_settings.map((r: { agent: string }) => r.agent), [name, name]);

@@ -76,7 +76,7 @@ describe('destinations', () => {
       assert.equal(res.status, 422, bad);
       assert.equal(res.body.errors[0].field, 'inject_secret');
     }
-    const secret = `integrations/code_host/${uniq('k')}`;
+    const secret = `integrations/chat_a/bots/${uniq('team')}/lead`;
     await t.request({ method: 'PUT', url: `/api/v1/secrets/${secret}`, token: t.adminToken, body: { value: 'shh-1' } });
     const ok = await create({ name: uniq('i'), inject_secret: `secret:${secret}` });
     assert.equal(ok.status, 201);
@@ -96,7 +96,7 @@ describe('destinations', () => {
     const audit = await t.db.selectFrom('audit_log').select('action').where('target_type', '=', 'destination').where('target', '=', d.body.name).orderBy('id').execute();
     assert.deepEqual(audit.map((a) => a.action), ['destination.create', 'destination.update']);
 
-    const integ = `integrations/tracker_a/${uniq('tok')}`;
+    const integ = `integrations/chat_a/bots/${uniq('team')}/dev`;
     const p2 = await t.request({ method: 'PUT', url: `/api/v1/secrets/${integ}`, token: t.adminToken, body: { value: 'shh-3' } });
     const d2 = await create({ name: uniq('uses'), host: 'example.com', inject_secret: `secret:${integ}` });
     await t.request({ method: 'DELETE', url: `/api/v1/secrets/${integ}`, token: t.adminToken, headers: { 'if-match': String(p2.headers.etag) } });

@@ -34,7 +34,7 @@ export function environmentsRoutes(app: App, deps: { environments: EnvironmentsS
     },
     handler: async (req, reply) => {
       const { environment, version } = await environments.create(actorOf(req), req.body);
-      setEtag(reply, version);
+      setEtag(reply, version, environment);
       return reply.status(201).header('location', `/api/v1/environments/${environment.name}`).send(environment);
     },
   });
@@ -44,7 +44,7 @@ export function environmentsRoutes(app: App, deps: { environments: EnvironmentsS
     schema: { operationId: 'getEnvironment', summary: 'Get an environment', etag: true, tags, params: EnvironmentParams, response: { 200: Environment } },
     handler: async (req, reply) => {
       const { environment, version } = await environments.get(req.params.name);
-      setEtag(reply, version);
+      setEtag(reply, version, environment);
       return environment;
     },
   });
@@ -64,7 +64,7 @@ export function environmentsRoutes(app: App, deps: { environments: EnvironmentsS
     },
     handler: async (req, reply) => {
       const { environment, version } = await environments.replace(actorOf(req), req.params.name, await requireIfMatch(req, () => environments.get(req.params.name)), req.body);
-      setEtag(reply, version);
+      setEtag(reply, version, environment);
       return environment;
     },
   });

@@ -142,7 +142,7 @@ describe('environments, images and checkpoints', () => {
     assert.equal((await t.request({ method: 'PUT', url: url(name), token: t.adminToken, body: { ...body, name: 'x' }, headers: { 'if-match': String(ok.headers.etag) } })).status, 422);
   });
 
-  test('used_by counts current agent versions; DELETE is 409 while used, then 204', async () => {
+  test('used_by counts current agent versions (the ETag changes with it; If-Match still compares the environment itself); DELETE is 409 while used, then 204', async () => {
     const name = uniq('used');
     const c = await create({ name, provider: 'microvm' });
     const agent = uniq('agent');
@@ -150,6 +150,8 @@ describe('environments, images and checkpoints', () => {
     assert.equal(a.status, 201, JSON.stringify(a.body));
     const got = await t.request({ method: 'GET', url: url(name), token: t.adminToken });
     assert.equal(got.body.used_by, 1);
+    assert.notEqual(got.headers.etag, c.headers.etag, 'a body whose used_by differs has another ETag');
+    // A cache revalidating the first read would not keep used_by 0; a write with it is not stale.
     assert.equal((await t.request({ method: 'DELETE', url: url(name), token: t.adminToken })).status, 428);
     const busy = await t.request({ method: 'DELETE', url: url(name), token: t.adminToken, headers: { 'if-match': String(c.headers.etag) } });
     assert.equal(busy.status, 409);

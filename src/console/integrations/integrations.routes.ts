@@ -53,7 +53,7 @@ export function integrationsRoutes(app: App, deps: { integrations: IntegrationsS
     },
     handler: async (req, reply) => {
       const { integration, version } = await integrations.get(req.params.kind);
-      setEtag(reply, version);
+      setEtag(reply, version, integration);
       return integration;
     },
   });
@@ -74,7 +74,7 @@ export function integrationsRoutes(app: App, deps: { integrations: IntegrationsS
     },
     handler: async (req, reply) => {
       const { integration, version } = await integrations.put(actorOf(req), req.params.kind, await requireIfMatch(req, () => integrations.get(req.params.kind)), req.body);
-      setEtag(reply, version);
+      setEtag(reply, version, integration);
       return integration;
     },
   });

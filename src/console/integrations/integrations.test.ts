@@ -84,7 +84,7 @@ describe(`integrations (${dbKind})`, () => {
 
     const one = await req('GET', '/integrations/code_host', { token: viewer.token });
     assert.equal(one.status, 200);
-    assert.match(String(one.headers.etag), /^"\d+"$/);
+    assert.match(String(one.headers.etag), /^"\d+\.[0-9a-f]{16}"$/, 'the row version and a digest of the body (secrets set, status.applied are derived)');
     assert.deepEqual(one.body, byKind.code_host);
     assert.equal((await req('GET', '/integrations/jira')).status, 404);
     // One integration takes no query parameter: one sent is refused naming it, as the list refuses one it does not know.
@@ -93,6 +93,21 @@ describe(`integrations (${dbKind})`, () => {
       assert.equal(refused.status, 400, `${url}: ${refused.text}`);
       assert.equal(refused.body.errors[0].message, 'is not a known field');
     }
+  });
+
+  test('the ETag changes with what the body shows (a secret of the kind set), and If-Match still compares the integration itself', async () => {
+    const before = await req('GET', '/integrations/tracker_b');
+    const secret = await req('GET', '/secrets/integrations/tracker_b/webhook_secret');
+    const headers: Record<string, string> = secret.status === 200 ? { 'if-match': String(secret.headers.etag) } : {};
+    const set = await req('PUT', '/secrets/integrations/tracker_b/webhook_secret', { body: { value: 'whs-etag-test' }, headers });
+    assert.ok([200, 201].includes(set.status), set.text);
+    const after = await req('GET', '/integrations/tracker_b');
+    assert.notDeepEqual(after.body.secrets, before.body.secrets);
+    assert.notEqual(after.headers.etag, before.headers.etag, 'a body that differs has another ETag');
+    const written = await req('PUT', '/integrations/tracker_b', { body: { enabled: false, settings: before.body.settings }, headers: { 'if-match': String(before.headers.etag) } });
+    assert.equal(written.status, 200, written.text);
+    // As it was: the reference stays, unset.
+    await req('DELETE', '/secrets/integrations/tracker_b/webhook_secret', { headers: { 'if-match': String(set.headers.etag) } });
   });
 
   test('PUT: admin only, If-Match required (428) and current (412)', async () => {

@@ -143,3 +143,29 @@ export function settingOf(kind: IntegrationKind, settings: Record<string, Settin
   const def = KINDS[kind].settings.find((s) => s.name === name);
   return settings[name] ?? def?.default;
 }
+
+/** The secrets of chat_a's per-role bots: `bots/<team>/<role>`, one API key per role of a team homed on chat_a. */
+const ROLE_BOT_SECRET = /^bots\/[^/]+\/[^/]+$/;
+
+/**
+ * Why an `integrations/<kind>/<secret>` name is not one an integration takes, in words, or
+ * null when it is (or the name is not under `integrations/`): an unknown kind, or a secret the
+ * kind does not take (a plain setting among them). Values are written only under names an
+ * integration reads; references stored before this check stay readable and removable.
+ */
+export function integrationSecretRefusal(name: string): string | null {
+  if (!name.startsWith('integrations/')) return null;
+  const [, kind = '', ...rest] = name.split('/');
+  const secret = rest.join('/');
+  if (!isKind(kind)) {
+    const known = INTEGRATION_KINDS.map((k) => `${k} (${SERVICE_NAMES[k]})`).join(', ');
+    return `no integration named "${kind}": an integration secret is named integrations/<integration>/<secret>, and the integrations are ${known}`;
+  }
+  const def = KINDS[kind];
+  if (def.secrets.some((s) => s.name === secret)) return null;
+  if (kind === 'chat_a' && ROLE_BOT_SECRET.test(secret)) return null;
+  const takes = def.secrets.map((s) => s.name).join(', ') + (kind === 'chat_a' ? ', and bots/<team>/<role> for a role\'s own bot' : '');
+  const setting = def.settings.some((s) => s.name === secret) ? ` (${secret} is one of its settings, not a secret: it is set with the integration's settings)` : '';
+  const what = secret === '' ? 'names no secret' : `takes no secret named "${secret}"${setting}`;
+  return `the ${kind} integration (${SERVICE_NAMES[kind]}) ${what}: its secrets are ${takes}`;
+}

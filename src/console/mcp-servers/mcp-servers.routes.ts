@@ -48,7 +48,7 @@ export function mcpServersRoutes(app: App, deps: { mcpServers: McpServersService
     handler: async (req, reply) => {
       const row = await mcpServers.create(actorOf(req), req.body);
       const server = await mcpServers.present(row);
-      setEtag(reply, row.row_version);
+      setEtag(reply, row.row_version, server);
       return reply.status(201).header('location', location(server.id)).send(server);
     },
   });
@@ -68,8 +68,9 @@ export function mcpServersRoutes(app: App, deps: { mcpServers: McpServersService
       const address = parseMcpId(req.params.id);
       if (!address) throw problems.notFound('MCP server', req.params.id);
       const row = await mcpServers.get(address);
-      setEtag(reply, row.row_version);
-      return mcpServers.present(row);
+      const server = await mcpServers.present(row);
+      setEtag(reply, row.row_version, server);
+      return server;
     },
   });
 
@@ -86,8 +87,9 @@ export function mcpServersRoutes(app: App, deps: { mcpServers: McpServersService
     },
     handler: async (req, reply) => {
       const row = await mcpServers.get(addressOf(req.params.team, req.params.name));
-      setEtag(reply, row.row_version);
-      return mcpServers.present(row);
+      const server = await mcpServers.present(row);
+      setEtag(reply, row.row_version, server);
+      return server;
     },
   });
 
@@ -109,7 +111,7 @@ export function mcpServersRoutes(app: App, deps: { mcpServers: McpServersService
     handler: async (req, reply) => {
       const { row, created } = await mcpServers.replace(actorOf(req), addressOf(req.params.team, req.params.name), optionalIfMatch(req), req.body);
       const server = await mcpServers.present(row);
-      setEtag(reply, row.row_version);
+      setEtag(reply, row.row_version, server);
       if (created) reply.header('location', location(server.id));
       return reply.status(created ? 201 : 200).send(server);
     },
@@ -147,8 +149,9 @@ export function mcpServersRoutes(app: App, deps: { mcpServers: McpServersService
     },
     handler: async (req, reply) => {
       const row = await mcpServers.accept(actorOf(req), addressOf(req.params.team, req.params.name), await requireIfMatch(req, () => mcpServers.get(addressOf(req.params.team, req.params.name))));
-      setEtag(reply, row.row_version);
-      return mcpServers.present(row);
+      const server = await mcpServers.present(row);
+      setEtag(reply, row.row_version, server);
+      return server;
     },
   });
 }

@@ -60,7 +60,7 @@ describe('mcp servers', () => {
       created_at: res.body.created_at, updated_at: res.body.updated_at,
     });
     assert.equal(res.headers.location, `/api/v1/mcp-servers/platform/${body.name}`);
-    assert.match(String(res.headers.etag), /^"\d+"$/);
+    assert.match(String(res.headers.etag), /^"\d+\.[0-9a-f]{16}"$/, 'the row version and a digest of the body (secret.status and warnings are derived)');
     for (const id of [`platform:${body.name}`, `platform/${body.name}`]) {
       const got = await get(id, viewer.token);
       assert.equal(got.status, 200, id);
@@ -349,7 +349,7 @@ describe('mcp servers', () => {
   });
 
   test('secret.status: set, unset, missing, none; the value never leaves the server or reaches the audit log or logs', async () => {
-    const integration = `integrations/code_host/${uniq('k')}`;
+    const integration = `integrations/chat_a/bots/${uniq('team')}/lead`;
     const put = await makeSecret(t, { name: integration, value: SECRET_VALUE });
     // A team server may not name a platform credential: only its team's secrets.
     for (const ref of [`secret:${integration}`, 'secret:models/openai', `secret:teams/${uniq('other')}/k`]) {
@@ -357,10 +357,13 @@ describe('mcp servers', () => {
       assert.equal(refused.status, 422, ref);
       assert.equal(refused.body.errors[0].field, 'secret');
     }
-    const s = (await create(base({ secret: `secret:${integration}` }))).body;
+    const made = await create(base({ secret: `secret:${integration}` }));
+    const s = made.body;
     assert.equal(s.secret.status, 'set');
     await t.request({ method: 'DELETE', url: `/api/v1/secrets/${integration}`, token: t.adminToken, headers: { 'if-match': put.etag } });
-    assert.deepEqual((await get(s.id)).body.secret, { ref: `secret:${integration}`, status: 'unset', set_with: `PUT /api/v1/secrets/${integration}` });
+    const unset = await get(s.id);
+    assert.deepEqual(unset.body.secret, { ref: `secret:${integration}`, status: 'unset', set_with: `PUT /api/v1/secrets/${integration}` });
+    assert.notEqual(unset.headers.etag, made.headers.etag, 'the ETag changes with secret.status');
     const plain = `teams/${team}/${uniq('gone')}`;
     const put2 = await makeSecret(t, { name: plain, value: SECRET_VALUE });
     const g = (await create(base({ team, secret: `secret:${plain}` }), operator.token)).body;
@@ -384,7 +387,7 @@ describe('mcp servers', () => {
     const first = await get(id, viewer.token);
     assert.equal(first.body.status, 'proposed');
     assert.equal(first.body.proposed_by, `${team}/lead`);
-    assert.equal(first.headers.etag, `"${row.row_version}"`);
+    assert.match(String(first.headers.etag), new RegExp(`^"${row.row_version}\\.[0-9a-f]{16}"$`), 'the proposal\'s row version (and a digest of the body)');
     // A new proposal of the same name replaces the old one while it is still proposed.
     await mcp.propose(agentActor, team, { ...proposal, url: 'https://tools.example.com/v2' });
     const second = await get(id);

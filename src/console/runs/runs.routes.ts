@@ -73,7 +73,7 @@ export function runsRoutes(app: App, deps: { runs: RunsService; traces: TraceRea
     },
     handler: async (req, reply) => {
       const { run, version } = await runs.get(req.params.id);
-      setEtag(reply, version);
+      setEtag(reply, version, run);
       return run;
     },
   });
@@ -143,7 +143,7 @@ export function runsRoutes(app: App, deps: { runs: RunsService; traces: TraceRea
     },
     handler: async (req, reply) => {
       const { run, version } = await runs.cancel(actorOf(req), req.params.id);
-      setEtag(reply, version);
+      setEtag(reply, version, run);
       return run;
     },
   });

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as runSurface from '../../db/migrations/0643-run-surface.ts';
-import { makeTeam } from '../../../test/factories.ts';
+import { makeRun, makeTeam } from '../../../test/factories.ts';
+import { makeHostRow } from '../../../test/sandboxes.ts';
 import { testApp, uniq, type TestApp } from '../../../test/harness.ts';
 
 // The runs routes' answers that need no sandbox host (the whole flow is test/e2e/run.test.ts).
@@ -54,6 +55,20 @@ describe('runs routes', () => {
     assert.deepEqual(known.body.items, []);
     const doc = await t.request({ method: 'GET', url: '/api/v1/openapi.json', token: t.adminToken });
     assert.ok(doc.body.paths['/runs'].get.responses['404'], 'the contract lists the 404');
+  });
+
+  it('a run\'s ETag changes with what its body shows (a task\'s progress, kept beside the run), not only with the run row', async () => {
+    await makeHostRow(t.db, { providers: ['local', 'microvm'] });
+    const { run_id: id } = await makeRun(t);
+    const url = `/api/v1/runs/${id}`;
+    const before = await t.request({ method: 'GET', url, token: t.adminToken });
+    assert.equal(before.status, 200, before.text);
+    assert.ok(before.body.tasks.length > 0);
+    // The engine counts a task's iterations in its own row; the run's row stays as it was.
+    await t.db.updateTable('run_tasks').set({ iterations: 7 }).where('run_id', '=', id).execute();
+    const after = await t.request({ method: 'GET', url, token: t.adminToken });
+    assert.equal(after.body.tasks[0].iterations, 7);
+    assert.notEqual(after.headers.etag, before.headers.etag, 'a body that differs has another ETag');
   });
 
   it('an archived team takes no task (409); unknown runs are 404 on every route', async () => {

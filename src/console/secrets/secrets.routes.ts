@@ -6,6 +6,7 @@ import { limitOf } from '../../db/pagination.ts';
 import { problems } from '../../errors/problems.ts';
 import { IfMatchHeader, IfMatchToReplace, NoContent } from '../../http/schemas.ts';
 import type { SecretsService } from '../../secrets/secrets.service.ts';
+import { integrationSecretRefusal } from '../integrations/kinds.ts';
 import { SecretListQuery, SecretParams, SecretPut, SecretReference } from './secrets.schemas.ts';
 
 /** Secret references: metadata reads, write-once values; no route ever answers a value. */
@@ -30,7 +31,7 @@ export function secretsRoutes(app: App, deps: { secrets: SecretsService }) {
     schema: { operationId: 'getSecret', summary: 'Get a secret reference', etag: true, tags, description: 'One secret reference; never the value. Names may contain `/` (send it as is or as %2F).', params: SecretParams, response: { 200: SecretReference } },
     handler: async (req, reply) => {
       const secret = await mustGetSecret(req.params['*']);
-      setEtag(reply, secret.row_version);
+      setEtag(reply, secret.row_version, secret);
       return secret;
     },
   });
@@ -42,15 +43,20 @@ export function secretsRoutes(app: App, deps: { secrets: SecretsService }) {
       summary: 'Create or replace a secret',
       etag: true,
       tags,
-      description: 'Writes a value: 201 when the reference is new; replacing an existing reference needs If-Match and answers 200. The value is encrypted at rest and never returned.',
+      description:
+        'Writes a value: 201 when the reference is new (with its Location); replacing an existing reference needs If-Match and answers 200. The value is encrypted at rest and never returned. ' +
+        'A name under `integrations/` is `integrations/<kind>/<secret>` and must be a secret that integration takes (the `secrets` of `GET /integrations/{kind}`; on chat_a also `bots/<team>/<role>`, a role\'s own bot): any other kind or secret is 404, naming the kinds or secrets there are. References stored before this rule stay readable and removable.',
       params: SecretParams,
       headers: IfMatchToReplace,
       body: SecretPut,
       response: { 200: SecretReference, 201: SecretReference },
+      problems: { 404: 'a name under integrations/ that is not a secret an integration takes (an unknown kind, or a secret that kind does not take)' },
     },
     handler: async (req, reply) => {
+      const refusal = integrationSecretRefusal(req.params['*']);
+      if (refusal) throw problems.notFoundSaid(refusal);
       const { secret, created } = await secrets.put(actorOf(req), req.params['*'], req.body.value, { expected: optionalIfMatch(req) });
-      setEtag(reply, secret.row_version);
+      setEtag(reply, secret.row_version, secret);
       return reply.status(created ? 201 : 200).send(secret);
     },
   });

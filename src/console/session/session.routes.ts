@@ -68,7 +68,7 @@ export function sessionRoutes(app: App, deps: { sessions: SessionService; public
       refuseToken(req.headers.authorization);
       const s = await sessions.login(req.body.name, req.body.password, req.id);
       setCookie(reply, s.token, SESSION_TTL_MS / 1000);
-      return reply.status(201).send(opened(s));
+      return reply.status(201).header('location', '/api/v1/session').send(opened(s));
     },
   });
 
@@ -86,7 +86,7 @@ export function sessionRoutes(app: App, deps: { sessions: SessionService; public
       refuseToken(req.headers.authorization);
       const s = await sessions.setup(req.body.token, req.body.password, req.id);
       setCookie(reply, s.token, SESSION_TTL_MS / 1000);
-      return reply.status(201).send(opened(s));
+      return reply.status(201).header('location', '/api/v1/session').send(opened(s));
     },
   });
 
@@ -127,7 +127,7 @@ export function sessionRoutes(app: App, deps: { sessions: SessionService; public
     handler: async (req, reply) => {
       const days = req.body.expires_in_days ?? null;
       const { row, token } = await sessions.createToken(actorOf(req), req.body.name, 'api', days ? days * 86400_000 : null);
-      return reply.status(201).send({ ...presentToken(row), token });
+      return reply.status(201).header('location', `/api/v1/session/tokens/${row.id}`).send({ ...presentToken(row), token });
     },
   });
 
@@ -159,7 +159,7 @@ export function sessionRoutes(app: App, deps: { sessions: SessionService; public
       const actor = actorOf(req);
       const { row, token } = await sessions.createToken(actor, 'onboarding', 'onboarding', ONBOARDING_TOKEN_TTL_MS);
       const o = onboardingFor(actor.role, publicBaseUrl);
-      return reply.status(201).send({ ...presentToken(row), token, prompt: `${o.prompt} Your token is ${token}` });
+      return reply.status(201).header('location', `/api/v1/session/tokens/${row.id}`).send({ ...presentToken(row), token, prompt: `${o.prompt} Your token is ${token}` });
     },
   });
 

@@ -62,6 +62,7 @@ describe('browser sessions', () => {
     const p = await person(t, 'viewer');
     const login = await t.request({ method: 'POST', url: '/api/v1/session', body: { name: p.name.toUpperCase(), password: PASSWORD } });
     assert.equal(login.status, 201);
+    assert.equal(login.headers.location, '/api/v1/session');
     assert.match(String(login.headers['set-cookie']), /HttpOnly/);
     assert.equal(login.body.user.name, p.name);
     const wrong = await t.request({ method: 'POST', url: '/api/v1/session', body: { name: p.name, password: 'not the password' } });
@@ -144,6 +145,7 @@ describe('browser sessions', () => {
     for (const name of ['one', 'two', 'three']) {
       const res = await t.request({ method: 'POST', url: '/api/v1/session/tokens', headers: h, body: { name, expires_in_days: name === 'three' ? 30 : null } });
       assert.equal(res.status, 201);
+      assert.equal(res.headers.location, `/api/v1/session/tokens/${res.body.id}`);
       assert.match(res.body.token, /^chk_/);
       assert.equal(res.body.prefix, res.body.token.slice(0, 8));
       made.push(res.body);

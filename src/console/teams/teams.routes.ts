@@ -149,11 +149,11 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
       problems: {
         409: 'the surface is linked to another team, or it is a room of the other chat surface than the team\'s home',
         502: 'the code host, the issue tracker or the chat server failed, rate-limited or could not be reached while the link was checked: nothing was linked; send it again once it answers',
-        503: "the room's chat surface is not enabled or configured, or the code host, the issue tracker or the chat server refused the integration's credentials while the link was checked: nothing was linked; an admin mends the integration (its connection test says what fails), then send it again",
+        503: "the surface's integration (chat_a, chat_b, code_host, tracker_a or tracker_b) is not set up (not enabled, or missing a setting or secret), or the code host, the issue tracker or the chat server refused the integration's credentials while the link was checked: nothing was linked; an admin sets up or mends the integration (its connection test says what fails), then send it again",
       },
       tags,
       description:
-        'Links a surface to the team; idempotent (201 when new, 200 when it was there). A repository or tracker id is compared without case, as work arriving on it is matched: the same id in other case is the link already there (200), and held by another live team is 409. A code_host link is <owner>/<repo> and is 422 while the code-host app is not installed on it. A chat room (chat_a, chat_b) is 422 unless the surface\'s bot can read and post in it. A code host, tracker or chat server that fails, rate-limits or cannot be reached while the link is checked is 502; one that refuses the integration\'s credentials is 503 (not the link\'s fault: an admin mends the integration); nothing is linked either way. ' +
+        'Links a surface to the team; idempotent (201 when new, 200 when it was there). A repository or tracker id is compared without case, as work arriving on it is matched: the same id in other case is the link already there (200), and held by another live team is 409. A code_host link is <owner>/<repo> and is 422 while the code-host app is not installed on it. A chat room (chat_a, chat_b) is 422 unless the surface\'s bot can read and post in it. A code host, tracker or chat server that fails, rate-limits or cannot be reached while the link is checked is 502; one that refuses the integration\'s credentials is 503 (not the link\'s fault: an admin mends the integration); so is a surface whose integration is not set up (not enabled, or missing a setting or secret: nothing can be asked), alike on every surface; nothing is linked in any of these. The 201 carries the link\'s Location (its path under the team\'s links). ' +
         'A team homed in a chat room takes work from its home room, from other rooms of the same chat surface linked to it, and from its linked tracker and repository (their runs also get a thread in the home room). A room of the other chat surface is 409: a run has one chat thread, and a chat-homed team\'s runs are told in its home room; give that room a team of its own (homed there). A team without a chat home may link rooms of both chat surfaces.',
       params: TeamParams,
       body: LinkPut,
@@ -161,6 +161,8 @@ export function teamsRoutes(app: App, deps: { teams: TeamsService; links: LinksS
     },
     handler: async (req, reply) => {
       const { link, created } = await links.put(actorOf(req), req.params.name, req.body);
+      // The link is made below the team's links, not at this path: its own path is where it is removed.
+      if (created) reply.header('location', `/api/v1/teams/${req.params.name}/links/${link.surface}/${link.external_id.split('/').map(encodeURIComponent).join('/')}`);
       return reply.status(created ? 201 : 200).send(link);
     },
   });

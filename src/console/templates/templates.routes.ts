@@ -37,8 +37,9 @@ export function templatesRoutes(app: App, deps: { templates: TemplatesService })
     },
     handler: async (req, reply) => {
       const row = await templates.create(actorOf(req), req.body);
-      setEtag(reply, row.row_version);
-      return reply.status(201).header('location', `/api/v1/team-templates/${row.name}`).send(await templates.detail(row));
+      const body = await templates.detail(row);
+      setEtag(reply, row.row_version, body);
+      return reply.status(201).header('location', `/api/v1/team-templates/${row.name}`).send(body);
     },
   });
 
@@ -47,8 +48,9 @@ export function templatesRoutes(app: App, deps: { templates: TemplatesService })
     schema: { operationId: 'getTeamTemplate', summary: 'Get a team template', etag: true, tags, params: NameParams, response: { 200: TeamTemplate } },
     handler: async (req, reply) => {
       const row = await templates.get(req.params.name);
-      setEtag(reply, row.row_version);
-      return templates.detail(row);
+      const body = await templates.detail(row);
+      setEtag(reply, row.row_version, body);
+      return body;
     },
   });
 
@@ -57,8 +59,9 @@ export function templatesRoutes(app: App, deps: { templates: TemplatesService })
     schema: { operationId: 'updateTeamTemplate', summary: 'Update a team template\'s description', etag: true, problems: { 422: false }, tags, params: NameParams, headers: IfMatchHeader, body: TemplatePatch, response: { 200: TeamTemplate } },
     handler: async (req, reply) => {
       const row = await templates.patch(actorOf(req), req.params.name, await requireIfMatch(req, () => templates.get(req.params.name)), req.body.description);
-      setEtag(reply, row.row_version);
-      return templates.detail(row);
+      const body = await templates.detail(row);
+      setEtag(reply, row.row_version, body);
+      return body;
     },
   });
 

@@ -80,7 +80,8 @@ export function usersRoutes(app: App, deps: { users: UsersService }) {
     },
     handler: async (req, reply) => {
       const { row, setup } = await users.issueSetupToken(actorOf(req), req.params.id);
-      return reply.status(201).send({ ...presentUser(row), ...setup });
+      // The setup token has no address of its own: it is the user's, and the user is where it is read.
+      return reply.status(201).header('location', `/api/v1/users/${row.id}`).send({ ...presentUser(row), ...setup });
     },
   });
 }
