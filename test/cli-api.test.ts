@@ -13,8 +13,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ApiClient } from '../src/cli/client.ts';
 import { renderPost } from '../src/cli/commands/runs.ts';
-import { makeIntegration, makeTeam, makeTemplate } from './factories.ts';
-import { startFakeJira } from './fakes/jira.ts';
+import { makeTeam, makeTemplate } from './factories.ts';
 import { testApp, uniq, waitFor, type TestApp } from './harness.ts';
 import { runCliIn, startCli, type CliResult } from './run-cli.ts';
 import { makeHostRow } from './sandboxes.ts';
@@ -322,25 +321,10 @@ describe('crewhouse CLI through the API', () => {
     assert.equal(dev.concurrent_runs, 2);
     await fails(['teams', 'role', name, 'nobody', '--max-iterations', '3'], 1, /role_settings\.nobody: team ".*" has no role "nobody"/);
 
-    // A link is checked on its surface: tracker_b against a fake Jira that shows the agent ACME.
-    const jira = await startFakeJira();
-    try {
-      await makeIntegration(t, 'tracker_b', {
-        settings: { client_id: jira.clientId, cloud_id: jira.cloudId, account_id: jira.agent.accountId, api_url: jira.apiUrl, auth_url: jira.authUrl },
-        secrets: { client_secret: jira.clientSecret },
-      });
-      jira.addProject({ key: 'ACME', name: 'Web' });
-      const link = await json(['teams', 'link', name, 'tracker_b', 'ACME', '--label', 'web board']);
-      assert.equal(link.external_id, 'ACME');
-    } finally {
-      await jira.stop();
-    }
-    // An id with a slash (a repository, linked where the code host was asked) is unlinked as it is.
-    const row = await t.services.teams.mustGetLive(name);
-    await t.db.insertInto('team_links').values({ team_id: row.id, surface: 'code_host', external_id: 'ACME/web', label: 'ACME/web', verification: 'verified' }).execute();
-    assert.deepEqual((await json(['teams', 'links', name])).map((l: any) => l.external_id).sort(), ['ACME', 'ACME/web']);
-    await json(['teams', 'unlink', name, 'tracker_b', 'ACME']);
-    await json(['teams', 'unlink', name, 'code_host', 'ACME/web']);
+    const link = await json(['teams', 'link', name, 'tracker_a', 'ACME/web', '--label', 'web board']);
+    assert.equal(link.external_id, 'ACME/web');
+    assert.deepEqual((await json(['teams', 'links', name])).map((l: any) => l.external_id), ['ACME/web']);
+    await json(['teams', 'unlink', name, 'tracker_a', 'ACME/web']);
     assert.deepEqual(await json(['teams', 'links', name]), []);
 
     const egress = await json(['teams', 'egress-set', name, 'dev', '--mode', 'allowlist', '--destinations', '']);
