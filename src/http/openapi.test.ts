@@ -239,7 +239,7 @@ describe('OpenAPI', () => {
     assert.deepEqual(codes('put', '/teams/{name}/links'), ['400', '401', '403', '404', '409', '413', '415', '422', '502', '503']);
     assert.match(op('put', '/teams/{name}/links').responses['502'].description, /could not be reached.*nothing was linked/);
     // One that refuses the integration's own credentials is not the caller's to mend: 503, on both routes that check.
-    assert.match(op('put', '/teams/{name}/links').responses['503'].description, /is not set up.*refused the integration's credentials.*nothing was linked; an admin sets up or mends the integration/);
+    assert.match(op('put', '/teams/{name}/links').responses['503'].description, /refused the integration's credentials.*nothing was linked; an admin mends the integration/);
     assert.match(op('post', '/teams').responses['503'].description, /refused the integration's credentials/);
     // The session-only routes answer 403 to a token, even for reads.
     assert.ok(op('get', '/session/tokens').responses['403']);
