@@ -74,9 +74,9 @@ export type HookSignatures = {
   'chat:room': (surface: ChatSurface, field: string, roomId: string) => Promise<{ label: string } | null>;
   /**
    * Whether an issue tracker shows its agent a team or project (the tracker's adapter answers):
-   * `verified` with its label, `refused` with the reason; it throws 503 while the tracker is not
-   * set up (as every link check does) or refuses the credentials, 502 when it cannot be asked now
-   * (unreachable, rate-limiting or failing). No answer: no adapter here (the link stays unverified).
+   * `verified` with its label, `refused` with the reason, `unverified` while the tracker is not
+   * configured; it throws 502 when the tracker cannot be asked now (unreachable, rate-limiting or
+   * failing). No answer: no adapter here (the link stays unverified).
    */
   'tracker:link': (surface: 'tracker_a' | 'tracker_b', externalId: string) => Promise<{ verification: 'verified'; label: string } | { verification: 'unverified' } | { refused: string }>;
   /** A team was archived: its rows in other modules go or end with it (the name is free for a new team). */

@@ -83,16 +83,14 @@ export const problems = {
  * A check with an integration's outside service that got no answer about the thing checked (a
  * team's chat room, a tracker team or project, a repository the code-host app should cover,
  * checked when a link is made or a team created): the fault is not the request's, so not a 422.
- * `unconfigured`: the integration is not set up (not enabled, or a setting or secret it needs is
- * missing), so there is nothing to ask: the caller cannot mend that, an admin sets it up: 503.
  * `credentials`: the service refused the integration's own credentials (401, 403, a revoked or
  * under-scoped token); the caller cannot mend that from the request, an admin mends the
  * integration: 503. `failed`: the service could not be reached, rate-limited or failed; the same
- * request may succeed once it answers: 502. Nothing is changed in any case. The chat, tracker and
+ * request may succeed once it answers: 502. Either way nothing was changed. The chat, tracker and
  * code-host checks all answer through this, so each says the same for the same case.
  */
 export function integrationCheckProblem(
-  cause: 'unconfigured' | 'credentials' | 'failed',
+  cause: 'credentials' | 'failed',
   check: {
     /** What was being checked, after "could not check": `the chat_a room <id>`, `ENG with Linear`. */
     what: string;
@@ -105,11 +103,6 @@ export function integrationCheckProblem(
   },
 ): Problem {
   const said = check.said.replace(/[.;\s]+$/, '');
-  if (cause === 'unconfigured') {
-    return problems.unavailable(
-      `could not check ${check.what}: ${said}. Nothing was changed: the ${check.integration} integration is not set up, which this request cannot mend; an admin sets it up (its settings and secrets, and enables it), then send this again`,
-    );
-  }
   return cause === 'credentials'
     ? problems.unavailable(
         `could not check ${check.what}: ${said}. Nothing was changed: ${check.service} refuses the ${check.integration} integration's credentials, which this request cannot mend; an admin mends the integration (its connection test says what fails), then send this again`,

@@ -150,8 +150,7 @@ export async function startFakeJira(): Promise<FakeJira> {
     ...(withProperties ? { properties: c.properties } : {}),
   });
   const findIssue = (idOrKey: string) => issues.get(idOrKey) ?? [...issues.values()].find((i) => i.key === idOrKey);
-  // A project's key is found in any case, as Jira finds it.
-  const findProject = (idOrKey: string) => projects.get(idOrKey) ?? [...projects.values()].find((p) => p.key.toUpperCase() === idOrKey.toUpperCase());
+  const findProject = (idOrKey: string) => projects.get(idOrKey) ?? [...projects.values()].find((p) => p.key === idOrKey);
   const isAdf = (b: unknown) => !!b && typeof b === 'object' && (b as { type?: unknown }).type === 'doc' && (b as { version?: unknown }).version === 1 && Array.isArray((b as { content?: unknown }).content);
 
   function api(method: string, path: string, query: URLSearchParams, body: unknown): [number, unknown] {

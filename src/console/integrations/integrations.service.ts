@@ -244,8 +244,7 @@ export function createIntegrationsService(deps: IntegrationsDeps) {
 
   /**
    * Whether the code-host app is installed on `<owner>/<repo>`, with the reason when it is not;
-   * 503 when the code_host integration is not set up (not enabled, or missing what it needs: no
-   * app to ask, the same answer every link check gives for it), 503 when the code host refuses the app's credentials (401, 403: not the repository's fault, an
+   * 503 when the code host refuses the app's credentials (401, 403: not the repository's fault, an
    * admin mends the integration), 502 when it cannot be asked now (unreachable, rate-limiting or
    * failing).
    */
@@ -253,9 +252,8 @@ export function createIntegrationsService(deps: IntegrationsDeps) {
     const app = await codeHostApp();
     if (!app) {
       const row = await mustRow('code_host');
-      const missing = missingOf('code_host', row.settings ?? {}, await secretsSet()).map((m) => m.replace(/^settings\./, 'the setting ').replace(/^secrets\./, 'the secret '));
-      const said = !row.enabled ? 'the code_host integration is not enabled' : missing.length ? `the code_host integration is missing ${missing.join(' and ')}` : 'the code_host integration has no app key';
-      throw integrationCheckProblem('unconfigured', { what: `that the code-host app is installed on ${repo}`, service: 'the code host', integration: 'code_host', said });
+      const missing = missingOf('code_host', row.settings ?? {}, await secretsSet());
+      return { covered: false, reason: `the code-host app is not installed on ${repo}: the code_host integration is not ${row.enabled ? `complete (missing ${missing.join(', ')})` : 'enabled'}` };
     }
     try {
       return await app.coversRepository(repo);

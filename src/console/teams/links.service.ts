@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { recordAudit, type Actor } from '../../audit/audit.ts';
 import type { Db } from '../../db/database.ts';
 import type { ChatSurface, HookCaller } from '../../hooks.ts';
-import { integrationCheckProblem, problems } from '../../errors/problems.ts';
+import { problems } from '../../errors/problems.ts';
 import { pageOfList } from '../../db/pagination.ts';
 import { isChatSurface } from '../runs/runs.rules.ts';
 import { chatRoomLabel } from './teams.service.ts';
@@ -17,10 +17,8 @@ const isLinkSurface = (s: string): s is LinkSurface => (LINK_SURFACES as readonl
 
 /**
  * How a link is verified: a code-host repository only links once the app is installed on it
- * (verified); a tracker team or project once the tracker shows it to the agent (verified); a
- * chat room needs no verification. An integration that is not set up cannot check, and every
- * surface answers that alike: 503 (integrationCheckProblem), nothing linked. A tracker link is
- * `unverified` only where no tracker adapter answers in this process.
+ * (verified); a tracker team or project once the tracker shows it to the agent (verified; it
+ * stays unverified while the tracker is not configured); a chat room needs no verification.
  */
 function verificationOf(surface: LinkSurface, tracker: 'verified' | 'unverified' | null): 'verified' | 'unverified' | 'not_applicable' {
   if (surface === 'code_host') return 'verified';
@@ -84,11 +82,10 @@ export function createLinksService(deps: { db: Db; hooks: HookCaller }) {
         }
         // Asked before the transaction: it calls the code host.
         const [coverage] = await deps.hooks.ask('codeHost:covers', input.external_id);
-        if (!coverage) {
-          const check = { what: `that the code-host app is installed on ${input.external_id}`, service: 'the code host', integration: 'code_host', said: 'no code-host adapter is set up in this process' };
-          throw integrationCheckProblem('unconfigured', check);
+        if (!coverage?.covered) {
+          const reason = coverage ? coverage.reason : `the code-host app is not installed on ${input.external_id}: the code_host integration is not configured`;
+          throw problems.validation([{ field: 'external_id', message: reason }], reason);
         }
-        if (!coverage.covered) throw problems.validation([{ field: 'external_id', message: coverage.reason }], coverage.reason);
       }
       // A tracker team or project must be one the agent can see; asked before the transaction (it calls the tracker).
       let tracker: { verification: 'verified' | 'unverified'; label: string | null } | null = null;

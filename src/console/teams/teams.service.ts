@@ -5,7 +5,7 @@ import type { Database } from '../../db/schema.ts';
 import type { ChatSurface, HookCaller } from '../../hooks.ts';
 import { updateIfVersion } from '../../db/conditional.ts';
 import { decodeCursor, toPage, type CursorValue } from '../../db/pagination.ts';
-import { integrationCheckProblem, problems, type FieldProblem } from '../../errors/problems.ts';
+import { problems, type FieldProblem } from '../../errors/problems.ts';
 import type { ModelCatalog } from '../../models/catalog.ts';
 import type { AgentVersion } from '../agents/agents.schemas.ts';
 import { checkSkill } from '../skills/skills.rules.ts';
@@ -77,7 +77,7 @@ const ROOM_ID_HINT: Record<ChatSurface, string> = {
 export async function chatRoomLabel(hooks: HookCaller, surface: ChatSurface, field: string, roomId: string | null): Promise<string> {
   if (!roomId) throw problems.validation([{ field, message: `a ${surface} room is the id of its channel (${ROOM_ID_HINT[surface]})` }]);
   const room = (await hooks.ask('chat:room', surface, field, roomId)).find((r) => r !== null);
-  if (!room) throw integrationCheckProblem('unconfigured', { what: `the ${surface} room ${roomId}`, service: 'the chat server', integration: surface, said: `no ${surface} adapter is set up in this process` });
+  if (!room) throw problems.unavailable(`the ${surface} room cannot be checked: the ${surface} adapter is not set up in this process`);
   return room.label;
 }
 

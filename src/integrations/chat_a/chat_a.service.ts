@@ -134,7 +134,7 @@ export function createChatAService(deps: ChatADeps) {
       const refuse = (message: string) => problems.validation([{ field, message }], message);
       if (!isChatAId(roomId)) throw refuse(`"${roomId.slice(0, 80)}" is not a chat_a channel id (26 lower-case letters and digits; the channel's "View Info" shows it)`);
       const client = await surfaceClient({ requireEnabled: true });
-      if ('missing' in client) throw integrationCheckProblem('unconfigured', { what: `the chat_a room ${roomId}`, service: 'the chat server', integration: 'chat_a', said: client.missing });
+      if ('missing' in client) throw problems.unavailable(`the team's room cannot be checked: ${client.missing}`);
       try {
         const me = await client.me();
         let channel;

@@ -129,7 +129,7 @@ export function createChatBService(deps: ChatBDeps) {
       const refuse = (message: string) => problems.validation([{ field, message }], message);
       if (!isChannelId(roomId)) throw refuse(`"${roomId.slice(0, 80)}" is not a chat_b channel id (C or G then letters and digits: the channel's details show it at the bottom)`);
       const client = await botClient({ requireEnabled: true, rateLimited: 'fail' });
-      if ('missing' in client) throw integrationCheckProblem('unconfigured', { what: `the chat_b room ${roomId}`, service: 'Slack', integration: 'chat_b', said: client.missing });
+      if ('missing' in client) throw problems.unavailable(`the team's room cannot be checked: ${client.missing}`);
       // Slack answers channel_not_found alike for a channel that does not exist and a private one the bot is not in.
       const unseen = (err: unknown) => {
         if (err instanceof ChatBError && err.code === 'channel_not_found') return null;

@@ -260,13 +260,13 @@ export function createTrackerService(deps: TrackerServiceDeps) {
     /**
      * A team's link to a tracker team or project: `verified` with its label when the agent can
      * see it; `refused` with the reason when it cannot (or the tracker refused the question);
-     * 503 while the integration is not set up (nothing to ask: the answer every link check gives,
-     * integrationCheckProblem's `unconfigured`), and when the tracker refuses the integration's credentials (401, 403: not the link's fault, an
+     * `unverified` while the integration is not configured (there is nothing to ask yet). 503
+     * when the tracker refuses the integration's credentials (401, 403: not the link's fault, an
      * admin mends it), 502 when it cannot be asked now (unreachable, rate-limiting or failing).
      */
     async checkLink(externalId: string): Promise<LinkCheck> {
       const conn = await kind.connect({ evenDisabled: true });
-      if (typeof conn === 'string') throw integrationCheckProblem('unconfigured', { what: `${externalId} with ${kind.title}`, service: kind.title, integration: surface, said: conn });
+      if (typeof conn === 'string') return { verification: 'unverified' };
       try {
         const found = await conn.findLink(externalId);
         return found.found ? { verification: 'verified', label: found.label } : { refused: found.reason };
