@@ -12,7 +12,7 @@ import { eachFile } from './own-tables-only.js';
 /** Lowest first. */
 export const LAYERS = [
   // Leaves: the program inside a sandbox, the errors every layer throws, the log and metrics, the short-lived cache.
-  ['agent', 'errors', 'logger.ts', 'metrics.ts', 'ttl-cache.ts'],
+  ['agent', 'errors', 'logger.ts', 'metrics.ts', 'ttl-cache.ts', 'bounded-memo.ts'],
   ['egress'],
   ['config.ts'],
   ['db', 'models'],

@@ -1,6 +1,7 @@
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { hashToken } from '../auth/credentials.ts';
+import { boundedMemo } from '../bounded-memo.ts';
 import type { ModelAlias, ModelCatalog } from '../models/catalog.ts';
 import { anthropicAdapter } from './anthropic.ts';
 import { ProxyError, proxyErrors, sendProxyError } from './errors.ts';
@@ -24,17 +25,7 @@ const ADAPTERS: Record<ModelAlias['api'], Adapter> = { openai: openaiAdapter, an
  * step, and a SHA-256 as one call among a step's other work costs about 50 µs (cold caches),
  * where a look-up costs nothing. Whether the key is valid is still decided by admission each time.
  */
-const keyHashes = new Map<string, string>();
-const MAX_KEY_HASHES = 1024;
-export function keyHashOf(key: string): string {
-  let hash = keyHashes.get(key);
-  if (hash === undefined) {
-    if (keyHashes.size >= MAX_KEY_HASHES) keyHashes.clear();
-    hash = hashToken(key);
-    keyHashes.set(key, hash);
-  }
-  return hash;
-}
+export const keyHashOf = boundedMemo(1024, hashToken);
 
 const dollars = (alias: ModelAlias, tokensIn: number, tokensOut: number) => (tokensIn * alias.input_usd_per_mtok + tokensOut * alias.output_usd_per_mtok) / 1e6;
 

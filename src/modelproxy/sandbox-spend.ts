@@ -6,6 +6,7 @@
  * what the agent says it used.
  */
 import crypto from 'node:crypto';
+import { boundedMemo } from '../bounded-memo.ts';
 import type { Db } from '../db/database.ts';
 
 /** The request id's start naming a sandbox (a digest: fits the request id's characters and length whatever the sandbox id is). */
@@ -20,19 +21,13 @@ export function sandboxRequestPrefix(sandboxId: string): string {
  * among a step's other work, cost 80 to 100 µs each on a model request's way (cold caches).
  * The id only has to be unique (the sandbox cannot set it: the gateway replaces any it sent).
  */
-const prefixes = new Map<string, string>();
-const MAX_PREFIXES = 4096;
+const prefixOf = boundedMemo(4096, sandboxRequestPrefix);
 let idBase = crypto.randomBytes(4).toString('hex');
 let idCount = 0;
 
 /** A fresh request id naming the sandbox, for one call the gateway forwards to the proxy. */
 export function sandboxRequestId(sandboxId: string): string {
-  let prefix = prefixes.get(sandboxId);
-  if (prefix === undefined) {
-    if (prefixes.size >= MAX_PREFIXES) prefixes.clear();
-    prefix = sandboxRequestPrefix(sandboxId);
-    prefixes.set(sandboxId, prefix);
-  }
+  const prefix = prefixOf(sandboxId);
   if (idCount === 0xffffffff) {
     idBase = crypto.randomBytes(4).toString('hex');
     idCount = 0;
