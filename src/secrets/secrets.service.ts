@@ -172,14 +172,18 @@ export function createSecretsService(deps: { db: Db; cipher: Cipher; references?
      * reference goes with it, and the `secretRemoved` reactions run in the same transaction.
      * `expected` as in `put` (undefined: unconditional).
      */
-    async remove(actor: Actor, name: string, opts: { expected?: number } = {}) {
+    /**
+     * Removes a secret's value. An integration secret's reference stays, marked unset (the
+     * integration declares it), unless `keepReference` is false: one no integration takes.
+     */
+    async remove(actor: Actor, name: string, opts: { expected?: number; keepReference?: boolean } = {}) {
       return db.transaction().execute(async (trx) => {
         // Writers naming the secret hold the shared lock; this waits for them, and they for it.
         await deps.references?.guard(trx, 'secret', [name], 'delete');
         const before = await metaOf(trx, name);
         if (!before) throw problems.notFound('secret', name);
         const expected = opts.expected ?? before.row_version;
-        if (kindOf(name) === 'integration') {
+        if (opts.keepReference ?? kindOf(name) === 'integration') {
           await updateIfVersion(trx, {
             table: 'secrets',
             where: { name },

@@ -231,6 +231,8 @@ describe('secrets API', () => {
     const all = await req({ method: 'GET', url: '/api/v1/integrations', token: t.adminToken });
     assert.equal(all.status, 200, all.text);
     assert.equal((await req({ method: 'DELETE', url: `/api/v1/secrets/${old}`, token: t.adminToken, headers: { 'if-match': String(one.headers.etag) } })).status, 204);
+    // No integration takes it, so no reference is kept for one: it is gone.
+    assert.equal((await req({ method: 'GET', url: `/api/v1/secrets/${old}`, token: t.adminToken })).status, 404);
     // The secrets an integration takes are written as before.
     const ok = await req({ method: 'PUT', url: `/api/v1/secrets/integrations/chat_a/bots/${uniq('team')}/dev`, token: t.adminToken, body: { value: secretValue() } });
     assert.equal(ok.status, 201, ok.text);

@@ -68,13 +68,15 @@ export function secretsRoutes(app: App, deps: { secrets: SecretsService }) {
       summary: 'Delete a secret',
       tags,
       description:
-        'Removes the value. A destination (platform) secret\'s reference is removed with it and destinations injecting it stop doing so; an integration secret\'s reference stays, marked unset.',
+        'Removes the value. A destination (platform) secret\'s reference is removed with it and destinations injecting it stop doing so; an integration secret\'s reference stays, marked unset (one under `integrations/` that no integration takes, stored before that rule, is removed whole).',
       params: SecretParams,
       headers: IfMatchHeader,
       response: { 204: NoContent },
     },
     handler: async (req, reply) => {
-      await secrets.remove(actorOf(req), req.params['*'], { expected: await requireIfMatch(req, () => mustGetSecret(req.params['*'])) });
+      const name = req.params['*'];
+      // A name no integration takes (stored before the rule) has no integration to keep its reference for.
+      await secrets.remove(actorOf(req), name, { expected: await requireIfMatch(req, () => mustGetSecret(name)), keepReference: integrationSecretRefusal(name) === null ? undefined : false });
       return reply.status(204).send(null);
     },
   });
