@@ -44,6 +44,20 @@ function sharedRead(source: PostSource, runId: string, after: number): Promise<P
 }
 
 /**
+ * Each post's event, made once: the watchers that shared a read hold the same post objects, so
+ * the first to write one encodes it for all of them.
+ */
+const encoded = new WeakMap<Post, string>();
+function eventOf(p: Post): string {
+  let event = encoded.get(p);
+  if (event === undefined) {
+    event = `id: ${p.seq}\nevent: ${p.kind}\ndata: ${JSON.stringify(p)}\n\n`;
+    encoded.set(p, event);
+  }
+  return event;
+}
+
+/**
  * Streams a run's posts after `after` until the client closes; a 404 (unknown run) is answered
  * before the stream starts. The run never waits on a watcher: each reads on its own, and one that
  * falls more than `maxBuffered` bytes behind what it has read (a client that stopped reading) gets
@@ -81,15 +95,18 @@ export async function watchPosts(req: FastifyRequest, reply: FastifyReply, runs:
   try {
     while (!closed) {
       const page = await sharedRead(runs, runId, seen);
+      // What a read brought goes in one write (one system call per watcher, not one per post).
+      let out = '';
       for (const p of page.items) {
         if (closed) break;
-        res.write(`id: ${p.seq}\nevent: ${p.kind}\ndata: ${JSON.stringify(p)}\n\n`);
+        out += eventOf(p);
         seen = p.seq;
-        if (res.writableLength > maxBuffered) {
+        if (res.writableLength + out.length > maxBuffered) {
           overflowed = true;
           break;
         }
       }
+      if (out && !closed) res.write(out);
       if (overflowed) {
         req.log.info({ run: runId, seq: seen, buffered: res.writableLength }, 'a run post watcher fell too far behind and was dropped');
         res.write(`event: overflow\ndata: ${JSON.stringify({ detail: `this client read too slowly (more than ${maxBuffered} bytes waited for it); reconnect with Last-Event-ID: ${seen} to resume`, last_event_id: seen })}\n\n`);
