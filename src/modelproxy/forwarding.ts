@@ -194,7 +194,7 @@ export function createForwarder(deps: ForwarderDeps) {
         }
         if (upstreamId) reply.header('x-upstream-request-id', upstreamId);
         reply.status(200).type('application/json').send(out.body);
-        // Settled once the answer is on its way, not on its way (the reservation holds meanwhile).
+        // Settled once the answer is on its way, not before it (the reservation holds meanwhile).
         // No usage reported: charge the worst case, so a silent upstream cannot spend past a budget.
         settleWith(200, out.usage ?? { tokensIn: promptTokens, tokensOut: maxOut, reported: false }, upstreamId, null);
         return reply;
