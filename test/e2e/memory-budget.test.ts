@@ -22,9 +22,9 @@ describe('team memory and the daily budget', { skip: stackSkip }, () => {
     const text = lastText(req);
     if (team === 'budget') {
       // The first call costs 1 USD (a million prompt tokens at 1 USD each), past the 0.5 USD budget.
-      // Its tool takes a moment: on PostgreSQL the proxy writes a settlement behind the answer (a few
-      // ms), and a call made sooner than that is admitted on the first call's reservation alone.
-      if (!req.body.messages.some((m) => m.role === 'tool')) return { content: 'Thinking hard.', tool_calls: [{ name: 'shell', arguments: { command: 'sleep 0.5' } }], usage: { prompt_tokens: 1_000_000, completion_tokens: 10 } };
+      // Its tool is instant: the next call comes before the proxy would have written this call's
+      // cost behind its answer, and must be refused all the same.
+      if (!req.body.messages.some((m) => m.role === 'tool')) return { content: 'Thinking hard.', tool_calls: [{ name: 'update_plan', arguments: { steps: [{ step: 'think', status: 'in_progress' }] } }], usage: { prompt_tokens: 1_000_000, completion_tokens: 10 } };
       return { tool_calls: [{ name: 'finish', arguments: { outcome: 'succeeded', summary: 'should never get here' } }] };
     }
     const task = /Task:\n(.*)$/s.exec(text)?.[1] ?? text;
@@ -83,7 +83,7 @@ describe('team memory and the daily budget', { skip: stackSkip }, () => {
   });
 
   it('a budget spent mid-run fails the run with the reason, and a new task is 429', async () => {
-    const team = await stack.makeTeam({ budget_usd_per_day: 0.5, roles: { lead: { tools: [...tools, 'shell'], system_prompt: 'You lead. [team budget]', role: { memory: { write_outcomes: false } } } } });
+    const team = await stack.makeTeam({ budget_usd_per_day: 0.5, roles: { lead: { tools, system_prompt: 'You lead. [team budget]', role: { memory: { write_outcomes: false } } } } });
     const { id, run } = await runTo(team, 'Think very hard.', 'failed');
     assert.match(run.failure_reason, /budget/i);
     assert.match(run.failure_reason, /00:00 UTC/);

@@ -116,6 +116,48 @@ describe('the embedded admission ledger', () => {
     await ledger.close();
   });
 
+  // An upstream may report far more usage than was reserved. The next request of the same key
+  // or team must be decided on that, even while the settlement still waits to be written behind
+  // its answer (the database admission writes it in the reservation's own statement).
+  test('a request right after another is decided on what that one really cost, not its estimate', async () => {
+    const catalog = loadModelCatalog(testConfig({ SERVICE_MODELS: MODELS }).models);
+    const errors: unknown[] = [];
+    const ledger = embeddedLedger(tdb.db, (err) => errors.push(err));
+    await ledger.ready;
+    for (const admission of [createDatabaseAdmission(tdb.db, (err) => errors.push(err)), ledger]) {
+      const service = createModelProxyService({ db: tdb.db, catalog, admission });
+      const actor = systemActor('test');
+      const alone = await service.mintKey(actor, { team: uniq('team'), role: 'dev', agent: 'coder', max_budget: 1 });
+      const team = uniq('team');
+      await service.setTeamBudget(actor, team, 1);
+      const first = await service.mintKey(actor, { team, role: 'dev', agent: 'coder' });
+      const second = await service.mintKey(actor, { team, role: 'review', agent: 'reviewer' });
+      const reserve = (key: string) => admission.reserve({ keyHash: hashToken(key), model: 'fake', amount: 0.01, tokens: 10, ttlSeconds: 60 });
+      const costly = (r: Reservation) =>
+        admission.settle({ reservation: r.reservation, keyId: r.keyId, team: r.team, role: r.role, model: 'fake', stream: false, cost: 5, tokensIn: 1_000_000, tokensOut: 10, status: 200, latencyMs: 1, upstreamRequestId: null, requestId: null, error: null, count: true });
+
+      const a = await reserve(alone.key);
+      assert.equal(a.outcome, 'ok');
+      costly(a);
+      assert.equal((await reserve(alone.key)).outcome, 'key_budget', 'the key spent 5 of its 1');
+
+      // The second key has been seen before: it is known to be of the same team.
+      const s = await reserve(second.key);
+      assert.equal(s.outcome, 'ok');
+      const f = await reserve(first.key);
+      assert.equal(f.outcome, 'ok');
+      costly(f);
+      assert.equal((await reserve(second.key)).outcome, 'team_budget', 'the team spent 5 of its 1 today');
+
+      await admission.drain();
+      const row = await tdb.db.selectFrom('mp_keys').select(['spend_total', 'reserved']).where('key_id', '=', alone.key_id).executeTakeFirstOrThrow();
+      assert.equal(Number(row.spend_total), 5, 'charged once');
+      assert.equal(Number(row.reserved), 0);
+    }
+    assert.deepEqual(errors, []);
+    await ledger.close();
+  });
+
   test('a reservation never settled is released when it expires; a line the database refuses is set aside', async () => {
     const catalog = loadModelCatalog(testConfig({ SERVICE_MODELS: MODELS }).models);
     const errors: Array<[unknown, number]> = [];
