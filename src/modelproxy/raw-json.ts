@@ -240,3 +240,9 @@ const rawOfBody = new WeakMap<object, RawJson>();
 
 export const keepRawJson = (body: object, raw: RawJson) => rawOfBody.set(body, raw);
 export const rawJsonOf = (body: object): RawJson | undefined => rawOfBody.get(body);
+/** The raw JSON of a body, let go of: the bytes and the text are not kept for the rest of a long answer. */
+export const takeRawJson = (body: object): RawJson | undefined => {
+  const raw = rawOfBody.get(body);
+  rawOfBody.delete(body);
+  return raw;
+};
