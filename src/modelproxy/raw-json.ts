@@ -235,7 +235,11 @@ export function rewriteMembers(raw: RawJson, parsed: unknown, set: Map<string, s
   return Buffer.concat(parts);
 }
 
-/** Raw JSON of parsed bodies, by the body: what the content parser read, for the route that forwards it. */
+/**
+ * Raw JSON of parsed bodies, by the body: what the content parser read, for the route that
+ * forwards it. The parsed body must not change on its way there (the chat route's schema sets
+ * no defaults and coerces nothing): the bytes are forwarded for it.
+ */
 const rawOfBody = new WeakMap<object, RawJson>();
 
 export const keepRawJson = (body: object, raw: RawJson) => rawOfBody.set(body, raw);
