@@ -29,6 +29,8 @@ export interface LoadOptions {
   method?: string;
   headers?: Record<string, string>;
   body?: string;
+  /** The body read from this file instead: the options travel as an argument, and one argument holds at most 128 KiB on Linux. */
+  bodyFile?: string;
   seconds?: number;
   connections?: number;
   /** autocannon (the default) for throughput; `timed` to time each request to the microsecond. */

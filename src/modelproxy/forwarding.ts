@@ -6,6 +6,7 @@ import type { ModelAlias, ModelCatalog } from '../models/catalog.ts';
 import { anthropicAdapter } from './anthropic.ts';
 import { ProxyError, proxyErrors, sendProxyError } from './errors.ts';
 import type * as store from './admission/admission.ts';
+import { takeRawJson } from './raw-json.ts';
 import { estimateTokens, post, readBody, storableText, tokenCount, upstreamError, UpstreamNetworkError, openaiAdapter, type Adapter, type ChatRequest, type Usage } from './upstream.ts';
 
 /** What the forwarder needs: admission, the aliases, and upstream credentials by secret name. */
@@ -91,7 +92,8 @@ export function createForwarder(deps: ForwarderDeps) {
     // The worst case of the output: every one of the n choices as long as allowed.
     const maxOut = Math.min(body.max_completion_tokens ?? body.max_tokens ?? alias.max_output_tokens, alias.max_output_tokens) * (body.n ?? 1);
     // The credential is added below, after the reservation; the payload does not depend on it.
-    const draft = adapter.request(body, alias, null);
+    // The body's bytes, when kept, are used here and let go of (a streamed answer may last minutes).
+    const draft = adapter.request(body, alias, null, takeRawJson(body));
     const promptTokens = estimateTokens(Buffer.byteLength(draft.payload));
     const amount = dollars(alias, promptTokens, maxOut);
 

@@ -67,7 +67,7 @@ export function proxyRoutes(app: App, deps: ForwarderDeps & { db: Db }) {
       return sendProxyError(reply, e);
     });
     // Its body goes upstream, not into the database: a NUL in a message is sent on (useProxyErrors checks the rest).
-    scope.post('/v1/chat/completions', { schema: { body: ChatBody }, config: { forwardsNul: true } }, async (req, reply) => {
+    scope.post('/v1/chat/completions', { schema: { body: ChatBody }, config: { forwardsNul: true, keepsRawJson: true } }, async (req, reply) => {
       return forwarder.complete(req, reply, req.body as ChatRequest, keyOf(req));
     });
 

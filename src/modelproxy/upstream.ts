@@ -2,6 +2,7 @@ import { Pool, type Dispatcher } from 'undici';
 import type { ModelAlias } from '../models/catalog.ts';
 import { proxyErrors, type ProxyError } from './errors.ts';
 import { storableText as storableString } from '../db/json-values.ts';
+import { rewriteMembers, type RawJson } from './raw-json.ts';
 
 /** Token counts reported by the upstream (or estimated when it reported none). */
 export interface Usage {
@@ -35,8 +36,11 @@ export interface StreamTranslator {
 }
 
 export interface Adapter {
-  /** The upstream request: URL, headers (with the credential) and the JSON body. */
-  request(body: ChatRequest, alias: ModelAlias, credential: string | null): { url: string; headers: Record<string, string>; payload: string };
+  /**
+   * The upstream request: URL, headers (with the credential) and the JSON body. `raw`, when the
+   * body's text was kept, lets an adapter that changes only top-level members forward the rest as sent.
+   */
+  request(body: ChatRequest, alias: ModelAlias, credential: string | null, raw?: RawJson): { url: string; headers: Record<string, string>; payload: string | Buffer };
   /** The headers of a request built without a credential, with the credential added (the payload does not depend on it). */
   withCredential(headers: Record<string, string>, credential: string): Record<string, string>;
   /** A successful non-streaming answer, as the OpenAI body the client gets, and its usage. */
@@ -244,7 +248,7 @@ function targetOf(url: string): Target {
  * request's path, for a cancellation that almost never happens. `idleTimeoutMs` bounds the wait
  * for the answer's headers and every wait between two chunks of its body.
  */
-export function post(url: string, headers: Record<string, string>, payload: string, opts: { idleTimeoutMs: number }): UpstreamCall {
+export function post(url: string, headers: Record<string, string>, payload: string | Buffer, opts: { idleTimeoutMs: number }): UpstreamCall {
   const t = targetOf(url);
   const call = new Call(t.host, opts.idleTimeoutMs);
   t.pool.dispatch(
@@ -451,19 +455,23 @@ const joinUrl = (base: string, path: string) => base.replace(/\/+$/, '') + path;
 /** Any OpenAI-compatible upstream: the body passes through with the model renamed. */
 export const openaiAdapter: Adapter = {
   requestIdHeader: 'x-request-id',
-  request(body, alias, credential) {
-    const out: ChatRequest = { ...body, model: alias.model };
+  request(body, alias, credential, raw) {
+    // What changes, by top-level member: the rest of the body passes through.
+    const set: Partial<ChatRequest> = { model: alias.model };
     // The alias's max_output_tokens is what the reservation counts on: a larger limit asked for
     // is lowered to it, so an answer cannot outspend its reservation (or be refused upstream for a
     // limit past the model's own).
-    if (typeof body.max_tokens === 'number') out.max_tokens = Math.min(body.max_tokens, alias.max_output_tokens);
-    if (typeof body.max_completion_tokens === 'number') out.max_completion_tokens = Math.min(body.max_completion_tokens, alias.max_output_tokens);
+    if (typeof body.max_tokens === 'number') set.max_tokens = Math.min(body.max_tokens, alias.max_output_tokens);
+    if (typeof body.max_completion_tokens === 'number') set.max_completion_tokens = Math.min(body.max_completion_tokens, alias.max_output_tokens);
     // Usage is how the request is charged; asked for always, and dropped again below when the client did not ask.
-    if (body.stream) out.stream_options = { ...(body.stream_options ?? {}), include_usage: true };
+    if (body.stream) set.stream_options = { ...(body.stream_options ?? {}), include_usage: true };
+    // The client's bytes with those members rewritten, when they stand for the parsed body (see
+    // rewriteMembers); else the parsed body written again.
+    const rewritten = raw ? rewriteMembers(raw, body, new Map(Object.entries(set).map(([k, v]) => [k, JSON.stringify(v)]))) : null;
     return {
       url: joinUrl(alias.base_url, '/chat/completions'),
       headers: credential ? openaiAdapter.withCredential({}, credential) : ({} as Record<string, string>),
-      payload: JSON.stringify(out),
+      payload: rewritten ?? JSON.stringify({ ...body, ...set }),
     };
   },
   withCredential: (headers, credential) => ({ ...headers, authorization: `Bearer ${credential}` }),

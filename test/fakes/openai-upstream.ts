@@ -44,8 +44,8 @@ export interface FakeOpenAI {
   url: string;
   /** The base URL a model alias points at (`${url}/v1`). */
   baseUrl: string;
-  /** Every request received: headers and parsed body. */
-  requests: Array<{ headers: http.IncomingHttpHeaders; body: any }>;
+  /** Every request received: headers, parsed body, and the body's text as it came. */
+  requests: Array<{ headers: http.IncomingHttpHeaders; body: any; raw: string }>;
   /** The next requests fail like this, in order. */
   failNext(...failures: ScriptedFailure[]): void;
   options: FakeOpenAIOptions;
@@ -87,7 +87,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     } catch {
       return error(res, 400, 'We could not parse the JSON body of your request.', 'invalid_request_error', null);
     }
-    requests.push({ headers: req.headers, body });
+    requests.push({ headers: req.headers, body, raw });
     if (options.apiKey && req.headers.authorization !== `Bearer ${options.apiKey}`) {
       return error(res, 401, `Incorrect API key provided: ${String(req.headers.authorization ?? '').slice(7, 12)}****. You can find your API key at https://platform.openai.com/account/api-keys.`, 'invalid_request_error', 'invalid_api_key');
     }
