@@ -35,7 +35,7 @@ function viewOf(team: RunTeam, run: store.RunRow, waitingOnLead: string[]): RunV
 
 export function createRunJournal(deps: RunsDeps, steps: RunSteps) {
   const { db } = deps;
-  const { published, changed, postsAdded, teamOfRun, teamToEnd, addTask, finish } = steps;
+  const { published, watched, changed, postsAdded, teamOfRun, teamToEnd, addTask, finish } = steps;
   /** This process's listeners told when a turn begins in a sandbox (the gateway: its role's pinned version may have changed). */
   const turnBegun = new EventEmitter();
   turnBegun.setMaxListeners(0);
@@ -54,7 +54,7 @@ export function createRunJournal(deps: RunsDeps, steps: RunSteps) {
     const added = await db.transaction().execute(async (trx) => {
       const run = await store.lockRun(trx, runId);
       if (!run || FINISHED.includes(run.state)) return null;
-      const post = await store.addPost(trx, runId, { kind: 'failed', role: null, text: reason, ...(Object.keys(data).length ? { data } : {}) });
+      const post = await store.addPost(trx, runId, { kind: 'failed', role: null, text: reason, ...(Object.keys(data).length ? { data } : {}) }, null, watched(runId));
       await finish(trx, run, team, 'failed', refused ? { failure_reason: reason } : { failure_reason: reason, summary: reason });
       return post.added ? [post.added] : [];
     });
@@ -163,7 +163,7 @@ export function createRunJournal(deps: RunsDeps, steps: RunSteps) {
             if (e.type === 'proposal' && deps.propose) await deps.propose(trx, { run_id: run.id, team: run.team_name, team_id: run.team_id, role: task.role, source, proposal: e.proposal });
             const draft = postOfEvent(task.role, e, e.type === 'tool_result' ? ((checked.calls.get(e.call_id) ?? known.get(e.call_id))?.subject ?? null) : null);
             if (draft && run.state !== 'cancelled') {
-              const post = await store.addPost(trx, run.id, draft, source);
+              const post = await store.addPost(trx, run.id, draft, source, watched(run.id));
               lastSeq = post.seq;
               if (post.added) added.push(post.added);
             }
@@ -216,7 +216,7 @@ export function createRunJournal(deps: RunsDeps, steps: RunSteps) {
         if (!run) return null;
         const source = `push:${push.id}`;
         if ((await store.postSeqOf(trx, run.id, source)) !== null) return null;
-        const post = await store.addPost(trx, run.id, { kind: 'artifact', role: task.role, text: `pushed ${branch} at ${push.new_commit}`, data: { branch, commit: push.new_commit } }, source);
+        const post = await store.addPost(trx, run.id, { kind: 'artifact', role: task.role, text: `pushed ${branch} at ${push.new_commit}`, data: { branch, commit: push.new_commit } }, source, watched(run.id));
         const delivery: Delivery = { branch, commit: push.new_commit, pull_request: run.delivery?.pull_request ?? null };
         await store.setDelivery(trx, run.id, delivery);
         return { runId: run.id, added: post.added ? [post.added] : [] };
@@ -243,7 +243,7 @@ export function createRunJournal(deps: RunsDeps, steps: RunSteps) {
         const seqs: number[] = [];
         const added: store.AddedPost[] = [];
         for (const [i, p] of t.posts.entries()) {
-          const post = await store.addPost(trx, run.id, p as PostDraft, source(i));
+          const post = await store.addPost(trx, run.id, p as PostDraft, source(i), watched(run.id));
           seqs.push(post.seq);
           if (post.added) added.push(post.added);
         }
@@ -296,7 +296,7 @@ export function createRunJournal(deps: RunsDeps, steps: RunSteps) {
         const run = await store.lockRun(trx, runId);
         // Nothing is posted after a cancel.
         if (!run || run.state === 'cancelled') return [];
-        const post = await store.addPost(trx, runId, { kind: 'notice', role: null, text, data }, source);
+        const post = await store.addPost(trx, runId, { kind: 'notice', role: null, text, data }, source, watched(runId));
         return post.added ? [post.added] : [];
       });
       published(runId, added);

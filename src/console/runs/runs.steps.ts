@@ -116,6 +116,11 @@ export function createRunSteps(deps: RunsDeps) {
       posted.emit(runId, added.map(presentPost));
     },
 
+    /** Whether this process has a post stream of the run open now: only then are its new posts handed over with the signal. */
+    watched(runId: string): boolean {
+      return posted.listenerCount(runId) > 0;
+    },
+
     /** In-process signal that a run has new posts, with those its publisher had (the SSE stream also polls, for other processes). */
     onPosts(runId: string, listener: (posts: Post[]) => void): () => void {
       posted.on(runId, listener);
