@@ -175,9 +175,7 @@ export async function watchPosts(req: FastifyRequest, reply: FastifyReply, runs:
         }, POLL_MS);
         wake = () => {
           clearTimeout(t);
-          // Woken after what the event loop has in hand: the publisher goes on first (the run's
-          // next statement is sent before the watchers write, not after all of them).
-          setImmediate(resolve);
+          resolve();
         };
       });
       wake = null;
