@@ -35,7 +35,7 @@ function viewOf(team: RunTeam, run: store.RunRow, waitingOnLead: string[]): RunV
 
 export function createRunJournal(deps: RunsDeps, steps: RunSteps) {
   const { db } = deps;
-  const { published, changed, postsAdded, teamOfRun, teamToEnd, addTask, finish } = steps;
+  const { published, watched, changed, postsAdded, teamOfRun, teamToEnd, addTask, finish } = steps;
   /** This process's listeners told when a turn begins in a sandbox (the gateway: its role's pinned version may have changed). */
   const turnBegun = new EventEmitter();
   turnBegun.setMaxListeners(0);
@@ -51,14 +51,14 @@ export function createRunJournal(deps: RunsDeps, steps: RunSteps) {
     // A run whose team was archived under it cannot be tried again: its failed post says so (the surfaces advise by it).
     const archived = team.status === 'archived' || team.id !== before.team_id;
     const data = { ...(refused ? { refused: true } : {}), ...(archived ? { cause: 'archived' } : {}) };
-    const done = await db.transaction().execute(async (trx) => {
+    const added = await db.transaction().execute(async (trx) => {
       const run = await store.lockRun(trx, runId);
-      if (!run || FINISHED.includes(run.state)) return false;
-      await store.appendPost(trx, runId, { kind: 'failed', role: null, text: reason, ...(Object.keys(data).length ? { data } : {}) });
+      if (!run || FINISHED.includes(run.state)) return null;
+      const post = await store.addPost(trx, runId, { kind: 'failed', role: null, text: reason, ...(Object.keys(data).length ? { data } : {}) }, null, watched(runId));
       await finish(trx, run, team, 'failed', refused ? { failure_reason: reason } : { failure_reason: reason, summary: reason });
-      return true;
+      return post.added ? [post.added] : [];
     });
-    if (done) published(runId);
+    if (added) published(runId, added);
   }
 
   return {
@@ -141,12 +141,13 @@ export function createRunJournal(deps: RunsDeps, steps: RunSteps) {
         const recorded = task.turn_end_seq !== null && task.turn_end !== null ? { seq: task.turn_end_seq, outcome: task.turn_end as TurnOutcome } : null;
         // What the host recorded stays as recorded: a journal rewritten below events_seen changes nothing.
         const fresh = events.filter((e) => !(Number.isSafeInteger(e?.seq) && e.seq <= task.events_seen));
-        if (!fresh.length) return { run, task, refused: null, turnEnd: recorded, published: false, seen: task.events_seen };
+        if (!fresh.length) return { run, task, refused: null, turnEnd: recorded, published: false, added: [], seen: task.events_seen };
         const checked = checkEvents(
           { role: task.role, lead: host.lead, tools: host.tools, mcpServers: (host.mcp_servers ?? []).map((m) => m.name), roles: host.roles, eventsSeen: task.events_seen, calls: known },
           fresh,
         );
         const accepted = checked.accepted;
+        const added: store.AddedPost[] = [];
         if (accepted.length) {
           if (deps.traces && run.trace_id) {
             // Only a task's own span (made at its last turn's end) names the activation it belongs to: looked up only then.
@@ -161,15 +162,19 @@ export function createRunJournal(deps: RunsDeps, steps: RunSteps) {
             if (e.type === 'model_call') iterations++;
             if (e.type === 'proposal' && deps.propose) await deps.propose(trx, { run_id: run.id, team: run.team_name, team_id: run.team_id, role: task.role, source, proposal: e.proposal });
             const draft = postOfEvent(task.role, e, e.type === 'tool_result' ? ((checked.calls.get(e.call_id) ?? known.get(e.call_id))?.subject ?? null) : null);
-            if (draft && run.state !== 'cancelled') lastSeq = await store.appendPost(trx, run.id, draft, source);
+            if (draft && run.state !== 'cancelled') {
+              const post = await store.addPost(trx, run.id, draft, source, watched(run.id));
+              lastSeq = post.seq;
+              if (post.added) added.push(post.added);
+            }
           }
           if (lastSeq !== null) await postsAdded(trx, run.id, lastSeq);
           await store.recordTaskEvents(trx, taskId, accepted[accepted.length - 1].seq, iterations, checked.turnEnd ?? null, { conversation: task.conversation, calls: checked.calls });
         }
-        return { run, task, refused: checked.refusal, turnEnd: checked.turnEnd ?? recorded, published: accepted.length > 0, seen: accepted.length ? accepted[accepted.length - 1].seq : task.events_seen };
+        return { run, task, refused: checked.refusal, turnEnd: checked.turnEnd ?? recorded, published: accepted.length > 0, added, seen: accepted.length ? accepted[accepted.length - 1].seq : task.events_seen };
       });
       if (!answer) return { refused: null, turnEnd: null, seen: 0 };
-      if (answer.published) published(answer.run.id);
+      if (answer.published) published(answer.run.id, answer.added);
       if (!answer.refused) return { refused: null, turnEnd: answer.turnEnd, seen: answer.seen };
       const reason = `the ${answer.task.role} role's agent runtime sent something the host does not accept, so its turn failed (${answer.refused.reason})`;
       // Its own step: a worker killed before it replays the same events, refused the same way.
@@ -204,19 +209,19 @@ export function createRunJournal(deps: RunsDeps, steps: RunSteps) {
     async recordPush(taskId: string, push: { id: string; ref: string; new_commit: string }): Promise<void> {
       if (!push.ref.startsWith('refs/heads/')) return;
       const branch = push.ref.slice('refs/heads/'.length);
-      const runId = await db.transaction().execute(async (trx) => {
+      const pushed = await db.transaction().execute(async (trx) => {
         const task = await store.getTask(trx, taskId);
         if (!task) return null;
         const run = await store.lockRun(trx, task.run_id);
         if (!run) return null;
         const source = `push:${push.id}`;
         if ((await store.postSeqOf(trx, run.id, source)) !== null) return null;
-        await store.appendPost(trx, run.id, { kind: 'artifact', role: task.role, text: `pushed ${branch} at ${push.new_commit}`, data: { branch, commit: push.new_commit } }, source);
+        const post = await store.addPost(trx, run.id, { kind: 'artifact', role: task.role, text: `pushed ${branch} at ${push.new_commit}`, data: { branch, commit: push.new_commit } }, source, watched(run.id));
         const delivery: Delivery = { branch, commit: push.new_commit, pull_request: run.delivery?.pull_request ?? null };
         await store.setDelivery(trx, run.id, delivery);
-        return run.id;
+        return { runId: run.id, added: post.added ? [post.added] : [] };
       });
-      if (runId) published(runId);
+      if (pushed) published(pushed.runId, pushed.added);
     },
 
     /** Applies a task's turn outcome: the pipeline's next task, a wait for a person, or the run's end. Once per turn. */
@@ -225,7 +230,7 @@ export function createRunJournal(deps: RunsDeps, steps: RunSteps) {
       const owner = first ? await store.getRun(db, first.run_id) : undefined;
       if (!first || !owner) return;
       const team = await teamOfRun(owner);
-      const runId = await db.transaction().execute(async (trx) => {
+      const applied = await db.transaction().execute(async (trx) => {
         const task = await store.getTask(trx, taskId);
         if (!task) return null;
         const run = await store.lockRun(trx, task.run_id);
@@ -236,7 +241,12 @@ export function createRunJournal(deps: RunsDeps, steps: RunSteps) {
         const t = transitionOf(viewOf(team, run, waitingOnLead), task.role, outcome);
         const source = (i: number) => `outcome:${taskId}:${fresh.turn_from ?? 0}:${i}`;
         const seqs: number[] = [];
-        for (const [i, p] of t.posts.entries()) seqs.push(await store.appendPost(trx, run.id, p as PostDraft, source(i)));
+        const added: store.AddedPost[] = [];
+        for (const [i, p] of t.posts.entries()) {
+          const post = await store.addPost(trx, run.id, p as PostDraft, source(i), watched(run.id));
+          seqs.push(post.seq);
+          if (post.added) added.push(post.added);
+        }
         if (seqs.length) await postsAdded(trx, run.id, seqs[seqs.length - 1]!);
         switch (t.kind) {
           case 'continue': {
@@ -270,9 +280,9 @@ export function createRunJournal(deps: RunsDeps, steps: RunSteps) {
             await store.setTask(trx, taskId, { state: 'cancelled', outcome, finished: true });
             break;
         }
-        return run.id;
+        return { runId: run.id, added };
       });
-      if (runId) published(runId);
+      if (applied) published(applied.runId, applied.added);
     },
 
     /** Fails a run for a reason outside the agents (a sandbox that cannot be had, a runtime that keeps dying). */
@@ -282,12 +292,14 @@ export function createRunJournal(deps: RunsDeps, steps: RunSteps) {
 
     /** A notice in the run's conversation (a cold boot, a refused request), once per source. */
     async notice(runId: string, text: string, source: string, data: Record<string, unknown> = {}) {
-      await db.transaction().execute(async (trx) => {
+      const added = await db.transaction().execute(async (trx) => {
         const run = await store.lockRun(trx, runId);
         // Nothing is posted after a cancel.
-        if (run && run.state !== 'cancelled') await store.appendPost(trx, runId, { kind: 'notice', role: null, text, data }, source);
+        if (!run || run.state === 'cancelled') return [];
+        const post = await store.addPost(trx, runId, { kind: 'notice', role: null, text, data }, source, watched(runId));
+        return post.added ? [post.added] : [];
       });
-      published(runId);
+      published(runId, added);
     },
 
     /** Names the pull request of a run's delivery (opened, then merged or closed), keeping its branch and commit. */

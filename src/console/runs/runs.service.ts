@@ -14,8 +14,8 @@ import { toUsd } from '../../db/parsers.ts';
 import { problems } from '../../errors/problems.ts';
 import { actorForPeople, serviceName } from '../integrations/kinds.ts';
 import { approvalOf, isChatSurface } from './runs.rules.ts';
-import type { Post, Run } from './runs.schemas.ts';
-import { FINISHED, archivedTeamOf, iso, type RunsDeps, type RunSteps } from './runs.steps.ts';
+import type { Run } from './runs.schemas.ts';
+import { FINISHED, archivedTeamOf, iso, presentPost, type RunsDeps, type RunSteps } from './runs.steps.ts';
 import * as store from './runs.store.ts';
 import type { RunState, RunSurface, WaitingFor } from './runs.tables.ts';
 
@@ -46,13 +46,17 @@ const NEEDS_REF: RunSurface[] = ['chat_a', 'chat_b', 'tracker_a', 'tracker_b'];
 
 const NO_RUNS: RunActivity = { running: 0, waiting: 0, last_run_at: null };
 
-function presentPost(p: store.PostRow): Post {
-  return { seq: p.seq, kind: p.kind as Post['kind'], role: p.role, text: p.text, data: p.data ?? {}, created_at: iso(p.created_at)! };
-}
-
 export function createRunsService(deps: RunsDeps, steps: RunSteps) {
   const { db } = deps;
   const { published, changed, mustGet, teamOfRun, teamToEnd, addTask, finish } = steps;
+
+  /** A page of a run's posts after a seq. */
+  async function postsAfter(id: string, after: number, limit: number) {
+    const rows = await store.postsAfter(db, id, after, limit + 1);
+    const more = rows.length > limit;
+    const items = rows.slice(0, limit).map(presentPost);
+    return { items, next_cursor: more ? String(items[items.length - 1].seq) : null };
+  }
 
   /** 429 while the team's daily budget is spent, with Retry-After: the seconds until the UTC day turns, when it is whole again. */
   async function refuseWhileBudgetSpent(teamName: string, what: string): Promise<void> {
@@ -231,11 +235,16 @@ export function createRunsService(deps: RunsDeps, steps: RunSteps) {
 
     async posts(id: string, after: number, limit: number) {
       await mustGet(id);
-      const rows = await store.postsAfter(db, id, after, limit + 1);
-      const more = rows.length > limit;
-      const items = rows.slice(0, limit).map(presentPost);
-      return { items, next_cursor: more ? String(items[items.length - 1].seq) : null };
+      return postsAfter(id, after, limit);
     },
+
+    /**
+     * A run's posts after a seq, without looking the run up first: for a post stream, which
+     * answered an unknown run's 404 before it started. One statement instead of two per read
+     * matters there: on the embedded database each read waits for, and holds up, the run's own
+     * writes on its one connection.
+     */
+    postsAfter,
 
     /**
      * `POST /runs/{id}/replies`: an answer to the open question, or a follow-up task. `within`

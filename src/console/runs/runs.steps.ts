@@ -15,6 +15,7 @@ import { problems } from '../../errors/problems.ts';
 import type { RunTraces } from '../../telemetry/traces.ts';
 import { memoryBlock, outcomeEntry } from './runs.rules.ts';
 import * as store from './runs.store.ts';
+import type { Post } from './runs.schemas.ts';
 import type { Delivery, RunState } from './runs.tables.ts';
 
 type Db = Kysely<Database>;
@@ -77,6 +78,11 @@ export function iso(v: string | Date | null | undefined): string | null {
   return v ? new Date(v).toISOString() : null;
 }
 
+/** A post as the API shows it. */
+export function presentPost(p: store.AddedPost): Post {
+  return { seq: p.seq, kind: p.kind as Post['kind'], role: p.role, text: p.text, data: p.data ?? {}, created_at: iso(p.created_at)! };
+}
+
 /**
  * The stand-in for the team of a run whose team was archived: no roles (so no memory entry is
  * written), nothing to place. A run's end still needs a team to end it with.
@@ -99,13 +105,24 @@ export function createRunSteps(deps: RunsDeps) {
   };
 
   return {
-    /** Tells this process's listeners (the post streams) that a run has new posts. */
-    published(runId: string): void {
-      posted.emit(runId);
+    /**
+     * Tells this process's listeners (the post streams) that a run changed, after the transaction
+     * that changed it: with the posts it added, when the caller has them, so that a stream caught
+     * up to just before them writes them without reading them back (on the embedded database
+     * such a read waits for, and holds up, the run's next write on its one connection).
+     */
+    published(runId: string, added: store.AddedPost[] = []): void {
+      if (posted.listenerCount(runId) === 0) return;
+      posted.emit(runId, added.map(presentPost));
     },
 
-    /** In-process signal that a run has new posts (the SSE stream also polls, for other processes). */
-    onPosts(runId: string, listener: () => void): () => void {
+    /** Whether this process has a post stream of the run open now: only then are its new posts handed over with the signal. */
+    watched(runId: string): boolean {
+      return posted.listenerCount(runId) > 0;
+    },
+
+    /** In-process signal that a run has new posts, with those its publisher had (the SSE stream also polls, for other processes). */
+    onPosts(runId: string, listener: (posts: Post[]) => void): () => void {
       posted.on(runId, listener);
       return () => posted.off(runId, listener);
     },

@@ -73,7 +73,19 @@ export function getPost(db: Q, runId: string, seq: number) {
  * the run's next seq and the insert), as a run's recording appends a post for most events.
  */
 export async function appendPost(trx: Transaction<Database>, runId: string, draft: PostDraft, source: string | null = null): Promise<number> {
-  const { rows } = await sql<{ seq: number }>`
+  return (await addPost(trx, runId, draft, source, false)).seq;
+}
+
+/** A post as it was added, with what a read of it would give (for this process's post streams). */
+export type AddedPost = Pick<PostRow, 'seq' | 'kind' | 'role' | 'text' | 'data' | 'created_at'>;
+
+/**
+ * `appendPost`, answering with `withPost` the post it added as well (null when its source had
+ * one already): the same statement, returning the new row's columns as the database stored them.
+ * Only when asked: on the embedded database those columns cost the statement about a tenth.
+ */
+export async function addPost(trx: Transaction<Database>, runId: string, draft: PostDraft, source: string | null, withPost: boolean): Promise<{ seq: number; added: AddedPost | null }> {
+  const { rows } = await sql<AddedPost & { is_new: boolean }>`
     with existing as (
       select seq from run_posts where run_id = ${runId} and source = ${source}
     ), next as (
@@ -83,11 +95,12 @@ export async function appendPost(trx: Transaction<Database>, runId: string, draf
     ), added as (
       insert into run_posts (run_id, seq, kind, role, text, data, source)
       select ${runId}, last_seq, ${draft.kind}, ${draft.role}, ${draft.text}, ${JSON.stringify(draft.data ?? {})}::jsonb, ${source} from next
-      returning seq
+      returning ${withPost ? sql`seq, kind, role, text, data, created_at, true as is_new` : sql`seq, true as is_new`}
     )
-    select seq from added union all select seq from existing`.execute(trx);
+    select * from added union all select ${withPost ? sql`seq, null, null, null, null, null, false` : sql`seq, false`} from existing`.execute(trx);
   if (!rows.length) throw new Error(`run ${runId} does not exist: no post appended`);
-  return Number(rows[0].seq);
+  const { is_new, ...row } = rows[0];
+  return { seq: Number(row.seq), added: is_new && withPost ? { ...row, seq: Number(row.seq) } : null };
 }
 
 /**

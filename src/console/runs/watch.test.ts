@@ -81,6 +81,42 @@ describe('run post watchers', () => {
     return { posts, drops };
   };
 
+  /** A watcher that reads until closed; `until` waits for what it has read to satisfy a condition. */
+  const watch = async (runId: string) => {
+    const events: Event[] = [];
+    const checks = new Set<() => void>();
+    let buf = '';
+    const req = http.get({ agent: false, host: '127.0.0.1', port, path: `/api/v1/runs/${runId}/posts`, headers: { accept: 'text/event-stream', authorization: `Bearer ${t.adminToken}` } });
+    await new Promise<void>((resolve, reject) => {
+      req.on('response', (res) => {
+        if (res.statusCode !== 200) return reject(new Error(`status ${res.statusCode}`));
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          const parsed = parseEvents(buf + c);
+          buf = parsed.rest;
+          events.push(...parsed.events);
+          for (const check of checks) check();
+        });
+        res.on('error', () => {});
+        // The server subscribes the stream to the run's signal before it sends the head.
+        resolve();
+      });
+      req.on('error', (err) => (req.destroyed ? undefined : reject(err)));
+    });
+    const until = (holds: (events: Event[]) => boolean) =>
+      new Promise<void>((resolve) => {
+        const check = () => {
+          if (!holds(events)) return;
+          checks.delete(check);
+          resolve();
+        };
+        checks.add(check);
+        check();
+      });
+    return { events, until, close: () => req.destroy() };
+  };
+  const has = (seq: number) => (events: Event[]) => events.some((e) => e.id === seq);
+
   it('refuses a Last-Event-ID that is not a seq, naming it, instead of starting over', async () => {
     const runId = await newRun();
     const bad = await t.request({ method: 'GET', url: `/api/v1/runs/${runId}/posts`, token: t.adminToken, headers: { accept: 'text/event-stream', 'last-event-id': 'abc' } });
@@ -176,4 +212,54 @@ describe('run post watchers', () => {
     stalled.destroy();
   });
 
+  it("a watcher caught up is handed the run's new posts as the database stored them, without reading them back", { timeout: 60_000 }, async () => {
+    const runId = await newRun();
+    await t.services.runJournal.notice(runId, 'first', 'handed:1');
+    const live = await watch(runId);
+    await live.until(has(1));
+    // jsonb orders an object's keys its own way: what a watcher is handed is what a read gives.
+    await t.services.runJournal.notice(runId, 'second', 'handed:2', { zeta: 1, alpha: { y: 2, b: 3 } });
+    // The run's next transaction starts at once and holds the embedded database's one connection
+    // until the watcher has the post: a watcher that read it back would wait for it (forever).
+    await t.db.transaction().execute(async (trx) => {
+      await trx.selectFrom('runs').select('id').where('id', '=', runId).forUpdate().execute();
+      await live.until(has(2));
+    });
+    live.close();
+    const reread = await watch(runId);
+    await reread.until(has(2));
+    reread.close();
+    assert.deepEqual(
+      live.events.map((e) => JSON.stringify(e)),
+      reread.events.map((e) => JSON.stringify(e)),
+      'the same events, keys in the same order',
+    );
+  });
+
+  it("another process's posts reach a watcher by its poll, and one handed over after a gap is not written before the post it follows", { timeout: 60_000 }, async () => {
+    // A second service on the same database: its posts signal its own watchers, not these.
+    const other = await testApp({ shareWith: t });
+    try {
+      const runId = await newRun();
+      const w = await watch(runId);
+      await other.services.runJournal.notice(runId, 'from the other process', 'other:1');
+      await w.until(has(1));
+      // Post 2 from the other process, then post 3 from this one: this process hands the stream
+      // only post 3, which does not follow on from what it wrote, so it reads 2 and 3.
+      await other.services.runJournal.notice(runId, 'from the other process again', 'other:2');
+      await t.services.runJournal.notice(runId, 'from this process', 'this:3');
+      await w.until(has(3));
+      w.close();
+      assert.deepEqual(
+        w.events.map((e) => [e.id, e.data.text]),
+        [
+          [1, 'from the other process'],
+          [2, 'from the other process again'],
+          [3, 'from this process'],
+        ],
+      );
+    } finally {
+      await other.close();
+    }
+  });
 });

@@ -1,8 +1,9 @@
 /**
  * A run's posts as server-sent events (`GET /runs/{id}/posts` with `Accept: text/event-stream`):
  * each post once, in order, from after a seq; new posts as they come (this process's signal
- * wakes the loop at once, a poll finds what other processes wrote), comments that keep the
- * connection alive, and an end when the client goes. The route only hands the request over.
+ * wakes the loop at once, with the posts when its publisher had them; a poll finds what other
+ * processes wrote), comments that keep the connection alive, and an end when the client goes.
+ * The route only hands the request over.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Post } from './runs.schemas.ts';
@@ -20,8 +21,12 @@ const DROP_GRACE_MS = 10_000;
 
 /** What the stream reads of a run: its posts after a seq, and the signal that it has new ones. */
 export interface PostSource {
+  /** The posts after a seq; rejects with a 404 for an unknown run. */
   posts(runId: string, after: number, limit: number): Promise<{ items: Post[]; next_cursor: string | null }>;
-  onPosts(runId: string, listener: () => void): () => void;
+  /** The same without looking the run up (the stream's reads, after its first). */
+  postsAfter(runId: string, after: number, limit: number): Promise<{ items: Post[]; next_cursor: string | null }>;
+  /** This process's signal that a run changed, after the change: with the posts it added, when its publisher had them (else none). */
+  onPosts(runId: string, listener: (posts: Post[]) => void): () => void;
 }
 
 type Page = Awaited<ReturnType<PostSource['posts']>>;
@@ -37,21 +42,23 @@ function sharedRead(source: PostSource, runId: string, after: number): Promise<P
   const key = `${runId}:${after}`;
   let read = reads.get(key);
   if (!read) {
-    read = source.posts(runId, after, PAGE).finally(() => reads.delete(key));
+    read = source.postsAfter(runId, after, PAGE).finally(() => reads.delete(key));
     reads.set(key, read);
   }
   return read;
 }
 
 /**
- * Each post's event, made once: the watchers that shared a read hold the same post objects, so
- * the first to write one encodes it for all of them.
+ * Each post's event, made once, as the bytes written: the watchers that shared a read (or were
+ * handed the same posts) hold the same post objects, so the first to write one encodes it for
+ * all of them, and every connection writes the same buffer (a string would be measured and
+ * encoded again for each).
  */
-const encoded = new WeakMap<Post, string>();
-function eventOf(p: Post): string {
+const encoded = new WeakMap<Post, Buffer>();
+function eventOf(p: Post): Buffer {
   let event = encoded.get(p);
   if (event === undefined) {
-    event = `id: ${p.seq}\nevent: ${p.kind}\ndata: ${JSON.stringify(p)}\n\n`;
+    event = Buffer.from(`id: ${p.seq}\nevent: ${p.kind}\ndata: ${JSON.stringify(p)}\n\n`);
     encoded.set(p, event);
   }
   return event;
@@ -59,8 +66,9 @@ function eventOf(p: Post): string {
 
 /**
  * Streams a run's posts after `after` until the client closes; a 404 (unknown run) is answered
- * before the stream starts. The run never waits on a watcher: each reads on its own, and one that
- * falls more than `maxBuffered` bytes behind what it has read (a client that stopped reading) gets
+ * before the stream starts. The run never waits on a watcher: each reads on its own (one caught
+ * up writes the posts this process's publisher handed it, without a read), and one that falls
+ * more than `maxBuffered` bytes behind what it has read (a client that stopped reading) gets
  * an `overflow` event naming the last seq written and the stream ends; it resumes with
  * `Last-Event-ID` (what EventSource sends when it reconnects) without losing or repeating a post.
  */
@@ -75,7 +83,31 @@ export async function watchPosts(req: FastifyRequest, reply: FastifyReply, runs:
   let closed = false;
   let overflowed = false;
   let wake: (() => void) | null = null;
-  const unsubscribe = runs.onPosts(runId, () => wake?.());
+  // The posts this process's publisher handed over since the last read: written instead of
+  // reading them back when they follow on from `seen`. A signal without posts, a gap, more than
+  // a page (or `maxBuffered` characters of text), or a signal while the connection is full make
+  // the next turn read the database instead: what a watcher keeps here stays bounded.
+  let handed: Post[] = [];
+  let handedText = 0;
+  let mustRead = true;
+  let draining = false;
+  const unsubscribe = runs.onPosts(runId, (posts) => {
+    for (const p of posts) handedText += p.text.length;
+    if (posts.length === 0 || draining || handed.length + posts.length > PAGE || handedText > maxBuffered) {
+      handed = [];
+      handedText = 0;
+      mustRead = true;
+    } else handed.push(...posts);
+    wake?.();
+  });
+  /** The handed posts after `seen`, when they follow on from it without a gap; null when the database must be read. */
+  const takeHanded = (): Post[] | null => {
+    const posts = handed.filter((p) => p.seq > seen);
+    handed = [];
+    handedText = 0;
+    if (mustRead || posts.some((p, i) => p.seq !== seen + 1 + i)) return null;
+    return posts;
+  };
   const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS);
   const onClose = () => {
     closed = true;
@@ -84,29 +116,42 @@ export async function watchPosts(req: FastifyRequest, reply: FastifyReply, runs:
   req.raw.on('close', onClose);
   res.on('close', onClose);
   /** Until the connection has taken what it holds (or the client goes): the next page is read only then. */
-  const drained = () =>
-    new Promise<void>((resolve) => {
+  const drained = () => {
+    draining = true;
+    return new Promise<void>((resolve) => {
       wake = resolve;
       res.once('drain', resolve);
     }).finally(() => {
       res.off('drain', wake!);
       wake = null;
+      draining = false;
+      mustRead = true;
     });
+  };
   try {
     while (!closed) {
-      const page = await sharedRead(runs, runId, seen);
+      const own = takeHanded();
+      let page: Page;
+      if (own) page = { items: own, next_cursor: null };
+      else {
+        mustRead = false;
+        page = await sharedRead(runs, runId, seen);
+      }
       // What a read brought goes in one write (one system call per watcher, not one per post).
-      let out = '';
+      const out: Buffer[] = [];
+      let bytes = 0;
       for (const p of page.items) {
         if (closed) break;
-        out += eventOf(p);
+        const event = eventOf(p);
+        out.push(event);
+        bytes += event.length;
         seen = p.seq;
-        if (res.writableLength + out.length > maxBuffered) {
+        if (res.writableLength + bytes > maxBuffered) {
           overflowed = true;
           break;
         }
       }
-      if (out && !closed) res.write(out);
+      if (out.length && !closed) res.write(out.length === 1 ? out[0] : Buffer.concat(out, bytes));
       if (overflowed) {
         req.log.info({ run: runId, seq: seen, buffered: res.writableLength }, 'a run post watcher fell too far behind and was dropped');
         res.write(`event: overflow\ndata: ${JSON.stringify({ detail: `this client read too slowly (more than ${maxBuffered} bytes waited for it); reconnect with Last-Event-ID: ${seen} to resume`, last_event_id: seen })}\n\n`);
@@ -117,9 +162,17 @@ export async function watchPosts(req: FastifyRequest, reply: FastifyReply, runs:
         await drained();
         continue;
       }
-      if (page.next_cursor) continue;
+      // More to read, or posts handed over (or a signal) while this turn read: the next turn at once.
+      if (page.next_cursor || mustRead || handed.length) {
+        mustRead ||= page.next_cursor !== null;
+        continue;
+      }
       await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, POLL_MS);
+        const t = setTimeout(() => {
+          // Another process's posts come with no signal here: a poll reads them.
+          mustRead = true;
+          resolve();
+        }, POLL_MS);
         wake = () => {
           clearTimeout(t);
           resolve();
