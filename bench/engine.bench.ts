@@ -96,8 +96,9 @@ export default async function engineBench(): Promise<BenchReport[]> {
     timeline.set(key, list);
     return answer;
   };
-  // The host declares room for each team's sandbox (local sandboxes share the machine's cores), and drives every run at once.
-  const stack = await startStack({ script, config: { SERVICE_OTLP_ENDPOINT: collector.url, SERVICE_JOB_CONCURRENCY: String(RUNS + 8), SERVICE_SANDBOX_VCPUS: String(TEAMS + 1), SERVICE_LOG_LEVEL: 'warn' } });
+  // The host declares room for each team's sandbox (local sandboxes share the machine's cores). The
+  // worker drives every run at once with its default slots for runs (SERVICE_RUN_CONCURRENCY, 64).
+  const stack = await startStack({ script, config: { SERVICE_OTLP_ENDPOINT: collector.url, SERVICE_SANDBOX_VCPUS: String(TEAMS + 1), SERVICE_LOG_LEVEL: 'warn' } });
   const reports: BenchReport[] = [];
   try {
     // One replica takes up to 20 runs (the most a template allows); finished runs' claims count until released.

@@ -68,6 +68,8 @@ export interface Config {
   sandboxVcpuOvercommit: number;
   /** Jobs the worker performs at once. */
   jobConcurrency: number;
+  /** Runs each worker process drives at once: job slots of their own (the engine's `engine.advance-run`). */
+  runConcurrency: number;
   /** Seconds a worker holds a job without renewing it: how soon another takes over a dead worker's jobs. */
   jobLeaseSeconds: number;
   /** The configuration repository `POST /import` reads (docs/import.md); null when none is set. */
@@ -172,7 +174,8 @@ export const configReference: Array<{ name: string; default: string; meaning: st
   { name: 'SERVICE_SANDBOX_MEMORY_MIB', default: '0 (total memory)', meaning: 'memory in MiB this host offers to sandboxes' },
   { name: 'SERVICE_SANDBOX_VCPU_OVERCOMMIT', default: '4', meaning: 'how many times its vCPUs a host shares out to awake sandboxes (a decimal from 1 to 64); memory is held by awake sandboxes only, disk by all' },
   { name: 'SERVICE_SANDBOX_DISK_GIB', default: '0 (free disk under the sandbox dir)', meaning: 'disk in GiB this host offers to sandboxes' },
-  { name: 'SERVICE_JOB_CONCURRENCY', default: '4', meaning: 'jobs (revoking keys, destroying sandboxes, outbound calls) each worker process performs at once' },
+  { name: 'SERVICE_JOB_CONCURRENCY', default: '4', meaning: 'jobs (revoking keys, destroying sandboxes, outbound calls to chat servers, trackers and the code host) each worker process performs at once, besides the runs it drives' },
+  { name: 'SERVICE_RUN_CONCURRENCY', default: '64', meaning: 'runs each worker process drives at once (a run holds one while its agents work; one waiting for a person or for room on a host holds none); slots of their own, so slow outbound jobs never hold a run up' },
   { name: 'SERVICE_IMPORT_REPOSITORY', default: '(unset)', meaning: 'the configuration repository `POST /import` reads: a git URL (https, http, ssh or user@host:path) or an absolute local directory (docs/import.md)' },
   { name: 'SERVICE_IMPORT_REF', default: 'main', meaning: 'the branch, tag or commit of a git configuration repository that is imported' },
   { name: 'SERVICE_IMPORT_DEPLOY_KEY', default: '(unset)', meaning: 'name of a stored secret holding an SSH private key (a deploy key) for an ssh configuration repository; an https repository on the code host uses the installation token instead' },
@@ -326,6 +329,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     sandboxVcpuOvercommit: ratio(env, 'SERVICE_SANDBOX_VCPU_OVERCOMMIT', 4, 1, 64),
     jobConcurrency: int(env, 'SERVICE_JOB_CONCURRENCY', 4, 1, 256),
+    runConcurrency: int(env, 'SERVICE_RUN_CONCURRENCY', 64, 1, 4096),
     jobLeaseSeconds: int(env, 'SERVICE_JOB_LEASE_SECONDS', 60, 5, 3600),
     importRepository: importRepository(env),
   };

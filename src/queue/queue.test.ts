@@ -442,6 +442,38 @@ describe(`job queue (${dbKind})`, () => {
     assert.ok(started[1].signal.aborted, 'the handler is told to stop');
   });
 
+  test('kinds in a lane have slots of their own: jobs of other kinds holding every shared slot do not hold them up', async () => {
+    const slow = newKind();
+    const run = newKind();
+    const stuck = gate();
+    let slowStarted = 0;
+    const ran: number[] = [];
+    const { r } = runner(
+      {
+        [slow]: { perform: async () => void (slowStarted++, await stuck.p) },
+        [run]: { perform: async (p: { n: number }) => void ran.push(p.n) },
+      },
+      { concurrency: 2, lanes: [{ kinds: [run], concurrency: 1 }] },
+    );
+    await r.start();
+    try {
+      await db.transaction().execute(async (trx) => {
+        for (let i = 0; i < 3; i++) await enqueue(trx, { kind: slow, payload: {} });
+      });
+      await waitFor('two slow jobs to hold both shared slots', async () => slowStarted === 2);
+      await db.transaction().execute(async (trx) => {
+        for (let n = 0; n < 3; n++) await enqueue(trx, { kind: run, payload: { n } });
+      });
+      await waitFor("the lane's jobs to be done", async () => (await jobsOf(run)).every((j) => j.state === 'done'));
+      assert.deepEqual(ran.sort(), [0, 1, 2]);
+      assert.equal(slowStarted, 2, 'the third slow job still waits for a shared slot');
+    } finally {
+      stuck.open();
+      await r.stop();
+    }
+    assert.throws(() => runner({ [run]: { perform: async () => {} } }, { lanes: [{ kinds: [run], concurrency: 1 }, { kinds: [run], concurrency: 2 }] }), /is in two lanes/);
+  });
+
   test('metrics: completions and failures by kind; jobs by kind and state', async () => {
     const [ok, bad, other] = [newKind(), newKind(), newKind()];
     const metrics = new Registry();

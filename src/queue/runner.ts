@@ -19,8 +19,14 @@ export interface JobRunnerOptions {
   metrics?: Registry;
   /** The kinds this runner performs; it claims no other. */
   handlers: Record<string, JobHandler>;
-  /** Jobs performed at once. */
+  /** Jobs performed at once (of the kinds no lane names). */
   concurrency?: number;
+  /**
+   * Kinds that have slots of their own, so that jobs of other kinds never wait for them nor they
+   * for others: the engine's runs, which hold a slot for as long as they work, beside outbound
+   * calls to a slow chat server. A kind is in one lane at most; the rest share `concurrency`.
+   */
+  lanes?: Array<{ kinds: string[]; concurrency: number }>;
   /** How long a claim holds a job without a heartbeat; another runner takes it over after. */
   leaseMs?: number;
   heartbeatMs?: number;
@@ -93,6 +99,13 @@ interface Running {
   done: Promise<void>;
 }
 
+/** Kinds claimed together, with their own slots. */
+interface Lane {
+  kinds: string[];
+  concurrency: number;
+  running: number;
+}
+
 export type JobRunner = ReturnType<typeof createJobRunner>;
 
 /**
@@ -117,6 +130,19 @@ export function createJobRunner(opts: JobRunnerOptions) {
   const owner = opts.owner ?? leaseOwner();
   const log = logger.child({ component: 'jobs', owner });
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error('concurrency must be a whole number of at least 1');
+  const lanes: Lane[] = [];
+  const laned = new Set<string>();
+  for (const l of opts.lanes ?? []) {
+    if (!Number.isInteger(l.concurrency) || l.concurrency < 1) throw new Error(`the concurrency of the lane of ${l.kinds.join(', ')} must be a whole number of at least 1`);
+    const kindsHere = l.kinds.filter((k) => kinds.includes(k));
+    for (const k of kindsHere) {
+      if (laned.has(k)) throw new Error(`job kind ${k} is in two lanes`);
+      laned.add(k);
+    }
+    if (kindsHere.length) lanes.push({ kinds: kindsHere, concurrency: l.concurrency, running: 0 });
+  }
+  const rest = kinds.filter((k) => !laned.has(k));
+  if (rest.length) lanes.unshift({ kinds: rest, concurrency, running: 0 });
   if (heartbeatMs >= leaseMs) throw new Error('the heartbeat must come more often than the lease runs out');
 
   const now = (): RawBuilder<string> => (opts.now ? sql<string>`${opts.now().toISOString()}::timestamptz` : sql<string>`now()`);
@@ -155,7 +181,7 @@ export function createJobRunner(opts: JobRunnerOptions) {
       wakeNow = done;
     });
 
-  async function claim(n: number): Promise<Job[]> {
+  async function claim(n: number, of: string[]): Promise<Job[]> {
     const alive = opts.target ? await opts.target.alive() : [];
     const own = opts.target?.id ?? null;
     const result = await sql<Job>`
@@ -164,7 +190,7 @@ export function createJobRunner(opts: JobRunnerOptions) {
           lease_owner = ${owner}, lease_until = ${after(leaseMs)}, updated_at = ${now()}
       from (
         select id from jobs
-        where kind in (${sql.join(kinds)})
+        where kind in (${sql.join(of)})
           and ((state = 'queued' and run_at <= ${now()}) or (state = 'running' and lease_until < ${now()}))
           and (target is null or target = ${own} or not (target = any(${alive}::text[])))
         order by run_at, id
@@ -231,7 +257,8 @@ export function createJobRunner(opts: JobRunnerOptions) {
     await handler.perform(job.payload, { id: job.id, kind: job.kind, attempt: job.attempts, maxAttempts: job.max_attempts, logger: jobLog, signal: r.controller.signal });
   }
 
-  function start(job: Job) {
+  function start(job: Job, lane: Lane) {
+    lane.running++;
     const jobLog = log.child({ job: job.id, kind: job.kind, attempt: job.attempts });
     const r = { job, controller: new AbortController() } as Running;
     r.done = (async () => {
@@ -255,6 +282,7 @@ export function createJobRunner(opts: JobRunnerOptions) {
       }
     })().finally(() => {
       running.delete(r);
+      lane.running--;
       wake();
     });
     running.add(r);
@@ -264,15 +292,21 @@ export function createJobRunner(opts: JobRunnerOptions) {
   let filling: Promise<unknown> = Promise.resolve();
   function fill(): Promise<number> {
     const next = filling.then(async () => {
-      const free = concurrency - running.size;
-      if (free <= 0 || kinds.length === 0) return 0;
-      const jobs = await claim(free);
-      for (const job of jobs) start(job);
-      return jobs.length;
+      let claimed = 0;
+      for (const lane of lanes) {
+        const free = lane.concurrency - lane.running;
+        if (free <= 0) continue;
+        const jobs = await claim(free, lane.kinds);
+        for (const job of jobs) start(job, lane);
+        claimed += jobs.length;
+      }
+      return claimed;
     });
     filling = next.catch(() => {});
     return next;
   }
+  /** Whether some lane has a free slot. */
+  const roomLeft = () => lanes.some((l) => l.running < l.concurrency);
 
   async function refreshGauge() {
     if (!gauge) return;
@@ -306,7 +340,7 @@ export function createJobRunner(opts: JobRunnerOptions) {
         log.error({ error: describeError(err) }, 'could not claim jobs');
       }
       if (stopping) break;
-      if (claimed > 0 && running.size < concurrency) continue;
+      if (claimed > 0 && roomLeft()) continue;
       await sleep(pollMs);
     }
   }

@@ -1,6 +1,7 @@
 import type { Component } from '../components.ts';
 import { jobHandlers } from '../jobs.ts';
 import { createJobRunner } from '../queue/runner.ts';
+import { advanceRunJob } from './engine/advance-run.job.ts';
 import { startWorkerParts } from '../services.ts';
 import { startSpanExport } from '../telemetry/outbox.ts';
 
@@ -21,6 +22,9 @@ export const workerComponent: Component = {
       metrics: ctx.metrics,
       handlers: jobHandlers(parts),
       concurrency: parts.config.jobConcurrency,
+      // A run holds its slot for as long as its agents work: runs have slots of their own, so a
+      // slow chat server or tracker holding the outbound jobs' slots never holds a run up.
+      lanes: [{ kinds: [advanceRunJob.kind], concurrency: parts.config.runConcurrency }],
       leaseMs: parts.config.jobLeaseSeconds * 1000,
       target: { id: host.id, alive: () => host.liveHosts() },
       // The runner's hourly prune: refused webhook deliveries are kept 30 days; chat uploads no
