@@ -103,8 +103,51 @@ export async function consoleInMemory() {
   return { db, close, services, token, app };
 }
 
+/**
+ * CPU time (µs, user + system) a process's threads have used, from /proc, by what they do:
+ * `main` the event loop; `workers` worker threads (the embedded database runs in one); `v8`
+ * V8's helpers (the optimising compiler, the collector's concurrent marking and sweeping);
+ * `other` libuv's pool and the rest.
+ */
+export function threadCpuOf(pid: number): ThreadCpu {
+  const out: ThreadCpu = { main: 0, workers: 0, v8: 0, other: 0 };
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    let stat: string;
+    let name: string;
+    try {
+      stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      name = fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+    } catch {
+      continue; // The thread ended meanwhile.
+    }
+    const fields = stat.split(') ')[1].split(' ');
+    const us = ((Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND) * 1e6;
+    const kind = tid === String(pid) ? 'main' : name === 'WorkerThread' ? 'workers' : name === 'V8Worker' ? 'v8' : 'other';
+    out[kind] += us;
+  }
+  return out;
+}
+
+export interface ThreadCpu {
+  main: number;
+  workers: number;
+  v8: number;
+  other: number;
+}
+
+/** What each kind of thread used between two readings, per request (µs). */
+export const threadCpuPer = (before: ThreadCpu, after: ThreadCpu, requests: number): ThreadCpu => {
+  const n = Math.max(1, requests);
+  return { main: (after.main - before.main) / n, workers: (after.workers - before.workers) / n, v8: (after.v8 - before.v8) / n, other: (after.other - before.other) / n };
+};
+
+export const fmtThreads = (t: ThreadCpu) => `main thread ${t.main.toFixed(0)}, worker threads ${t.workers.toFixed(0)}, V8's ${t.v8.toFixed(0)}, other ${t.other.toFixed(0)}`;
+
+/** Linux counts CPU time in /proc in clock ticks of 1/100 s. */
+const TICKS_PER_SECOND = 100;
+
 /** CPU seconds (user + system, every thread) a process has used, from /proc. */
 export const cpuOf = (pid: number) => {
   const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
+  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
 };
