@@ -211,7 +211,7 @@ export default async function engineBench(): Promise<BenchReport[]> {
     // If every run only waited on the model, RUNS runs of RUN_STEPS + 1 calls would take this long.
     const ideal = ((RUN_STEPS + 1) * LATENCY_MS) / 1000;
     reports.push({
-      name: `run engine: ${RUNS} runs given at once on one host (${TEAMS} teams, ${RUN_STEPS} shell steps each, model latency ${LATENCY_MS} ms, job concurrency ${RUNS + 8})`,
+      name: `run engine: ${RUNS} runs given at once on one host (${TEAMS} teams, ${RUN_STEPS} shell steps each, model latency ${LATENCY_MS} ms, the worker's default slots for runs)`,
       lines: [
         `${succeeded} of ${RUNS} runs succeeded in ${seconds.toFixed(1)} s: ${runsPerMinute.toFixed(0)} runs per minute, ${(posts / seconds).toFixed(1)} posts per second (${posts} posts)`,
         ...(problems.length ? [`not succeeded: ${problems.join(' | ')}`] : []),
