@@ -174,7 +174,7 @@ export const configReference: Array<{ name: string; default: string; meaning: st
   { name: 'SERVICE_SANDBOX_MEMORY_MIB', default: '0 (total memory)', meaning: 'memory in MiB this host offers to sandboxes' },
   { name: 'SERVICE_SANDBOX_VCPU_OVERCOMMIT', default: '4', meaning: 'how many times its vCPUs a host shares out to awake sandboxes (a decimal from 1 to 64); memory is held by awake sandboxes only, disk by all' },
   { name: 'SERVICE_SANDBOX_DISK_GIB', default: '0 (free disk under the sandbox dir)', meaning: 'disk in GiB this host offers to sandboxes' },
-  { name: 'SERVICE_JOB_CONCURRENCY', default: '4', meaning: 'jobs (revoking keys, destroying sandboxes, outbound calls to chat servers, trackers and the code host) each worker process performs at once, besides the runs it drives' },
+  { name: 'SERVICE_JOB_CONCURRENCY', default: '4', meaning: 'jobs (revoking keys, destroying sandboxes, outbound calls to trackers and the code host) each worker process performs at once, besides the runs it drives; the chat servers\' jobs have as many slots again of their own' },
   { name: 'SERVICE_RUN_CONCURRENCY', default: '64', meaning: 'runs each worker process drives at once (a run holds one while its agents work; one waiting for a person or for room on a host holds none); slots of their own, so slow outbound jobs never hold a run up' },
   { name: 'SERVICE_IMPORT_REPOSITORY', default: '(unset)', meaning: 'the configuration repository `POST /import` reads: a git URL (https, http, ssh or user@host:path) or an absolute local directory (docs/import.md)' },
   { name: 'SERVICE_IMPORT_REF', default: 'main', meaning: 'the branch, tag or commit of a git configuration repository that is imported' },

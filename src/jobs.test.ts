@@ -4,7 +4,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { RENAMED_KINDS, up as renameKinds } from './db/migrations/0730-job-kinds.ts';
-import { JOB_KINDS } from './jobs.ts';
+import { JOB_KINDS, jobLanes } from './jobs.ts';
 import { enqueue, getJob } from './queue/queue.ts';
 import { testApp, type TestApp } from '../test/harness.ts';
 
@@ -41,6 +41,16 @@ describe('the table of jobs', () => {
       declared.push(jobs[0][1].kind);
     }
     assert.deepEqual([...JOB_KINDS].sort(), declared.sort(), 'src/jobs.ts lists every declared job once');
+  });
+
+  it('gives runs and the chat servers\' jobs slots of their own, each kind in one lane at most', () => {
+    const lanes = jobLanes({ runConcurrency: 64, jobConcurrency: 4 });
+    const kinds = lanes.flatMap((l) => l.kinds);
+    assert.equal(new Set(kinds).size, kinds.length, 'no kind is in two lanes');
+    for (const k of kinds) assert.ok(JOB_KINDS.includes(k), `${k} is a job kind`);
+    assert.deepEqual(lanes.find((l) => l.kinds.includes('engine.advance-run')), { kinds: ['engine.advance-run'], concurrency: 64 });
+    const chat = JOB_KINDS.filter((k) => k.startsWith('chat'));
+    assert.deepEqual(lanes.find((l) => l.kinds.includes('chat.mirror-thread'))?.kinds.sort(), chat.sort(), 'every chat job shares the chat lane, and nothing else does');
   });
 
   describe('jobs stored under a former kind', () => {

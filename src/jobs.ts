@@ -52,3 +52,16 @@ export const JOB_KINDS: readonly string[] = JOBS.map((j) => j.kind);
 export function jobHandlers(w: WorkerParts): Record<string, JobHandler> {
   return byKind(JOBS.map((j) => j.handler(w)));
 }
+
+/**
+ * Kinds with job slots of their own (the runner's lanes), so that a slow outside service holds up
+ * only its own kind of work: a run holds its slot for as long as its agents work (its own lane,
+ * SERVICE_RUN_CONCURRENCY), and a chat server that answers slowly or asks to wait holds the chat
+ * jobs' slots, not the trackers', the code host's or the keys' (each lane SERVICE_JOB_CONCURRENCY).
+ */
+export function jobLanes(c: { runConcurrency: number; jobConcurrency: number }): Array<{ kinds: string[]; concurrency: number }> {
+  return [
+    { kinds: [advanceRunJob.kind], concurrency: c.runConcurrency },
+    { kinds: [handleMessageJob.kind, mirrorThreadJob.kind, syncRoleBotsJob.kind], concurrency: c.jobConcurrency },
+  ];
+}

@@ -1,7 +1,6 @@
 import type { Component } from '../components.ts';
-import { jobHandlers } from '../jobs.ts';
+import { jobHandlers, jobLanes } from '../jobs.ts';
 import { createJobRunner } from '../queue/runner.ts';
-import { advanceRunJob } from './engine/advance-run.job.ts';
 import { startWorkerParts } from '../services.ts';
 import { startSpanExport } from '../telemetry/outbox.ts';
 
@@ -22,9 +21,8 @@ export const workerComponent: Component = {
       metrics: ctx.metrics,
       handlers: jobHandlers(parts),
       concurrency: parts.config.jobConcurrency,
-      // A run holds its slot for as long as its agents work: runs have slots of their own, so a
-      // slow chat server or tracker holding the outbound jobs' slots never holds a run up.
-      lanes: [{ kinds: [advanceRunJob.kind], concurrency: parts.config.runConcurrency }],
+      // Runs, and the chat servers' jobs, have slots of their own: a slow chat server never holds a run up.
+      lanes: jobLanes(parts.config),
       leaseMs: parts.config.jobLeaseSeconds * 1000,
       target: { id: host.id, alive: () => host.liveHosts() },
       // The runner's hourly prune: refused webhook deliveries are kept 30 days; chat uploads no
