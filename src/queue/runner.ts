@@ -143,6 +143,7 @@ export function createJobRunner(opts: JobRunnerOptions) {
   }
   const rest = kinds.filter((k) => !laned.has(k));
   if (rest.length) lanes.unshift({ kinds: rest, concurrency, running: 0 });
+  const laneOf = new Map(lanes.flatMap((l) => l.kinds.map((k) => [k, l] as const)));
   if (heartbeatMs >= leaseMs) throw new Error('the heartbeat must come more often than the lease runs out');
 
   const now = (): RawBuilder<string> => (opts.now ? sql<string>`${opts.now().toISOString()}::timestamptz` : sql<string>`now()`);
@@ -181,25 +182,33 @@ export function createJobRunner(opts: JobRunnerOptions) {
       wakeNow = done;
     });
 
-  async function claim(n: number, of: string[]): Promise<Job[]> {
+  /**
+   * Claims due jobs for the lanes with free slots, up to each one's free slots, in one statement
+   * (a locking select per lane, so one lane's backlog never takes another's slots).
+   */
+  async function claim(wanted: Array<{ lane: Lane; free: number }>): Promise<Array<{ job: Job; lane: Lane }>> {
     const alive = opts.target ? await opts.target.alive() : [];
     const own = opts.target?.id ?? null;
-    const result = await sql<Job>`
-      update jobs j
-      set state = 'running', attempts = j.attempts + 1, generation = j.generation + 1,
-          lease_owner = ${owner}, lease_until = ${after(leaseMs)}, updated_at = ${now()}
-      from (
+    const picks = wanted.map(
+      ({ lane, free }, i) => sql`${sql.id(`lane${i}`)} as (
         select id from jobs
-        where kind in (${sql.join(of)})
+        where kind in (${sql.join(lane.kinds)})
           and ((state = 'queued' and run_at <= ${now()}) or (state = 'running' and lease_until < ${now()}))
           and (target is null or target = ${own} or not (target = any(${alive}::text[])))
         order by run_at, id
-        limit ${n}
+        limit ${free}
         for update skip locked
-      ) due
+      )`,
+    );
+    const result = await sql<Job>`
+      with ${sql.join(picks)}
+      update jobs j
+      set state = 'running', attempts = j.attempts + 1, generation = j.generation + 1,
+          lease_owner = ${owner}, lease_until = ${after(leaseMs)}, updated_at = ${now()}
+      from (${sql.join(wanted.map((_, i) => sql`select id from ${sql.id(`lane${i}`)}`), sql` union all `)}) due
       where j.id = due.id
       returning j.*`.execute(db);
-    return result.rows;
+    return result.rows.map((job) => ({ job, lane: laneOf.get(job.kind)! }));
   }
 
   /** Records the outcome, only while this runner still holds the claim's generation. */
@@ -292,15 +301,11 @@ export function createJobRunner(opts: JobRunnerOptions) {
   let filling: Promise<unknown> = Promise.resolve();
   function fill(): Promise<number> {
     const next = filling.then(async () => {
-      let claimed = 0;
-      for (const lane of lanes) {
-        const free = lane.concurrency - lane.running;
-        if (free <= 0) continue;
-        const jobs = await claim(free, lane.kinds);
-        for (const job of jobs) start(job, lane);
-        claimed += jobs.length;
-      }
-      return claimed;
+      const wanted = lanes.map((lane) => ({ lane, free: lane.concurrency - lane.running })).filter((w) => w.free > 0);
+      if (!wanted.length) return 0;
+      const claimed = await claim(wanted);
+      for (const { job, lane } of claimed) start(job, lane);
+      return claimed.length;
     });
     filling = next.catch(() => {});
     return next;

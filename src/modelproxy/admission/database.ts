@@ -59,7 +59,7 @@ export function createDatabaseAdmission(db: Db, onError: (err: unknown, count: n
  * settlements a request must wait for. A key not seen yet may be of any team, so every
  * settlement concerns it; a key's team never changes.
  */
-export function createKeyOwners(max = 4096) {
+function createKeyOwners(max = 4096) {
   const owners = new Map<string, { keyId: string; team: string | null }>();
   return {
     learn(keyHash: string, r: Reservation) {
